@@ -1,0 +1,31 @@
+// The per-device allocator registry and storage creation.
+#include "eager/core/Storage.h"
+
+#include <array>
+#include <atomic>
+
+#include "eager/core/Error.h"
+
+namespace kiln {
+
+namespace {
+std::array<std::atomic<Allocator*>, kNumDeviceTypes> g_allocators{};
+}
+
+void set_allocator(DeviceType type, Allocator* allocator) {
+  g_allocators[static_cast<size_t>(type)].store(allocator, std::memory_order_release);
+}
+
+Allocator& get_allocator(DeviceType type) {
+  Allocator* a = g_allocators[static_cast<size_t>(type)].load(std::memory_order_acquire);
+  KILN_CHECK(a != nullptr, "no allocator is registered for device type ", device_type_name(type),
+             type == DeviceType::CUDA ? " (is CUDA available? kiln.cuda.is_available() says)" : "");
+  return *a;
+}
+
+Storage new_storage(size_t nbytes, Device device) {
+  return make_intrusive<StorageImpl>(get_allocator(device.type()).allocate(nbytes), nbytes,
+                                     /*resizable=*/true);
+}
+
+}  // namespace kiln

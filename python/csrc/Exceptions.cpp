@@ -1,0 +1,70 @@
+// C++ exception -> Python exception translation.
+#include "python/csrc/Exceptions.h"
+
+#include <new>
+#include <pybind11/pybind11.h>
+
+namespace kiln::python {
+
+PyObject* g_out_of_memory_error = nullptr;
+
+namespace {
+
+PyObject* python_type_for(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::Runtime:
+      return PyExc_RuntimeError;
+    case ErrorKind::Value:
+      return PyExc_ValueError;
+    case ErrorKind::Type:
+      return PyExc_TypeError;
+    case ErrorKind::Index:
+      return PyExc_IndexError;
+    case ErrorKind::NotImplemented:
+      return PyExc_NotImplementedError;
+    case ErrorKind::OutOfMemory:
+      return g_out_of_memory_error ? g_out_of_memory_error : PyExc_MemoryError;
+  }
+  return PyExc_RuntimeError;
+}
+
+}  // namespace
+
+void set_python_error_from_current_exception() {
+  try {
+    throw;
+  } catch (const python_error_already_set&) {
+    // The Python error indicator is already set.
+  } catch (pybind11::error_already_set& e) {
+    e.restore();
+  } catch (const kiln::Error& e) {
+    PyErr_SetString(python_type_for(e.kind()), e.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "kiln: unknown C++ exception");
+  }
+}
+
+void init_exceptions(PyObject* module) {
+  g_out_of_memory_error = PyErr_NewExceptionWithDoc(
+      "kiln.OutOfMemoryError", "Raised when a device allocator cannot satisfy a request.", PyExc_RuntimeError,
+      nullptr);
+  if (g_out_of_memory_error == nullptr) throw pybind11::error_already_set();
+  Py_INCREF(g_out_of_memory_error);
+  if (PyModule_AddObject(module, "OutOfMemoryError", g_out_of_memory_error) < 0) {
+    throw pybind11::error_already_set();
+  }
+  pybind11::register_exception_translator([](std::exception_ptr p) {
+    if (!p) return;
+    try {
+      std::rethrow_exception(p);
+    } catch (const kiln::Error& e) {
+      PyErr_SetString(python_type_for(e.kind()), e.what());
+    }
+  });
+}
+
+}  // namespace kiln::python

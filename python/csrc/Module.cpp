@@ -1,0 +1,36 @@
+// kiln._C: the extension module. Each init_* lives in the file that owns it.
+#include <pybind11/pybind11.h>
+
+#include "python/csrc/Exceptions.h"
+#include "python/csrc/PyDType.h"
+#include "python/csrc/PyDevice.h"
+#include "python/csrc/PyTensor.h"
+
+namespace kiln::python {
+void init_numpy(PyObject* module);     // Numpy.cpp
+void init_dlpack(PyObject* module);    // DLPack.cpp
+void init_creation(PyObject* module);  // Creation.cpp
+void init_memory(PyObject* module);    // Memory.cpp
+void init_config(PyObject* module);    // Config.cpp
+}  // namespace kiln::python
+
+PYBIND11_MODULE(_C, m) {
+  using namespace kiln::python;
+  m.doc() = "kiln's C++ core";
+  try {
+    init_exceptions(m.ptr());
+    init_dtypes(m.ptr());
+    init_device(m.ptr());
+    register_basic_tensor_methods();
+    register_numpy_tensor_methods();
+    register_dlpack_tensor_methods();
+    init_tensor_type(m.ptr());
+    init_numpy(m.ptr());
+    init_dlpack(m.ptr());
+    init_creation(m.ptr());
+    init_memory(m.ptr());
+    init_config(m.ptr());
+  } catch (const python_error_already_set&) {
+    throw pybind11::error_already_set();
+  }
+}

@@ -1,0 +1,234 @@
+// TensorBase object lifecycle, kiln.Size, and wrapping C++ tensors.
+#include "python/csrc/PyTensor.h"
+
+#include <new>
+#include <string>
+
+#include "eager/kernels/cpu/Factories.h"
+#include "python/csrc/Exceptions.h"
+
+namespace kiln::python {
+
+// Note [Tensor and its Python object]
+// -----------------------------------
+// A Python tensor object owns one reference to its TensorImpl; the impl keeps
+// a borrowed pointer back (TensorImpl::pyobj). Wrapping an impl that already
+// has a live Python object returns that object, so `t.grad is t.grad` and
+// attributes set from Python stick while the object lives. When the Python
+// object dies it clears the back pointer; if C++ still holds the impl, a later
+// wrap makes a fresh object. All of this runs with the GIL held.
+// Results are created as instances of kiln.Tensor (the Python subclass), which
+// kiln/_tensor.py registers through _C._set_tensor_class.
+
+namespace {
+
+PyTypeObject* g_tensor_class = &PyTensorBase_Type;
+
+void tensor_dealloc(PyObject* self) {
+  auto* obj = reinterpret_cast<PyTensorObject*>(self);
+  PyObject_GC_UnTrack(self);
+  if (obj->weakreflist != nullptr) PyObject_ClearWeakRefs(self);
+  // Subclass instances may carry a __dict__; clear it.
+  if (Py_TYPE(self)->tp_dictoffset != 0) {
+    PyObject** dictptr = _PyObject_GetDictPtr(self);
+    if (dictptr != nullptr) Py_CLEAR(*dictptr);
+  }
+  if (obj->tensor.defined() && obj->tensor.impl()->pyobj() == self) obj->tensor.impl()->set_pyobj(nullptr);
+  obj->tensor.~Tensor();
+  PyTypeObject* type = Py_TYPE(self);
+  type->tp_free(self);
+  if (type->tp_flags & Py_TPFLAGS_HEAPTYPE) Py_DECREF(type);
+}
+
+int tensor_traverse(PyObject* self, visitproc visit, void* arg) {
+  if (Py_TYPE(self)->tp_dictoffset != 0) {
+    PyObject** dictptr = _PyObject_GetDictPtr(self);
+    if (dictptr != nullptr) Py_VISIT(*dictptr);
+  }
+  if (Py_TYPE(self)->tp_flags & Py_TPFLAGS_HEAPTYPE) Py_VISIT(Py_TYPE(self));
+  return 0;
+}
+
+int tensor_clear(PyObject* self) {
+  if (Py_TYPE(self)->tp_dictoffset != 0) {
+    PyObject** dictptr = _PyObject_GetDictPtr(self);
+    if (dictptr != nullptr) Py_CLEAR(*dictptr);
+  }
+  return 0;
+}
+
+PyObject* allocate_tensor_object(PyTypeObject* type, Tensor t) {
+  PyObject* self = type->tp_alloc(type, 0);
+  if (self == nullptr) throw python_error_already_set();
+  auto* obj = reinterpret_cast<PyTensorObject*>(self);
+  new (&obj->tensor) Tensor(std::move(t));
+  obj->weakreflist = nullptr;
+  obj->tensor.impl()->set_pyobj(self);
+  return self;
+}
+
+/// TensorBase() from Python makes an empty float tensor (kiln.Tensor() as in
+/// PyTorch); other construction goes through kiln.tensor and the factories.
+PyObject* tensor_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  KILN_PY_BEGIN
+  const Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+  KILN_CHECK_TYPE(nargs == 0 && (kwargs == nullptr || PyDict_GET_SIZE(kwargs) == 0),
+                  "kiln.Tensor(): use kiln.tensor(data) or kiln.empty(size) to create tensors");
+  const int64_t zero = 0;
+  Tensor t = empty(IntArrayRef(&zero, 1), default_dtype());
+  // A fresh object of exactly `type` (which may be a subclass).
+  return allocate_tensor_object(type, std::move(t));
+  KILN_PY_END(nullptr)
+}
+
+PyTypeObject make_tensor_base_type() {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "kiln._C.TensorBase";
+  t.tp_basicsize = sizeof(PyTensorObject);
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC;
+  t.tp_doc = "The C++ tensor behind kiln.Tensor.";
+  t.tp_dealloc = tensor_dealloc;
+  t.tp_traverse = tensor_traverse;
+  t.tp_clear = tensor_clear;
+  t.tp_weaklistoffset = offsetof(PyTensorObject, weakreflist);
+  t.tp_new = tensor_new;
+  return t;
+}
+
+// --- kiln.Size ---------------------------------------------------------------
+
+PyObject* size_repr(PyObject* self) {
+  std::string s = "kiln.Size([";
+  const Py_ssize_t n = PyTuple_GET_SIZE(self);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item_repr = PyObject_Repr(PyTuple_GET_ITEM(self, i));
+    if (item_repr == nullptr) return nullptr;
+    if (i) s += ", ";
+    s += PyUnicode_AsUTF8(item_repr);
+    Py_DECREF(item_repr);
+  }
+  s += "])";
+  return PyUnicode_FromStringAndSize(s.data(), static_cast<Py_ssize_t>(s.size()));
+}
+
+PyObject* size_numel(PyObject* self, PyObject*) {
+  long long n = 1;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(self); ++i) n *= PyLong_AsLongLong(PyTuple_GET_ITEM(self, i));
+  if (PyErr_Occurred()) return nullptr;
+  return PyLong_FromLongLong(n);
+}
+
+/// Size(iterable of ints), like torch.Size.
+PyObject* size_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  PyObject* tuple = PyTuple_Type.tp_new(type, args, kwargs);
+  if (tuple == nullptr) return nullptr;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); ++i) {
+    PyObject* item = PyTuple_GET_ITEM(tuple, i);
+    if (!PyLong_Check(item)) {
+      PyErr_Format(PyExc_TypeError, "kiln.Size() takes an iterable of 'int' (item %zd is '%s')", i,
+                   Py_TYPE(item)->tp_name);
+      Py_DECREF(tuple);
+      return nullptr;
+    }
+  }
+  return tuple;
+}
+
+PyMethodDef size_methods[] = {
+    {"numel", size_numel, METH_NOARGS, "Number of elements a tensor of this size holds."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyTypeObject make_size_type() {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "kiln.Size";
+  t.tp_basicsize = sizeof(PyTupleObject) - sizeof(PyObject*);
+  t.tp_itemsize = sizeof(PyObject*);
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_TUPLE_SUBCLASS;
+  t.tp_doc = "The shape of a tensor: a tuple of ints.";
+  t.tp_repr = size_repr;
+  t.tp_methods = size_methods;
+  t.tp_new = size_new;
+  t.tp_base = &PyTuple_Type;
+  return t;
+}
+
+PyObject* set_tensor_class(PyObject*, PyObject* cls) {
+  if (!PyType_Check(cls) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls), &PyTensorBase_Type)) {
+    PyErr_SetString(PyExc_TypeError, "_set_tensor_class expects a subclass of kiln._C.TensorBase");
+    return nullptr;
+  }
+  Py_INCREF(cls);
+  g_tensor_class = reinterpret_cast<PyTypeObject*>(cls);
+  Py_RETURN_NONE;
+}
+
+PyMethodDef module_methods[] = {
+    {"_set_tensor_class", set_tensor_class, METH_O, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+
+PyTypeObject PyTensorBase_Type = make_tensor_base_type();
+PyTypeObject PySize_Type = make_size_type();
+
+std::vector<PyMethodDef>& tensor_method_table() {
+  static std::vector<PyMethodDef> table;
+  return table;
+}
+
+std::vector<PyGetSetDef>& tensor_getset_table() {
+  static std::vector<PyGetSetDef> table;
+  return table;
+}
+
+const Tensor& tensor_from_object(PyObject* obj, const char* what) {
+  KILN_CHECK_TYPE(is_tensor(obj), what, " must be Tensor, not ", Py_TYPE(obj)->tp_name);
+  return unwrap_tensor(obj);
+}
+
+PyObject* wrap_tensor(Tensor t) {
+  KILN_INTERNAL_ASSERT(t.defined());
+  if (auto* existing = static_cast<PyObject*>(t.impl()->pyobj())) {
+    Py_INCREF(existing);
+    return existing;
+  }
+  return allocate_tensor_object(g_tensor_class, std::move(t));
+}
+
+PyObject* make_size(IntArrayRef sizes) {
+  PyObject* size = PySize_Type.tp_alloc(&PySize_Type, static_cast<Py_ssize_t>(sizes.size()));
+  if (size == nullptr) throw python_error_already_set();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    PyObject* item = PyLong_FromLongLong(sizes[i]);
+    if (item == nullptr) {
+      Py_DECREF(size);
+      throw python_error_already_set();
+    }
+    PyTuple_SET_ITEM(size, static_cast<Py_ssize_t>(i), item);
+  }
+  return size;
+}
+
+void init_tensor_type(PyObject* module) {
+  auto& methods = tensor_method_table();
+  methods.push_back({nullptr, nullptr, 0, nullptr});
+  PyTensorBase_Type.tp_methods = methods.data();
+  auto& getset = tensor_getset_table();
+  getset.push_back({nullptr, nullptr, nullptr, nullptr, nullptr});
+  PyTensorBase_Type.tp_getset = getset.data();
+
+  if (PyType_Ready(&PyTensorBase_Type) < 0 || PyType_Ready(&PySize_Type) < 0) throw python_error_already_set();
+  Py_INCREF(&PyTensorBase_Type);
+  if (PyModule_AddObject(module, "TensorBase", reinterpret_cast<PyObject*>(&PyTensorBase_Type)) < 0) {
+    throw python_error_already_set();
+  }
+  Py_INCREF(&PySize_Type);
+  if (PyModule_AddObject(module, "Size", reinterpret_cast<PyObject*>(&PySize_Type)) < 0) {
+    throw python_error_already_set();
+  }
+  if (PyModule_AddFunctions(module, module_methods) < 0) throw python_error_already_set();
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,65 @@
+"""kiln: a PyTorch-shaped deep-learning framework with a C++ core.
+
+``import kiln as torch`` is the goal: the same names, signatures and behaviour.
+"""
+
+from kiln import _C
+from kiln._C import (  # noqa: F401  (dtypes and core types are re-exported)
+    Size,
+    OutOfMemoryError,
+    bfloat16,
+    bool,
+    device,
+    double,
+    dtype,
+    float,
+    float16,
+    float32,
+    float64,
+    from_dlpack,
+    from_numpy,
+    get_default_dtype,
+    half,
+    int,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    set_default_dtype,
+    short,
+    uint8,
+)
+from kiln._tensor import Tensor
+from kiln._creation import (
+    arange,
+    empty,
+    empty_like,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
+from kiln._config import show_config
+from kiln._tensor_str import set_printoptions
+from kiln import cuda
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj) -> "builtins.bool":
+    """True when ``obj`` is a kiln tensor (like ``torch.is_tensor``)."""
+    return isinstance(obj, _C.TensorBase)
+
+
+def numel(input) -> "builtins.int":
+    """The number of elements of ``input``."""
+    return input.numel()
+
+
+import builtins  # noqa: E402  (for the annotations above, which name the shadowed builtins)
