@@ -24,38 +24,32 @@ namespace {
 
 PyTypeObject* g_tensor_class = &PyTensorBase_Type;
 
+// Note [Deallocating kiln.Tensor, a heap subclass of a static type]
+// ------------------------------------------------------------------
+// Tensors are created as kiln.Tensor, a Python class deriving from the static
+// TensorBase. CPython's subtype_dealloc/subtype_traverse/subtype_clear already
+// handle what the subclass adds: they clear and visit its __dict__ and they own
+// the instance's reference to the heap type (visiting it and dropping it after
+// calling our tp_dealloc). TensorBase's own slots must therefore touch only
+// what TensorBase owns: dropping the type or visiting the dict here too would
+// free kiln.Tensor after a few tensors die, or make the cycle collector
+// over-count and free live objects.
+
+// Python subclasses (kiln.Tensor, Parameter) get CPython's subtype_dealloc /
+// subtype_traverse, which handle their __dict__ and the reference to their
+// heap type before calling these; the base only owns the C++ tensor.
 void tensor_dealloc(PyObject* self) {
   auto* obj = reinterpret_cast<PyTensorObject*>(self);
   PyObject_GC_UnTrack(self);
   if (obj->weakreflist != nullptr) PyObject_ClearWeakRefs(self);
-  // Subclass instances may carry a __dict__; clear it.
-  if (Py_TYPE(self)->tp_dictoffset != 0) {
-    PyObject** dictptr = _PyObject_GetDictPtr(self);
-    if (dictptr != nullptr) Py_CLEAR(*dictptr);
-  }
   if (obj->tensor.defined() && obj->tensor.impl()->pyobj() == self) obj->tensor.impl()->set_pyobj(nullptr);
   obj->tensor.~Tensor();
-  PyTypeObject* type = Py_TYPE(self);
-  type->tp_free(self);
-  if (type->tp_flags & Py_TPFLAGS_HEAPTYPE) Py_DECREF(type);
+  Py_TYPE(self)->tp_free(self);
 }
 
-int tensor_traverse(PyObject* self, visitproc visit, void* arg) {
-  if (Py_TYPE(self)->tp_dictoffset != 0) {
-    PyObject** dictptr = _PyObject_GetDictPtr(self);
-    if (dictptr != nullptr) Py_VISIT(*dictptr);
-  }
-  if (Py_TYPE(self)->tp_flags & Py_TPFLAGS_HEAPTYPE) Py_VISIT(Py_TYPE(self));
-  return 0;
-}
-
-int tensor_clear(PyObject* self) {
-  if (Py_TYPE(self)->tp_dictoffset != 0) {
-    PyObject** dictptr = _PyObject_GetDictPtr(self);
-    if (dictptr != nullptr) Py_CLEAR(*dictptr);
-  }
-  return 0;
-}
+/// The C++ tensor holds no Python references yet (autograd hooks will).
+int tensor_traverse(PyObject*, visitproc, void*) { return 0; }
+int tensor_clear(PyObject*) { return 0; }
 
 PyObject* allocate_tensor_object(PyTypeObject* type, Tensor t) {
   PyObject* self = type->tp_alloc(type, 0);

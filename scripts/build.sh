@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds kiln (C++ core, kiln._C, C++ tests and benchmarks) and installs it in
+# editable mode, so `import kiln` picks up this checkout. Incremental: the CMake
+# build directory (build/release) and ccache survive between runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+BUILD_DIR=${KILN_BUILD_DIR:-build/release}
+
+log=$(mktemp)
+if ! "$PYTHON" -m pip install --no-build-isolation --no-deps --disable-pip-version-check -e . \
+     -Cbuild-dir="$BUILD_DIR" >"$log" 2>&1; then
+  cat "$log"
+  echo "build: FAILED (full log above)" >&2
+  exit 1
+fi
+grep -E "warning:" "$log" | sort -u | head -20 || true
+rm -f "$log"
+echo "build: kiln built in $BUILD_DIR and installed (editable)"

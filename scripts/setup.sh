@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs everything kiln needs on a fresh Debian machine: the Debian packages
+# the C++ build links against and the Python packages the build, the tests and
+# the benchmarks use. Safe to run again: it only installs what is missing.
+set -euo pipefail
+
+PYTHON=${PYTHON:-python3}
+
+APT_PACKAGES=(
+  llvm-19-dev                 # the JIT backend (find_package(LLVM) in CMakeLists.txt)
+  zlib1g-dev libzstd-dev libxml2-dev libedit-dev libffi-dev  # what LLVMConfig.cmake looks for
+  libgtest-dev                # the C++ test suite
+  libbenchmark-dev            # the C++ microbenchmarks
+  libdlpack-dev               # the DLPack ABI header
+  ccache                      # fast rebuilds, including CI's fresh clones
+)
+PIP_PACKAGES=(
+  "numpy>=1.24" pytest hypothesis pyyaml tqdm
+  "scikit-build-core>=0.10" "pybind11>=3.0" ninja "cmake>=3.26"
+  "torch==2.13.0"             # CPU build from this machine's disk; the tests' oracle, never imported by kiln
+)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Ask pip only when an import or a version is missing: a no-op pip run costs seconds.
+if ! "$PYTHON" - <<'PY' 2>/dev/null
+import importlib.metadata as md
+need = {"numpy": None, "pytest": None, "hypothesis": None, "PyYAML": None, "tqdm": None,
+        "scikit_build_core": None, "pybind11": "3", "ninja": None, "cmake": None, "torch": "2.13.0"}
+for name, prefix in need.items():
+    version = md.version(name)
+    assert prefix is None or version.startswith(prefix), (name, version)
+PY
+then
+  echo "setup: installing Python packages"
+  "$PYTHON" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
+fi
+echo "setup: done"
