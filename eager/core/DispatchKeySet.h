@@ -66,6 +66,10 @@ class DispatchKeySet {
     return from_raw((uint64_t{1} << (static_cast<uint8_t>(k) + 1)) - 1);
   }
 
+  /// The keys of this set strictly below `k` (what a kernel at `k` redispatches to).
+  [[nodiscard]] constexpr DispatchKeySet below(DispatchKey k) const {
+    return from_raw(bits_ & ((uint64_t{1} << static_cast<uint8_t>(k)) - 1));
+  }
   [[nodiscard]] constexpr bool has(DispatchKey k) const { return (bits_ & DispatchKeySet(k).bits_) != 0; }
   [[nodiscard]] constexpr bool empty() const { return bits_ == 0; }
   [[nodiscard]] constexpr uint64_t raw() const { return bits_; }

@@ -69,7 +69,7 @@ DimVector infer_size(IntArrayRef sizes, int64_t numel) {
       KILN_CHECK(!infer_dim, "only one dimension can be inferred");
       infer_dim = i;
     } else {
-      KILN_CHECK(sizes[i] >= 0, "invalid shape dimension ", sizes[i]);
+      KILN_CHECK(sizes[i] >= 0, "invalid shape dimension ", sizes[i], " at index ", i, " of shape ", sizes);
       known *= sizes[i];
     }
   }
@@ -84,6 +84,14 @@ DimVector infer_size(IntArrayRef sizes, int64_t numel) {
 }
 
 Tensor as_strided(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, std::optional<int64_t> storage_offset) {
+  // PyTorch's as_strided checks, in its order and words, before the bounds check.
+  KILN_CHECK(sizes.size() == strides.size(), "mismatch in length of strides and shape");
+  for (int64_t stride : strides) {
+    KILN_CHECK(stride >= 0, "as_strided: Negative strides are not supported at the moment, got strides: ", strides);
+  }
+  for (int64_t size : sizes) {
+    KILN_CHECK(size >= 0, "Storage size calculation overflowed with sizes=", sizes, " and strides=", strides);
+  }
   return make_view(self, sizes, strides, storage_offset.value_or(self.storage_offset()));
 }
 

@@ -61,6 +61,8 @@ void init_exceptions(PyObject* module) {
     if (!p) return;
     try {
       std::rethrow_exception(p);
+    } catch (const python_error_already_set&) {
+      // A CPython call inside a pybind11-bound function failed: its error is already set.
     } catch (const kiln::Error& e) {
       PyErr_SetString(python_type_for(e.kind()), e.what());
     }

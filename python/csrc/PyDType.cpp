@@ -64,6 +64,10 @@ PyObject* dtype_object(DType t) { return g_dtype_objects[static_cast<size_t>(t)]
 
 DType dtype_from_object(PyObject* obj, const char* what) {
   if (is_dtype_object(obj)) return reinterpret_cast<PyDTypeObject*>(obj)->dtype;
+  // PyTorch also takes Python's own number types: float -> float64, int -> int64, bool -> bool.
+  if (obj == reinterpret_cast<PyObject*>(&PyFloat_Type)) return DType::Float64;
+  if (obj == reinterpret_cast<PyObject*>(&PyLong_Type)) return DType::Int64;
+  if (obj == reinterpret_cast<PyObject*>(&PyBool_Type)) return DType::Bool;
   KILN_FAIL(Type, what, " must be kiln.dtype, not ", Py_TYPE(obj)->tp_name);
 }
 

@@ -11,8 +11,9 @@ namespace kiln::python {
 
 /// New reference to a kiln.device object for `d`.
 [[nodiscard]] PyObject* device_object(Device d);
-/// Accepts a kiln.device, a string ("cuda:0") or an int (a CUDA index), as PyTorch does.
-[[nodiscard]] Device device_from_object(PyObject* obj);
+/// Accepts a kiln.device, a string ("cuda:0") or an int (an accelerator index), as PyTorch
+/// does; TypeError naming `what` ("zeros(): argument 'device'") otherwise.
+[[nodiscard]] Device device_from_object(PyObject* obj, const char* what = "device");
 
 void init_device(PyObject* module);
 

@@ -36,6 +36,19 @@ size_t checked_nbytes(IntArrayRef sizes, IntArrayRef strides, DType dtype) {
   return static_cast<size_t>(extent * itemsize(dtype));
 }
 
+/// The byte count of a contiguous tensor, checked as PyTorch's computeStorageNbytesContiguous
+/// (whose message names only the sizes).
+void check_contiguous_nbytes(IntArrayRef sizes, DType dtype) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max() / 16;
+  int64_t n = itemsize(dtype);
+  bool overflow = false;
+  for (int64_t s : sizes) {
+    if (s == 0) return;
+    overflow = overflow || __builtin_mul_overflow(n, s, &n) || n > kMax;
+  }
+  KILN_CHECK(!overflow, "Storage size calculation overflowed with sizes=", sizes);
+}
+
 /// Calls fn(element pointer) for every element of `t` in row-major order.
 template <typename T, typename Fn>
 void for_each_element(const Tensor& t, Fn fn) {
@@ -65,6 +78,53 @@ void for_each_element(const Tensor& t, Fn fn) {
 
 }  // namespace
 
+std::string_view cpp_type_name(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+    case DType::Float16: return "kiln::Half";
+    case DType::BFloat16: return "kiln::BFloat16";
+    case DType::Int8: return "int8_t";
+    case DType::Int16: return "int16_t";
+    case DType::Int32: return "int";
+    case DType::Int64: return "int64_t";
+    case DType::UInt8: return "uint8_t";
+    case DType::Bool: return "bool";
+  }
+  return "unknown";
+}
+
+bool overflows(const Scalar& value, DType dtype) {
+  if (dtype == DType::Bool || value.is_bool()) return false;
+  double lowest = 0, highest = 0;  // the range of dtype's finite values
+  switch (dtype) {
+    case DType::Float16: lowest = -65504.0, highest = 65504.0; break;
+    case DType::BFloat16: lowest = -3.3895313892515355e38, highest = 3.3895313892515355e38; break;
+    case DType::Float32: lowest = std::numeric_limits<float>::lowest(), highest = std::numeric_limits<float>::max(); break;
+    case DType::Float64: return false;
+    default:
+      visit_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (std::is_integral_v<T>) {
+          lowest = static_cast<double>(std::numeric_limits<T>::lowest());
+          highest = static_cast<double>(std::numeric_limits<T>::max());
+        }
+      });
+  }
+  if (value.is_floating_point()) {
+    const double v = value.to_double();
+    if (is_floating_point(dtype)) return std::isfinite(v) && (v < lowest || v > highest);
+    if (std::isnan(v)) return true;
+    // 2^63 is the first double past int64's range; max() itself rounds up to it.
+    if (dtype == DType::Int64) return v < -9.2233720368547758e18 || v >= 9.2233720368547758e18;
+    return v < lowest || v > highest;
+  }
+  const int64_t v = value.to_int64();
+  if (dtype == DType::Int64) return false;
+  if (dtype == DType::UInt8 && v < 0) return -static_cast<uint64_t>(v) > 255u;  // negative values may wrap
+  return static_cast<double>(v) < lowest || static_cast<double>(v) > highest;
+}
+
 Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device) {
   check_cpu(device, "empty_strided");
   KILN_CHECK(sizes.size() == strides.size(), "empty_strided: mismatch in length of strides and shape");
@@ -76,13 +136,14 @@ Tensor empty(IntArrayRef sizes, DType dtype, Device device) {
   for (int64_t s : sizes) {
     KILN_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", sizes);
   }
+  check_contiguous_nbytes(sizes, dtype);
   return empty_strided(sizes, contiguous_strides(sizes), dtype, device);
 }
 
 void fill_(const Tensor& self, const Scalar& value) {
   visit_dtype(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T v = value.to<T>();
+    const T v = checked_scalar_to<T>(value);
     if (self.is_contiguous()) {
       std::fill_n(self.data_ptr<T>(), self.numel(), v);  // vectorises
     } else {
@@ -99,6 +160,7 @@ Tensor full(IntArrayRef sizes, const Scalar& value, DType dtype, Device device) 
 }
 
 Tensor zeros(IntArrayRef sizes, DType dtype, Device device) {
+  for (int64_t s : sizes) KILN_CHECK(s >= 0, "zeros: Dimension size must be non-negative.");
   Tensor t = empty(sizes, dtype, device);
   if (t.nbytes() > 0) std::memset(t.data_ptr(), 0, static_cast<size_t>(t.nbytes()));
   return t;
@@ -106,59 +168,149 @@ Tensor zeros(IntArrayRef sizes, DType dtype, Device device) {
 
 Tensor ones(IntArrayRef sizes, DType dtype, Device device) { return full(sizes, Scalar(int64_t{1}), dtype, device); }
 
+// Note [Range factories compute as PyTorch's CPU kernels do]
+// -----------------------------------------------------------
+// arange and linspace promise values bit-equal to PyTorch's, so their loops
+// follow PyTorch's CPU kernels (RangeFactoriesKernel.cpp) operation by
+// operation, not just formula by formula:
+// - linspace computes every element on its own, in the output type (double
+//   for integer outputs): start + step * i for the first half and
+//   end - step * (steps - i - 1) for the second, each a single fused
+//   multiply-add (the compiler contracts PyTorch's expression). float16 and
+//   bfloat16 round after every operation, as their C++ operators do.
+// - arange computes in the accumulate type (int64 for integers, double for
+//   float32/64, float for float16/bfloat16). PyTorch's loop writes 32-byte
+//   vector blocks, two at a time, while a pair still fits: the first lane of
+//   a block is start + step * i rounded to the output type, the others add
+//   k * step to that rounded base; the tail is computed element by element.
+//   So the rounding depends on an element's position within its block and is
+//   reproduced here exactly (for one parallel chunk, that is, up to PyTorch's
+//   grain size of 32768 elements).
+
+namespace {
+
+constexpr int64_t kRangeVectorBytes = 32;  // bytes in one of PyTorch's vector registers
+
+/// The accumulate type of arange for output type T.
+template <typename T>
+using ArangeAcc = std::conditional_t<std::is_integral_v<T>, int64_t,
+                                     std::conditional_t<sizeof(T) == 2, float, double>>;
+
+/// a * b + c with one rounding for floating types (exact for integers).
+template <typename A>
+A fused_multiply_add(A a, A b, A c) {
+  if constexpr (std::is_floating_point_v<A>) {
+    return std::fma(a, b, c);
+  } else {
+    return a * b + c;
+  }
+}
+
+/// Rounds a float to a reduced-precision type and back, as every float16/bfloat16 operator does.
+template <typename T>
+float round_to(float v) {
+  return static_cast<float>(T(v));
+}
+
+template <typename T>
+void linspace_values(T* out, const Scalar& start_value, const Scalar& end_value, int64_t steps) {
+  const T start = checked_scalar_to<T>(start_value);
+  const T end = checked_scalar_to<T>(end_value);
+  const int64_t halfway = steps / 2;
+  if constexpr (std::is_integral_v<T>) {
+    const double s = static_cast<double>(start), e = static_cast<double>(end);
+    const double step = (e - s) / static_cast<double>(steps - 1);
+    for (int64_t i = 0; i < steps; ++i) {
+      out[i] = static_cast<T>(i < halfway ? std::fma(step, static_cast<double>(i), s)
+                                          : std::fma(-step, static_cast<double>(steps - i - 1), e));
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {
+    const T step = (end - start) / static_cast<T>(steps - 1);
+    for (int64_t i = 0; i < steps; ++i) {
+      out[i] = i < halfway ? std::fma(step, static_cast<T>(i), start)
+                           : std::fma(-step, static_cast<T>(steps - i - 1), end);
+    }
+  } else {  // Half, BFloat16: each operator rounds its float result to T
+    const float s = start, e = end;
+    const float step = round_to<T>(round_to<T>(e - s) / round_to<T>(static_cast<float>(steps - 1)));
+    for (int64_t i = 0; i < steps; ++i) {
+      out[i] = i < halfway ? T(s + round_to<T>(step * round_to<T>(static_cast<float>(i))))
+                           : T(e - round_to<T>(step * round_to<T>(static_cast<float>(steps - i - 1))));
+    }
+  }
+}
+
+template <typename T>
+void arange_values(T* out, int64_t n, const Scalar& start_value, const Scalar& step_value) {
+  using Acc = ArangeAcc<T>;
+  const Acc start = checked_scalar_to<Acc>(start_value);
+  const Acc step = checked_scalar_to<Acc>(step_value);
+  auto element = [&](int64_t i) { return static_cast<T>(fused_multiply_add(step, static_cast<Acc>(i), start)); };
+  constexpr int64_t kLanes = kRangeVectorBytes / static_cast<int64_t>(sizeof(T));
+  auto vector_block = [&](int64_t i) {
+    const T base = element(i);
+    out[i] = base;
+    for (int64_t k = 1; k < kLanes; ++k) {
+      out[i + k] = static_cast<T>(fused_multiply_add(static_cast<Acc>(k), step, static_cast<Acc>(base)));
+    }
+  };
+  int64_t i = 0;
+  for (; i <= n - 2 * kLanes; i += 2 * kLanes) {
+    vector_block(i);
+    vector_block(i + kLanes);
+  }
+  for (; i < n; ++i) out[i] = element(i);
+}
+
+}  // namespace
+
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<DType> dtype, Device device) {
   check_cpu(device, "arange");
   const bool all_integral = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
   const DType out_dtype = dtype.value_or(all_integral ? DType::Int64 : default_dtype());
-  const double xstart = start.to_double(), xend = end.to_double(), xstep = step.to_double();
-  KILN_CHECK(std::isfinite(xstart) && std::isfinite(xend), "unsupported range: ", xstart, " -> ", xend);
-  KILN_CHECK(xstep != 0, "step must be nonzero");
-  KILN_CHECK((xstep > 0 && xend >= xstart) || (xstep < 0 && xend <= xstart),
-             "upper bound and larger bound inconsistent with step sign");
-  const double size_d = std::ceil((xend - xstart) / xstep);
-  KILN_CHECK(size_d >= 0 && size_d < static_cast<double>(std::numeric_limits<int64_t>::max()),
+  KILN_CHECK_NOT_IMPLEMENTED(out_dtype != DType::Bool, "\"arange_cpu\" not implemented for 'Bool'");
+  // Bounds are checked in double, as PyTorch's arange_check_bounds.
+  const double dstart = start.to_double(), dend = end.to_double(), dstep = step.to_double();
+  KILN_CHECK(dstep > 0 || dstep < 0, "step must be nonzero");
+  KILN_CHECK(std::isfinite(dstart) && std::isfinite(dend), "unsupported range: ", dstart, " -> ", dend);
+  KILN_CHECK((dstep > 0 && dend >= dstart) || (dstep < 0 && dend <= dstart),
+             "upper bound and lower bound inconsistent with step sign");
+  double size_d = 0;
+  if (out_dtype == DType::Int64) {
+    // int64 holds more than double: the length comes from the int64 values.
+    const int64_t xstart = checked_scalar_to<int64_t>(start), xend = checked_scalar_to<int64_t>(end);
+    const int64_t xstep = checked_scalar_to<int64_t>(step);
+    KILN_CHECK(xstep != 0, "step must be nonzero");
+    const int64_t sign = (xstep > 0) - (xstep < 0);
+    size_d = std::ceil(static_cast<double>((xend - xstart + xstep - sign) / xstep));
+  } else {
+    size_d = std::ceil((dend - dstart) / dstep);
+  }
+  KILN_CHECK(size_d >= 0 && size_d <= static_cast<double>(std::numeric_limits<int64_t>::max()),
              "invalid size, possible overflow?");
   const auto n = static_cast<int64_t>(size_d);
-  Tensor t = empty({&n, 1}, out_dtype, device);
+  Tensor t = empty({n}, out_dtype, device);
   visit_dtype(out_dtype, [&](auto tag) {
     using T = decltype(tag);
-    T* out = t.data_ptr<T>();
-    if (all_integral) {
-      const int64_t s = start.to_int64(), st = step.to_int64();
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(s + i * st);
-    } else {
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(xstart + static_cast<double>(i) * xstep);
-    }
+    if constexpr (!std::is_same_v<T, bool>) arange_values<T>(t.data_ptr<T>(), n, start, step);
   });
   return t;
 }
 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, std::optional<DType> dtype, Device device) {
   check_cpu(device, "linspace");
-  KILN_CHECK(steps >= 0, "linspace(): number of steps must be non-negative");
+  KILN_CHECK(steps >= 0, "number of steps must be non-negative");
   const DType out_dtype = dtype.value_or(default_dtype());
-  Tensor t = empty({&steps, 1}, out_dtype, device);
+  KILN_CHECK_NOT_IMPLEMENTED(out_dtype != DType::Bool, "\"linspace_cpu\" not implemented for 'Bool'");
+  Tensor t = empty({steps}, out_dtype, device);
   if (steps == 0) return t;
+  if (steps == 1) {  // PyTorch fills with start
+    fill_(t, start);
+    return t;
+  }
   visit_dtype(out_dtype, [&](auto tag) {
     using T = decltype(tag);
-    T* out = t.data_ptr<T>();
-    if constexpr (std::is_integral_v<T>) {
-      // Integer linspace steps in double and truncates, as PyTorch's integer path.
-      const double s = start.to_double(), e = end.to_double();
-      const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0.0;
-      for (int64_t i = 0; i < steps; ++i) out[i] = static_cast<T>(s + step * static_cast<double>(i));
-    } else {
-      // Computed in float for float32/16 (double for float64), from both ends
-      // halfway, as PyTorch does, so the last value is exactly `end`.
-      using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
-      const Acc s = static_cast<Acc>(start.to_double()), e = static_cast<Acc>(end.to_double());
-      const Acc step = steps > 1 ? (e - s) / static_cast<Acc>(steps - 1) : Acc(0);
-      const int64_t halfway = steps / 2;
-      for (int64_t i = 0; i < steps; ++i) {
-        out[i] = static_cast<T>(i < halfway ? s + step * static_cast<Acc>(i)
-                                            : e - step * static_cast<Acc>(steps - i - 1));
-      }
-    }
+    if constexpr (!std::is_same_v<T, bool>) linspace_values<T>(t.data_ptr<T>(), start, end, steps);
   });
   return t;
 }

@@ -5,6 +5,9 @@
 
 #include <optional>
 
+#include <string_view>
+
+#include "eager/core/Error.h"
 #include "eager/core/Scalar.h"
 #include "eager/core/Tensor.h"
 
@@ -25,7 +28,25 @@ namespace kiln {
 [[nodiscard]] Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps,
                               std::optional<DType> dtype = std::nullopt, Device device = Device());
 
-/// Writes `value` (converted to the tensor's dtype) into every element, any strides.
+/// Whether `value` lies outside what `dtype` holds, by PyTorch's checked_convert rules
+/// (c10/util/TypeCast.h): negative integers may wrap into uint8, floating types take
+/// infinities and NaN, bool takes anything.
+[[nodiscard]] bool overflows(const Scalar& value, DType dtype);
+
+/// The C++ name PyTorch's overflow messages use for a dtype: "uint8_t", "int", "float", ...
+[[nodiscard]] std::string_view cpp_type_name(DType dtype);
+
+/// `value` as a T, with PyTorch's Scalar::to<T> check: RuntimeError "value cannot be
+/// converted to type int8_t without overflow".
+template <typename T>
+[[nodiscard]] T checked_scalar_to(const Scalar& value) {
+  constexpr DType dtype = dtype_of<T>();
+  KILN_CHECK(!overflows(value, dtype), "value cannot be converted to type ", cpp_type_name(dtype),
+             " without overflow");
+  return value.to<T>();
+}
+
+/// Writes `value` (converted to the tensor's dtype, checked as checked_scalar_to) into every element, any strides.
 void fill_(const Tensor& self, const Scalar& value);
 
 }  // namespace kiln

@@ -1,0 +1,51 @@
+// Dispatcher overhead: a direct kernel call versus the typed fast path and the
+// boxed path, on a kernel that does nothing but return its input.
+#include <benchmark/benchmark.h>
+
+#include "eager/dispatch/Dispatcher.h"
+#include "eager/dispatch/Library.h"
+#include "eager/kernels/cpu/Factories.h"
+
+namespace {
+
+using kiln::Tensor;
+
+Tensor identity_cpu(const Tensor& self, int64_t) { return self; }
+
+KILN_LIBRARY(benchdispatch, m) { m.def("identity(Tensor self, int n) -> Tensor"); }
+KILN_LIBRARY_IMPL(benchdispatch, CPU, m) { m.impl("identity", &identity_cpu); }
+
+Tensor input() { return kiln::zeros({1}, kiln::DType::Float32); }
+
+void BM_DirectKernelCall(benchmark::State& state) {
+  Tensor x = input();
+  auto* volatile fn = &identity_cpu;  // keep the call opaque, as the dispatcher's is
+  for (auto _ : state) benchmark::DoNotOptimize(fn(x, 1));
+}
+BENCHMARK(BM_DirectKernelCall);
+
+void BM_TypedDispatch(benchmark::State& state) {
+  Tensor x = input();
+  const auto op = kiln::Dispatcher::singleton()
+                      .find_schema_or_throw("benchdispatch::identity")
+                      .typed<Tensor(const Tensor&, int64_t)>();
+  for (auto _ : state) benchmark::DoNotOptimize(op.call(x, 1));
+}
+BENCHMARK(BM_TypedDispatch);
+
+void BM_BoxedDispatch(benchmark::State& state) {
+  Tensor x = input();
+  const auto op = kiln::Dispatcher::singleton().find_schema_or_throw("benchdispatch::identity");
+  kiln::Stack stack;
+  stack.reserve(2);
+  for (auto _ : state) {
+    stack.clear();
+    stack.emplace_back(x);
+    stack.emplace_back(int64_t{1});
+    op.call_boxed(&stack);
+    benchmark::DoNotOptimize(stack.data());
+  }
+}
+BENCHMARK(BM_BoxedDispatch);
+
+}  // namespace
