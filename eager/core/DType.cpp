@@ -30,6 +30,12 @@ std::string_view legacy_tensor_name(DType t) {
   return "Tensor";
 }
 
+std::string_view scalar_type_name(DType t) {
+  std::string_view legacy = legacy_tensor_name(t);
+  legacy.remove_suffix(std::string_view("Tensor").size());
+  return legacy;
+}
+
 std::optional<DType> dtype_from_name(std::string_view name) {
   struct Alias {
     std::string_view name;

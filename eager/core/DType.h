@@ -71,6 +71,8 @@ enum class DTypeCategory : int8_t { Bool = 0, Integral = 1, Floating = 2 };
 
 /// "float32", "int64", ...
 [[nodiscard]] std::string_view dtype_name(DType t);
+/// "Float", "Long", "Half", ... (PyTorch's ScalarType names, used in error messages).
+[[nodiscard]] std::string_view scalar_type_name(DType t);
 /// "FloatTensor", "LongTensor", ... (used in autograd error messages).
 [[nodiscard]] std::string_view legacy_tensor_name(DType t);
 /// Parses "float32" and PyTorch's aliases ("float", "double", "half", "long", "int", ...).
