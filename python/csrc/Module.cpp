@@ -12,6 +12,8 @@ void init_dlpack(PyObject* module);    // DLPack.cpp
 void init_creation(PyObject* module);  // Creation.cpp
 void init_memory(PyObject* module);    // Memory.cpp
 void init_config(PyObject* module);    // Config.cpp
+void init_library(PyObject* module);   // PyLibrary.cpp
+void init_testing_arg_parser(PyObject* module);  // TestingArgParser.cpp
 }  // namespace kiln::python
 
 PYBIND11_MODULE(_C, m) {
@@ -30,6 +32,8 @@ PYBIND11_MODULE(_C, m) {
     init_creation(m.ptr());
     init_memory(m.ptr());
     init_config(m.ptr());
+    init_library(m.ptr());
+    init_testing_arg_parser(m.ptr());
   } catch (const python_error_already_set&) {
     throw pybind11::error_already_set();
   }

@@ -44,14 +44,18 @@
 //    integral tensor is an int, a 0-dim tensor is a float or a Scalar (unless it
 //    requires grad); numpy integers and floats work through __index__/__float__.
 //  - a list of ints is checked by its first element only; the rest are
-//    converted (and may fail, "failed to unpack") by intlist().
-//  - an element of a Tensor list that is not a tensor raises at once.
+//    converted (and may fail, "failed to unpack") by intlist(), which also
+//    takes bools after the first element, as PyTorch does.
+//  - an element of a Tensor list that is not a tensor raises at once. (Tensor?[]
+//    also takes None elements, which PyTorch's parser refuses.)
 //  - numpy-style keyword aliases: axis=dim, keepdims=keepdim, x/a/x1=input, x2=other.
 // Errors are TypeErrors worded as PyTorch words them: with one signature (or one
 // that is plausible by argument count) the exact problem ("missing 1 required
 // positional arguments", "got an unexpected keyword argument", "argument 'other'
 // (position 2) must be Tensor, not str"); otherwise "received an invalid
-// combination of arguments" listing every signature.
+// combination of arguments" listing every signature. (Explaining a mismatch,
+// PyTorch marks every argument bound to a defaulted parameter "!invalid!";
+// kiln marks only the arguments that do not fit.)
 
 namespace kiln::python {
 
@@ -75,7 +79,7 @@ enum class ParamType : uint8_t {
 
 /// One parameter of a signature, parsed once.
 struct FunctionParameter {
-  FunctionParameter(std::string_view fmt, bool keyword_only);
+  FunctionParameter(std::string_view fmt, bool kw_only);
 
   /// Whether `obj` (not None) is acceptable. `failed_idx` receives the index of a
   /// bad list element; a non-tensor in a tensor list throws TypeError right away.
@@ -132,6 +136,8 @@ class PythonArgs;
 
 class PythonArgParser {
  public:
+  /// Parses the signatures; RuntimeError for a malformed one. Needs the GIL
+  /// (parameter names are interned), as a binding's function-local static has.
   explicit PythonArgParser(std::vector<std::string> signatures);
 
   /// Parses or throws TypeError (see Note [Parsing arguments by PyTorch's rules]).
@@ -151,6 +157,8 @@ class PythonArgParser {
   /// "($module, input, other, *, alpha=1)": a __text_signature__ for signature
   /// `signature_index`, so inspect.signature works on the generated builtins.
   /// For a method ("$self") a leading Tensor parameter named input or self is dropped.
+  /// Empty when a default has no Python literal form (a dtype such as kiln.int64,
+  /// nan): inspect cannot evaluate one, so leave __text_signature__ unset then.
   [[nodiscard]] std::string text_signature(size_t signature_index, bool is_method) const;
 
  private:
@@ -188,7 +196,7 @@ class PythonArgs {
     return unwrap_tensor(args_[i]);
   }
   [[nodiscard]] Scalar scalar(int i) const;
-  [[nodiscard]] std::optional<Scalar> scalar_optional(int i) const;
+  [[nodiscard]] std::optional<Scalar> scalar_optional(int i) const { return optional(i, &PythonArgs::scalar); }
   [[nodiscard]] int64_t to_int64(int i) const {
     PyObject* obj = args_[i];
     if (obj && PyLong_CheckExact(obj)) {
@@ -198,26 +206,26 @@ class PythonArgs {
     }
     return to_int64_slow(i);
   }
-  [[nodiscard]] std::optional<int64_t> to_int64_optional(int i) const;
+  [[nodiscard]] std::optional<int64_t> to_int64_optional(int i) const { return optional(i, &PythonArgs::to_int64); }
   [[nodiscard]] DimVector intlist(int i) const;
-  [[nodiscard]] std::optional<DimVector> intlist_optional(int i) const;
+  [[nodiscard]] std::optional<DimVector> intlist_optional(int i) const { return optional(i, &PythonArgs::intlist); }
   [[nodiscard]] double to_double(int i) const {
     PyObject* obj = args_[i];
     if (obj && PyFloat_CheckExact(obj)) return PyFloat_AS_DOUBLE(obj);
     return to_double_slow(i);
   }
-  [[nodiscard]] std::optional<double> to_double_optional(int i) const;
+  [[nodiscard]] std::optional<double> to_double_optional(int i) const { return optional(i, &PythonArgs::to_double); }
   [[nodiscard]] bool to_bool(int i) const {
     PyObject* obj = args_[i];
     return obj ? obj == Py_True : signature_->params[i].default_bool;
   }
-  [[nodiscard]] std::optional<bool> to_bool_optional(int i) const;
+  [[nodiscard]] std::optional<bool> to_bool_optional(int i) const { return optional(i, &PythonArgs::to_bool); }
   [[nodiscard]] DType dtype(int i) const;
-  [[nodiscard]] std::optional<DType> dtype_optional(int i) const;
+  [[nodiscard]] std::optional<DType> dtype_optional(int i) const { return optional(i, &PythonArgs::dtype); }
   [[nodiscard]] Device device(int i) const;
-  [[nodiscard]] std::optional<Device> device_optional(int i) const;
+  [[nodiscard]] std::optional<Device> device_optional(int i) const { return optional(i, &PythonArgs::device); }
   [[nodiscard]] std::string_view string(int i) const;
-  [[nodiscard]] std::optional<std::string_view> string_optional(int i) const;
+  [[nodiscard]] std::optional<std::string_view> string_optional(int i) const { return optional(i, &PythonArgs::string); }
   [[nodiscard]] std::vector<Tensor> tensorlist(int i) const;
   [[nodiscard]] std::vector<std::optional<Tensor>> optional_tensorlist(int i) const;
 
@@ -225,6 +233,12 @@ class PythonArgs {
   static const Tensor& undefined_tensor();
   [[nodiscard]] int64_t to_int64_slow(int i) const;
   [[nodiscard]] double to_double_slow(int i) const;
+  /// The optional accessors: nullopt when absent or None and the default is None too.
+  template <typename T>
+  [[nodiscard]] std::optional<T> optional(int i, T (PythonArgs::*read)(int) const) const {
+    if (absent_without_default(i)) return std::nullopt;
+    return (this->*read)(i);
+  }
   /// Absent or None, and the default is None too: the optional accessors' nullopt.
   [[nodiscard]] bool absent_without_default(int i) const {
     return args_[i] == nullptr && (!signature_->params[i].optional || signature_->params[i].default_is_none);
