@@ -12,6 +12,8 @@ APT_PACKAGES=(
   libgtest-dev                # the C++ test suite
   libbenchmark-dev            # the C++ microbenchmarks
   libdlpack-dev               # the DLPack ABI header
+  libtbb-dev                  # intra-op thread pool (oneTBB)
+  libsleef-dev                # vector math (exp, log, tanh, erf, ...)
   ccache                      # fast rebuilds, including CI's fresh clones
 )
 PIP_PACKAGES=(

@@ -5,6 +5,7 @@
 #include "eager/dispatch/Dispatcher.h"
 #include "eager/dispatch/Library.h"
 #include "eager/kernels/cpu/Factories.h"
+#include "kiln/generated/Functions.h"
 
 namespace {
 
@@ -47,5 +48,21 @@ void BM_BoxedDispatch(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_BoxedDispatch);
+
+}  // namespace
+
+namespace {
+
+/// The whole C++ cost of a 1-element add: dispatch, TensorIterator, allocation, kernel.
+void BM_AddOneElement(benchmark::State& state) {
+  Tensor x = input(), y = input();
+  for (auto _ : state) benchmark::DoNotOptimize(kiln::add(x, y));
+}
+BENCHMARK(BM_AddOneElement);
+
+void BM_EmptyOneElement(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(kiln::empty({1}, kiln::DType::Float32));
+}
+BENCHMARK(BM_EmptyOneElement);
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstring>
 
 #include "eager/core/Error.h"
 
@@ -21,6 +22,16 @@ Allocator& get_allocator(DeviceType type) {
   KILN_CHECK(a != nullptr, "no allocator is registered for device type ", device_type_name(type),
              type == DeviceType::CUDA ? " (is CUDA available? kiln.cuda.is_available() says)" : "");
   return *a;
+}
+
+void StorageImpl::resize(size_t nbytes) {
+  KILN_CHECK(resizable_, "Trying to resize storage that is not resizable");
+  if (nbytes == nbytes_) return;
+  DataPtr fresh = get_allocator(device().type()).allocate(nbytes);
+  const size_t keep = nbytes < nbytes_ ? nbytes : nbytes_;
+  if (keep > 0 && device().is_cpu()) std::memcpy(fresh.get(), data_.get(), keep);
+  data_ = std::move(fresh);
+  nbytes_ = nbytes;
 }
 
 Storage new_storage(size_t nbytes, Device device) {

@@ -88,6 +88,11 @@ class StorageImpl : public IntrusiveTarget {
   [[nodiscard]] bool resizable() const { return resizable_; }
   [[nodiscard]] const DataPtr& data_ptr() const { return data_; }
 
+  /// Grows or shrinks the block in place (every view sees the new memory),
+  /// keeping the first min(old, new) bytes. RuntimeError when not resizable
+  /// (memory owned by numpy or another DLPack producer).
+  void resize(size_t nbytes);
+
  private:
   DataPtr data_;
   size_t nbytes_;

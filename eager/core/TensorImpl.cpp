@@ -62,12 +62,19 @@ TensorImpl::TensorImpl(Storage storage, DType dtype, IntArrayRef sizes, IntArray
                        int64_t storage_offset)
     : storage_(std::move(storage)),
       dtype_(dtype),
-      key_set_(backend_key(storage_->device().type())),
-      version_(make_intrusive<VersionCounter>()) {
+      key_set_(backend_key(storage_->device().type())) {
   set_geometry(sizes, strides, storage_offset);
 }
 
 TensorImpl::~TensorImpl() = default;
+
+const intrusive_ptr<VersionCounter>& TensorImpl::version_counter() {
+  if (!version_) {
+    version_ = make_intrusive<VersionCounter>();
+    version_->version.store(local_version_, std::memory_order_relaxed);
+  }
+  return version_;
+}
 
 int64_t TensorImpl::size(int64_t d) const { return sizes_[static_cast<size_t>(wrap_dim(d, dim()))]; }
 int64_t TensorImpl::stride(int64_t d) const { return strides_[static_cast<size_t>(wrap_dim(d, dim()))]; }
@@ -78,6 +85,14 @@ void TensorImpl::set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t st
   strides_ = DimVector(strides);
   storage_offset_ = storage_offset;
   refresh_numel_and_contiguity();
+}
+
+void TensorImpl::resize(IntArrayRef sizes) {
+  for (int64_t s : sizes) KILN_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", sizes);
+  const DimVector strides = contiguous_strides(sizes);
+  const int64_t needed = (storage_offset_ + product(sizes)) * itemsize();
+  if (needed > static_cast<int64_t>(storage_->nbytes())) storage_->resize(static_cast<size_t>(needed));
+  set_geometry(sizes, strides, storage_offset_);
 }
 
 void TensorImpl::refresh_numel_and_contiguity() {

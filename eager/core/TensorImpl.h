@@ -74,12 +74,28 @@ class TensorImpl : public IntrusiveTarget {
   /// geometry stays inside the storage. See check_in_bounds.
   void set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
 
+  /// Gives the tensor a new shape with contiguous strides, growing the storage
+  /// when it is too small (PyTorch's resize_).
+  void resize(IntArrayRef sizes);
+
   void set_key_set(DispatchKeySet keys) { key_set_ = keys; }
 
   // --- version counter (shared with views) ---
-  [[nodiscard]] uint32_t version() const { return version_->version.load(std::memory_order_relaxed); }
-  void bump_version() { version_->version.fetch_add(1, std::memory_order_relaxed); }
-  [[nodiscard]] const intrusive_ptr<VersionCounter>& version_counter() const { return version_; }
+  // A tensor counts its own writes until its first view is made; then the
+  // count moves into a VersionCounter that the views share. Most tensors
+  // never get a view, so they never allocate one.
+  [[nodiscard]] uint32_t version() const {
+    return version_ ? version_->version.load(std::memory_order_relaxed) : local_version_;
+  }
+  void bump_version() {
+    if (version_) {
+      version_->version.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      ++local_version_;
+    }
+  }
+  /// The shared counter, created on first use.
+  [[nodiscard]] const intrusive_ptr<VersionCounter>& version_counter();
   void share_version_counter(const intrusive_ptr<VersionCounter>& vc) { version_ = vc; }
 
   // --- autograd slot ---
@@ -88,6 +104,11 @@ class TensorImpl : public IntrusiveTarget {
   void set_requires_grad(bool value);
   [[nodiscard]] AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
   void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) { autograd_meta_ = std::move(meta); }
+
+  /// A 0-dim tensor made from a Python number for an op; it promotes by
+  /// category only (Note [Promotion by category], eager/kernels/TypePromotion.h).
+  [[nodiscard]] bool is_wrapped_number() const { return is_wrapped_number_; }
+  void set_wrapped_number(bool value) { is_wrapped_number_ = value; }
 
   // --- Python object slot: see Note [Tensor and its Python object] (python/csrc) ---
   [[nodiscard]] void* pyobj() const { return pyobj_; }
@@ -103,8 +124,10 @@ class TensorImpl : public IntrusiveTarget {
   int64_t numel_ = 0;
   DType dtype_;
   bool is_contiguous_ = true;
+  bool is_wrapped_number_ = false;
   DispatchKeySet key_set_;
-  intrusive_ptr<VersionCounter> version_;
+  intrusive_ptr<VersionCounter> version_;  // null until shared
+  uint32_t local_version_ = 0;
   std::unique_ptr<AutogradMetaInterface> autograd_meta_;
   void* pyobj_ = nullptr;  // borrowed; the Python object owns this impl
 };

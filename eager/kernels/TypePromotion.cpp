@@ -2,6 +2,7 @@
 #include "eager/kernels/TypePromotion.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "eager/core/Error.h"
 
@@ -23,10 +24,9 @@ DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b) {
 
 DimVector broadcast_strides(const Tensor& t, IntArrayRef shape) {
   DimVector strides(shape.size(), 0);
-  const size_t offset = shape.size() - static_cast<size_t>(t.dim());
-  for (size_t i = 0; i < static_cast<size_t>(t.dim()); ++i) {
-    strides[offset + i] = t.size(static_cast<int64_t>(i)) == 1 ? 0 : t.stride(static_cast<int64_t>(i));
-  }
+  const IntArrayRef sizes = t.sizes(), st = t.strides();
+  const size_t offset = shape.size() - sizes.size();
+  for (size_t i = 0; i < sizes.size(); ++i) strides[offset + i] = sizes[i] == 1 ? 0 : st[i];
   return strides;
 }
 
@@ -39,12 +39,36 @@ DType promote_within_category(DType higher_tier, DType lower_tier) {
 
 }  // namespace
 
+void ResultTypeState::update(const Tensor& t) {
+  if (!t.defined()) return;
+  const int tier = t.impl()->is_wrapped_number() ? 2 : (t.dim() == 0 ? 1 : 0);
+  DType d = t.dtype();
+  if (tier == 2) {
+    // A Python float is the default dtype, a Python int int64, whatever precision the tensor holds.
+    d = is_floating_point(d) ? default_dtype() : (d == DType::Bool ? DType::Bool : DType::Int64);
+  }
+  tiers_[tier] = tiers_[tier] ? promote_types(*tiers_[tier], d) : d;
+}
+
+DType ResultTypeState::result() const {
+  std::optional<DType> result;
+  for (const auto& tier : tiers_) {
+    if (!tier) continue;
+    result = result ? promote_within_category(*result, *tier) : *tier;
+  }
+  KILN_CHECK(result.has_value(), "result_type: no tensor operands");
+  return *result;
+}
+
+DType result_type(std::span<const Tensor> tensors) {
+  ResultTypeState state;
+  for (const Tensor& t : tensors) state.update(t);
+  return state.result();
+}
+
 DType result_type(const Tensor& a, const Tensor& b) {
-  const bool a_dim = a.dim() > 0, b_dim = b.dim() > 0;
-  if (a_dim == b_dim) return promote_types(a.dtype(), b.dtype());
-  const DType dim_type = a_dim ? a.dtype() : b.dtype();
-  const DType zero_type = a_dim ? b.dtype() : a.dtype();
-  return promote_within_category(dim_type, zero_type);
+  const Tensor both[] = {a, b};
+  return result_type(both);
 }
 
 DType result_type(const Tensor& a, const Scalar& b) {

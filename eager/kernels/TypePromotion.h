@@ -2,6 +2,9 @@
 // elementwise op follows (TensorIterator builds on these).
 #pragma once
 
+#include <optional>
+#include <span>
+
 #include "eager/core/Scalar.h"
 #include "eager/core/Tensor.h"
 
@@ -24,6 +27,21 @@ namespace kiln {
 // So float16_tensor + 1.5 is float16, int32_tensor + 2.5 is float32, and
 // int8_tensor + int64_zero_dim_tensor is int8.
 
+/// Accumulates operands one at a time into the result dtype, by the three
+/// tiers (tensors with dims, 0-dim tensors, wrapped numbers).
+class ResultTypeState {
+ public:
+  void update(const Tensor& t);
+  [[nodiscard]] bool empty() const { return !tiers_[0] && !tiers_[1] && !tiers_[2]; }
+  /// RuntimeError when no operand was seen.
+  [[nodiscard]] DType result() const;
+
+ private:
+  std::optional<DType> tiers_[3];
+};
+
+/// Result dtype of an op over these tensors.
+[[nodiscard]] DType result_type(std::span<const Tensor> tensors);
 /// Result dtype of a binary op between two tensors.
 [[nodiscard]] DType result_type(const Tensor& a, const Tensor& b);
 /// Result dtype of a binary op between a tensor and a Python scalar.

@@ -109,7 +109,7 @@ TEST(Factories, ValuesAndErrors) {
             "Trying to create tensor with negative dimension -1: [-1, 2]");
   EXPECT_EQ(error_of([] { (void)arange(Scalar(0), Scalar(5), Scalar(0)); }), "step must be nonzero");
   EXPECT_EQ(error_of([] { (void)arange(Scalar(5), Scalar(0), Scalar(1)); }),
-            "upper bound and larger bound inconsistent with step sign");
+            "upper bound and lower bound inconsistent with step sign");
   EXPECT_NE(error_of([] { (void)empty({int64_t{1} << 62, int64_t{1} << 62}, DType::Float32); }).find("overflow"),
             std::string::npos);
 }

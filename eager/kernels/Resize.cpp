@@ -1,0 +1,22 @@
+// resize_output: PyTorch's out= resizing rule.
+#include "eager/kernels/Resize.h"
+
+#include <algorithm>
+
+#include "eager/core/Warning.h"
+
+namespace kiln::native {
+
+void resize_output(const Tensor& out, IntArrayRef shape) {
+  if (out.sizes().size() == shape.size() && std::equal(shape.begin(), shape.end(), out.sizes().begin())) return;
+  if (out.numel() != 0) {
+    KILN_WARN("An output with one or more elements was resized since it had shape ", out.sizes(),
+              ", which does not match the required output shape ", shape,
+              ". This behavior is deprecated, and in a future PyTorch release outputs will not be resized unless "
+              "they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+              "elements with t.resize_(0).");
+  }
+  out.impl()->resize(shape);
+}
+
+}  // namespace kiln::native
