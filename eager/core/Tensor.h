@@ -2,11 +2,22 @@
 // Copying a Tensor shares the same impl (like a Python reference), never data.
 #pragma once
 
+#include <optional>
+#include <span>
+#include <string_view>
+#include <tuple>
 #include <utility>
+#include <vector>
 
+#include "eager/core/Scalar.h"
 #include "eager/core/TensorImpl.h"
 
 namespace kiln {
+
+class Tensor;
+/// Op arguments of schema type Tensor[] and Tensor?[] (see tools/opgen).
+using TensorList = std::span<const Tensor>;
+using OptionalTensorList = std::span<const std::optional<Tensor>>;
 
 class Tensor {
  public:
@@ -44,6 +55,10 @@ class Tensor {
   [[nodiscard]] bool requires_grad() const { return impl_->requires_grad(); }
   void set_requires_grad(bool value) const { impl_->set_requires_grad(value); }
   [[nodiscard]] uint32_t version() const { return impl_->version(); }
+
+  // The op methods (add, view, transpose, ...), generated from eager/ops/ops.yaml
+  // by tools/opgen into the build directory; defined in its TensorMethods.cpp.
+#include "kiln/generated/TensorMethodDecls.inc"
 
  private:
   intrusive_ptr<TensorImpl> impl_;

@@ -76,8 +76,14 @@ const intrusive_ptr<VersionCounter>& TensorImpl::version_counter() {
   return version_;
 }
 
-int64_t TensorImpl::size(int64_t d) const { return sizes_[static_cast<size_t>(wrap_dim(d, dim()))]; }
-int64_t TensorImpl::stride(int64_t d) const { return strides_[static_cast<size_t>(wrap_dim(d, dim()))]; }
+int64_t TensorImpl::size(int64_t d) const {
+  KILN_CHECK_INDEX(dim() > 0, "Dimension specified as ", d, " but tensor has no dimensions");
+  return sizes_[static_cast<size_t>(wrap_dim(d, dim()))];
+}
+int64_t TensorImpl::stride(int64_t d) const {
+  KILN_CHECK_INDEX(dim() > 0, "Dimension specified as ", d, " but tensor has no dimensions");
+  return strides_[static_cast<size_t>(wrap_dim(d, dim()))];
+}
 
 void TensorImpl::set_geometry(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
   check_in_bounds(sizes, strides, storage_offset, itemsize(), storage_->nbytes());

@@ -15,8 +15,7 @@
 
 namespace kiln {
 
-using TensorList = std::span<const Tensor>;
-using OptionalTensorList = std::span<const std::optional<Tensor>>;
+// TensorList and OptionalTensorList live in eager/core/Tensor.h (Tensor's methods take them).
 
 // Note [Two calling conventions]
 // ------------------------------

@@ -83,7 +83,8 @@ DimVector infer_size(IntArrayRef sizes, int64_t numel) {
   return result;
 }
 
-Tensor as_strided(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, std::optional<int64_t> storage_offset) {
+Tensor native::as_strided_impl(const Tensor& self, IntArrayRef sizes, IntArrayRef strides,
+                               std::optional<int64_t> storage_offset) {
   // PyTorch's as_strided checks, in its order and words, before the bounds check.
   KILN_CHECK(sizes.size() == strides.size(), "mismatch in length of strides and shape");
   for (int64_t stride : strides) {
@@ -103,7 +104,7 @@ Tensor view(const Tensor& self, IntArrayRef sizes) {
   return make_view(self, shape, *strides, self.storage_offset());
 }
 
-Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1) {
+Tensor native::transpose_impl(const Tensor& self, int64_t dim0, int64_t dim1) {
   const int64_t d0 = wrap_dim(dim0, self.dim());
   const int64_t d1 = wrap_dim(dim1, self.dim());
   DimVector sizes(self.sizes());
@@ -115,8 +116,8 @@ Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1) {
   return make_view(self, sizes, strides, self.storage_offset());
 }
 
-Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
-             int64_t step) {
+Tensor native::slice_impl(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+                          int64_t step) {
   KILN_CHECK(self.dim() > 0, "slice() cannot be applied to a 0-dim tensor.");
   KILN_CHECK(step > 0, "slice step must be positive");
   const int64_t d = wrap_dim(dim, self.dim());
@@ -134,7 +135,7 @@ Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start, std:
   return make_view(self, sizes, strides, self.storage_offset() + lo * self.stride(d));
 }
 
-Tensor select(const Tensor& self, int64_t dim, int64_t index) {
+Tensor native::select_impl(const Tensor& self, int64_t dim, int64_t index) {
   KILN_CHECK_INDEX(self.dim() > 0, "select() cannot be applied to a 0-dim tensor.");
   const int64_t d = wrap_dim(dim, self.dim());
   const int64_t n = self.size(d);

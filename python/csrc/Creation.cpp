@@ -2,11 +2,18 @@
 // C++ halves (kiln/_creation.py holds the PyTorch-shaped signatures).
 #include <Python.h>
 
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
 #include <pybind11/pybind11.h>
 
 #include "eager/kernels/cpu/Copy.h"
+#include "eager/kernels/Views.h"
 #include "eager/kernels/cpu/Factories.h"
 #include "python/csrc/Exceptions.h"
+#include "python/csrc/Numpy.h"
 #include "python/csrc/PyDType.h"
 #include "python/csrc/PyDevice.h"
 #include "python/csrc/PyTensor.h"
@@ -18,144 +25,162 @@ namespace kiln::python {
 
 namespace {
 
-std::optional<DType> optional_dtype(py::handle obj) {
+std::optional<DType> optional_dtype(py::handle obj, const char* what) {
   if (obj.is_none()) return std::nullopt;
-  return dtype_from_object(obj.ptr());
+  return dtype_from_object(obj.ptr(), what);
 }
 
-Device optional_device(py::handle obj) { return obj.is_none() ? Device() : device_from_object(obj.ptr()); }
+Device optional_device(py::handle obj, const char* what) {
+  return obj.is_none() ? Device() : device_from_object(obj.ptr(), what);
+}
+
+/// "zeros(): argument 'dtype'": how PyTorch names an argument in its TypeErrors.
+std::string argument_name(const std::string& fn, const char* arg) { return fn + "(): argument '" + arg + "'"; }
 
 py::object finish(Tensor t, bool requires_grad) {
-  if (requires_grad) t.set_requires_grad(true);
+  if (requires_grad) {
+    KILN_CHECK(is_floating_point(t.dtype()), "Only Tensors of floating point and complex dtype can require gradients");
+    t.set_requires_grad(true);
+  }
   return py::reinterpret_steal<py::object>(wrap_tensor(std::move(t)));
 }
 
 // --- kiln.tensor(nested data) -----------------------------------------------
+//
+// Note [kiln.tensor reads data as PyTorch does]
+// ---------------------------------------------
+// PyTorch's internal_new_from_data makes three passes over nested data, and the
+// errors a user sees depend on which pass meets a problem first, so kiln keeps
+// the same passes:
+// 1. The shape follows first elements only (compute_sizes): anything passing
+//    PySequence_Check that is not a tensor is a sequence, strings included, so
+//    ["a"] recurses until "too many dimensions 'str'".
+// 2. The dtype, unless given, promotes over every leaf (infer_scalar_type): a
+//    Python float is the default dtype, an int int64, a bool bool; tensors,
+//    numpy arrays and numpy scalars bring their own dtype.
+// 3. The values are stored (recursive_store), checking each sequence's length
+//    ("expected sequence of length 2 at dim 1 (got 3)"), that inner items are
+//    sequences ("not a sequence") and that integers fit ("value cannot be
+//    converted to type uint8 without overflow"). A tensor with no elements skips
+//    this pass.
 
-bool is_sequence_like(PyObject* obj) {
-  return PyList_Check(obj) || PyTuple_Check(obj) || (is_tensor(obj) && unwrap_tensor(obj).dim() > 0) ||
-         (!PyUnicode_Check(obj) && !PyBytes_Check(obj) && !is_tensor(obj) && PySequence_Check(obj) &&
-          !PyNumber_Check(obj));
+constexpr size_t kMaxTensorDims = 64;  // PyTorch's MAX_DIMS for nested data
+
+bool is_nested_sequence(PyObject* obj) { return !is_tensor(obj) && PySequence_Check(obj); }
+
+DimVector compute_sizes(PyObject* data) {
+  DimVector sizes;
+  py::object current = py::reinterpret_borrow<py::object>(data);
+  while (is_nested_sequence(current.ptr())) {
+    const Py_ssize_t length = PySequence_Length(current.ptr());
+    if (length < 0) throw python_error_already_set();
+    sizes.push_back(length);
+    KILN_CHECK_VALUE(sizes.size() <= kMaxTensorDims, "too many dimensions '", Py_TYPE(current.ptr())->tp_name, "'");
+    if (length == 0) break;
+    PyObject* first = PySequence_GetItem(current.ptr(), 0);
+    KILN_CHECK_VALUE(first != nullptr, "could not determine the shape of object type '",
+                     Py_TYPE(current.ptr())->tp_name, "'");
+    current = py::reinterpret_steal<py::object>(first);
+  }
+  return sizes;
 }
 
-/// The shape of nested sequences, read along the first elements.
-DimVector infer_shape(PyObject* obj) {
-  DimVector shape;
-  py::object current = py::reinterpret_borrow<py::object>(obj);
-  while (is_sequence_like(current.ptr())) {
-    const Py_ssize_t n = PySequence_Length(current.ptr());
-    if (n < 0) throw python_error_already_set();
-    shape.push_back(n);
-    KILN_CHECK(shape.size() <= 64, "tensor(): too many dimensions");
-    if (n == 0) break;
-    current = py::reinterpret_steal<py::object>(PySequence_GetItem(current.ptr(), 0));
-    if (!current) throw python_error_already_set();
-  }
-  return shape;
-}
-
-/// Widest scalar category among the leaves: 0 bool, 1 int, 2 float.
-struct LeafScan {
-  int category = -1;
-};
-
-void scan_and_check(PyObject* obj, const DimVector& shape, size_t d, LeafScan& scan) {
-  if (d == shape.size()) {
-    KILN_CHECK_TYPE(!is_sequence_like(obj) || (is_tensor(obj) && unwrap_tensor(obj).numel() == 1),
-                    "tensor(): too many dimensions in the data at dim ", d);
-    int cat = -1;
-    if (PyBool_Check(obj)) {
-      cat = 0;
-    } else if (PyLong_Check(obj)) {
-      cat = 1;
-    } else if (PyFloat_Check(obj)) {
-      cat = 2;
-    } else if (is_tensor(obj)) {
-      const DType t = unwrap_tensor(obj).dtype();
-      cat = static_cast<int>(category(t));
-    } else if (PyIndex_Check(obj)) {
-      cat = 1;  // numpy integers
-    } else if (PyNumber_Check(obj) && PyObject_HasAttrString(obj, "__float__")) {
-      cat = 2;  // numpy floats
-    } else {
-      KILN_FAIL(Type, "new(): invalid data type '", Py_TYPE(obj)->tp_name, "'");
-    }
-    scan.category = std::max(scan.category, cat);
-    return;
-  }
-  KILN_CHECK_VALUE(is_sequence_like(obj), "expected sequence of length ", shape[d], " at dim ", d, " (got ",
-                   Py_TYPE(obj)->tp_name, ")");
-  const Py_ssize_t n = PySequence_Length(obj);
-  if (n < 0) throw python_error_already_set();
-  KILN_CHECK_VALUE(n == shape[d], "expected sequence of length ", shape[d], " at dim ", d, " (got ", n, ")");
-  for (Py_ssize_t i = 0; i < n; ++i) {
+DType infer_scalar_type(PyObject* obj) {
+  if (is_tensor(obj)) return unwrap_tensor(obj).dtype();
+  if (is_numpy_array(obj) || is_numpy_scalar(obj)) return dtype_of_numpy_object(obj);
+  if (PyFloat_Check(obj)) return default_dtype();
+  if (PyBool_Check(obj)) return DType::Bool;
+  if (PyLong_Check(obj)) return DType::Int64;
+  KILN_CHECK_TYPE(!PyUnicode_Check(obj) && !PyBytes_Check(obj), "new(): invalid data type '", Py_TYPE(obj)->tp_name,
+                  "'");
+  KILN_CHECK(PySequence_Check(obj), "Could not infer dtype of ", Py_TYPE(obj)->tp_name);
+  const Py_ssize_t length = PySequence_Length(obj);
+  if (length < 0) throw python_error_already_set();
+  if (length == 0) return default_dtype();
+  std::optional<DType> result;
+  for (Py_ssize_t i = 0; i < length; ++i) {
     py::object item = py::reinterpret_steal<py::object>(PySequence_GetItem(obj, i));
     if (!item) throw python_error_already_set();
-    scan_and_check(item.ptr(), shape, d + 1, scan);
+    KILN_CHECK_TYPE(item.ptr() != obj, "new(): self-referential lists are incompatible");
+    const DType item_dtype = infer_scalar_type(item.ptr());
+    result = result ? promote_types(*result, item_dtype) : item_dtype;
   }
+  return *result;
 }
 
-template <typename T>
-void store_leaf(PyObject* obj, T* out) {
-  Scalar s;
+/// One leaf's value, read as PyTorch's store_scalar reads it for `dtype`.
+Scalar leaf_value(PyObject* obj, DType dtype) {
   if (is_tensor(obj)) {
-    s = scalar_from_object(obj, "tensor", "data");
-  } else if (PyBool_Check(obj) || PyLong_Check(obj) || PyFloat_Check(obj)) {
-    s = scalar_from_object(obj, "tensor", "data");
-  } else if (PyIndex_Check(obj)) {
-    s = Scalar(int_from_object(obj, "tensor", "data"));
-  } else {
+    KILN_CHECK_VALUE(unwrap_tensor(obj).numel() == 1, "only one element tensors can be converted to Python scalars");
+    return scalar_from_object(obj, "tensor", "data");
+  }
+  if (is_floating_point(dtype)) {
+    const double v = PyFloat_AsDouble(obj);  // "must be real number, not NoneType"
+    if (v == -1.0 && PyErr_Occurred()) throw python_error_already_set();
+    return Scalar(v);
+  }
+  if (PyFloat_Check(obj)) return Scalar(PyFloat_AS_DOUBLE(obj));
+  if (is_numpy_scalar(obj)) return scalar_from_object(obj, "tensor", "data");
+  if (dtype == DType::Bool && !PyLong_Check(obj)) {
     const double v = PyFloat_AsDouble(obj);
     if (v == -1.0 && PyErr_Occurred()) throw python_error_already_set();
-    s = Scalar(v);
+    return Scalar(v != 0.0);
   }
-  *out = s.to<T>();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);  // "'list' object cannot be interpreted..."
+  if (v == -1 && PyErr_Occurred()) throw python_error_already_set();
+  KILN_CHECK_VALUE(overflow == 0, "Overflow when unpacking long long");
+  return Scalar(static_cast<int64_t>(v));
 }
 
 template <typename T>
-void fill_from_nested(PyObject* obj, const DimVector& shape, size_t d, T*& out) {
-  if (d == shape.size()) {
-    store_leaf<T>(obj, out++);
+void recursive_store(PyObject* obj, const DimVector& sizes, size_t dim, T*& out) {
+  if (dim == sizes.size()) {
+    const Scalar value = leaf_value(obj, dtype_of<T>());
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      KILN_CHECK(!overflows(value, dtype_of<T>()), "value cannot be converted to type ", dtype_name(dtype_of<T>()),
+                 " without overflow");
+    }
+    *out++ = value.to<T>();
     return;
   }
-  for (int64_t i = 0; i < shape[d]; ++i) {
-    py::object item = py::reinterpret_steal<py::object>(PySequence_GetItem(obj, static_cast<Py_ssize_t>(i)));
-    if (!item) throw python_error_already_set();
-    fill_from_nested(item.ptr(), shape, d + 1, out);
+  py::object seq = py::reinterpret_steal<py::object>(PySequence_Fast(obj, "not a sequence"));
+  if (!seq) throw python_error_already_set();
+  const Py_ssize_t length = PySequence_Fast_GET_SIZE(seq.ptr());
+  KILN_CHECK_VALUE(length == sizes[dim], "expected sequence of length ", sizes[dim], " at dim ", dim, " (got ",
+                   length, ")");
+  for (Py_ssize_t i = 0; i < length; ++i) {
+    recursive_store(PySequence_Fast_GET_ITEM(seq.ptr(), i), sizes, dim + 1, out);
   }
 }
 
 py::object tensor_from_data(py::handle data, py::handle dtype_obj, py::handle device_obj, bool requires_grad) {
-  const auto dtype = optional_dtype(dtype_obj);
-  const Device device = optional_device(device_obj);
+  const auto dtype = optional_dtype(dtype_obj, "tensor(): argument 'dtype'");
+  const Device device = optional_device(device_obj, "tensor(): argument 'device'");
   PyObject* obj = data.ptr();
+  KILN_CHECK_TYPE(!PyUnicode_Check(obj) && !PyBytes_Check(obj), "new(): invalid data type '", Py_TYPE(obj)->tp_name,
+                  "'");
   // Tensors and arrays: copy with conversion.
   if (is_tensor(obj)) {
     const Tensor& src = unwrap_tensor(obj);
     return finish(to_dtype_copy(src, dtype.value_or(src.dtype())), requires_grad);
   }
-  if (py::isinstance(data, py::module_::import("numpy").attr("ndarray"))) {
+  if (is_numpy_array(obj)) {
     py::object view = py::module_::import("kiln._C").attr("from_numpy")(data);
     const Tensor& src = unwrap_tensor(view.ptr());
     return finish(to_dtype_copy(src, dtype.value_or(src.dtype())), requires_grad);
   }
-  const DimVector shape = infer_shape(obj);
-  LeafScan scan;
-  scan_and_check(obj, shape, 0, scan);
-  DType out_dtype = default_dtype();
-  if (dtype) {
-    out_dtype = *dtype;
-  } else if (scan.category == 0) {
-    out_dtype = DType::Bool;
-  } else if (scan.category == 1) {
-    out_dtype = DType::Int64;
+  // See Note [kiln.tensor reads data as PyTorch does].
+  const DimVector sizes = compute_sizes(obj);
+  const DType out_dtype = dtype ? *dtype : infer_scalar_type(obj);
+  Tensor t = empty(sizes, out_dtype, device);
+  if (t.numel() > 0) {
+    visit_dtype(out_dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* out = t.data_ptr<T>();
+      recursive_store<T>(obj, sizes, 0, out);
+    });
   }
-  Tensor t = empty(shape, out_dtype, device);
-  visit_dtype(out_dtype, [&](auto tag) {
-    using T = decltype(tag);
-    T* out = t.data_ptr<T>();
-    fill_from_nested<T>(obj, shape, 0, out);
-  });
   return finish(std::move(t), requires_grad);
 }
 
@@ -163,42 +188,141 @@ py::object tensor_from_data(py::handle data, py::handle dtype_obj, py::handle de
 
 py::object py_empty(py::handle size, py::handle dtype, py::handle device, bool requires_grad) {
   const DimVector sizes = int_list_from_object(size.ptr(), "empty", "size");
-  return finish(empty(sizes, optional_dtype(dtype).value_or(default_dtype()), optional_device(device)), requires_grad);
+  return finish(empty(sizes, optional_dtype(dtype, "empty(): argument 'dtype'").value_or(default_dtype()),
+                      optional_device(device, "empty(): argument 'device'")),
+                requires_grad);
 }
 
 py::object py_zeros(py::handle size, py::handle dtype, py::handle device, bool requires_grad) {
   const DimVector sizes = int_list_from_object(size.ptr(), "zeros", "size");
-  return finish(zeros(sizes, optional_dtype(dtype).value_or(default_dtype()), optional_device(device)), requires_grad);
+  return finish(zeros(sizes, optional_dtype(dtype, "zeros(): argument 'dtype'").value_or(default_dtype()),
+                      optional_device(device, "zeros(): argument 'device'")),
+                requires_grad);
 }
 
 py::object py_ones(py::handle size, py::handle dtype, py::handle device, bool requires_grad) {
   const DimVector sizes = int_list_from_object(size.ptr(), "ones", "size");
-  return finish(ones(sizes, optional_dtype(dtype).value_or(default_dtype()), optional_device(device)), requires_grad);
+  return finish(ones(sizes, optional_dtype(dtype, "ones(): argument 'dtype'").value_or(default_dtype()),
+                     optional_device(device, "ones(): argument 'device'")),
+                requires_grad);
 }
 
 py::object py_full(py::handle size, py::handle fill_value, py::handle dtype, py::handle device, bool requires_grad) {
   const DimVector sizes = int_list_from_object(size.ptr(), "full", "size");
   const Scalar value = scalar_from_object(fill_value.ptr(), "full", "fill_value");
-  const DType out = optional_dtype(dtype).value_or(value.natural_dtype());
-  return finish(full(sizes, value, out, optional_device(device)), requires_grad);
+  const DType out = optional_dtype(dtype, "full(): argument 'dtype'").value_or(value.natural_dtype());
+  return finish(full(sizes, value, out, optional_device(device, "full(): argument 'device'")), requires_grad);
 }
 
 py::object py_arange(py::handle start, py::handle end, py::handle step, py::handle dtype, py::handle device,
                      bool requires_grad) {
   return finish(arange(scalar_from_object(start.ptr(), "arange", "start"),
                        scalar_from_object(end.ptr(), "arange", "end"),
-                       scalar_from_object(step.ptr(), "arange", "step"), optional_dtype(dtype),
-                       optional_device(device)),
+                       scalar_from_object(step.ptr(), "arange", "step"),
+                       optional_dtype(dtype, "arange(): argument 'dtype'"),
+                       optional_device(device, "arange(): argument 'device'")),
                 requires_grad);
 }
 
 py::object py_linspace(py::handle start, py::handle end, py::handle steps, py::handle dtype, py::handle device,
                        bool requires_grad) {
+  KILN_CHECK_TYPE(!PyBool_Check(steps.ptr()), "linspace(): argument 'steps' must be int, not bool");
   return finish(linspace(scalar_from_object(start.ptr(), "linspace", "start"),
                          scalar_from_object(end.ptr(), "linspace", "end"),
-                         int_from_object(steps.ptr(), "linspace", "steps"), optional_dtype(dtype),
-                         optional_device(device)),
+                         int_from_object(steps.ptr(), "linspace", "steps"),
+                         optional_dtype(dtype, "linspace(): argument 'dtype'"),
+                         optional_device(device, "linspace(): argument 'device'")),
                 requires_grad);
+}
+
+// --- the *_like factories ---------------------------------------------------
+
+/// PyTorch's TensorImpl::is_non_overlapping_and_dense: the elements exactly tile
+/// a block of memory, in some order of the dims.
+bool is_non_overlapping_and_dense(IntArrayRef sizes, IntArrayRef strides) {
+  const size_t ndim = sizes.size();
+  if (ndim == 1) return sizes[0] < 2 || strides[0] == 1;
+  std::vector<size_t> perm(ndim);
+  std::iota(perm.begin(), perm.end(), size_t{0});
+  std::sort(perm.begin(), perm.end(), [&](size_t a, size_t b) {
+    if (sizes[a] < 2) return false;
+    if (sizes[b] < 2) return true;
+    return strides[a] < strides[b];
+  });
+  int64_t required = 1;
+  for (size_t d : perm) {
+    if (sizes[d] < 2) return true;
+    if (strides[d] != required) return false;
+    required *= sizes[d];
+  }
+  return true;
+}
+
+/// PyTorch's infer_dense_strides: dense strides that keep the order of `strides`
+/// (ties broken as TensorIterator breaks them).
+DimVector infer_dense_strides(IntArrayRef sizes, IntArrayRef strides) {
+  const size_t ndim = sizes.size();
+  DimVector out(ndim);
+  if (ndim == 0) return out;
+  std::vector<size_t> perm(ndim);
+  for (size_t i = 0; i < ndim; ++i) perm[i] = ndim - 1 - i;
+  auto should_swap = [&](size_t dim0, size_t dim1) {
+    const int64_t stride0 = strides[dim0], stride1 = strides[dim1];
+    if (stride0 == 0 || stride1 == 0) return 0;
+    if (stride0 < stride1) return -1;
+    if (stride0 > stride1) return 1;
+    return sizes[dim0] > sizes[dim1] ? 1 : 0;
+  };
+  for (size_t i = 1; i < ndim; ++i) {
+    size_t dim1 = i;
+    for (size_t j = 1; j <= i; ++j) {
+      const size_t dim0 = i - j;
+      const int comparison = should_swap(perm[dim0], perm[dim1]);
+      if (comparison > 0) {
+        std::swap(perm[dim0], perm[dim1]);
+        dim1 = dim0;
+      } else if (comparison < 0) {
+        break;
+      }
+    }
+  }
+  int64_t stride = 1;
+  for (size_t d : perm) {
+    out[d] = stride;
+    if (sizes[d] > 1) stride *= sizes[d];
+  }
+  return out;
+}
+
+/// An uninitialised tensor shaped like `input` whose memory keeps input's layout,
+/// as PyTorch's empty_like with preserve_format.
+Tensor empty_like_preserving(const Tensor& input, DType dtype, Device device) {
+  if (is_non_overlapping_and_dense(input.sizes(), input.strides())) {
+    return empty_strided(input.sizes(), input.strides(), dtype, device);
+  }
+  return empty_strided(input.sizes(), infer_dense_strides(input.sizes(), input.strides()), dtype, device);
+}
+
+py::object py_empty_like(py::handle input, py::handle dtype, py::handle device, bool requires_grad,
+                         const std::string& fn) {
+  const Tensor& self = tensor_from_object(input.ptr(), argument_name(fn, "input").c_str());
+  const DType out_dtype = optional_dtype(dtype, argument_name(fn, "dtype").c_str()).value_or(self.dtype());
+  const Device out_device = device.is_none() ? self.device() : optional_device(device, argument_name(fn, "device").c_str());
+  return finish(empty_like_preserving(self, out_dtype, out_device), requires_grad);
+}
+
+py::object py_full_like(py::handle input, py::handle fill_value, py::handle dtype, py::handle device,
+                        bool requires_grad, const std::string& fn) {
+  const Tensor& self = tensor_from_object(input.ptr(), argument_name(fn, "input").c_str());
+  const Scalar value = scalar_from_object(fill_value.ptr(), fn.c_str(), "fill_value");
+  const DType out_dtype = optional_dtype(dtype, argument_name(fn, "dtype").c_str()).value_or(self.dtype());
+  const Device out_device = device.is_none() ? self.device() : optional_device(device, argument_name(fn, "device").c_str());
+  Tensor t = empty_like_preserving(self, out_dtype, out_device);
+  // The result is dense: fill its memory as one run.
+  const int64_t numel = t.numel();
+  const int64_t unit_stride = 1;
+  fill_(as_strided(t, IntArrayRef(&numel, 1), IntArrayRef(&unit_stride, 1), 0), value);
+  return finish(std::move(t), requires_grad);
 }
 
 }  // namespace
@@ -215,6 +339,10 @@ void init_creation(PyObject* module) {
         py::arg("device"), py::arg("requires_grad"));
   m.def("_linspace", &py_linspace, py::arg("start"), py::arg("end"), py::arg("steps"), py::arg("dtype"),
         py::arg("device"), py::arg("requires_grad"));
+  m.def("_empty_like", &py_empty_like, py::arg("input"), py::arg("dtype"), py::arg("device"),
+        py::arg("requires_grad"), py::arg("fn"));
+  m.def("_full_like", &py_full_like, py::arg("input"), py::arg("fill_value"), py::arg("dtype"), py::arg("device"),
+        py::arg("requires_grad"), py::arg("fn"));
   m.def("get_default_dtype", [] { return py::reinterpret_borrow<py::object>(dtype_object(default_dtype())); });
   m.def("set_default_dtype", [](py::handle d) { set_default_dtype(dtype_from_object(d.ptr())); }, py::arg("d"));
 }

@@ -68,22 +68,64 @@ DType dtype_from_dl(DLDataType d) {
   KILN_FAIL(Type, "from_dlpack: unsupported DLPack dtype (code ", static_cast<int>(d.code), ", bits ", bits, ")");
 }
 
-/// What an exported DLManagedTensor owns: the tensor (keeping its storage
-/// alive) and the shape/stride arrays DLTensor points into.
+// Note [DLPack 1.0 export]
+// ------------------------
+// Consumers that understand DLPack 1.0 (numpy 2, torch) call
+// __dlpack__(max_version=(1, 0)) and take a "dltensor_versioned" capsule, whose
+// flags say whether the memory may be written; numpy marks arrays from an
+// unversioned "dltensor" capsule read-only. kiln answers in the newest format
+// the consumer accepts. Debian's dlpack.h (0.6) predates the versioned struct,
+// so its layout (DLPack 1.0, dlpack.h) is spelled out here.
+struct DLPackVersion {
+  uint32_t major;
+  uint32_t minor;
+};
+
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensorVersioned* self);
+  uint64_t flags;  // bit 0: read-only, bit 1: a copy; kiln sets neither
+  DLTensor dl_tensor;
+};
+
+constexpr const char* kVersionedCapsuleName = "dltensor_versioned";
+
+/// What an exported tensor's capsule owns: the tensor (keeping its storage
+/// alive) and the shape/stride arrays DLTensor points into. One of the two
+/// managed structs is used, by the format the consumer asked for.
 struct ExportContext {
   Tensor tensor;
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;
   DLManagedTensor managed{};
+  DLManagedTensorVersioned versioned{};
 };
 
 void delete_export(DLManagedTensor* managed) { delete static_cast<ExportContext*>(managed->manager_ctx); }
+void delete_versioned_export(DLManagedTensorVersioned* managed) {
+  delete static_cast<ExportContext*>(managed->manager_ctx);
+}
 
 /// A capsule that was never consumed still owns its tensor.
 void capsule_destructor(PyObject* capsule) {
   if (!PyCapsule_IsValid(capsule, kCapsuleName)) return;  // consumed (renamed) by the importer
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, kCapsuleName));
   if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+}
+
+void versioned_capsule_destructor(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, kVersionedCapsuleName)) return;  // consumed
+  auto* managed = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kVersionedCapsuleName));
+  if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+}
+
+/// Whether __dlpack__'s max_version, a (major, minor) tuple or None, admits DLPack 1.0.
+bool wants_versioned(PyObject* max_version) {
+  if (max_version == Py_None || !PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) < 1) return false;
+  const long major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0));
+  if (major == -1 && PyErr_Occurred()) throw python_error_already_set();
+  return major >= 1;
 }
 
 PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
@@ -95,14 +137,18 @@ PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
     return nullptr;
   }
   const Tensor& t = unwrap_tensor(self);
-  KILN_CHECK(!t.requires_grad(), "Can't export tensors that require gradient, use tensor.detach()");
+  if (t.requires_grad()) {  // a BufferError, as PyTorch raises
+    PyErr_SetString(PyExc_BufferError, "Can't export tensors that require gradient, use tensor.detach()");
+    return nullptr;
+  }
   KILN_CHECK(copy != Py_True, "__dlpack__: copy=True is not supported; kiln only exports without copying");
   KILN_CHECK_NOT_IMPLEMENTED(t.device().is_cpu(), "__dlpack__: only CPU tensors can be exported so far");
   auto ctx = std::make_unique<ExportContext>();
   ctx->tensor = t;
   ctx->shape.assign(t.sizes().begin(), t.sizes().end());
   ctx->strides.assign(t.strides().begin(), t.strides().end());
-  DLTensor& dl = ctx->managed.dl_tensor;
+  const bool versioned = wants_versioned(max_version);  // See Note [DLPack 1.0 export].
+  DLTensor& dl = versioned ? ctx->versioned.dl_tensor : ctx->managed.dl_tensor;
   dl.data = t.data_ptr();
   dl.device = DLDevice{kDLCPU, 0};
   dl.ndim = static_cast<int32_t>(t.dim());
@@ -110,9 +156,18 @@ PyObject* tensor_dlpack(PyObject* self, PyObject* args, PyObject* kwargs) {
   dl.shape = ctx->shape.data();
   dl.strides = ctx->strides.data();
   dl.byte_offset = 0;
-  ctx->managed.manager_ctx = ctx.get();
-  ctx->managed.deleter = &delete_export;
-  PyObject* capsule = PyCapsule_New(&ctx->managed, kCapsuleName, capsule_destructor);
+  PyObject* capsule = nullptr;
+  if (versioned) {
+    ctx->versioned.version = DLPackVersion{1, 0};
+    ctx->versioned.manager_ctx = ctx.get();
+    ctx->versioned.deleter = &delete_versioned_export;
+    ctx->versioned.flags = 0;
+    capsule = PyCapsule_New(&ctx->versioned, kVersionedCapsuleName, versioned_capsule_destructor);
+  } else {
+    ctx->managed.manager_ctx = ctx.get();
+    ctx->managed.deleter = &delete_export;
+    capsule = PyCapsule_New(&ctx->managed, kCapsuleName, capsule_destructor);
+  }
   if (capsule == nullptr) throw python_error_already_set();
   ctx.release();  // now owned by the capsule (or its consumer)
   return capsule;
@@ -147,8 +202,9 @@ py::object from_dlpack(py::object ext) {
                     "capsule, got ", Py_TYPE(ext.ptr())->tp_name);
     capsule = ext.attr("__dlpack__")();
   }
-  KILN_CHECK_TYPE(PyCapsule_IsValid(capsule.ptr(), kCapsuleName), "from_dlpack: expected a DLPack capsule named "
-                  "'dltensor' that has not been consumed yet");
+  KILN_CHECK(PyCapsule_IsValid(capsule.ptr(), kCapsuleName), "from_dlpack received an invalid capsule. Note that "
+             "DLTensor capsules can be consumed only once, so you might have already constructed a tensor from it "
+             "once.");
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), kCapsuleName));
   const DLTensor& dl = managed->dl_tensor;
   KILN_CHECK_NOT_IMPLEMENTED(dl.device.device_type == kDLCPU, "from_dlpack: only CPU tensors can be imported so "

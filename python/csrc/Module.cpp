@@ -14,6 +14,8 @@ void init_memory(PyObject* module);    // Memory.cpp
 void init_config(PyObject* module);    // Config.cpp
 void init_library(PyObject* module);   // PyLibrary.cpp
 void init_testing_arg_parser(PyObject* module);  // TestingArgParser.cpp
+void init_generated_functions(PyObject* module);  // python_functions.cpp (generated from ops.yaml)
+void register_generated_tensor_methods();         // python_methods.cpp (generated from ops.yaml)
 }  // namespace kiln::python
 
 PYBIND11_MODULE(_C, m) {
@@ -23,10 +25,12 @@ PYBIND11_MODULE(_C, m) {
     init_exceptions(m.ptr());
     init_dtypes(m.ptr());
     init_device(m.ptr());
+    register_generated_tensor_methods();  // first: CPython keeps the first method of a name
     register_basic_tensor_methods();
     register_numpy_tensor_methods();
     register_dlpack_tensor_methods();
     init_tensor_type(m.ptr());
+    init_generated_functions(m.ptr());
     init_numpy(m.ptr());
     init_dlpack(m.ptr());
     init_creation(m.ptr());

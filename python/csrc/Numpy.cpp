@@ -8,6 +8,7 @@
 #include "eager/kernels/Views.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/ForeignMemory.h"
+#include "python/csrc/Numpy.h"
 #include "python/csrc/PyTensor.h"
 
 namespace py = pybind11;
@@ -37,6 +38,35 @@ std::optional<DType> dtype_from_numpy(const py::dtype& dt) {
   return std::nullopt;
 }
 
+/// DType of a numpy dtype, or TypeError naming it as PyTorch does ("numpy.uint16").
+DType supported_dtype_from_numpy(const py::dtype& dt) {
+  const auto dtype = dtype_from_numpy(dt);
+  KILN_CHECK_TYPE(dtype.has_value(), "can't convert np.ndarray of type numpy.",
+                  py::str(dt.attr("type").attr("__name__")).cast<std::string>(),
+                  ". The only supported types are: float64, float32, float16, int64, int32, int16, int8, uint8, "
+                  "and bool.");
+  return *dtype;
+}
+
+/// numpy's types, looked up once: ndarray, generic (every scalar) and bool_.
+struct NumpyTypes {
+  PyObject* ndarray = nullptr;
+  PyObject* generic = nullptr;
+  PyObject* bool_ = nullptr;
+};
+
+const NumpyTypes& numpy_types() {
+  static const NumpyTypes types = [] {
+    py::module_ np = py::module_::import("numpy");
+    NumpyTypes t;
+    t.ndarray = py::object(np.attr("ndarray")).release().ptr();  // kept for the life of the process
+    t.generic = py::object(np.attr("generic")).release().ptr();
+    t.bool_ = py::object(np.attr("bool_")).release().ptr();
+    return t;
+  }();
+  return types;
+}
+
 py::dtype numpy_dtype_for(DType t) {
   switch (t) {
     case DType::Float32: return py::dtype("float32");
@@ -57,11 +87,7 @@ py::dtype numpy_dtype_for(DType t) {
 py::object from_numpy(py::handle obj) {
   KILN_CHECK_TYPE(py::isinstance<py::array>(obj), "expected np.ndarray (got ", Py_TYPE(obj.ptr())->tp_name, ")");
   auto array = py::reinterpret_borrow<py::array>(obj);
-  const auto dtype = dtype_from_numpy(array.dtype());
-  KILN_CHECK_TYPE(dtype.has_value(), "can't convert np.ndarray of type ",
-                  py::str(array.dtype()).cast<std::string>(),
-                  ". The only supported types are: float64, float32, float16, int64, int32, int16, int8, uint8, "
-                  "and bool.");
+  const std::optional<DType> dtype = supported_dtype_from_numpy(array.dtype());
   const char byteorder = array.dtype().attr("byteorder").cast<std::string>()[0];
   KILN_CHECK_VALUE(byteorder != '>', "given numpy array has byte order different from the native byte order. "
                    "Conversion between byte orders is currently not supported.");
@@ -75,7 +101,7 @@ py::object from_numpy(py::handle obj) {
     const auto byte_stride = static_cast<int64_t>(array.strides(static_cast<py::ssize_t>(i)));
     KILN_CHECK_VALUE(byte_stride >= 0, "At least one stride in the given numpy array is negative, and tensors "
                      "with negative strides are not currently supported. (You can probably work around this by "
-                     "making a copy of your array with array.copy().) ");
+                     "making a copy of your array  with array.copy().) ");
     KILN_CHECK_VALUE(byte_stride % item == 0, "given numpy array strides not a multiple of the element byte size. "
                      "Copy the numpy array to reallocate the memory.");
     strides[i] = byte_stride / item;
@@ -119,6 +145,22 @@ PyObject* tensor_numpy(PyObject* self, PyObject* args, PyObject* kwargs) {
 }
 
 }  // namespace
+
+bool is_numpy_array(PyObject* obj) {
+  return PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(numpy_types().ndarray));
+}
+
+bool is_numpy_scalar(PyObject* obj) {
+  return PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(numpy_types().generic));
+}
+
+bool is_numpy_bool(PyObject* obj) {
+  return PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(numpy_types().bool_));
+}
+
+DType dtype_of_numpy_object(PyObject* obj) {
+  return supported_dtype_from_numpy(py::reinterpret_borrow<py::object>(obj).attr("dtype").cast<py::dtype>());
+}
 
 void register_numpy_tensor_methods() {
   tensor_method_table().push_back({"numpy", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_numpy)),

@@ -35,9 +35,6 @@ PyTypeObject* g_tensor_class = &PyTensorBase_Type;
 // free kiln.Tensor after a few tensors die, or make the cycle collector
 // over-count and free live objects.
 
-// Python subclasses (kiln.Tensor, Parameter) get CPython's subtype_dealloc /
-// subtype_traverse, which handle their __dict__ and the reference to their
-// heap type before calling these; the base only owns the C++ tensor.
 void tensor_dealloc(PyObject* self) {
   auto* obj = reinterpret_cast<PyTensorObject*>(self);
   PyObject_GC_UnTrack(self);
@@ -112,21 +109,86 @@ PyObject* size_numel(PyObject* self, PyObject*) {
   return PyLong_FromLongLong(n);
 }
 
-/// Size(iterable of ints), like torch.Size.
-PyObject* size_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-  PyObject* tuple = PyTuple_Type.tp_new(type, args, kwargs);
-  if (tuple == nullptr) return nullptr;
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tuple); ++i) {
+/// A new kiln.Size holding the items of `tuple` (a tuple of Python ints).
+PyObject* size_from_tuple(PyObject* tuple) {
+  const Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+  PyObject* size = PySize_Type.tp_alloc(&PySize_Type, n);
+  if (size == nullptr) return nullptr;
+  for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject* item = PyTuple_GET_ITEM(tuple, i);
-    if (!PyLong_Check(item)) {
-      PyErr_Format(PyExc_TypeError, "kiln.Size() takes an iterable of 'int' (item %zd is '%s')", i,
-                   Py_TYPE(item)->tp_name);
+    Py_INCREF(item);
+    PyTuple_SET_ITEM(size, i, item);
+  }
+  return size;
+}
+
+/// Size(iterable of ints), like torch.Size: items may be anything with __index__
+/// (numpy integers, one-element integer tensors).
+PyObject* size_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  PyObject* tuple = PyTuple_Type.tp_new(&PyTuple_Type, args, kwargs);
+  if (tuple == nullptr) return nullptr;
+  const Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+  PyObject* size = type->tp_alloc(type, n);
+  if (size == nullptr) {
+    Py_DECREF(tuple);
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PyTuple_GET_ITEM(tuple, i);
+    PyObject* index = PyLong_CheckExact(item) ? (Py_INCREF(item), item)
+                      : PyIndex_Check(item)   ? PyNumber_Index(item)
+                                              : nullptr;
+    if (index == nullptr) {
+      if (!PyErr_Occurred()) {
+        PyErr_Format(PyExc_TypeError, "kiln.Size() takes an iterable of 'int' (item %zd is '%s')", i,
+                     Py_TYPE(item)->tp_name);
+      }
       Py_DECREF(tuple);
+      Py_DECREF(size);
       return nullptr;
     }
+    PyTuple_SET_ITEM(size, i, index);
   }
-  return tuple;
+  Py_DECREF(tuple);
+  return size;
 }
+
+/// Turns a tuple produced by a tuple operation on a Size back into a Size (as torch.Size does
+/// for slicing, + and *); passes anything else (ints, NotImplemented, errors) through.
+PyObject* as_size(PyObject* result) {
+  if (result == nullptr || !PyTuple_CheckExact(result)) return result;
+  PyObject* size = size_from_tuple(result);
+  Py_DECREF(result);
+  return size;
+}
+
+PyObject* size_subscript(PyObject* self, PyObject* key) {
+  return as_size(PyTuple_Type.tp_as_mapping->mp_subscript(self, key));
+}
+
+PyObject* size_add(PyObject* a, PyObject* b) {
+  if (!PyTuple_Check(a) || !PyTuple_Check(b)) Py_RETURN_NOTIMPLEMENTED;
+  return as_size(PySequence_Concat(a, b));
+}
+
+PyObject* size_multiply(PyObject* a, PyObject* b) {
+  PyObject* seq = PyTuple_Check(a) ? a : b;
+  PyObject* count = seq == a ? b : a;
+  if (!PyIndex_Check(count)) Py_RETURN_NOTIMPLEMENTED;
+  const Py_ssize_t n = PyNumber_AsSsize_t(count, PyExc_OverflowError);
+  if (n == -1 && PyErr_Occurred()) return nullptr;
+  return as_size(PySequence_Repeat(seq, n));
+}
+
+PyMappingMethods size_as_mapping = {nullptr, size_subscript, nullptr};
+
+PyNumberMethods make_size_as_number() {
+  PyNumberMethods m{};
+  m.nb_add = size_add;
+  m.nb_multiply = size_multiply;
+  return m;
+}
+PyNumberMethods size_as_number = make_size_as_number();
 
 PyMethodDef size_methods[] = {
     {"numel", size_numel, METH_NOARGS, "Number of elements a tensor of this size holds."},
@@ -143,6 +205,8 @@ PyTypeObject make_size_type() {
   t.tp_repr = size_repr;
   t.tp_methods = size_methods;
   t.tp_new = size_new;
+  t.tp_as_mapping = &size_as_mapping;
+  t.tp_as_number = &size_as_number;
   t.tp_base = &PyTuple_Type;
   return t;
 }

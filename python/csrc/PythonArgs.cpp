@@ -1,8 +1,13 @@
 // Python -> C++ conversions for ints, int lists and scalars.
 #include "python/csrc/PythonArgs.h"
 
+#include <pybind11/pybind11.h>
+
 #include "python/csrc/Exceptions.h"
+#include "python/csrc/Numpy.h"
 #include "python/csrc/PyTensor.h"
+
+namespace py = pybind11;
 
 namespace kiln::python {
 
@@ -10,7 +15,7 @@ int64_t int_from_object(PyObject* obj, const char* fn, const char* arg) {
   if (PyLong_CheckExact(obj)) {
     int overflow = 0;
     const long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    KILN_CHECK(overflow == 0, fn, "(): argument '", arg, "' is out of range for int64");
+    KILN_CHECK_TYPE(overflow == 0, fn, "(): argument '", arg, "' is out of range for int64");
     return v;
   }
   if (is_tensor(obj)) {
@@ -26,7 +31,7 @@ int64_t int_from_object(PyObject* obj, const char* fn, const char* arg) {
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(index, &overflow);
   Py_DECREF(index);
-  KILN_CHECK(overflow == 0, fn, "(): argument '", arg, "' is out of range for int64");
+  KILN_CHECK_TYPE(overflow == 0, fn, "(): argument '", arg, "' is out of range for int64");
   return v;
 }
 
@@ -69,7 +74,10 @@ Scalar scalar_from_object(PyObject* obj, const char* fn, const char* arg) {
   if (PyLong_Check(obj)) {
     int overflow = 0;
     const long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    KILN_CHECK(overflow == 0, "Overflow when unpacking long");
+    if (overflow != 0) {
+      PyErr_SetString(PyExc_OverflowError, "int too big to convert");  // PyTorch's words
+      throw python_error_already_set();
+    }
     return Scalar(static_cast<int64_t>(v));
   }
   if (PyFloat_Check(obj)) return Scalar(PyFloat_AS_DOUBLE(obj));
@@ -78,6 +86,18 @@ Scalar scalar_from_object(PyObject* obj, const char* fn, const char* arg) {
     KILN_CHECK(t.numel() == 1, fn, "(): argument '", arg, "': a Tensor with ", t.numel(),
                " elements cannot be converted to Scalar");
     return visit_dtype(t.dtype(), [&](auto tag) { return Scalar(*t.data_ptr<decltype(tag)>()); });
+  }
+  if (is_numpy_scalar(obj)) {  // np.int32(3), np.float32(2.5), np.bool_(True), ...
+    // Integers stay integers; everything else, np.bool_ included, is read through
+    // __float__, as PyTorch's argument parser reads numpy scalars.
+    if (PyIndex_Check(obj) && !is_numpy_bool(obj)) {
+      py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(obj));
+      if (!index) throw python_error_already_set();
+      return scalar_from_object(index.ptr(), fn, arg);
+    }
+    const double v = PyFloat_AsDouble(obj);
+    if (v == -1.0 && PyErr_Occurred()) throw python_error_already_set();
+    return Scalar(v);
   }
   KILN_FAIL(Type, fn, "(): argument '", arg, "' must be Number, not ", Py_TYPE(obj)->tp_name);
 }

@@ -1,14 +1,13 @@
-// Tensor properties and the methods of this stage: geometry queries, item,
-// tolist, requires_grad, and the basic views.
-// (The dispatcher issue generates op methods from ops.yaml; these are the
-// metadata accessors that stay hand-written.)
+// Tensor properties and the hand-written methods: geometry queries, item,
+// tolist, requires_grad, _slice. The op methods (view, transpose, add, ...) are
+// generated from ops.yaml (python_methods.cpp, tools/opgen).
 #include <Python.h>
 
 #include <optional>
 #include <type_traits>
 #include <vector>
 
-#include "eager/kernels/Views.h"
+#include "kiln/generated/Functions.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyDType.h"
 #include "python/csrc/PyDevice.h"
@@ -84,13 +83,21 @@ PyObject* get_version(PyObject* self, void*) { return PyLong_FromLong(self_tenso
 PyObject* get_requires_grad(PyObject* self, void*) { return PyBool_FromLong(self_tensor(self).requires_grad()); }
 int set_requires_grad(PyObject* self, PyObject* value, void*) {
   KILN_PY_BEGIN
-  KILN_CHECK_TYPE(value != nullptr && PyBool_Check(value), "requires_grad must be a bool");
+  KILN_CHECK(value != nullptr && PyBool_Check(value), "requires_grad must be a bool");
   self_tensor(self).set_requires_grad(value == Py_True);
   return 0;
   KILN_PY_END(-1)
 }
 
 // --- methods -----------------------------------------------------------------
+
+/// A dim argument of size()/stride(), wrapped; IndexError in PyTorch's words,
+/// including for 0-dim tensors, which have no dim to name.
+int64_t checked_dim(const Tensor& t, PyObject* dim, const char* fn) {
+  const int64_t d = int_from_object(dim, fn, "dim");
+  KILN_CHECK_INDEX(t.dim() > 0, "Dimension specified as ", d, " but tensor has no dimensions");
+  return wrap_dim(d, t.dim());
+}
 
 /// size() -> kiln.Size; size(dim) -> int. Same for stride.
 PyObject* tensor_size(PyObject* self, PyObject* args, PyObject* kwargs) {
@@ -100,7 +107,7 @@ PyObject* tensor_size(PyObject* self, PyObject* args, PyObject* kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:size", const_cast<char**>(kw), &dim)) return nullptr;
   const Tensor& t = self_tensor(self);
   if (dim == Py_None) return make_size(t.sizes());
-  return PyLong_FromLongLong(t.size(int_from_object(dim, "size", "dim")));
+  return PyLong_FromLongLong(t.size(checked_dim(t, dim, "size")));
   KILN_PY_END(nullptr)
 }
 
@@ -110,7 +117,7 @@ PyObject* tensor_stride(PyObject* self, PyObject* args, PyObject* kwargs) {
   PyObject* dim = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:stride", const_cast<char**>(kw), &dim)) return nullptr;
   const Tensor& t = self_tensor(self);
-  if (dim != Py_None) return PyLong_FromLongLong(t.stride(int_from_object(dim, "stride", "dim")));
+  if (dim != Py_None) return PyLong_FromLongLong(t.stride(checked_dim(t, dim, "stride")));
   PyObject* out = PyTuple_New(t.dim());
   if (out == nullptr) return nullptr;
   for (int64_t i = 0; i < t.dim(); ++i) PyTuple_SET_ITEM(out, i, PyLong_FromLongLong(t.strides()[i]));
@@ -155,50 +162,11 @@ PyObject* tensor_requires_grad_(PyObject* self, PyObject* args, PyObject* kwargs
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p:requires_grad_", const_cast<char**>(kw), &flag)) {
     return nullptr;
   }
+  KILN_CHECK(flag == 0 || is_floating_point(self_tensor(self).dtype()),
+             "only Tensors of floating point dtype can require gradients");
   self_tensor(self).set_requires_grad(flag != 0);
   Py_INCREF(self);
   return self;
-  KILN_PY_END(nullptr)
-}
-
-PyObject* tensor_view(PyObject* self, PyObject* args) {
-  KILN_PY_BEGIN
-  return wrap_tensor(view(self_tensor(self), int_list_from_args(args, "view", "size")));
-  KILN_PY_END(nullptr)
-}
-
-PyObject* tensor_as_strided(PyObject* self, PyObject* args, PyObject* kwargs) {
-  KILN_PY_BEGIN
-  static const char* kw[] = {"size", "stride", "storage_offset", nullptr};
-  PyObject *size = nullptr, *stride = nullptr, *offset = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O:as_strided", const_cast<char**>(kw), &size, &stride,
-                                   &offset)) {
-    return nullptr;
-  }
-  std::optional<int64_t> storage_offset;
-  if (offset != Py_None) storage_offset = int_from_object(offset, "as_strided", "storage_offset");
-  return wrap_tensor(as_strided(self_tensor(self), int_list_from_object(size, "as_strided", "size"),
-                                int_list_from_object(stride, "as_strided", "stride"), storage_offset));
-  KILN_PY_END(nullptr)
-}
-
-PyObject* tensor_transpose(PyObject* self, PyObject* args, PyObject* kwargs) {
-  KILN_PY_BEGIN
-  static const char* kw[] = {"dim0", "dim1", nullptr};
-  PyObject *d0 = nullptr, *d1 = nullptr;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:transpose", const_cast<char**>(kw), &d0, &d1)) return nullptr;
-  return wrap_tensor(transpose(self_tensor(self), int_from_object(d0, "transpose", "dim0"),
-                               int_from_object(d1, "transpose", "dim1")));
-  KILN_PY_END(nullptr)
-}
-
-PyObject* tensor_select(PyObject* self, PyObject* args, PyObject* kwargs) {
-  KILN_PY_BEGIN
-  static const char* kw[] = {"dim", "index", nullptr};
-  PyObject *dim = nullptr, *index = nullptr;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:select", const_cast<char**>(kw), &dim, &index)) return nullptr;
-  return wrap_tensor(select(self_tensor(self), int_from_object(dim, "select", "dim"),
-                            int_from_object(index, "select", "index")));
   KILN_PY_END(nullptr)
 }
 
@@ -246,10 +214,6 @@ void register_basic_tensor_methods() {
   m.push_back({"item", tensor_item, METH_NOARGS, nullptr});
   m.push_back({"tolist", tensor_tolist, METH_NOARGS, nullptr});
   m.push_back(KILN_KW_METHOD("requires_grad_", tensor_requires_grad_));
-  m.push_back({"view", tensor_view, METH_VARARGS, nullptr});
-  m.push_back(KILN_KW_METHOD("as_strided", tensor_as_strided));
-  m.push_back(KILN_KW_METHOD("transpose", tensor_transpose));
-  m.push_back(KILN_KW_METHOD("select", tensor_select));
   m.push_back({"_slice", tensor_slice, METH_VARARGS, nullptr});
 
   auto& g = tensor_getset_table();

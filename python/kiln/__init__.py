@@ -31,7 +31,13 @@ from kiln._C import (  # noqa: F401  (dtypes and core types are re-exported)
     uint8,
 )
 from kiln._tensor import Tensor
-from kiln._creation import (
+
+# The ops generated from ops.yaml (tools/opgen): every public name of
+# kiln._C._functions. Imported before the hand-written Python functions below,
+# which win where they share a name.
+globals().update({_name: getattr(_C._functions, _name) for _name in dir(_C._functions) if not _name.startswith("_")})
+
+from kiln._creation import (  # noqa: E402
     arange,
     empty,
     empty_like,
@@ -48,6 +54,8 @@ from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
 from kiln._tensor_str import set_printoptions
 from kiln import cuda
+from kiln import library
+from kiln._ops import ops
 
 __version__ = "0.1.0"
 

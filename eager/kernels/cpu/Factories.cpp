@@ -140,7 +140,7 @@ Tensor empty(IntArrayRef sizes, DType dtype, Device device) {
   return empty_strided(sizes, contiguous_strides(sizes), dtype, device);
 }
 
-void fill_(const Tensor& self, const Scalar& value) {
+void native::fill_impl(const Tensor& self, const Scalar& value) {
   visit_dtype(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T v = checked_scalar_to<T>(value);
@@ -155,7 +155,7 @@ void fill_(const Tensor& self, const Scalar& value) {
 
 Tensor full(IntArrayRef sizes, const Scalar& value, DType dtype, Device device) {
   Tensor t = empty(sizes, dtype, device);
-  fill_(t, value);
+  native::fill_impl(t, value);
   return t;
 }
 
@@ -264,7 +264,8 @@ void arange_values(T* out, int64_t n, const Scalar& start_value, const Scalar& s
 
 }  // namespace
 
-Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<DType> dtype, Device device) {
+Tensor native::arange_impl(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<DType> dtype,
+                           Device device) {
   check_cpu(device, "arange");
   const bool all_integral = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
   const DType out_dtype = dtype.value_or(all_integral ? DType::Int64 : default_dtype());
@@ -297,7 +298,8 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, std::o
   return t;
 }
 
-Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, std::optional<DType> dtype, Device device) {
+Tensor native::linspace_impl(const Scalar& start, const Scalar& end, int64_t steps, std::optional<DType> dtype,
+                             Device device) {
   check_cpu(device, "linspace");
   KILN_CHECK(steps >= 0, "number of steps must be non-negative");
   const DType out_dtype = dtype.value_or(default_dtype());
@@ -305,7 +307,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, std::opti
   Tensor t = empty({steps}, out_dtype, device);
   if (steps == 0) return t;
   if (steps == 1) {  // PyTorch fills with start
-    fill_(t, start);
+    native::fill_impl(t, start);
     return t;
   }
   visit_dtype(out_dtype, [&](auto tag) {

@@ -10,6 +10,10 @@
 #include "eager/core/Error.h"
 #include "eager/core/Scalar.h"
 #include "eager/core/Tensor.h"
+// kiln::fill_, arange, linspace (and the factories taking an optional dtype and
+// device) are the dispatcher API generated from ops.yaml; native::*_impl below
+// are their CPU implementations.
+#include "kiln/generated/Functions.h"
 
 namespace kiln {
 
@@ -20,13 +24,18 @@ namespace kiln {
 [[nodiscard]] Tensor full(IntArrayRef sizes, const Scalar& value, DType dtype, Device device = Device());
 [[nodiscard]] Tensor zeros(IntArrayRef sizes, DType dtype, Device device = Device());
 [[nodiscard]] Tensor ones(IntArrayRef sizes, DType dtype, Device device = Device());
+
+namespace native {
+// kiln::arange and kiln::linspace are the generated API (same parameters but an
+// optional device, so calls would be ambiguous); these are their CPU bodies.
 /// Values start, start+step, ... < end. dtype defaults to int64 when all three
 /// are integers, else to the default float dtype (as PyTorch).
-[[nodiscard]] Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
-                            std::optional<DType> dtype = std::nullopt, Device device = Device());
+[[nodiscard]] Tensor arange_impl(const Scalar& start, const Scalar& end, const Scalar& step,
+                                 std::optional<DType> dtype = std::nullopt, Device device = Device());
 /// `steps` evenly spaced values from start to end inclusive.
-[[nodiscard]] Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps,
-                              std::optional<DType> dtype = std::nullopt, Device device = Device());
+[[nodiscard]] Tensor linspace_impl(const Scalar& start, const Scalar& end, int64_t steps,
+                                   std::optional<DType> dtype = std::nullopt, Device device = Device());
+}  // namespace native
 
 /// Whether `value` lies outside what `dtype` holds, by PyTorch's checked_convert rules
 /// (c10/util/TypeCast.h): negative integers may wrap into uint8, floating types take
@@ -46,7 +55,9 @@ template <typename T>
   return value.to<T>();
 }
 
+namespace native {
 /// Writes `value` (converted to the tensor's dtype, checked as checked_scalar_to) into every element, any strides.
-void fill_(const Tensor& self, const Scalar& value);
+void fill_impl(const Tensor& self, const Scalar& value);
+}  // namespace native
 
 }  // namespace kiln

@@ -1,0 +1,124 @@
+"""Derivative formulas: parsed with Python's ast and checked at generation time.
+
+A formula is a Python expression over:
+  - the op's argument names (`self`, `other`, `alpha`, `dim0`, ...);
+  - `grad` (one return) or `grads[i]` (several), and `result` (one return) or
+    `result0`, `result1`, ... (several);
+  - attribute and method calls on those (`grad.transpose(dim0, dim1)`,
+    `self.sizes()`, `src.dtype`);
+  - numeric literals, True/False/None, arithmetic and comparison operators;
+  - calls of ops in ops.yaml and of the HELPERS below.
+Anything else stops the build naming the op, the input and the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from model import Op, OpgenError
+
+# The one list of names a formula may use besides ops and arguments.
+HELPERS = {
+    # Tensor metadata, read as Tensor's accessors (eager/core/Tensor.h).
+    "sizes": "Tensor::sizes()",
+    "strides": "Tensor::strides()",
+    "dtype": "Tensor::dtype()",
+    "device": "Tensor::device()",
+    "dim": "Tensor::dim()",
+    "numel": "Tensor::numel()",
+    # Defined by the autograd issue (not ops yet; the autograd codegen supplies them).
+    "maybe_multiply": "autograd issue: grad * alpha, skipped when alpha is 1",
+    "zeros_like": "autograd issue: zeros of the same shape, dtype and device",
+    "sum_to": "autograd issue: sums a broadcast gradient back to an input's sizes",
+    "to": "autograd issue: converts to a dtype",
+    "reshape": "autograd issue: view when possible, else a copy",
+}
+
+_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult, ast.USub, ast.UAdd,
+              ast.Not, ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+@dataclass(frozen=True)
+class Derivative:
+    input: str          # the differentiable Tensor input
+    input_index: int    # its position among the schema's arguments
+    formula: str        # as written (stripped)
+    names: tuple[str, ...]  # argument/grad/result names the formula reads, in order of first use
+
+
+def check(ops: list[Op]) -> None:
+    """Checks every op's formulas and stores them in op.parsed_derivatives."""
+    op_names = {op.name for op in ops}
+    for op in ops:
+        op.parsed_derivatives = [_check_one(op, key, formula, op_names) for key, formula in op.derivatives.items()]
+
+
+def _check_one(op: Op, key: str, formula: str, op_names: set[str]) -> Derivative:
+    def fail(reason: str):
+        raise OpgenError(f"{op.label}: derivative for '{key}': {reason}")
+
+    arg = op.schema.argument(key)
+    if arg is None:
+        fail(f"'{key}' is not an input of {op.schema}")
+    if not arg.type.is_tensor_like or arg.is_out:
+        fail(f"'{key}' is {arg.type}, not a differentiable Tensor input")
+    formula = formula.strip()
+    try:
+        tree = ast.parse(formula, mode="eval")
+    except SyntaxError as e:
+        fail(f"syntax error in '{formula}': {e.msg} at column {e.offset}")
+
+    n = len(op.schema.returns)
+    values = {a.name for a in op.schema.arguments}
+    values |= {"grad", "result"} if n == 1 else {"grads"} | {f"result{i}" for i in range(n)}
+    callables = op_names | set(HELPERS)
+    used: list[str] = []
+
+    def visit(node: ast.AST):
+        if isinstance(node, ast.Name):
+            if node.id in values:
+                if node.id not in used:
+                    used.append(node.id)
+                return
+            if node.id in callables:
+                fail(f"'{node.id}' is a function; call it")
+            hint = " (grads[i] is for ops with several returns)" if node.id == "grad" and n != 1 else ""
+            fail(f"unknown name '{node.id}' in '{formula}'{hint}; a formula may use the op's arguments, "
+                 f"{'grad, result' if n == 1 else 'grads[i], result0..'}, ops in ops.yaml and opgen's helpers")
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name):
+                if node.func.id not in callables:
+                    fail(f"unknown function '{node.func.id}' in '{formula}': not an op in ops.yaml nor a helper "
+                         f"({', '.join(sorted(HELPERS))})")
+            else:
+                visit(node.func)
+            for a in node.args:
+                visit(a)
+            for k in node.keywords:
+                visit(k.value)
+        elif isinstance(node, ast.Attribute):
+            if node.attr not in callables:
+                fail(f"unknown method or attribute '.{node.attr}' in '{formula}'")
+            visit(node.value)
+        elif isinstance(node, ast.Subscript):
+            if isinstance(node.value, ast.Name) and node.value.id == "grads":
+                if not (isinstance(node.slice, ast.Constant) and type(node.slice.value) is int
+                        and 0 <= node.slice.value < n):
+                    fail(f"grads[i] needs a constant index below {n} in '{formula}'")
+            visit(node.value)
+            visit(node.slice)
+        elif isinstance(node, ast.Constant):
+            if not isinstance(node.value, (int, float)) and node.value is not None:
+                fail(f"unsupported literal {node.value!r} in '{formula}'")
+        elif isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Tuple, ast.List)):
+            for child in ast.iter_child_nodes(node):
+                visit(child)
+        elif isinstance(node, _OPERATORS + (ast.expr_context,)):
+            return
+        else:
+            fail(f"unsupported syntax ({type(node).__name__}) in '{formula}'")
+
+    visit(tree.body)
+    index = next(i for i, a in enumerate(op.schema.arguments) if a.name == key)
+    return Derivative(key, index, formula, tuple(used))
