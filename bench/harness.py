@@ -51,11 +51,15 @@ class Case:
     """
 
     name: str
-    kiln_fn: Callable[..., Any]
-    torch_fn: Callable[..., Any]
+    kiln_fn: Callable[..., Any] | None = None
+    torch_fn: Callable[..., Any] | None = None
     setup: Callable[[], Any] | None = None
     group: str = "misc"
     notes: Callable[..., dict] | None = None
+    # For per-call overhead cases: returns (kiln_fn, torch_fn), argument-free
+    # closures over local variables, so the timing loop adds as little as
+    # possible (no attribute lookups) to both sides.
+    make: Callable[[], tuple[Callable[[], Any], Callable[[], Any]]] | None = None
 
 
 @dataclasses.dataclass
@@ -161,8 +165,12 @@ def run_case(case: Case, settings: Settings) -> CaseResult:
     """Time both sides of one case; an exception in either side is recorded, not raised."""
     result = CaseResult(name=case.name, group=case.group)
     try:
-        args = () if case.setup is None else (case.setup(),)
-        functions = {"kiln": case.kiln_fn, "torch": case.torch_fn}
+        if case.make is not None:
+            args = ()
+            functions = dict(zip(("kiln", "torch"), case.make()))
+        else:
+            args = () if case.setup is None else (case.setup(),)
+            functions = {"kiln": case.kiln_fn, "torch": case.torch_fn}
         inner_loops = {}
         for side in SIDES:
             warm_up(functions[side], args, settings.warmup_s)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds kiln (C++ core, kiln._C, C++ tests and benchmarks) and installs it in
-# editable mode, so `import kiln` picks up this checkout. Incremental: the CMake
+# editable mode into this checkout's .venv, so `.venv/bin/python -c "import kiln"`
+# picks up this checkout. Incremental: the CMake
 # build directory (build/release) and ccache survive between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
+PYTHON=.venv/bin/python  # created by scripts/setup.sh
 BUILD_DIR=${KILN_BUILD_DIR:-build/release}
 
 log=$(mktemp)

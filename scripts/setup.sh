@@ -3,6 +3,7 @@
 # the C++ build links against and the Python packages the build, the tests and
 # the benchmarks use. Safe to run again: it only installs what is missing.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
 
@@ -46,5 +47,12 @@ PY
 then
   echo "setup: installing Python packages"
   "$PYTHON" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
+fi
+# kiln itself is installed (editable) into a virtual environment inside the
+# checkout, which sees the packages above through --system-site-packages. Each
+# checkout (a CI clone, a second work tree) thus imports its own build.
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PYTHON" -m venv --system-site-packages .venv
 fi
 echo "setup: done"

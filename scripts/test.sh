@@ -14,4 +14,4 @@ echo "== C++ tests (ctest) =="
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2
 
 echo "== Python tests (pytest) =="
-cd tests/python && python3 -m pytest -q -p no:cacheprovider .
+cd tests/python && ../../.venv/bin/python -m pytest -q -p no:cacheprovider .

@@ -1,7 +1,10 @@
 """opgen: turns eager/ops/ops.yaml into the C++ API, the dispatcher
 registrations, the kernel declarations, the op table and the Python bindings.
 
-  python3 tools/opgen/main.py --yaml eager/ops/ops.yaml --out build/release/generated
+  python3 tools/opgen/main.py --yaml eager/ops --out build/release/generated
+
+--yaml takes ops.yaml itself or the folder, whose *.yaml files (in name order)
+together form the one op list: ops may be grouped by area into several files.
 
 Writes only under --out (into kiln/generated/), and only files whose contents
 changed, so an edit that touches one output recompiles only what includes it.
@@ -24,9 +27,19 @@ OUTPUT_FILES = ("Functions.h", "Functions.cpp", "TensorMethodDecls.inc", "Tensor
                 "RegisterOps.cpp", "OpTable.h", "OpTable.cpp", "python_functions.cpp", "python_methods.cpp")
 
 
-def generate(yaml_text: str, source: str = "ops.yaml") -> dict[str, str]:
-    """File name -> contents; OpgenError naming the op and the reason on bad input."""
-    ops = load_ops(yaml_text, source)
+def generate(yaml_text: str | list[tuple[str, str]], source: str = "ops.yaml") -> dict[str, str]:
+    """File name -> contents; OpgenError naming the op and the reason on bad input.
+
+    `yaml_text` is one file's text, or a list of (text, source) for several."""
+    sources = [(yaml_text, source)] if isinstance(yaml_text, str) else yaml_text
+    ops = []
+    first_seen: dict[str, str] = {}
+    for text, where in sources:
+        for op in load_ops(text, where):
+            if op.full_name in first_seen:
+                raise OpgenError(f"{where}: {op.full_name}: duplicate overload (also in {first_seen[op.full_name]})")
+            first_seen[op.full_name] = where
+            ops.append(op)
     derivatives.check(ops)
     files = {**cpp.outputs(ops), **python_bindings.outputs(ops)}
     assert tuple(files) == OUTPUT_FILES, "update OUTPUT_FILES (and CMakeLists.txt) with the outputs"
@@ -35,7 +48,7 @@ def generate(yaml_text: str, source: str = "ops.yaml") -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--yaml", required=True, type=Path, help="eager/ops/ops.yaml")
+    parser.add_argument("--yaml", required=True, type=Path, help="eager/ops (every *.yaml in it) or one file")
     parser.add_argument("--out", required=True, type=Path, help="the build's generated/ directory")
     parser.add_argument("--list", action="store_true", help="print the output files and exit")
     args = parser.parse_args(argv)
@@ -44,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(str(out_dir / f) for f in OUTPUT_FILES))
         return 0
     try:
-        files = generate(args.yaml.read_text(), str(args.yaml))
+        paths = sorted(args.yaml.glob("*.yaml")) if args.yaml.is_dir() else [args.yaml]
+        files = generate([(p.read_text(), str(p)) for p in paths])
     except OpgenError as e:
         print(f"opgen: error: {e}", file=sys.stderr)
         return 1
