@@ -184,57 +184,6 @@ py::object tensor_from_data(py::handle data, py::handle dtype_obj, py::handle de
   return finish(std::move(t), requires_grad);
 }
 
-// --- factories --------------------------------------------------------------
-
-py::object py_empty(py::handle size, py::handle dtype, py::handle device, bool requires_grad) {
-  const DimVector sizes = int_list_from_object(size.ptr(), "empty", "size");
-  return finish(empty(sizes, optional_dtype(dtype, "empty(): argument 'dtype'").value_or(default_dtype()),
-                      optional_device(device, "empty(): argument 'device'")),
-                requires_grad);
-}
-
-py::object py_zeros(py::handle size, py::handle dtype, py::handle device, bool requires_grad) {
-  const DimVector sizes = int_list_from_object(size.ptr(), "zeros", "size");
-  return finish(zeros(sizes, optional_dtype(dtype, "zeros(): argument 'dtype'").value_or(default_dtype()),
-                      optional_device(device, "zeros(): argument 'device'")),
-                requires_grad);
-}
-
-py::object py_ones(py::handle size, py::handle dtype, py::handle device, bool requires_grad) {
-  const DimVector sizes = int_list_from_object(size.ptr(), "ones", "size");
-  return finish(ones(sizes, optional_dtype(dtype, "ones(): argument 'dtype'").value_or(default_dtype()),
-                     optional_device(device, "ones(): argument 'device'")),
-                requires_grad);
-}
-
-py::object py_full(py::handle size, py::handle fill_value, py::handle dtype, py::handle device, bool requires_grad) {
-  const DimVector sizes = int_list_from_object(size.ptr(), "full", "size");
-  const Scalar value = scalar_from_object(fill_value.ptr(), "full", "fill_value");
-  const DType out = optional_dtype(dtype, "full(): argument 'dtype'").value_or(value.natural_dtype());
-  return finish(full(sizes, value, out, optional_device(device, "full(): argument 'device'")), requires_grad);
-}
-
-py::object py_arange(py::handle start, py::handle end, py::handle step, py::handle dtype, py::handle device,
-                     bool requires_grad) {
-  return finish(arange(scalar_from_object(start.ptr(), "arange", "start"),
-                       scalar_from_object(end.ptr(), "arange", "end"),
-                       scalar_from_object(step.ptr(), "arange", "step"),
-                       optional_dtype(dtype, "arange(): argument 'dtype'"),
-                       optional_device(device, "arange(): argument 'device'")),
-                requires_grad);
-}
-
-py::object py_linspace(py::handle start, py::handle end, py::handle steps, py::handle dtype, py::handle device,
-                       bool requires_grad) {
-  KILN_CHECK_TYPE(!PyBool_Check(steps.ptr()), "linspace(): argument 'steps' must be int, not bool");
-  return finish(linspace(scalar_from_object(start.ptr(), "linspace", "start"),
-                         scalar_from_object(end.ptr(), "linspace", "end"),
-                         int_from_object(steps.ptr(), "linspace", "steps"),
-                         optional_dtype(dtype, "linspace(): argument 'dtype'"),
-                         optional_device(device, "linspace(): argument 'device'")),
-                requires_grad);
-}
-
 // --- the *_like factories ---------------------------------------------------
 
 /// PyTorch's TensorImpl::is_non_overlapping_and_dense: the elements exactly tile
@@ -330,15 +279,6 @@ py::object py_full_like(py::handle input, py::handle fill_value, py::handle dtyp
 void init_creation(PyObject* module) {
   py::module_ m = py::reinterpret_borrow<py::module_>(module);
   m.def("_tensor", &tensor_from_data, py::arg("data"), py::arg("dtype"), py::arg("device"), py::arg("requires_grad"));
-  m.def("_empty", &py_empty, py::arg("size"), py::arg("dtype"), py::arg("device"), py::arg("requires_grad"));
-  m.def("_zeros", &py_zeros, py::arg("size"), py::arg("dtype"), py::arg("device"), py::arg("requires_grad"));
-  m.def("_ones", &py_ones, py::arg("size"), py::arg("dtype"), py::arg("device"), py::arg("requires_grad"));
-  m.def("_full", &py_full, py::arg("size"), py::arg("fill_value"), py::arg("dtype"), py::arg("device"),
-        py::arg("requires_grad"));
-  m.def("_arange", &py_arange, py::arg("start"), py::arg("end"), py::arg("step"), py::arg("dtype"),
-        py::arg("device"), py::arg("requires_grad"));
-  m.def("_linspace", &py_linspace, py::arg("start"), py::arg("end"), py::arg("steps"), py::arg("dtype"),
-        py::arg("device"), py::arg("requires_grad"));
   m.def("_empty_like", &py_empty_like, py::arg("input"), py::arg("dtype"), py::arg("device"),
         py::arg("requires_grad"), py::arg("fn"));
   m.def("_full_like", &py_full_like, py::arg("input"), py::arg("fill_value"), py::arg("dtype"), py::arg("device"),

@@ -38,16 +38,10 @@ from kiln._tensor import Tensor
 globals().update({_name: getattr(_C._functions, _name) for _name in dir(_C._functions) if not _name.startswith("_")})
 
 from kiln._creation import (  # noqa: E402
-    arange,
-    empty,
     empty_like,
-    full,
     full_like,
-    linspace,
-    ones,
     ones_like,
     tensor,
-    zeros,
     zeros_like,
 )
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
