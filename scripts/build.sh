@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=.venv/bin/python  # created by scripts/setup.sh
 BUILD_DIR=${KILN_BUILD_DIR:-build/release}
+# ccache hits across checkouts (CI clones, work trees): hash paths relative to here.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(pwd)}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
 log=$(mktemp)
 if ! "$PYTHON" -m pip install --no-build-isolation --no-deps --disable-pip-version-check -e . \
