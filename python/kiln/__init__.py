@@ -18,6 +18,7 @@ from kiln._C import (  # noqa: F401  (dtypes and core types are re-exported)
     float64,
     from_dlpack,
     from_numpy,
+    get_num_threads,
     get_default_dtype,
     half,
     int,
@@ -27,6 +28,7 @@ from kiln._C import (  # noqa: F401  (dtypes and core types are re-exported)
     int64,
     long,
     set_default_dtype,
+    set_num_threads,
     short,
     uint8,
 )

@@ -188,3 +188,16 @@ def test_no_memory_caching_env(value, cached):
     else:
         assert allocations == 6 and frees == 6 and reserved == 0  # every allocation is an OS call
         assert config_says_off == "True"
+
+
+def test_thread_count_is_settable_and_checked():
+    import kiln
+
+    before = kiln.get_num_threads()
+    try:
+        kiln.set_num_threads(1)
+        assert kiln.get_num_threads() == 1
+        with pytest.raises(RuntimeError, match="positive"):
+            kiln.set_num_threads(0)
+    finally:
+        kiln.set_num_threads(before)
