@@ -14,6 +14,8 @@ void init_memory(PyObject* module);    // Memory.cpp
 void init_config(PyObject* module);    // Config.cpp
 void init_library(PyObject* module);   // PyLibrary.cpp
 void init_parallel(PyObject* module);  // Parallel.cpp
+void init_autograd(PyObject* module);  // Autograd.cpp (tensor methods)
+void init_autograd_module(PyObject* module);  // Autograd.cpp
 void init_testing_arg_parser(PyObject* module);  // TestingArgParser.cpp
 void init_generated_functions(PyObject* module);  // python_functions.cpp (generated from ops.yaml)
 void register_generated_tensor_methods();         // python_methods.cpp (generated from ops.yaml)
@@ -30,6 +32,7 @@ PYBIND11_MODULE(_C, m) {
     register_basic_tensor_methods();
     register_numpy_tensor_methods();
     register_dlpack_tensor_methods();
+    init_autograd(m.ptr());
     init_tensor_type(m.ptr());
     init_generated_functions(m.ptr());
     init_numpy(m.ptr());
@@ -39,6 +42,7 @@ PYBIND11_MODULE(_C, m) {
     init_config(m.ptr());
     init_library(m.ptr());
     init_parallel(m.ptr());
+    init_autograd_module(m.ptr());
     init_testing_arg_parser(m.ptr());
   } catch (const python_error_already_set&) {
     throw pybind11::error_already_set();

@@ -51,6 +51,8 @@ from kiln._config import show_config
 from kiln._tensor_str import set_printoptions
 from kiln import cuda
 from kiln import library
+from kiln import autograd
+from kiln.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from kiln._ops import ops
 
 __version__ = "0.1.0"

@@ -82,6 +82,24 @@ class Tensor(_C.TensorBase):
 
     __hash__ = object.__hash__
 
+    # --- autograd ---
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulates the gradient of this tensor w.r.t. the graph leaves into their ``.grad``."""
+        from kiln import autograd
+
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def register_hook(self, hook):
+        """Registers ``hook(grad) -> Tensor or None`` on this tensor's gradient; returns a removable handle."""
+        handle_id = _C._register_hook(self, hook)
+        tensor = self
+
+        class _Handle:
+            def remove(self_handle) -> None:
+                _C._remove_hook(tensor, handle_id)
+
+        return _Handle()
+
     # --- basic indexing (ints, slices, None, Ellipsis, bools) ----------------
     def __getitem__(self, index):
         """Basic indexing, always a view: ints and 0-dim integer tensors select,

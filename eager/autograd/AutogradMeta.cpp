@@ -1,0 +1,64 @@
+// Autograd state on tensors: meta access, gradient edges, history.
+#include "eager/autograd/AutogradMeta.h"
+
+#include "eager/autograd/AccumulateGrad.h"
+#include "eager/core/Error.h"
+
+namespace kiln::autograd {
+
+AutogradMeta* autograd_meta(const Tensor& t) {
+  if (!t.defined()) return nullptr;
+  return static_cast<AutogradMeta*>(t.impl()->autograd_meta());
+}
+
+AutogradMeta& materialize_autograd_meta(const Tensor& t) {
+  KILN_INTERNAL_ASSERT(t.defined());
+  if (t.impl()->autograd_meta() == nullptr) t.impl()->set_autograd_meta(std::make_unique<AutogradMeta>());
+  return *autograd_meta(t);
+}
+
+Edge gradient_edge(const Tensor& t) {
+  const AutogradMeta* m = autograd_meta(t);
+  if (m == nullptr) return Edge{};
+  if (m->grad_fn) return Edge{m->grad_fn, m->output_nr};
+  if (m->leaf_requires_grad) return Edge{grad_accumulator(t), 0};
+  return Edge{};
+}
+
+std::vector<Edge> collect_next_edges(std::initializer_list<const Tensor*> inputs) {
+  std::vector<Edge> edges;
+  edges.reserve(inputs.size());
+  for (const Tensor* t : inputs) edges.push_back(t && t->defined() ? gradient_edge(*t) : Edge{});
+  return edges;
+}
+
+void set_history(const Tensor& output, const std::shared_ptr<Node>& fn) {
+  if (!output.defined()) return;
+  AutogradMeta& m = materialize_autograd_meta(output);
+  m.grad_fn = fn;
+  m.output_nr = fn->add_input_metadata(output);
+  output.impl()->set_key_set(output.key_set().add(DispatchKey::Autograd));
+}
+
+void check_inplace(const Tensor& self, bool needs_grad) {
+  const AutogradMeta* m = autograd_meta(self);
+  if (m == nullptr) return;
+  KILN_CHECK(!(m->grad_fn == nullptr && m->leaf_requires_grad),
+             "a leaf Variable that requires grad is being used in an in-place operation.");
+  KILN_CHECK_NOT_IMPLEMENTED(!(m->is_view_of_graph && (needs_grad || m->requires_grad())),
+                             "an in-place operation on a view of a tensor that requires grad is not supported yet "
+                             "(PyTorch's CopySlices); apply the operation out of place, or to the base tensor");
+}
+
+void install_autograd_meta_factory() {
+  set_autograd_meta_factory([]() -> std::unique_ptr<AutogradMetaInterface> { return std::make_unique<AutogradMeta>(); });
+}
+
+namespace {
+const bool g_installed = [] {
+  install_autograd_meta_factory();
+  return true;
+}();
+}  // namespace
+
+}  // namespace kiln::autograd

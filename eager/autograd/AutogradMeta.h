@@ -1,0 +1,69 @@
+// AutogradMeta: a tensor's autograd state (its grad, the node that made it,
+// hooks), living in TensorImpl's slot (Note [Autograd meta is a slot]).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "eager/autograd/Node.h"
+
+namespace kiln::autograd {
+
+struct AutogradMeta final : AutogradMetaInterface {
+  Tensor grad;
+  std::shared_ptr<Node> grad_fn;           // null for leaves
+  std::weak_ptr<Node> grad_accumulator;    // leaves: their AccumulateGrad, made on demand
+  uint32_t output_nr = 0;                  // which output of grad_fn this is
+  bool leaf_requires_grad = false;
+  bool retains_grad = false;
+  std::shared_ptr<Tensor> retained_grad;  // non-leaf .grad after retain_grad()
+  /// Made by a view op from a tensor with history: in-place changes through it
+  /// would need PyTorch's CopySlices, which kiln does not have yet, so they raise.
+  bool is_view_of_graph = false;
+  /// Hooks of a leaf, run (in order) on its gradient before accumulation.
+  std::vector<std::pair<size_t, std::function<Tensor(const Tensor&)>>> leaf_hooks;
+  std::mutex mutex;  // guards grad_accumulator creation
+
+  [[nodiscard]] bool requires_grad() const override { return leaf_requires_grad || grad_fn != nullptr; }
+  void set_requires_grad(bool value) override { leaf_requires_grad = value; }
+};
+
+/// The tensor's AutogradMeta, or nullptr when it never had one.
+[[nodiscard]] AutogradMeta* autograd_meta(const Tensor& t);
+/// The tensor's AutogradMeta, created if missing.
+[[nodiscard]] AutogradMeta& materialize_autograd_meta(const Tensor& t);
+
+[[nodiscard]] inline bool is_leaf(const Tensor& t) {
+  const AutogradMeta* m = autograd_meta(t);
+  return m == nullptr || m->grad_fn == nullptr;
+}
+[[nodiscard]] inline const std::shared_ptr<Node>& grad_fn(const Tensor& t) {
+  static const std::shared_ptr<Node> kNone;
+  const AutogradMeta* m = autograd_meta(t);
+  return m ? m->grad_fn : kNone;
+}
+
+/// The edge a gradient for `t` flows into: its grad_fn's input, or its
+/// AccumulateGrad for a leaf that requires grad; invalid otherwise.
+[[nodiscard]] Edge gradient_edge(const Tensor& t);
+/// Edges for a list of inputs (invalid where an input needs no gradient).
+[[nodiscard]] std::vector<Edge> collect_next_edges(std::initializer_list<const Tensor*> inputs);
+
+/// Makes `output` the `grad_fn`'s next output: records its metadata there,
+/// sets grad_fn/output_nr, and adds the Autograd dispatch key.
+void set_history(const Tensor& output, const std::shared_ptr<Node>& grad_fn);
+
+[[nodiscard]] inline bool requires_grad(const Tensor& t) { return t.defined() && t.requires_grad(); }
+[[nodiscard]] inline bool requires_grad(const std::optional<Tensor>& t) { return t.has_value() && requires_grad(*t); }
+
+/// Checks an in-place op on `self` may record history: RuntimeError for a leaf
+/// that requires grad, and for a view of a tensor with history.
+void check_inplace(const Tensor& self, bool needs_grad);
+
+/// Installs this module's AutogradMeta into the core's factory. Called once at load.
+void install_autograd_meta_factory();
+
+}  // namespace kiln::autograd

@@ -1,0 +1,227 @@
+"""The Autograd dispatch key's kernels, generated from the derivative formulas.
+
+For every op with `derivatives:` this writes a backward Node (AddBackward0, ...)
+whose apply() evaluates the formulas, and a kernel registered at the Autograd
+key that records the node (when an input requires grad), saves what the
+formulas read, redispatches below Autograd, and sets the result's history.
+Formulas are translated from their Python syntax to C++ here: names become the
+saved values, helpers come from eager/autograd/FormulaHelpers.h, op calls go
+through the generated C++ API, arithmetic operators call the ops add/sub/mul/
+div/neg (so a formula using `*` needs `mul` in the yaml files).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from cpp import HEADER, argument_type, dispatcher_params, identifier, return_type, struct_name
+from derivatives import HELPERS
+from model import Op, OpgenError
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
+_ACCESSORS = {"sizes", "strides", "dtype", "device", "dim", "numel"}
+
+
+def _storage_type(param_type: str) -> str:
+    """How a node keeps a non-tensor argument."""
+    t = param_type.replace("const ", "").replace("&", "").strip()
+    return (t.replace("IntArrayRef", "DimVector").replace("std::string_view", "std::string"))
+
+
+def display_name(op: Op, ops: list[Op]) -> str:
+    """PyTorch's grad_fn name: AddBackward0 for add.Tensor, AddBackward1 for
+    add.Scalar; an in-place op shares its functional overload's name (add_.Tensor
+    is AddBackward0)."""
+    base = op.name.rstrip("_")
+    camel = "".join(part.capitalize() for part in base.split("_"))
+    functionals = [o.schema.overload for o in ops
+                   if o.name == base and not o.schema.out_arguments and o.derivatives]
+    overload = op.schema.overload
+    index = functionals.index(overload) if overload in functionals else len(functionals)
+    return f"{camel}Backward{index}"
+
+
+def node_struct(op: Op) -> str:
+    """A unique C++ name per overload."""
+    return f"Node_{struct_name(op)}"
+
+
+class _Translator:
+    """Python formula -> C++ expression over the node's saved values."""
+
+    def __init__(self, op: Op, tensor_args: set[str], op_names: set[str]):
+        self.op = op
+        self.tensor_args = tensor_args
+        self.op_names = op_names
+        self.used: set[str] = set()
+
+    def fail(self, what: str):
+        raise OpgenError(f"{self.op.label}: derivative formula: {what}")
+
+    def expr(self, node: ast.AST) -> str:
+        if isinstance(node, ast.Name):
+            self.used.add(node.id)
+            return identifier(node.id)
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool):
+                return "true" if node.value else "false"
+            if node.value is None:
+                return "std::nullopt"
+            return repr(node.value)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "grads":
+            self.used.add("grads")
+            return f"grads[{self.expr(node.slice)}]"
+        if isinstance(node, ast.Attribute):
+            receiver = self.expr(node.value)
+            if node.attr in _ACCESSORS:
+                return f"{receiver}.{node.attr}()"
+            self.fail(f"attribute '{node.attr}' is not a Tensor accessor")
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return f"kiln::neg({self.expr(node.operand)})"
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            fn = _BINOPS[type(node.op)]
+            if fn not in self.op_names:
+                self.fail(f"'{ast.unparse(node)}' needs the op '{fn}', which no yaml file defines yet")
+            return f"kiln::{fn}({self.expr(node.left)}, {self.expr(node.right)})"
+        if isinstance(node, ast.Call):
+            args = [self.expr(a) for a in node.args]
+            if isinstance(node.func, ast.Attribute):
+                receiver = self.expr(node.func.value)
+                name = node.func.attr
+                if name in _ACCESSORS:
+                    return f"{receiver}.{name}()"
+                if name in HELPERS:
+                    return f"formula::{name}({', '.join([receiver] + args)})"
+                return f"{receiver}.{name}({', '.join(args)})"
+            if isinstance(node.func, ast.Name):
+                name = node.func.id
+                if name in HELPERS:
+                    return f"formula::{name}({', '.join(args)})"
+                return f"kiln::{name}({', '.join(args)})"
+        self.fail(f"cannot translate '{ast.unparse(node)}' to C++ yet")
+
+
+def _supported(op: Op) -> bool:
+    return bool(op.derivatives) and return_type(op) == "Tensor" and not op.schema.out_arguments
+
+
+def autograd_kernels_cpp(ops: list[Op]) -> str:
+    op_names = {op.name for op in ops}
+    nodes, kernels, registrations = [], [], []
+    for op in ops:
+        if not op.derivatives:
+            continue
+        if not _supported(op):
+            raise OpgenError(f"{op.label}: derivatives for ops returning {return_type(op)} or with out= are not "
+                             "generated yet (tools/opgen/autograd.py)")
+        nodes.append(_node(op, node_struct(op), display_name(op, ops), op_names))
+        kernels.append(_kernel(op, node_struct(op), op_names))
+        registrations.append(f'  m.impl("{op.full_name}", &{struct_name(op)}_autograd);')
+    return (HEADER.format(what=" (Autograd kernels)") +
+            '#include "eager/autograd/AutogradMeta.h"\n#include "eager/autograd/Engine.h"\n'
+            '#include "eager/autograd/FormulaHelpers.h"\n#include "eager/autograd/GradMode.h"\n'
+            '#include "eager/autograd/SavedVariable.h"\n#include "eager/dispatch/Library.h"\n'
+            '#include "kiln/generated/Functions.h"\n\n'
+            "namespace kiln::autograd::generated {\n\nnamespace {\n\n" + "\n".join(nodes) + "\n" +
+            "\n".join(kernels) + "\n}  // namespace\n\n"
+            "KILN_LIBRARY_IMPL(kiln, Autograd, m) {\n" + "\n".join(registrations) + "\n}\n\n"
+            "}  // namespace kiln::autograd::generated\n")
+
+
+def _differentiable(op: Op) -> list[str]:
+    """The Tensor inputs with formulas, in schema order: the node's outputs."""
+    return [a.name for a in op.schema.arguments if a.name in op.derivatives]
+
+
+def _translate(op: Op, op_names: set[str]) -> tuple[list[str], set[str]]:
+    """The C++ of each formula (in node-output order) and the names they read."""
+    tensor_args = {a.name for a in op.schema.arguments if a.type.base == "Tensor"}
+    codes, used = [], set()
+    for inp in _differentiable(op):
+        tr = _Translator(op, tensor_args, op_names)
+        codes.append(tr.expr(ast.parse(op.derivatives[inp].strip(), mode="eval").body))
+        used |= tr.used
+    if op.schema.is_inplace and op.schema.arguments[0].name in used:
+        raise OpgenError(f"{op.label}: a formula of an in-place op cannot read '{op.schema.arguments[0].name}' "
+                         "(it is overwritten)")
+    return codes, used
+
+
+def _node(op: Op, name: str, shown_name: str, op_names: set[str]) -> str:
+    params = {a.name: p for a, p in zip(op.schema.arguments, dispatcher_params(op))}
+    codes, used = _translate(op, op_names)
+    fields, unpack, release = [], [], []
+    for a in op.schema.arguments:
+        if a.name not in used:
+            continue
+        v = identifier(a.name)
+        if a.type.base == "Tensor":
+            fields.append(f"  SavedVariable {v}_;")
+            unpack.append(f"    const Tensor {v} = {v}_.unpack(shared_from_this());")
+            release.append(f"    {v}_.reset();")
+        else:
+            fields.append(f"  {_storage_type(params[a.name].type)} {v}{{}};")
+    if "result" in used:
+        fields.append("  SavedVariable result_;")
+        unpack.append("    const Tensor result = result_.unpack(shared_from_this());")
+        release.append("    result_.reset();")
+    bodies = [f"    if (should_compute_output({i})) out[{i}] = {code};" for i, code in enumerate(codes)]
+    grad = "    const Tensor& grad = grads[0];\n" if "grad" in used else ""
+    return (f"struct {name} final : Node {{\n" + "".join(f + "\n" for f in fields) +
+            f"  variable_list apply(variable_list&& grads) override {{\n{grad}" +
+            "".join(u + "\n" for u in unpack) +
+            f"    variable_list out({len(codes)});\n" + "".join(b + "\n" for b in bodies) +
+            "    return out;\n  }\n"
+            f"  std::string name() const override {{ return \"{shown_name}\"; }}\n"
+            "  void release_variables() override {\n" + "".join(r + "\n" for r in release) + "  }\n};\n")
+
+
+def _saved_value(param_type: str, v: str) -> str:
+    if "IntArrayRef" in param_type:
+        if "optional" in param_type:
+            return f"{v} ? std::optional<DimVector>(DimVector(*{v})) : std::nullopt"
+        return f"DimVector({v})"
+    if "string_view" in param_type:
+        return f"std::string({v})"
+    return v
+
+
+def _kernel(op: Op, name: str, op_names: set[str]) -> str:
+    params = dispatcher_params(op)
+    by_arg = {a.name: p for a, p in zip(op.schema.arguments, params)}
+    _, used = _translate(op, op_names)
+    outputs = _differentiable(op)
+    decl = ", ".join(f"{p.type} {p.name}" for p in params)
+    lines = [f"Tensor {struct_name(op)}_autograd(DispatchKeySet keys, {decl}) {{"]
+    lines.append(f"  const bool needs_grad = {' || '.join(f'requires_grad({identifier(n)})' for n in outputs)};")
+    if op.schema.is_inplace:
+        lines.append(f"  check_inplace({identifier(op.schema.arguments[0].name)}, needs_grad);")
+    lines.append(f"  std::shared_ptr<{name}> grad_fn;")
+    lines.append("  if (needs_grad) {")
+    lines.append(f"    grad_fn = std::make_shared<{name}>();")
+    lines.append(f"    grad_fn->set_next_edges(collect_next_edges({{{', '.join('&' + identifier(n) for n in outputs)}}}));")
+    lines.append("    record_forward_trace(*grad_fn);")
+    for a in op.schema.arguments:
+        if a.name not in used:
+            continue
+        v = identifier(a.name)
+        if a.type.base == "Tensor":
+            lines.append(f"    grad_fn->{v}_ = SavedVariable({v}, false);")
+        else:
+            lines.append(f"    grad_fn->{v} = {_saved_value(by_arg[a.name].type, v)};")
+    lines.append("  }")
+    call = f"ops::{struct_name(op)}::redispatch(keys.below(DispatchKey::Autograd), {', '.join(p.name for p in params)})"
+    lines.append("  Tensor result;")
+    lines.append("  {")
+    lines.append("    ExcludeDispatchKeyGuard below_autograd(DispatchKey::Autograd);")
+    lines.append(f"    result = {call};")
+    lines.append("  }")
+    lines.append("  if (grad_fn) {")
+    lines.append("    set_history(result, grad_fn);")
+    if "view" in op.tags:
+        lines.append("    materialize_autograd_meta(result).is_view_of_graph = true;")
+    if "result" in used:
+        lines.append("    grad_fn->result_ = SavedVariable(result, true);")
+    lines.append("  }")
+    lines.append("  return result;\n}\n")
+    return "\n".join(lines)
