@@ -16,6 +16,7 @@ void init_library(PyObject* module);   // PyLibrary.cpp
 void init_parallel(PyObject* module);  // Parallel.cpp
 void init_autograd(PyObject* module);  // Autograd.cpp (tensor methods)
 void init_autograd_module(PyObject* module);  // Autograd.cpp
+void init_python_function(PyObject* module);  // PyFunction.cpp
 void init_testing_arg_parser(PyObject* module);  // TestingArgParser.cpp
 void init_generated_functions(PyObject* module);  // python_functions.cpp (generated from ops.yaml)
 void register_generated_tensor_methods();         // python_methods.cpp (generated from ops.yaml)
@@ -43,6 +44,7 @@ PYBIND11_MODULE(_C, m) {
     init_library(m.ptr());
     init_parallel(m.ptr());
     init_autograd_module(m.ptr());
+    init_python_function(m.ptr());
     init_testing_arg_parser(m.ptr());
   } catch (const python_error_already_set&) {
     throw pybind11::error_already_set();

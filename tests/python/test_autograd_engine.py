@@ -208,3 +208,85 @@ def test_gradients_flow_through_views_and_copy():
         w = x.view(6).add(1)
         w.backward(lib.arange(6.0))
     same(kx.grad, tx.grad)
+
+
+class _Scale(kiln.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.save_for_backward(x)
+        ctx.k = k
+        return kiln.tensor(x.detach().numpy() * k)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        assert ctx.needs_input_grad == (True, False)
+        return kiln.tensor(grad.numpy() * ctx.k), None
+
+
+class _TorchScale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.save_for_backward(x)
+        ctx.k = k
+        return x * k
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.k, None
+
+
+def test_custom_function_forward_backward_and_saved_tensors():
+    kx, tx = pair([1.0, 2.0])
+    ky, ty = _Scale.apply(kx, 3.0), _TorchScale.apply(tx, 3.0)
+    assert ky.grad_fn.name() == "_ScaleBackward" and ty.grad_fn.name() == "_TorchScaleBackward"
+    kiln.add(ky, kx).backward(kiln.ones(2))
+    torch.add(ty, tx).backward(torch.ones(2))
+    same(kx.grad, tx.grad)
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        kiln.add(ky, kx).backward(kiln.ones(2))
+
+
+def test_custom_function_without_grad_returns_plain_outputs():
+    kx, _ = pair([1.0], requires_grad=False)
+    y = _Scale.apply(kx, 2.0)
+    assert not y.requires_grad and y.grad_fn is None
+
+
+def test_ops_without_formulas_fail_only_in_backward():
+    kx, _ = pair([1.0, 2.0, 3.0])
+    y = kx.select(0, 1)  # select has no formula yet: the forward still works
+    assert y.requires_grad and y.grad_fn.name() == "NotImplemented"
+    with pytest.raises(NotImplementedError, match="derivative for 'kiln::select.int' is not implemented"):
+        y.backward()
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        kiln.add(kx, kx, out=kiln.empty(3))
+
+
+def test_gradcheck_and_gradgradcheck():
+    x = kiln.tensor([1.0, 2.0], dtype=kiln.float64, requires_grad=True)
+    w = kiln.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=kiln.float64, requires_grad=True)
+    assert kiln.autograd.gradcheck(lambda a, b: kiln.add(a, b, alpha=2.5), (x, w))
+    assert kiln.autograd.gradgradcheck(lambda a, b: kiln.add(a, b, alpha=-1.5), (x, x.add(1).detach().requires_grad_()))
+
+    class Wrong(kiln.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return kiln.add(a, a)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g  # should be 2 * g
+
+    with pytest.raises(kiln.autograd.GradcheckError, match="Jacobian mismatch for output 0 with respect to input 0"):
+        kiln.autograd.gradcheck(Wrong.apply, (x,))
+    assert not kiln.autograd.gradcheck(Wrong.apply, (x,), raise_exception=False)
+
+
+def test_anomaly_mode_names_the_forward_call():
+    kx, _ = pair([1.0, 2.0])
+    with kiln.autograd.detect_anomaly():
+        y = kx.select(0, 0)
+        with pytest.raises(NotImplementedError, match="Traceback of forward call that caused the error"):
+            y.backward()
+    assert not kiln._C.is_anomaly_enabled()

@@ -17,10 +17,13 @@ from kiln.autograd.grad_mode import (
     set_grad_enabled,
 )
 from kiln.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
+from kiln.autograd.function import Function, FunctionCtx, once_differentiable
+from kiln.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = [
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-    "detect_anomaly", "set_detect_anomaly",
+    "detect_anomaly", "set_detect_anomaly", "Function", "FunctionCtx", "once_differentiable",
+    "gradcheck", "gradgradcheck", "GradcheckError",
 ]
 
 
