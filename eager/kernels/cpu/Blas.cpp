@@ -1,0 +1,95 @@
+// OpenBLAS glue: operand layouts, dtypes, thread count.
+#include "eager/kernels/cpu/Blas.h"
+
+#include <atomic>
+#include <cblas.h>
+
+#include "eager/core/Error.h"
+#include "eager/kernels/Parallel.h"
+#include "eager/kernels/cpu/Copy.h"
+#include "eager/kernels/cpu/Factories.h"
+
+namespace kiln::native {
+
+namespace {
+
+/// How a 2-D operand reaches the BLAS: as is, transposed, or copied first.
+struct BlasOperand {
+  Tensor tensor;  // the tensor to pass (maybe a contiguous copy)
+  CBLAS_TRANSPOSE trans;
+  int64_t ld;
+};
+
+BlasOperand as_blas_operand(const Tensor& t, DType dtype) {
+  const int64_t rows = t.size(0), cols = t.size(1);
+  if (t.dtype() == dtype) {
+    if (t.stride(1) == 1 && t.stride(0) >= std::max<int64_t>(1, cols)) return {t, CblasNoTrans, t.stride(0)};
+    if (t.stride(0) == 1 && t.stride(1) >= std::max<int64_t>(1, rows)) return {t, CblasTrans, t.stride(1)};
+  }
+  Tensor dense = to_dtype_copy(t, dtype);
+  return {dense, CblasNoTrans, std::max<int64_t>(1, cols)};
+}
+
+template <typename T>
+void naive_gemm(const Tensor& a, const Tensor& b, const Tensor& c, T alpha, T beta) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  const T* pa = a.data_ptr<T>();
+  const T* pb = b.data_ptr<T>();
+  T* pc = c.data_ptr<T>();
+  const int64_t sa0 = a.stride(0), sa1 = a.stride(1), sb0 = b.stride(0), sb1 = b.stride(1);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      T acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc += pa[i * sa0 + p * sa1] * pb[p * sb0 + j * sb1];
+      pc[i * n + j] = beta == T(0) ? static_cast<T>(alpha * acc) : static_cast<T>(beta * pc[i * n + j] + alpha * acc);
+    }
+  }
+}
+
+}  // namespace
+
+void sync_blas_threads() {
+  static std::atomic<int> current{-1};
+  const int want = get_num_threads();
+  if (current.exchange(want) != want) openblas_set_num_threads(want);
+}
+
+void gemm_into(const Tensor& a, const Tensor& b, const Tensor& c, const Scalar& alpha, const Scalar& beta) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  KILN_INTERNAL_ASSERT(b.size(0) == k && c.size(0) == m && c.size(1) == n && c.is_contiguous());
+  if (m == 0 || n == 0) return;
+  const DType dtype = c.dtype();
+  if (dtype == DType::Float32 || dtype == DType::Float64) {
+    sync_blas_threads();
+    const BlasOperand A = as_blas_operand(a, dtype), B = as_blas_operand(b, dtype);
+    const auto ik = static_cast<blasint>(k);
+    if (dtype == DType::Float32) {
+      cblas_sgemm(CblasRowMajor, A.trans, B.trans, static_cast<blasint>(m), static_cast<blasint>(n), ik,
+                  alpha.to<float>(), A.tensor.data_ptr<float>(), static_cast<blasint>(A.ld), B.tensor.data_ptr<float>(),
+                  static_cast<blasint>(B.ld), beta.to<float>(), c.data_ptr<float>(), static_cast<blasint>(n));
+    } else {
+      cblas_dgemm(CblasRowMajor, A.trans, B.trans, static_cast<blasint>(m), static_cast<blasint>(n), ik,
+                  alpha.to<double>(), A.tensor.data_ptr<double>(), static_cast<blasint>(A.ld),
+                  B.tensor.data_ptr<double>(), static_cast<blasint>(B.ld), beta.to<double>(), c.data_ptr<double>(),
+                  static_cast<blasint>(n));
+    }
+    return;
+  }
+  if (dtype == DType::Float16 || dtype == DType::BFloat16) {
+    // Computed in float32, as PyTorch does on the CPU.
+    Tensor c32 = to_dtype_copy(c, DType::Float32);
+    gemm_into(to_dtype_copy(a, DType::Float32), to_dtype_copy(b, DType::Float32), c32, alpha, beta);
+    copy_(c, c32);
+    return;
+  }
+  visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> || std::is_floating_point_v<T>) {
+      KILN_INTERNAL_ASSERT(false);
+    } else {
+      naive_gemm<T>(a, b, c, alpha.to<T>(), beta.to<T>());
+    }
+  });
+}
+
+}  // namespace kiln::native

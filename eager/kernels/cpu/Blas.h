@@ -1,0 +1,19 @@
+// The BLAS behind matrix products: OpenBLAS (chosen by measurement; see
+// eager/kernels/cpu/README.md). gemm_into passes transposed operands to the
+// BLAS as transposes, never copying them.
+#pragma once
+
+#include "eager/core/Scalar.h"
+#include "eager/core/Tensor.h"
+
+namespace kiln::native {
+
+/// c = beta * c + alpha * (a @ b) for 2-D a [m, k], b [k, n] and a dense
+/// row-major c [m, n] of the same dtype. Any dtype; float16/bfloat16 go through
+/// float32, integers through a plain loop.
+void gemm_into(const Tensor& a, const Tensor& b, const Tensor& c, const Scalar& alpha, const Scalar& beta);
+
+/// Keeps the BLAS's thread count equal to kiln.get_num_threads().
+void sync_blas_threads();
+
+}  // namespace kiln::native

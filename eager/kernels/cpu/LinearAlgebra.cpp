@@ -1,0 +1,200 @@
+// mm, bmm, addmm, dot, mv, outer, and the composites matmul and linear.
+#include <sstream>
+
+#include "eager/core/Error.h"
+#include "eager/kernels/Views.h"
+#include "eager/kernels/cpu/Blas.h"
+#include "eager/kernels/cpu/Copy.h"
+#include "eager/kernels/cpu/Factories.h"
+#include "kiln/generated/Functions.h"
+#include "kiln/generated/NativeFunctions.h"
+
+namespace kiln::native {
+
+std::string_view c10_type_name(DType t);
+
+namespace {
+
+std::string shape_text(const Tensor& t) {
+  std::ostringstream os;
+  for (int64_t d = 0; d < t.dim(); ++d) os << (d ? "x" : "") << t.size(d);
+  return os.str();
+}
+
+void check_dtypes(const Tensor& a, const Tensor& b, const char* op) {
+  KILN_CHECK(a.dtype() == b.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
+             c10_type_name(a.dtype()), " != ", c10_type_name(b.dtype()));
+  KILN_CHECK_NOT_IMPLEMENTED(a.dtype() != DType::Bool, "\"", op, "\" not implemented for 'Bool'");
+}
+
+}  // namespace
+
+Tensor mm_cpu(const Tensor& self, const Tensor& mat2) {
+  KILN_CHECK(self.dim() == 2, "self must be a matrix");
+  KILN_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
+  KILN_CHECK(self.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", shape_text(self), " and ",
+             shape_text(mat2), ")");
+  check_dtypes(self, mat2, "addmm_impl_cpu_");
+  Tensor out = self.size(1) == 0 ? zeros({self.size(0), mat2.size(1)}, self.dtype())
+                                 : empty({self.size(0), mat2.size(1)}, self.dtype());
+  gemm_into(self, mat2, out, Scalar(int64_t{1}), Scalar(int64_t{0}));
+  return out;
+}
+
+Tensor bmm_cpu(const Tensor& self, const Tensor& mat2) {
+  KILN_CHECK(self.dim() == 3, "batch1 must be a 3D tensor");
+  KILN_CHECK(mat2.dim() == 3, "batch2 must be a 3D tensor");
+  KILN_CHECK(self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1), "Expected size for first two dimensions of batch2 tensor to be: [",
+             self.size(0), ", ", self.size(2), "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
+  check_dtypes(self, mat2, "bmm");
+  const int64_t b = self.size(0), m = self.size(1), n = mat2.size(2);
+  Tensor out = zeros({b, m, n}, self.dtype());
+  for (int64_t i = 0; i < b; ++i) {
+    gemm_into(select_impl(self, 0, i), select_impl(mat2, 0, i), select_impl(out, 0, i), Scalar(int64_t{1}),
+              Scalar(int64_t{0}));
+  }
+  return out;
+}
+
+Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+  KILN_CHECK(mat1.dim() == 2, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
+  KILN_CHECK(mat2.dim() == 2, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
+  KILN_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", shape_text(mat1), " and ",
+             shape_text(mat2), ")");
+  check_dtypes(mat1, mat2, "addmm_impl_cpu_");
+  KILN_CHECK(self.dtype() == mat1.dtype(), "self and mat2 must have the same dtype, but got ",
+             c10_type_name(self.dtype()), " and ", c10_type_name(mat1.dtype()));
+  const int64_t m = mat1.size(0), n = mat2.size(1);
+  const std::vector<int64_t> shape{m, n};
+  // out starts as beta * self broadcast to [m, n] (beta == 0 ignores self, nan included).
+  Tensor out = zeros(shape, mat1.dtype());
+  const bool use_self = !(beta.is_floating_point() ? beta.to_double() == 0.0 : beta.to_int64() == 0);
+  if (use_self) {
+    KILN_CHECK(self.dim() <= 2, "addmm: self must be broadcastable to ", IntArrayRef(shape), ", got ", self.sizes());
+    const size_t lead = 2 - static_cast<size_t>(self.dim());
+    DimVector strides(2, 0);
+    for (size_t d = 0; d < 2; ++d) {
+      if (d < lead) continue;
+      const int64_t s = self.size(static_cast<int64_t>(d - lead));
+      KILN_CHECK(s == shape[d] || s == 1, "The expanded size of the tensor (", shape[d],
+                 ") must match the existing size (", s, ") at non-singleton dimension ", d, ".  Target sizes: [", m,
+                 ", ", n, "].  Tensor sizes: ", self.sizes());
+      strides[d] = s == 1 ? 0 : self.stride(static_cast<int64_t>(d - lead));
+    }
+    copy_(out, as_strided_impl(self, shape, strides, self.storage_offset()));
+  }
+  gemm_into(mat1, mat2, out, alpha, use_self ? beta : Scalar(int64_t{0}));
+  return out;
+}
+
+Tensor dot_cpu(const Tensor& self, const Tensor& tensor) {
+  KILN_CHECK(self.dim() == 1 && tensor.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ",
+             tensor.dim(), "D tensors");
+  KILN_CHECK(self.dtype() == tensor.dtype(), "dot : expected both vectors to have same dtype, but found ",
+             scalar_type_name(self.dtype()), " and ", scalar_type_name(tensor.dtype()));
+  KILN_CHECK(self.numel() == tensor.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
+             "] and src [", tensor.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
+             tensor.numel(), " elements respectively");
+  const int64_t k = self.numel();
+  Tensor out = zeros({1, 1}, self.dtype());
+  gemm_into(as_strided_impl(self, std::vector<int64_t>{1, k}, std::vector<int64_t>{k ? self.stride(0) * k : 1, self.stride(0)},
+                            self.storage_offset()),
+            as_strided_impl(tensor, std::vector<int64_t>{k, 1}, std::vector<int64_t>{tensor.stride(0), 1},
+                            tensor.storage_offset()),
+            out, Scalar(int64_t{1}), Scalar(int64_t{0}));
+  return kiln::view(out, std::vector<int64_t>{});
+}
+
+Tensor mv_cpu(const Tensor& self, const Tensor& vec) {
+  KILN_CHECK(self.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got ", self.dim(), ", ",
+             self.dim(), ", ", vec.dim());
+  KILN_CHECK(self.size(1) == vec.size(0), "size mismatch, got input (", self.size(0), "), mat (", self.size(0), "x",
+             self.size(1), "), vec (", vec.size(0), ")");
+  check_dtypes(self, vec, "addmv_impl_cpu");
+  Tensor out = zeros({self.size(0), 1}, self.dtype());
+  gemm_into(self, as_strided_impl(vec, std::vector<int64_t>{vec.size(0), 1}, std::vector<int64_t>{vec.stride(0), 1},
+                                  vec.storage_offset()),
+            out, Scalar(int64_t{1}), Scalar(int64_t{0}));
+  return kiln::view(out, std::vector<int64_t>{self.size(0)});
+}
+
+Tensor outer_cpu(const Tensor& self, const Tensor& vec2) {
+  KILN_CHECK(self.dim() == 1 && vec2.dim() == 1, "outer: expected 1-D tensors, got ", self.dim(), "-D and ",
+             vec2.dim(), "-D");
+  check_dtypes(self, vec2, "outer");
+  const int64_t m = self.size(0), n = vec2.size(0);
+  Tensor out = zeros({m, n}, self.dtype());
+  gemm_into(as_strided_impl(self, std::vector<int64_t>{m, 1}, std::vector<int64_t>{self.stride(0), 1}, self.storage_offset()),
+            as_strided_impl(vec2, std::vector<int64_t>{1, n}, std::vector<int64_t>{1, vec2.stride(0)}, vec2.storage_offset()),
+            out, Scalar(int64_t{1}), Scalar(int64_t{0}));
+  return out;
+}
+
+// --- composites: their parts go through the dispatcher (autograd, capture) ---
+
+Tensor matmul(const Tensor& self, const Tensor& other) {
+  const int64_t da = self.dim(), db = other.dim();
+  KILN_CHECK(da > 0 && db > 0, "both arguments to matmul need to be at least 1D, but they are ", da, "D and ", db,
+             "D");
+  if (da == 1 && db == 1) return kiln::dot(self, other);
+  if (da == 2 && db == 1) return kiln::mv(self, other);
+  if (da == 1 && db == 2) return kiln::mv(kiln::transpose(other, 0, 1), self);
+  if (da == 2 && db == 2) return kiln::mm(self, other);
+  if (da >= 3 && db <= 2) {
+    // Fold the batch into rows: [..., m, k] @ [k, n] -> [(...m), k] @ [k, n].
+    KILN_CHECK_NOT_IMPLEMENTED(self.is_contiguous(), "matmul: a non-contiguous ", da,
+                               "-D left operand is not supported yet (call .contiguous() first)");
+    const int64_t k = self.size(-1);
+    const Tensor rhs = db == 2 ? other : kiln::view(other, std::vector<int64_t>{other.size(0), 1});
+    Tensor flat = kiln::mm(kiln::view(self, std::vector<int64_t>{self.numel() / std::max<int64_t>(k, 1), k}), rhs);
+    DimVector shape(self.sizes());
+    if (db == 2) {
+      shape.back() = other.size(1);
+    } else {
+      shape.pop_back();
+    }
+    return kiln::view(flat, shape);
+  }
+  // Batched: both at least 2-D with one at least 3-D; equal batch dims only for now.
+  const Tensor a = da == 1 ? kiln::view(self, std::vector<int64_t>{1, self.size(0)}) : self;
+  const Tensor b = db == 1 ? kiln::view(other, std::vector<int64_t>{other.size(0), 1}) : other;
+  const IntArrayRef ba = a.sizes().subspan(0, a.dim() - 2), bb = b.sizes().subspan(0, b.dim() - 2);
+  KILN_CHECK_NOT_IMPLEMENTED(ba.size() == bb.size() && std::equal(ba.begin(), ba.end(), bb.begin()),
+                             "matmul: broadcasting batch dimensions ", a.sizes(), " @ ", b.sizes(),
+                             " is not supported yet");
+  KILN_CHECK_NOT_IMPLEMENTED(a.is_contiguous() && b.is_contiguous(),
+                             "matmul: non-contiguous batched operands are not supported yet");
+  const int64_t batch = product(ba);
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  KILN_CHECK(b.size(-2) == k, "Expected size for first two dimensions of batch2 tensor to be: [", batch, ", ", k,
+             "] but got: [", batch, ", ", b.size(-2), "].");
+  Tensor out = kiln::bmm(kiln::view(a, std::vector<int64_t>{batch, m, k}), kiln::view(b, std::vector<int64_t>{batch, k, n}));
+  DimVector shape(ba);
+  if (da > 1) shape.push_back(m);
+  if (db > 1) shape.push_back(n);
+  return kiln::view(out, shape);
+}
+
+Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  Tensor out = kiln::matmul(input, kiln::transpose(weight, 0, 1));
+  if (bias && bias->defined()) out = kiln::add(out, *bias);
+  return out;
+}
+
+std::string_view c10_type_name(DType t) {
+  switch (t) {
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+    case DType::Float16: return "c10::Half";
+    case DType::BFloat16: return "c10::BFloat16";
+    case DType::Int8: return "signed char";
+    case DType::Int16: return "short int";
+    case DType::Int32: return "int";
+    case DType::Int64: return "long int";
+    case DType::UInt8: return "unsigned char";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+}  // namespace kiln::native
