@@ -8,8 +8,11 @@
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/PeakStub.h"
 
 namespace kiln::native {
+
+KILN_DEFINE_DISPATCH(fp32_peak_fn, fp32_peak_stub);
 
 namespace {
 
