@@ -221,8 +221,33 @@ PyObject* set_tensor_class(PyObject*, PyObject* cls) {
   Py_RETURN_NONE;
 }
 
+/// _make_subclass(cls, data, require_grad=False): a new `cls` object (a
+/// Tensor subclass such as nn.Parameter) over a detached alias of `data`,
+/// sharing its storage, as torch.Tensor._make_subclass.
+PyObject* make_subclass(PyObject*, PyObject* args, PyObject* kwargs) {
+  KILN_PY_BEGIN
+  static const char* kw[] = {"cls", "data", "require_grad", nullptr};
+  PyObject *cls = nullptr, *data = nullptr;
+  int require_grad = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|p:_make_subclass", const_cast<char**>(kw), &cls, &data,
+                                   &require_grad)) {
+    return nullptr;
+  }
+  KILN_CHECK_TYPE(PyType_Check(cls) && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls), &PyTensorBase_Type),
+                  "_make_subclass: cls must be a subclass of Tensor");
+  const Tensor& src = tensor_from_object(data, "data");
+  auto impl = make_intrusive<TensorImpl>(src.storage(), src.dtype(), src.sizes(), src.strides(), src.storage_offset());
+  impl->share_version_counter(src.impl()->version_counter());
+  Tensor alias(std::move(impl));
+  if (require_grad) alias.set_requires_grad(true);
+  return allocate_tensor_object(reinterpret_cast<PyTypeObject*>(cls), std::move(alias));
+  KILN_PY_END(nullptr)
+}
+
 PyMethodDef module_methods[] = {
     {"_set_tensor_class", set_tensor_class, METH_O, nullptr},
+    {"_make_subclass", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(make_subclass)),
+     METH_VARARGS | METH_KEYWORDS, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -82,6 +82,33 @@ class Tensor(_C.TensorBase):
 
     __hash__ = object.__hash__
 
+    # --- copying and pickling ---
+    def _deep_copy_values(self):
+        """A new tensor with a copy of the values (same dtype and shape, no history)."""
+        out = _C._functions.empty(tuple(self.shape), dtype=self.dtype)
+        out.copy_(self.detach())
+        return out
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = self.detach()._deep_copy_values()
+        if self.requires_grad:
+            result.requires_grad_(True)
+        memo[id(self)] = result
+        return result
+
+    def __reduce_ex__(self, protocol):
+        if self.dtype is _C.bfloat16:
+            raise NotImplementedError("pickling bfloat16 tensors is not supported yet; use kiln.save (safetensors)")
+        values = self.detach().numpy().copy()
+        return (_rebuild_tensor, (values, self.requires_grad))
+
+    @property
+    def data(self):
+        """The tensor without its autograd history (shares storage)."""
+        return self.detach()
+
     # --- autograd ---
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulates the gradient of this tensor w.r.t. the graph leaves into their ``.grad``."""
@@ -167,6 +194,13 @@ def _basic_index(item):
         "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
         f"(got {type(item).__name__})"
     )
+
+
+def _rebuild_tensor(values, requires_grad):
+    t = _C.from_numpy(values)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 _C._set_tensor_class(Tensor)
