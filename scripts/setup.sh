@@ -19,7 +19,7 @@ APT_PACKAGES=(
   ccache                      # fast rebuilds, including CI's fresh clones
 )
 PIP_PACKAGES=(
-  "numpy>=1.24" pytest hypothesis pyyaml tqdm
+  "numpy>=1.24" pytest hypothesis pyyaml tqdm safetensors
   "scikit-build-core>=0.10" "pybind11>=3.0" ninja "cmake>=3.26"
   "torch==2.13.0"             # CPU build from this machine's disk; the tests' oracle, never imported by kiln
 )
@@ -39,7 +39,7 @@ fi
 # Ask pip only when an import or a version is missing: a no-op pip run costs seconds.
 if ! "$PYTHON" - <<'PY' 2>/dev/null
 import importlib.metadata as md
-need = {"numpy": None, "pytest": None, "hypothesis": None, "PyYAML": None, "tqdm": None,
+need = {"numpy": None, "pytest": None, "hypothesis": None, "PyYAML": None, "tqdm": None, "safetensors": None,
         "scikit_build_core": None, "pybind11": "3", "ninja": None, "cmake": None, "torch": "2.13.0"}
 for name, prefix in need.items():
     version = md.version(name)

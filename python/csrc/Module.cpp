@@ -17,6 +17,7 @@ void init_parallel(PyObject* module);  // Parallel.cpp
 void init_autograd(PyObject* module);  // Autograd.cpp (tensor methods)
 void init_autograd_module(PyObject* module);  // Autograd.cpp
 void init_python_function(PyObject* module);  // PyFunction.cpp
+void init_raw_bytes(PyObject* module);  // RawBytes.cpp
 void init_testing_arg_parser(PyObject* module);  // TestingArgParser.cpp
 void init_generated_functions(PyObject* module);  // python_functions.cpp (generated from ops.yaml)
 void register_generated_tensor_methods();         // python_methods.cpp (generated from ops.yaml)
@@ -45,6 +46,7 @@ PYBIND11_MODULE(_C, m) {
     init_parallel(m.ptr());
     init_autograd_module(m.ptr());
     init_python_function(m.ptr());
+    init_raw_bytes(m.ptr());
     init_testing_arg_parser(m.ptr());
   } catch (const python_error_already_set&) {
     throw pybind11::error_already_set();

@@ -48,6 +48,7 @@ from kiln._creation import (  # noqa: E402
 )
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
+from kiln.serialization import load, save
 from kiln._tensor_str import set_printoptions
 from kiln import cuda
 from kiln import library
