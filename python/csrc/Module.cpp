@@ -14,6 +14,8 @@ void init_memory(PyObject* module);    // Memory.cpp
 void init_config(PyObject* module);    // Config.cpp
 void init_library(PyObject* module);   // PyLibrary.cpp
 void init_parallel(PyObject* module);  // Parallel.cpp
+void init_generator(PyObject* module);  // PyGenerator.cpp
+void init_memory_formats(PyObject* module);  // PyMemoryFormat.cpp
 void init_testing_arg_parser(PyObject* module);  // TestingArgParser.cpp
 void init_generated_functions(PyObject* module);  // python_functions.cpp (generated from ops.yaml)
 void register_generated_tensor_methods();         // python_methods.cpp (generated from ops.yaml)
@@ -39,6 +41,8 @@ PYBIND11_MODULE(_C, m) {
     init_config(m.ptr());
     init_library(m.ptr());
     init_parallel(m.ptr());
+    init_generator(m.ptr());
+    init_memory_formats(m.ptr());
     init_testing_arg_parser(m.ptr());
   } catch (const python_error_already_set&) {
     throw pybind11::error_already_set();
