@@ -142,11 +142,13 @@ PyObject* generator_get_device(PyObject* self, void*) {
   KILN_PY_END(nullptr)
 }
 
-/// Pickling and copy.deepcopy: (Generator, (device,), state), restored by __setstate__.
+/// Pickling and copy.deepcopy: (Generator, (device,), state bytes), restored by __setstate__.
 PyObject* generator_reduce(PyObject* self, PyObject*) {
   KILN_PY_BEGIN
   PyObject* device = device_object(unwrap_generator(self).device());
-  PyObject* state = generator_get_state(self, nullptr);
+  const std::vector<uint8_t> bytes = impl_of(self).state();
+  PyObject* state = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(bytes.data()),
+                                              static_cast<Py_ssize_t>(bytes.size()));
   if (device == nullptr || state == nullptr) {
     Py_XDECREF(device);
     Py_XDECREF(state);
@@ -157,10 +159,12 @@ PyObject* generator_reduce(PyObject* self, PyObject*) {
 }
 
 PyObject* generator_setstate(PyObject* self, PyObject* state) {
-  PyObject* result = generator_set_state(self, state);
-  if (result == nullptr) return nullptr;
-  Py_DECREF(result);
+  KILN_PY_BEGIN
+  KILN_CHECK_TYPE(PyBytes_Check(state), "Generator.__setstate__ expects bytes, not ", Py_TYPE(state)->tp_name);
+  const auto* data = reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(state));
+  impl_of(self).set_state(std::span<const uint8_t>(data, static_cast<size_t>(PyBytes_GET_SIZE(state))));
   Py_RETURN_NONE;
+  KILN_PY_END(nullptr)
 }
 
 PyMethodDef generator_methods[] = {

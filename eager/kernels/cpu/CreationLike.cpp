@@ -2,6 +2,7 @@
 // empty_strided and fill_), eye and logspace (CPU kernels for their out= forms).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -188,6 +189,21 @@ Tensor eye(int64_t n, std::optional<DType> dtype, std::optional<Device> device) 
 
 namespace {
 
+/// A double stored into integer type T as x86 code compiled from PyTorch's
+/// `data[i] = std::pow(...)` stores it: truncated to int32 (int64 for 8-byte T),
+/// whose "integer indefinite" value stands for NaN and out-of-range values,
+/// then narrowed. (The C++ conversion itself is undefined out of range.)
+template <typename T>
+T store_as_x86(double v) {
+  if constexpr (sizeof(T) == 8) {
+    if (!(v >= -9.2233720368547758e18 && v < 9.2233720368547758e18)) return std::numeric_limits<int64_t>::lowest();
+    return static_cast<T>(v);
+  } else {
+    if (!(v > -2147483649.0 && v < 2147483648.0)) return static_cast<T>(std::numeric_limits<int32_t>::lowest());
+    return static_cast<T>(static_cast<int32_t>(v));
+  }
+}
+
 template <typename T>
 void logspace_values(T* out, const Scalar& start_value, const Scalar& end_value, int64_t steps, double base) {
   const T start = checked_scalar_to<T>(start_value);
@@ -215,6 +231,8 @@ void logspace_values(T* out, const Scalar& start_value, const Scalar& end_value,
       const double v = std::pow(base, exponent);
       if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
         out[i] = T(static_cast<float>(v));
+      } else if constexpr (std::is_integral_v<T>) {
+        out[i] = store_as_x86<T>(v);
       } else {
         out[i] = static_cast<T>(v);
       }
@@ -226,7 +244,7 @@ void logspace_values(T* out, const Scalar& start_value, const Scalar& end_value,
 
 Tensor logspace_out_cpu(const Scalar& start, const Scalar& end, int64_t steps, double base, const Tensor& out) {
   KILN_CHECK(steps >= 0, "number of steps must be non-negative");
-  KILN_CHECK_NOT_IMPLEMENTED(out.dtype() != DType::Bool, "\"logspace_cpu\" not implemented for 'Bool'");
+  KILN_CHECK_NOT_IMPLEMENTED(out.dtype() != DType::Bool || steps < 2, "\"logspace_cpu\" not implemented for 'Bool'");
   if (out.numel() != steps) out.impl()->resize({steps});
   const Tensor dense = out.is_contiguous() ? out : empty({steps}, out.dtype(), out.device());
   if (steps == 1) {

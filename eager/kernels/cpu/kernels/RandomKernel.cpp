@@ -274,13 +274,17 @@ void exponential_fill_kernel(const RandomFill& fill, double lambda) {
       });
     } else {
       const float scale = static_cast<float>(-1.0 / lambda);
+      // log(u) <= -epsilon(T) / 2, so a 16-bit result does not round to 0 (as PyTorch's CUDA kernel).
+      const float max_log = std::is_same_v<T, Half> ? -0x1.0p-11f : std::is_same_v<T, BFloat16> ? -0x1.0p-8f : 0.0f;
       for_each_group<T>(fill, 1, [&](const uint32_t* words, T* out) {
         alignas(64) float u[kGroupWords];
         for (int64_t e = 0; e < kGroupWords; ++e) {
           u[e] = (static_cast<float>(words[e] >> 9) + 0.5f) * 0x1.0p-23f;  // in (0, 1), exact
         }
         using V = Vec<float>;
-        for (int64_t e = 0; e < kGroupWords; e += V::size) (vlog(V::loadu(u + e)) * V::splat(scale)).storeu(u + e);
+        for (int64_t e = 0; e < kGroupWords; e += V::size) {
+          (minimum(vlog(V::loadu(u + e)), V::splat(max_log)) * V::splat(scale)).storeu(u + e);
+        }
         for (int64_t e = 0; e < kGroupWords; ++e) out[e] = static_cast<T>(u[e]);
       });
     }
