@@ -152,10 +152,17 @@ void uniform_floats(const uint32_t* words, float* u) {
   }
 }
 
-/// Double uniforms in [0, 1) from the 32 64-bit values of a group (53 bits each).
+/// Double uniforms in [0, 1) from the 32 64-bit values of a group: the top 53
+/// bits of (high << 32 | low), computed as high 2^-32 + (low >> 11) 2^-53 (both
+/// exact, and so is their sum), which vectorises.
 void uniform_doubles(const uint32_t* words, double* u) {
-  for (int64_t e = 0; e < kGroupWords / 2; ++e) {
-    u[e] = static_cast<double>(word64(words, e) >> 11) * 0x1.0p-53;
+  for (int64_t v = 0; v < 2; ++v) {
+    const uint32_t* low = words + 32 * v;
+    const uint32_t* high = low + kGroupBlocks;
+    double* out = u + kGroupBlocks * v;
+    for (int64_t r = 0; r < kGroupBlocks; ++r) {
+      out[r] = static_cast<double>(high[r]) * 0x1.0p-32 + static_cast<double>(low[r] >> 11) * 0x1.0p-53;
+    }
   }
 }
 
@@ -294,12 +301,22 @@ void exponential_fill_kernel(const RandomFill& fill, double lambda) {
 // --- bernoulli with one p ----------------------------------------------------------
 
 void bernoulli_scalar_fill_kernel(const RandomFill& fill, double p) {
-  const double threshold = p * 4294967296.0;  // u = x / 2^32 < p  <=>  x < p 2^32
+  // u = x / 2^32 < p  <=>  x < p 2^32  <=>  x < ceil(p 2^32) for an integer x (p 2^32 is exact).
+  const auto threshold = static_cast<uint64_t>(std::ceil(p * 4294967296.0));
+  const bool always = threshold > 0xFFFFFFFFull;
+  const auto threshold32 = static_cast<uint32_t>(threshold);
   visit_dtype(fill.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const T one = static_cast<T>(1), zero = static_cast<T>(0);
     for_each_group<T>(fill, 1, [&](const uint32_t* words, T* out) {
-      for (int64_t e = 0; e < kGroupWords; ++e) out[e] = static_cast<double>(words[e]) < threshold ? one : zero;
+      alignas(64) int32_t hit[kGroupWords];
+      for (int64_t e = 0; e < kGroupWords; ++e) hit[e] = (always || words[e] < threshold32) ? 1 : 0;
+      for (int64_t e = 0; e < kGroupWords; ++e) {
+        if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+          out[e] = T(static_cast<float>(hit[e]));
+        } else {
+          out[e] = static_cast<T>(hit[e]);
+        }
+      }
     });
   });
 }
