@@ -1,4 +1,4 @@
-"""Random cases: rand and randn (1M and 16M float32), and the other samplers,
+"""Random cases: rand and randn (16: the per-call cost; 1M and 16M float32), and the other samplers,
 kiln (Philox4x32-10, SIMD) against torch (mt19937) on the same sizes.
 
 kiln is imported inside each case's setup, so a ``--filter`` that selects none of
@@ -55,7 +55,7 @@ def _in_place_case(name: str, method: str, args: tuple, elements: int, dtype: st
 
 
 def cases() -> list[Case]:
-    out = [_factory_case(op, n, label) for op in ("rand", "randn") for n, label in ((M1, "1M"), (M16, "16M"))]
+    out = [_factory_case(op, n, label) for op in ("rand", "randn") for n, label in ((16, "16"), (M1, "1M"), (M16, "16M"))]
     out += [_factory_case("rand", M1, "1M", "float64"), _factory_case("randn", M1, "1M", "float64")]
     out += [
         _in_place_case("bernoulli_(0.3) 1M float32", "bernoulli_", (0.3,), M1),

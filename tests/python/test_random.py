@@ -19,6 +19,7 @@ import math
 import pickle
 import subprocess
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -216,6 +217,36 @@ def test_reproducible_seeded_and_thread_independent(call):
     assert not np.array_equal(one, other), "different seeds drew the same numbers"
     # the same call on torch gives the same shape
     assert one.shape == tuple(call(torch, torch.Generator().manual_seed(0)).shape)
+
+
+def test_threads_sharing_a_generator_get_disjoint_draws():
+    # Each op reserves its blocks atomically: four threads drawing at once get the
+    # same four tensors as four draws in a row (in some order), never overlapping ones.
+    g = gen(77)
+    results = [None] * 4
+
+    def draw(i):
+        results[i] = kiln.rand(100_003, generator=g).numpy()  # big enough to release the GIL
+
+    threads = [threading.Thread(target=draw, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    g2 = gen(77)
+    sequential = sorted((kiln.rand(100_003, generator=g2).numpy() for _ in range(4)), key=lambda a: a[0])
+    assert all(np.array_equal(a, b) for a, b in zip(sorted(results, key=lambda a: a[0]), sequential))
+    assert g.get_offset() == g2.get_offset()
+
+
+def test_boxed_calls_take_generators():
+    a = kiln.ops.kiln.rand.generator([5], generator=gen(3))
+    assert np.array_equal(a.numpy(), kiln.rand(5, generator=gen(3)).numpy())
+    x = kiln.zeros(5)
+    assert kiln.ops.kiln.normal_(x, 0.0, 1.0, generator=gen(3)) is not None
+    assert np.array_equal(x.numpy(), kiln.randn(5, generator=gen(3)).numpy())
+    with pytest.raises(TypeError, match="argument 'generator' must be Generator"):
+        kiln.ops.kiln.uniform_(x, generator=3)
 
 
 def test_consecutive_draws_differ_and_tails_are_prefixes():
@@ -461,6 +492,7 @@ def test_multinomial_single_sample_from_1d_and_rows():
 FORMS = [
     ("rand_varargs", lambda m, g: m.rand(2, 3)),
     ("rand_tuple_gen", lambda m, g: m.rand((2, 3), generator=g)),
+    ("rand_varargs_gen", lambda m, g: m.rand(2, 3, generator=g)),
     ("rand_size_kw", lambda m, g: m.rand(size=(4,), generator=g, dtype=m.float64)),
     ("rand_zero_size", lambda m, g: m.rand(0, 3)),
     ("rand_scalar", lambda m, g: m.rand(())),
