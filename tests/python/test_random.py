@@ -269,6 +269,66 @@ def test_values_follow_logical_order_whatever_the_strides():
     assert np.array_equal(strided.numpy(), expected)
 
 
+# In-place samplers over dtypes and layouts: a view receives exactly the numbers a
+# contiguous tensor of its shape receives, in row-major order of its sizes.
+SAMPLERS = [
+    ("uniform_", lambda t, g: t.uniform_(-2, 3, generator=g), FLOATS),
+    ("normal_", lambda t, g: t.normal_(1, 2, generator=g), FLOATS),
+    ("exponential_", lambda t, g: t.exponential_(3, generator=g), FLOATS),
+    ("bernoulli_", lambda t, g: t.bernoulli_(0.4, generator=g), FLOATS + INTS + ["bool"]),
+    ("random_", lambda t, g: t.random_(generator=g), FLOATS + INTS + ["bool"]),
+    ("random_from_to", lambda t, g: t.random_(-3, 50, generator=g), FLOATS + ["int8", "int16", "int32", "int64"]),
+]
+LAYOUTS = [
+    ("contiguous", lambda m, d: m.zeros(37, 11, dtype=d)),
+    ("transposed", lambda m, d: m.zeros(11, 37, dtype=d).transpose(0, 1)),
+    ("strided_slice", lambda m, d: m.zeros(37, 33, dtype=d)[:, ::3]),
+    ("zero_size", lambda m, d: m.zeros(0, 11, dtype=d)),
+    ("zero_dim", lambda m, d: m.zeros((), dtype=d)),
+]
+SAMPLER_CASES = [(s, d, l) for s in SAMPLERS for d in s[2] for l in LAYOUTS]
+
+
+@pytest.mark.parametrize("sampler, dtype, layout", SAMPLER_CASES,
+                         ids=[f"{s[0]}-{d}-{l[0]}" for s, d, l in SAMPLER_CASES])
+def test_in_place_samplers_fill_any_layout_in_logical_order(sampler, dtype, layout):
+    _, draw, _ = sampler
+    target = layout[1](kiln, kiln_dtype(dtype))
+    g = gen(21)
+    assert draw(target, g) is target
+    dense = draw(kiln.zeros(tuple(target.shape), dtype=kiln_dtype(dtype)), gen(21))
+    assert np.array_equal(as_float64(target), as_float64(dense), equal_nan=True)
+    assert target.dtype is kiln_dtype(dtype)
+    if target.numel() == 0:
+        assert g.get_offset() == 0  # nothing drawn
+    reference = draw(layout[1](torch, torch_dtype(dtype)), torch.Generator().manual_seed(0))
+    assert (tuple(target.shape), target.stride()) == (tuple(reference.shape), reference.stride())
+
+
+def _noncontiguous_params(m):
+    return {
+        "contiguous": m.full((6, 5), 0.25),
+        "transposed": m.full((5, 6), 0.25).transpose(0, 1),
+        "broadcast_row": m.full((5,), 0.25),
+        "expanded": m.full((5,), 0.25).as_strided((6, 5), (0, 1)),
+        "zero_dim": m.tensor(0.25),
+    }
+
+
+@pytest.mark.parametrize("layout", ["transposed", "broadcast_row", "expanded", "zero_dim"])
+def test_tensor_parameters_in_any_layout_give_the_contiguous_draw(layout):
+    params = _noncontiguous_params(kiln)
+    contiguous, other = params["contiguous"], params[layout]
+    a = kiln.zeros(6, 5).bernoulli_(contiguous, generator=gen(22)).numpy()
+    assert np.array_equal(kiln.zeros(6, 5).bernoulli_(other, generator=gen(22)).numpy(), a)
+    full = tuple(contiguous.shape)
+    z = kiln.normal(contiguous, contiguous, generator=gen(23)).numpy()
+    got = kiln.normal(other, contiguous, generator=gen(23)).numpy()
+    assert got.shape == full and np.allclose(got, z)
+    assert np.array_equal(kiln.normal(contiguous, 2.0, generator=gen(24)).numpy(),
+                          kiln.normal(kiln.full((6, 5), 0.25), 2.0, generator=gen(24)).numpy())
+
+
 def test_same_numbers_on_every_cpu_capability():
     script = ("import kiln, sys; g = kiln.Generator().manual_seed(3); "
               "sys.stdout.write(repr([kiln.rand(100, generator=g).tolist(), kiln.randint(0, 2**40, (70,), generator=g)"
