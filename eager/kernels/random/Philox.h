@@ -51,9 +51,12 @@ using PhiloxKey = std::array<uint32_t, 2>;
 // 32-bit integers) gives group g elements 64g ... 64g + 63; an op that needs 64
 // bits per element (double uniforms, 64-bit integers) gives it elements
 // 32g ... 32g + 31, element 32g + 16v + r taking words 32v + r (low) and
-// 32v + 16 + r (high). Each element's numbers thus depend only on (seed,
-// offset, its index): never on the thread count or the CPU capability, and an
-// op advances the generator's offset by 16 blocks per group it touches.
+// 32v + 16 + r (high). Each element's words thus depend only on (seed,
+// offset, its index), never on the thread count or the CPU capability; an op
+// advances the generator's offset by 16 blocks per group it touches. (Integer
+// and [0, 1) uniform results are therefore bit-identical on every capability;
+// the transcendental transforms, normal and exponential through SLEEF, may
+// differ in the last ulp between the AVX2 and AVX-512 builds.)
 inline constexpr int64_t kGroupBlocks = 16;
 inline constexpr int64_t kGroupWords = 4 * kGroupBlocks;
 
