@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "eager/core/GeneratorImpl.h"  // op methods take Generator? and MemoryFormat? arguments
+#include "eager/core/MemoryFormat.h"
 #include "eager/core/Scalar.h"
 #include "eager/core/TensorImpl.h"
 

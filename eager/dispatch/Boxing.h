@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "eager/core/MemoryFormat.h"
 #include "eager/dispatch/IValue.h"
 
 namespace kiln {
@@ -42,6 +43,8 @@ inline IValue to_ivalue(bool v) { return IValue(v); }
 inline IValue to_ivalue(IntArrayRef v) { return IValue(DimVector(v)); }
 inline IValue to_ivalue(DType v) { return IValue(v); }
 inline IValue to_ivalue(Device v) { return IValue(v); }
+inline IValue to_ivalue(const Generator& v) { return IValue(v); }
+inline IValue to_ivalue(MemoryFormat v) { return IValue(static_cast<int64_t>(v)); }  // an int, as in PyTorch
 inline IValue to_ivalue(std::string_view v) { return IValue(std::string(v)); }
 inline IValue to_ivalue(TensorList v) { return IValue(std::vector<Tensor>(v.begin(), v.end())); }
 inline IValue to_ivalue(OptionalTensorList v) {
@@ -108,6 +111,20 @@ struct FromIValue<TensorList> {
 template <>
 struct FromIValue<OptionalTensorList> {
   static OptionalTensorList get(IValue& v) { return v.to_optional_tensor_list(); }
+};
+template <>
+struct FromIValue<MemoryFormat> {
+  static MemoryFormat get(IValue& v) {
+    const int64_t f = v.to_int();
+    KILN_CHECK(f >= 0 && f < kNumMemoryFormats, "IValue: ", f, " is not a MemoryFormat");
+    return static_cast<MemoryFormat>(f);
+  }
+};
+template <>
+struct FromIValue<const std::optional<Generator>&> {
+  static std::optional<Generator> get(IValue& v) {
+    return v.is_none() ? std::nullopt : std::optional(v.to_generator());
+  }
 };
 template <typename T>
 struct FromIValue<std::optional<T>> {

@@ -18,6 +18,7 @@ std::string_view IValue::tag_name() const {
     case Tag::OptionalTensorList: return "Tensor?[]";
     case Tag::DType: return "ScalarType";
     case Tag::Device: return "Device";
+    case Tag::Generator: return "Generator";
   }
   return "?";
 }

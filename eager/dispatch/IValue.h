@@ -14,6 +14,7 @@
 #include "eager/core/Device.h"
 #include "eager/core/DType.h"
 #include "eager/core/Error.h"
+#include "eager/core/GeneratorImpl.h"
 #include "eager/core/Scalar.h"
 #include "eager/core/Tensor.h"
 
@@ -23,7 +24,7 @@ class IValue {
  public:
   enum class Tag : uint8_t {
     None, Tensor, Double, Int, Bool, String, IntList, DoubleList, BoolList, TensorList, OptionalTensorList, DType,
-    Device
+    Device, Generator
   };
 
   IValue() = default;
@@ -43,6 +44,7 @@ class IValue {
   IValue(std::vector<std::optional<Tensor>> l) : v_(std::move(l)) {}  // NOLINT
   IValue(DType t) : v_(t) {}                         // NOLINT
   IValue(Device d) : v_(d) {}                        // NOLINT
+  IValue(Generator g) : v_(std::move(g)) {}          // NOLINT
   IValue(const Scalar& s) {                          // NOLINT: stored by its kind
     switch (s.kind()) {
       case Scalar::Kind::Bool: v_ = s.to_bool(); break;
@@ -76,6 +78,7 @@ class IValue {
   }
   [[nodiscard]] DType to_dtype() const { return get<DType>("ScalarType"); }
   [[nodiscard]] Device to_device() const { return get<Device>("Device"); }
+  [[nodiscard]] const Generator& to_generator() const { return get<Generator>("Generator"); }
   [[nodiscard]] Scalar to_scalar() const;
 
  private:
@@ -88,7 +91,7 @@ class IValue {
 
   // Order matches Tag.
   std::variant<std::monostate, Tensor, double, int64_t, bool, std::string, DimVector, std::vector<double>,
-               std::vector<bool>, std::vector<Tensor>, std::vector<std::optional<Tensor>>, DType, Device>
+               std::vector<bool>, std::vector<Tensor>, std::vector<std::optional<Tensor>>, DType, Device, Generator>
       v_;
 };
 

@@ -1,16 +1,14 @@
-// Tensor creation from Python: kiln.tensor(data) and the factory functions'
-// C++ halves (kiln/_creation.py holds the PyTorch-shaped signatures).
+// Tensor creation from Python: kiln.tensor(data) (kiln/_creation.py holds its
+// PyTorch-shaped signature). The factories and the *_like forms are ops
+// (eager/ops/ops.yaml, creation.yaml) with generated bindings.
 #include <Python.h>
 
-#include <algorithm>
-#include <numeric>
 #include <string>
 #include <vector>
 
 #include <pybind11/pybind11.h>
 
 #include "eager/kernels/cpu/Copy.h"
-#include "eager/kernels/Views.h"
 #include "eager/kernels/cpu/Factories.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/Numpy.h"
@@ -34,8 +32,6 @@ Device optional_device(py::handle obj, const char* what) {
   return obj.is_none() ? Device() : device_from_object(obj.ptr(), what);
 }
 
-/// "zeros(): argument 'dtype'": how PyTorch names an argument in its TypeErrors.
-std::string argument_name(const std::string& fn, const char* arg) { return fn + "(): argument '" + arg + "'"; }
 
 py::object finish(Tensor t, bool requires_grad) {
   if (requires_grad) {
@@ -184,105 +180,11 @@ py::object tensor_from_data(py::handle data, py::handle dtype_obj, py::handle de
   return finish(std::move(t), requires_grad);
 }
 
-// --- the *_like factories ---------------------------------------------------
-
-/// PyTorch's TensorImpl::is_non_overlapping_and_dense: the elements exactly tile
-/// a block of memory, in some order of the dims.
-bool is_non_overlapping_and_dense(IntArrayRef sizes, IntArrayRef strides) {
-  const size_t ndim = sizes.size();
-  if (ndim == 1) return sizes[0] < 2 || strides[0] == 1;
-  std::vector<size_t> perm(ndim);
-  std::iota(perm.begin(), perm.end(), size_t{0});
-  std::sort(perm.begin(), perm.end(), [&](size_t a, size_t b) {
-    if (sizes[a] < 2) return false;
-    if (sizes[b] < 2) return true;
-    return strides[a] < strides[b];
-  });
-  int64_t required = 1;
-  for (size_t d : perm) {
-    if (sizes[d] < 2) return true;
-    if (strides[d] != required) return false;
-    required *= sizes[d];
-  }
-  return true;
-}
-
-/// PyTorch's infer_dense_strides: dense strides that keep the order of `strides`
-/// (ties broken as TensorIterator breaks them).
-DimVector infer_dense_strides(IntArrayRef sizes, IntArrayRef strides) {
-  const size_t ndim = sizes.size();
-  DimVector out(ndim);
-  if (ndim == 0) return out;
-  std::vector<size_t> perm(ndim);
-  for (size_t i = 0; i < ndim; ++i) perm[i] = ndim - 1 - i;
-  auto should_swap = [&](size_t dim0, size_t dim1) {
-    const int64_t stride0 = strides[dim0], stride1 = strides[dim1];
-    if (stride0 == 0 || stride1 == 0) return 0;
-    if (stride0 < stride1) return -1;
-    if (stride0 > stride1) return 1;
-    return sizes[dim0] > sizes[dim1] ? 1 : 0;
-  };
-  for (size_t i = 1; i < ndim; ++i) {
-    size_t dim1 = i;
-    for (size_t j = 1; j <= i; ++j) {
-      const size_t dim0 = i - j;
-      const int comparison = should_swap(perm[dim0], perm[dim1]);
-      if (comparison > 0) {
-        std::swap(perm[dim0], perm[dim1]);
-        dim1 = dim0;
-      } else if (comparison < 0) {
-        break;
-      }
-    }
-  }
-  int64_t stride = 1;
-  for (size_t d : perm) {
-    out[d] = stride;
-    if (sizes[d] > 1) stride *= sizes[d];
-  }
-  return out;
-}
-
-/// An uninitialised tensor shaped like `input` whose memory keeps input's layout,
-/// as PyTorch's empty_like with preserve_format.
-Tensor empty_like_preserving(const Tensor& input, DType dtype, Device device) {
-  if (is_non_overlapping_and_dense(input.sizes(), input.strides())) {
-    return empty_strided(input.sizes(), input.strides(), dtype, device);
-  }
-  return empty_strided(input.sizes(), infer_dense_strides(input.sizes(), input.strides()), dtype, device);
-}
-
-py::object py_empty_like(py::handle input, py::handle dtype, py::handle device, bool requires_grad,
-                         const std::string& fn) {
-  const Tensor& self = tensor_from_object(input.ptr(), argument_name(fn, "input").c_str());
-  const DType out_dtype = optional_dtype(dtype, argument_name(fn, "dtype").c_str()).value_or(self.dtype());
-  const Device out_device = device.is_none() ? self.device() : optional_device(device, argument_name(fn, "device").c_str());
-  return finish(empty_like_preserving(self, out_dtype, out_device), requires_grad);
-}
-
-py::object py_full_like(py::handle input, py::handle fill_value, py::handle dtype, py::handle device,
-                        bool requires_grad, const std::string& fn) {
-  const Tensor& self = tensor_from_object(input.ptr(), argument_name(fn, "input").c_str());
-  const Scalar value = scalar_from_object(fill_value.ptr(), fn.c_str(), "fill_value");
-  const DType out_dtype = optional_dtype(dtype, argument_name(fn, "dtype").c_str()).value_or(self.dtype());
-  const Device out_device = device.is_none() ? self.device() : optional_device(device, argument_name(fn, "device").c_str());
-  Tensor t = empty_like_preserving(self, out_dtype, out_device);
-  // The result is dense: fill its memory as one run.
-  const int64_t numel = t.numel();
-  const int64_t unit_stride = 1;
-  fill_(as_strided(t, IntArrayRef(&numel, 1), IntArrayRef(&unit_stride, 1), 0), value);
-  return finish(std::move(t), requires_grad);
-}
-
 }  // namespace
 
 void init_creation(PyObject* module) {
   py::module_ m = py::reinterpret_borrow<py::module_>(module);
   m.def("_tensor", &tensor_from_data, py::arg("data"), py::arg("dtype"), py::arg("device"), py::arg("requires_grad"));
-  m.def("_empty_like", &py_empty_like, py::arg("input"), py::arg("dtype"), py::arg("device"),
-        py::arg("requires_grad"), py::arg("fn"));
-  m.def("_full_like", &py_full_like, py::arg("input"), py::arg("fill_value"), py::arg("dtype"), py::arg("device"),
-        py::arg("requires_grad"), py::arg("fn"));
   m.def("get_default_dtype", [] { return py::reinterpret_borrow<py::object>(dtype_object(default_dtype())); });
   m.def("set_default_dtype", [](py::handle d) { set_default_dtype(dtype_from_object(d.ptr())); }, py::arg("d"));
 }

@@ -7,6 +7,8 @@
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyDType.h"
 #include "python/csrc/PyDevice.h"
+#include "python/csrc/PyGenerator.h"
+#include "python/csrc/PyMemoryFormat.h"
 #include "python/csrc/PyTensor.h"
 #include "python/csrc/PythonArgs.h"
 
@@ -43,9 +45,13 @@ IValue element_from_python(PyObject* obj, const SchemaArgument& arg, const std::
       return IValue(dtype_from_object(obj, arg.name.c_str()));
     case Kind::Device:
       return IValue(device_from_object(obj));
-    case Kind::Layout:
-    case Kind::MemoryFormat:
     case Kind::Generator:
+      if (!is_generator_object(obj)) type_error(obj, arg, op);
+      return IValue(unwrap_generator(obj));
+    case Kind::MemoryFormat:  // an int on the stack, as in PyTorch
+      if (!is_memory_format_object(obj)) type_error(obj, arg, op);
+      return IValue(static_cast<int64_t>(unwrap_memory_format(obj)));
+    case Kind::Layout:
       break;
   }
   KILN_FAIL(NotImplemented, op, "(): argument '", arg.name, "' of type ", arg.type.str(),
@@ -186,6 +192,8 @@ PyObject* ivalue_to_python(const IValue& v) {
     }
     case IValue::Tag::Device:
       return device_object(v.to_device());
+    case IValue::Tag::Generator:
+      return generator_object(v.to_generator());
     case IValue::Tag::IntList: {
       const DimVector& l = v.to_int_list();
       PyObject* out = PyList_New(static_cast<Py_ssize_t>(l.size()));

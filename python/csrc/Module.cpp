@@ -18,6 +18,8 @@ void init_autograd(PyObject* module);  // Autograd.cpp (tensor methods)
 void init_autograd_module(PyObject* module);  // Autograd.cpp
 void init_python_function(PyObject* module);  // PyFunction.cpp
 void init_raw_bytes(PyObject* module);  // RawBytes.cpp
+void init_generator(PyObject* module);  // PyGenerator.cpp
+void init_memory_formats(PyObject* module);  // PyMemoryFormat.cpp
 void init_testing_arg_parser(PyObject* module);  // TestingArgParser.cpp
 void init_generated_functions(PyObject* module);  // python_functions.cpp (generated from ops.yaml)
 void register_generated_tensor_methods();         // python_methods.cpp (generated from ops.yaml)
@@ -47,6 +49,8 @@ PYBIND11_MODULE(_C, m) {
     init_autograd_module(m.ptr());
     init_python_function(m.ptr());
     init_raw_bytes(m.ptr());
+    init_generator(m.ptr());
+    init_memory_formats(m.ptr());
     init_testing_arg_parser(m.ptr());
   } catch (const python_error_already_set&) {
     throw pybind11::error_already_set();

@@ -14,17 +14,19 @@
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyDType.h"
 #include "python/csrc/PyDevice.h"
+#include "python/csrc/PyGenerator.h"
+#include "python/csrc/PyMemoryFormat.h"
 
 namespace kiln::python {
 
 // Note [Parser hooks]
 // -------------------
-// Generator?, Layout? and MemoryFormat? parameters accept only None today:
-// FunctionParameter::check returns false for anything else, so a caller passing
-// one gets "must be kiln.Generator, not X". When kiln.Generator (or kiln.layout,
-// kiln.memory_format) lands, its type check goes in the matching case of
-// check() and an accessor (generator(i), ...) joins PythonArgs; nothing else in
-// the parser changes.
+// Layout? parameters accept only None today: FunctionParameter::check returns
+// false for anything else, so a caller passing one gets "must be kiln.layout,
+// not X". When kiln.layout lands, its type check goes in the matching case of
+// check() and an accessor (layout(i)) joins PythonArgs; nothing else in the
+// parser changes. Generator (kiln.Generator) and MemoryFormat
+// (kiln.memory_format) went this way: generator_optional(i), memory_format(i).
 
 namespace {
 
@@ -447,10 +449,23 @@ FunctionParameter::FunctionParameter(std::string_view fmt, bool kw_only) : keywo
     case ParamType::OptionalTensorList:
       KILN_CHECK(d == "[]" || d == "()", "PythonArgParser: a tensor list default must be None or []: '", fmt, "'");
       break;
+    case ParamType::MemoryFormat: {
+      std::string_view fname = d;
+      for (std::string_view prefix : {"kiln.", "torch."}) {
+        if (fname.starts_with(prefix)) fname.remove_prefix(prefix.size());
+      }
+      bool found_format = false;
+      for (int f = 0; f < kNumMemoryFormats; ++f) {
+        if (memory_format_name(static_cast<MemoryFormat>(f)) != fname) continue;
+        default_memory_format = static_cast<MemoryFormat>(f);
+        found_format = true;
+      }
+      KILN_CHECK(found_format, "PythonArgParser: bad memory_format default in '", fmt, "'");
+      break;
+    }
     case ParamType::Generator:
     case ParamType::Layout:
-    case ParamType::MemoryFormat:
-      break;  // See Note [Parser hooks]: only None is accepted; the default is the op's.
+      break;  // See Note [Parser hooks]: the only default is None.
   }
 }
 
@@ -495,8 +510,10 @@ bool FunctionParameter::check(PyObject* obj, int argnum, int64_t* failed_idx) co
     case ParamType::OptionalTensorList:
       return check_tensor_list(obj, argnum, /*allow_none=*/true);
     case ParamType::Generator:
-    case ParamType::Layout:
+      return is_generator_object(obj);
     case ParamType::MemoryFormat:
+      return is_memory_format_object(obj);
+    case ParamType::Layout:
       return false;  // See Note [Parser hooks].
   }
   return false;
@@ -990,6 +1007,18 @@ std::string_view PythonArgs::string(int i) const {
   if (obj == nullptr) return signature_->params[static_cast<size_t>(i)].default_string;
   if (PyBytes_Check(obj)) return {PyBytes_AS_STRING(obj), static_cast<size_t>(PyBytes_GET_SIZE(obj))};
   return utf8(obj);
+}
+
+std::optional<Generator> PythonArgs::generator_optional(int i) const {
+  PyObject* obj = args_[i];
+  if (obj == nullptr) return std::nullopt;
+  return unwrap_generator(obj);
+}
+
+MemoryFormat PythonArgs::memory_format(int i) const {
+  PyObject* obj = args_[i];
+  if (obj == nullptr) return signature_->params[static_cast<size_t>(i)].default_memory_format;
+  return unwrap_memory_format(obj);
 }
 
 std::vector<Tensor> PythonArgs::tensorlist(int i) const {

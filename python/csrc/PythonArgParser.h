@@ -14,6 +14,8 @@
 #include "eager/core/ArrayRef.h"
 #include "eager/core/DType.h"
 #include "eager/core/Device.h"
+#include "eager/core/GeneratorImpl.h"
+#include "eager/core/MemoryFormat.h"
 #include "eager/core/Scalar.h"
 #include "eager/core/Tensor.h"
 #include "python/csrc/PyTensor.h"
@@ -71,10 +73,10 @@ enum class ParamType : uint8_t {
   String,
   TensorList,
   OptionalTensorList,  // Tensor?[]: tensors or None
-  // Accepted as None only until their Python types exist. See Note [Parser hooks].
-  Generator,
+  Generator,     // kiln.Generator
+  MemoryFormat,  // kiln.memory_format
+  // Accepted as None only until its Python type exists. See Note [Parser hooks].
   Layout,
-  MemoryFormat,
 };
 
 /// One parameter of a signature, parsed once.
@@ -106,6 +108,7 @@ struct FunctionParameter {
   std::optional<DType> default_dtype;
   Device default_device;
   std::string default_string;
+  MemoryFormat default_memory_format = MemoryFormat::Preserve;
 };
 
 struct FunctionSignature {
@@ -226,6 +229,12 @@ class PythonArgs {
   [[nodiscard]] std::optional<Device> device_optional(int i) const { return optional(i, &PythonArgs::device); }
   [[nodiscard]] std::string_view string(int i) const;
   [[nodiscard]] std::optional<std::string_view> string_optional(int i) const { return optional(i, &PythonArgs::string); }
+  /// A kiln.Generator; a parameter without one has no default generator (nullopt).
+  [[nodiscard]] std::optional<Generator> generator_optional(int i) const;
+  [[nodiscard]] MemoryFormat memory_format(int i) const;
+  [[nodiscard]] std::optional<MemoryFormat> memory_format_optional(int i) const {
+    return optional(i, &PythonArgs::memory_format);
+  }
   [[nodiscard]] std::vector<Tensor> tensorlist(int i) const;
   [[nodiscard]] std::vector<std::optional<Tensor>> optional_tensorlist(int i) const;
 

@@ -14,6 +14,8 @@
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyDType.h"
 #include "python/csrc/PyDevice.h"
+#include "python/csrc/PyGenerator.h"
+#include "python/csrc/PyMemoryFormat.h"
 #include "python/csrc/PyTensor.h"
 #include "python/csrc/PythonArgParser.h"
 
@@ -153,9 +155,20 @@ PyObject* value_to_python(const PythonArgs& r, int i) {
       }
       return list;
     }
-    case ParamType::Generator:
+    case ParamType::Generator: {
+      const auto g = r.generator_optional(i);
+      if (!g) Py_RETURN_NONE;
+      return generator_object(*g);
+    }
+    case ParamType::MemoryFormat: {
+      auto obj = [](MemoryFormat f) {
+        PyObject* o = memory_format_object(f);
+        Py_INCREF(o);
+        return o;
+      };
+      return opt ? optional_to_python(r.memory_format_optional(i), obj) : obj(r.memory_format(i));
+    }
     case ParamType::Layout:
-    case ParamType::MemoryFormat:
       Py_RETURN_NONE;  // See Note [Parser hooks].
   }
   Py_RETURN_NONE;

@@ -5,10 +5,15 @@
 
 from kiln import _C
 from kiln._C import (  # noqa: F401  (dtypes and core types are re-exported)
+    Generator,
     Size,
     OutOfMemoryError,
     bfloat16,
     bool,
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    default_generator,
     device,
     double,
     dtype,
@@ -27,6 +32,8 @@ from kiln._C import (  # noqa: F401  (dtypes and core types are re-exported)
     int32,
     int64,
     long,
+    memory_format,
+    preserve_format,
     set_default_dtype,
     set_num_threads,
     short,
@@ -39,13 +46,9 @@ from kiln._tensor import Tensor
 # which win where they share a name.
 globals().update({_name: getattr(_C._functions, _name) for _name in dir(_C._functions) if not _name.startswith("_")})
 
-from kiln._creation import (  # noqa: E402
-    empty_like,
-    full_like,
-    ones_like,
-    tensor,
-    zeros_like,
-)
+from kiln._creation import tensor  # noqa: E402
+from kiln import random  # noqa: E402
+from kiln.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
 from kiln.serialization import load, save

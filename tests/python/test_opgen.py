@@ -160,6 +160,31 @@ def test_overloads_that_would_be_ambiguous_lose_defaults():
     assert "Tensor r(const Scalar& start, const Scalar& end, const Scalar& step, std::optional<DType> dtype = std::nullopt);" in h
 
 
+def test_generator_and_memory_format_map_to_cpp_and_python():
+    files = generate(entry("f(Tensor self, *, Generator? generator=None, MemoryFormat? memory_format=None) -> Tensor"))
+    assert ("Tensor f(const Tensor& self, const std::optional<Generator>& generator = std::nullopt, "
+            "std::optional<MemoryFormat> memory_format = std::nullopt);") in files["Functions.h"]
+    assert "r.generator_optional(1)" in files["python_functions.cpp"]
+    assert "r.memory_format_optional(2)" in files["python_functions.cpp"]
+
+
+def test_tensor_options_ops_take_the_factory_keywords_and_fold_their_out_forms():
+    text = (entry("r(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+                  "  dispatch:\n    CPU: r_cpu\n  tags: [factory]\n") +
+            entry("r.out(int[] size, *, Tensor(a!) out) -> Tensor(a!)", "  dispatch:\n    CPU: r_out_cpu\n") +
+            entry("r_like(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+                  "  dispatch:\n    CPU: r_like_cpu\n"))
+    groups = python_bindings.function_groups(model.load_ops(text))
+    assert [s.text("r") for s in groups["r"]] == [
+        "r(IntArrayRef size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+        "bool? pin_memory=False, Tensor out=None, bool requires_grad=False)"]
+    assert [s.text("r_like") for s in groups["r_like"]] == [
+        "r_like(Tensor input, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+        "bool? pin_memory=False, bool requires_grad=False)"]
+    binding = generate(text)["python_functions.cpp"]
+    assert "check_out_type_matches(out, dtype, device);" in binding
+
+
 MAKE = entry("make(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
              "  dispatch:\n    CPU: make_cpu\n  tags: [factory]\n")
 
@@ -222,8 +247,8 @@ def test_formulas_may_use_args_results_ops_helpers_and_arithmetic():
 
 ERRORS = [
     ("unknown type", entry("f(Tensor self, Tnsor other) -> Tensor"), ["f(Tensor self, Tnsor other)", "unknown type 'Tnsor'"]),
-    ("type without a C++ mapping", entry("f(Tensor self, Generator? gen) -> Tensor"),
-     ["f: argument 'gen'", "Generator? has no C++ mapping"]),
+    ("type without a C++ mapping", entry("f(Tensor self, Layout? layout) -> Tensor"),
+     ["f: argument 'layout'", "Layout? has no C++ mapping"]),
     ("derivative key not an input", entry("f(Tensor self) -> Tensor", "  dispatch:\n    CPU: f_cpu\n  derivatives:\n    bogus: grad\n"),
      ["f", "derivative for 'bogus'", "not an input of f(Tensor self) -> Tensor"]),
     ("derivative key not a tensor", entry("f(Tensor self, Scalar alpha) -> Tensor", "  dispatch:\n    CPU: f_cpu\n  derivatives:\n    alpha: grad\n"),

@@ -29,8 +29,8 @@ def argument_type(t: Type, where: str) -> str:
             return "std::optional<IntArrayRef>" if t.optional else "IntArrayRef"
         unsupported()
     by_value = {"int": "int64_t", "SymInt": "int64_t", "float": "double", "bool": "bool", "str": "std::string_view",
-                "ScalarType": "DType", "Device": "Device"}
-    if t.base in ("Tensor", "Scalar"):
+                "ScalarType": "DType", "Device": "Device", "MemoryFormat": "MemoryFormat"}
+    if t.base in ("Tensor", "Scalar", "Generator"):
         return f"const std::optional<{t.base}>&" if t.optional else f"const {t.base}&"
     if t.base in by_value:
         return f"std::optional<{by_value[t.base]}>" if t.optional else by_value[t.base]
@@ -200,6 +200,7 @@ def functions_h(ops: list[Op]) -> str:
            "// the free functions below are the API with defaults, as at::add / at::add_out.\n"
            "#pragma once\n\n#include <limits>\n#include <optional>\n#include <string_view>\n#include <tuple>\n"
            "#include <vector>\n\n#include \"eager/core/Scalar.h\"\n#include \"eager/core/Tensor.h\"\n"
+           "#include \"eager/core/GeneratorImpl.h\"\n#include \"eager/core/MemoryFormat.h\"\n"
            "#include \"eager/dispatch/Dispatcher.h\"\n\nnamespace kiln {\nnamespace ops {\n"]
     for op in ops:
         params = dispatcher_params(op)
@@ -272,7 +273,8 @@ def native_functions_h(ops: list[Op]) -> str:
            "// Every kernel named under `dispatch:`; kiln_core links with --no-undefined,\n"
            "// so a kernel named here but not written fails the build.\n#pragma once\n\n#include <optional>\n"
            "#include <string_view>\n#include <tuple>\n#include <vector>\n\n#include \"eager/core/Scalar.h\"\n"
-           "#include \"eager/core/Tensor.h\"\n\nnamespace kiln::native {\n"]
+           "#include \"eager/core/Tensor.h\"\n#include \"eager/core/GeneratorImpl.h\"\n"
+           "#include \"eager/core/MemoryFormat.h\"\n\nnamespace kiln::native {\n"]
     seen: dict[str, str] = {}
     for op in ops:
         params = ", ".join(f"{p.type} {p.name}" for p in dispatcher_params(op))

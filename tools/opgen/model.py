@@ -388,12 +388,30 @@ def _load_entry(entry, where: str) -> Op:
     return Op(schema, variants, dict(dispatch), tuple(tags), derivatives, where)
 
 
+# torch's TensorOptions keywords, as kiln schemas spell them (no Layout type yet).
+TENSOR_OPTIONS = ("dtype", "device")
+
+
+def takes_tensor_options(op: Op) -> bool:
+    """Factories and the *_like forms: kwarg-only `ScalarType? dtype` and `Device? device`.
+    Their Python bindings add torch's layout, pin_memory and requires_grad keywords."""
+    dtype, device = op.schema.argument("dtype"), op.schema.argument("device")
+    return (op.is_factory or (dtype is not None and device is not None and dtype.kwarg_only and device.kwarg_only
+                              and dtype.type == Type("ScalarType", optional=True)
+                              and device.type == Type("Device", optional=True)))
+
+
 def functional_of(out_op: Op, ops: list[Op]) -> Op | None:
     """The functional overload an out= overload folds into (same name, same
-    arguments without `out`), or None."""
+    arguments without `out`, and without the TensorOptions that a factory's
+    out= form drops: rand.out(size, *, out) folds into rand(size, *, dtype, device)),
+    or None."""
     inputs = tuple(a for a in out_op.schema.arguments if not a.is_out)
     for op in ops:
         if op is not out_op and op.name == out_op.name and not op.schema.out_arguments:
-            if op.schema.arguments == inputs:
+            args = op.schema.arguments
+            if takes_tensor_options(op):
+                args = tuple(a for a in args if not (a.kwarg_only and a.name in TENSOR_OPTIONS))
+            if args == inputs:
                 return op
     return None

@@ -5,8 +5,8 @@ over PythonArgParser (python/csrc/PythonArgParser.h).
 All overloads of a name share one parser, Tensor overloads listed before Scalar
 ones (a 0-dim tensor is also a valid Scalar, so the Tensor overload must be
 tried first); an out= overload folds into its functional one as a keyword-only
-`Tensor out=None`; factories also take torch's layout, pin_memory and
-requires_grad keywords.
+`Tensor out=None`; ops taking TensorOptions (factories and the *_like forms)
+also take torch's layout, pin_memory and requires_grad keywords.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cpp import HEADER, cpp_string, identifier, return_type, struct_name
-from model import Argument, Op, OpgenError, Type, functional_of
+from model import Argument, Op, OpgenError, Type, functional_of, takes_tensor_options
 
 
 @dataclass
@@ -69,7 +69,7 @@ def python_signature(op: Op, out_op: Op | None, is_method: bool) -> PySignature:
                               a.kwarg_only, a))
     if out_op is not None:
         params.append(PyParam(out_op.schema.out_arguments[0].name, "Tensor", "None", True, None))
-    if op.is_factory:  # torch's TensorOptions keywords: dtype, layout, device, pin_memory; then requires_grad
+    if takes_tensor_options(op):  # torch's TensorOptions keywords: dtype, layout, device, pin_memory; then requires_grad
         names = [p.name for p in params]
         at = names.index("dtype") + 1 if "dtype" in names else names.index("device")
         params.insert(at, PyParam("layout", "Layout?", "None", True, None))
@@ -136,7 +136,8 @@ def _local(a: Argument, i: int) -> list[str]:
         return [f"const DimVector {v} = r.intlist({i});"]
     accessors = {"Scalar": ("Scalar", "scalar"), "int": ("int64_t", "to_int64"), "SymInt": ("int64_t", "to_int64"),
                  "float": ("double", "to_double"), "bool": ("bool", "to_bool"), "ScalarType": ("DType", "dtype"),
-                 "Device": ("Device", "device"), "str": ("std::string_view", "string")}
+                 "Device": ("Device", "device"), "str": ("std::string_view", "string"),
+                 "MemoryFormat": ("MemoryFormat", "memory_format"), "Generator": ("Generator", "generator")}
     if t.base == "Tensor":
         if t.optional:
             return [f"const std::optional<Tensor> {v} = r.optional_tensor({i});"]
@@ -181,25 +182,37 @@ def _case(sig: PySignature, is_method: bool) -> list[str]:
         if p.arg is not None:
             lines += _local(p.arg, i)
             locals_[p.arg.name] = identifier(p.arg.name)
+    options = takes_tensor_options(sig.op)
     if sig.out_op is not None:
         out = sig.out_op.schema.out_arguments[0].name
         lines.append(f"if (!r.is_none({index[out]})) {{")
         lines.append(f"  const Tensor& {identifier(out)} = r.tensor({index[out]});")
         locals_[out] = identifier(out)
-        lines += ["  " + s for s in _returning(sig.out_op, _call(sig.out_op, locals_), locals_)]
+        if options:  # torch's check_out_type_matches, then requires_grad on the out tensor
+            lines.append(f"  check_out_type_matches({identifier(out)}, {locals_['dtype']}, {locals_['device']});")
+            lines.append(f"  Tensor result = without_gil({_release_gil_expr(sig.out_op, locals_)}, "
+                         f"[&] {{ return {_call(sig.out_op, locals_)}; }});")
+            lines += ["  " + s for s in _requires_grad(index)]
+            lines.append("  return wrap(std::move(result));")
+        else:
+            lines += ["  " + s for s in _returning(sig.out_op, _call(sig.out_op, locals_), locals_)]
         lines.append("}")
     call = _call(sig.op, locals_)
-    if not sig.op.is_factory:
+    if not options:
         return lines + _returning(sig.op, call, locals_)
     lines.append(f"KILN_CHECK(!r.to_bool_optional({index['pin_memory']}).value_or(false), "
                  f"\"{sig.op.name}(): pin_memory=True needs CUDA pinned memory, which kiln does not have yet\");")
     lines.append(f"Tensor result = without_gil({_release_gil_expr(sig.op, locals_)}, [&] {{ return {call}; }});")
-    lines.append(f"if (r.to_bool({index['requires_grad']})) {{")
-    lines.append("  KILN_CHECK(is_floating_point(result.dtype()), "
-                 "\"Only Tensors of floating point and complex dtype can require gradients\");")
-    lines.append("  result.set_requires_grad(true);\n}")
+    lines += _requires_grad(index)
     lines.append("return wrap(std::move(result));")
     return lines
+
+
+def _requires_grad(index: dict[str, int]) -> list[str]:
+    return [f"if (r.to_bool({index['requires_grad']})) {{",
+            "  KILN_CHECK(is_floating_point(result.dtype()), "
+            "\"Only Tensors of floating point and complex dtype can require gradients\");",
+            "  result.set_requires_grad(true);", "}"]
 
 
 def _binding(name: str, sigs: list[PySignature], is_method: bool) -> str:
@@ -264,6 +277,15 @@ auto without_gil(bool release, Fn&& fn) {
     ~Restore() { PyEval_RestoreThread(state); }
   } restore{PyEval_SaveThread()};
   return fn();
+}
+
+/// torch's check_out_type_matches: a factory's dtype= and device= must agree with its out=.
+[[maybe_unused]] void check_out_type_matches(const Tensor& out, std::optional<DType> dtype,
+                                             std::optional<Device> device) {
+  KILN_CHECK(!dtype || *dtype == out.dtype(), "dtype ", scalar_type_name(*dtype),
+             " does not match dtype of out parameter (", scalar_type_name(out.dtype()), ")");
+  KILN_CHECK(!device || device->type() == out.device().type(), "device type ", *device,
+             " does not match device type of out parameter (", out.device(), ")");
 }
 
 [[maybe_unused]] PyObject* wrap(Tensor t) { return wrap_tensor(std::move(t)); }
