@@ -2,6 +2,8 @@
 #include "python/csrc/Exceptions.h"
 
 #include <new>
+
+#include "eager/core/Warning.h"
 #include <pybind11/pybind11.h>
 
 namespace kiln::python {
@@ -48,7 +50,22 @@ void set_python_error_from_current_exception() {
   }
 }
 
+namespace {
+
+/// C++ warnings (KILN_WARN) become Python UserWarnings. With warnings turned
+/// into errors the Python exception propagates out of the op.
+void warn_in_python(const std::string& message) {
+  if (!Py_IsInitialized()) return;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  const int failed = PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1);
+  PyGILState_Release(gil);
+  if (failed < 0) throw python_error_already_set();
+}
+
+}  // namespace
+
 void init_exceptions(PyObject* module) {
+  set_warning_handler(&warn_in_python);
   g_out_of_memory_error = PyErr_NewExceptionWithDoc(
       "kiln.OutOfMemoryError", "Raised when a device allocator cannot satisfy a request.", PyExc_RuntimeError,
       nullptr);

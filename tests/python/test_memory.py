@@ -201,3 +201,16 @@ def test_thread_count_is_settable_and_checked():
             kiln.set_num_threads(0)
     finally:
         kiln.set_num_threads(before)
+
+
+def test_cpp_warnings_reach_python_warnings():
+    import warnings
+
+    import kiln
+
+    out = kiln.ones(2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kiln.add(kiln.ones(3), kiln.ones(3), out=out)
+    assert any("An output with one or more elements was resized" in str(w.message) for w in caught)
+    assert out.shape == (3,)
