@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "eager/core/MemoryFormat.h"
 #include "eager/core/Scalar.h"
 #include "eager/core/TensorImpl.h"
 

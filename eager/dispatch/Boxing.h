@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "eager/core/MemoryFormat.h"
 #include "eager/dispatch/IValue.h"
 
 namespace kiln {
@@ -42,6 +43,8 @@ inline IValue to_ivalue(bool v) { return IValue(v); }
 inline IValue to_ivalue(IntArrayRef v) { return IValue(DimVector(v)); }
 inline IValue to_ivalue(DType v) { return IValue(v); }
 inline IValue to_ivalue(Device v) { return IValue(v); }
+/// Boxed as an int, as PyTorch boxes it.
+inline IValue to_ivalue(MemoryFormat v) { return IValue(static_cast<int64_t>(v)); }
 inline IValue to_ivalue(std::string_view v) { return IValue(std::string(v)); }
 inline IValue to_ivalue(TensorList v) { return IValue(std::vector<Tensor>(v.begin(), v.end())); }
 inline IValue to_ivalue(OptionalTensorList v) {
@@ -96,6 +99,14 @@ struct FromIValue<DType> {
 template <>
 struct FromIValue<Device> {
   static Device get(IValue& v) { return v.to_device(); }
+};
+template <>
+struct FromIValue<MemoryFormat> {
+  static MemoryFormat get(IValue& v) {
+    const int64_t i = v.to_int();
+    KILN_CHECK(i >= 0 && i < kNumMemoryFormats, "IValue: ", i, " is not a memory format");
+    return static_cast<MemoryFormat>(i);
+  }
 };
 template <>
 struct FromIValue<std::string_view> {

@@ -7,6 +7,7 @@
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyDType.h"
 #include "python/csrc/PyDevice.h"
+#include "python/csrc/PyMemoryFormat.h"
 #include "python/csrc/PyTensor.h"
 #include "python/csrc/PythonArgs.h"
 
@@ -43,8 +44,9 @@ IValue element_from_python(PyObject* obj, const SchemaArgument& arg, const std::
       return IValue(dtype_from_object(obj, arg.name.c_str()));
     case Kind::Device:
       return IValue(device_from_object(obj));
+    case Kind::MemoryFormat:  // boxed as an int, as PyTorch boxes it
+      return IValue(static_cast<int64_t>(memory_format_from_object(obj, arg.name.c_str())));
     case Kind::Layout:
-    case Kind::MemoryFormat:
     case Kind::Generator:
       break;
   }
@@ -108,6 +110,16 @@ PyObject* default_literal_to_python(const std::string& text) {
   if (text == "None") Py_RETURN_NONE;
   if (text == "True") Py_RETURN_TRUE;
   if (text == "False") Py_RETURN_FALSE;
+  for (int k = 0; k < kNumMemoryFormats; ++k) {  // contiguous_format, preserve_format, ...
+    const auto format = static_cast<MemoryFormat>(k);
+    if (text == memory_format_name(format)) {
+      PyObject* kiln_module = PyImport_ImportModule("kiln._C");
+      if (kiln_module == nullptr) return nullptr;
+      PyObject* obj = PyObject_GetAttrString(kiln_module, text.c_str());
+      Py_DECREF(kiln_module);
+      return obj;
+    }
+  }
   if (!text.empty() && (text.front() == '"' || text.front() == '\'')) {
     return PyUnicode_FromStringAndSize(text.data() + 1, static_cast<Py_ssize_t>(text.size()) - 2);
   }

@@ -14,17 +14,18 @@
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyDType.h"
 #include "python/csrc/PyDevice.h"
+#include "python/csrc/PyMemoryFormat.h"
 
 namespace kiln::python {
 
 // Note [Parser hooks]
 // -------------------
-// Generator?, Layout? and MemoryFormat? parameters accept only None today:
+// Generator? and Layout? parameters accept only None today:
 // FunctionParameter::check returns false for anything else, so a caller passing
-// one gets "must be kiln.Generator, not X". When kiln.Generator (or kiln.layout,
-// kiln.memory_format) lands, its type check goes in the matching case of
-// check() and an accessor (generator(i), ...) joins PythonArgs; nothing else in
-// the parser changes.
+// one gets "must be kiln.Generator, not X". When kiln.Generator (or kiln.layout)
+// lands, its type check goes in the matching case of check() and an accessor
+// (generator(i), ...) joins PythonArgs, as kiln.memory_format did
+// (memory_format(i)); nothing else in the parser changes.
 
 namespace {
 
@@ -447,9 +448,23 @@ FunctionParameter::FunctionParameter(std::string_view fmt, bool kw_only) : keywo
     case ParamType::OptionalTensorList:
       KILN_CHECK(d == "[]" || d == "()", "PythonArgParser: a tensor list default must be None or []: '", fmt, "'");
       break;
+    case ParamType::MemoryFormat: {
+      std::string_view fname = d;
+      for (std::string_view prefix : {"kiln.", "torch."}) {
+        if (fname.starts_with(prefix)) fname.remove_prefix(prefix.size());
+      }
+      bool found = false;
+      for (int k = 0; k < kNumMemoryFormats && !found; ++k) {
+        if (memory_format_name(static_cast<MemoryFormat>(k)) == fname) {
+          default_memory_format = static_cast<MemoryFormat>(k);
+          found = true;
+        }
+      }
+      KILN_CHECK(found, "PythonArgParser: bad memory_format default in '", fmt, "'");
+      break;
+    }
     case ParamType::Generator:
     case ParamType::Layout:
-    case ParamType::MemoryFormat:
       break;  // See Note [Parser hooks]: only None is accepted; the default is the op's.
   }
 }
@@ -494,9 +509,10 @@ bool FunctionParameter::check(PyObject* obj, int argnum, int64_t* failed_idx) co
       return check_tensor_list(obj, argnum, /*allow_none=*/false);
     case ParamType::OptionalTensorList:
       return check_tensor_list(obj, argnum, /*allow_none=*/true);
+    case ParamType::MemoryFormat:
+      return is_memory_format_object(obj);
     case ParamType::Generator:
     case ParamType::Layout:
-    case ParamType::MemoryFormat:
       return false;  // See Note [Parser hooks].
   }
   return false;
@@ -806,7 +822,10 @@ std::string PythonArgParser::text_signature(size_t signature_index, bool is_meth
     if (d == "-inf" || d == "-math.inf") d = "-1e309";
     if (d == "true" || d == "false") d = d == "true" ? "True" : "False";
     if (p.type == ParamType::Device && d != "None" && d.front() != '"' && d.front() != '\'') d = "'" + d + "'";
-    if ((p.type == ParamType::DType && d != "None") || d == "nan" || d == "-nan") return {};  // no literal form
+    if (((p.type == ParamType::DType || p.type == ParamType::MemoryFormat) && d != "None") || d == "nan" ||
+        d == "-nan") {
+      return {};  // no literal form
+    }
     out += "=" + d;
   }
   return out + ")";
@@ -983,6 +1002,12 @@ Device PythonArgs::device(int i) const {
   }
   if (PyBytes_Check(obj)) return Device(std::string_view(PyBytes_AS_STRING(obj), PyBytes_GET_SIZE(obj)));
   return device_from_object(obj);
+}
+
+MemoryFormat PythonArgs::memory_format(int i) const {
+  PyObject* obj = args_[i];
+  if (obj == nullptr) return signature_->params[static_cast<size_t>(i)].default_memory_format;
+  return memory_format_from_object(obj);
 }
 
 std::string_view PythonArgs::string(int i) const {

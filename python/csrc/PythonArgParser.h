@@ -14,6 +14,7 @@
 #include "eager/core/ArrayRef.h"
 #include "eager/core/DType.h"
 #include "eager/core/Device.h"
+#include "eager/core/MemoryFormat.h"
 #include "eager/core/Scalar.h"
 #include "eager/core/Tensor.h"
 #include "python/csrc/PyTensor.h"
@@ -71,10 +72,10 @@ enum class ParamType : uint8_t {
   String,
   TensorList,
   OptionalTensorList,  // Tensor?[]: tensors or None
+  MemoryFormat,  // kiln.memory_format
   // Accepted as None only until their Python types exist. See Note [Parser hooks].
   Generator,
   Layout,
-  MemoryFormat,
 };
 
 /// One parameter of a signature, parsed once.
@@ -105,6 +106,7 @@ struct FunctionParameter {
   DimVector default_intlist;
   std::optional<DType> default_dtype;
   Device default_device;
+  MemoryFormat default_memory_format = MemoryFormat::Contiguous;
   std::string default_string;
 };
 
@@ -224,6 +226,10 @@ class PythonArgs {
   [[nodiscard]] std::optional<DType> dtype_optional(int i) const { return optional(i, &PythonArgs::dtype); }
   [[nodiscard]] Device device(int i) const;
   [[nodiscard]] std::optional<Device> device_optional(int i) const { return optional(i, &PythonArgs::device); }
+  [[nodiscard]] MemoryFormat memory_format(int i) const;
+  [[nodiscard]] std::optional<MemoryFormat> memory_format_optional(int i) const {
+    return optional(i, &PythonArgs::memory_format);
+  }
   [[nodiscard]] std::string_view string(int i) const;
   [[nodiscard]] std::optional<std::string_view> string_optional(int i) const { return optional(i, &PythonArgs::string); }
   [[nodiscard]] std::vector<Tensor> tensorlist(int i) const;

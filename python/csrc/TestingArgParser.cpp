@@ -153,9 +153,14 @@ PyObject* value_to_python(const PythonArgs& r, int i) {
       }
       return list;
     }
+    case ParamType::MemoryFormat: {
+      if (r.is_none(i)) Py_RETURN_NONE;
+      PyObject* format = r.object(i);
+      Py_INCREF(format);
+      return format;
+    }
     case ParamType::Generator:
     case ParamType::Layout:
-    case ParamType::MemoryFormat:
       Py_RETURN_NONE;  // See Note [Parser hooks].
   }
   Py_RETURN_NONE;

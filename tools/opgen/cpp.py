@@ -29,7 +29,7 @@ def argument_type(t: Type, where: str) -> str:
             return "std::optional<IntArrayRef>" if t.optional else "IntArrayRef"
         unsupported()
     by_value = {"int": "int64_t", "SymInt": "int64_t", "float": "double", "bool": "bool", "str": "std::string_view",
-                "ScalarType": "DType", "Device": "Device"}
+                "ScalarType": "DType", "Device": "Device", "MemoryFormat": "MemoryFormat"}
     if t.base in ("Tensor", "Scalar"):
         return f"const std::optional<{t.base}>&" if t.optional else f"const {t.base}&"
     if t.base in by_value:
@@ -70,9 +70,16 @@ def default_value(a: Argument, where: str) -> str:
         if d in ("inf", "-inf"):
             return ("-" if d[0] == "-" else "") + "std::numeric_limits<double>::infinity()"
         return d
+    if t.base == "MemoryFormat" and d in MEMORY_FORMATS:
+        return MEMORY_FORMATS[d]
     if t.base == "str" and len(d) >= 2 and d[0] in "\"'":
         return cpp_string(d[1:-1])
     raise OpgenError(f"{where}: default {d!r} of '{a.name}' has no C++ spelling in opgen yet")
+
+
+# Schema defaults of MemoryFormat arguments and their C++ spelling (eager/core/MemoryFormat.h).
+MEMORY_FORMATS = {"contiguous_format": "MemoryFormat::Contiguous", "preserve_format": "MemoryFormat::Preserve",
+                  "channels_last": "MemoryFormat::ChannelsLast", "channels_last_3d": "MemoryFormat::ChannelsLast3d"}
 
 
 def cpp_string(s: str) -> str:
@@ -199,7 +206,8 @@ def functions_h(ops: list[Op]) -> str:
            "// ops::<overload> is each overload's dispatcher entry point (call, redispatch);\n"
            "// the free functions below are the API with defaults, as at::add / at::add_out.\n"
            "#pragma once\n\n#include <limits>\n#include <optional>\n#include <string_view>\n#include <tuple>\n"
-           "#include <vector>\n\n#include \"eager/core/Scalar.h\"\n#include \"eager/core/Tensor.h\"\n"
+           "#include <vector>\n\n#include \"eager/core/MemoryFormat.h\"\n"
+           "#include \"eager/core/Scalar.h\"\n#include \"eager/core/Tensor.h\"\n"
            "#include \"eager/dispatch/Dispatcher.h\"\n\nnamespace kiln {\nnamespace ops {\n"]
     for op in ops:
         params = dispatcher_params(op)

@@ -136,7 +136,8 @@ def _local(a: Argument, i: int) -> list[str]:
         return [f"const DimVector {v} = r.intlist({i});"]
     accessors = {"Scalar": ("Scalar", "scalar"), "int": ("int64_t", "to_int64"), "SymInt": ("int64_t", "to_int64"),
                  "float": ("double", "to_double"), "bool": ("bool", "to_bool"), "ScalarType": ("DType", "dtype"),
-                 "Device": ("Device", "device"), "str": ("std::string_view", "string")}
+                 "Device": ("Device", "device"), "str": ("std::string_view", "string"),
+                 "MemoryFormat": ("MemoryFormat", "memory_format")}
     if t.base == "Tensor":
         if t.optional:
             return [f"const std::optional<Tensor> {v} = r.optional_tensor({i});"]
