@@ -7,6 +7,7 @@
 #include <string>
 
 #include "eager/core/Error.h"
+#include "eager/core/Warning.h"
 #include "eager/kernels/ShapeOps.h"
 #include "eager/kernels/TypePromotion.h"
 #include "eager/kernels/Views.h"
@@ -100,7 +101,8 @@ Tensor unflatten(const Tensor& self, int64_t dim, IntArrayRef sizes) {
   return self.view(shape);
 }
 
-Tensor ravel(const Tensor& self) { return kiln::reshape(self, {-1}); }
+/// As PyTorch: a contiguous copy first, so a viewable but non-contiguous input is copied too.
+Tensor ravel(const Tensor& self) { return self.contiguous().view(DimVector{-1}); }
 
 // --- transposes --------------------------------------------------------------------
 
@@ -109,10 +111,18 @@ Tensor swapaxes_(const Tensor& self, int64_t axis0, int64_t axis1) { return self
 Tensor swapdims(const Tensor& self, int64_t dim0, int64_t dim1) { return kiln::transpose(self, dim0, dim1); }
 Tensor swapdims_(const Tensor& self, int64_t dim0, int64_t dim1) { return self.transpose_(dim0, dim1); }
 
-/// The conjugate transpose of the last two dims (kiln has no complex dtypes: a transpose).
+/// The conjugate transpose of the last two dims (kiln has no complex dtypes: a
+/// transpose); a 0-dim tensor is its own adjoint, with PyTorch's deprecation warning.
 Tensor adjoint(const Tensor& self) {
-  KILN_CHECK(self.dim() >= 2, "tensor.adjoint() is only supported on matrices or batches of matrices. Got ",
-             self.dim(), "-D tensor.");
+  KILN_CHECK(self.dim() != 1, "tensor.adjoint() is only supported on matrices or batches of matrices. Got 1-D tensor.");
+  if (self.dim() == 0) {
+    static bool warned = false;
+    if (!warned) {
+      warned = true;
+      KILN_WARN("adjoint() is deprecated on 0-D tensors. Consider using x.conj().");
+    }
+    return self;
+  }
   return kiln::transpose(self, -2, -1);
 }
 
@@ -133,7 +143,7 @@ Tensor movedim(const Tensor& self, IntArrayRef source, IntArrayRef destination) 
   };
   KILN_CHECK(all_unique(src), "movedim: repeated dim in `source` (", source, ")");
   KILN_CHECK(all_unique(dst), "movedim: repeated dim in `destination` (", destination, ")");
-  if (n == 0) return self.view({});
+  if (n == 0) return self.view(IntArrayRef());
   // order[d] = the source dim that lands at d: the named ones first, the rest in order.
   DimVector order(static_cast<size_t>(n), -1);
   std::vector<bool> src_used(static_cast<size_t>(n), false);

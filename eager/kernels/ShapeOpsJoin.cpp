@@ -1,7 +1,6 @@
 // Composite shape ops that build on the copying kernels: cat's aliases, stack
 // and its h/v/d/column variants, fliplr/flipud/rot90, diag (CompositeImplicit
 // in eager/ops/shape.yaml; they call the dispatcher API).
-#include <cstdlib>
 #include <vector>
 
 #include "eager/core/Error.h"
@@ -124,10 +123,9 @@ Tensor rot90(const Tensor& self, int64_t k, IntArrayRef dims) {
   const int64_t total_dims = self.dim();
   KILN_CHECK(dims.size() == 2, "expected total rotation dims == 2, but got dims = ", dims.size());
   KILN_CHECK(total_dims >= 2, "expected total dims >= 2, but got total dims = ", total_dims);
-  KILN_CHECK(dims[0] != dims[1] && std::abs(dims[0] - dims[1]) != total_dims,
-             "expected rotation dims to be different, but got dim0 = ", dims[0], " and dim1 = ", dims[1]);
-  KILN_CHECK(dims[0] < total_dims && dims[0] >= -total_dims, "Rotation dim0 out of range, dim0 = ", dims[0]);
-  KILN_CHECK(dims[1] < total_dims && dims[1] >= -total_dims, "Rotation dim1 out of range, dim1 = ", dims[1]);
+  const int64_t dim0 = wrap_dim(dims[0], total_dims);
+  const int64_t dim1 = wrap_dim(dims[1], total_dims);
+  KILN_CHECK(dim0 != dim1, "expected rotation dims to be different, but got dim0 = ", dims[0], " and dim1 = ", dims[1]);
   switch ((4 + k % 4) % 4) {
     case 1: return kiln::flip(self, {dims[1]}).transpose_(dims[0], dims[1]);
     case 2: return kiln::flip(self, dims);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 
 #include "eager/core/Error.h"
 
@@ -161,14 +162,27 @@ ViewGeometry unsqueeze_geometry(const Tensor& self, int64_t dim) {
   return g;
 }
 
+namespace {
+
+/// How PyTorch's Tensor::toString names a CPU tensor's type in messages:
+/// "kiln.FloatTensor", but "CPUBoolType" and "CPUBFloat16Type" (no legacy name).
+std::string tensor_type_string(DType dtype) {
+  if (dtype == DType::Bool) return "CPUBoolType";
+  if (dtype == DType::BFloat16) return "CPUBFloat16Type";
+  return "kiln." + std::string(legacy_tensor_name(dtype));
+}
+
+}  // namespace
+
 ViewGeometry expand_geometry(const Tensor& self, IntArrayRef sizes) {
   const auto ndim = static_cast<int64_t>(sizes.size());
   const int64_t tensor_dim = self.dim();
-  KILN_CHECK(ndim >= tensor_dim, "expand(kiln.", legacy_tensor_name(self.dtype()), "{", self.sizes(), "}, size=",
-             sizes, "): the number of sizes provided (", ndim,
+  KILN_CHECK(ndim >= tensor_dim, "expand(", tensor_type_string(self.dtype()), "{", self.sizes(), "}, size=", sizes,
+             "): the number of sizes provided (", ndim,
              ") must be greater or equal to the number of dimensions in the tensor (", tensor_dim, ")");
-  ViewGeometry g{DimVector(sizes.size()), DimVector(sizes.size()), self.storage_offset()};
-  for (int64_t i = ndim - 1; i >= 0; --i) {
+  ViewGeometry g{DimVector(sizes), DimVector(sizes.size(), 0), self.storage_offset()};
+  // A 0-dim tensor takes the sizes as given (PyTorch's inferExpandGeometry), -1 included.
+  for (int64_t i = ndim - 1; i >= 0 && tensor_dim > 0; --i) {
     const int64_t offset = ndim - 1 - i;
     const int64_t dim = tensor_dim - 1 - offset;
     int64_t size = dim >= 0 ? self.sizes()[dim] : 1;
@@ -188,9 +202,8 @@ ViewGeometry expand_geometry(const Tensor& self, IntArrayRef sizes) {
     g.sizes[i] = size;
     g.strides[i] = stride;
   }
-  for (int64_t s : g.sizes) {
-    KILN_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", g.sizes);
-  }
+  // PyTorch's words when a negative size survives to the element count.
+  for (int64_t s : g.sizes) KILN_CHECK(s >= 0, "numel: integer multiplication overflow");
   return g;
 }
 
@@ -279,20 +292,25 @@ Tensor view_dtype_impl(const Tensor& self, DType dtype) {
   const auto to = scalar_type_name(dtype);
   KILN_CHECK(self.dim() > 0, "self.dim() cannot be 0 to view ", from, " as ", to, " (different element sizes)");
   const int64_t last = self.dim() - 1;
-  KILN_CHECK(self.strides()[last] == 1, "self.stride(-1) must be 1 to view ", from, " as ", to,
-             " (different element sizes), but got ", self.strides()[last]);
+  auto check_last_stride = [&] {
+    KILN_CHECK(self.strides()[last] == 1, "self.stride(-1) must be 1 to view ", from, " as ", to,
+               " (different element sizes), but got ", self.strides()[last]);
+  };
   if (old_size > new_size) {
+    check_last_stride();
     const int64_t ratio = old_size / new_size;
     for (int64_t d = 0; d < last; ++d) g.strides[d] *= ratio;
     g.sizes[last] *= ratio;
     g.offset *= ratio;
     return make_view(self, g, dtype);
   }
+  // Larger elements: PyTorch checks the last size, the offset, then the strides.
   const int64_t ratio = new_size / old_size;
   KILN_CHECK(self.sizes()[last] % ratio == 0, "self.size(-1) must be divisible by ", ratio, " to view ", from, " as ",
              to, " (different element sizes), but got ", self.sizes()[last]);
   KILN_CHECK(self.storage_offset() % ratio == 0, "self.storage_offset() must be divisible by ", ratio, " to view ",
              from, " as ", to, " (different element sizes), but got ", self.storage_offset());
+  check_last_stride();
   for (int64_t d = 0; d < last; ++d) {
     KILN_CHECK(g.strides[d] % ratio == 0, "self.stride(", d, ") must be divisible by ", ratio, " to view ", from,
                " as ", to, " (different element sizes), but got ", g.strides[d]);

@@ -51,6 +51,7 @@ from kiln._creation import (  # noqa: E402
     tensor,
     zeros_like,
 )
+from kiln._shape import broadcast_shapes, broadcast_tensors, split
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
 from kiln._tensor_str import set_printoptions

@@ -112,7 +112,7 @@ void copy_same_dtype(const Tensor& dst, const Tensor& src) {
 
 bool is_non_overlapping_and_dense(IntArrayRef sizes, IntArrayRef strides) {
   const size_t n = sizes.size();
-  if (n == 0) return true;
+  if (n == 0 || product(sizes) == 0) return true;  // empty tensors count as contiguous, as PyTorch
   if (n == 1) return sizes[0] < 2 || strides[0] == 1;
   DimVector perm(n);
   std::iota(perm.begin(), perm.end(), 0);
