@@ -38,6 +38,7 @@ Tensor make_view(const Tensor& base, const ViewGeometry& g, std::optional<DType>
 
 const Tensor& set_geometry_(const Tensor& self, const ViewGeometry& g) {
   self.impl()->set_geometry(g.sizes, g.strides, g.offset);
+  self.impl()->bump_version();  // an in-place op, as PyTorch counts it
   return self;
 }
 
@@ -283,10 +284,9 @@ Tensor select_impl(const Tensor& self, int64_t dim, int64_t index) {
 }
 
 Tensor view_dtype_impl(const Tensor& self, DType dtype) {
-  if (self.dtype() == dtype) return self;
+  ViewGeometry g = geometry_of(self);
   const int64_t old_size = self.itemsize();
   const int64_t new_size = itemsize(dtype);
-  ViewGeometry g = geometry_of(self);
   if (old_size == new_size) return make_view(self, g, dtype);
   const auto from = scalar_type_name(self.dtype());
   const auto to = scalar_type_name(dtype);

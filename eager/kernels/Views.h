@@ -24,7 +24,8 @@ namespace kiln {
 // set. It does not share autograd state: that is the autograd issue's (a view
 // of a tensor that requires grad becomes a differentiable view there).
 // In-place view ops (transpose_, squeeze_, as_strided_, ...) change the
-// tensor's own geometry instead (set_geometry_) and keep its version.
+// tensor's own geometry instead (set_geometry_) and, like every in-place op in
+// PyTorch, bump its version.
 
 /// A view's geometry: sizes, strides (in elements) and storage offset.
 struct ViewGeometry {

@@ -27,7 +27,7 @@ def broadcast_shapes(*shapes):
             if not isinstance(size, int) or isinstance(size, bool):
                 raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {shape}")
             if size < 0:
-                raise RuntimeError(f"Trying to create tensor with negative dimension ({size}): ({size})")
+                raise ValueError("Attempting to broadcast a dimension with negative length!")
         if len(shape) > len(result):
             result = [1] * (len(shape) - len(result)) + result
         for i in range(-1, -len(shape) - 1, -1):
