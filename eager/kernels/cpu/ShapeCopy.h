@@ -87,7 +87,7 @@ void check_no_internal_overlap(const Tensor& out);
 // --- the loops (eager/kernels/cpu/kernels/ShapeCopyKernel.cpp) -------------------
 
 /// Edge of the square tiles of a tiled (transposing) plan, in elements.
-inline constexpr int64_t kTransposeTile = 32;
+inline constexpr int64_t kTransposeTile = 16;
 
 /// Rows [begin, end) of a plan: of its outer dims, or for a tiled plan bands of
 /// kTransposeTile rows of its second-innermost dim (per outer index).

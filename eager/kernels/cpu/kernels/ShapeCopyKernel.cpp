@@ -4,6 +4,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "eager/kernels/cpu/ShapeCopy.h"
 
@@ -91,12 +96,74 @@ void copy_rows(const StridedCopyPlan& p, int64_t begin, int64_t end) {
   }
 }
 
+/// Scalar copy of the (r, c) rectangle of a tiled plan.
+template <typename T>
+void copy_rect(char* d, const char* s, int64_t d_row, int64_t s_col, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  constexpr auto w = static_cast<int64_t>(sizeof(T));
+  for (int64_t r = r0; r < r1; ++r) {
+    char* dr = d + r * d_row;
+    const char* sr = s + r * w;
+    for (int64_t c = c0; c < c1; ++c) store<T>(dr + c * w, load<T>(sr + c * s_col));
+  }
+}
+
+#if defined(__AVX2__)
+/// An 8x8 block of 4-byte elements: eight loads along the source's dense dim,
+/// a register transpose, eight stores along the destination's.
+inline void transpose_8x8_4byte(char* d, const char* s, int64_t d_row, int64_t s_col) {
+  __m256 v[8];
+  for (int i = 0; i < 8; ++i) v[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(s + i * s_col));
+  const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]);
+  const __m256 t1 = _mm256_unpackhi_ps(v[0], v[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]);
+  const __m256 t3 = _mm256_unpackhi_ps(v[2], v[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]);
+  const __m256 t5 = _mm256_unpackhi_ps(v[4], v[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]);
+  const __m256 t7 = _mm256_unpackhi_ps(v[6], v[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44);
+  const __m256 u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44);
+  const __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44);
+  const __m256 u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44);
+  const __m256 u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  const __m256 rows[8] = {
+      _mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
+      _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
+      _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
+      _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31),
+  };
+  for (int i = 0; i < 8; ++i) _mm256_storeu_ps(reinterpret_cast<float*>(d + i * d_row), rows[i]);
+}
+#endif
+
+/// One kTransposeTile square: 8x8 register transposes where the element is 4
+/// bytes wide and the CPU has AVX2, scalar loops for the rest and the edges.
+template <typename T>
+void copy_tile(char* d, const char* s, int64_t d_row, int64_t s_col, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+#if defined(__AVX2__)
+  if constexpr (sizeof(T) == 4) {
+    constexpr int64_t w = 4;
+    const int64_t r_full = r0 + (r1 - r0) / 8 * 8;
+    const int64_t c_full = c0 + (c1 - c0) / 8 * 8;
+    for (int64_t c = c0; c < c_full; c += 8) {
+      for (int64_t r = r0; r < r_full; r += 8) transpose_8x8_4byte(d + r * d_row + c * w, s + r * w + c * s_col, d_row, s_col);
+    }
+    copy_rect<T>(d, s, d_row, s_col, r_full, r1, c0, c1);
+    copy_rect<T>(d, s, d_row, s_col, r0, r_full, c_full, c1);
+    return;
+  }
+#endif
+  copy_rect<T>(d, s, d_row, s_col, r0, r1, c0, c1);
+}
+
 /// Bands of kTransposeTile rows of dim ndim-2, each copied tile by tile: the
 /// destination is dense along dim ndim-1 and the source along dim ndim-2, so
 /// a tile's reads and writes both stay within a few cache lines per row.
 template <typename T>
 void copy_tiles(const StridedCopyPlan& p, int64_t begin, int64_t end) {
-  constexpr auto w = static_cast<int64_t>(sizeof(T));
   const int nouter = p.ndim - 2;
   const int64_t rows = p.sizes[p.ndim - 2];
   const int64_t cols = p.sizes[p.ndim - 1];
@@ -113,12 +180,7 @@ void copy_tiles(const StridedCopyPlan& p, int64_t begin, int64_t end) {
     const int64_t r0 = band * kTransposeTile;
     const int64_t r1 = std::min(r0 + kTransposeTile, rows);
     for (int64_t c0 = 0; c0 < cols; c0 += kTransposeTile) {
-      const int64_t c1 = std::min(c0 + kTransposeTile, cols);
-      for (int64_t r = r0; r < r1; ++r) {
-        char* d = p.dst + doff + r * d_row;
-        const char* s = p.src + soff + r * w;
-        for (int64_t c = c0; c < c1; ++c) store<T>(d + c * w, load<T>(s + c * s_col));
-      }
+      copy_tile<T>(p.dst + doff, p.src + soff, d_row, s_col, r0, r1, c0, std::min(c0 + kTransposeTile, cols));
     }
     if (++band == bands) {
       band = 0;
