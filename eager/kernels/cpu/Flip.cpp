@@ -13,14 +13,6 @@ namespace kiln::native {
 
 namespace {
 
-/// The contiguous copy of self, or self when it already is contiguous.
-Tensor contiguous_values(const Tensor& self) {
-  if (self.is_contiguous()) return self;
-  Tensor out = empty(self.sizes(), self.dtype(), self.device());
-  copy_same_dtype(out, self);
-  return out;
-}
-
 /// out[j] = src[(j + start[d]) mod n] along every dim d: 2^k blocks for k rolled dims.
 void roll_into(const Tensor& out, const Tensor& src, IntArrayRef starts) {
   const int64_t ndim = src.dim();

@@ -63,14 +63,6 @@ RepeatCounts read_counts(const Tensor& repeats, std::optional<int64_t> output_si
   return counts;
 }
 
-/// The contiguous copy of self, or self when it already is contiguous.
-Tensor contiguous_values(const Tensor& self) {
-  if (self.is_contiguous()) return self;
-  Tensor out = empty(self.sizes(), self.dtype(), self.device());
-  copy_same_dtype(out, self);
-  return out;
-}
-
 /// input with slice i along `dim` repeated counts.repeats[i] times.
 Tensor interleave(const Tensor& input, int64_t dim, const RepeatCounts& counts) {
   DimVector sizes(input.sizes());

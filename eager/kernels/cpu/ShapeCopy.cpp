@@ -108,6 +108,13 @@ void copy_same_dtype(const Tensor& dst, const Tensor& src) {
                src.strides(), dst.sizes(), dst.itemsize());
 }
 
+Tensor contiguous_values(const Tensor& self) {
+  if (self.is_contiguous()) return self;
+  Tensor out = empty(self.sizes(), self.dtype(), self.device());
+  copy_same_dtype(out, self);
+  return out;
+}
+
 // --- layouts ---------------------------------------------------------------------
 
 bool is_non_overlapping_and_dense(IntArrayRef sizes, IntArrayRef strides) {

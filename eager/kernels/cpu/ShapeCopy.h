@@ -57,6 +57,8 @@ void run_strided_copy(const StridedCopyPlan& plan);
 
 /// Copies `src` into `dst` element by element: same dtype, same sizes, any strides.
 void copy_same_dtype(const Tensor& dst, const Tensor& src);
+/// self when it is contiguous, else a contiguous copy (no dispatch: for kernels).
+[[nodiscard]] Tensor contiguous_values(const Tensor& self);
 /// Copies raw geometry: element strides, the source may use negative or zero strides.
 void copy_strided(char* dst, IntArrayRef dst_strides, const char* src, IntArrayRef src_strides, IntArrayRef sizes,
                   int64_t itemsize);
