@@ -55,9 +55,8 @@ void autograd_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Sta
   if (!any_requires_grad) return;
   const size_t nret = schema.returns().size();
   std::shared_ptr<NotImplementedNode> node;
-  for (size_t i = stack->size() - nret; i < stack->size(); ++i) {
-    const IValue& v = (*stack)[i];
-    if (!v.is_tensor() || !is_floating_point(v.to_tensor().dtype())) continue;
+  auto attach = [&](const Tensor& out) {
+    if (!out.defined() || !is_floating_point(out.dtype())) return;
     if (!node) {
       node = std::make_shared<NotImplementedNode>(schema.name().str());
       std::vector<Edge> edges;
@@ -65,7 +64,15 @@ void autograd_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Sta
       node->set_next_edges(std::move(edges));
       record_forward_trace(*node);
     }
-    set_history(v.to_tensor(), node);
+    set_history(out, node);
+  };
+  for (size_t i = stack->size() - nret; i < stack->size(); ++i) {
+    const IValue& v = (*stack)[i];
+    if (v.is_tensor()) {
+      attach(v.to_tensor());
+    } else if (v.tag() == IValue::Tag::TensorList) {
+      for (const Tensor& t : v.to_tensor_list()) attach(t);
+    }
   }
 }
 

@@ -1,24 +1,84 @@
-// The view ops' kernels (ops.yaml: as_strided, view, transpose.int, select.int,
-// slice.Tensor): thin adapters over the geometry functions in Views.h. They only
-// compute metadata, so they serve every backend.
+// The view ops' kernels (eager/ops/shape.yaml, "views: geometry only"): thin
+// adapters over the geometry functions in Views.h. They only compute metadata,
+// so they serve every backend. In-place forms (transpose_, squeeze_, ...) give
+// self the new geometry. See Note [Views share storage and version].
 #include "eager/kernels/Views.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
 
 Tensor as_strided_view(const Tensor& self, IntArrayRef size, IntArrayRef stride, std::optional<int64_t> storage_offset) {
-  return as_strided_impl(self, size, stride, storage_offset);
+  return make_view(self, as_strided_geometry(self, size, stride, storage_offset));
+}
+Tensor as_strided_view_(const Tensor& self, IntArrayRef size, IntArrayRef stride,
+                        std::optional<int64_t> storage_offset) {
+  return set_geometry_(self, as_strided_geometry(self, size, stride, storage_offset));
 }
 
-Tensor view_view(const Tensor& self, IntArrayRef size) { return kiln::view(self, size); }
+Tensor view_view(const Tensor& self, IntArrayRef size) { return make_view(self, view_geometry(self, size)); }
+Tensor view_dtype_view(const Tensor& self, DType dtype) { return view_dtype_impl(self, dtype); }
 
-Tensor transpose_view(const Tensor& self, int64_t dim0, int64_t dim1) { return transpose_impl(self, dim0, dim1); }
+Tensor transpose_view(const Tensor& self, int64_t dim0, int64_t dim1) {
+  return make_view(self, transpose_geometry(self, dim0, dim1));
+}
+Tensor transpose_view_(const Tensor& self, int64_t dim0, int64_t dim1) {
+  return set_geometry_(self, transpose_geometry(self, dim0, dim1));
+}
 
-Tensor select_view(const Tensor& self, int64_t dim, int64_t index) { return select_impl(self, dim, index); }
+Tensor t_view(const Tensor& self) { return make_view(self, t_geometry(self, "t")); }
+Tensor t_view_(const Tensor& self) { return set_geometry_(self, t_geometry(self, "t_")); }
+
+Tensor permute_view(const Tensor& self, IntArrayRef dims) { return make_view(self, permute_geometry(self, dims)); }
+
+Tensor select_view(const Tensor& self, int64_t dim, int64_t index) {
+  return make_view(self, select_geometry(self, dim, index));
+}
 
 Tensor slice_view(const Tensor& self, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
                   int64_t step) {
-  return slice_impl(self, dim, start, end, step);
+  return make_view(self, slice_geometry(self, dim, start, end, step));
+}
+
+Tensor squeeze_view(const Tensor& self) { return make_view(self, squeeze_geometry(self, std::nullopt)); }
+Tensor squeeze_dim_view(const Tensor& self, int64_t dim) {
+  return make_view(self, squeeze_geometry(self, IntArrayRef(&dim, 1)));
+}
+Tensor squeeze_dims_view(const Tensor& self, IntArrayRef dim) { return make_view(self, squeeze_geometry(self, dim)); }
+Tensor squeeze_view_(const Tensor& self) { return set_geometry_(self, squeeze_geometry(self, std::nullopt)); }
+Tensor squeeze_dim_view_(const Tensor& self, int64_t dim) {
+  return set_geometry_(self, squeeze_geometry(self, IntArrayRef(&dim, 1)));
+}
+Tensor squeeze_dims_view_(const Tensor& self, IntArrayRef dim) {
+  return set_geometry_(self, squeeze_geometry(self, dim));
+}
+
+Tensor unsqueeze_view(const Tensor& self, int64_t dim) { return make_view(self, unsqueeze_geometry(self, dim)); }
+Tensor unsqueeze_view_(const Tensor& self, int64_t dim) { return set_geometry_(self, unsqueeze_geometry(self, dim)); }
+
+Tensor expand_view(const Tensor& self, IntArrayRef size, bool /*implicit: only autograd's bookkeeping*/) {
+  return make_view(self, expand_geometry(self, size));
+}
+
+Tensor diagonal_view(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2) {
+  return make_view(self, diagonal_geometry(self, offset, dim1, dim2));
+}
+
+std::vector<Tensor> split_view(const Tensor& self, int64_t split_size, int64_t dim) {
+  return split_impl(self, split_size, dim);
+}
+std::vector<Tensor> split_with_sizes_view(const Tensor& self, IntArrayRef split_sizes, int64_t dim) {
+  return split_with_sizes_impl(self, split_sizes, dim);
+}
+std::vector<Tensor> unbind_view(const Tensor& self, int64_t dim) { return unbind_impl(self, dim); }
+
+/// A view of the same geometry; the new tensor never requires grad (the
+/// autograd issue makes it a non-differentiable alias).
+Tensor detach_view(const Tensor& self) {
+  return make_view(self, ViewGeometry{DimVector(self.sizes()), DimVector(self.strides()), self.storage_offset()});
+}
+Tensor detach_view_(const Tensor& self) {
+  self.set_requires_grad(false);
+  return self;
 }
 
 }  // namespace kiln::native

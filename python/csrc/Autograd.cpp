@@ -87,27 +87,6 @@ PyObject* get_retains_grad(PyObject* self, void*) {
   return PyBool_FromLong(m != nullptr && m->retains_grad);
 }
 
-PyObject* tensor_detach(PyObject* self, PyObject*) {
-  KILN_PY_BEGIN
-  return wrap_tensor(autograd::detached_alias(unwrap_tensor(self)));
-  KILN_PY_END(nullptr)
-}
-
-PyObject* tensor_detach_(PyObject* self, PyObject*) {
-  KILN_PY_BEGIN
-  const Tensor& t = unwrap_tensor(self);
-  if (AutogradMeta* m = autograd::autograd_meta(t)) {
-    KILN_CHECK(!m->is_view_of_graph, "Can't detach views in-place. Use detach() instead.");
-    m->grad_fn.reset();
-    m->leaf_requires_grad = false;
-    m->output_nr = 0;
-  }
-  t.impl()->set_key_set(t.key_set().remove(DispatchKey::Autograd));
-  Py_INCREF(self);
-  return self;
-  KILN_PY_END(nullptr)
-}
-
 PyObject* tensor_retain_grad(PyObject* self, PyObject*) {
   KILN_PY_BEGIN
   const Tensor& t = unwrap_tensor(self);
@@ -215,8 +194,6 @@ void init_autograd(PyObject* module) {
   g.push_back({"is_leaf", get_is_leaf, nullptr, nullptr, nullptr});
   g.push_back({"retains_grad", get_retains_grad, nullptr, nullptr, nullptr});
   auto& m = tensor_method_table();
-  m.push_back({"detach", tensor_detach, METH_NOARGS, "A view with no autograd history."});
-  m.push_back({"detach_", tensor_detach_, METH_NOARGS, "Removes the tensor's autograd history in place."});
   m.push_back({"retain_grad", tensor_retain_grad, METH_NOARGS, "Keeps .grad for a non-leaf tensor."});
   (void)module;
 }

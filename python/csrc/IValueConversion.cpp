@@ -114,6 +114,16 @@ PyObject* default_literal_to_python(const std::string& text) {
   if (text == "None") Py_RETURN_NONE;
   if (text == "True") Py_RETURN_TRUE;
   if (text == "False") Py_RETURN_FALSE;
+  for (int k = 0; k < kNumMemoryFormats; ++k) {  // contiguous_format, preserve_format, ...
+    const auto format = static_cast<MemoryFormat>(k);
+    if (text == memory_format_name(format)) {
+      PyObject* kiln_module = PyImport_ImportModule("kiln._C");
+      if (kiln_module == nullptr) return nullptr;
+      PyObject* obj = PyObject_GetAttrString(kiln_module, text.c_str());
+      Py_DECREF(kiln_module);
+      return obj;
+    }
+  }
   if (!text.empty() && (text.front() == '"' || text.front() == '\'')) {
     return PyUnicode_FromStringAndSize(text.data() + 1, static_cast<Py_ssize_t>(text.size()) - 2);
   }

@@ -4,6 +4,7 @@
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyDType.h"
 #include "python/csrc/PyDevice.h"
+#include "python/csrc/PyMemoryFormat.h"
 #include "python/csrc/PyTensor.h"
 
 namespace kiln::python {
@@ -32,6 +33,7 @@ PYBIND11_MODULE(_C, m) {
     init_exceptions(m.ptr());
     init_dtypes(m.ptr());
     init_device(m.ptr());
+    init_memory_formats(m.ptr());
     register_generated_tensor_methods();  // first: CPython keeps the first method of a name
     register_basic_tensor_methods();
     register_numpy_tensor_methods();

@@ -4,24 +4,23 @@
 #include <array>
 #include <string>
 
+#include "eager/core/Error.h"
 #include "python/csrc/Exceptions.h"
 
 namespace kiln::python {
 
 namespace {
 
-std::array<PyObject*, kNumMemoryFormats> g_memory_format_objects{};
-
-std::string_view name_of(PyObject* self) { return memory_format_name(unwrap_memory_format(self)); }
+MemoryFormat self_format(PyObject* self) { return reinterpret_cast<PyMemoryFormatObject*>(self)->format; }
 
 PyObject* memory_format_repr(PyObject* self) {
-  const std::string s = "kiln." + std::string(name_of(self));
+  const std::string s = "kiln." + std::string(memory_format_name(self_format(self)));
   return PyUnicode_FromStringAndSize(s.data(), static_cast<Py_ssize_t>(s.size()));
 }
 
 /// Pickles as the attribute name, so unpickling finds the same singleton.
 PyObject* memory_format_reduce(PyObject* self, PyObject*) {
-  const auto name = name_of(self);
+  const auto name = memory_format_name(self_format(self));
   return PyUnicode_FromStringAndSize(name.data(), static_cast<Py_ssize_t>(name.size()));
 }
 
@@ -35,17 +34,24 @@ PyTypeObject make_memory_format_type() {
   t.tp_name = "kiln.memory_format";
   t.tp_basicsize = sizeof(PyMemoryFormatObject);
   t.tp_flags = Py_TPFLAGS_DEFAULT;
-  t.tp_doc = "How a new tensor's strides are laid out (kiln.contiguous_format, kiln.preserve_format, ...).";
+  t.tp_doc = "The memory layout a new tensor should have (kiln.contiguous_format, kiln.channels_last, ...).";
   t.tp_repr = memory_format_repr;
   t.tp_methods = memory_format_methods;
   return t;
 }
+
+std::array<PyObject*, kNumMemoryFormats> g_memory_format_objects{};
 
 }  // namespace
 
 PyTypeObject PyMemoryFormat_Type = make_memory_format_type();
 
 PyObject* memory_format_object(MemoryFormat f) { return g_memory_format_objects[static_cast<size_t>(f)]; }
+
+MemoryFormat memory_format_from_object(PyObject* obj, const char* what) {
+  if (is_memory_format_object(obj)) return self_format(obj);
+  KILN_FAIL(Type, what, " must be kiln.memory_format, not ", Py_TYPE(obj)->tp_name);
+}
 
 void init_memory_formats(PyObject* module) {
   if (PyType_Ready(&PyMemoryFormat_Type) < 0) throw python_error_already_set();
@@ -56,9 +62,9 @@ void init_memory_formats(PyObject* module) {
   for (int i = 0; i < kNumMemoryFormats; ++i) {
     auto* obj = PyObject_New(PyMemoryFormatObject, &PyMemoryFormat_Type);
     if (obj == nullptr) throw python_error_already_set();
-    obj->format = static_cast<MemoryFormat>(i);
-    g_memory_format_objects[static_cast<size_t>(i)] = reinterpret_cast<PyObject*>(obj);  // owned forever
-    Py_INCREF(obj);
+    obj->format = static_cast<MemoryFormat>(i);  // owned forever, by the module
+    g_memory_format_objects[static_cast<size_t>(i)] = reinterpret_cast<PyObject*>(obj);
+    Py_INCREF(obj);  // one reference for the table, one given to the module
     if (PyModule_AddObject(module, std::string(memory_format_name(obj->format)).c_str(),
                            reinterpret_cast<PyObject*>(obj)) < 0) {
       throw python_error_already_set();

@@ -17,13 +17,15 @@ struct PyMemoryFormatObject {
 extern PyTypeObject PyMemoryFormat_Type;
 
 [[nodiscard]] inline bool is_memory_format_object(PyObject* obj) { return Py_TYPE(obj) == &PyMemoryFormat_Type; }
+/// The MemoryFormat of a kiln.memory_format object, or TypeError naming `what`.
+[[nodiscard]] MemoryFormat memory_format_from_object(PyObject* obj, const char* what = "memory_format");
 [[nodiscard]] inline MemoryFormat unwrap_memory_format(PyObject* obj) {
   return reinterpret_cast<PyMemoryFormatObject*>(obj)->format;
 }
 /// Borrowed reference to the singleton for `f`.
 [[nodiscard]] PyObject* memory_format_object(MemoryFormat f);
 
-/// Creates the type and adds kiln._C.memory_format and its four singletons.
+/// Creates the type and adds kiln.contiguous_format, ... to `module`.
 void init_memory_formats(PyObject* module);
 
 }  // namespace kiln::python

@@ -509,10 +509,10 @@ bool FunctionParameter::check(PyObject* obj, int argnum, int64_t* failed_idx) co
       return check_tensor_list(obj, argnum, /*allow_none=*/false);
     case ParamType::OptionalTensorList:
       return check_tensor_list(obj, argnum, /*allow_none=*/true);
-    case ParamType::Generator:
-      return is_generator_object(obj);
     case ParamType::MemoryFormat:
       return is_memory_format_object(obj);
+    case ParamType::Generator:
+      return is_generator_object(obj);
     case ParamType::Layout:
       return false;  // See Note [Parser hooks].
   }
@@ -823,7 +823,10 @@ std::string PythonArgParser::text_signature(size_t signature_index, bool is_meth
     if (d == "-inf" || d == "-math.inf") d = "-1e309";
     if (d == "true" || d == "false") d = d == "true" ? "True" : "False";
     if (p.type == ParamType::Device && d != "None" && d.front() != '"' && d.front() != '\'') d = "'" + d + "'";
-    if ((p.type == ParamType::DType && d != "None") || d == "nan" || d == "-nan") return {};  // no literal form
+    if (((p.type == ParamType::DType || p.type == ParamType::MemoryFormat) && d != "None") || d == "nan" ||
+        d == "-nan") {
+      return {};  // no literal form
+    }
     out += "=" + d;
   }
   return out + ")";
@@ -1002,6 +1005,12 @@ Device PythonArgs::device(int i) const {
   return device_from_object(obj);
 }
 
+MemoryFormat PythonArgs::memory_format(int i) const {
+  PyObject* obj = args_[i];
+  if (obj == nullptr) return signature_->params[static_cast<size_t>(i)].default_memory_format;
+  return memory_format_from_object(obj);
+}
+
 std::string_view PythonArgs::string(int i) const {
   PyObject* obj = args_[i];
   if (obj == nullptr) return signature_->params[static_cast<size_t>(i)].default_string;
@@ -1013,12 +1022,6 @@ std::optional<Generator> PythonArgs::generator_optional(int i) const {
   PyObject* obj = args_[i];
   if (obj == nullptr) return std::nullopt;
   return unwrap_generator(obj);
-}
-
-MemoryFormat PythonArgs::memory_format(int i) const {
-  PyObject* obj = args_[i];
-  if (obj == nullptr) return signature_->params[static_cast<size_t>(i)].default_memory_format;
-  return unwrap_memory_format(obj);
 }
 
 std::vector<Tensor> PythonArgs::tensorlist(int i) const {

@@ -107,8 +107,8 @@ struct FunctionParameter {
   DimVector default_intlist;
   std::optional<DType> default_dtype;
   Device default_device;
+  MemoryFormat default_memory_format = MemoryFormat::Contiguous;
   std::string default_string;
-  MemoryFormat default_memory_format = MemoryFormat::Preserve;
 };
 
 struct FunctionSignature {
@@ -227,14 +227,14 @@ class PythonArgs {
   [[nodiscard]] std::optional<DType> dtype_optional(int i) const { return optional(i, &PythonArgs::dtype); }
   [[nodiscard]] Device device(int i) const;
   [[nodiscard]] std::optional<Device> device_optional(int i) const { return optional(i, &PythonArgs::device); }
-  [[nodiscard]] std::string_view string(int i) const;
-  [[nodiscard]] std::optional<std::string_view> string_optional(int i) const { return optional(i, &PythonArgs::string); }
-  /// A kiln.Generator; a parameter without one has no default generator (nullopt).
-  [[nodiscard]] std::optional<Generator> generator_optional(int i) const;
   [[nodiscard]] MemoryFormat memory_format(int i) const;
   [[nodiscard]] std::optional<MemoryFormat> memory_format_optional(int i) const {
     return optional(i, &PythonArgs::memory_format);
   }
+  [[nodiscard]] std::string_view string(int i) const;
+  [[nodiscard]] std::optional<std::string_view> string_optional(int i) const { return optional(i, &PythonArgs::string); }
+  /// A kiln.Generator; a parameter without one has no default generator (nullopt).
+  [[nodiscard]] std::optional<Generator> generator_optional(int i) const;
   [[nodiscard]] std::vector<Tensor> tensorlist(int i) const;
   [[nodiscard]] std::vector<std::optional<Tensor>> optional_tensorlist(int i) const;
 

@@ -7,6 +7,8 @@ basic indexing views.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from kiln import _C
@@ -126,6 +128,58 @@ class Tensor(_C.TensorBase):
                 _C._remove_hook(tensor, handle_id)
 
         return _Handle()
+    # --- shape properties ------------------------------------------------------
+    # PyTorch's T, mT, mH and H are properties over ops it does not expose as
+    # methods (numpy_T, mT, mH, matrix_H); kiln has no complex dtypes, so the
+    # conjugating ones are transposes. Warnings and errors in PyTorch's words.
+    @property
+    def T(self) -> "Tensor":
+        """The dims in reverse order (deprecated for tensors other than 2-D)."""
+        n = self.dim()
+        if n == 0:
+            _warn_once("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
+        elif n != 2:
+            _warn_once(
+                "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it "
+                "will throw an error in a future release. Consider `x.mT` to transpose batches of matrices or "
+                "`x.permute(*kiln.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor."
+            )
+        return self.permute(tuple(range(n - 1, -1, -1)))
+
+    @property
+    def mT(self) -> "Tensor":
+        """The last two dims swapped (a batch of matrices transposed)."""
+        return self._matrix_transpose("mT", "This function is the identity in these cases.")
+
+    @property
+    def mH(self) -> "Tensor":
+        """The conjugate transpose of a batch of matrices (a transpose for real dtypes)."""
+        return self._matrix_transpose("mH", "Consider using x.conj().")
+
+    @property
+    def H(self) -> "Tensor":
+        """The conjugate transpose of a matrix (a transpose for real dtypes)."""
+        n = self.dim()
+        if n == 0:
+            _warn_once("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().")
+            return self
+        if n != 2:
+            raise RuntimeError(
+                f"tensor.H is only supported on matrices (2-D tensors). Got {n}-D tensor."
+                + (" For batches of matrices, consider using tensor.mH" if n > 2 else "")
+            )
+        return self.transpose(-2, -1)
+
+    def _matrix_transpose(self, name: str, zero_dim_hint: str) -> "Tensor":
+        n = self.dim()
+        if n == 0:
+            _warn_once(f"Tensor.{name} is deprecated on 0-D tensors. {zero_dim_hint}", stacklevel=4)
+            return self
+        if n == 1:
+            raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of matrices. Got 1-D tensor.")
+        return self.transpose(-2, -1)
+
+    # --- end of shape properties -----------------------------------------------
 
     # --- basic indexing (ints, slices, None, Ellipsis, bools) ----------------
     def __getitem__(self, index):
@@ -176,6 +230,16 @@ class Tensor(_C.TensorBase):
         out_sizes += sizes[dim:]
         out_strides += strides[dim:]
         return self.as_strided(out_sizes, out_strides, offset)
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str, stacklevel: int = 3) -> None:
+    """A UserWarning the first time `message` is seen in this process (PyTorch's TORCH_WARN_ONCE)."""
+    if message not in _warned:
+        _warned.add(message)
+        warnings.warn(message, UserWarning, stacklevel=stacklevel)
 
 
 def _basic_index(item):

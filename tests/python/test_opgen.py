@@ -151,6 +151,23 @@ def test_types_map_to_cpp():
     assert "void h(const Tensor& self);" in generate(entry("h(Tensor self) -> ()"))["Functions.h"]
 
 
+def test_memory_format_maps_to_cpp_and_python():
+    files = generate(entry("f(Tensor self, *, MemoryFormat memory_format=contiguous_format, "
+                           "MemoryFormat? other=None) -> Tensor"))
+    assert ("Tensor f(const Tensor& self, MemoryFormat memory_format = MemoryFormat::Contiguous, "
+            "std::optional<MemoryFormat> other = std::nullopt);") in files["Functions.h"]
+    assert "r.memory_format(1)" in files["python_functions.cpp"]
+    assert "r.memory_format_optional(2)" in files["python_functions.cpp"]
+
+
+def test_list_returns_name_their_gradients_grads():
+    ops = model.load_ops(entry("s(Tensor self, int n) -> Tensor[]",
+                               "  dispatch:\n    CPU: s_cpu\n  derivatives:\n    self: cat(grads, 0)\n") +
+                         entry("cat(Tensor[] tensors, int dim=0) -> Tensor"))
+    derivatives.check(ops)
+    assert ops[0].parsed_derivatives[0].names == ("grads",)
+
+
 def test_overloads_that_would_be_ambiguous_lose_defaults():
     files = generate(entry("r.start(Scalar start, Scalar end, *, ScalarType? dtype=None) -> Tensor") +
                      entry("r.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None) -> Tensor",

@@ -18,6 +18,13 @@ from cpp import HEADER, argument_type, dispatcher_params, identifier, return_typ
 from derivatives import HELPERS
 from model import Op, OpgenError
 
+# The HELPERS (tools/opgen/derivatives.py) that eager/autograd/FormulaHelpers.h
+# implements. An op whose formulas need another helper gets the Autograd
+# fallback (a NotImplemented node) until the helper is written.
+IMPLEMENTED_HELPERS = {"maybe_multiply", "zeros_like", "to", "reshape", "sum_to", "select_backward",
+                       "slice_backward", "permute_backwards", "negated", "sizes", "strides", "dtype", "device", "dim",
+                       "numel"}
+
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
 _ACCESSORS = {"sizes", "strides", "dtype", "device", "dim", "numel"}
 
@@ -109,11 +116,13 @@ def autograd_kernels_cpp(ops: list[Op]) -> str:
     op_names = {op.name for op in ops}
     nodes, kernels, registrations = [], [], []
     for op in ops:
-        if not op.derivatives:
+        # Ops whose formulas kiln cannot generate yet keep the Autograd fallback
+        # (Note [Ops without formulas]): multi-output ops, in-place ops reading
+        # self, formulas needing a helper not written yet.
+        if not op.derivatives or not _supported(op) or _reads_overwritten_self(op, op_names):
             continue
-        if not _supported(op):
-            raise OpgenError(f"{op.label}: derivatives for ops returning {return_type(op)} or with out= are not "
-                             "generated yet (tools/opgen/autograd.py)")
+        if not _helpers_available(op, op_names):
+            continue
         nodes.append(_node(op, node_struct(op), display_name(op, ops), op_names))
         kernels.append(_kernel(op, node_struct(op), op_names))
         registrations.append(f'  m.impl("{op.full_name}", &{struct_name(op)}_autograd);')
@@ -141,10 +150,28 @@ def _translate(op: Op, op_names: set[str]) -> tuple[list[str], set[str]]:
         tr = _Translator(op, tensor_args, op_names)
         codes.append(tr.expr(ast.parse(op.derivatives[inp].strip(), mode="eval").body))
         used |= tr.used
-    if op.schema.is_inplace and op.schema.arguments[0].name in used:
-        raise OpgenError(f"{op.label}: a formula of an in-place op cannot read '{op.schema.arguments[0].name}' "
-                         "(it is overwritten)")
     return codes, used
+
+
+def _helpers_available(op: Op, op_names: set[str]) -> bool:
+    for formula in op.derivatives.values():
+        for node in ast.walk(ast.parse(formula.strip(), mode="eval")):
+            name = None
+            if isinstance(node, ast.Call):
+                name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            if name in HELPERS and name not in IMPLEMENTED_HELPERS:
+                return False
+    return True
+
+
+def _reads_overwritten_self(op: Op, op_names: set[str]) -> bool:
+    """In-place ops whose formulas read `self` would need its value (or
+    geometry) from before the op; until that is saved separately, such ops
+    get the Autograd fallback (a NotImplemented node) instead of a kernel."""
+    if not op.schema.is_inplace:
+        return False
+    _, used = _translate(op, op_names)
+    return op.schema.arguments[0].name in used
 
 
 def _node(op: Op, name: str, shown_name: str, op_names: set[str]) -> str:

@@ -70,9 +70,16 @@ def default_value(a: Argument, where: str) -> str:
         if d in ("inf", "-inf"):
             return ("-" if d[0] == "-" else "") + "std::numeric_limits<double>::infinity()"
         return d
+    if t.base == "MemoryFormat" and d in MEMORY_FORMATS:
+        return MEMORY_FORMATS[d]
     if t.base == "str" and len(d) >= 2 and d[0] in "\"'":
         return cpp_string(d[1:-1])
     raise OpgenError(f"{where}: default {d!r} of '{a.name}' has no C++ spelling in opgen yet")
+
+
+# Schema defaults of MemoryFormat arguments and their C++ spelling (eager/core/MemoryFormat.h).
+MEMORY_FORMATS = {"contiguous_format": "MemoryFormat::Contiguous", "preserve_format": "MemoryFormat::Preserve",
+                  "channels_last": "MemoryFormat::ChannelsLast", "channels_last_3d": "MemoryFormat::ChannelsLast3d"}
 
 
 def cpp_string(s: str) -> str:

@@ -33,6 +33,20 @@ HELPERS = {
     "sum_to": "autograd issue: sums a broadcast gradient back to an input's sizes",
     "to": "autograd issue: converts to a dtype",
     "reshape": "autograd issue: view when possible, else a copy",
+    # Shape ops' backwards (issue "TensorIterator and the CPU kernels", shape ops); autograd issue.
+    "as_strided_backward": "autograd issue: as_strided_backward(grad, self, size, stride, storage_offset)",
+    "select_backward": "autograd issue: zeros of input_sizes with grad written at index along dim",
+    "slice_backward": "autograd issue: zeros of input_sizes with grad written into the slice",
+    "permute_backwards": "autograd issue: grad permuted by the inverse of dims",
+    "split_backward": "autograd issue: cat of grads (undefined ones as zeros) along dim",
+    "split_with_sizes_backward": "autograd issue: cat of grads (undefined ones as zeros) along dim",
+    "unbind_backward": "autograd issue: stack of grads (undefined ones as zeros) along dim",
+    "diagonal_backward": "autograd issue: zeros of input_sizes with grad written into the diagonal",
+    "repeat_backward": "autograd issue: grad summed over the repeated blocks back to input_sizes",
+    "repeat_interleave_backward": "autograd issue: grad summed over each element's repeats along dim",
+    "cat_tensors_backward": "autograd issue: grad split along dim into the inputs' sizes (empty 1-D inputs skipped)",
+    "negated": "autograd issue: an int list with every element negated",
+    "unsqueeze_multiple": "autograd issue: grad with size-1 dims inserted at each of dims",
 }
 
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult, ast.USub, ast.UAdd,
@@ -72,6 +86,10 @@ def _check_one(op: Op, key: str, formula: str, op_names: set[str]) -> Derivative
     n = len(op.schema.returns)
     values = {a.name for a in op.schema.arguments}
     values |= {"grad", "result"} if n == 1 else {"grads"} | {f"result{i}" for i in range(n)}
+    # A Tensor[] return (split, unbind): `grads` is the whole list of its gradients.
+    list_return = n == 1 and op.schema.returns[0].type.is_list
+    if list_return:
+        values |= {"grads"}
     callables = op_names | set(HELPERS)
     used: list[str] = []
 
@@ -102,7 +120,7 @@ def _check_one(op: Op, key: str, formula: str, op_names: set[str]) -> Derivative
                 fail(f"unknown method or attribute '.{node.attr}' in '{formula}'")
             visit(node.value)
         elif isinstance(node, ast.Subscript):
-            if isinstance(node.value, ast.Name) and node.value.id == "grads":
+            if isinstance(node.value, ast.Name) and node.value.id == "grads" and not list_return:
                 if not (isinstance(node.slice, ast.Constant) and type(node.slice.value) is int
                         and 0 <= node.slice.value < n):
                     fail(f"grads[i] needs a constant index below {n} in '{formula}'")

@@ -3,6 +3,7 @@
 // out=). The loops are in kernels/RandomKernel.cpp and DistributionKernel.cpp;
 // multinomial and randperm are in Distributions.cpp.
 #include "eager/kernels/cpu/Random.h"
+#include "eager/kernels/cpu/ShapeCopy.h"
 
 #include <cmath>
 #include <limits>
@@ -26,14 +27,6 @@ KILN_DEFINE_DISPATCH(normal_affine_fn, normal_affine_stub);
 KILN_DEFINE_DISPATCH(bernoulli_compare_fn, bernoulli_compare_stub);
 
 // --- shared helpers (Random.h) -----------------------------------------------------
-
-void check_no_internal_overlap(const Tensor& self) {
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    KILN_CHECK(!(self.size(d) > 1 && self.stride(d) == 0),
-               "unsupported operation: more than one element of the written-to tensor refers to a single memory "
-               "location. Please clone() the tensor before performing the operation.");
-  }
-}
 
 void draw_into(const Tensor& self, int words, const std::optional<Generator>& generator,
                FunctionRef<void(const RandomFill&)> fill) {

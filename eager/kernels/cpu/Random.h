@@ -7,6 +7,7 @@
 
 #include "eager/core/GeneratorImpl.h"
 #include "eager/core/Tensor.h"
+#include "eager/kernels/cpu/ShapeCopy.h"  // check_no_internal_overlap
 #include "eager/kernels/TensorIterator.h"
 #include "eager/kernels/cpu/RandomStubs.h"
 
@@ -20,8 +21,6 @@ namespace kiln::native {
 void draw_into(const Tensor& self, int words, const std::optional<Generator>& generator,
                FunctionRef<void(const RandomFill&)> fill);
 
-/// PyTorch's check on tensors written in place: no two elements at one address.
-void check_no_internal_overlap(const Tensor& self);
 
 /// "float", "c10::Half", "long int": the names PyTorch's random bounds messages
 /// use for a dtype (caffe2::TypeMeta's).
