@@ -46,6 +46,7 @@ from kiln._creation import (  # noqa: E402
     tensor,
     zeros_like,
 )
+from kiln._indexing import nonzero  # noqa: E402  (as_tuple=True over the nonzero ops)
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
 from kiln._tensor_str import set_printoptions

@@ -33,6 +33,10 @@ HELPERS = {
     "sum_to": "autograd issue: sums a broadcast gradient back to an input's sizes",
     "to": "autograd issue: converts to a dtype",
     "reshape": "autograd issue: view when possible, else a copy",
+    # indexing (eager/ops/indexing.yaml); autograd issue
+    "take_backward": "autograd issue: zeros like self with grad accumulated at take's flat indices (put_ with accumulate)",
+    "masked_scatter_backward": "autograd issue: masked_select(grad, mask) padded with zeros to source's numel, "
+                               "reshaped to source's sizes",
 }
 
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult, ast.USub, ast.UAdd,

@@ -1,0 +1,206 @@
+// Indexing loops, compiled per CPU capability: index -> byte offsets, gather
+// through offsets, put through offsets. See Note [Indexing by byte offsets]
+// (eager/kernels/cpu/IndexUtils.h).
+#include <atomic>
+#include <cstring>
+#include <type_traits>
+
+#include "eager/kernels/cpu/IndexStubs.h"
+#include "eager/kernels/cpu/Loops.h"
+
+namespace kiln::native {
+namespace KILN_CPU_NS {
+namespace {
+
+template <typename T>
+inline T load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+// --- offsets ----------------------------------------------------------------------
+
+/// One index value as a position in [0, size); `ok` turns false when it is out of range.
+inline int64_t wrap_index(int64_t v, int64_t size, IndexWrap wrap, bool& ok) {
+  switch (wrap) {
+    case IndexWrap::Negative:
+      if (v < -size || v >= size) {
+        ok = false;
+        return 0;
+      }
+      return v < 0 ? v + size : v;
+    case IndexWrap::NonNegative:
+      if (v < 0 || v >= size) {
+        ok = false;
+        return 0;
+      }
+      return v;
+    case IndexWrap::Modular: {
+      const int64_t r = v % size;
+      return r < 0 ? r + size : r;
+    }
+  }
+  return v;
+}
+
+template <typename IndexT, bool kAccumulate>
+bool offsets_loop(TensorIterator& iter, int64_t size, int64_t stride, IndexWrap wrap) {
+  std::atomic<bool> all_ok{true};
+  constexpr int nt = kAccumulate ? 3 : 2;
+  iter.for_each(
+      [&](char** data, const int64_t* strides, int64_t n0, int64_t n1) {
+        bool ok = true;
+        for (int64_t j = 0; j < n1; ++j) {
+          char* out = data[0] + j * strides[nt];
+          const char* prev = kAccumulate ? data[1] + j * strides[nt + 1] : nullptr;
+          const char* idx = data[nt - 1] + j * strides[2 * nt - 1];
+          for (int64_t i = 0; i < n0; ++i) {
+            const auto v = static_cast<int64_t>(*reinterpret_cast<const IndexT*>(idx + i * strides[nt - 1]));
+            int64_t offset = wrap_index(v, size, wrap, ok) * stride;
+            if constexpr (kAccumulate) offset += *reinterpret_cast<const int64_t*>(prev + i * strides[1]);
+            *reinterpret_cast<int64_t*>(out + i * strides[0]) = offset;
+          }
+        }
+        if (!ok) all_ok.store(false, std::memory_order_relaxed);
+      },
+      kGrainSize);
+  return all_ok.load(std::memory_order_relaxed);
+}
+
+bool index_offsets_kernel(TensorIterator& iter, int64_t size, int64_t stride, IndexWrap wrap) {
+  const bool accumulate = iter.ninputs() == 2;
+  const bool is_int32 = iter.input(iter.ninputs() - 1).dtype() == DType::Int32;
+  if (is_int32) {
+    return accumulate ? offsets_loop<int32_t, true>(iter, size, stride, wrap)
+                      : offsets_loop<int32_t, false>(iter, size, stride, wrap);
+  }
+  return accumulate ? offsets_loop<int64_t, true>(iter, size, stride, wrap)
+                    : offsets_loop<int64_t, false>(iter, size, stride, wrap);
+}
+
+// --- gather -------------------------------------------------------------------------
+
+/// Elements are moved as raw bytes of their size: the gather never converts.
+template <typename Word>
+void gather_row(char* out, const char* src, const char* off, const int64_t* s, int64_t n) {
+  if (s[1] == 0 && s[0] == static_cast<int64_t>(sizeof(Word)) && s[2] == 8) {
+    // One source slice walked by the offsets (x[idx] on 1-D x, index_select along the last dim).
+    Word* o = reinterpret_cast<Word*>(out);
+    const auto* offs = reinterpret_cast<const int64_t*>(off);
+    for (int64_t i = 0; i < n; ++i) o[i] = load<Word>(src + offs[i]);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t offset = *reinterpret_cast<const int64_t*>(off + i * s[2]);
+    std::memcpy(out + i * s[0], src + i * s[1] + offset, sizeof(Word));
+  }
+}
+
+void index_gather_kernel(TensorIterator& iter) {
+  const int64_t item = iter.input(0).itemsize();
+  iter.for_each(
+      [&](char** data, const int64_t* s, int64_t n0, int64_t n1) {
+        for (int64_t j = 0; j < n1; ++j) {
+          char* out = data[0] + j * s[3];
+          const char* src = data[1] + j * s[4];
+          const char* off = data[2] + j * s[5];
+          if (s[2] == 0 && s[0] == item && s[1] == item) {
+            // One offset for a dense row: a slice copy (x[idx] on 2-D x, index_select along dim 0).
+            std::memcpy(out, src + *reinterpret_cast<const int64_t*>(off), static_cast<size_t>(n0 * item));
+            continue;
+          }
+          switch (item) {
+            case 1: gather_row<uint8_t>(out, src, off, s, n0); break;
+            case 2: gather_row<uint16_t>(out, src, off, s, n0); break;
+            case 4: gather_row<uint32_t>(out, src, off, s, n0); break;
+            default: gather_row<uint64_t>(out, src, off, s, n0); break;
+          }
+        }
+      },
+      kGrainSize);
+}
+
+// --- put ----------------------------------------------------------------------------
+
+template <typename T>
+struct PutOps {
+  static void assign(char* d, const char* v, const T&) { std::memcpy(d, v, sizeof(T)); }
+  static void add(char* d, const char* v, const T& alpha) {
+    T& dst = *reinterpret_cast<T*>(d);
+    const T src = load<T>(v);
+    if constexpr (std::is_same_v<T, bool>) {
+      dst = dst || (alpha && src);
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      dst = T(static_cast<float>(dst) + static_cast<float>(alpha) * static_cast<float>(src));
+    } else {
+      dst = static_cast<T>(dst + alpha * src);
+    }
+  }
+  static void add_one(char* d, const char* v, const T&) {
+    T& dst = *reinterpret_cast<T*>(d);
+    const T src = load<T>(v);
+    if constexpr (std::is_same_v<T, bool>) {
+      dst = dst || src;
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      dst = T(static_cast<float>(dst) + static_cast<float>(src));
+    } else {
+      dst = static_cast<T>(dst + src);
+    }
+  }
+  static void multiply(char* d, const char* v, const T&) {
+    T& dst = *reinterpret_cast<T*>(d);
+    const T src = load<T>(v);
+    if constexpr (std::is_same_v<T, bool>) {
+      dst = dst && src;
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      dst = T(static_cast<float>(dst) * static_cast<float>(src));
+    } else {
+      dst = static_cast<T>(dst * src);
+    }
+  }
+};
+
+template <typename T, void (*Op)(char*, const char*, const T&)>
+void put_loop(TensorIterator& iter, const T& alpha) {
+  iter.serial_for_each(
+      [&](char** data, const int64_t* s, int64_t n0, int64_t n1) {
+        for (int64_t j = 0; j < n1; ++j) {
+          char* dst = data[0] + j * s[3];
+          const char* val = data[1] + j * s[4];
+          const char* off = data[2] + j * s[5];
+          for (int64_t i = 0; i < n0; ++i) {
+            Op(dst + i * s[0] + *reinterpret_cast<const int64_t*>(off + i * s[2]), val + i * s[1], alpha);
+          }
+        }
+      },
+      0, iter.numel());
+}
+
+void index_put_kernel(TensorIterator& iter, PutReduce reduce, const Scalar& alpha) {
+  visit_dtype(iter.input(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using Ops = PutOps<T>;
+    const T a = alpha.to<T>();
+    switch (reduce) {
+      case PutReduce::Assign: put_loop<T, &Ops::assign>(iter, a); break;
+      case PutReduce::Add:
+        if (alpha.to_double() == 1.0 && !alpha.is_bool()) {
+          put_loop<T, &Ops::add_one>(iter, a);
+        } else {
+          put_loop<T, &Ops::add>(iter, a);
+        }
+        break;
+      case PutReduce::Multiply: put_loop<T, &Ops::multiply>(iter, a); break;
+    }
+  });
+}
+
+}  // namespace
+}  // namespace KILN_CPU_NS
+
+KILN_REGISTER_DISPATCH(index_offsets_stub, &KILN_CPU_NS::index_offsets_kernel);
+KILN_REGISTER_DISPATCH(index_gather_stub, &KILN_CPU_NS::index_gather_kernel);
+KILN_REGISTER_DISPATCH(index_put_stub, &KILN_CPU_NS::index_put_kernel);
+
+}  // namespace kiln::native
