@@ -353,28 +353,11 @@ Tensor strip_leading_ones(const Tensor& value) {
   return kiln::as_strided(value, IntArrayRef(sizes), IntArrayRef(strides), value.storage_offset());
 }
 
-Scalar scalar_of(const Tensor& t) {
-  return visit_dtype(t.dtype(), [&](auto tag) -> Scalar {
-    using T = decltype(tag);
-    const T v = *t.data_ptr<T>();
-    if constexpr (std::is_same_v<T, bool>) {
-      return Scalar(v);
-    } else if constexpr (std::is_integral_v<T>) {
-      return Scalar(static_cast<int64_t>(v));
-    } else {
-      return Scalar(static_cast<double>(static_cast<float>(v)));
-    }
-  });
-}
-
-/// PyTorch's copy_to: dst = src, src broadcast to dst's shape.
+/// PyTorch's copy_to: dst = src, src broadcast to dst's shape and converted to dst's dtype
+/// as copy_ converts (a 0-dim src too: PyTorch's fill_ with a tensor is a copy).
 void copy_to(const Tensor& dst, const Tensor& src) {
   if (std::equal(dst.sizes().begin(), dst.sizes().end(), src.sizes().begin(), src.sizes().end())) {
     dst.copy_(src);
-    return;
-  }
-  if (src.dim() == 0) {
-    kiln::fill_(dst, scalar_of(src));
     return;
   }
   const Tensor stripped = strip_leading_ones(src);

@@ -163,6 +163,10 @@ Tensor AdvancedIndex::restrided_self() const {
 
 Tensor AdvancedIndex::offsets() const {
   Tensor offsets;
+  if (product(result_shape) == 0) {
+    // Nothing is read or written, so (as in PyTorch, whose loop checks the indices) none is checked.
+    return empty(result_shape, DType::Int64, self.device());
+  }
   int64_t ordinal = 0;  // PyTorch names an advanced index by its position among the indices
   for (size_t d = 0; d < indices.size(); ++d) {
     if (!indices[d].defined()) continue;
@@ -184,16 +188,19 @@ namespace {
 
 /// PyTorch's canDispatchToMaskedFill: one mask and a one-element value (index_put_ then
 /// fills with the value converted to self's dtype, whatever the value's dtype).
-bool is_masked_fill(const Tensor& self, OptionalTensorList indices, const Tensor& value) {
+bool is_masked_fill(OptionalTensorList indices, const Tensor& value) {
   if (value.numel() != 1) return false;
-  int64_t masks = 0;
+  const Tensor* mask = nullptr;
   for (const auto& index : indices) {
     if (!index.has_value() || !index->defined()) continue;
-    if (!is_mask(index->dtype())) return false;
-    ++masks;
+    if (!is_mask(index->dtype()) || mask != nullptr) return false;
+    mask = &*index;
   }
-  (void)self;
-  return masks == 1;
+  if (mask == nullptr) return false;
+  // PyTorch hands the work to masked_fill_, which takes bool masks only.
+  KILN_CHECK(mask->dtype() == DType::Bool,
+             "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char");
+  return true;
 }
 
 }  // namespace
@@ -225,7 +232,7 @@ Tensor index_put_cpu_(const Tensor& self, OptionalTensorList indices, const Tens
               "operation. This also applies to advanced indexing e.g. tensor[indices] = tensor");
   }
   Tensor value = values;
-  if (!accumulate && is_masked_fill(self, indices, values)) value = scalar_tensor(item(values), self.dtype());
+  if (!accumulate && is_masked_fill(indices, values)) value = scalar_tensor(item(values), self.dtype());
   check_no_overlap(self, value);
   for (const auto& index : indices) {
     if (index.has_value() && index->defined()) check_no_overlap(self, *index);

@@ -119,7 +119,7 @@ void index_add_into(const Tensor& result, int64_t dim, const Tensor& index, cons
   const Tensor source1 = at_least_1d(source);
   const auto [offsets, bad] = offsets_along(result1, dim, index, source1.sizes(), IndexWrap::NonNegative);
   if (bad) {
-    KILN_CHECK_INDEX(result.dim() <= 1, "index out of range in self");
+    KILN_CHECK_INDEX(result.dim() > 1, "index out of range in self");
     KILN_FAIL(Runtime, "index ", bad->value, " is out of bounds for dimension ", dim, " with size ",
               result1.size(dim));
   }
