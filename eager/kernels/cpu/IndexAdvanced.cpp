@@ -218,8 +218,18 @@ Tensor index_out_cpu(const Tensor& self, OptionalTensorList indices, const Tenso
   check_no_internal_overlap(out);
   check_no_overlap(out, self);
   const Tensor offsets = info.offsets();
-  prepare_out(out, info.result_shape, self.dtype());
-  run_gather(out, info.restrided_self(), offsets, self.dtype());
+  KILN_CHECK(out.dtype() == self.dtype(), "Expected out tensor to have dtype ", cpp_type_name(self.dtype()),
+             ", but got ", cpp_type_name(out.dtype()), " instead");
+  const auto shape = IntArrayRef(info.result_shape);
+  if (std::equal(shape.begin(), shape.end(), out.sizes().begin(), out.sizes().end())) {
+    run_gather(out, info.restrided_self(), offsets, self.dtype());
+  } else {
+    // A resized out= tensor takes the layout the iterator gives a new result, as in PyTorch.
+    const Tensor result = run_gather(Tensor(), info.restrided_self(), offsets, self.dtype());
+    resize_output(out, shape);
+    out.impl()->set_geometry(shape, result.strides(), out.storage_offset());
+    kiln::copy_(out, result);
+  }
   out.impl()->bump_version();
   return out;
 }

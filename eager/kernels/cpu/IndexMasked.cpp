@@ -1,6 +1,7 @@
 // Ops driven by a mask: nonzero (and its per-dim form behind as_tuple=True),
 // masked_select and masked_scatter_. A mask becomes index columns through
 // nonzero, then the advanced-indexing plan does the rest (IndexAdvanced.h).
+#include <algorithm>
 #include <vector>
 
 #include "eager/core/Error.h"
@@ -34,12 +35,18 @@ Tensor nonzero_into(const Tensor& out, const Tensor& self) {
   std::vector<int64_t> first_row(static_cast<size_t>(n_chunks) + 1, 0);
   if (n_chunks > 0) nonzero_count_stub(values, kNonzeroChunk, first_row.data() + 1);
   for (size_t c = 1; c < first_row.size(); ++c) first_row[c] += first_row[c - 1];  // counts -> first rows
-  const DimVector shape{first_row.back(), self.dim()};
+  // PyTorch lays the result out column-major, (n, ndim) with strides (1, n), so each
+  // dim's column (nonzero(as_tuple=True), mask indexing) is contiguous. An out= tensor of
+  // the right shape keeps its strides.
+  const int64_t n = first_row.back();
+  const int64_t ndim = self.dim();
   Tensor result = out;
-  if (result.defined()) {
-    resize_output(result, shape);
-  } else {
-    result = empty(shape, DType::Int64, self.device());
+  if (!result.defined()) {
+    result = empty_strided(IntArrayRef{n, ndim}, IntArrayRef{1, std::max<int64_t>(n, 1)}, DType::Int64, self.device());
+  } else if (!(result.dim() == 2 && result.size(0) == n && result.size(1) == ndim)) {
+    resize_output(result, IntArrayRef{ndim, n});
+    result.impl()->set_geometry(IntArrayRef{n, ndim}, IntArrayRef{result.stride(1), result.stride(0)},
+                                result.storage_offset());
   }
   if (first_row.back() > 0) nonzero_fill_stub(values, kNonzeroChunk, first_row.data(), result);
   return result;

@@ -39,7 +39,7 @@ bool is_expandable_to(IntArrayRef from, IntArrayRef to) {
 void check_expandable(const Tensor& t, IntArrayRef shape) {
   const int64_t ndim = t.dim();
   const int64_t target = static_cast<int64_t>(shape.size());
-  KILN_CHECK(target >= ndim, "expand(kiln.", legacy_tensor_name(t.dtype()), "{", t.sizes(), "}, size=", shape,
+  KILN_CHECK(target >= ndim, "expand(CPU", scalar_type_name(t.dtype()), "Type{", t.sizes(), "}, size=", shape,
              "): the number of sizes provided (", target,
              ") must be greater or equal to the number of dimensions in the tensor (", ndim, ")");
   for (int64_t i = target - 1; i >= 0; --i) {
