@@ -163,12 +163,26 @@ struct PutOps {
 
 template <typename T, void (*Op)(char*, const char*, const T&)>
 void put_loop(TensorIterator& iter, const T& alpha) {
+  constexpr auto item = static_cast<int64_t>(sizeof(T));
+  constexpr bool kAssign = Op == &PutOps<T>::assign;
   iter.serial_for_each(
       [&](char** data, const int64_t* s, int64_t n0, int64_t n1) {
         for (int64_t j = 0; j < n1; ++j) {
           char* dst = data[0] + j * s[3];
           const char* val = data[1] + j * s[4];
           const char* off = data[2] + j * s[5];
+          if (s[2] == 0) {
+            // One offset for the whole row (x[idx] = v, index_add_ along dim 0): a slice update.
+            char* row = dst + *reinterpret_cast<const int64_t*>(off);
+            if (kAssign && s[0] == item && s[1] == item) {
+              std::memmove(row, val, static_cast<size_t>(n0 * item));
+            } else if (s[0] == item && s[1] == item) {
+              for (int64_t i = 0; i < n0; ++i) Op(row + i * item, val + i * item, alpha);
+            } else {
+              for (int64_t i = 0; i < n0; ++i) Op(row + i * s[0], val + i * s[1], alpha);
+            }
+            continue;
+          }
           for (int64_t i = 0; i < n0; ++i) {
             Op(dst + i * s[0] + *reinterpret_cast<const int64_t*>(off + i * s[2]), val + i * s[1], alpha);
           }
