@@ -379,11 +379,25 @@ void copy_to(const Tensor& dst, const Tensor& src) {
   dst.copy_(kiln::as_strided(stripped, dst.sizes(), strides, stripped.storage_offset()));
 }
 
-void index_put(const Sliced& s, const Tensor& value) {
-  kiln::index_put_(s.view, s.indices, strip_leading_ones(value), false);
+/// x[index] = value when index holds advanced indices: index_put_ with the value's leading 1s dropped.
+Tensor index_put(const Sliced& s, const Tensor& value) {
+  return kiln::index_put_(s.view, s.indices, strip_leading_ones(value), false);
 }
 
 // --- the protocol ------------------------------------------------------------------------------
+
+/// Runs `fn` without the GIL when the tensor is big enough for that to pay (as the generated
+/// bindings do; see Note [When bindings release the GIL] in tools/opgen/python_bindings.py).
+template <typename Fn>
+auto maybe_without_gil(const Tensor& t, Fn&& fn) {
+  constexpr int64_t kReleaseGilElements = int64_t{1} << 15;
+  if (t.numel() < kReleaseGilElements) return fn();
+  struct Restore {
+    PyThreadState* state;
+    ~Restore() { PyEval_RestoreThread(state); }
+  } restore{PyEval_SaveThread()};
+  return fn();
+}
 
 PyObject* tensor_getitem(PyObject* self, PyObject* index) {
   KILN_PY_BEGIN
@@ -402,7 +416,7 @@ PyObject* tensor_getitem(PyObject* self, PyObject* index) {
   Sliced s = apply_slicing(t, tuple.obj);
   if (s.indices.empty()) return wrap_tensor(s.view.is_same(t) ? alias(t) : s.view);
   if (s.only_bool) return wrap_tensor(bool_view(s.view, s.only_bool->first, s.only_bool->second));
-  return wrap_tensor(kiln::index(s.view, s.indices));
+  return wrap_tensor(maybe_without_gil(s.view, [&] { return kiln::index(s.view, s.indices); }));
   KILN_PY_END(nullptr)
 }
 
@@ -437,7 +451,7 @@ int tensor_setitem(PyObject* self, PyObject* index, PyObject* py_value) {
     copy_to(s.view, value);
     return 0;
   }
-  index_put(s, value);
+  maybe_without_gil(s.view, [&] { return index_put(s, value); });
   return 0;
   KILN_PY_END(-1)
 }
