@@ -396,3 +396,77 @@ def test_accumulate_does_not_depend_on_thread_count():
         x.index_put_((kiln.tensor(idx),), kiln.tensor(data), accumulate=True)
         results.append(x.numpy().copy())
     assert np.array_equal(results[0], results[1])
+
+
+# --- random index tuples ----------------------------------------------------------------------
+
+
+def random_index(rng, shape, mod):
+    """A random index tuple for `shape` mixing every kind of item (some of them out of range)."""
+    items = []
+    dim = 0
+    ellipsis = False
+    for _ in range(int(rng.integers(1, len(shape) + 3))):
+        kind = rng.choice(["int", "slice", "none", "ellipsis", "list", "tensor", "mask", "bool", "tensor0"])
+        size = shape[dim] if dim < len(shape) else 1
+        if kind == "int":
+            items.append(int(rng.integers(-size - 1, size + 1)))
+            dim += 1
+        elif kind == "slice":
+            start, stop = (int(v) if rng.random() < 0.7 else None for v in rng.integers(-size - 2, size + 2, 2))
+            items.append(slice(start, stop, int(rng.integers(1, 3))))
+            dim += 1
+        elif kind == "none":
+            items.append(None)
+        elif kind == "ellipsis" and not ellipsis:
+            items.append(Ellipsis)
+            ellipsis = True
+        elif kind == "list":
+            items.append([int(v) for v in rng.integers(-size, max(size, 1), int(rng.integers(0, 4)))])
+            dim += 1
+        elif kind == "tensor":
+            n = int(rng.integers(1, 3))
+            items.append(mod.tensor(rng.integers(-size, max(size, 1), (n, 2) if rng.random() < 0.3 else (2,))))
+            dim += 1
+        elif kind == "mask" and dim < len(shape):
+            k = int(rng.integers(1, len(shape) - dim + 1))
+            items.append(mod.tensor(rng.random(shape[dim:dim + k]) < 0.5))
+            dim += k
+        elif kind == "bool":
+            items.append(bool(rng.random() < 0.5))
+        elif kind == "tensor0":
+            items.append(mod.tensor(int(rng.integers(-size, max(size, 1)))))
+            dim += 1
+    return tuple(items)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_random_index_tuples(seed):
+    rng_shape = np.random.default_rng(seed)
+    shape = tuple(int(s) for s in rng_shape.integers(1, 5, int(rng_shape.integers(1, 5))))
+    data = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    # The same random draws build the index for each library.
+    t_index = random_index(np.random.default_rng(seed + 1000), shape, torch)
+    k_index = random_index(np.random.default_rng(seed + 1000), shape, kiln)
+    tx, kx = torch.tensor(data), kiln.tensor(data)
+    t_error = raised(lambda: tx[t_index])
+    if t_error is not None:
+        k_error = raised(lambda: kx[k_index])
+        if "single ellipsis" in str(k_error):  # kiln refuses a second Ellipsis (test_views.py)
+            return
+        assert_same_error_text(k_error, t_error)
+        return
+    t_result = tx[t_index]
+    assert_same_result(kx[k_index], t_result, check_stride=False)
+    # Assignment through the same index writes the same elements.
+    value = np.arange(int(np.prod(t_result.shape)), dtype=np.float32).reshape(tuple(t_result.shape)) + 100
+    tx[t_index] = torch.tensor(value)
+    kx[k_index] = kiln.tensor(value)
+    advanced = any(isinstance(i, list) or (isinstance(i, torch.Tensor) and i.dim() > 0) for i in t_index)
+    if not advanced:
+        assert_same_result(kx, tx)
+        return
+    # Repeated advanced indices leave the winner of a duplicate write unspecified: where the
+    # two differ, each must hold one of the written values.
+    differ = values(tx) != values(kx)
+    assert np.isin(values(kx)[differ], value).all() and np.isin(values(tx)[differ], value).all()
