@@ -165,10 +165,11 @@ Tensor bool_index(bool value, Device device) {
 // ----------------------------------
 // PyTorch reads x[True] as x.unsqueeze(0)[tensor([0])] and x[False] as
 // x.unsqueeze(0)[tensor([], dtype=long)]: advanced indexing, so a copy. When the
-// bool is the only advanced index, that copy has exactly the shape, strides and
-// values of the view x.unsqueeze(0) (True) or x.unsqueeze(0)[0:0] (False), so
-// kiln returns the view, as basic indexing. With other advanced indices the bool
-// takes part in their broadcast and goes through `index` as in PyTorch.
+// bool is the only advanced index, that copy has the shape and values of the view
+// x.unsqueeze(0) (True) or x.unsqueeze(0)[0:0] (False) (and, for a contiguous x,
+// its strides), so kiln returns the view, as basic indexing: cheaper, and writes
+// through it reach x. With other advanced indices the bool takes part in their
+// broadcast and goes through `index` as in PyTorch.
 
 /// The view a lone bool index stands for: `view` (the bool's dim already added at `dim`),
 /// narrowed to nothing along it for False.

@@ -43,7 +43,7 @@ using nonzero_count_fn = void (*)(const Tensor& contiguous, int64_t chunk, int64
 KILN_DECLARE_DISPATCH(nonzero_count_fn, nonzero_count_stub);
 
 /// Writes the coordinates of the nonzero elements of `contiguous` into the rows of
-/// `out` (n x ndim int64, any strides); chunk c starts at row first_row[c].
+/// `out` (n x ndim int64, any strides); chunk c fills rows [first_row[c], first_row[c + 1]).
 using nonzero_fill_fn = void (*)(const Tensor& contiguous, int64_t chunk, const int64_t* first_row, const Tensor& out);
 KILN_DECLARE_DISPATCH(nonzero_fill_fn, nonzero_fill_stub);
 

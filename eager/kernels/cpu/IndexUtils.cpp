@@ -103,7 +103,6 @@ Tensor clone_preserving_strides(const Tensor& t) {
 
 Scalar item(const Tensor& t) {
   KILN_CHECK(t.numel() == 1, "a Tensor with ", t.numel(), " elements cannot be converted to Scalar");
-  const DimVector zeros(static_cast<size_t>(t.dim()), 0);
   return visit_dtype(t.dtype(), [&](auto tag) -> Scalar {
     using T = decltype(tag);
     const T v = *t.data_ptr<T>();

@@ -55,17 +55,21 @@ void nonzero_fill_kernel(const Tensor& self, int64_t chunk, const int64_t* first
       for (int64_t c = cb; c < ce; ++c) {
         const int64_t begin = c * chunk;
         const int64_t end = std::min(numel, begin + chunk);
+        const int64_t count = first_row[c + 1] - first_row[c];
         int64_t rem = begin;  // the coordinates of `begin`, row-major
         for (int64_t d = ndim - 1; d >= 0; --d) {
           coord[static_cast<size_t>(d)] = rem % sizes[static_cast<size_t>(d)];
           rem /= sizes[static_cast<size_t>(d)];
         }
-        int64_t* row = out_data + first_row[c] * row_stride;
-        for (int64_t i = begin; i < end; ++i) {
-          if (is_nonzero(data[i])) {
-            for (int64_t d = 0; d < ndim; ++d) row[d * col_stride] = coord[static_cast<size_t>(d)];
-            row += row_stride;
-          }
+        int64_t* rows = out_data + first_row[c] * row_stride;
+        int64_t written = 0;
+        // Branch-free on the data: every element's coordinates are stored in the next free
+        // row, which only a nonzero element keeps. Stops once the chunk's rows are full, so
+        // no store leaves them.
+        for (int64_t i = begin; i < end && written < count; ++i) {
+          int64_t* row = rows + written * row_stride;
+          for (int64_t d = 0; d < ndim; ++d) row[d * col_stride] = coord[static_cast<size_t>(d)];
+          written += is_nonzero(data[i]) ? 1 : 0;
           for (int64_t d = ndim - 1; d >= 0; --d) {  // advance the coordinates by one element
             if (++coord[static_cast<size_t>(d)] < sizes[static_cast<size_t>(d)]) break;
             coord[static_cast<size_t>(d)] = 0;
