@@ -210,6 +210,21 @@ using namespace indexing;
 
 Tensor index_cpu(const Tensor& self, OptionalTensorList indices) {
   const AdvancedIndex info = make_advanced_index(self, indices);
+  const auto defined = [](const Tensor& t) { return t.defined(); };
+  if (std::count_if(info.indices.begin(), info.indices.end(), defined) == 1) {
+    // One index tensor (x[idx], x[:, idx], a 1-d mask): offsets and gather in one pass.
+    const auto d = std::find_if(info.indices.begin(), info.indices.end(), defined) - info.indices.begin();
+    const Tensor& index = info.indices[static_cast<size_t>(d)];
+    DimVector strides(static_cast<size_t>(info.dims_before), 0);
+    for (int64_t s : index.strides()) strides.push_back(s);
+    for (int64_t i = 0; i < info.dims_after; ++i) strides.push_back(0);
+    const int64_t size = info.self.size(d);
+    const auto [result, bad] =
+        run_gather_direct(Tensor(), info.restrided_self(), restride(index, info.result_shape, strides), index, size,
+                          info.self.stride(d) * self.itemsize(), IndexWrap::Negative, self.dtype());
+    KILN_CHECK_INDEX(!bad, "index ", bad ? bad->value : 0, " is out of bounds for dimension 0 with size ", size);
+    return result;
+  }
   return run_gather(Tensor(), info.restrided_self(), info.offsets(), self.dtype());
 }
 

@@ -78,9 +78,21 @@ Tensor index_select_into(const Tensor& out, const Tensor& self, int64_t dim, con
   }
   const Tensor self1 = at_least_1d(self);
   const Tensor result1 = at_least_1d(result);
+  const Tensor src = along_dim(self1, dim, numel, 0);
+  if (!out.defined()) {  // a fresh result: one pass (Note [Indexing by byte offsets])
+    const Tensor index1 = at_least_1d(index);
+    DimVector strides(static_cast<size_t>(result1.dim()), 0);
+    strides[static_cast<size_t>(dim)] = index1.stride(0);
+    const auto bad = run_gather_direct(result1, src, restride(index1, result1.sizes(), strides), index1,
+                                       self1.size(dim), self1.stride(dim) * self1.itemsize(),
+                                       IndexWrap::NonNegative, self.dtype())
+                         .bad;
+    KILN_CHECK_INDEX(!bad, "index out of range in self");
+    return result;
+  }
   const auto [offsets, bad] = offsets_along(self1, dim, index, result1.sizes(), IndexWrap::NonNegative);
   KILN_CHECK_INDEX(!bad, "index out of range in self");
-  run_gather(result1, along_dim(self1, dim, numel, 0), offsets, self.dtype());
+  run_gather(result1, src, offsets, self.dtype());
   return result;
 }
 
@@ -170,20 +182,24 @@ Tensor take_into(const Tensor& out, const Tensor& self, const Tensor& index) {
   }
   KILN_CHECK_INDEX(!(self.numel() == 0 && index.numel() != 0), "take(): tried to take from an empty tensor");
   const Tensor flat = contiguous(self);
-  Tensor offsets;
-  const auto bad = compute_offsets(offsets, index, self.numel(), self.itemsize(), IndexWrap::Negative);
-  KILN_CHECK_INDEX(!bad, "out of range: tried to access index ", bad ? bad->value : 0, " on a tensor of ",
-                   self.numel(), " elements.");
-  Tensor result = out;
-  if (result.defined()) {
-    resize_output(result, index.sizes());
-  } else {
-    result = empty(index.sizes(), self.dtype(), self.device());
-  }
-  if (index.numel() == 0) return result;
   const DimVector zeros(static_cast<size_t>(index.dim()), 0);
-  run_gather(result, restride(flat, index.sizes(), zeros), offsets, self.dtype());
-  return result;
+  const Tensor src = restride(flat, index.sizes(), zeros);
+  auto fail = [&](const std::optional<BadIndex>& bad) {
+    KILN_CHECK_INDEX(!bad, "out of range: tried to access index ", bad ? bad->value : 0, " on a tensor of ",
+                     self.numel(), " elements.");
+  };
+  if (!out.defined()) {  // a fresh result: one pass (Note [Indexing by byte offsets])
+    const Tensor result = empty(index.sizes(), self.dtype(), self.device());
+    fail(run_gather_direct(result, src, index, index, self.numel(), self.itemsize(), IndexWrap::Negative,
+                           self.dtype())
+             .bad);
+    return result;
+  }
+  Tensor offsets;
+  fail(compute_offsets(offsets, index, self.numel(), self.itemsize(), IndexWrap::Negative));
+  resize_output(out, index.sizes());
+  if (index.numel() > 0) run_gather(out, src, offsets, self.dtype());
+  return out;
 }
 
 }  // namespace

@@ -31,6 +31,13 @@ KILN_DECLARE_DISPATCH(index_offsets_fn, index_offsets_stub);
 using index_gather_fn = void (*)(TensorIterator& iter);
 KILN_DECLARE_DISPATCH(index_gather_fn, index_gather_stub);
 
+/// Operands: output out, input src (restrided), input index (int64 or int32, restrided to
+/// out's shape): out[i] = *(src[i] + wrap(index[i]) * stride_bytes), one pass for ops with a
+/// single index tensor and a fresh result. Returns false when some index is out of range
+/// for `size` (out is then unspecified and must be dropped).
+using index_gather_direct_fn = bool (*)(TensorIterator& iter, int64_t size, int64_t stride_bytes, IndexWrap wrap);
+KILN_DECLARE_DISPATCH(index_gather_direct_fn, index_gather_direct_stub);
+
 /// Operands, all inputs: dst (restrided, written through), values, offsets (int64 bytes):
 /// *(dst[i] + offsets[i]) = / += alpha * / *= values[i], serially in the iterator's
 /// order, so repeated offsets accumulate the same way whatever the thread count.

@@ -16,6 +16,7 @@ namespace kiln::native {
 
 KILN_DEFINE_DISPATCH(index_offsets_fn, index_offsets_stub);
 KILN_DEFINE_DISPATCH(index_gather_fn, index_gather_stub);
+KILN_DEFINE_DISPATCH(index_gather_direct_fn, index_gather_direct_stub);
 KILN_DEFINE_DISPATCH(index_put_fn, index_put_stub);
 KILN_DEFINE_DISPATCH(nonzero_count_fn, nonzero_count_stub);
 KILN_DEFINE_DISPATCH(nonzero_fill_fn, nonzero_fill_stub);
@@ -210,6 +211,23 @@ Tensor run_gather(const Tensor& out, const Tensor& src_restrided, const Tensor& 
                             .build();
   index_gather_stub(iter);
   return iter.output();
+}
+
+DirectGather run_gather_direct(const Tensor& out, const Tensor& src_restrided, const Tensor& index_restrided,
+                               const Tensor& index, int64_t size, int64_t stride_bytes, IndexWrap wrap, DType dtype) {
+  KILN_INTERNAL_ASSERT(index.dtype() == DType::Int64 || index.dtype() == DType::Int32);
+  TensorIterator iter = TensorIteratorConfig()
+                            .set_op_name("index")
+                            .add_output(out)
+                            .add_const_input(src_restrided)
+                            .add_const_input(index_restrided)
+                            .declare_static_dtype(dtype)
+                            .resize_outputs(false)
+                            .build();
+  if (iter.numel() == 0 || index_gather_direct_stub(iter, size, stride_bytes, wrap)) return {iter.output(), std::nullopt};
+  auto bad = first_bad_index(index, size, wrap);
+  KILN_INTERNAL_ASSERT(bad.has_value());
+  return {Tensor(), bad};
 }
 
 void run_put(const Tensor& dst_restrided, const Tensor& values, const Tensor& offsets_restrided, PutReduce reduce,

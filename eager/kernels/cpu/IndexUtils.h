@@ -21,7 +21,9 @@ namespace kiln::native::indexing {
 //     This pass also checks every index against its dim's size; only when all
 //     are valid does anything get read or written, so a failed check leaves
 //     every tensor as it was. The first bad index in row-major order is named
-//     in the error.
+//     in the error. (Ops reading through a single index into a fresh result
+//     fuse the two passes, run_gather_direct: a bad index then only spoils a
+//     result nobody sees.)
 //  2. Move. A TensorIterator runs over the result's shape (gather, index,
 //     index_select, take: out[i] = *(src[i] + offsets[i])) or the updates'
 //     shape (index_put_, scatter, index_add_, index_fill_, masked_scatter_:
@@ -84,6 +86,17 @@ struct BadIndex {
 /// Gathers: out[i] = *(src[i] + offsets[i]); allocates `out` when undefined
 /// (laid out by the iterator). Returns the output.
 Tensor run_gather(const Tensor& out, const Tensor& src_restrided, const Tensor& offsets_restrided, DType dtype);
+/// A gather with a single index tensor in one pass, for fresh results: out[i] = *(src[i] +
+/// wrap(index[i]) * stride_bytes), `index_restrided` being `index` read with the result's shape.
+/// Allocates `out` when undefined. On a bad index returns the first one (row-major in `index`)
+/// and the caller must drop the output; see Note [Indexing by byte offsets].
+struct DirectGather {
+  Tensor out;
+  std::optional<BadIndex> bad;
+};
+[[nodiscard]] DirectGather run_gather_direct(const Tensor& out, const Tensor& src_restrided,
+                                             const Tensor& index_restrided, const Tensor& index, int64_t size,
+                                             int64_t stride_bytes, IndexWrap wrap, DType dtype);
 /// Puts: *(dst[i] + offsets[i]) op= values[i], values broadcast to dst's shape.
 void run_put(const Tensor& dst_restrided, const Tensor& values, const Tensor& offsets_restrided, PutReduce reduce,
              const Scalar& alpha = Scalar(int64_t{1}));

@@ -97,8 +97,16 @@ Tensor gather_into(const Tensor& out, const Tensor& self, int64_t dim, const Ten
   gather_shape_check(self, dim, index);
   const Tensor self1 = at_least_1d(self);
   const Tensor index1 = at_least_1d(index);
-  const Tensor offsets = checked_offsets(self1, dim, index1);
-  run_gather(at_least_1d(result), window(self1, index1.sizes(), dim), offsets, self.dtype());
+  const Tensor src = window(self1, index1.sizes(), dim);
+  if (!out.defined()) {  // a fresh result: one pass (Note [Indexing by byte offsets])
+    const int64_t size = self1.size(dim);
+    const auto bad = run_gather_direct(at_least_1d(result), src, index1, index1, size,
+                                       self1.stride(dim) * self1.itemsize(), IndexWrap::NonNegative, self.dtype())
+                         .bad;
+    KILN_CHECK(!bad, "index ", bad ? bad->value : 0, " is out of bounds for dimension ", dim, " with size ", size);
+    return result;
+  }
+  run_gather(at_least_1d(result), src, checked_offsets(self1, dim, index1), self.dtype());
   return result;
 }
 

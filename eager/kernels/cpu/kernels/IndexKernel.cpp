@@ -3,6 +3,7 @@
 // (eager/kernels/cpu/IndexUtils.h).
 #include <atomic>
 #include <cstring>
+#include <cstdint>
 #include <type_traits>
 
 #include "eager/kernels/cpu/IndexStubs.h"
@@ -21,31 +22,34 @@ inline T load(const char* p) {
 
 // --- offsets ----------------------------------------------------------------------
 
-/// One index value as a position in [0, size); `ok` turns false when it is out of range.
-inline int64_t wrap_index(int64_t v, int64_t size, IndexWrap wrap, bool& ok) {
-  switch (wrap) {
-    case IndexWrap::Negative:
-      if (v < -size || v >= size) {
-        ok = false;
-        return 0;
-      }
-      return v < 0 ? v + size : v;
-    case IndexWrap::NonNegative:
-      if (v < 0 || v >= size) {
-        ok = false;
-        return 0;
-      }
-      return v;
-    case IndexWrap::Modular: {
-      const int64_t r = v % size;
-      return r < 0 ? r + size : r;
-    }
+/// One index value as a position in [0, size); `ok` turns false when it is out of range
+/// (the position is then 0). Branch-free, so loops over indices vectorise.
+template <IndexWrap W>
+inline int64_t wrap_index(int64_t v, int64_t size, bool& ok) {
+  if constexpr (W == IndexWrap::Modular) {
+    const int64_t r = v % size;
+    return r < 0 ? r + size : r;
+  } else {
+    const int64_t shifted = W == IndexWrap::Negative && v < 0 ? v + size : v;
+    const bool valid = static_cast<uint64_t>(shifted) < static_cast<uint64_t>(size);
+    ok &= valid;
+    return valid ? shifted : 0;
   }
-  return v;
 }
 
-template <typename IndexT, bool kAccumulate>
-bool offsets_loop(TensorIterator& iter, int64_t size, int64_t stride, IndexWrap wrap) {
+/// Calls fn(std::integral_constant<IndexWrap, W>{}) for the runtime `wrap`.
+template <typename Fn>
+decltype(auto) with_wrap(IndexWrap wrap, Fn&& fn) {
+  switch (wrap) {
+    case IndexWrap::Negative: return fn(std::integral_constant<IndexWrap, IndexWrap::Negative>{});
+    case IndexWrap::NonNegative: return fn(std::integral_constant<IndexWrap, IndexWrap::NonNegative>{});
+    case IndexWrap::Modular: break;
+  }
+  return fn(std::integral_constant<IndexWrap, IndexWrap::Modular>{});
+}
+
+template <typename IndexT, bool kAccumulate, IndexWrap W>
+bool offsets_loop(TensorIterator& iter, int64_t size, int64_t stride) {
   std::atomic<bool> all_ok{true};
   constexpr int nt = kAccumulate ? 3 : 2;
   iter.for_each(
@@ -57,7 +61,7 @@ bool offsets_loop(TensorIterator& iter, int64_t size, int64_t stride, IndexWrap 
           const char* idx = data[nt - 1] + j * strides[2 * nt - 1];
           for (int64_t i = 0; i < n0; ++i) {
             const auto v = static_cast<int64_t>(*reinterpret_cast<const IndexT*>(idx + i * strides[nt - 1]));
-            int64_t offset = wrap_index(v, size, wrap, ok) * stride;
+            int64_t offset = wrap_index<W>(v, size, ok) * stride;
             if constexpr (kAccumulate) offset += *reinterpret_cast<const int64_t*>(prev + i * strides[1]);
             *reinterpret_cast<int64_t*>(out + i * strides[0]) = offset;
           }
@@ -68,15 +72,18 @@ bool offsets_loop(TensorIterator& iter, int64_t size, int64_t stride, IndexWrap 
   return all_ok.load(std::memory_order_relaxed);
 }
 
-bool index_offsets_kernel(TensorIterator& iter, int64_t size, int64_t stride, IndexWrap wrap) {
+template <typename IndexT>
+bool offsets_for(TensorIterator& iter, int64_t size, int64_t stride, IndexWrap wrap) {
   const bool accumulate = iter.ninputs() == 2;
-  const bool is_int32 = iter.input(iter.ninputs() - 1).dtype() == DType::Int32;
-  if (is_int32) {
-    return accumulate ? offsets_loop<int32_t, true>(iter, size, stride, wrap)
-                      : offsets_loop<int32_t, false>(iter, size, stride, wrap);
-  }
-  return accumulate ? offsets_loop<int64_t, true>(iter, size, stride, wrap)
-                    : offsets_loop<int64_t, false>(iter, size, stride, wrap);
+  return with_wrap(wrap, [&](auto w) {
+    return accumulate ? offsets_loop<IndexT, true, decltype(w)::value>(iter, size, stride)
+                      : offsets_loop<IndexT, false, decltype(w)::value>(iter, size, stride);
+  });
+}
+
+bool index_offsets_kernel(TensorIterator& iter, int64_t size, int64_t stride, IndexWrap wrap) {
+  return iter.input(iter.ninputs() - 1).dtype() == DType::Int32 ? offsets_for<int32_t>(iter, size, stride, wrap)
+                                                                 : offsets_for<int64_t>(iter, size, stride, wrap);
 }
 
 // --- gather -------------------------------------------------------------------------
@@ -119,6 +126,76 @@ void index_gather_kernel(TensorIterator& iter) {
         }
       },
       kGrainSize);
+}
+
+template <typename IndexT, typename Word, IndexWrap W>
+void gather_direct_row(char* out, const char* src, const char* idx, const int64_t* s, int64_t n, int64_t size,
+                       int64_t stride, bool& ok) {
+  if (s[1] == 0 && s[0] == static_cast<int64_t>(sizeof(Word)) && s[2] == static_cast<int64_t>(sizeof(IndexT))) {
+    // One source slice walked by a dense run of indices (x[idx] on 1-D x, gather along the last dim).
+    if constexpr (W != IndexWrap::Modular) {
+      // Written so the compiler can vectorise it (AVX2/AVX-512 gathers): no branches, an
+      // integer flag; a bad index reads element 0 and fails the whole call.
+      Word* o = reinterpret_cast<Word*>(out);
+      const auto* ids = reinterpret_cast<const IndexT*>(idx);
+      const auto usize = static_cast<uint64_t>(size);
+      uint64_t bad = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t v = ids[i];
+        if constexpr (W == IndexWrap::Negative) v += v < 0 ? size : 0;
+        const uint64_t in_range = static_cast<uint64_t>(v) < usize;
+        bad |= in_range ^ 1;
+        o[i] = *reinterpret_cast<const Word*>(src + (in_range ? v : 0) * stride);
+      }
+      ok &= bad == 0;
+      return;
+    }
+  }
+  bool row_ok = true;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto v = static_cast<int64_t>(*reinterpret_cast<const IndexT*>(idx + i * s[2]));
+    std::memcpy(out + i * s[0], src + i * s[1] + wrap_index<W>(v, size, row_ok) * stride, sizeof(Word));
+  }
+  ok &= row_ok;
+}
+
+template <typename IndexT, IndexWrap W>
+bool gather_direct_loop(TensorIterator& iter, int64_t size, int64_t stride) {
+  const int64_t item = iter.input(0).itemsize();
+  std::atomic<bool> all_ok{true};
+  iter.for_each(
+      [&](char** data, const int64_t* s, int64_t n0, int64_t n1) {
+        bool ok = true;
+        for (int64_t j = 0; j < n1; ++j) {
+          char* out = data[0] + j * s[3];
+          const char* src = data[1] + j * s[4];
+          const char* idx = data[2] + j * s[5];
+          if (s[2] == 0 && s[0] == item && s[1] == item) {
+            // One index for a dense row: a slice copy (x[idx] on 2-D x, index_select along dim 0).
+            const auto v = static_cast<int64_t>(*reinterpret_cast<const IndexT*>(idx));
+            const int64_t offset = wrap_index<W>(v, size, ok) * stride;
+            std::memcpy(out, src + offset, static_cast<size_t>(n0 * item));
+            continue;
+          }
+          switch (item) {
+            case 1: gather_direct_row<IndexT, uint8_t, W>(out, src, idx, s, n0, size, stride, ok); break;
+            case 2: gather_direct_row<IndexT, uint16_t, W>(out, src, idx, s, n0, size, stride, ok); break;
+            case 4: gather_direct_row<IndexT, uint32_t, W>(out, src, idx, s, n0, size, stride, ok); break;
+            default: gather_direct_row<IndexT, uint64_t, W>(out, src, idx, s, n0, size, stride, ok); break;
+          }
+        }
+        if (!ok) all_ok.store(false, std::memory_order_relaxed);
+      },
+      kGrainSize);
+  return all_ok.load(std::memory_order_relaxed);
+}
+
+bool index_gather_direct_kernel(TensorIterator& iter, int64_t size, int64_t stride, IndexWrap wrap) {
+  const bool is_int32 = iter.input(1).dtype() == DType::Int32;
+  return with_wrap(wrap, [&](auto w) {
+    return is_int32 ? gather_direct_loop<int32_t, decltype(w)::value>(iter, size, stride)
+                    : gather_direct_loop<int64_t, decltype(w)::value>(iter, size, stride);
+  });
 }
 
 // --- put ----------------------------------------------------------------------------
@@ -215,6 +292,7 @@ void index_put_kernel(TensorIterator& iter, PutReduce reduce, const Scalar& alph
 
 KILN_REGISTER_DISPATCH(index_offsets_stub, &KILN_CPU_NS::index_offsets_kernel);
 KILN_REGISTER_DISPATCH(index_gather_stub, &KILN_CPU_NS::index_gather_kernel);
+KILN_REGISTER_DISPATCH(index_gather_direct_stub, &KILN_CPU_NS::index_gather_direct_kernel);
 KILN_REGISTER_DISPATCH(index_put_stub, &KILN_CPU_NS::index_put_kernel);
 
 }  // namespace kiln::native
