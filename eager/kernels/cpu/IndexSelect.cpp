@@ -29,7 +29,7 @@ Tensor along_dim(const Tensor& t, int64_t dim, int64_t size, int64_t stride) {
 }
 
 /// Offsets of a vector of indices along `dim` of `self` (at least 1-d), laid along
-/// `dim` of a tensor shaped like `shape` (stride 0 elsewhere). nullopt: some index is bad.
+/// `dim` of a tensor shaped like `shape` (stride 0 elsewhere); `bad` names an out-of-range index.
 struct DimOffsets {
   Tensor offsets;
   std::optional<BadIndex> bad;
