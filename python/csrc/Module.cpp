@@ -6,6 +6,7 @@
 #include "python/csrc/PyDevice.h"
 #include "python/csrc/PyMemoryFormat.h"
 #include "python/csrc/PyTensor.h"
+#include "python/csrc/TensorIndexing.h"
 
 namespace kiln::python {
 void init_numpy(PyObject* module);     // Numpy.cpp
@@ -39,6 +40,7 @@ PYBIND11_MODULE(_C, m) {
     register_numpy_tensor_methods();
     register_dlpack_tensor_methods();
     init_autograd(m.ptr());
+    register_tensor_indexing();  // x[index], x[index] = v (TensorIndexing.cpp)
     init_tensor_type(m.ptr());
     init_generated_functions(m.ptr());
     init_numpy(m.ptr());

@@ -1,8 +1,7 @@
 """kiln.Tensor: the Python face of kiln._C.TensorBase.
 
 Everything hot lives in C++ (kiln._C.TensorBase); this subclass adds what is
-naturally Python: printing, numpy's ``__array__``, iteration, conversions and
-basic indexing views.
+naturally Python: printing, numpy's ``__array__``, iteration and conversions.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from kiln import _C
+from kiln import _C, _indexing
 from kiln._tensor_str import format_tensor
 
 
@@ -181,55 +180,13 @@ class Tensor(_C.TensorBase):
 
     # --- end of shape properties -----------------------------------------------
 
-    # --- basic indexing (ints, slices, None, Ellipsis, bools) ----------------
-    def __getitem__(self, index):
-        """Basic indexing, always a view: ints and 0-dim integer tensors select,
-        slices (positive steps) narrow, None and True add a dim of size 1, False
-        one of size 0, and one Ellipsis stands for the dims not named."""
-        single = not isinstance(index, tuple)
-        index = tuple(_basic_index(item) for item in ((index,) if single else index))
-        n_ellipsis = sum(1 for i in index if i is Ellipsis)
-        if n_ellipsis > 1:
-            raise IndexError("an index can only have a single ellipsis ('...')")
-        consumed = sum(1 for i in index if isinstance(i, slice) or (isinstance(i, int) and not isinstance(i, bool)))
-        if consumed > self.dim():
-            if self.dim() == 0 and single:  # PyTorch's words for t[0] and t[:] on a 0-dim tensor
-                if isinstance(index[0], slice):
-                    raise IndexError("slice() cannot be applied to a 0-dim tensor.")
-                raise IndexError(
-                    "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
-                    "C++ to convert a 0-dim tensor to a number"
-                )
-            raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
-        if n_ellipsis:
-            at = index.index(Ellipsis)
-            index = index[:at] + (slice(None),) * (self.dim() - consumed) + index[at + 1 :]
-        sizes, strides = list(self.shape), list(self.stride())
-        offset = self.storage_offset()
-        out_sizes, out_strides = [], []
-        dim = 0
-        for item in index:
-            if item is None or isinstance(item, bool):
-                # A new dim of size 1 (None, True) or 0 (False), strided as PyTorch's unsqueeze.
-                out_sizes.append(1 if item is None or item else 0)
-                out_strides.append(sizes[dim] * strides[dim] if dim < len(sizes) else 1)
-            elif isinstance(item, slice):
-                start, stop, step = item.indices(sizes[dim])
-                if step <= 0:
-                    raise ValueError("step must be greater than zero")
-                length = max(0, (stop - start + step - 1) // step)
-                offset += start * strides[dim]
-                out_sizes.append(length)
-                out_strides.append(strides[dim] * step)
-                dim += 1
-            else:
-                if not -sizes[dim] <= item < sizes[dim]:
-                    raise IndexError(f"index {item} is out of bounds for dimension {dim} with size {sizes[dim]}")
-                offset += (item % sizes[dim]) * strides[dim]
-                dim += 1
-        out_sizes += sizes[dim:]
-        out_strides += strides[dim:]
-        return self.as_strided(out_sizes, out_strides, offset)
+    # --- indexing ------------------------------------------------------------
+    # x[index] and x[index] = value are kiln._C.TensorBase's mapping protocol
+    # (python/csrc/TensorIndexing.cpp); nonzero's as_tuple form is Python.
+    def nonzero(self, *, out=None, as_tuple=False):
+        """The indices of the nonzero elements: an (n, ndim) tensor, or with
+        ``as_tuple=True`` a tuple of ndim 1-D tensors (one per dim)."""
+        return _indexing.nonzero(self, out=out, as_tuple=as_tuple)
 
 
 _warned: set[str] = set()
@@ -240,24 +197,6 @@ def _warn_once(message: str, stacklevel: int = 3) -> None:
     if message not in _warned:
         _warned.add(message)
         warnings.warn(message, UserWarning, stacklevel=stacklevel)
-
-
-def _basic_index(item):
-    """One index item as int, slice, None, Ellipsis or bool; IndexError for the rest."""
-    if item is None or item is Ellipsis or isinstance(item, (slice, bool)):
-        return item
-    if isinstance(item, int):
-        return item
-    if isinstance(item, np.integer):
-        return int(item)
-    if isinstance(item, _C.TensorBase) and item.dim() == 0 and not item.dtype.is_floating_point:
-        return bool(item.item()) if item.dtype is _C.bool else int(item.item())
-    if isinstance(item, (list, _C.TensorBase, np.ndarray)):
-        raise IndexError("advanced indexing (with lists, tensors or arrays) is not supported yet")
-    raise IndexError(
-        "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
-        f"(got {type(item).__name__})"
-    )
 
 
 def _rebuild_tensor(values, requires_grad):

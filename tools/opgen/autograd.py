@@ -119,9 +119,9 @@ def autograd_kernels_cpp(ops: list[Op]) -> str:
         # Ops whose formulas kiln cannot generate yet keep the Autograd fallback
         # (Note [Ops without formulas]): multi-output ops, in-place ops reading
         # self, formulas needing a helper not written yet.
-        if not op.derivatives or not _supported(op) or _reads_overwritten_self(op, op_names):
+        if not op.derivatives or not _supported(op) or not _translatable(op, op_names):
             continue
-        if not _helpers_available(op, op_names):
+        if _reads_overwritten_self(op, op_names) or not _helpers_available(op, op_names):
             continue
         nodes.append(_node(op, node_struct(op), display_name(op, ops), op_names))
         kernels.append(_kernel(op, node_struct(op), op_names))
@@ -153,6 +153,17 @@ def _translate(op: Op, op_names: set[str]) -> tuple[list[str], set[str]]:
     return codes, used
 
 
+def _translatable(op: Op, op_names: set[str]) -> bool:
+    """Formulas using syntax the translator does not handle yet (conditional
+    expressions, ...) leave the op on the fallback."""
+    try:
+        _, used = _translate(op, op_names)
+    except OpgenError:
+        return False
+    # Saved tensor lists (index's Tensor?[] indices, cat's inputs) are not saved yet.
+    return not any(a.name in used and a.type.base == "Tensor" and a.type.is_list for a in op.schema.arguments)
+
+
 def _helpers_available(op: Op, op_names: set[str]) -> bool:
     for formula in op.derivatives.values():
         for node in ast.walk(ast.parse(formula.strip(), mode="eval")):
@@ -170,7 +181,10 @@ def _reads_overwritten_self(op: Op, op_names: set[str]) -> bool:
     get the Autograd fallback (a NotImplemented node) instead of a kernel."""
     if not op.schema.is_inplace:
         return False
-    _, used = _translate(op, op_names)
+    try:
+        _, used = _translate(op, op_names)
+    except OpgenError:
+        return True  # untranslatable: the fallback serves it either way
     return op.schema.arguments[0].name in used
 
 

@@ -47,6 +47,10 @@ HELPERS = {
     "cat_tensors_backward": "autograd issue: grad split along dim into the inputs' sizes (empty 1-D inputs skipped)",
     "negated": "autograd issue: an int list with every element negated",
     "unsqueeze_multiple": "autograd issue: grad with size-1 dims inserted at each of dims",
+    # indexing (eager/ops/indexing.yaml); autograd issue
+    "take_backward": "autograd issue: zeros like self with grad accumulated at take's flat indices (put_ with accumulate)",
+    "masked_scatter_backward": "autograd issue: masked_select(grad, mask) padded with zeros to source's numel, "
+                               "reshaped to source's sizes",
 }
 
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult, ast.USub, ast.UAdd,

@@ -1,0 +1,298 @@
+// Indexing loops, compiled per CPU capability: index -> byte offsets, gather
+// through offsets, put through offsets. See Note [Indexing by byte offsets]
+// (eager/kernels/cpu/IndexUtils.h).
+#include <atomic>
+#include <cstring>
+#include <cstdint>
+#include <type_traits>
+
+#include "eager/kernels/cpu/IndexStubs.h"
+#include "eager/kernels/cpu/Loops.h"
+
+namespace kiln::native {
+namespace KILN_CPU_NS {
+namespace {
+
+template <typename T>
+inline T load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+// --- offsets ----------------------------------------------------------------------
+
+/// One index value as a position in [0, size); `ok` turns false when it is out of range
+/// (the position is then 0). Branch-free, so loops over indices vectorise.
+template <IndexWrap W>
+inline int64_t wrap_index(int64_t v, int64_t size, bool& ok) {
+  if constexpr (W == IndexWrap::Modular) {
+    const int64_t r = v % size;
+    return r < 0 ? r + size : r;
+  } else {
+    const int64_t shifted = W == IndexWrap::Negative && v < 0 ? v + size : v;
+    const bool valid = static_cast<uint64_t>(shifted) < static_cast<uint64_t>(size);
+    ok &= valid;
+    return valid ? shifted : 0;
+  }
+}
+
+/// Calls fn(std::integral_constant<IndexWrap, W>{}) for the runtime `wrap`.
+template <typename Fn>
+decltype(auto) with_wrap(IndexWrap wrap, Fn&& fn) {
+  switch (wrap) {
+    case IndexWrap::Negative: return fn(std::integral_constant<IndexWrap, IndexWrap::Negative>{});
+    case IndexWrap::NonNegative: return fn(std::integral_constant<IndexWrap, IndexWrap::NonNegative>{});
+    case IndexWrap::Modular: break;
+  }
+  return fn(std::integral_constant<IndexWrap, IndexWrap::Modular>{});
+}
+
+template <typename IndexT, bool kAccumulate, IndexWrap W>
+bool offsets_loop(TensorIterator& iter, int64_t size, int64_t stride) {
+  std::atomic<bool> all_ok{true};
+  constexpr int nt = kAccumulate ? 3 : 2;
+  iter.for_each(
+      [&](char** data, const int64_t* strides, int64_t n0, int64_t n1) {
+        bool ok = true;
+        for (int64_t j = 0; j < n1; ++j) {
+          char* out = data[0] + j * strides[nt];
+          const char* prev = kAccumulate ? data[1] + j * strides[nt + 1] : nullptr;
+          const char* idx = data[nt - 1] + j * strides[2 * nt - 1];
+          for (int64_t i = 0; i < n0; ++i) {
+            const auto v = static_cast<int64_t>(*reinterpret_cast<const IndexT*>(idx + i * strides[nt - 1]));
+            int64_t offset = wrap_index<W>(v, size, ok) * stride;
+            if constexpr (kAccumulate) offset += *reinterpret_cast<const int64_t*>(prev + i * strides[1]);
+            *reinterpret_cast<int64_t*>(out + i * strides[0]) = offset;
+          }
+        }
+        if (!ok) all_ok.store(false, std::memory_order_relaxed);
+      },
+      kGrainSize);
+  return all_ok.load(std::memory_order_relaxed);
+}
+
+template <typename IndexT>
+bool offsets_for(TensorIterator& iter, int64_t size, int64_t stride, IndexWrap wrap) {
+  const bool accumulate = iter.ninputs() == 2;
+  return with_wrap(wrap, [&](auto w) {
+    return accumulate ? offsets_loop<IndexT, true, decltype(w)::value>(iter, size, stride)
+                      : offsets_loop<IndexT, false, decltype(w)::value>(iter, size, stride);
+  });
+}
+
+bool index_offsets_kernel(TensorIterator& iter, int64_t size, int64_t stride, IndexWrap wrap) {
+  return iter.input(iter.ninputs() - 1).dtype() == DType::Int32 ? offsets_for<int32_t>(iter, size, stride, wrap)
+                                                                 : offsets_for<int64_t>(iter, size, stride, wrap);
+}
+
+// --- gather -------------------------------------------------------------------------
+
+/// Elements are moved as raw bytes of their size: the gather never converts.
+template <typename Word>
+void gather_row(char* out, const char* src, const char* off, const int64_t* s, int64_t n) {
+  if (s[1] == 0 && s[0] == static_cast<int64_t>(sizeof(Word)) && s[2] == 8) {
+    // One source slice walked by the offsets (x[idx] on 1-D x, index_select along the last dim).
+    Word* o = reinterpret_cast<Word*>(out);
+    const auto* offs = reinterpret_cast<const int64_t*>(off);
+    for (int64_t i = 0; i < n; ++i) o[i] = load<Word>(src + offs[i]);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t offset = *reinterpret_cast<const int64_t*>(off + i * s[2]);
+    std::memcpy(out + i * s[0], src + i * s[1] + offset, sizeof(Word));
+  }
+}
+
+void index_gather_kernel(TensorIterator& iter) {
+  const int64_t item = iter.input(0).itemsize();
+  iter.for_each(
+      [&](char** data, const int64_t* s, int64_t n0, int64_t n1) {
+        for (int64_t j = 0; j < n1; ++j) {
+          char* out = data[0] + j * s[3];
+          const char* src = data[1] + j * s[4];
+          const char* off = data[2] + j * s[5];
+          if (s[2] == 0 && s[0] == item && s[1] == item) {
+            // One offset for a dense row: a slice copy (x[idx] on 2-D x, index_select along dim 0).
+            std::memcpy(out, src + *reinterpret_cast<const int64_t*>(off), static_cast<size_t>(n0 * item));
+            continue;
+          }
+          switch (item) {
+            case 1: gather_row<uint8_t>(out, src, off, s, n0); break;
+            case 2: gather_row<uint16_t>(out, src, off, s, n0); break;
+            case 4: gather_row<uint32_t>(out, src, off, s, n0); break;
+            default: gather_row<uint64_t>(out, src, off, s, n0); break;
+          }
+        }
+      },
+      kGrainSize);
+}
+
+template <typename IndexT, typename Word, IndexWrap W>
+void gather_direct_row(char* out, const char* src, const char* idx, const int64_t* s, int64_t n, int64_t size,
+                       int64_t stride, bool& ok) {
+  if (s[1] == 0 && s[0] == static_cast<int64_t>(sizeof(Word)) && s[2] == static_cast<int64_t>(sizeof(IndexT))) {
+    // One source slice walked by a dense run of indices (x[idx] on 1-D x, gather along the last dim).
+    if constexpr (W != IndexWrap::Modular) {
+      // Written so the compiler can vectorise it (AVX2/AVX-512 gathers): no branches, an
+      // integer flag; a bad index reads element 0 and fails the whole call.
+      Word* o = reinterpret_cast<Word*>(out);
+      const auto* ids = reinterpret_cast<const IndexT*>(idx);
+      const auto usize = static_cast<uint64_t>(size);
+      uint64_t bad = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t v = ids[i];
+        if constexpr (W == IndexWrap::Negative) v += v < 0 ? size : 0;
+        const uint64_t in_range = static_cast<uint64_t>(v) < usize;
+        bad |= in_range ^ 1;
+        o[i] = *reinterpret_cast<const Word*>(src + (in_range ? v : 0) * stride);
+      }
+      ok &= bad == 0;
+      return;
+    }
+  }
+  bool row_ok = true;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto v = static_cast<int64_t>(*reinterpret_cast<const IndexT*>(idx + i * s[2]));
+    std::memcpy(out + i * s[0], src + i * s[1] + wrap_index<W>(v, size, row_ok) * stride, sizeof(Word));
+  }
+  ok &= row_ok;
+}
+
+template <typename IndexT, IndexWrap W>
+bool gather_direct_loop(TensorIterator& iter, int64_t size, int64_t stride) {
+  const int64_t item = iter.input(0).itemsize();
+  std::atomic<bool> all_ok{true};
+  iter.for_each(
+      [&](char** data, const int64_t* s, int64_t n0, int64_t n1) {
+        bool ok = true;
+        for (int64_t j = 0; j < n1; ++j) {
+          char* out = data[0] + j * s[3];
+          const char* src = data[1] + j * s[4];
+          const char* idx = data[2] + j * s[5];
+          if (s[2] == 0 && s[0] == item && s[1] == item) {
+            // One index for a dense row: a slice copy (x[idx] on 2-D x, index_select along dim 0).
+            const auto v = static_cast<int64_t>(*reinterpret_cast<const IndexT*>(idx));
+            const int64_t offset = wrap_index<W>(v, size, ok) * stride;
+            std::memcpy(out, src + offset, static_cast<size_t>(n0 * item));
+            continue;
+          }
+          switch (item) {
+            case 1: gather_direct_row<IndexT, uint8_t, W>(out, src, idx, s, n0, size, stride, ok); break;
+            case 2: gather_direct_row<IndexT, uint16_t, W>(out, src, idx, s, n0, size, stride, ok); break;
+            case 4: gather_direct_row<IndexT, uint32_t, W>(out, src, idx, s, n0, size, stride, ok); break;
+            default: gather_direct_row<IndexT, uint64_t, W>(out, src, idx, s, n0, size, stride, ok); break;
+          }
+        }
+        if (!ok) all_ok.store(false, std::memory_order_relaxed);
+      },
+      kGrainSize);
+  return all_ok.load(std::memory_order_relaxed);
+}
+
+bool index_gather_direct_kernel(TensorIterator& iter, int64_t size, int64_t stride, IndexWrap wrap) {
+  const bool is_int32 = iter.input(1).dtype() == DType::Int32;
+  return with_wrap(wrap, [&](auto w) {
+    return is_int32 ? gather_direct_loop<int32_t, decltype(w)::value>(iter, size, stride)
+                    : gather_direct_loop<int64_t, decltype(w)::value>(iter, size, stride);
+  });
+}
+
+// --- put ----------------------------------------------------------------------------
+
+template <typename T>
+struct PutOps {
+  static void assign(char* d, const char* v, const T&) { std::memcpy(d, v, sizeof(T)); }
+  static void add(char* d, const char* v, const T& alpha) {
+    T& dst = *reinterpret_cast<T*>(d);
+    const T src = load<T>(v);
+    if constexpr (std::is_same_v<T, bool>) {
+      dst = dst || (alpha && src);
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      dst = T(static_cast<float>(dst) + static_cast<float>(alpha) * static_cast<float>(src));
+    } else {
+      dst = static_cast<T>(dst + alpha * src);
+    }
+  }
+  static void add_one(char* d, const char* v, const T&) {
+    T& dst = *reinterpret_cast<T*>(d);
+    const T src = load<T>(v);
+    if constexpr (std::is_same_v<T, bool>) {
+      dst = dst || src;
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      dst = T(static_cast<float>(dst) + static_cast<float>(src));
+    } else {
+      dst = static_cast<T>(dst + src);
+    }
+  }
+  static void multiply(char* d, const char* v, const T&) {
+    T& dst = *reinterpret_cast<T*>(d);
+    const T src = load<T>(v);
+    if constexpr (std::is_same_v<T, bool>) {
+      dst = dst && src;
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      dst = T(static_cast<float>(dst) * static_cast<float>(src));
+    } else {
+      dst = static_cast<T>(dst * src);
+    }
+  }
+};
+
+template <typename T, void (*Op)(char*, const char*, const T&)>
+void put_loop(TensorIterator& iter, const T& alpha) {
+  constexpr auto item = static_cast<int64_t>(sizeof(T));
+  constexpr bool kAssign = Op == &PutOps<T>::assign;
+  iter.serial_for_each(
+      [&](char** data, const int64_t* s, int64_t n0, int64_t n1) {
+        for (int64_t j = 0; j < n1; ++j) {
+          char* dst = data[0] + j * s[3];
+          const char* val = data[1] + j * s[4];
+          const char* off = data[2] + j * s[5];
+          if (s[2] == 0) {
+            // One offset for the whole row (x[idx] = v, index_add_ along dim 0): a slice update.
+            char* row = dst + *reinterpret_cast<const int64_t*>(off);
+            if (kAssign && s[0] == item && s[1] == item) {
+              std::memmove(row, val, static_cast<size_t>(n0 * item));
+            } else if (s[0] == item && s[1] == item) {
+              for (int64_t i = 0; i < n0; ++i) Op(row + i * item, val + i * item, alpha);
+            } else {
+              for (int64_t i = 0; i < n0; ++i) Op(row + i * s[0], val + i * s[1], alpha);
+            }
+            continue;
+          }
+          for (int64_t i = 0; i < n0; ++i) {
+            Op(dst + i * s[0] + *reinterpret_cast<const int64_t*>(off + i * s[2]), val + i * s[1], alpha);
+          }
+        }
+      },
+      0, iter.numel());
+}
+
+void index_put_kernel(TensorIterator& iter, PutReduce reduce, const Scalar& alpha) {
+  visit_dtype(iter.input(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using Ops = PutOps<T>;
+    const T a = alpha.to<T>();
+    switch (reduce) {
+      case PutReduce::Assign: put_loop<T, &Ops::assign>(iter, a); break;
+      case PutReduce::Add:
+        if (alpha.to_double() == 1.0 && !alpha.is_bool()) {
+          put_loop<T, &Ops::add_one>(iter, a);
+        } else {
+          put_loop<T, &Ops::add>(iter, a);
+        }
+        break;
+      case PutReduce::Multiply: put_loop<T, &Ops::multiply>(iter, a); break;
+    }
+  });
+}
+
+}  // namespace
+}  // namespace KILN_CPU_NS
+
+KILN_REGISTER_DISPATCH(index_offsets_stub, &KILN_CPU_NS::index_offsets_kernel);
+KILN_REGISTER_DISPATCH(index_gather_stub, &KILN_CPU_NS::index_gather_kernel);
+KILN_REGISTER_DISPATCH(index_gather_direct_stub, &KILN_CPU_NS::index_gather_direct_kernel);
+KILN_REGISTER_DISPATCH(index_put_stub, &KILN_CPU_NS::index_put_kernel);
+
+}  // namespace kiln::native
