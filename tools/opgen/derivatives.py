@@ -33,6 +33,14 @@ HELPERS = {
     "sum_to": "autograd issue: sums a broadcast gradient back to an input's sizes",
     "to": "autograd issue: converts to a dtype",
     "reshape": "autograd issue: view when possible, else a copy",
+    # Binary and ternary pointwise ops (eager/ops/pointwise_binary.yaml), as PyTorch's
+    # FunctionsManual.cpp; defined by the autograd issue.
+    "pow_backward": "autograd issue: grad of pow(Tensor, Scalar) w.r.t. self",
+    "pow_backward_self": "autograd issue: grad of pow(Tensor, Tensor) w.r.t. self",
+    "pow_backward_exponent": "autograd issue: grad of pow w.r.t. the exponent (uses result)",
+    "clamp_backward": "autograd issue: grad where min <= self <= max, else 0",
+    "clamp_backward_min": "autograd issue: grad of clamp(Tensor min, Tensor max) w.r.t. min",
+    "clamp_backward_max": "autograd issue: grad of clamp(Tensor min, Tensor max) w.r.t. max",
 }
 
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult, ast.USub, ast.UAdd,

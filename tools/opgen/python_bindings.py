@@ -62,8 +62,8 @@ def python_type(t: Type, where: str) -> str:
 def python_signature(op: Op, out_op: Op | None, is_method: bool) -> PySignature:
     params = []
     for i, a in enumerate(op.schema.arguments):
-        if is_method and i == 0:
-            continue  # the bound tensor
+        if is_method and a.name == "self":
+            continue  # the bound tensor (not always the first argument: where(condition, self, other))
         name = "input" if a.name == "self" else a.name
         params.append(PyParam(name, python_type(a.type, f"{op.label}: argument '{a.name}'"), a.default,
                               a.kwarg_only, a))
@@ -175,7 +175,7 @@ def _case(sig: PySignature, is_method: bool) -> list[str]:
     lines = [f"// {sig.op.schema}"] + ([f"// {sig.out_op.schema}"] if sig.out_op else [])
     locals_: dict[str, str] = {}
     if is_method:
-        locals_[sig.op.schema.arguments[0].name] = "self_tensor"
+        locals_["self"] = "self_tensor"
     index = {p.name: i for i, p in enumerate(sig.params)}
     for i, p in enumerate(sig.params):
         if p.arg is not None:
