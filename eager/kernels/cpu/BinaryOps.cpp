@@ -5,7 +5,9 @@
 // helpers every binary/ternary op file shares (BinaryOps.h).
 #include "eager/kernels/cpu/BinaryOps.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 #include <optional>
 #include <string_view>
 
@@ -38,7 +40,8 @@ Tensor scalar_operand(const Scalar& value, const Tensor& like) {
   // Made directly in the dtype the op will compute in (the wrapped number then
   // needs no conversion pass), converting as TensorIterator would: integers
   // wrap (uint8 + 300 is 44, as in PyTorch), floats round.
-  const DType dtype = result_type(like, value);
+  // A bool stays bool: sub's checks read it (float_tensor - True is an error).
+  const DType dtype = value.is_bool() ? DType::Bool : result_type(like, value);
   Tensor t = empty({}, dtype, like.device());
   visit_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -56,8 +59,51 @@ Tensor scalar_operand(const Scalar& value, const Tensor& like) {
   return t;
 }
 
+namespace {
+
+/// [first byte, one past the last byte] a non-empty tensor can touch.
+std::pair<const char*, const char*> memory_range(const Tensor& t) {
+  const char* begin = static_cast<const char*>(t.data_ptr());
+  int64_t extent = 0;
+  for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * t.stride(d);
+  return {begin, begin + (extent + 1) * t.itemsize()};
+}
+
+bool same_values(IntArrayRef a, IntArrayRef b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+
+bool same_geometry(const Tensor& a, const Tensor& b) {
+  return a.data_ptr() == b.data_ptr() && same_values(a.sizes(), b.sizes()) && same_values(a.strides(), b.strides());
+}
+
+}  // namespace
+
+void check_inplace(const Tensor& self, std::initializer_list<const Tensor*> inputs) {
+  if (self.numel() > 1) {
+    for (int64_t d = 0; d < self.dim(); ++d) {
+      KILN_CHECK(!(self.size(d) > 1 && self.stride(d) == 0),
+                 "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                 "location. Please clone() the tensor before performing the operation.");
+    }
+  }
+  DimVector shape(self.sizes());
+  for (const Tensor* input : inputs) {
+    if (self.numel() > 0 && input->numel() > 0 && input->storage() == self.storage() &&
+        !same_geometry(*input, self)) {
+      const auto [ob, oe] = memory_range(self);
+      const auto [ib, ie] = memory_range(*input);
+      KILN_CHECK(ie <= ob || oe <= ib,
+                 "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+                 "single memory location. Please clone() the tensor before performing the operation.");
+    }
+  }
+  for (const Tensor* input : inputs) shape = broadcast_shapes(shape, input->sizes());
+  KILN_CHECK(same_values(shape, self.sizes()), "output with shape ", self.sizes(),
+             " doesn't match the broadcast shape ", shape);
+}
+
 TensorIterator binary_op_iterator(const char* name, ResultInto into, const Tensor& out, const Tensor& self,
                                   const Tensor& other, bool integer_to_float) {
+  if (into == ResultInto::InPlace) check_inplace(self, {&other});
   return TensorIteratorConfig()
       .set_op_name(name)
       .add_output(out)
@@ -75,6 +121,7 @@ TensorIterator comparison_op_iterator(const char* name, ResultInto into, const T
                                       const Tensor& other) {
   // PyTorch computes a non-bool out= in the common dtype and casts; computing
   // bool and casting gives the same 0s and 1s.
+  if (into == ResultInto::InPlace) check_inplace(self, {&other});
   return TensorIteratorConfig()
       .set_op_name(name)
       .add_output(out)

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 
 #include "eager/core/Scalar.h"
@@ -47,6 +48,12 @@ enum class ResultInto : uint8_t { NewTensor, InPlace, Out };
 /// The loop computes in input(0)'s dtype and writes bool.
 [[nodiscard]] TensorIterator comparison_op_iterator(const char* name, ResultInto into, const Tensor& out,
                                                     const Tensor& self, const Tensor& other);
+
+/// An in-place op's checks, in PyTorch's order (before any dtype check): self
+/// has no element twice, no input partly overlaps it, and the inputs broadcast
+/// to exactly self's shape ("output with shape [3] doesn't match the broadcast
+/// shape [2, 3]").
+void check_inplace(const Tensor& self, std::initializer_list<const Tensor*> inputs);
 
 /// Bumps the version of a written out=/in-place tensor and returns the result.
 Tensor finish(const TensorIterator& iter, ResultInto into);

@@ -101,6 +101,7 @@ Tensor clamp_scalar_into(ResultInto into, const Tensor& out, const Tensor& self,
     KILN_CHECK(result == self.dtype() || into != ResultInto::InPlace, "result type ", scalar_type_name(result),
                " can't be cast to the desired output type ", type_meta_name(self.dtype()));
   }
+  if (into == ResultInto::InPlace) check_inplace(self, {});
   check_out_dtype(into, out, result);
   auto iter = TensorIteratorConfig()
                   .set_op_name("clamp")
@@ -125,6 +126,7 @@ Tensor clamp_scalar_into(ResultInto into, const Tensor& out, const Tensor& self,
 Tensor clamp_tensor_into(ResultInto into, const Tensor& out, const Tensor& self, const std::optional<Tensor>& min,
                          const std::optional<Tensor>& max) {
   KILN_CHECK(min.has_value() || max.has_value(), kClampNeedsABound);
+  if (into == ResultInto::InPlace) check_inplace(self, {min ? &*min : &self, max ? &*max : &self});
   TensorIteratorConfig config;
   config.set_op_name("clamp").add_output(out).add_const_input(self);
   if (min) config.add_const_input(*min);
@@ -166,7 +168,7 @@ void check_lerp_dtype(const Tensor& self, const Tensor& arg, const char* name) {
 Tensor lerp_scalar_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& end,
                         const Scalar& weight) {
   check_lerp_dtype(self, end, "end");
-  auto iter = binary_op_iterator("lerp", into, out, self, end);
+  auto iter = binary_op_iterator("lerp", into, out, self, end);  // checks an in-place self
   lerp_scalar_stub(iter, weight);
   return finish(iter, into);
 }
@@ -176,6 +178,7 @@ Tensor lerp_scalar_into(ResultInto into, const Tensor& out, const Tensor& self, 
 Tensor lerp_tensor_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& end,
                         const Tensor& weight) {
   check_lerp_dtype(self, end, "end");
+  if (into == ResultInto::InPlace) check_inplace(self, {&end, &weight});
   const bool promote_weight = weight.dim() == 0;
   if (!promote_weight) {
     check_lerp_dtype(self, weight, "weight");
@@ -209,6 +212,7 @@ Tensor addcmul_into(ResultInto into, const Tensor& out, const Tensor& self, cons
                "tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: "
                "(input + value * tensor1 / tensor2), for all dtypes.");
   }
+  if (into == ResultInto::InPlace) check_inplace(self, {&tensor1, &tensor2});
   auto iter = TensorIteratorConfig()
                   .set_op_name(divide ? "addcdiv" : "addcmul")
                   .add_output(out)

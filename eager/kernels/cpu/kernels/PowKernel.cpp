@@ -57,6 +57,18 @@ void pow_tensor_tensor_kernel(TensorIterator& iter) {
   });
 }
 
+/// a ** exp for the exponents PyTorch computes without pow (sqrt, rsqrt,
+/// reciprocal, products): they differ from pow at -inf and -0.0.
+template <typename T>
+T pow_special(T a, T exp) {
+  if (exp == T(0.5)) return std::sqrt(a);
+  if (exp == T(-0.5)) return T(1) / std::sqrt(a);
+  if (exp == T(-1)) return T(1) / a;
+  if (exp == T(2)) return a * a;
+  if (exp == T(3)) return a * a * a;
+  return T(1) / (a * a);  // -2
+}
+
 /// float/double base with a scalar exponent: the special exponents first.
 template <typename T>
 void pow_floating_scalar(TensorIterator& iter, T exp) {
@@ -87,13 +99,15 @@ void pow_tensor_scalar_kernel(TensorIterator& iter, const Scalar& exp_scalar) {
     if constexpr (std::is_same_v<T, bool>) {
       fail_not_implemented("pow", DType::Bool);
     } else if constexpr (is_reduced_float_v<T>) {
-      // PyTorch rounds the exponent to the tensor's type first, then computes in float.
+      // PyTorch rounds the exponent to the tensor's type first, then computes in
+      // float; bfloat16 (not float16) also takes the special exponents.
       const float exp = static_cast<float>(exp_scalar.to<T>());
-      if (exp == 2.0f) {
-        cpu_kernel(iter, [](T a) -> T { return T(static_cast<float>(a) * static_cast<float>(a)); });
-      } else {
-        cpu_kernel(iter, [exp](T a) -> T { return T(std::pow(static_cast<float>(a), exp)); });
+      if constexpr (std::is_same_v<T, BFloat16>) {
+        if (exp == 0.5f || exp == -0.5f || exp == -1.0f || exp == 2.0f || exp == 3.0f || exp == -2.0f) {
+          return cpu_kernel(iter, [exp](T a) -> T { return T(pow_special(static_cast<float>(a), exp)); });
+        }
       }
+      cpu_kernel(iter, [exp](T a) -> T { return T(std::pow(static_cast<float>(a), exp)); });
     } else if constexpr (std::is_floating_point_v<T>) {
       pow_floating_scalar<T>(iter, exp_scalar.to<T>());
     } else {
