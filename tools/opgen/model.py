@@ -351,7 +351,7 @@ def _load_entry(entry, where: str) -> Op:
     if "method" in variants:
         # `self` is usually first; where(condition, self, other) is the exception, as in PyTorch.
         if not any(a.name == "self" and a.type == Type("Tensor") for a in schema.arguments):
-            fail("a method variant needs a 'Tensor self' argument")
+            fail("a method variant needs 'Tensor self' among its arguments")
         if schema.out_arguments:
             fail("an out= overload has no method variant (it folds into the functional one's out=)")
 

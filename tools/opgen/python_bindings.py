@@ -29,6 +29,15 @@ class PyParam:
         return f"{self.type} {self.name}" + (f"={self.default}" if self.default is not None else "")
 
 
+# PyTorch binds no Scalar overload of add, sub, mul and div to Python (its
+# gen_python_functions.py skips them): its parser takes a Python number for their
+# Tensor argument instead. kiln's parser does not, so it binds them, hidden:
+# matched after the Tensor overloads, never counted or listed in errors, so a
+# mistaken call gets PyTorch's message.
+HIDDEN_OVERLOADS = {"add.Scalar", "add_.Scalar", "sub.Scalar", "sub_.Scalar", "mul.Scalar", "mul_.Scalar",
+                    "div.Scalar", "div_.Scalar"}
+
+
 @dataclass
 class PySignature:
     op: Op
@@ -42,7 +51,8 @@ class PySignature:
                 parts.append("*")
                 star = True
             parts.append(str(p))
-        return f"{name}({', '.join(parts)})"
+        hidden = "|hidden" if self.op.full_name in HIDDEN_OVERLOADS else ""
+        return f"{name}({', '.join(parts)}){hidden}"
 
 
 def python_type(t: Type, where: str) -> str:

@@ -148,8 +148,8 @@ std::string_view type_meta_name(DType dtype) {
   switch (dtype) {
     case DType::Float32: return "float";
     case DType::Float64: return "double";
-    case DType::Float16: return "c10::Half";
-    case DType::BFloat16: return "c10::BFloat16";
+    case DType::Float16: return "kiln::Half";
+    case DType::BFloat16: return "kiln::BFloat16";
     case DType::Int8: return "signed char";
     case DType::Int16: return "short int";
     case DType::Int32: return "int";

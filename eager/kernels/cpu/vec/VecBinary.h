@@ -13,7 +13,10 @@
 // exactly what its Vec lambda computes lane by lane (the same operations in
 // the same order, no fused multiply-add on one side only), or it evaluates the
 // Vec function on a splatted value (lane0) where the vector code calls SLEEF:
-// results then never depend on kiln.set_num_threads.
+// results then never depend on kiln.set_num_threads. (GCC contracts a multiply
+// that feeds an add into one FMA in the AVX2 and AVX-512 builds, in the scalar
+// and the Vec lambda alike, so the builds for different CPUs may differ in the
+// last bit there, as PyTorch's do; one build always agrees with itself.)
 #pragma once
 
 #include <cstdint>
