@@ -36,12 +36,14 @@ void add_kernel(TensorIterator& iter, const Scalar& alpha) {
     } else if constexpr (std::is_floating_point_v<T>) {
       const T a = alpha.to<T>();
       if (a == T(1)) {
-        cpu_kernel_vec(iter, [](T x, T y) -> T { return x + y; }, [](Vec<T> x, Vec<T> y) { return x + y; });
+        binary_kernel_vec_streaming<T>(iter, [](T x, T y) -> T { return x + y; },
+                                       [](Vec<T> x, Vec<T> y) { return x + y; });
       } else if (a == T(-1)) {  // sub: x + (-1) * y is exactly x - y
-        cpu_kernel_vec(iter, [](T x, T y) -> T { return x - y; }, [](Vec<T> x, Vec<T> y) { return x - y; });
+        binary_kernel_vec_streaming<T>(iter, [](T x, T y) -> T { return x - y; },
+                                       [](Vec<T> x, Vec<T> y) { return x - y; });
       } else {
-        cpu_kernel_vec(iter, [a](T x, T y) -> T { return x + a * y; },
-                       [a](Vec<T> x, Vec<T> y) { return x + Vec<T>::splat(a) * y; });
+        binary_kernel_vec_streaming<T>(iter, [a](T x, T y) -> T { return x + a * y; },
+                                       [a](Vec<T> x, Vec<T> y) { return x + Vec<T>::splat(a) * y; });
       }
     } else {
       const T a = alpha.to<T>();
@@ -62,7 +64,8 @@ void mul_kernel(TensorIterator& iter) {
     } else if constexpr (is_reduced_float_v<T>) {
       cpu_kernel(iter, in_float<T>([](float x, float y) { return x * y; }));
     } else if constexpr (std::is_floating_point_v<T>) {
-      cpu_kernel_vec(iter, [](T x, T y) -> T { return x * y; }, [](Vec<T> x, Vec<T> y) { return x * y; });
+      binary_kernel_vec_streaming<T>(iter, [](T x, T y) -> T { return x * y; },
+                                     [](Vec<T> x, Vec<T> y) { return x * y; });
     } else {
       cpu_kernel(iter, [](T x, T y) -> T { return wrapping_mul(x, y); });
     }
@@ -76,7 +79,8 @@ void div_true_kernel(TensorIterator& iter) {
     if constexpr (is_reduced_float_v<T>) {
       cpu_kernel(iter, in_float<T>([](float x, float y) { return x / y; }));
     } else if constexpr (std::is_floating_point_v<T>) {
-      cpu_kernel_vec(iter, [](T x, T y) -> T { return x / y; }, [](Vec<T> x, Vec<T> y) { return x / y; });
+      binary_kernel_vec_streaming<T>(iter, [](T x, T y) -> T { return x / y; },
+                                     [](Vec<T> x, Vec<T> y) { return x / y; });
     } else {
       fail_not_implemented("div_true_cpu", iter.common_dtype());
     }

@@ -19,6 +19,8 @@
 // last bit there, as PyTorch's do; one build always agrees with itself.)
 #pragma once
 
+#include <immintrin.h>
+
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -26,6 +28,7 @@
 #include "eager/core/Half.h"
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/TensorIterator.h"
+#include "eager/kernels/cpu/Loops.h"
 #include "eager/kernels/cpu/vec/Vec.h"
 
 namespace kiln::native::KILN_CPU_NS {
@@ -168,6 +171,72 @@ T load_at(const char* p, int64_t stride, int64_t i) {
 template <typename T>
 Vec<T> load_vec_at(const char* p, int64_t stride, int64_t i) {
   return stride == 0 ? Vec<T>::splat(load_at<T>(p, 0, 0)) : Vec<T>::loadu(p + i * stride);
+}
+
+// --- streaming stores for outputs bigger than the caches -------------------------------
+
+// Note [Streaming stores]
+// -----------------------
+// A store to a line that is not in the cache first reads it (read for
+// ownership): an elementwise op writing an output far bigger than the last-level
+// cache moves a third more memory than it reads and writes (a + b moves 4, not
+// 3, times the output). Non-temporal stores skip that read and do not evict the
+// inputs. They only pay off when the output cannot stay cached anyway, so only
+// outputs of kStreamingBytes or more take them; smaller ones stay in cache for
+// the next op. Results are unchanged (the same scalar and Vec lambdas run).
+inline constexpr int64_t kStreamingBytes = int64_t{16} << 20;  // 16 MiB: half of a 32 MiB L3
+
+/// A non-temporal store of a whole Vec to a kVecBytes-aligned address.
+inline void stream_store(float* p, Vec<float> v) {
+#if defined(__AVX512F__)
+  _mm512_stream_ps(p, reinterpret_cast<__m512>(v.v));
+#elif defined(__AVX2__)
+  _mm256_stream_ps(p, reinterpret_cast<__m256>(v.v));
+#else
+  _mm_stream_ps(p, reinterpret_cast<__m128>(v.v));
+#endif
+}
+inline void stream_store(double* p, Vec<double> v) {
+#if defined(__AVX512F__)
+  _mm512_stream_pd(p, reinterpret_cast<__m512d>(v.v));
+#elif defined(__AVX2__)
+  _mm256_stream_pd(p, reinterpret_cast<__m256d>(v.v));
+#else
+  _mm_stream_pd(p, reinterpret_cast<__m128d>(v.v));
+#endif
+}
+
+/// cpu_kernel_vec for a float/double binary op whose output is large, dense
+/// and of the inputs' dtype: dense or broadcast inputs, Vec at a time, written
+/// with non-temporal stores (after an aligning scalar prologue). Other shapes
+/// and small outputs take cpu_kernel_vec.
+template <typename T, typename Op, typename VOp>
+void binary_kernel_vec_streaming(TensorIterator& iter, const Op& op, const VOp& vop) {
+  const bool big = iter.numel() * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes;
+  if (!big || iter.iteration_shape().size() != 1 || iter.dtype(0) != iter.dtype(1)) {
+    cpu_kernel_vec(iter, op, vop);
+    return;
+  }
+  for_each_row(iter, [&](char* const* data, const int64_t* s, int64_t n) {
+    constexpr int64_t W = Vec<T>::size;
+    const auto dense_or_broadcast = [](int64_t stride) { return stride == 0 || stride == sizeof(T); };
+    T* out = reinterpret_cast<T*>(data[0]);
+    int64_t i = 0;
+    if (s[0] == sizeof(T) && dense_or_broadcast(s[1]) && dense_or_broadcast(s[2])) {
+      for (; i < n && reinterpret_cast<uintptr_t>(out + i) % kVecBytes != 0; ++i) {
+        out[i] = op(load_at<T>(data[1], s[1], i), load_at<T>(data[2], s[2], i));
+      }
+      for (; i + W <= n; i += W) {
+        const Vec<T> r = vop(load_vec_at<T>(data[1], s[1], i), load_vec_at<T>(data[2], s[2], i));
+        stream_store(out + i, r);
+      }
+      _mm_sfence();  // order the streaming stores before the threads join
+    }
+    for (; i < n; ++i) {
+      const T v = op(load_at<T>(data[1], s[1], i), load_at<T>(data[2], s[2], i));
+      std::memcpy(data[0] + i * s[0], &v, sizeof(T));
+    }
+  });
 }
 
 }  // namespace kiln::native::KILN_CPU_NS
