@@ -714,8 +714,14 @@ void PythonArgParser::raise_error(PyObject* const* args, Py_ssize_t nargs, PyObj
       ++num_plausible;
     }
   }
+  // One signature PyTorch binds too: "|hidden" ones (not deprecated) stand for overloads
+  // PyTorch does not bind at all (add.Scalar; HIDDEN_OVERLOADS in tools/opgen/python_bindings.py).
+  const auto torch_binds = [](const FunctionSignature& s) { return !s.hidden || s.deprecated; };
   if (signatures_.size() == 1) {
     plausible = &signatures_[0];
+    num_plausible = 1;
+  } else if (std::count_if(signatures_.begin(), signatures_.end(), torch_binds) == 1) {
+    plausible = &*std::find_if(signatures_.begin(), signatures_.end(), torch_binds);
     num_plausible = 1;
   }
   if (num_plausible == 1) plausible->parse(args, nargs, kwnames, storage, /*raise=*/true, &varargs);

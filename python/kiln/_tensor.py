@@ -7,6 +7,8 @@ naturally Python: printing, numpy's ``__array__``, iteration and conversions.
 from __future__ import annotations
 
 import warnings
+import builtins
+import numbers
 
 import numpy as np
 
@@ -204,6 +206,157 @@ def _rebuild_tensor(values, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+# --- arithmetic operators --------------------------------------------------------
+# Python's operators on tensors, as torch.Tensor has them: + - * / // % ** & | ^
+# << >> and the comparisons (tensors of bools), their reflected forms (2 - t,
+# 2 ** t, 1 / t) and augmented assignment (t += 1 is t.add_(1)), and unary - +
+# abs ~. A Python number on either side is a Scalar argument or a 0-dim tensor
+# that promotes like a wrapped number, by category only (Note [Promotion by
+# category], eager/kernels/TypePromotion.h): int8_tensor * 2 stays int8,
+# 1 / int_tensor is float. An operand that is neither a tensor nor a number makes
+# the operator return NotImplemented, so Python tries the other side and then
+# raises its own TypeError (and t == None is False). @ is not defined yet.
+
+_TensorBase = _C.TensorBase
+
+
+def _is_operand(value) -> bool:
+    """Whether an operator takes `value` on its other side: a tensor or a real number."""
+    return isinstance(value, (_TensorBase, numbers.Real, np.generic))
+
+
+def _operator(method, name: str):
+    """An operator from a Tensor method taking (self, other)."""
+
+    def operator(self, other):
+        try:
+            return method(self, other)
+        except TypeError:
+            if _is_operand(other):
+                raise
+            return NotImplemented
+
+    operator.__name__ = operator.__qualname__ = name
+    return operator
+
+
+def _reflected(function, name: str):
+    """A reflected operator (Python calls it for `number op tensor`): function(other, self)."""
+
+    def operator(self, other):
+        try:
+            return function(other, self)
+        except TypeError:
+            if _is_operand(other):
+                raise
+            return NotImplemented
+
+    operator.__name__ = operator.__qualname__ = name
+    return operator
+
+
+def _dtype_category(dtype) -> int:
+    return 2 if dtype.is_floating_point else (0 if dtype is _C.bool else 1)
+
+
+def _scalar_operand(value, like):
+    """A Python number as a 0-dim tensor that promotes against `like` as a wrapped
+    number would: in like's dtype unless the number's category is higher (then the
+    default float dtype, int64 or bool), its value converted as PyTorch converts a
+    wrapped number (integers wrap, floats round). For the reflected operators that
+    have no Scalar-first overload (2 / t, 2 // t)."""
+    if isinstance(value, _TensorBase):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        value, natural, category = builtins.bool(value), _C.bool, 0
+    elif isinstance(value, numbers.Integral):
+        value, natural, category = builtins.int(value), _C.int64, 1
+    elif isinstance(value, numbers.Real):
+        value, natural, category = builtins.float(value), _C.float64, 2
+    else:
+        raise TypeError(f"unsupported operand type: {type(value).__name__}")
+    if category > _dtype_category(like.dtype):
+        target = _C.get_default_dtype() if category == 2 else natural
+    else:
+        target = like.dtype
+    exact = _C._functions.full([], value, dtype=natural, device=like.device)
+    if target is natural:
+        return exact
+    return _C._functions.empty([], dtype=target, device=like.device).copy_(exact)
+
+
+def _invert(self):
+    if self.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return self.bitwise_not()
+
+
+def _positive(self):
+    if self.dtype is _C.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return self
+
+
+_ARITHMETIC_OPERATORS = {
+    "__add__": _operator(_TensorBase.add, "__add__"),
+    "__radd__": _operator(_TensorBase.add, "__radd__"),
+    "__iadd__": _operator(_TensorBase.add_, "__iadd__"),
+    "__sub__": _operator(_TensorBase.sub, "__sub__"),
+    "__rsub__": _operator(_C._functions.rsub, "__rsub__"),
+    "__isub__": _operator(_TensorBase.sub_, "__isub__"),
+    "__mul__": _operator(_TensorBase.mul, "__mul__"),
+    "__rmul__": _operator(_TensorBase.mul, "__rmul__"),
+    "__imul__": _operator(_TensorBase.mul_, "__imul__"),
+    "__truediv__": _operator(_TensorBase.div, "__truediv__"),
+    "__rtruediv__": _reflected(lambda other, self: _C._functions.div(_scalar_operand(other, self), self),
+                               "__rtruediv__"),
+    "__itruediv__": _operator(_TensorBase.div_, "__itruediv__"),
+    "__floordiv__": _operator(_TensorBase.floor_divide, "__floordiv__"),
+    "__rfloordiv__": _reflected(
+        lambda other, self: _C._functions.floor_divide(_scalar_operand(other, self), self), "__rfloordiv__"),
+    "__ifloordiv__": _operator(_TensorBase.floor_divide_, "__ifloordiv__"),
+    "__mod__": _operator(_TensorBase.remainder, "__mod__"),
+    "__rmod__": _reflected(_C._functions.remainder, "__rmod__"),
+    "__imod__": _operator(_TensorBase.remainder_, "__imod__"),
+    "__pow__": _operator(_TensorBase.pow, "__pow__"),
+    "__rpow__": _reflected(_C._functions.pow, "__rpow__"),
+    "__ipow__": _operator(_TensorBase.pow_, "__ipow__"),
+    "__and__": _operator(_TensorBase.bitwise_and, "__and__"),
+    "__rand__": _operator(_TensorBase.bitwise_and, "__rand__"),
+    "__iand__": _operator(_TensorBase.bitwise_and_, "__iand__"),
+    "__or__": _operator(_TensorBase.bitwise_or, "__or__"),
+    "__ror__": _operator(_TensorBase.bitwise_or, "__ror__"),
+    "__ior__": _operator(_TensorBase.bitwise_or_, "__ior__"),
+    "__xor__": _operator(_TensorBase.bitwise_xor, "__xor__"),
+    "__rxor__": _operator(_TensorBase.bitwise_xor, "__rxor__"),
+    "__ixor__": _operator(_TensorBase.bitwise_xor_, "__ixor__"),
+    "__lshift__": _operator(_TensorBase.bitwise_left_shift, "__lshift__"),
+    "__rlshift__": _reflected(_C._functions.bitwise_left_shift, "__rlshift__"),
+    "__ilshift__": _operator(_TensorBase.bitwise_left_shift_, "__ilshift__"),
+    "__rshift__": _operator(_TensorBase.bitwise_right_shift, "__rshift__"),
+    "__rrshift__": _reflected(_C._functions.bitwise_right_shift, "__rrshift__"),
+    "__irshift__": _operator(_TensorBase.bitwise_right_shift_, "__irshift__"),
+    # Comparisons give tensors; Tensor keeps object.__hash__ (set in the class body).
+    "__eq__": _operator(_TensorBase.eq, "__eq__"),
+    "__ne__": _operator(_TensorBase.ne, "__ne__"),
+    "__lt__": _operator(_TensorBase.lt, "__lt__"),
+    "__le__": _operator(_TensorBase.le, "__le__"),
+    "__gt__": _operator(_TensorBase.gt, "__gt__"),
+    "__ge__": _operator(_TensorBase.ge, "__ge__"),
+    # Unary: neg and abs are the unary pointwise ops (eager/ops/pointwise_unary.yaml).
+    "__neg__": lambda self: self.neg(),
+    "__pos__": _positive,
+    "__abs__": lambda self: self.abs(),
+    "__invert__": _invert,
+    # numpy defers to these operators (np.float32(2) * t is a tensor), as with torch.Tensor.
+    "__array_priority__": 1000,
+}
+for _name, _value in _ARITHMETIC_OPERATORS.items():
+    setattr(Tensor, _name, _value)
+del _name, _value
+# --- end of arithmetic operators ---------------------------------------------------
 
 
 _C._set_tensor_class(Tensor)

@@ -127,27 +127,32 @@ def test_type_errors_match_torch(call):
     assert type_error(fn, kiln, kiln.ones(2, 2)) == expected
 
 
-# kiln binds add.Scalar too (torch folds Python numbers into its Tensor overload), so
-# where both overloads are plausible the message lists both signatures.
-ADD_SIGNATURES = ["(Tensor input, Tensor other, *, Number alpha = 1, Tensor out = None)",
-                  "(Tensor input, Number other, Number alpha = 1)"]
+# kiln binds add.Scalar (and add_.Scalar, mul.Scalar, ...) hidden, where torch's
+# parser folds Python numbers into the Tensor overload: errors name only the Tensor
+# signature, as torch's. (torch.add also has a deprecated add(input, alpha, other)
+# that kiln does not bind, so for add() the wording can differ: kiln gives the
+# Tensor signature's exact problem.)
+ADD_CALLS = [lambda m, a: m.add(a), lambda m, a: m.add("x", a), lambda m, a: m.add(a, "x"),
+             lambda m, a: m.add(a, a, beta=2), lambda m, a: m.add(a, a, alpha="x")]
 
 
-@pytest.mark.parametrize("call", [lambda a: kiln.add(a), lambda a: kiln.add("x", a), lambda a: kiln.add(a, "x"),
-                                  lambda a: kiln.add(a, a, beta=2), lambda a: kiln.add(a, a, alpha="x"),
-                                  lambda a: kiln.add(a, a, out=1)])
-def test_add_type_errors_list_its_signatures(call):
-    message = type_error(lambda m, a: call(a), kiln, kiln.ones(2))
-    assert message.startswith("add() received an invalid combination of arguments - got (")
-    for sig in ADD_SIGNATURES:
-        assert f" * {sig}\n" in message
+@pytest.mark.parametrize("call", ADD_CALLS)
+def test_add_type_errors_name_the_tensor_signature(call):
+    message = type_error(call, kiln, kiln.ones(2))
+    assert message.startswith("add()") and "Number other" not in message
+
+
+def test_add_out_must_be_a_tensor():
+    # (torch turns out=1 into a tensor, then fails on its dtype; kiln's parser refuses it.)
+    message = type_error(lambda m, a: m.add(a, a, out=1), kiln, kiln.ones(2))
+    assert message == "add(): argument 'out' must be Tensor, not int"
 
 
 def test_method_type_errors_name_the_method():
     message = type_error(lambda m, a: a.add("x"), kiln, kiln.ones(2))
-    assert message.startswith("add() received an invalid combination of arguments - got (str), but expected one of:")
-    assert " * (Tensor other, *, Number alpha = 1)\n" in message
+    assert message == "add(): argument 'other' (position 1) must be Tensor, not str"
     assert type_error(lambda m, a: a.add_(), kiln, kiln.ones(2)) == 'add_() missing 1 required positional arguments: "other"'
+    assert kiln.ones(2).add(1.5).tolist() == [2.5, 2.5]  # the hidden Scalar overload still takes numbers
 
 
 # --- signatures ----------------------------------------------------------------------------

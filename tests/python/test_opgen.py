@@ -229,11 +229,11 @@ def test_python_signatures_merge_overloads_tensor_first_and_fold_out():
     functions = python_bindings.function_groups(ops)
     assert [s.text("add") for s in functions["add"]] == [
         "add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)",
-        "add(Tensor input, Scalar other, Scalar alpha=1)",
+        "add(Tensor input, Scalar other, Scalar alpha=1)|hidden",  # as torch, which binds no add.Scalar
     ]
     methods = python_bindings.method_groups(ops)
     assert [s.text("add") for s in methods["add"]] == ["add(Tensor other, *, Scalar alpha=1)",
-                                                     "add(Scalar other, Scalar alpha=1)"]
+                                                     "add(Scalar other, Scalar alpha=1)|hidden"]
 
 
 def test_the_op_table_lists_every_tag_bit():

@@ -141,8 +141,16 @@ def function_sig(op: Op) -> CppSig:
 
 
 def method_sig(op: Op) -> CppSig:
+    """The method drops `self` (usually the first argument) and passes *this in its place."""
     sig = function_sig(op)
-    return CppSig(op, op.name, sig.params[1:], ["*this"] + sig.call_args[1:])
+    at = self_index(op)
+    return CppSig(op, op.name, sig.params[:at] + sig.params[at + 1:],
+                  sig.call_args[:at] + ["*this"] + sig.call_args[at + 1:])
+
+
+def self_index(op: Op) -> int:
+    """Where `Tensor self` is among the arguments: 0 except for where(condition, self, other)."""
+    return next(i for i, a in enumerate(op.schema.arguments) if a.name == "self")
 
 
 def _trailing_defaults(params: list[Param]) -> list[Param]:
@@ -263,7 +271,9 @@ def tensor_methods_cpp(ops: list[Op]) -> str:
         fn = functions.get(sig.op.full_name)
         # Through the free function when there is one, else straight to the dispatcher.
         if fn is not None:
-            body = f"kiln::{fn.name}({', '.join(['*this'] + [p.name for p in sig.params])})"
+            args = [p.name for p in sig.params]
+            args.insert(self_index(sig.op), "*this")
+            body = f"kiln::{fn.name}({', '.join(args)})"
         else:
             body = f"ops::{struct_name(sig.op)}::call({', '.join(sig.call_args)})"
         out.append(f"\n{return_type(sig.op)} Tensor::{sig.name}({sig.decl(with_defaults=False)}) const {{\n"

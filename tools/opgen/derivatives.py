@@ -51,6 +51,14 @@ HELPERS = {
     "take_backward": "autograd issue: zeros like self with grad accumulated at take's flat indices (put_ with accumulate)",
     "masked_scatter_backward": "autograd issue: masked_select(grad, mask) padded with zeros to source's numel, "
                                "reshaped to source's sizes",
+    # Binary and ternary pointwise ops (eager/ops/pointwise_binary.yaml), as PyTorch's
+    # FunctionsManual.cpp; defined by the autograd issue.
+    "pow_backward": "autograd issue: grad of pow(Tensor, Scalar) w.r.t. self",
+    "pow_backward_self": "autograd issue: grad of pow(Tensor, Tensor) w.r.t. self",
+    "pow_backward_exponent": "autograd issue: grad of pow w.r.t. the exponent (uses result)",
+    "clamp_backward": "autograd issue: grad where min <= self <= max, else 0",
+    "clamp_backward_min": "autograd issue: grad of clamp(Tensor min, Tensor max) w.r.t. min",
+    "clamp_backward_max": "autograd issue: grad of clamp(Tensor min, Tensor max) w.r.t. max",
 }
 
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult, ast.USub, ast.UAdd,

@@ -349,9 +349,9 @@ def _load_entry(entry, where: str) -> Op:
         if v not in VARIANTS:
             fail(f"unknown variant '{v}' (allowed: {', '.join(VARIANTS)})")
     if "method" in variants:
-        a = schema.arguments
-        if not a or a[0].name != "self" or a[0].type != Type("Tensor"):
-            fail("a method variant needs 'Tensor self' as the first argument")
+        # `self` is usually first; where(condition, self, other) is the exception, as in PyTorch.
+        if not any(a.name == "self" and a.type == Type("Tensor") for a in schema.arguments):
+            fail("a method variant needs 'Tensor self' among its arguments")
         if schema.out_arguments:
             fail("an out= overload has no method variant (it folds into the functional one's out=)")
 

@@ -29,6 +29,15 @@ class PyParam:
         return f"{self.type} {self.name}" + (f"={self.default}" if self.default is not None else "")
 
 
+# PyTorch binds no Scalar overload of add, sub, mul and div to Python (its
+# gen_python_functions.py skips them): its parser takes a Python number for their
+# Tensor argument instead. kiln's parser does not, so it binds them, hidden:
+# matched after the Tensor overloads, never counted or listed in errors, so a
+# mistaken call gets PyTorch's message.
+HIDDEN_OVERLOADS = {"add.Scalar", "add_.Scalar", "sub.Scalar", "sub_.Scalar", "mul.Scalar", "mul_.Scalar",
+                    "div.Scalar", "div_.Scalar"}
+
+
 @dataclass
 class PySignature:
     op: Op
@@ -42,7 +51,8 @@ class PySignature:
                 parts.append("*")
                 star = True
             parts.append(str(p))
-        return f"{name}({', '.join(parts)})"
+        hidden = "|hidden" if self.op.full_name in HIDDEN_OVERLOADS else ""
+        return f"{name}({', '.join(parts)}){hidden}"
 
 
 def python_type(t: Type, where: str) -> str:
@@ -62,8 +72,8 @@ def python_type(t: Type, where: str) -> str:
 def python_signature(op: Op, out_op: Op | None, is_method: bool) -> PySignature:
     params = []
     for i, a in enumerate(op.schema.arguments):
-        if is_method and i == 0:
-            continue  # the bound tensor
+        if is_method and a.name == "self":
+            continue  # the bound tensor (not always the first argument: where(condition, self, other))
         name = "input" if a.name == "self" else a.name
         params.append(PyParam(name, python_type(a.type, f"{op.label}: argument '{a.name}'"), a.default,
                               a.kwarg_only, a))
@@ -176,7 +186,7 @@ def _case(sig: PySignature, is_method: bool) -> list[str]:
     lines = [f"// {sig.op.schema}"] + ([f"// {sig.out_op.schema}"] if sig.out_op else [])
     locals_: dict[str, str] = {}
     if is_method:
-        locals_[sig.op.schema.arguments[0].name] = "self_tensor"
+        locals_["self"] = "self_tensor"
     index = {p.name: i for i, p in enumerate(sig.params)}
     for i, p in enumerate(sig.params):
         if p.arg is not None:

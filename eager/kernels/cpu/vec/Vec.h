@@ -46,7 +46,7 @@ struct Vec {
   }
   static Vec splat(T x) {
     Vec r;
-    r.v = Native{} + x;
+    r.v = x - Native{};  // not `Native{} + x`: +0.0 + -0.0 is +0.0, and the sign of zero matters (1 / x, pow)
     return r;
   }
   void storeu(void* p) const { std::memcpy(p, &v, sizeof(Native)); }
