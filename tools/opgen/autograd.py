@@ -83,13 +83,15 @@ class _Translator:
             if node.attr in _ACCESSORS:
                 return f"{receiver}.{node.attr}()"
             self.fail(f"attribute '{node.attr}' is not a Tensor accessor")
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+            return f"-{self.expr(node.operand)}"
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             if "neg" not in self.op_names:
                 self.fail(f"'{ast.unparse(node)}' needs the op 'neg', which no yaml file defines yet")
             return f"kiln::neg({self.expr(node.operand)})"
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             fn = _BINOPS[type(node.op)]
-            if isinstance(node.left, ast.Constant):
+            if isinstance(node.left, ast.Constant) or (isinstance(node.left, ast.UnaryOp) and isinstance(node.left.operand, ast.Constant)):
                 self.fail(f"'{ast.unparse(node)}': a number on the left of an operator is not translated yet")
             if fn not in self.op_names:
                 self.fail(f"'{ast.unparse(node)}' needs the op '{fn}', which no yaml file defines yet")
