@@ -23,7 +23,8 @@ from model import Op, OpgenError
 # fallback (a NotImplemented node) until the helper is written.
 IMPLEMENTED_HELPERS = {"maybe_multiply", "zeros_like", "to", "reshape", "sum_to", "select_backward",
                        "slice_backward", "permute_backwards", "negated", "sizes", "strides", "dtype", "device", "dim",
-                       "numel"}
+                       "numel", "gelu_double_backward", "mish_double_backward", "softplus_double_backward",
+                       "elu_double_backward", "logit_double_backward"}
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
 _ACCESSORS = {"sizes", "strides", "dtype", "device", "dim", "numel"}
