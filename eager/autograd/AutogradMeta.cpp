@@ -32,12 +32,33 @@ std::vector<Edge> collect_next_edges(std::initializer_list<const Tensor*> inputs
   return edges;
 }
 
+void append_next_edges(std::vector<Edge>& edges, const Tensor& t) {
+  edges.push_back(t.defined() ? gradient_edge(t) : Edge{});
+}
+
+void append_next_edges(std::vector<Edge>& edges, const std::optional<Tensor>& t) {
+  edges.push_back(t && t->defined() ? gradient_edge(*t) : Edge{});
+}
+
+void append_next_edges(std::vector<Edge>& edges, TensorList ts) {
+  for (const Tensor& t : ts) append_next_edges(edges, t);
+}
+
 void set_history(const Tensor& output, const std::shared_ptr<Node>& fn) {
   if (!output.defined()) return;
   AutogradMeta& m = materialize_autograd_meta(output);
   m.grad_fn = fn;
   m.output_nr = fn->add_input_metadata(output);
   output.impl()->set_key_set(output.key_set().add(DispatchKey::Autograd));
+}
+
+void set_history_if_differentiable(const Tensor& output, const std::shared_ptr<Node>& fn) {
+  if (!output.defined()) return;
+  if (is_floating_point(output.dtype())) {
+    set_history(output, fn);
+  } else {
+    (void)fn->add_input_metadata(output);
+  }
 }
 
 void check_inplace(const Tensor& self, bool needs_grad) {

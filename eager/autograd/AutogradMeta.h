@@ -52,12 +52,28 @@ struct AutogradMeta final : AutogradMetaInterface {
 /// Edges for a list of inputs (invalid where an input needs no gradient).
 [[nodiscard]] std::vector<Edge> collect_next_edges(std::initializer_list<const Tensor*> inputs);
 
+/// Appends the edges of one input (a Tensor, an optional one, or a Tensor[]:
+/// one edge per element) to a node's next edges.
+void append_next_edges(std::vector<Edge>& edges, const Tensor& t);
+void append_next_edges(std::vector<Edge>& edges, const std::optional<Tensor>& t);
+void append_next_edges(std::vector<Edge>& edges, TensorList ts);
+
 /// Makes `output` the `grad_fn`'s next output: records its metadata there,
 /// sets grad_fn/output_nr, and adds the Autograd dispatch key.
 void set_history(const Tensor& output, const std::shared_ptr<Node>& grad_fn);
+/// set_history for a floating-point output; any other output only takes its
+/// input slot on `grad_fn` (so slot i stays output i) and gets no history.
+/// See Note [Several outputs] (tools/opgen/autograd.py).
+void set_history_if_differentiable(const Tensor& output, const std::shared_ptr<Node>& grad_fn);
 
 [[nodiscard]] inline bool requires_grad(const Tensor& t) { return t.defined() && t.requires_grad(); }
 [[nodiscard]] inline bool requires_grad(const std::optional<Tensor>& t) { return t.has_value() && requires_grad(*t); }
+[[nodiscard]] inline bool requires_grad(TensorList ts) {
+  for (const Tensor& t : ts) {
+    if (requires_grad(t)) return true;
+  }
+  return false;
+}
 
 /// Checks an in-place op on `self` may record history: RuntimeError for a leaf
 /// that requires grad, and for a view of a tensor with history.

@@ -3,7 +3,9 @@
 // (AutogradKernels.cpp) call these with the names the formulas use.
 #pragma once
 
+#include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "eager/autograd/Variable.h"
 #include "eager/core/Scalar.h"
@@ -59,11 +61,217 @@ namespace kiln::autograd::formula {
   return grad.permute(inverse);
 }
 
+// --- shape ops with several inputs or outputs (eager/ops/shape.yaml) ---------------------
+
+namespace detail {
+[[nodiscard]] inline int64_t wrap_dim(int64_t dim, int64_t ndim) { return dim < 0 ? dim + ndim : dim; }
+
+/// The gradients of a list-returning view op (split, unbind) with undefined
+/// ones (outputs nothing used) replaced by zeros of `piece_sizes(i)`.
+template <typename PieceSizes>
+[[nodiscard]] std::vector<Tensor> defined_pieces(const variable_list& grads, PieceSizes piece_sizes) {
+  const Tensor* any = nullptr;
+  for (const Tensor& g : grads) {
+    if (g.defined()) any = &g;
+  }
+  std::vector<Tensor> out;
+  out.reserve(grads.size());
+  for (size_t i = 0; i < grads.size(); ++i) {
+    out.push_back(grads[i].defined() ? grads[i] : kiln::zeros(piece_sizes(i), any->dtype(), any->device()));
+  }
+  return out;
+}
+}  // namespace detail
+
+/// Gradient of split_with_sizes: the pieces' gradients concatenated along dim.
+[[nodiscard]] inline Tensor split_with_sizes_backward(const variable_list& grads, IntArrayRef split_sizes, int64_t dim,
+                                                      IntArrayRef input_sizes) {
+  dim = detail::wrap_dim(dim, static_cast<int64_t>(input_sizes.size()));
+  const auto pieces = detail::defined_pieces(grads, [&](size_t i) {
+    DimVector shape(input_sizes);
+    shape[static_cast<size_t>(dim)] = split_sizes[i];
+    return shape;
+  });
+  return kiln::cat(pieces, dim);
+}
+
+/// Gradient of split(split_size): as split_with_sizes, the last piece possibly shorter.
+[[nodiscard]] inline Tensor split_backward(const variable_list& grads, int64_t split_size, int64_t dim,
+                                           IntArrayRef input_sizes) {
+  dim = detail::wrap_dim(dim, static_cast<int64_t>(input_sizes.size()));
+  const int64_t length = input_sizes[static_cast<size_t>(dim)];
+  DimVector sizes;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    sizes.push_back(std::min(split_size, length - static_cast<int64_t>(i) * split_size));
+  }
+  return split_with_sizes_backward(grads, sizes, dim, input_sizes);
+}
+
+/// Gradient of unbind: the pieces' gradients stacked along dim.
+[[nodiscard]] inline Tensor unbind_backward(const variable_list& grads, int64_t dim) {
+  const Tensor* any = nullptr;
+  for (const Tensor& g : grads) {
+    if (g.defined()) any = &g;
+  }
+  const auto pieces = detail::defined_pieces(grads, [&](size_t) { return DimVector(any->sizes()); });
+  return kiln::stack(pieces, detail::wrap_dim(dim, any->dim() + 1));
+}
+
+/// Gradient of cat for each input: grad narrowed to that input's extent along
+/// dim (legacy empty 1-D inputs, which cat skips, get undefined gradients).
+[[nodiscard]] inline std::vector<Tensor> cat_tensors_backward(const Tensor& grad, const std::vector<Tensor>& tensors,
+                                                              int64_t dim) {
+  dim = detail::wrap_dim(dim, grad.dim());
+  std::vector<Tensor> out;
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    if (t.dim() == 1 && t.size(0) == 0 && grad.dim() != 1) {
+      out.emplace_back();
+      continue;
+    }
+    const int64_t length = t.size(dim);
+    out.push_back(kiln::narrow(grad, dim, offset, length));
+    offset += length;
+  }
+  return out;
+}
+
+/// Gradient of repeat(repeats): each repeated block's gradient summed back onto the input.
+[[nodiscard]] inline Tensor repeat_backward(const Tensor& grad, IntArrayRef repeats, IntArrayRef input_sizes) {
+  const size_t lead = repeats.size() - input_sizes.size();
+  // grad viewed as (r0, s0, r1, s1, ...) (s = 1 for the leading new dims), summed over every r.
+  DimVector split_shape, summed_shape, padded_sizes;
+  for (size_t i = 0; i < repeats.size(); ++i) {
+    const int64_t size = i < lead ? 1 : input_sizes[i - lead];
+    split_shape.push_back(repeats[i]);
+    split_shape.push_back(size);
+    summed_shape.push_back(1);
+    summed_shape.push_back(size);
+    padded_sizes.push_back(size);
+  }
+  const Tensor summed = sum_to(formula::reshape(grad, split_shape), summed_shape);
+  return formula::reshape(summed, input_sizes);
+}
+
+/// Gradient of diagonal: zeros of the input's shape with grad written into the diagonal.
+[[nodiscard]] inline Tensor diagonal_backward(const Tensor& grad, IntArrayRef input_sizes, int64_t offset, int64_t dim1,
+                                              int64_t dim2) {
+  Tensor out = kiln::zeros(input_sizes, grad.dtype(), grad.device());
+  (void)kiln::diagonal(out, offset, dim1, dim2).copy_(grad);
+  return out;
+}
+
+// --- indexing (eager/ops/indexing.yaml) ----------------------------------------------------
+
+/// Gradient of take: grad accumulated at the flat indices (repeated indices add up).
+[[nodiscard]] inline Tensor take_backward(const Tensor& grad, const Tensor& self, const Tensor& index) {
+  const Tensor flat = kiln::zeros({self.numel()}, grad.dtype(), grad.device());
+  const std::vector<std::optional<Tensor>> indices{formula::reshape(index, {index.numel()})};
+  return formula::reshape(kiln::index_put(flat, indices, formula::reshape(grad, {grad.numel()}), true), self.sizes());
+}
+
+/// Gradient of masked_scatter w.r.t. source: the masked elements of grad in
+/// order, padded with zeros to source's size.
+[[nodiscard]] inline Tensor masked_scatter_backward(const Tensor& grad, const Tensor& mask, IntArrayRef source_sizes) {
+  int64_t numel = 1;
+  for (int64_t s : source_sizes) numel *= s;
+  const Tensor selected = kiln::masked_select(grad, mask);
+  const int64_t missing = numel - selected.numel();
+  if (missing == 0) return formula::reshape(selected, source_sizes);
+  const Tensor padding = kiln::zeros({missing}, grad.dtype(), grad.device());
+  const std::vector<Tensor> pieces{selected, padding};
+  return formula::reshape(kiln::cat(pieces, 0), source_sizes);
+}
+
+/// Gradient of repeat_interleave: each element's repeats summed back (index_add
+/// of grad along dim at the index each output came from).
+[[nodiscard]] inline Tensor repeat_interleave_backward(const Tensor& grad, const Tensor& self, const Tensor& repeats,
+                                                       std::optional<int64_t> dim) {
+  const Tensor input = dim ? self : formula::reshape(self, {self.numel()});
+  const int64_t d = dim ? detail::wrap_dim(*dim, self.dim()) : 0;
+  const int64_t n = input.dim() == 0 ? 1 : input.size(d);
+  const Tensor source_index = kiln::repeat_interleave(kiln::arange(n, DType::Int64, grad.device()),
+                                                       repeats.numel() == 1 ? formula::reshape(repeats, {1}).expand({n}) : repeats);
+  const Tensor out = kiln::index_add(kiln::zeros(input.sizes(), grad.dtype(), grad.device()), d, source_index, grad);
+  return formula::reshape(out, self.sizes());
+}
+
+[[nodiscard]] inline Tensor repeat_interleave_backward(const Tensor& grad, const Tensor& self, int64_t repeats,
+                                                       std::optional<int64_t> dim) {
+  const Tensor input = dim ? self : formula::reshape(self, {self.numel()});
+  const int64_t d = dim ? detail::wrap_dim(*dim, self.dim()) : 0;
+  const int64_t n = input.dim() == 0 ? 1 : input.size(d);
+  const Tensor source_index = kiln::repeat_interleave(kiln::arange(n, DType::Int64, grad.device()), repeats);
+  const Tensor out = kiln::index_add(kiln::zeros(input.sizes(), grad.dtype(), grad.device()), d, source_index, grad);
+  return formula::reshape(out, self.sizes());
+}
+
 /// Every element of an int list negated.
 [[nodiscard]] inline DimVector negated(IntArrayRef values) {
   DimVector out(values);
   for (auto& v : out) v = -v;
   return out;
+}
+
+// --- binary and ternary pointwise ops (eager/ops/pointwise_binary.yaml) ---------------
+
+/// A number argument as a double (formulas doing arithmetic on a Scalar or float argument).
+[[nodiscard]] inline double as_double(const Scalar& s) { return s.to_double(); }
+[[nodiscard]] inline double as_double(double d) { return d; }
+
+namespace detail {
+[[nodiscard]] inline bool is_zero(const Scalar& s) {
+  return s.is_floating_point() ? s.to_double() == 0.0 : s.is_bool() ? !s.to_bool() : s.to_int64() == 0;
+}
+[[nodiscard]] inline Scalar minus_one(const Scalar& s) {
+  return s.is_floating_point() ? Scalar(s.to_double() - 1.0) : Scalar(s.to_int64() - 1);
+}
+}  // namespace detail
+
+/// d/dself of self ** exponent (a number): exponent * self ** (exponent - 1), zeros for exponent 0.
+[[nodiscard]] inline Tensor pow_backward(const Tensor& grad, const Tensor& self, const Scalar& exponent) {
+  if (detail::is_zero(exponent)) return formula::zeros_like(grad);
+  return kiln::mul(grad, kiln::mul(kiln::pow(self, detail::minus_one(exponent)), exponent));
+}
+
+/// d/dself of self ** exponent (a tensor): 0 where the exponent is 0 (so 0 ** 0 has gradient 0, as torch).
+[[nodiscard]] inline Tensor pow_backward_self(const Tensor& grad, const Tensor& self, const Tensor& exponent) {
+  const Tensor derivative = kiln::mul(exponent, kiln::pow(self, kiln::sub(exponent, 1)));
+  return kiln::where(kiln::eq(exponent, 0), 0, kiln::mul(grad, derivative));
+}
+
+/// clamp(self, min, max) with number bounds: grad where min <= self <= max, 0 elsewhere.
+[[nodiscard]] inline Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& min,
+                                           const std::optional<Scalar>& max) {
+  if (min && max) return kiln::where(kiln::logical_and(kiln::ge(self, *min), kiln::le(self, *max)), grad, 0);
+  if (min) return kiln::where(kiln::ge(self, *min), grad, 0);
+  if (max) return kiln::where(kiln::le(self, *max), grad, 0);
+  return grad;
+}
+
+/// clamp(self, min, max) with tensor bounds: as above, elementwise.
+[[nodiscard]] inline Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Tensor>& min,
+                                           const std::optional<Tensor>& max) {
+  if (min && max) return kiln::where(kiln::logical_and(kiln::ge(self, *min), kiln::le(self, *max)), grad, 0);
+  if (min) return kiln::where(kiln::ge(self, *min), grad, 0);
+  if (max) return kiln::where(kiln::le(self, *max), grad, 0);
+  return grad;
+}
+
+/// d/dmin of clamp(self, min, max): grad where self < min (and min < max: max wins over min), else 0.
+[[nodiscard]] inline Tensor clamp_backward_min(const Tensor& grad, const Tensor& self, const std::optional<Tensor>& min,
+                                               const std::optional<Tensor>& max) {
+  if (!min) return Tensor();
+  const Tensor below = kiln::lt(self, *min);
+  return kiln::where(max ? kiln::logical_and(below, kiln::lt(*min, *max)) : below, grad, 0);
+}
+
+/// d/dmax of clamp(self, min, max): grad where self > max, or where max <= min (max wins), else 0.
+[[nodiscard]] inline Tensor clamp_backward_max(const Tensor& grad, const Tensor& self, const std::optional<Tensor>& min,
+                                               const std::optional<Tensor>& max) {
+  if (!max) return Tensor();
+  const Tensor above = kiln::gt(self, *max);
+  return kiln::where(min ? kiln::logical_or(above, kiln::ge(*min, *max)) : above, grad, 0);
 }
 
 }  // namespace kiln::autograd::formula

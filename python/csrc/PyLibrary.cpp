@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include "eager/dispatch/Library.h"
+#include "kiln/generated/OpTable.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/IValueConversion.h"
 #include "python/csrc/PyTensor.h"
@@ -185,6 +186,26 @@ void init_library(PyObject* module) {
   m.def("_op_schemas", [](const std::string& qualified_name) {
     std::vector<std::string> out;
     for (const auto& op : Dispatcher::singleton().find_overloads(qualified_name)) out.push_back(op.schema().str());
+    return out;
+  });
+  // The op table with what autograd knows of each op, for the tests that
+  // check every differentiable op has a gradient case:
+  // [(name, overload, tags, [inputs with formulas], has a generated Autograd kernel)].
+  m.def("_op_table", []() {
+    py::list out;
+    for (const OpInfo& info : op_table()) {
+      std::vector<std::string> tags, inputs;
+      for (size_t bit = 0; bit < std::size(kOpTagNames); ++bit) {
+        if (info.has_tag(1u << bit)) tags.emplace_back(kOpTagNames[bit]);
+      }
+      for (const Derivative& d : info.derivatives) inputs.emplace_back(d.input);
+      const std::string qualified = "kiln::" + std::string(info.name);
+      bool generated = false;
+      for (const auto& op : Dispatcher::singleton().find_overloads(qualified)) {
+        if (op.name().overload == info.overload) generated = op.entry().has_kernel_for(DispatchKey::Autograd);
+      }
+      out.append(py::make_tuple(std::string(info.name), std::string(info.overload), tags, inputs, generated));
+    }
     return out;
   });
   m.def("_op_exists", [](const std::string& qualified_name) {

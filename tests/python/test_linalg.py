@@ -108,3 +108,21 @@ def test_gradients_of_mm_bmm_addmm_linear_match_torch():
     for n in data:
         np.testing.assert_allclose(k[n].grad.numpy(), t[n].grad.numpy(), rtol=1e-10, atol=1e-10)
     assert kiln.autograd.gradcheck(kiln.mm, (k["a"], k["b"]))
+
+
+@pytest.mark.parametrize("a,b", [((2, 1, 3, 4), (3, 4, 5)), ((4,), (2, 4, 3)), ((2, 3, 4), (4,)), ((5, 3, 4), (1, 4, 2)),
+                                 ((2, 3, 4), (4, 5)), ((1, 2, 3), (2, 1, 3, 4))])
+def test_matmul_broadcasts_batch_dimensions_as_torch(a, b):
+    rng = np.random.default_rng(len(a) * 10 + len(b))
+    x, y = rng.standard_normal(a).astype(np.float32), rng.standard_normal(b).astype(np.float32)
+    got = kiln.matmul(kiln.tensor(x), kiln.tensor(y))
+    want = torch.matmul(torch.tensor(x), torch.tensor(y))
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("a,b", [((2, 3, 4), (3, 5, 6)), ((2, 3, 4), (2, 5, 6)), ((3, 4), (5,)), ((4,), (2, 5, 6))])
+def test_matmul_shape_errors_match_torch(a, b):
+    from torch_compare import assert_same_error
+
+    assert_same_error(lambda: kiln.matmul(kiln.ones(*a), kiln.ones(*b)), lambda: torch.matmul(torch.ones(*a), torch.ones(*b)))

@@ -21,12 +21,23 @@ from model import Op, OpgenError
 # The HELPERS (tools/opgen/derivatives.py) that eager/autograd/FormulaHelpers.h
 # implements. An op whose formulas need another helper gets the Autograd
 # fallback (a NotImplemented node) until the helper is written.
-IMPLEMENTED_HELPERS = {"maybe_multiply", "zeros_like", "to", "reshape", "sum_to", "select_backward",
+IMPLEMENTED_HELPERS = {"split_backward", "split_with_sizes_backward", "unbind_backward", "cat_tensors_backward",
+                       "repeat_backward", "diagonal_backward", "take_backward", "masked_scatter_backward",
+                       "repeat_interleave_backward", "pow_backward", "pow_backward_self", "clamp_backward", "clamp_backward_min",
+                       "clamp_backward_max", "maybe_multiply", "zeros_like", "to", "reshape", "sum_to", "select_backward",
                        "slice_backward", "permute_backwards", "negated", "sizes", "strides", "dtype", "device", "dim",
                        "numel"}
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
+_COMPARISONS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
 _ACCESSORS = {"sizes", "strides", "dtype", "device", "dim", "numel"}
+
+
+def _is_number(node: ast.AST) -> bool:
+    """A literal number, or a negated one."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
 
 
 def _storage_type(param_type: str) -> str:
@@ -65,6 +76,31 @@ class _Translator:
     def fail(self, what: str):
         raise OpgenError(f"{self.op.label}: derivative formula: {what}")
 
+    def _need(self, fn: str, node: ast.AST) -> None:
+        if fn not in self.op_names:
+            self.fail(f"'{ast.unparse(node)}' needs the op '{fn}', which no yaml file defines yet")
+
+    def _number_on_left(self, node: ast.BinOp, fn: str) -> str:
+        """`2 * t`, `1 - t`, `1 + t`, `1 / t`: ops take the number second, so rewrite."""
+        number, tensor = self.expr(node.left), self.expr(node.right)
+        if isinstance(node.right, ast.Name) and node.right.id not in self.tensor_args | {"grad", "result"}:
+            # A number argument (lerp's Scalar weight): plain arithmetic on numbers.
+            cxx = {"add": "+", "sub": "-", "mul": "*", "div": "/"}.get(fn)
+            if cxx is None:
+                self.fail(f"'{ast.unparse(node)}': '{fn}' of two numbers is not translated")
+            return f"(double({number}) {cxx} formula::as_double({tensor}))"
+        if fn in ("add", "mul"):
+            self._need(fn, node)
+            return f"kiln::{fn}({tensor}, {number})"
+        if fn == "sub":
+            self._need("rsub", node)
+            return f"kiln::rsub({tensor}, {number})"
+        if fn == "div":
+            self._need("reciprocal", node)
+            self._need("mul", node)
+            return f"kiln::mul(kiln::reciprocal({tensor}), {number})"
+        self.fail(f"'{ast.unparse(node)}': a number on the left of '{fn}' is not translated")
+
     def expr(self, node: ast.AST) -> str:
         if isinstance(node, ast.Name):
             self.used.add(node.id)
@@ -91,11 +127,17 @@ class _Translator:
             return f"kiln::neg({self.expr(node.operand)})"
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             fn = _BINOPS[type(node.op)]
-            if isinstance(node.left, ast.Constant) or (isinstance(node.left, ast.UnaryOp) and isinstance(node.left.operand, ast.Constant)):
-                self.fail(f"'{ast.unparse(node)}': a number on the left of an operator is not translated yet")
-            if fn not in self.op_names:
-                self.fail(f"'{ast.unparse(node)}' needs the op '{fn}', which no yaml file defines yet")
+            if _is_number(node.left):
+                return self._number_on_left(node, fn)
+            self._need(fn, node)
             return f"kiln::{fn}({self.expr(node.left)}, {self.expr(node.right)})"
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARISONS:
+            fn = _COMPARISONS[type(node.ops[0])]
+            self._need(fn, node)
+            return f"kiln::{fn}({self.expr(node.left)}, {self.expr(node.comparators[0])})"
+        if isinstance(node, ast.IfExp):
+            # The condition is a bool or an optional argument (set or not), as in Python.
+            return f"(({self.expr(node.test)}) ? Tensor({self.expr(node.body)}) : Tensor({self.expr(node.orelse)}))"
         if isinstance(node, ast.Call):
             args = [self.expr(a) for a in node.args]
             if isinstance(node.func, ast.Attribute):
@@ -114,8 +156,30 @@ class _Translator:
         self.fail(f"cannot translate '{ast.unparse(node)}' to C++ yet")
 
 
+def _num_tensor_returns(op: Op) -> int:
+    """How many plain Tensor returns the op has, or 0 when some return is not a
+    plain Tensor (a list, a number, an optional)."""
+    rets = op.schema.returns
+    plain = all(r.type.base == "Tensor" and not r.type.is_list and not r.type.optional for r in rets)
+    return len(rets) if plain else 0
+
+
+def _returns_list(op: Op) -> bool:
+    """One Tensor[] return (split, unbind): `grads` is the list of its gradients."""
+    rets = op.schema.returns
+    return len(rets) == 1 and rets[0].type.base == "Tensor" and rets[0].type.is_list and not rets[0].type.optional
+
+
 def _supported(op: Op) -> bool:
-    return bool(op.derivatives) and return_type(op) == "Tensor" and not op.schema.out_arguments
+    """Ops returning one Tensor, a tuple of Tensors (max.dim, native_layer_norm)
+    or a Tensor[] (split, unbind)."""
+    if not op.derivatives or op.schema.out_arguments:
+        return False
+    if _returns_list(op):
+        return not op.schema.is_inplace
+    if _num_tensor_returns(op) == 0:
+        return False
+    return len(op.schema.returns) == 1 or not op.schema.is_inplace
 
 
 def autograd_kernels_cpp(ops: list[Op]) -> str:
@@ -127,7 +191,7 @@ def autograd_kernels_cpp(ops: list[Op]) -> str:
         # self, formulas needing a helper not written yet.
         if not op.derivatives or not _supported(op) or not _translatable(op, op_names):
             continue
-        if _reads_overwritten_self(op, op_names) or not _helpers_available(op, op_names):
+        if (_reads_overwritten_self(op, op_names) and "clone" not in op_names) or not _helpers_available(op, op_names):
             continue
         nodes.append(_node(op, node_struct(op), display_name(op, ops), op_names))
         kernels.append(_kernel(op, node_struct(op), op_names))
@@ -166,8 +230,8 @@ def _translatable(op: Op, op_names: set[str]) -> bool:
         _, used = _translate(op, op_names)
     except OpgenError:
         return False
-    # Saved tensor lists (index's Tensor?[] indices, cat's inputs) are not saved yet.
-    return not any(a.name in used and a.type.base == "Tensor" and a.type.is_list for a in op.schema.arguments)
+    # A list return's own values are not saved (no formula needs them yet).
+    return not (_returns_list(op) and "result" in used)
 
 
 def _helpers_available(op: Op, op_names: set[str]) -> bool:
@@ -202,25 +266,75 @@ def _node(op: Op, name: str, shown_name: str, op_names: set[str]) -> str:
         if a.name not in used:
             continue
         v = identifier(a.name)
-        if a.type.base == "Tensor":
+        if a.type.base == "Tensor" and a.type.is_list:
+            # Tensor[] and Tensor?[]: one SavedVariable each (undefined for a missing one).
+            element = "std::optional<Tensor>" if a.type.element_optional else "Tensor"
+            fields.append(f"  std::vector<SavedVariable> {v}_;")
+            if a.type.element_optional:
+                get = f"s.defined() ? std::optional<Tensor>(s.unpack(shared_from_this())) : std::nullopt"
+            else:
+                get = "s.unpack(shared_from_this())"
+            unpack.append(f"    std::vector<{element}> {v};\n    for (const SavedVariable& s : {v}_) {v}.push_back({get});")
+            release.append(f"    {v}_.clear();")
+        elif a.type.base == "Tensor" and a.type.optional:
+            fields.append(f"  SavedVariable {v}_;")
+            unpack.append(f"    const std::optional<Tensor> {v} = {v}_.defined() ? "
+                          f"std::optional<Tensor>({v}_.unpack(shared_from_this())) : std::nullopt;")
+            release.append(f"    {v}_.reset();")
+        elif a.type.base == "Tensor":
             fields.append(f"  SavedVariable {v}_;")
             unpack.append(f"    const Tensor {v} = {v}_.unpack(shared_from_this());")
             release.append(f"    {v}_.reset();")
         else:
             fields.append(f"  {_storage_type(params[a.name].type)} {v}{{}};")
-    if "result" in used:
-        fields.append("  SavedVariable result_;")
-        unpack.append("    const Tensor result = result_.unpack(shared_from_this());")
-        release.append("    result_.reset();")
-    bodies = [f"    if (should_compute_output({i})) out[{i}] = {code};" for i, code in enumerate(codes)]
+    for r in _result_names(op):
+        if r in used:
+            fields.append(f"  SavedVariable {r}_;")
+            unpack.append(f"    const Tensor {r} = {r}_.unpack(shared_from_this());")
+            release.append(f"    {r}_.reset();")
+    list_inputs = {a.name for a in op.schema.arguments if a.type.is_list}
+    diff = _differentiable(op)
+    if not list_inputs & set(diff):
+        bodies = [f"    if (should_compute_output({i})) out[{i}] = {code};" for i, code in enumerate(codes)]
+        out_size = str(len(codes))
+    else:
+        # Note [Tensor[] inputs]: a Tensor[] input takes one edge per element, in
+        # order; its formula returns the list of their gradients.
+        bodies = ["    size_t slot = 0;"]
+        for inp, code in zip(diff, codes):
+            if inp in list_inputs:
+                n = f"{identifier(inp)}_count_"
+                fields.append(f"  size_t {n} = 0;")
+                bodies.append(f"    {{\n      bool wanted = false;\n"
+                              f"      for (size_t k = 0; k < {n}; ++k) wanted = wanted || should_compute_output(slot + k);\n"
+                              f"      if (wanted) {{\n        std::vector<Tensor> g = {code};\n"
+                              f"        for (size_t k = 0; k < {n} && k < g.size(); ++k) out[slot + k] = g[k];\n"
+                              f"      }}\n      slot += {n};\n    }}")
+            else:
+                bodies.append(f"    if (should_compute_output(slot)) out[slot] = {code};\n    slot += 1;")
+        out_size = "num_outputs()"
     grad = "    const Tensor& grad = grads[0];\n" if "grad" in used else ""
+    if "grads" in used and len(op.schema.returns) > 1:
+        # See Note [Several outputs]: a formula may read the gradient of an
+        # output nothing downstream used; it arrives undefined and is read as zeros.
+        grad = ("    for (size_t i = 0; i < grads.size(); ++i) {\n"
+                "      if (!grads[i].defined()) {\n"
+                "        const InputMetadata& m = input_metadata(i);\n"
+                "        grads[i] = kiln::zeros(m.shape, m.dtype, m.device);\n"
+                "      }\n    }\n")
     return (f"struct {name} final : Node {{\n" + "".join(f + "\n" for f in fields) +
             f"  variable_list apply(variable_list&& grads) override {{\n{grad}" +
             "".join(u + "\n" for u in unpack) +
-            f"    variable_list out({len(codes)});\n" + "".join(b + "\n" for b in bodies) +
+            f"    variable_list out({out_size});\n" + "".join(b + "\n" for b in bodies) +
             "    return out;\n  }\n"
             f"  std::string name() const override {{ return \"{shown_name}\"; }}\n"
             "  void release_variables() override {\n" + "".join(r + "\n" for r in release) + "  }\n};\n")
+
+
+def _result_names(op: Op) -> list[str]:
+    """The names formulas use for the op's outputs: result, or result0, result1, ..."""
+    n = len(op.schema.returns)
+    return ["result"] if n == 1 else [f"result{i}" for i in range(n)]
 
 
 def _saved_value(param_type: str, v: str) -> str:
@@ -229,6 +343,8 @@ def _saved_value(param_type: str, v: str) -> str:
             return f"{v} ? std::optional<DimVector>(DimVector(*{v})) : std::nullopt"
         return f"DimVector({v})"
     if "string_view" in param_type:
+        if "optional" in param_type:
+            return f"{v} ? std::optional<std::string>(std::string(*{v})) : std::nullopt"
         return f"std::string({v})"
     return v
 
@@ -239,36 +355,78 @@ def _kernel(op: Op, name: str, op_names: set[str]) -> str:
     _, used = _translate(op, op_names)
     outputs = _differentiable(op)
     decl = ", ".join(f"{p.type} {p.name}" for p in params)
-    lines = [f"Tensor {struct_name(op)}_autograd(DispatchKeySet keys, {decl}) {{"]
+    lines = [f"{return_type(op)} {struct_name(op)}_autograd(DispatchKeySet keys, {decl}) {{"]
     lines.append(f"  const bool needs_grad = {' || '.join(f'requires_grad({identifier(n)})' for n in outputs)};")
     if op.schema.is_inplace:
         lines.append(f"  check_inplace({identifier(op.schema.arguments[0].name)}, needs_grad);")
     lines.append(f"  std::shared_ptr<{name}> grad_fn;")
     lines.append("  if (needs_grad) {")
     lines.append(f"    grad_fn = std::make_shared<{name}>();")
-    lines.append(f"    grad_fn->set_next_edges(collect_next_edges({{{', '.join('&' + identifier(n) for n in outputs)}}}));")
+    optional_args = {a.name for a in op.schema.arguments if a.type.optional}
+
+    def address(n: str) -> str:
+        v = identifier(n)
+        return f"({v} ? &*{v} : nullptr)" if n in optional_args else f"&{v}"
+
+    list_args = {a.name for a in op.schema.arguments if a.type.is_list}
+    if list_args & set(outputs):
+        lines.append("    std::vector<Edge> edges;")
+        for n in outputs:
+            lines.append(f"    append_next_edges(edges, {identifier(n)});")
+            if n in list_args:
+                lines.append(f"    grad_fn->{identifier(n)}_count_ = {identifier(n)}.size();")
+        lines.append("    grad_fn->set_next_edges(std::move(edges));")
+    else:
+        lines.append(f"    grad_fn->set_next_edges(collect_next_edges({{{', '.join(address(n) for n in outputs)}}}));")
     lines.append("    record_forward_trace(*grad_fn);")
+    self_name = op.schema.arguments[0].name if op.schema.is_inplace else None
     for a in op.schema.arguments:
         if a.name not in used:
             continue
         v = identifier(a.name)
-        if a.type.base == "Tensor":
+        if a.name == self_name:
+            # The op overwrites self, and the formulas read its old value: keep a
+            # copy, made through the dispatcher so higher-order gradients see it.
+            lines.append(f"    grad_fn->{v}_ = SavedVariable(kiln::clone({v}), false);")
+        elif a.type.base == "Tensor" and a.type.is_list:
+            get = "t ? *t : Tensor()" if a.type.element_optional else "t"
+            lines.append(f"    for (const auto& t : {v}) grad_fn->{v}_.emplace_back({get}, false);")
+        elif a.type.base == "Tensor" and a.type.optional:
+            lines.append(f"    grad_fn->{v}_ = SavedVariable({v} ? *{v} : Tensor(), false);")
+        elif a.type.base == "Tensor":
             lines.append(f"    grad_fn->{v}_ = SavedVariable({v}, false);")
         else:
             lines.append(f"    grad_fn->{v} = {_saved_value(by_arg[a.name].type, v)};")
     lines.append("  }")
     call = f"ops::{struct_name(op)}::redispatch(keys.below(DispatchKey::Autograd), {', '.join(p.name for p in params)})"
-    lines.append("  Tensor result;")
+    n = len(op.schema.returns)
+    lines.append(f"  {return_type(op)} result;")
     lines.append("  {")
     lines.append("    ExcludeDispatchKeyGuard below_autograd(DispatchKey::Autograd);")
     lines.append(f"    result = {call};")
     lines.append("  }")
     lines.append("  if (grad_fn) {")
-    lines.append("    set_history(result, grad_fn);")
-    if "view" in op.tags:
-        lines.append("    materialize_autograd_meta(result).is_view_of_graph = true;")
-    if "result" in used:
-        lines.append("    grad_fn->result_ = SavedVariable(result, true);")
+    if _returns_list(op):
+        lines.append("    for (const Tensor& r : result) {")
+        lines.append("      set_history(r, grad_fn);")
+        if "view" in op.tags:
+            lines.append("      materialize_autograd_meta(r).is_view_of_graph = true;")
+        lines.append("    }")
+    elif n == 1:
+        lines.append("    set_history(result, grad_fn);")
+        if "view" in op.tags:
+            lines.append("    materialize_autograd_meta(result).is_view_of_graph = true;")
+        if "result" in used:
+            lines.append("    grad_fn->result_ = SavedVariable(result, true);")
+    else:
+        # Note [Several outputs]: every output takes its input slot on the node, in
+        # return order, so grads[i] is output i's gradient; only floating-point
+        # outputs get the history (indices and masks are not differentiable).
+        for i in range(n):
+            lines.append(f"    set_history_if_differentiable(std::get<{i}>(result), grad_fn);")
+        for i, r in enumerate(_result_names(op)):
+            if r in used:
+                lines.append(f"    grad_fn->{r}_ = SavedVariable(std::get<{i}>(result), is_floating_point(std::get<{i}>(result).dtype()));")
     lines.append("  }")
     lines.append("  return result;\n}\n")
     return "\n".join(lines)

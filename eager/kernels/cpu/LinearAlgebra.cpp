@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/TypePromotion.h"
 #include "eager/kernels/Views.h"
 #include "eager/kernels/cpu/Blas.h"
 #include "eager/kernels/cpu/Copy.h"
@@ -132,47 +133,51 @@ Tensor outer_cpu(const Tensor& self, const Tensor& vec2) {
 
 // --- composites: their parts go through the dispatcher (autograd, capture) ---
 
+// Note [matmul is a composite]
+// ----------------------------
+// matmul only rearranges its operands and calls dot/mv/mm/bmm, every step
+// through the dispatcher (Tensor methods, never the non-dispatching helpers of
+// Views.h), so autograd and capture see ordinary ops and need no matmul
+// formula. As in PyTorch: a >= 3-D left operand times a 1-D/2-D right one folds
+// its batch into the rows of one mm; everything else broadcasts the batch
+// dimensions, expands both operands to them and runs one bmm.
 Tensor matmul(const Tensor& self, const Tensor& other) {
   const int64_t da = self.dim(), db = other.dim();
   KILN_CHECK(da > 0 && db > 0, "both arguments to matmul need to be at least 1D, but they are ", da, "D and ", db,
              "D");
   if (da == 1 && db == 1) return kiln::dot(self, other);
   if (da == 2 && db == 1) return kiln::mv(self, other);
-  if (da == 1 && db == 2) return kiln::mv(kiln::transpose(other, 0, 1), self);
+  if (da == 1 && db == 2) return kiln::mm(self.unsqueeze(0), other).squeeze(0);
   if (da == 2 && db == 2) return kiln::mm(self, other);
   if (da >= 3 && db <= 2) {
     // Fold the batch into rows: [..., m, k] @ [k, n] -> [(...m), k] @ [k, n].
-    KILN_CHECK_NOT_IMPLEMENTED(self.is_contiguous(), "matmul: a non-contiguous ", da,
-                               "-D left operand is not supported yet (call .contiguous() first)");
     const int64_t k = self.size(-1);
-    const Tensor rhs = db == 2 ? other : kiln::view(other, std::vector<int64_t>{other.size(0), 1});
-    Tensor flat = kiln::mm(kiln::view(self, std::vector<int64_t>{self.numel() / std::max<int64_t>(k, 1), k}), rhs);
+    const Tensor rhs = db == 2 ? other : other.unsqueeze(1);
+    const Tensor flat = kiln::mm(kiln::reshape(self, std::vector<int64_t>{-1, k}), rhs);
     DimVector shape(self.sizes());
     if (db == 2) {
       shape.back() = other.size(1);
     } else {
       shape.pop_back();
     }
-    return kiln::view(flat, shape);
+    return kiln::reshape(flat, shape);
   }
-  // Batched: both at least 2-D with one at least 3-D; equal batch dims only for now.
-  const Tensor a = da == 1 ? kiln::view(self, std::vector<int64_t>{1, self.size(0)}) : self;
-  const Tensor b = db == 1 ? kiln::view(other, std::vector<int64_t>{other.size(0), 1}) : other;
-  const IntArrayRef ba = a.sizes().subspan(0, a.dim() - 2), bb = b.sizes().subspan(0, b.dim() - 2);
-  KILN_CHECK_NOT_IMPLEMENTED(ba.size() == bb.size() && std::equal(ba.begin(), ba.end(), bb.begin()),
-                             "matmul: broadcasting batch dimensions ", a.sizes(), " @ ", b.sizes(),
-                             " is not supported yet");
-  KILN_CHECK_NOT_IMPLEMENTED(a.is_contiguous() && b.is_contiguous(),
-                             "matmul: non-contiguous batched operands are not supported yet");
-  const int64_t batch = product(ba);
+  const Tensor a = da == 1 ? self.unsqueeze(0) : self;
+  const Tensor b = db == 1 ? other.unsqueeze(1) : other;
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
-  KILN_CHECK(b.size(-2) == k, "Expected size for first two dimensions of batch2 tensor to be: [", batch, ", ", k,
-             "] but got: [", batch, ", ", b.size(-2), "].");
-  Tensor out = kiln::bmm(kiln::view(a, std::vector<int64_t>{batch, m, k}), kiln::view(b, std::vector<int64_t>{batch, k, n}));
-  DimVector shape(ba);
+  const DimVector batch = broadcast_shapes(a.sizes().subspan(0, a.dim() - 2), b.sizes().subspan(0, b.dim() - 2));
+  const int64_t batch_numel = product(batch);
+  DimVector a_shape(batch), b_shape(batch);
+  a_shape.push_back(m);
+  a_shape.push_back(k);
+  b_shape.push_back(b.size(-2));
+  b_shape.push_back(n);
+  const Tensor a3 = kiln::reshape(a.expand(a_shape), std::vector<int64_t>{batch_numel, m, k});
+  const Tensor b3 = kiln::reshape(b.expand(b_shape), std::vector<int64_t>{batch_numel, b.size(-2), n});
+  DimVector shape(batch);
   if (da > 1) shape.push_back(m);
   if (db > 1) shape.push_back(n);
-  return kiln::view(out, shape);
+  return kiln::reshape(kiln::bmm(a3, b3), shape);
 }
 
 Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
