@@ -281,11 +281,21 @@ class ModuleDict(Module):
             self[pair[0]] = pair[1]
 
 
-def _parameter_line(key, value) -> str:
+_LEGACY_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                      "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+                      "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
+def _type_name(t) -> str:
+    """torch.typename's legacy name of a tensor's type: kiln.FloatTensor, kiln.LongTensor, ..."""
+    return "kiln." + _LEGACY_TYPE_NAMES[str(t.dtype).removeprefix("kiln.")]
+
+
+def _parameter_line(key, value, dtype_text) -> str:
     if isinstance(value, _C.TensorBase):
         size = "x".join(str(s) for s in value.shape)
         kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
-        return f"  ({key}): {kind} containing: [{value.dtype} of size {size}]"
+        return f"  ({key}): {kind} containing: [{dtype_text(value)} of size {size}]"
     return f"  ({key}): Object of type: {type(value).__name__}"
 
 
@@ -342,7 +352,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        return "\n".join(_parameter_line(k, p) for k, p in enumerate(self))
+        return "\n".join(_parameter_line(k, p, lambda t: t.dtype) for k, p in enumerate(self))
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterList should not be called.")
@@ -449,7 +459,7 @@ class ParameterDict(Module):
                 self[pair[0]] = pair[1]
 
     def extra_repr(self) -> str:
-        return "\n".join(_parameter_line(k, p) for k, p in self.items())
+        return "\n".join(_parameter_line(k, p, _type_name) for k, p in self.items())
 
     def __call__(self, input):
         raise RuntimeError("ParameterDict should not be called.")

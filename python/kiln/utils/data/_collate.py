@@ -18,7 +18,8 @@ _COLLATE_ERROR = ("default_collate: batch must contain tensors, numpy arrays, nu
 
 
 def _from_numpy(array: np.ndarray):
-    return _C.from_numpy(np.ascontiguousarray(array))
+    array = np.asarray(array)
+    return _C.from_numpy(array if array.flags.c_contiguous else np.ascontiguousarray(array))
 
 
 def default_convert(data):
