@@ -78,7 +78,7 @@ def nll_loss(input, target, weight=None, size_average: Optional[bool] = None, ig
     dim = _class_dim(input)
     ignored = target == ignore_index
     safe_target = target.masked_fill(ignored, 0)
-    picked = -input.gather(dim, safe_target.unsqueeze(dim)).squeeze(dim)
+    picked = input.gather(dim, safe_target.unsqueeze(dim)).squeeze(dim) * -1.0  # exactly the negation
     if weight is not None:
         weights = weight.index_select(0, safe_target.reshape(-1)).reshape(tuple(safe_target.shape))
         weights = weights.masked_fill(ignored, 0.0)

@@ -212,7 +212,7 @@ def log_softmax(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=No
 def softmin(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=None):
     if dim is None:
         dim = _softmax_dim(input.dim(), _stacklevel)
-    return softmax(-input, dim, dtype=dtype)
+    return softmax(input * -1.0, dim, dtype=dtype)
 
 
 def _convert(input, dtype):

@@ -54,7 +54,7 @@ class Adagrad(Optimizer):
 
     def _update(self, group: dict, param) -> None:
         state = self.state[param]
-        grad = -param.grad if group["maximize"] else param.grad
+        grad = param.grad * -1.0 if group["maximize"] else param.grad  # exactly -grad
         state["step"].add_(1.0)
         step = float(state["step"].item())
         if group["weight_decay"] != 0:

@@ -59,7 +59,7 @@ class RMSprop(Optimizer):
                 state["momentum_buffer"] = _C._functions.zeros_like(param)
             if group["centered"]:
                 state["grad_avg"] = _C._functions.zeros_like(param)
-        grad = -param.grad if group["maximize"] else param.grad
+        grad = param.grad * -1.0 if group["maximize"] else param.grad  # exactly -grad
         state["step"].add_(1.0)
         alpha, eps, lr = group["alpha"], group["eps"], group["lr"]
         if group["weight_decay"] != 0:

@@ -30,7 +30,7 @@ def _vector_norm(t, norm_type: float):
     flat = t.reshape(-1)
     if norm_type == 2.0:
         return flat.dot(flat).pow(0.5)
-    magnitude = flat.maximum(-flat)
+    magnitude = flat.maximum(flat * -1.0)  # |flat|, over ops every build has
     if norm_type == math.inf:
         return ops.amax(magnitude)
     if norm_type == -math.inf:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from kiln import _C
+from kiln.autograd.grad_mode import no_grad
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
@@ -15,11 +16,13 @@ def parameters_to_vector(parameters: Iterable) -> "_C.TensorBase":
 
 
 def vector_to_parameters(vec, parameters: Iterable) -> None:
-    """Writes slices of ``vec`` into the parameters' ``.data`` (shapes taken from the parameters)."""
+    """Writes slices of ``vec`` into the parameters, in place (torch rebinds each
+    parameter's ``.data`` to a view of ``vec``; kiln copies the values)."""
     if not isinstance(vec, _C.TensorBase):
-        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}".replace("torch.", "kiln."))
+        raise TypeError(f"expected kiln.Tensor, but got: {type(vec).__module__}.{type(vec).__name__}")
     pointer = 0
     for param in parameters:
         count = param.numel()
-        param.data = vec[pointer:pointer + count].view_as(param).data
+        with no_grad():
+            param.copy_(vec[pointer:pointer + count].view_as(param))
         pointer += count
