@@ -12,7 +12,7 @@ from kiln.nn._ops import has_op
 # The branch that brings each op (for the skip reasons).
 OP_BRANCH = {
     **{op: "i4-unary" for op in ("relu", "gelu", "silu", "sigmoid", "tanh", "softplus", "leaky_relu", "elu", "exp",
-                                  "log", "abs", "sqrt", "rsqrt", "log1p", "hardtanh", "erfinv", "_to_copy")},
+                                  "log", "abs", "sqrt", "rsqrt", "log1p", "hardtanh", "erfinv", "_to_copy", "neg")},
     **{op: "i4-reduce" for op in ("sum", "mean", "amax", "amin", "var")},
     **{op: "i5-nn" for op in ("softmax", "log_softmax", "cross_entropy_loss", "nll_loss", "layer_norm", "rms_norm",
                                "embedding", "dropout", "scaled_dot_product_attention", "conv1d", "conv2d",
