@@ -19,6 +19,13 @@ from torch_compare import assert_same_error
 RNG = np.random.default_rng(0)
 
 
+class Const:
+    """An input that takes no gradient (class weights, pos_weight: torch refuses to differentiate them)."""
+
+    def __init__(self, array):
+        self.array = array
+
+
 def randn(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
 
@@ -36,7 +43,7 @@ X, Y = randn(4, 6), randn(4, 6)
 LOGITS, TARGET = randn(5, 7), labels(5, 7)
 LOGITS_3D, TARGET_3D = randn(2, 7, 3), RNG.integers(0, 7, (2, 3)).astype(np.int64)
 TARGET_IGNORE = np.array([1, -100, 3, 6, -100], dtype=np.int64)
-CLASS_WEIGHT = np.abs(randn(7)) + 0.1
+CLASS_WEIGHT = Const(np.abs(randn(7)) + 0.1)
 ZERO_ONE = RNG.random((4, 6)).astype(np.float32)
 Q, K, V = randn(2, 3, 5, 4), randn(2, 3, 6, 4), randn(2, 3, 6, 4)
 BOOL_MASK = RNG.random((5, 6)) > 0.3
@@ -112,7 +119,7 @@ CASES = {
     "bce_with_logits": (lambda F, L, x, t: F.binary_cross_entropy_with_logits(x, t), [X, ZERO_ONE],
                         ("mean", "log1p", "exp", "abs", "relu")),
     "bce_with_logits_pos_weight": (lambda F, L, x, t, w: F.binary_cross_entropy_with_logits(x, t, pos_weight=w),
-                                   [X, ZERO_ONE, np.abs(randn(6)) + 0.5], ("mean", "log1p", "exp", "abs", "relu")),
+                                   [X, ZERO_ONE, Const(np.abs(randn(6)) + 0.5)], ("mean", "log1p", "exp", "abs", "relu")),
     "kl_div_log_target": (lambda F, L, a, b: F.kl_div(a, b, reduction="batchmean", log_target=True), [X, Y],
                           ("sum", "exp")),
     "sdpa": (lambda F, L, q, k, v: F.scaled_dot_product_attention(q, k, v), [Q, K, V], SOFTMAX),
@@ -139,10 +146,11 @@ GRAD_TOL = dict(rtol=1e-5, atol=1e-5)
 
 def check_case(name):
     call, inputs, _ = CASES[name]
-    kin = [kiln.from_numpy(x.copy()) for x in inputs]
-    tin = [torch.from_numpy(x.copy()) for x in inputs]
-    for k, t in zip(kin, tin):
-        if t.dtype.is_floating_point:
+    arrays = [x.array if isinstance(x, Const) else x for x in inputs]
+    kin = [kiln.from_numpy(x.copy()) for x in arrays]
+    tin = [torch.from_numpy(x.copy()) for x in arrays]
+    for k, t, x in zip(kin, tin, inputs):
+        if t.dtype.is_floating_point and not isinstance(x, Const):
             k.requires_grad_(True)
             t.requires_grad_(True)
     kout, tout = call(KF, kiln, *kin), call(TF, torch, *tin)
