@@ -89,6 +89,8 @@ CASES = {
                          lambda L, a, b, v: [L.matmul(a, b), L.matmul(v, b), L.matmul(a, v),
                                              L.matmul(b.transpose(-1, -2), a.transpose(-1, -2))]),
     "linear": ([], [(5, 3), (2, 3), (2,)], lambda L, x, w, b: (L.linear if L is kiln else L.nn.functional.linear)(x, w, b)),
+    "baddbmm and addbmm": ([], [(3, 1), (4, 3, 2), (4, 2, 5)],
+                           lambda L, s, a, b: [L.baddbmm(s, a, b, beta=0.5, alpha=2), L.addbmm(s, a, b, alpha=-1)]),
     "scalar operands": (["sub.Scalar", "div.Scalar", "div.Scalar_mode", "true_divide.Scalar", "remainder.Scalar",
                          "fmod.Scalar"], [(5,)],
                         lambda L, a: [a - 2, a / 3, L.div(a, 2.0, rounding_mode="floor"), L.true_divide(a, -4),
