@@ -76,3 +76,5 @@ def numel(input) -> "builtins.int":
 
 
 import builtins  # noqa: E402  (for the annotations above, which name the shadowed builtins)
+
+from kiln import nn, optim, utils  # noqa: E402  (torch.nn, torch.optim and torch.utils after `import torch`)
