@@ -52,6 +52,12 @@ from kiln.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_
 from kiln._shape import broadcast_shapes, broadcast_tensors, split  # noqa: E402
 from kiln._indexing import nonzero  # noqa: E402  (as_tuple=True over the nonzero ops)
 from kiln._einsum import einsum  # noqa: E402
+from kiln import return_types  # noqa: E402
+
+max = return_types._named(return_types.max, _C._functions.max)  # noqa: A001
+min = return_types._named(return_types.min, _C._functions.min)  # noqa: A001
+Tensor.max = return_types._named(return_types.max, _C.TensorBase.max)
+Tensor.min = return_types._named(return_types.min, _C.TensorBase.min)
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
 from kiln.serialization import load, save
