@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -239,6 +240,23 @@ namespace detail {
 [[nodiscard]] inline Tensor pow_backward_self(const Tensor& grad, const Tensor& self, const Tensor& exponent) {
   const Tensor derivative = kiln::mul(exponent, kiln::pow(self, kiln::sub(exponent, 1)));
   return kiln::where(kiln::eq(exponent, 0), 0, kiln::mul(grad, derivative));
+}
+
+/// d/dexponent of self ** exponent: result * log(self), 0 where self is 0 and
+/// the exponent is not negative (torch's convention: 0 ** e has no log term).
+[[nodiscard]] inline Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tensor& exponent,
+                                                  const Tensor& result) {
+  const Tensor no_log_term = kiln::logical_and(kiln::eq(self, 0), kiln::ge(exponent, 0));
+  return kiln::mul(grad, kiln::where(no_log_term, 0, kiln::mul(result, kiln::log(self))));
+}
+
+/// d/dexponent of base ** exponent for a number base.
+[[nodiscard]] inline Tensor pow_backward_exponent(const Tensor& grad, const Scalar& self, const Tensor& exponent,
+                                                  const Tensor& result) {
+  if (self.to_double() == 0.0) {
+    return kiln::mul(grad, kiln::where(kiln::ge(exponent, 0), 0, kiln::mul(result, -INFINITY)));
+  }
+  return kiln::mul(grad, kiln::mul(result, std::log(self.to_double())));
 }
 
 /// clamp(self, min, max) with number bounds: grad where min <= self <= max, 0 elsewhere.

@@ -22,6 +22,18 @@ import kiln
 # operands are made inside fn with lib.tensor.
 CASES = {
     "add": (["add.Tensor", "add.Scalar"], [(3, 4), (4,)], lambda L, a, b: L.add(a, b, alpha=2) + 3),
+    "sub": (["sub.Tensor", "sub.Scalar"], [(3, 4), (3, 1)], lambda L, a, b: L.sub(a, b, alpha=0.5) - 1),
+    "div": (["div.Tensor", "true_divide.Tensor"], [(2, 3), (3,)],
+            lambda L, a, b: [L.div(a, b.clamp_min(0.5) + 1), L.true_divide(a, b.clamp_max(-0.5) - 1)]),
+    "div modes": (["div.Tensor_mode"], [(2, 3), (2, 3)],
+                  lambda L, a, b: [L.div(a, b.clamp_min(0.5) + 1), L.div(a * 3, b.clamp_min(0.5) + 1, rounding_mode="floor"),
+                                   L.div(a * 3, b.clamp_min(0.5) + 1, rounding_mode="trunc")]),
+    "rsub": (["rsub.Tensor", "rsub.Scalar"], [(3,), (3,)], lambda L, a, b: L.rsub(a, b, alpha=2) + L.rsub(a, 2)),
+    "remainder": (["remainder.Tensor"], [(6,), (6,)], lambda L, a, b: L.remainder(a * 3, b.clamp_min(0.5) + 1)),
+    "fmod": (["fmod.Tensor"], [(6,), (6,)], lambda L, a, b: L.fmod(a * 3, b.clamp_min(0.5) + 1)),
+    "pow tensor exponent": (["pow.Tensor_Tensor"], [(4,), (4,)], lambda L, a, b: (a.clamp_min(0.1) + 1).pow(b)),
+    "pow scalar base": (["pow.Scalar"], [(4,)], lambda L, a: L.pow(2.5, a)),
+    "addcdiv": (["addcdiv"], [(3,), (3,), (3,)], lambda L, a, b, c: L.addcdiv(a, b, c.clamp_min(0.5) + 1, value=2)),
     "mul": (["mul.Tensor", "mul.Scalar"], [(2, 3), (2, 3)], lambda L, a, b: a * b * 1.5),
     "pow scalar exponent": (["pow.Tensor_Scalar"], [(4,)], lambda L, a: a.pow(3) + a.pow(0) + a.pow(1)),
     "maximum": (["maximum", "fmax"], [(5,), (5,)], lambda L, a, b: L.maximum(a, b) + L.fmax(a, b * 2)),
