@@ -281,3 +281,26 @@ def test_softmax_implicit_dim_warns():
             KF.softmax(kiln.ones(2, 3))
         except NotImplementedError:
             pass
+
+
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (None, True), (1, False), (-1, True), ((0, 2), False),
+                                         ((2, 0), True)])
+def test_reduction_helpers_match_torch(dim, keepdim):
+    """kiln.nn's sum/mean (the ops where the build has them, else Note [Reductions before the reduction ops])."""
+    from kiln.nn._ops import detached_amax, reduce_mean, reduce_sum
+
+    x = randn(3, 4, 5)
+    for kfn, tfn in ((reduce_sum, torch.sum), (reduce_mean, torch.mean)):
+        k = kiln.from_numpy(x.copy()).requires_grad_(True)
+        t = torch.from_numpy(x.copy()).requires_grad_(True)
+        kout = kfn(k, dim, keepdim)
+        tout = tfn(t, dim=dim if dim is not None else (0, 1, 2), keepdim=keepdim)
+        np.testing.assert_allclose(kout.detach().numpy(), tout.detach().numpy(), **TOL)
+        g = randn(*tout.shape)
+        kout.backward(kiln.from_numpy(g.copy()))
+        tout.backward(torch.from_numpy(g.copy()))
+        np.testing.assert_allclose(k.grad.numpy(), t.grad.numpy(), **TOL)
+    if isinstance(dim, int):
+        m = detached_amax(kiln.from_numpy(x.copy()).requires_grad_(True), dim, keepdim)
+        assert not m.requires_grad
+        np.testing.assert_array_equal(m.numpy(), x.max(axis=dim, keepdims=keepdim))

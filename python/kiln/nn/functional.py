@@ -189,7 +189,7 @@ def _softmax_dim(ndim: int, stacklevel: int) -> int:
 def softmax(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=None):
     if dim is None:
         dim = _softmax_dim(input.dim(), _stacklevel)
-    fn = native("softmax", "_softmax")
+    fn = native("softmax")
     if fn is not None:
         return fn(input, dim, dtype=dtype) if dtype is not None else fn(input, dim)
     x = _convert(input, dtype)
@@ -201,7 +201,7 @@ def softmax(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=None):
 def log_softmax(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=None):
     if dim is None:
         dim = _softmax_dim(input.dim(), _stacklevel)
-    fn = native("log_softmax", "_log_softmax")
+    fn = native("log_softmax")
     if fn is not None:
         return fn(input, dim, dtype=dtype) if dtype is not None else fn(input, dim)
     x = _convert(input, dtype)
