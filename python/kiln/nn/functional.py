@@ -467,6 +467,9 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
 
 
 # --- padding ------------------------------------------------------------------------------------
+_PAD_OPS = {"reflect": "reflection_pad", "replicate": "replication_pad", "circular": "_pad_circular"}
+
+
 def pad(input, pad: list, mode: str = "constant", value: Optional[float] = None):
     """Constant padding composed from narrow (negative pads) and cat (positive pads);
     the other modes need their ops."""
@@ -476,10 +479,13 @@ def pad(input, pad: list, mode: str = "constant", value: Optional[float] = None)
         raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
                            f"padding length {len(pad)} and input of dimension {input.dim()}")
     if mode != "constant":
-        fn = native(f"{mode}_pad{len(pad) // 2}d")
+        if mode not in _PAD_OPS:
+            raise NotImplementedError(f"Unrecognised padding mode {mode}")
+        op = f"{_PAD_OPS[mode]}{len(pad) // 2}d"
+        fn = native(op)
         if fn is None:
-            raise NotImplementedError(f"kiln.nn.functional.pad: mode '{mode}' needs the op '{mode}_pad"
-                                      f"{len(pad) // 2}d', which this build of kiln does not have yet")
+            raise NotImplementedError(f"kiln.nn.functional.pad: mode '{mode}' needs the op '{op}', which this "
+                                      "build of kiln does not have yet")
         return fn(input, list(pad))
     fill = 0.0 if value is None else value
     out = input
