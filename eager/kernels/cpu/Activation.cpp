@@ -30,6 +30,7 @@ enum class Accepts : uint8_t {
 Tensor run_activation(const DispatchStub<activation_fn>& stub, const char* name, const char* kernel_name,
                       Accepts accepts, ResultInto into, const Tensor& out, const Tensor& self,
                       const ActivationArgs& args) {
+  if (into == ResultInto::InPlace) check_inplace(self, {});
   if (accepts == Accepts::Floating && !is_floating_point(self.dtype())) {
     fail_not_implemented(kernel_name, self.dtype());
   }
@@ -55,12 +56,14 @@ bool gelu_is_tanh(std::string_view approximate) {
 }
 
 Tensor relu_into(ResultInto into, const Tensor& out, const Tensor& self) {
+  if (into == ResultInto::InPlace) check_inplace(self, {});
   KILN_CHECK(self.dtype() != DType::Bool, "Boolean inputs not supported for relu");
   return run_activation(relu_stub, "relu", "relu_cpu", Accepts::NumbersNotBool, into, out, self, {});
 }
 
 Tensor hardtanh_into(ResultInto into, const Tensor& out, const Tensor& self, const Scalar& min_val,
                      const Scalar& max_val) {
+  if (into == ResultInto::InPlace) check_inplace(self, {});
   KILN_CHECK(self.dtype() != DType::Bool, "Bool inputs not supported for hardtanh");
   KILN_CHECK(!(self.dtype() == DType::UInt8 && (min_val.to_double() < 0 || max_val.to_double() < 0)),
              "cannot do hardtanh on an unsigned type with negative limits");
@@ -70,6 +73,7 @@ Tensor hardtanh_into(ResultInto into, const Tensor& out, const Tensor& self, con
 
 Tensor threshold_into(ResultInto into, const Tensor& out, const Tensor& self, const Scalar& threshold,
                       const Scalar& value) {
+  if (into == ResultInto::InPlace) check_inplace(self, {});
   if (self.dtype() == DType::Bool) fail_not_implemented("threshold_cpu", DType::Bool);
   return run_activation(threshold_stub, "threshold", "threshold_cpu", Accepts::NumbersNotBool, into, out, self,
                         {threshold, value, Scalar(), false});
