@@ -4,6 +4,7 @@
 // to_will_alias) unless copy=True.
 #include <optional>
 
+#include "eager/autograd/GradMode.h"
 #include "eager/core/Error.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/ShapeCopy.h"
@@ -24,12 +25,17 @@ bool to_will_alias(const Tensor& self, std::optional<DType> dtype, std::optional
     return false;
   }
   const MemoryFormat format = memory_format.value_or(MemoryFormat::Preserve);
-  return format == MemoryFormat::Preserve || is_contiguous_as(self, format);
+  return format == MemoryFormat::Preserve || suggest_memory_format(self) == format;  // PyTorch's rule
 }
 
 Tensor to_impl(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device, bool non_blocking,
                bool copy, std::optional<MemoryFormat> memory_format) {
   if (to_will_alias(self, dtype, device, copy, memory_format)) return self;
+  if (dtype && !is_floating_point(*dtype)) {
+    // An integer or bool result has no gradient (PyTorch: not differentiable), so no history.
+    autograd::NoGradGuard no_grad;
+    return kiln::_to_copy(self, dtype, device, non_blocking, memory_format);
+  }
   return kiln::_to_copy(self, dtype, device, non_blocking, memory_format);
 }
 

@@ -41,7 +41,6 @@ TensorIterator unary_float_iterator(const char* name, ResultInto into, const Ten
 }
 
 TensorIterator unary_same_dtype_iterator(const char* name, ResultInto into, const Tensor& out, const Tensor& self) {
-  if (into == ResultInto::InPlace) check_inplace(self, {});
   KILN_CHECK(!out.defined() || out.dtype() == self.dtype(), "Found dtype ", scalar_type_name(out.dtype()),
              " but expected ", scalar_type_name(self.dtype()));
   return TensorIteratorConfig()
@@ -98,6 +97,7 @@ void check_same_dtype_op(const char* name, const Tensor& self) {
       check_inplace(self, {}); /* PyTorch checks overlap first, neg's bool rule before */ \
     }                                                                                 \
     check_same_dtype_op(#op, self);                                                   \
+    if (#op == std::string_view("neg") && into == ResultInto::InPlace) check_inplace(self, {}); \
     if (#op == std::string_view("frac") && !is_floating_point(self.dtype())) {        \
       fail_not_implemented("frac_cpu", self.dtype());                                 \
     }                                                                                 \

@@ -297,17 +297,16 @@ void elu_backward_kernel(TensorIterator& iter, const ActivationArgs& args) {
     floating_backward(iter, [=](auto g, auto y) {
       using V = decltype(g);
       using L = lane_t<V>;
-      return select<L>(y.v <= V::splat(0).v, g * vconst<L>(negiptcoef) * (y + vconst<L>(negcoef)),
-                       g * vconst<L>(poscoef));
+      return select<L>(y.v > V::splat(0).v, g * vconst<L>(poscoef),
+                       g * vconst<L>(negiptcoef) * (y + vconst<L>(negcoef)));  // NaN takes the negative side
     });
     return;
   }
   floating_backward(iter, [=](auto g, auto x) {
     using V = decltype(g);
     using L = lane_t<V>;
-    return select<L>(x.v <= V::splat(0).v,
-                     g * vconst<L>(negiptcoef) * vconst<L>(negcoef) * vexp(x * vconst<L>(negiptcoef)),
-                     g * vconst<L>(poscoef));
+    return select<L>(x.v > V::splat(0).v, g * vconst<L>(poscoef),
+                     g * vconst<L>(negiptcoef) * vconst<L>(negcoef) * vexp(x * vconst<L>(negiptcoef)));
   });
 }
 
@@ -317,7 +316,7 @@ void hardtanh_backward_kernel(TensorIterator& iter, const ActivationArgs& args) 
   floating_backward(iter, [lo, hi](auto g, auto x) {
     using V = decltype(g);
     using L = lane_t<V>;
-    return select<L>((x.v <= vconst<L>(lo).v) | (x.v >= vconst<L>(hi).v), V::splat(0), g);
+    return select<L>((x.v > vconst<L>(lo).v) & (x.v < vconst<L>(hi).v), g, V::splat(0));  // NaN: 0, as PyTorch
   });
 }
 
@@ -334,7 +333,7 @@ void hardswish_backward_kernel(TensorIterator& iter, const ActivationArgs&) {
     using V = decltype(g);
     using L = lane_t<V>;
     const V middle = g * (x / vconst<L>(3) + vconst<L>(0.5));
-    return select<L>(x.v < vconst<L>(-3).v, V::splat(0), select<L>(x.v <= vconst<L>(3).v, middle, g));
+    return select<L>(x.v <= vconst<L>(-3).v, V::splat(0), select<L>(x.v >= vconst<L>(3).v, g, middle));  // NaN: NaN
   });
 }
 
@@ -345,8 +344,9 @@ void logit_backward_kernel(TensorIterator& iter, const ActivationArgs& args) {
     using L = lane_t<V>;
     const V lo = vconst<L>(eps < 0 ? 0.0 : eps);
     const V hi = vconst<L>(eps < 0 ? 1.0 : 1.0 - eps);
-    const V outside = eps < 0 ? vconst<L>(NAN) : V::splat(0);
-    return select<L>((x.v < lo.v) | (x.v > hi.v), outside, g / (x * (V::splat(1) - x)));
+    const V inside = g / (x * (V::splat(1) - x));
+    if (eps < 0) return select<L>((x.v < lo.v) | (x.v > hi.v), vconst<L>(NAN), inside);
+    return select<L>((x.v >= lo.v) & (x.v <= hi.v), inside, V::splat(0));  // NaN: 0, as PyTorch
   });
 }
 
