@@ -51,6 +51,7 @@ from kiln import random  # noqa: E402
 from kiln.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402
 from kiln._shape import broadcast_shapes, broadcast_tensors, split  # noqa: E402
 from kiln._indexing import nonzero  # noqa: E402  (as_tuple=True over the nonzero ops)
+from kiln._einsum import einsum  # noqa: E402
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
 from kiln.serialization import load, save
@@ -75,3 +76,5 @@ def numel(input) -> "builtins.int":
 
 
 import builtins  # noqa: E402  (for the annotations above, which name the shadowed builtins)
+
+from kiln import nn, optim, utils  # noqa: E402  (torch.nn, torch.optim and torch.utils after `import torch`)

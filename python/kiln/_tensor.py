@@ -360,3 +360,8 @@ del _name, _value
 
 
 _C._set_tensor_class(Tensor)
+
+# The matrix-product operator (a @ b, torch.Tensor.__matmul__), added by the front end.
+Tensor.__matmul__ = _operator(_TensorBase.matmul, "__matmul__")
+Tensor.__rmatmul__ = _reflected(_C._functions.matmul, "__rmatmul__")
+Tensor.__imatmul__ = _operator(_TensorBase.matmul, "__imatmul__")

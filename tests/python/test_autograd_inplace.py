@@ -17,6 +17,10 @@ INPLACE = {
     "addcmul_": (lambda a, o: a.addcmul_(o[0], o[1], value=0.5), 2),
     "clamp_": (lambda a, o: a.clamp_(-0.5, 0.7), 0),
     "lerp_": (lambda a, o: a.lerp_(o[0], 0.3), 1),
+    "div_": (lambda a, o: a.div_(o[0]), 1),
+    "pow_ tensor": (lambda a, o: a.pow_(o[0]), 1),
+    "addcdiv_": (lambda a, o: a.addcdiv_(o[0], o[1], value=-2), 2),
+    "mul_ then sub_": (lambda a, o: a.mul_(o[0]).sub_(o[1], alpha=2), 2),
     "mul_ then add_": (lambda a, o: a.mul_(o[0]).add_(o[1], alpha=2), 2),
 }
 
@@ -48,7 +52,7 @@ def test_inplace_gradients_match_torch(name):
         np.testing.assert_allclose(kg.numpy(), tg.numpy(), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["mul_", "pow_ scalar", "mul_ then add_"])
+@pytest.mark.parametrize("name", ["mul_", "div_", "pow_ scalar", "mul_ then add_"])
 def test_inplace_second_order_gradients_match_torch(name):
     fn, n_extra = INPLACE[name]
     base, extras = operands(n_extra)

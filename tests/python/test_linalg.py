@@ -126,3 +126,30 @@ def test_matmul_shape_errors_match_torch(a, b):
     from torch_compare import assert_same_error
 
     assert_same_error(lambda: kiln.matmul(kiln.ones(*a), kiln.ones(*b)), lambda: torch.matmul(torch.ones(*a), torch.ones(*b)))
+
+
+@pytest.mark.parametrize("op", ["baddbmm", "addbmm"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2), (0, 1), (0, -1.5)])
+def test_baddbmm_and_addbmm_match_torch(op, dtype, beta, alpha):
+    rng = np.random.default_rng(3)
+    self_shape = (4, 3, 5) if op == "baddbmm" else (3, 5)
+    s = rng.standard_normal(self_shape).astype(dtype)
+    if beta == 0:
+        s[0] = np.nan  # beta == 0 ignores self, nan included
+    b1, b2 = rng.standard_normal((4, 3, 2)).astype(dtype), rng.standard_normal((4, 2, 5)).astype(dtype)
+    got = getattr(kiln, op)(kiln.tensor(s), kiln.tensor(b1), kiln.tensor(b2), beta=beta, alpha=alpha)
+    want = getattr(torch, op)(torch.tensor(s), torch.tensor(b1), torch.tensor(b2), beta=beta, alpha=alpha)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    method = getattr(kiln.tensor(s), op)(kiln.tensor(b1), kiln.tensor(b2), beta=beta, alpha=alpha)
+    np.testing.assert_allclose(method.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["baddbmm", "addbmm"])
+@pytest.mark.parametrize("shapes", [((3, 5), (4, 3, 2), (5, 2, 5)), ((3, 5), (4, 3), (4, 2, 5)),
+                                    ((3, 5), (4, 3, 2), (4, 3, 5))])
+def test_baddbmm_and_addbmm_errors_match_torch(op, shapes):
+    from torch_compare import assert_same_error
+
+    assert_same_error(lambda: getattr(kiln, op)(*[kiln.ones(*s) for s in shapes]),
+                      lambda: getattr(torch, op)(*[torch.ones(*s) for s in shapes]))

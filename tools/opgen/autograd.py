@@ -23,10 +23,11 @@ from model import Op, OpgenError
 # fallback (a NotImplemented node) until the helper is written.
 IMPLEMENTED_HELPERS = {"split_backward", "split_with_sizes_backward", "unbind_backward", "cat_tensors_backward",
                        "repeat_backward", "diagonal_backward", "take_backward", "masked_scatter_backward",
-                       "repeat_interleave_backward", "pow_backward", "pow_backward_self", "clamp_backward", "clamp_backward_min",
+                       "repeat_interleave_backward", "pow_backward_exponent", "pow_backward", "pow_backward_self", "clamp_backward", "clamp_backward_min",
                        "clamp_backward_max", "maybe_multiply", "zeros_like", "to", "reshape", "sum_to", "select_backward",
                        "slice_backward", "permute_backwards", "negated", "sizes", "strides", "dtype", "device", "dim",
-                       "numel"}
+                       "numel", "gelu_double_backward", "mish_double_backward", "softplus_double_backward",
+                       "elu_double_backward", "logit_double_backward"}
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
 _COMPARISONS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}

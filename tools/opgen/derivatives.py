@@ -59,6 +59,13 @@ HELPERS = {
     "clamp_backward": "autograd issue: grad where min <= self <= max, else 0",
     "clamp_backward_min": "autograd issue: grad of clamp(Tensor min, Tensor max) w.r.t. min",
     "clamp_backward_max": "autograd issue: grad of clamp(Tensor min, Tensor max) w.r.t. max",
+    # Activations' second derivatives (eager/ops/activation.yaml): a branch on a
+    # non-tensor argument, written with kiln ops in eager/autograd/FormulaHelpers.h.
+    "gelu_double_backward": "d/dself of gelu_backward(grad_output, self, approximate), times grad",
+    "mish_double_backward": "d/dself of mish_backward(grad_output, self), times grad",
+    "softplus_double_backward": "d/dself of softplus_backward, times grad (grad * grad_output passed in)",
+    "elu_double_backward": "d/dself_or_result of elu_backward(grad_output, ...), times grad",
+    "logit_double_backward": "d/dself of logit_backward(grad_output, self, eps), times grad",
 }
 
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult, ast.USub, ast.UAdd,

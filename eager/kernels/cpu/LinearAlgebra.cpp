@@ -180,6 +180,46 @@ Tensor matmul(const Tensor& self, const Tensor& other) {
   return kiln::reshape(kiln::bmm(a3, b3), shape);
 }
 
+namespace {
+bool is_zero(const Scalar& s) { return s.is_floating_point() ? s.to_double() == 0.0 : s.to_int64() == 0; }
+bool is_one(const Scalar& s) { return s.is_floating_point() ? s.to_double() == 1.0 : s.to_int64() == 1; }
+
+/// beta * self + alpha * product, with beta == 0 ignoring self (nan and inf
+/// included) as PyTorch's addmm family does; self broadcasts to the product.
+Tensor scaled_sum(const Tensor& self, const Tensor& product, const Scalar& beta, const Scalar& alpha) {
+  const Tensor scaled = is_one(alpha) ? product : kiln::mul(product, alpha);
+  if (is_zero(beta)) {
+    KILN_CHECK(self.dim() <= product.dim(), "self must be broadcastable to ", product.sizes(), ", got ", self.sizes());
+    (void)broadcast_shapes(self.sizes(), product.sizes());
+    return scaled;
+  }
+  return kiln::add(is_one(beta) ? self : kiln::mul(self, beta), scaled);
+}
+}  // namespace
+
+Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
+               const Scalar& alpha) {
+  KILN_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
+  KILN_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
+  return scaled_sum(self, kiln::bmm(batch1, batch2), beta, alpha);
+}
+
+Tensor addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
+              const Scalar& alpha) {
+  KILN_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
+  KILN_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
+  KILN_CHECK(batch1.size(0) == batch2.size(0), "batch1 and batch2 must have same number of batches, got ",
+             batch1.size(0), " and ", batch2.size(0));
+  KILN_CHECK(batch1.size(2) == batch2.size(1), "Incompatible matrix sizes for bmm (", batch1.size(1), "x",
+             batch1.size(2), " and ", batch2.size(1), "x", batch2.size(2), ")");
+  // The sum over the batch of batch1[b] @ batch2[b] is one mm of the batch laid side by side:
+  // [n, (B k)] @ [(B k), p].
+  const int64_t n = batch1.size(1), k = batch1.size(2), p = batch2.size(2), b = batch1.size(0);
+  const Tensor lhs = kiln::reshape(batch1.transpose(0, 1), std::vector<int64_t>{n, b * k});
+  const Tensor rhs = kiln::reshape(batch2, std::vector<int64_t>{b * k, p});
+  return scaled_sum(self, kiln::mm(lhs, rhs), beta, alpha);
+}
+
 Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
   Tensor out = kiln::matmul(input, kiln::transpose(weight, 0, 1));
   if (bias && bias->defined()) out = kiln::add(out, *bias);

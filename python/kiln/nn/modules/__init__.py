@@ -1,5 +1,22 @@
-"""kiln.nn.modules: Module and the layers."""
+"""kiln.nn.modules: Module and the layers, one file per family as torch.nn.modules."""
 
 from kiln.nn.modules.module import Module, register_module_forward_hook, register_module_forward_pre_hook
+from kiln.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from kiln.nn.modules.linear import Bilinear, Identity, Linear
+from kiln.nn.modules.activation import (
+    CELU, ELU, GELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish,
+    MultiheadAttention, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus, Softsign, Tanh, Tanhshrink, Threshold,
+)
+from kiln.nn.modules.dropout import Dropout
+from kiln.nn.modules.flatten import Flatten, Unflatten
+from kiln.nn.modules.sparse import Embedding
+from kiln.nn.modules.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from kiln.nn.modules.conv import Conv1d, Conv2d
+from kiln.nn.modules.pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
+from kiln.nn.modules.loss import (
+    BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
+)
+from kiln.nn.modules.transformer import TransformerEncoder, TransformerEncoderLayer
 
-__all__ = ["Module", "register_module_forward_hook", "register_module_forward_pre_hook"]
+__all__ = [name for name in dir() if name[0].isupper()] + [
+    "register_module_forward_hook", "register_module_forward_pre_hook"]

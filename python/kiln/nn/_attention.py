@@ -1,0 +1,163 @@
+"""Attention in kiln.nn.functional (re-exported there): scaled_dot_product_attention
+(the C++ op where kiln has one, else composed from matmul and softmax) and
+multi_head_attention_forward, composed in Python as torch composes it.
+
+See Note [Functional calls the C++ op where one exists] in kiln/nn/functional.py.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from kiln import _C
+from kiln.nn._ops import native, ops
+
+__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: Optional[float] = None, enable_gqa: bool = False):
+    fn = native("scaled_dot_product_attention")
+    if fn is not None:
+        return fn(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+    from kiln.nn.functional import dropout, softmax
+
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    if query.shape[-1] != key.shape[-1]:
+        raise RuntimeError(f"scaled_dot_product_attention: query and key must have the same last dimension, got "
+                           f"query {list(query.shape)} and key {list(key.shape)}")
+    target_len, source_len = query.shape[-2], key.shape[-2]
+    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        repeats = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(repeats, -3)
+        value = value.repeat_interleave(repeats, -3)
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = query.matmul(key.transpose(-2, -1)) * scale_factor
+    if is_causal:
+        keep = _C._functions.ones((target_len, source_len), dtype=_C.bool).tril()
+        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == _C.bool:
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return weights.matmul(value)
+
+
+def _masked_where_true(mask, dtype):
+    """A boolean mask (True: not allowed) becomes an additive mask of -inf and 0; a float mask stays."""
+    if mask is None or mask.dtype != _C.bool:
+        return mask
+    return _C._functions.zeros(tuple(mask.shape), dtype=dtype).masked_fill(mask, float("-inf"))
+
+
+def _pad_last(mask):
+    """Appends one zero (keep) column to a mask, for bias_k/bias_v and add_zero_attn."""
+    if mask is None:
+        return None
+    extra = _C._functions.zeros(tuple(mask.shape[:-1]) + (1,), dtype=mask.dtype)
+    return _C._functions.cat([mask, extra], -1)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num_heads: int, in_proj_weight,
+                                 in_proj_bias, bias_k, bias_v, add_zero_attn: bool, dropout_p: float,
+                                 out_proj_weight, out_proj_bias, training: bool = True, key_padding_mask=None,
+                                 need_weights: bool = True, attn_mask=None, use_separate_proj_weight: bool = False,
+                                 q_proj_weight=None, k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights: bool = True, is_causal: bool = False):
+    from kiln.nn.functional import dropout, linear, softmax
+
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("kiln.nn.functional.multi_head_attention_forward: static_k/static_v are not "
+                                  "supported yet")
+    batched = query.dim() == 3
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    target_len, batch, embed_dim = query.shape
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the causal hint replaces the mask
+    else:
+        is_causal = False
+
+    # Input projections.
+    if not use_separate_proj_weight:
+        biases = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
+        if query is key and key is value:
+            q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
+        else:
+            w_q, w_k, w_v = in_proj_weight.chunk(3)
+            q, k, v = linear(query, w_q, biases[0]), linear(key, w_k, biases[1]), linear(value, w_v, biases[2])
+    else:
+        biases = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
+        q = linear(query, q_proj_weight, biases[0])
+        k = linear(key, k_proj_weight, biases[1])
+        v = linear(value, v_proj_weight, biases[2])
+
+    # nn.MultiheadAttention's boolean masks are True where attention is NOT allowed.
+    attn_mask = _masked_where_true(attn_mask, q.dtype)
+    if attn_mask is not None and attn_mask.dim() == 2:
+        attn_mask = attn_mask.unsqueeze(0)
+    key_padding_mask = _masked_where_true(key_padding_mask, q.dtype)
+    if bias_k is not None and bias_v is not None:
+        k = _C._functions.cat([k, bias_k.expand(1, batch, embed_dim)])
+        v = _C._functions.cat([v, bias_v.expand(1, batch, embed_dim)])
+        attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
+
+    q = q.reshape(target_len, batch * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(k.shape[0], batch * num_heads, head_dim).transpose(0, 1)
+    v = v.reshape(v.shape[0], batch * num_heads, head_dim).transpose(0, 1)
+    if add_zero_attn:
+        zeros = _C._functions.zeros((batch * num_heads, 1, head_dim), dtype=q.dtype)
+        k, v = _C._functions.cat([k, zeros], 1), _C._functions.cat([v, zeros], 1)
+        attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
+    source_len = k.shape[1]
+    if key_padding_mask is not None:
+        padding = key_padding_mask.reshape(batch, 1, 1, source_len).expand(batch, num_heads, 1, source_len)
+        padding = padding.reshape(batch * num_heads, 1, source_len)
+        attn_mask = padding if attn_mask is None else attn_mask + padding
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        scores = (q * math.sqrt(1.0 / head_dim)).matmul(k.transpose(-2, -1))
+        if attn_mask is not None:
+            scores = scores + attn_mask
+        weights = softmax(scores, -1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, dropout_p, True)
+        out = weights.matmul(v).transpose(0, 1).reshape(target_len * batch, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).reshape(target_len, batch, embed_dim)
+        weights = weights.reshape(batch, num_heads, target_len, source_len)
+        if average_attn_weights:
+            weights = ops.mean(weights, 1)
+        if not batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+
+    if attn_mask is not None:
+        attn_mask = attn_mask.reshape(batch, num_heads, -1, source_len) if attn_mask.shape[0] != 1 \
+            else attn_mask.unsqueeze(0)
+    q = q.reshape(batch, num_heads, target_len, head_dim)
+    k = k.reshape(batch, num_heads, source_len, head_dim)
+    v = v.reshape(batch, num_heads, source_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(batch * target_len, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(target_len, batch, embed_dim)
+    if not batched:
+        out = out.squeeze(1)
+    return out, None
