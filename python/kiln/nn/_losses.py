@@ -99,7 +99,8 @@ def cross_entropy(input, target, weight=None, size_average: Optional[bool] = Non
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     fn = native("cross_entropy_loss")
-    if fn is not None:
+    # The C++ op covers class indices without smoothing; the rest is the composite below.
+    if fn is not None and label_smoothing == 0.0 and not target.dtype.is_floating_point:
         return fn(input, target, weight, _REDUCTION_ENUM[reduction], ignore_index, label_smoothing)
     from kiln.nn.functional import log_softmax
 
