@@ -365,4 +365,127 @@ namespace detail {
   return kiln::where(inside, result, 0);
 }
 
+// --- reductions and scans (eager/ops/reduction.yaml) -------------------------------------
+
+namespace detail {
+/// The reduced dims of a reduction, wrapped and sorted; empty means every dim.
+[[nodiscard]] inline DimVector reduced_dims(std::nullopt_t, int64_t) { return {}; }
+[[nodiscard]] inline DimVector reduced_dims(IntArrayRef dims, int64_t ndim) {
+  DimVector out;
+  for (int64_t d : dims) out.push_back(wrap_dim(d, std::max<int64_t>(ndim, 1)));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+[[nodiscard]] inline DimVector reduced_dims(const DimVector& dims, int64_t ndim) {
+  return reduced_dims(IntArrayRef(dims), ndim);
+}
+[[nodiscard]] inline DimVector reduced_dims(const std::optional<DimVector>& dims, int64_t ndim) {
+  return dims ? reduced_dims(IntArrayRef(*dims), ndim) : DimVector{};
+}
+[[nodiscard]] inline DimVector reduced_dims(int64_t dim, int64_t ndim) {
+  return DimVector{wrap_dim(dim, std::max<int64_t>(ndim, 1))};
+}
+
+/// A reduction's result (or gradient) with its reduced dims back as size 1,
+/// so it broadcasts against the input.
+[[nodiscard]] inline Tensor restore_reduced_dims(const Tensor& t, IntArrayRef input_sizes, const DimVector& dims,
+                                                 bool keepdim) {
+  const int64_t ndim = static_cast<int64_t>(input_sizes.size());
+  if (keepdim || ndim == 0) return t;
+  if (dims.empty()) {
+    return formula::reshape(t, DimVector(static_cast<size_t>(ndim), 1));
+  }
+  Tensor out = t;
+  for (int64_t d : dims) out = out.unsqueeze(d);
+  return out;
+}
+}  // namespace detail
+
+/// Gradient of sum over dims: grad broadcast back over the reduced dims.
+template <typename Dims>
+[[nodiscard]] Tensor sum_backward(const Tensor& grad, IntArrayRef input_sizes, const Dims& dims, bool keepdim) {
+  const DimVector d = detail::reduced_dims(dims, static_cast<int64_t>(input_sizes.size()));
+  return detail::restore_reduced_dims(grad, input_sizes, d, keepdim).expand(input_sizes);
+}
+
+/// Gradient of mean over dims: sum's, divided by the number of reduced elements.
+template <typename Dims>
+[[nodiscard]] Tensor mean_backward(const Tensor& grad, IntArrayRef input_sizes, const Dims& dims, bool keepdim) {
+  const DimVector d = detail::reduced_dims(dims, static_cast<int64_t>(input_sizes.size()));
+  int64_t count = 1;
+  for (size_t i = 0; i < input_sizes.size(); ++i) {
+    if (d.empty() || std::find(d.begin(), d.end(), static_cast<int64_t>(i)) != d.end()) count *= input_sizes[i];
+  }
+  return kiln::div(sum_backward(grad, input_sizes, dims, keepdim), static_cast<double>(count));
+}
+
+/// Gradient of amax/amin (and full max/min): grad shared evenly among the elements equal to the result.
+template <typename Dims>
+[[nodiscard]] Tensor amax_backward(const Tensor& grad, const Tensor& self, const Tensor& result, const Dims& dims,
+                                   bool keepdim) {
+  const DimVector d = detail::reduced_dims(dims, self.dim());
+  const Tensor r = detail::restore_reduced_dims(result, self.sizes(), d, keepdim);
+  const Tensor g = detail::restore_reduced_dims(grad, self.sizes(), d, keepdim);
+  const Tensor mask = formula::to(kiln::eq(self, r), self.dtype());
+  const Tensor count = d.empty() ? kiln::sum(mask) : kiln::sum(mask, IntArrayRef(d), true);
+  return kiln::mul(kiln::div(g, count), mask);
+}
+
+/// Gradient of max.dim/min.dim: grad scattered to the index each value came from.
+[[nodiscard]] inline Tensor value_selecting_reduction_backward(const Tensor& grad, int64_t dim, const Tensor& indices,
+                                                               IntArrayRef input_sizes, bool keepdim) {
+  const int64_t ndim = static_cast<int64_t>(input_sizes.size());
+  if (ndim == 0) return grad;
+  const DimVector d = detail::reduced_dims(dim, ndim);
+  const Tensor g = detail::restore_reduced_dims(grad, input_sizes, d, keepdim);
+  const Tensor i = detail::restore_reduced_dims(indices, input_sizes, d, keepdim);
+  return kiln::zeros(input_sizes, grad.dtype(), grad.device()).scatter(d[0], i, g);
+}
+
+/// Gradient of prod: result / self where self != 0; where one element of a
+/// product is 0, its gradient is the product of the others (0 with two zeros).
+template <typename Dims>
+[[nodiscard]] Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& result, const Dims& dims,
+                                   bool keepdim) {
+  const DimVector d = detail::reduced_dims(dims, self.dim());
+  const Tensor g = detail::restore_reduced_dims(grad, self.sizes(), d, keepdim);
+  const Tensor r = detail::restore_reduced_dims(result, self.sizes(), d, keepdim);
+  const Tensor is_zero = kiln::eq(self, 0);
+  const Tensor nonzero = kiln::where(is_zero, 1, self);
+  const Tensor zeros = formula::to(is_zero, self.dtype());
+  const Tensor zero_count = d.empty() ? kiln::sum(zeros) : kiln::sum(zeros, IntArrayRef(d), true);
+  const Tensor others = d.empty() ? kiln::prod(nonzero) : kiln::prod(nonzero, d[0], true);
+  const Tensor at_zero = kiln::where(kiln::eq(zero_count, 1), others, 0);
+  return kiln::mul(g, kiln::where(is_zero, at_zero, kiln::div(r, nonzero)));
+}
+
+/// Gradient of var over dims: 2 (x - mean) / (N - correction), times grad.
+[[nodiscard]] inline Tensor var_backward(const Tensor& grad, const Tensor& self, const std::optional<DimVector>& dims,
+                                         const std::optional<Scalar>& correction, bool keepdim) {
+  const DimVector d = detail::reduced_dims(dims, self.dim());
+  int64_t count = 1;
+  for (int64_t i = 0; i < self.dim(); ++i) {
+    if (d.empty() || std::find(d.begin(), d.end(), i) != d.end()) count *= self.size(i);
+  }
+  const double c = correction ? correction->to_double() : 1.0;
+  const Tensor g = detail::restore_reduced_dims(grad, self.sizes(), d, keepdim);
+  const Tensor mean = d.empty() ? kiln::mean(self) : kiln::mean(self, IntArrayRef(d), true);
+  return kiln::mul(kiln::mul(g, kiln::sub(self, mean)), 2.0 / std::max(0.0, static_cast<double>(count) - c));
+}
+
+/// Gradient of cumsum: the reverse cumulative sum of grad.
+[[nodiscard]] inline Tensor cumsum_backward(const Tensor& grad, int64_t dim) {
+  if (grad.dim() == 0) return grad;
+  const int64_t dims[1] = {dim};
+  return kiln::flip(kiln::cumsum(kiln::flip(grad, IntArrayRef(dims, 1)), dim), IntArrayRef(dims, 1));
+}
+
+/// Gradient of cumprod for inputs without zeros: reverse cumsum of grad * result, over self.
+/// (Zeros take PyTorch's slower exact path there; kiln computes it by the
+/// quotient rule, exact except at the zeros themselves.)
+[[nodiscard]] inline Tensor cumprod_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& result) {
+  if (grad.dim() == 0) return grad;
+  return kiln::div(cumsum_backward(kiln::mul(grad, result), dim), self);
+}
+
 }  // namespace kiln::autograd::formula

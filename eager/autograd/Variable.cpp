@@ -26,32 +26,21 @@ Tensor add(const Tensor& a, const Tensor& b) { return kiln::add(a, b); }
 
 Tensor add_(const Tensor& a, const Tensor& b) { return a.add_(b); }
 
-namespace {
-
-/// Sums `t` over dimension `d`, keeping it with size 1.
-Tensor sum_dim_keep(const Tensor& t, int64_t d) {
-  Tensor acc = kiln::select(t, d, 0);
-  for (int64_t i = 1; i < t.size(d); ++i) acc = kiln::add(acc, kiln::select(t, d, i));
-  DimVector shape(t.sizes());
-  shape[static_cast<size_t>(d)] = 1;
-  return (acc.is_contiguous() ? acc : detached_copy(acc)).view(shape);
-}
-
-}  // namespace
-
 Tensor sum_to(const Tensor& grad, IntArrayRef shape, const char* node_name) {
   const IntArrayRef gshape = grad.sizes();
   if (gshape.size() == shape.size() && std::equal(shape.begin(), shape.end(), gshape.begin())) return grad;
   KILN_CHECK(shape.size() <= gshape.size(), "Function ", node_name, " returned an invalid gradient - got ", gshape,
              " but expected shape compatible with ", shape);
   const size_t lead = gshape.size() - shape.size();
-  Tensor out = grad;
+  DimVector dims;
   for (size_t i = 0; i < gshape.size(); ++i) {
     const int64_t target = i < lead ? 1 : shape[i - lead];
     KILN_CHECK(target == gshape[i] || target == 1, "Function ", node_name, " returned an invalid gradient - got ",
                gshape, " but expected shape compatible with ", shape);
-    if (target == 1 && gshape[i] != 1) out = sum_dim_keep(out, static_cast<int64_t>(i));
+    if (target == 1 && gshape[i] != 1) dims.push_back(static_cast<int64_t>(i));
   }
+  // One sum over every broadcast dim (through the dispatcher, so create_graph records it).
+  const Tensor out = dims.empty() ? grad : kiln::sum(grad, IntArrayRef(dims), true);
   return (out.is_contiguous() ? out : detached_copy(out)).view(shape);
 }
 

@@ -40,11 +40,22 @@ from kiln._C import (  # noqa: F401  (dtypes and core types are re-exported)
     uint8,
 )
 from kiln._tensor import Tensor
+from kiln import _conversion  # noqa: E402  (Tensor.to, .float(), .cpu(), .type(), ...)
+
+_conversion.install(Tensor)
 
 # The ops generated from ops.yaml (tools/opgen): every public name of
 # kiln._C._functions. Imported before the hand-written Python functions below,
 # which win where they share a name.
 globals().update({_name: getattr(_C._functions, _name) for _name in dir(_C._functions) if not _name.startswith("_")})
+# Ops torch keeps out of its top-level namespace (torch.nn.functional and
+# torch._C._nn have them; eager/ops/activation.yaml): reachable as kiln._C._functions.<name>.
+for _name in ("elu", "elu_", "elu_backward", "gelu", "gelu_backward", "hardsigmoid", "hardsigmoid_",
+              "hardsigmoid_backward", "hardswish", "hardswish_", "hardswish_backward", "hardtanh", "hardtanh_",
+              "hardtanh_backward", "leaky_relu", "leaky_relu_", "leaky_relu_backward", "logit_backward", "mish",
+              "mish_", "mish_backward", "relu6", "sigmoid_backward", "silu", "silu_", "silu_backward", "softplus",
+              "softplus_backward", "tanh_backward", "threshold_backward"):
+    globals().pop(_name, None)
 
 from kiln._creation import tensor  # noqa: E402
 from kiln import random  # noqa: E402
@@ -52,6 +63,12 @@ from kiln.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_
 from kiln._shape import broadcast_shapes, broadcast_tensors, split  # noqa: E402
 from kiln._indexing import nonzero  # noqa: E402  (as_tuple=True over the nonzero ops)
 from kiln._einsum import einsum  # noqa: E402
+from kiln import return_types  # noqa: E402
+
+max = return_types._named(return_types.max, _C._functions.max)  # noqa: A001
+min = return_types._named(return_types.min, _C._functions.min)  # noqa: A001
+Tensor.max = return_types._named(return_types.max, _C.TensorBase.max)
+Tensor.min = return_types._named(return_types.min, _C.TensorBase.min)
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
 from kiln.serialization import load, save

@@ -141,8 +141,9 @@ def test_default_initialisation_distribution(name):
     t = getattr(build(torch.nn), attr).detach().numpy().astype(np.float64)
     assert abs(k.std() - t.std()) < 0.03 * t.std()
     assert abs(k.mean() - t.mean()) < 6 * t.std() / math.sqrt(t.size)
-    spread = t.max() - t.min()
-    assert abs(k.max() - t.max()) < 0.05 * spread and abs(k.min() - t.min()) < 0.05 * spread
+    if name != "embedding.weight":  # the uniform initialisers: the same bounds, reached nearly
+        spread = t.max() - t.min()
+        assert abs(k.max() - t.max()) < 0.05 * spread and abs(k.min() - t.min()) < 0.05 * spread
 
 
 def test_constant_initialisation():
@@ -340,13 +341,13 @@ def test_activation_layers(name):
     run_both(build, RNG.standard_normal((4, 5)).astype(np.float32))
 
 
-@needs("exp", "log", "sum", "amax")
+@needs("exp", "log")
 @pytest.mark.parametrize("name", ["softmax", "logsoftmax"])
 def test_softmax_layers(name):
     run_both(LAYERS[name], RNG.standard_normal((4, 5)).astype(np.float32))
 
 
-@needs("mean", "rsqrt")
+@needs("rsqrt",)
 @pytest.mark.parametrize("name", ["layernorm", "layernorm_2d", "layernorm_nobias", "rmsnorm", "rmsnorm_eps",
                                   "groupnorm"])
 def test_normalization_layers(name):
@@ -354,7 +355,7 @@ def test_normalization_layers(name):
     run_both(LAYERS[name], RNG.standard_normal(shape).astype(np.float32))
 
 
-@needs("mean", "rsqrt")
+@needs("rsqrt",)
 def test_batchnorm_train_and_eval():
     torch.manual_seed(0)
     t, k = torch.nn.BatchNorm2d(3), knn.BatchNorm2d(3)

@@ -114,8 +114,11 @@ class CppSig:
 
 
 def struct_name(op: Op) -> str:
-    """ops::add_Tensor, ops::empty: one struct per overload."""
-    return f"{op.name}_{op.schema.overload}" if op.schema.overload else op.name
+    """ops::add_Tensor, ops::empty: one struct per overload (ops::std_ for std:
+    a struct named std would hide namespace std inside kiln::ops)."""
+    if op.schema.overload:
+        return f"{op.name}_{op.schema.overload}"
+    return op.name + "_" if op.name == "std" else op.name
 
 
 def dispatcher_params(op: Op) -> list[Param]:

@@ -58,6 +58,15 @@ HELPERS = {
     "pow_backward_exponent": "autograd issue: grad of pow w.r.t. the exponent (uses result)",
     "clamp_backward": "autograd issue: grad where min <= self <= max, else 0",
     "clamp_backward_min": "autograd issue: grad of clamp(Tensor min, Tensor max) w.r.t. min",
+    # Reductions and scans (eager/ops/reduction.yaml).
+    "sum_backward": "grad broadcast back over the reduced dims",
+    "mean_backward": "sum_backward over the number of reduced elements",
+    "amax_backward": "grad shared evenly among the elements equal to the result",
+    "value_selecting_reduction_backward": "grad scattered to the indices of max.dim/min.dim",
+    "prod_backward": "result / self, the product of the others where self is 0",
+    "var_backward": "2 (x - mean) / (N - correction) times grad",
+    "cumsum_backward": "reverse cumulative sum of grad",
+    "cumprod_backward": "reverse cumsum of grad * result over self",
     "clamp_backward_max": "autograd issue: grad of clamp(Tensor min, Tensor max) w.r.t. max",
     # Activations' second derivatives (eager/ops/activation.yaml): a branch on a
     # non-tensor argument, written with kiln ops in eager/autograd/FormulaHelpers.h.

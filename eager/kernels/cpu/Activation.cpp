@@ -30,6 +30,7 @@ enum class Accepts : uint8_t {
 Tensor run_activation(const DispatchStub<activation_fn>& stub, const char* name, const char* kernel_name,
                       Accepts accepts, ResultInto into, const Tensor& out, const Tensor& self,
                       const ActivationArgs& args) {
+  if (into == ResultInto::InPlace && std::string_view(name) != "threshold") check_inplace(self, {});
   if (accepts == Accepts::Floating && !is_floating_point(self.dtype())) {
     fail_not_implemented(kernel_name, self.dtype());
   }
@@ -49,6 +50,22 @@ Tensor run_backward(const DispatchStub<activation_fn>& stub, const char* name, c
   return iter.output();
 }
 
+/// PyTorch's Scalar conversion check: "value cannot be converted to type uint8_t without overflow".
+void check_fits_integer(const Scalar& value, DType dtype) {
+  const double v = value.to_double();
+  double lo = 0;
+  double hi = 0;
+  const char* name = "";
+  switch (dtype) {
+    case DType::UInt8: lo = 0, hi = 255, name = "uint8_t"; break;
+    case DType::Int8: lo = -128, hi = 127, name = "int8_t"; break;
+    case DType::Int16: lo = -32768, hi = 32767, name = "int16_t"; break;
+    case DType::Int32: lo = -2147483648.0, hi = 2147483647.0, name = "int"; break;
+    default: return;  // int64: any integral Scalar fits
+  }
+  KILN_CHECK(v >= lo && v <= hi, "value cannot be converted to type ", name, " without overflow");
+}
+
 bool gelu_is_tanh(std::string_view approximate) {
   KILN_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");
   return approximate == "tanh";
@@ -62,7 +79,7 @@ Tensor relu_into(ResultInto into, const Tensor& out, const Tensor& self) {
 Tensor hardtanh_into(ResultInto into, const Tensor& out, const Tensor& self, const Scalar& min_val,
                      const Scalar& max_val) {
   KILN_CHECK(self.dtype() != DType::Bool, "Bool inputs not supported for hardtanh");
-  KILN_CHECK(!(self.dtype() == DType::UInt8 && (min_val.to_double() < 0 || max_val.to_double() < 0)),
+  KILN_CHECK(!(self.dtype() == DType::UInt8 && (min_val.to_int64() < 0 || max_val.to_int64() < 0)),
              "cannot do hardtanh on an unsigned type with negative limits");
   return run_activation(hardtanh_stub, "hardtanh", "hardtanh_cpu", Accepts::NumbersNotBool, into, out, self,
                         {min_val, max_val, Scalar(), false});
@@ -71,6 +88,11 @@ Tensor hardtanh_into(ResultInto into, const Tensor& out, const Tensor& self, con
 Tensor threshold_into(ResultInto into, const Tensor& out, const Tensor& self, const Scalar& threshold,
                       const Scalar& value) {
   if (self.dtype() == DType::Bool) fail_not_implemented("threshold_cpu", DType::Bool);
+  if (is_integral(self.dtype(), /*include_bool=*/false)) {
+    check_fits_integer(threshold, self.dtype());
+    check_fits_integer(value, self.dtype());
+  }
+  // PyTorch's threshold_ has no overlap check (an expanded self is written once per memory location).
   return run_activation(threshold_stub, "threshold", "threshold_cpu", Accepts::NumbersNotBool, into, out, self,
                         {threshold, value, Scalar(), false});
 }
@@ -170,9 +192,6 @@ static double celu_inverse_alpha(const Scalar& alpha) {
 Tensor celu(const Tensor& self, const Scalar& alpha) { return kiln::elu(self, alpha, 1, celu_inverse_alpha(alpha)); }
 Tensor celu_(const Tensor& self, const Scalar& alpha) {
   return kiln::elu_(self, alpha, 1, celu_inverse_alpha(alpha));
-}
-Tensor celu_out(const Tensor& self, const Scalar& alpha, const Tensor& out) {
-  return kiln::elu_out(out, self, alpha, 1, celu_inverse_alpha(alpha));
 }
 
 Tensor threshold_cpu(const Tensor& self, const Scalar& threshold, const Scalar& value) {

@@ -41,7 +41,6 @@ TensorIterator unary_float_iterator(const char* name, ResultInto into, const Ten
 }
 
 TensorIterator unary_same_dtype_iterator(const char* name, ResultInto into, const Tensor& out, const Tensor& self) {
-  if (into == ResultInto::InPlace) check_inplace(self, {});
   KILN_CHECK(!out.defined() || out.dtype() == self.dtype(), "Found dtype ", scalar_type_name(out.dtype()),
              " but expected ", scalar_type_name(self.dtype()));
   return TensorIteratorConfig()
@@ -94,7 +93,11 @@ void check_same_dtype_op(const char* name, const Tensor& self) {
 
 #define KILN_UNARY_SAME_DTYPE_INTO_(op)                                              \
   Tensor op##_into(ResultInto into, const Tensor& out, const Tensor& self) {         \
+    if (#op != std::string_view("neg") && into == ResultInto::InPlace) {               \
+      check_inplace(self, {}); /* PyTorch checks overlap first, neg's bool rule before */ \
+    }                                                                                 \
     check_same_dtype_op(#op, self);                                                   \
+    if (#op == std::string_view("neg") && into == ResultInto::InPlace) check_inplace(self, {}); \
     if (#op == std::string_view("frac") && !is_floating_point(self.dtype())) {        \
       fail_not_implemented("frac_cpu", self.dtype());                                 \
     }                                                                                 \
@@ -141,6 +144,7 @@ KILN_FORALL_UNARY_PREDICATES(KILN_UNARY_PREDICATE_INTO_)
 #undef KILN_UNARY_PREDICATE_INTO_
 
 Tensor round_decimals_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t decimals) {
+  if (into == ResultInto::InPlace) check_inplace(self, {});
   if (!is_floating_point(self.dtype())) fail_not_implemented("round_cpu", self.dtype());
   auto iter = unary_same_dtype_iterator("round", into, out, self);
   round_decimals_stub(iter, decimals);
@@ -151,6 +155,12 @@ Tensor nan_to_num_into(ResultInto into, const Tensor& out, const Tensor& self, s
                        std::optional<double> posinf, std::optional<double> neginf) {
   KILN_CHECK(!out.defined() || out.dtype() == self.dtype(), "nan_to_num: dtype of out: ",
              scalar_type_name(out.dtype()), " should be same as input: ", scalar_type_name(self.dtype()));
+  if (!is_floating_point(self.dtype())) {  // nothing to replace: PyTorch copies (in place: self onto itself)
+    if (into == ResultInto::InPlace) {
+      self.impl()->bump_version();
+      return self;
+    }
+  }
   if (into == ResultInto::InPlace) check_inplace(self, {});
   auto iter = TensorIteratorConfig()
                   .set_op_name("nan_to_num")

@@ -17,7 +17,8 @@ namespace kiln::native {
                                                   const Tensor& self);
 
 /// PyTorch's build_borrowing_unary_op: the loop computes in self's dtype and an
-/// out= tensor must have it ("Found dtype Double but expected Float").
+/// out= tensor must have it ("Found dtype Double but expected Float"). The
+/// caller runs check_inplace first where PyTorch does (its order of checks varies by op).
 [[nodiscard]] TensorIterator unary_same_dtype_iterator(const char* name, ResultInto into, const Tensor& out,
                                                        const Tensor& self);
 

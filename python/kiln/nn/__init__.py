@@ -8,9 +8,14 @@ from kiln.nn.modules.transformer import generate_square_subsequent_mask as _squa
 
 
 class Transformer:
-    """Only torch.nn.Transformer's static mask helper, which model code calls on the class."""
+    """Only torch.nn.Transformer's static mask helper, which model code calls on the
+    class; the full encoder-decoder module is not written yet."""
 
     generate_square_subsequent_mask = staticmethod(_square_mask)
+
+    def __init__(self, *args, **kwargs) -> None:
+        raise NotImplementedError("kiln.nn.Transformer (the encoder-decoder module) is not implemented yet; "
+                                  "TransformerEncoderLayer and TransformerEncoder are")
 
 
 __all__ = ["Parameter", "functional", "init", "utils", "Transformer", *_modules_all]

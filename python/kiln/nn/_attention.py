@@ -11,7 +11,7 @@ import math
 from typing import Optional
 
 from kiln import _C
-from kiln.nn._ops import native, ops
+from kiln.nn._ops import native, reduce_mean
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -144,7 +144,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
         out = linear(out, out_proj_weight, out_proj_bias).reshape(target_len, batch, embed_dim)
         weights = weights.reshape(batch, num_heads, target_len, source_len)
         if average_attn_weights:
-            weights = ops.mean(weights, 1)
+            weights = reduce_mean(weights, 1)
         if not batched:
             out, weights = out.squeeze(1), weights.squeeze(0)
         return out, weights

@@ -10,7 +10,7 @@ import warnings
 from typing import Optional
 
 from kiln import _C
-from kiln.nn._ops import native, ops
+from kiln.nn._ops import native, ops, reduce_mean, reduce_sum
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"]
@@ -38,7 +38,7 @@ def _reduce(loss, reduction: str):
     _check_reduction(reduction)
     if reduction == "none":
         return loss
-    return ops.mean(loss) if reduction == "mean" else ops.sum(loss)
+    return reduce_mean(loss) if reduction == "mean" else reduce_sum(loss)
 
 
 def _check_same_size(name: str, input, target) -> None:
@@ -88,8 +88,8 @@ def nll_loss(input, target, weight=None, size_average: Optional[bool] = None, ig
     if reduction == "none":
         return loss
     if reduction == "sum":
-        return ops.sum(loss)
-    return ops.sum(loss) / ops.sum(weights)
+        return reduce_sum(loss)
+    return reduce_sum(loss) / reduce_sum(weights)
 
 
 def cross_entropy(input, target, weight=None, size_average: Optional[bool] = None, ignore_index: int = -100,
@@ -116,25 +116,25 @@ def cross_entropy(input, target, weight=None, size_average: Optional[bool] = Non
         terms = log_probs * target
         if weight is not None:
             terms = terms * weight.reshape(weight_shape)
-        loss = -ops.sum(terms, dim, False)
+        loss = -reduce_sum(terms, dim, False)
         if reduction == "mean":
-            return ops.sum(loss) / (input.numel() // classes) if input.numel() else ops.sum(loss) / 0.0
-        return ops.sum(loss) if reduction == "sum" else loss
+            return reduce_sum(loss) / (input.numel() // classes) if input.numel() else reduce_sum(loss) / 0.0
+        return reduce_sum(loss) if reduction == "sum" else loss
     nll = nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing <= 0:
         return nll
     ignored = target == ignore_index
     terms = log_probs * weight.reshape(weight_shape) if weight is not None else log_probs
-    smooth = (-ops.sum(terms, dim, False)).masked_fill(ignored, 0.0)
+    smooth = (-reduce_sum(terms, dim, False)).masked_fill(ignored, 0.0)
     if reduction == "mean":
         if weight is not None:
             kept = target.masked_select(ignored.logical_not())
-            smooth = ops.sum(smooth) / ops.sum(weight.index_select(0, kept))
+            smooth = reduce_sum(smooth) / reduce_sum(weight.index_select(0, kept))
         else:
             kept = _C._functions.ones(tuple(target.shape), dtype=input.dtype).masked_fill(ignored, 0.0)
-            smooth = ops.sum(smooth) / ops.sum(kept)
+            smooth = reduce_sum(smooth) / reduce_sum(kept)
     elif reduction == "sum":
-        smooth = ops.sum(smooth)
+        smooth = reduce_sum(smooth)
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / classes)
 
 
@@ -232,5 +232,5 @@ def kl_div(input, target, size_average: Optional[bool] = None, reduce: Optional[
     else:
         loss = ops.xlogy(target, target) - target * input
     if reduction == "batchmean":
-        return ops.sum(loss) / input.shape[0] if input.dim() else ops.sum(loss)
+        return reduce_sum(loss) / input.shape[0] if input.dim() else reduce_sum(loss)
     return _reduce(loss, reduction)

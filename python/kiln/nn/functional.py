@@ -26,7 +26,7 @@ from typing import Optional
 
 from kiln import _C
 from kiln.autograd.grad_mode import no_grad
-from kiln.nn._ops import native, ops
+from kiln.nn._ops import detached_amax, native, ops, reduce_mean, reduce_sum
 from kiln.nn._losses import (  # noqa: F401  (re-exported: F.cross_entropy and friends)
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -189,24 +189,24 @@ def _softmax_dim(ndim: int, stacklevel: int) -> int:
 def softmax(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=None):
     if dim is None:
         dim = _softmax_dim(input.dim(), _stacklevel)
-    fn = native("softmax", "_softmax")
+    fn = native("softmax")
     if fn is not None:
         return fn(input, dim, dtype=dtype) if dtype is not None else fn(input, dim)
     x = _convert(input, dtype)
-    shifted = x - _call("amax", x, dim, True).detach()
+    shifted = x - detached_amax(x, dim)
     exps = _call("exp", shifted)
-    return exps / _call("sum", exps, dim, True)
+    return exps / reduce_sum(exps, dim, True)
 
 
 def log_softmax(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=None):
     if dim is None:
         dim = _softmax_dim(input.dim(), _stacklevel)
-    fn = native("log_softmax", "_log_softmax")
+    fn = native("log_softmax")
     if fn is not None:
         return fn(input, dim, dtype=dtype) if dtype is not None else fn(input, dim)
     x = _convert(input, dtype)
-    shifted = x - _call("amax", x, dim, True).detach()
-    return shifted - _call("log", _call("sum", _call("exp", shifted), dim, True))
+    shifted = x - detached_amax(x, dim)
+    return shifted - _call("log", reduce_sum(_call("exp", shifted), dim, True))
 
 
 def softmin(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=None):
@@ -296,9 +296,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         return fn(input, list(normalized_shape), weight, bias, eps)
     _check_normalized_shape(input, normalized_shape)
     dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
-    mean = _call("mean", input, dims, True)
+    mean = reduce_mean(input, dims, True)
     centered = input - mean
-    var = _call("mean", centered * centered, dims, True)
+    var = reduce_mean(centered * centered, dims, True)
     out = centered * _call("rsqrt", var + eps)
     if weight is not None:
         out = out * weight
@@ -316,7 +316,7 @@ def rms_norm(input, normalized_shape, weight=None, eps: Optional[float] = None):
     if eps is None:
         eps = _finfo_eps(input.dtype)
     dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
-    out = input * _call("rsqrt", _call("mean", input * input, dims, True) + eps)
+    out = input * _call("rsqrt", reduce_mean(input * input, dims, True) + eps)
     return out * weight if weight is not None else out
 
 
@@ -337,9 +337,9 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-0
         return fn(input, num_groups, weight, bias, eps)
     n = input.shape[0]
     grouped = input.reshape(n, num_groups, -1)
-    mean = _call("mean", grouped, -1, True)
+    mean = reduce_mean(grouped, -1, True)
     centered = grouped - mean
-    var = _call("mean", centered * centered, -1, True)
+    var = reduce_mean(centered * centered, -1, True)
     out = (centered * _call("rsqrt", var + eps)).reshape(tuple(input.shape))
     affine_shape = (1, channels) + (1,) * (input.dim() - 2)
     if weight is not None:
@@ -363,9 +363,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     dims = (0,) + tuple(range(2, input.dim()))
     shape = (1, channels) + (1,) * (input.dim() - 2)
     if training or running_mean is None:
-        mean = _call("mean", input, dims, True)
+        mean = reduce_mean(input, dims, True)
         centered = input - mean
-        var = _call("mean", centered * centered, dims, True)
+        var = reduce_mean(centered * centered, dims, True)
         if training and running_mean is not None:
             count = input.numel() // channels
             with no_grad():
@@ -386,12 +386,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def _norm(input, p: float, dim, keepdim: bool):
     if p == 2:
-        return _call("sqrt", _call("sum", input * input, dim, keepdim))
+        return _call("sqrt", reduce_sum(input * input, dim, keepdim))
     if p == 1:
-        return _call("sum", _call("abs", input), dim, keepdim)
+        return reduce_sum(_call("abs", input), dim, keepdim)
     if p == math.inf:
         return _call("amax", _call("abs", input), dim, keepdim)
-    return _call("sum", _call("abs", input) ** p, dim, keepdim) ** (1.0 / p)
+    return reduce_sum(_call("abs", input) ** p, dim, keepdim) ** (1.0 / p)
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
@@ -408,9 +408,9 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-06, keepdim: bool 
 
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-08):
-    dot = _call("sum", x1 * x2, dim, False)
-    n1 = _call("sqrt", _call("sum", x1 * x1, dim, False))
-    n2 = _call("sqrt", _call("sum", x2 * x2, dim, False))
+    dot = reduce_sum(x1 * x2, dim, False)
+    n1 = _call("sqrt", reduce_sum(x1 * x1, dim, False))
+    n2 = _call("sqrt", reduce_sum(x2 * x2, dim, False))
     return dot / (n1 * n2).clamp_min(eps)
 
 
@@ -467,6 +467,9 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
 
 
 # --- padding ------------------------------------------------------------------------------------
+_PAD_OPS = {"reflect": "reflection_pad", "replicate": "replication_pad", "circular": "_pad_circular"}
+
+
 def pad(input, pad: list, mode: str = "constant", value: Optional[float] = None):
     """Constant padding composed from narrow (negative pads) and cat (positive pads);
     the other modes need their ops."""
@@ -476,10 +479,13 @@ def pad(input, pad: list, mode: str = "constant", value: Optional[float] = None)
         raise RuntimeError("Padding length should be less than or equal to two times the input dimension but got "
                            f"padding length {len(pad)} and input of dimension {input.dim()}")
     if mode != "constant":
-        fn = native(f"{mode}_pad{len(pad) // 2}d")
+        if mode not in _PAD_OPS:
+            raise NotImplementedError(f"Unrecognised padding mode {mode}")
+        op = f"{_PAD_OPS[mode]}{len(pad) // 2}d"
+        fn = native(op)
         if fn is None:
-            raise NotImplementedError(f"kiln.nn.functional.pad: mode '{mode}' needs the op '{mode}_pad"
-                                      f"{len(pad) // 2}d', which this build of kiln does not have yet")
+            raise NotImplementedError(f"kiln.nn.functional.pad: mode '{mode}' needs the op '{op}', which this "
+                                      "build of kiln does not have yet")
         return fn(input, list(pad))
     fill = 0.0 if value is None else value
     out = input
@@ -501,4 +507,4 @@ def pad(input, pad: list, mode: str = "constant", value: Optional[float] = None)
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in
-           ("annotations", "math", "warnings", "Number", "Optional", "native", "ops", "Tensor", "no_grad")]
+           ("annotations", "math", "warnings", "Number", "Optional", "native", "ops", "Tensor", "no_grad", "detached_amax", "reduce_mean", "reduce_sum")]

@@ -87,6 +87,31 @@ void erfinv_kernel(TensorIterator& iter) {
   });
 }
 
+/// SLEEF's sinh/cosh overflow to inf past |x| = 88.5 (float) / 709 (double),
+/// short of where the results do; there e^|x| / 2 is computed as
+/// (e^(|x|/2) / 2) * e^(|x|/2), which stays finite as long as the result does.
+template <typename V>
+V vcosh_sinh_wide(V ax) {
+  using L = lane_t<V>;
+  const V h = vexp(ax * vconst<L>(0.5));
+  return (h * vconst<L>(0.5)) * h;
+}
+template <typename V>
+V vcosh_full(V x) {
+  using L = lane_t<V>;
+  const V ax = vfabs(x);
+  const V limit = vconst<L>(sizeof(L) == 4 ? 88.0 : 709.0);
+  return select<L>(ax.v > limit.v, vcosh_sinh_wide(ax), vcosh(x));
+}
+template <typename V>
+V vsinh_full(V x) {
+  using L = lane_t<V>;
+  const V ax = vfabs(x);
+  const V limit = vconst<L>(sizeof(L) == 4 ? 88.0 : 709.0);
+  const V wide = vcosh_sinh_wide(ax);
+  return select<L>(ax.v > limit.v, select<L>(x.v < V::splat(0).v, -wide, wide), vsinh(x));
+}
+
 #define KILN_FLOAT_KERNEL_(op, body)                                                                 \
   void op##_kernel(TensorIterator& iter) {                                                           \
     floating_kernel(iter, #op "_cpu", [](auto x) { using V = decltype(x); (void)sizeof(V); return body; }); \
@@ -107,8 +132,8 @@ KILN_FLOAT_KERNEL_(tan, vtan(x))
 KILN_FLOAT_KERNEL_(asin, vasin(x))
 KILN_FLOAT_KERNEL_(acos, vacos(x))
 KILN_FLOAT_KERNEL_(atan, vatan(x))
-KILN_FLOAT_KERNEL_(sinh, vsinh(x))
-KILN_FLOAT_KERNEL_(cosh, vcosh(x))
+KILN_FLOAT_KERNEL_(sinh, vsinh_full(x))
+KILN_FLOAT_KERNEL_(cosh, vcosh_full(x))
 KILN_FLOAT_KERNEL_(asinh, vasinh(x))
 KILN_FLOAT_KERNEL_(acosh, vacosh(x))
 KILN_FLOAT_KERNEL_(atanh, vatanh(x))
@@ -256,13 +281,25 @@ void signbit_kernel(TensorIterator& iter) {
 
 // --- nan_to_num, logit ------------------------------------------------------------------------------
 
+/// The largest finite value of a floating type (float16: 65504, bfloat16: 3.3895e38).
+template <typename T>
+T largest_finite() {
+  if constexpr (std::is_same_v<T, Half>) {
+    return T(65504.0f);
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return T(3.38953139e38f);
+  } else {
+    return std::numeric_limits<T>::max();
+  }
+}
+
 void nan_to_num_kernel(TensorIterator& iter, double nan, std::optional<double> posinf, std::optional<double> neginf) {
   visit_dtype(iter.common_dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_reduced_float_v<T> || std::is_floating_point_v<T>) {
       const T nan_value = static_cast<T>(nan);
-      const T pos_value = posinf ? static_cast<T>(*posinf) : std::numeric_limits<T>::max();
-      const T neg_value = neginf ? static_cast<T>(*neginf) : std::numeric_limits<T>::lowest();
+      const T pos_value = posinf ? static_cast<T>(*posinf) : largest_finite<T>();
+      const T neg_value = neginf ? static_cast<T>(*neginf) : T(-static_cast<opmath_t<T>>(largest_finite<T>()));
       cpu_kernel(iter, [=](T a) -> T {
         const opmath_t<T> x = static_cast<opmath_t<T>>(a);
         if (x != x) return nan_value;
@@ -277,6 +314,21 @@ void nan_to_num_kernel(TensorIterator& iter, double nan, std::optional<double> p
 
 void logit_kernel(TensorIterator& iter, std::optional<double> eps) {
   const double e = eps.value_or(-1.0);
+  if (iter.common_dtype() == DType::Float16 || iter.common_dtype() == DType::BFloat16) {
+    // PyTorch rounds x / (1 - x) to float16/bfloat16 before the log; so does kiln, to agree with it.
+    visit_dtype(iter.common_dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (is_reduced_float_v<T>) {
+        cpu_kernel(iter, [e](T a) -> T {
+          float x = static_cast<float>(a);
+          if (e >= 0) x = x < static_cast<float>(e) ? static_cast<float>(e) : (x > 1.0f - static_cast<float>(e) ? 1.0f - static_cast<float>(e) : x);
+          const T ratio(x / (1.0f - x));
+          return T(lane0([](Vec<float> v) { return vlog(v); }, static_cast<float>(ratio)));
+        });
+      }
+    });
+    return;
+  }
   floating_kernel(iter, "logit_cpu", [e](auto x) {
     using V = decltype(x);
     using T = std::remove_reference_t<decltype(x.v[0])>;

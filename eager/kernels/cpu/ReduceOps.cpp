@@ -1,0 +1,324 @@
+// Reductions and scans (eager/ops/reduction.yaml): dims, output shapes and
+// dtypes, PyTorch's errors, and the reshaping into rows; the loops are in
+// kernels/ReduceOpsKernel.cpp. Also the composites (var/std overloads,
+// logsumexp, nansum, max/min of two tensors).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "eager/core/Error.h"
+#include "eager/kernels/Views.h"
+#include "eager/kernels/cpu/Copy.h"
+#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/ReduceOpsStubs.h"
+#include "eager/kernels/cpu/ShapeCopy.h"
+#include "kiln/generated/Functions.h"
+#include "kiln/generated/NativeFunctions.h"
+
+namespace kiln::native {
+
+KILN_DEFINE_DISPATCH(reduce_rows_fn, reduce_rows_stub);
+KILN_DEFINE_DISPATCH(scan_fn, scan_stub);
+
+// Note [Reductions as rows]
+// -------------------------
+// Every reduction is computed on a contiguous 2-D [rows, len] tensor: the
+// input permuted so the reduced dims come last (kept dims first, in order),
+// made contiguous (a copy only when the permutation needs one; the layout
+// copies are fast, Note [Layout copies]) and viewed as rows. One row is one
+// output element, so the loops only ever read memory in order, and a long
+// single row (a full reduction) is split into fixed-size chunks combined in
+// order: the result never depends on the thread count. float16/bfloat16
+// compute in float and integers sum in int64, as PyTorch's accumulate types.
+
+namespace {
+
+struct ReducePlan {
+  DimVector kept_shape;    // output shape with keepdim=True
+  DimVector out_shape;     // output shape as asked
+  std::vector<bool> reduced;
+  int64_t rows = 1;
+  int64_t len = 1;
+};
+
+/// dims: nullopt or empty means every dim (PyTorch's `dim=None` / `dim=[]`).
+ReducePlan plan(const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim) {
+  ReducePlan p;
+  const int64_t nd = self.dim();
+  p.reduced.assign(static_cast<size_t>(std::max<int64_t>(nd, 1)), false);
+  if (!dims || dims->empty()) {
+    std::fill(p.reduced.begin(), p.reduced.end(), true);
+  } else {
+    for (int64_t d : *dims) {
+      const int64_t w = wrap_dim(d, std::max<int64_t>(nd, 1));
+      KILN_CHECK(!p.reduced[static_cast<size_t>(w)], "dim ", w, " appears multiple times in the list of dims");
+      p.reduced[static_cast<size_t>(w)] = true;
+    }
+  }
+  for (int64_t d = 0; d < nd; ++d) {
+    const bool r = p.reduced[static_cast<size_t>(d)];
+    p.kept_shape.push_back(r ? 1 : self.size(d));
+    if (!r || keepdim) p.out_shape.push_back(r ? 1 : self.size(d));
+    (r ? p.len : p.rows) *= self.size(d);
+  }
+  return p;
+}
+
+/// `self` (converted to `dtype`) as a contiguous [rows, len] tensor.
+Tensor as_rows(const Tensor& self, const ReducePlan& p, DType dtype) {
+  Tensor t = self.dtype() == dtype ? self : to_dtype_copy(self, dtype);
+  DimVector perm;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (!p.reduced[static_cast<size_t>(d)]) perm.push_back(d);
+  }
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (p.reduced[static_cast<size_t>(d)]) perm.push_back(d);
+  }
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+  if (!identity) t = t.permute(perm);
+  t = contiguous_values(t);
+  return kiln::view(t, std::vector<int64_t>{p.rows, p.len});
+}
+
+bool is_floating(DType t) { return is_floating_point(t); }
+
+DType compute_dtype(DType t) { return t == DType::Float16 || t == DType::BFloat16 ? DType::Float32 : t; }
+
+/// Sum and prod: integers and bool accumulate (and return) int64, unless dtype= says otherwise.
+DType sum_result_dtype(const Tensor& self, std::optional<DType> dtype) {
+  if (dtype) return *dtype;
+  return is_floating(self.dtype()) ? self.dtype() : DType::Int64;
+}
+
+DType accumulate_dtype(DType result) {
+  if (is_floating(result)) return result == DType::Float64 ? DType::Float64 : DType::Float32;
+  return DType::Int64;
+}
+
+/// Runs `op` row-wise and returns the output shaped as `p` says, in `result` dtype.
+Tensor reduce(const Tensor& self, const ReducePlan& p, RowReduce op, DType work, DType result, double param = 0) {
+  const Tensor rows = as_rows(self, p, work);
+  const DType out_dtype = (op == RowReduce::All || op == RowReduce::Any) ? DType::Bool : work;
+  Tensor out = kiln::empty({p.rows}, out_dtype, self.device());
+  if (p.rows > 0) reduce_rows_stub(rows, out, Tensor(), op, param);
+  if (out.dtype() != result) out = to_dtype_copy(out, result);
+  return kiln::view(out, p.out_shape);
+}
+
+/// amax/amin/max.dim on an empty reduced dim: IndexError as PyTorch words it.
+void check_nonempty_dims(const Tensor& self, const ReducePlan& p, const char* name) {
+  if (self.numel() != 0) return;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    KILN_CHECK_INDEX(!(p.reduced[static_cast<size_t>(d)] && self.size(d) == 0), name,
+                     "(): Expected reduction dim ", d, " to have non-zero size.");
+  }
+}
+
+bool is_zero_scalar(const Scalar& s) { return s.is_floating_point() ? s.to_double() == 0 : s.to_int64() == 0; }
+
+}  // namespace
+
+// --- sum, mean, prod -----------------------------------------------------------------------
+
+Tensor sum_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<DType> dtype) {
+  const ReducePlan p = plan(self, dim, keepdim);
+  const DType result = sum_result_dtype(self, dtype);
+  const DType work = accumulate_dtype(result);
+  if (self.dtype() == DType::Bool || !is_floating(work)) {
+    return reduce(self, p, RowReduce::Sum, DType::Int64, result);
+  }
+  return reduce(self, p, RowReduce::Sum, work, result);
+}
+
+Tensor sum_cpu(const Tensor& self, std::optional<DType> dtype) { return sum_dim_cpu(self, std::nullopt, false, dtype); }
+
+Tensor mean_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<DType> dtype) {
+  const DType result = dtype.value_or(self.dtype());
+  KILN_CHECK(is_floating(result),
+             "mean(): could not infer output dtype. ",
+             dtype ? "Optional dtype must be either a floating point or complex dtype. Got: "
+                   : "Input dtype must be either a floating point or complex dtype. Got: ",
+             scalar_type_name(result));
+  const ReducePlan p = plan(self, dim, keepdim);
+  const DType work = accumulate_dtype(result);
+  Tensor total = reduce(self, p, RowReduce::Sum, work, work);
+  const double count = static_cast<double>(p.len);
+  Tensor out = kiln::div(total, count);  // 0 / 0 is nan for an empty reduction, as PyTorch
+  return out.dtype() == result ? out : to_dtype_copy(out, result);
+}
+
+Tensor mean_cpu(const Tensor& self, std::optional<DType> dtype) { return mean_dim_cpu(self, std::nullopt, false, dtype); }
+
+Tensor prod_dim_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional<DType> dtype) {
+  const int64_t dims[1] = {dim};
+  const ReducePlan p = plan(self, IntArrayRef(dims, 1), keepdim);
+  const DType result = sum_result_dtype(self, dtype);
+  return reduce(self, p, RowReduce::Prod, accumulate_dtype(result), result);
+}
+
+Tensor prod_cpu(const Tensor& self, std::optional<DType> dtype) {
+  const ReducePlan p = plan(self, std::nullopt, false);
+  const DType result = sum_result_dtype(self, dtype);
+  return reduce(self, p, RowReduce::Prod, accumulate_dtype(result), result);
+}
+
+// --- amax, amin, max, min, argmax, argmin ---------------------------------------------------
+
+namespace {
+
+Tensor extreme(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, bool is_max, const char* name) {
+  const ReducePlan p = plan(self, dim, keepdim);
+  check_nonempty_dims(self, p, name);
+  return reduce(self, p, is_max ? RowReduce::Max : RowReduce::Min, compute_dtype(self.dtype()), self.dtype());
+}
+
+std::tuple<Tensor, Tensor> extreme_dim(const Tensor& self, int64_t dim, bool keepdim, bool is_max, const char* name) {
+  const int64_t dims[1] = {dim};
+  const ReducePlan p = plan(self, IntArrayRef(dims, 1), keepdim);
+  check_nonempty_dims(self, p, name);
+  const DType work = compute_dtype(self.dtype());
+  const Tensor rows = as_rows(self, p, work);
+  Tensor values = kiln::empty({p.rows}, work, self.device());
+  Tensor indices = kiln::empty({p.rows}, DType::Int64, self.device());
+  if (p.rows > 0) reduce_rows_stub(rows, values, indices, is_max ? RowReduce::Max : RowReduce::Min, 0);
+  if (values.dtype() != self.dtype()) values = to_dtype_copy(values, self.dtype());
+  return {kiln::view(values, p.out_shape), kiln::view(indices, p.out_shape)};
+}
+
+Tensor arg_extreme(const Tensor& self, std::optional<int64_t> dim, bool keepdim, bool is_max, const char* name) {
+  KILN_CHECK(self.dtype() != DType::Bool, name, "(): does not support bool input");
+  if (!dim) {
+    KILN_CHECK_INDEX(self.numel() != 0, name, "(): Expected reduction dim to be specified for input.numel() == 0.");
+  }
+  const int64_t dims[1] = {dim.value_or(0)};
+  ReducePlan p = plan(self, dim ? std::optional<IntArrayRef>(IntArrayRef(dims, 1)) : std::nullopt, keepdim);
+  check_nonempty_dims(self, p, name);
+  if (!dim && keepdim) p.out_shape = DimVector(static_cast<size_t>(self.dim()), 1);
+  const DType work = compute_dtype(self.dtype());
+  const Tensor rows = as_rows(self, p, work);
+  Tensor indices = kiln::empty({p.rows}, DType::Int64, self.device());
+  if (p.rows > 0) reduce_rows_stub(rows, Tensor(), indices, is_max ? RowReduce::ArgMax : RowReduce::ArgMin, 0);
+  return kiln::view(indices, p.out_shape);
+}
+
+Tensor full_extreme(const Tensor& self, bool is_max, const char* name) {
+  KILN_CHECK(self.numel() != 0, name,
+             "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the "
+             "'dim' argument.");
+  return extreme(self, std::nullopt, false, is_max, name);
+}
+
+}  // namespace
+
+Tensor amax_cpu(const Tensor& self, IntArrayRef dim, bool keepdim) { return extreme(self, dim, keepdim, true, "amax"); }
+Tensor amin_cpu(const Tensor& self, IntArrayRef dim, bool keepdim) { return extreme(self, dim, keepdim, false, "amin"); }
+Tensor max_cpu(const Tensor& self) { return full_extreme(self, true, "max"); }
+Tensor min_cpu(const Tensor& self) { return full_extreme(self, false, "min"); }
+std::tuple<Tensor, Tensor> max_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
+  return extreme_dim(self, dim, keepdim, true, "max");
+}
+std::tuple<Tensor, Tensor> min_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
+  return extreme_dim(self, dim, keepdim, false, "min");
+}
+Tensor argmax_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  return arg_extreme(self, dim, keepdim, true, "argmax");
+}
+Tensor argmin_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  return arg_extreme(self, dim, keepdim, false, "argmin");
+}
+Tensor max_other(const Tensor& self, const Tensor& other) { return kiln::maximum(self, other); }
+Tensor min_other(const Tensor& self, const Tensor& other) { return kiln::minimum(self, other); }
+
+// --- all, any --------------------------------------------------------------------------------
+
+namespace {
+/// all/any return uint8 for uint8 inputs and bool otherwise, as PyTorch.
+Tensor logical(const Tensor& self, std::optional<int64_t> dim, bool keepdim, bool is_all) {
+  const int64_t dims[1] = {dim.value_or(0)};
+  const ReducePlan p = plan(self, dim ? std::optional<IntArrayRef>(IntArrayRef(dims, 1)) : std::nullopt, keepdim);
+  const Tensor as_bool = self.dtype() == DType::Bool ? self : kiln::ne(self, 0);
+  const DType result = self.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;
+  return reduce(as_bool, p, is_all ? RowReduce::All : RowReduce::Any, DType::Bool, result);
+}
+}  // namespace
+
+Tensor all_cpu(const Tensor& self) { return logical(self, std::nullopt, false, true); }
+Tensor all_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) { return logical(self, dim, keepdim, true); }
+Tensor any_cpu(const Tensor& self) { return logical(self, std::nullopt, false, false); }
+Tensor any_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) { return logical(self, dim, keepdim, false); }
+
+// --- var, std --------------------------------------------------------------------------------
+
+Tensor var_correction_cpu(const Tensor& self, std::optional<IntArrayRef> dim, const std::optional<Scalar>& correction,
+                          bool keepdim) {
+  KILN_CHECK(is_floating(self.dtype()), "std and var only support floating point and complex dtypes");
+  const ReducePlan p = plan(self, dim, keepdim);
+  const double c = correction ? correction->to_double() : 1.0;
+  return reduce(self, p, RowReduce::Var, accumulate_dtype(self.dtype()), self.dtype(), c);
+}
+
+Tensor var_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased, bool keepdim) {
+  return kiln::var(self, dim, Scalar(unbiased ? int64_t{1} : int64_t{0}), keepdim);
+}
+Tensor var(const Tensor& self, bool unbiased) {
+  return kiln::var(self, std::nullopt, Scalar(unbiased ? int64_t{1} : int64_t{0}), false);
+}
+Tensor std_correction(const Tensor& self, std::optional<IntArrayRef> dim, const std::optional<Scalar>& correction,
+                      bool keepdim) {
+  return kiln::sqrt(kiln::var(self, dim, correction, keepdim));
+}
+Tensor std_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased, bool keepdim) {
+  return kiln::std(self, dim, Scalar(unbiased ? int64_t{1} : int64_t{0}), keepdim);
+}
+Tensor std(const Tensor& self, bool unbiased) {
+  return kiln::std(self, std::nullopt, Scalar(unbiased ? int64_t{1} : int64_t{0}), false);
+}
+
+// --- composites ------------------------------------------------------------------------------
+
+Tensor logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  // max-shifted for stability; a row of -inf (or +inf) keeps its max unshifted.
+  const Tensor x = is_floating(self.dtype()) ? self : to_dtype_copy(self, DType::Float32);
+  if (x.numel() == 0) return kiln::log(kiln::sum(kiln::exp(x), dim, keepdim));  // log(0) = -inf, as PyTorch
+  Tensor m = kiln::amax(x, dim, true).detach();
+  m = kiln::where(kiln::isinf(m), 0, m);
+  Tensor out = kiln::add(kiln::log(kiln::sum(kiln::exp(kiln::sub(x, m)), dim, true)), m);
+  if (!keepdim) {
+    const ReducePlan p = plan(self, dim, false);
+    out = kiln::reshape(out, p.out_shape);
+  }
+  return out;
+}
+
+Tensor nansum(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<DType> dtype) {
+  const Tensor cleaned = is_floating(self.dtype()) ? kiln::where(kiln::isnan(self), 0, self) : self;
+  return kiln::sum(cleaned, dim, keepdim, dtype);
+}
+
+// --- cumsum, cumprod -------------------------------------------------------------------------
+
+namespace {
+Tensor scan(const Tensor& self, int64_t dim, std::optional<DType> dtype, bool product) {
+  const int64_t nd = std::max<int64_t>(self.dim(), 1);
+  const int64_t d = wrap_dim(dim, nd);
+  const DType result = sum_result_dtype(self, dtype);
+  const DType work = accumulate_dtype(result);
+  const Tensor x = contiguous_values(self.dtype() == work ? self : to_dtype_copy(self, work));
+  Tensor out = kiln::empty(self.sizes(), work, self.device());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < self.dim(); ++i) {
+    if (i < d) outer *= self.size(i);
+    if (i > d) inner *= self.size(i);
+  }
+  const int64_t len = self.dim() == 0 ? 1 : self.size(d);
+  if (self.numel() > 0) scan_stub(x, out, outer, len, inner, product);
+  return out.dtype() == result ? out : to_dtype_copy(out, result);
+}
+}  // namespace
+
+Tensor cumsum_cpu(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return scan(self, dim, dtype, false); }
+Tensor cumprod_cpu(const Tensor& self, int64_t dim, std::optional<DType> dtype) { return scan(self, dim, dtype, true); }
+
+}  // namespace kiln::native
