@@ -1,0 +1,115 @@
+"""Neural-network op cases at GPT-small shapes (d_model 768, 12 heads, seq 256,
+vocab 50257), the batch scaled down for this 2-core machine: softmax and
+log_softmax over attention scores [2, 12, 256, 256], layer_norm and rms_norm
+over [2 * 256, 768], cross_entropy over [256, 50257] logits, embedding of
+[2, 256] tokens from a [50257, 768] table; forward, and forward + backward.
+Both sides run on 2 threads (set in make(), put back in notes()).
+
+    python bench/run.py --filter nn/ [--quick]
+"""
+
+from __future__ import annotations
+
+from harness import Case
+
+THREADS = 2
+
+
+def _libs():
+    import torch
+
+    import kiln
+
+    return kiln, torch
+
+
+def _inputs(kiln, torch, shape, requires_grad, seed=0):
+    import numpy as np
+
+    values = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return (kiln.tensor(values, requires_grad=requires_grad),
+            torch.tensor(values, requires_grad=requires_grad))
+
+
+def _case(name: str, build, backward: bool) -> Case:
+    previous: list[tuple[int, int]] = []
+
+    def make():
+        kiln, torch = _libs()
+        previous.append((kiln.get_num_threads(), torch.get_num_threads()))
+        kiln.set_num_threads(THREADS)
+        torch.set_num_threads(THREADS)
+        kfn, tfn = build(kiln, torch, backward)
+        return kfn, tfn
+
+    def notes():
+        kiln, torch = _libs()
+        k, t = previous.pop()
+        kiln.set_num_threads(k)
+        torch.set_num_threads(t)
+        return {"threads": THREADS}
+
+    return Case(f"{name} {'fwd+bwd' if backward else 'fwd'} {THREADS}T", make=make, notes=notes, group="nn")
+
+
+def _unary(shape, kiln_op, torch_op):
+    def build(kiln, torch, backward):
+        k, t = _inputs(kiln, torch, shape, backward)
+        if not backward:
+            return (lambda: kiln_op(kiln, k)), (lambda: torch_op(torch, t))
+        kg, tg = _inputs(kiln, torch, shape, False, seed=1)
+
+        def kiln_step():
+            kiln_op(kiln, k).backward(kg)
+
+        def torch_step():
+            torch_op(torch, t).backward(tg)
+
+        return kiln_step, torch_step
+
+    return build
+
+
+def _cross_entropy(kiln, torch, backward):
+    import numpy as np
+
+    rows, vocab = 256, 50257
+    k, t = _inputs(kiln, torch, (rows, vocab), backward)
+    target = np.random.default_rng(2).integers(0, vocab, size=rows)
+    kt, tt = kiln.tensor(target), torch.tensor(target)
+    F = kiln._C._functions
+    ce = torch.nn.functional.cross_entropy
+    if not backward:
+        return (lambda: F.cross_entropy_loss(k, kt)), (lambda: ce(t, tt))
+    return (lambda: F.cross_entropy_loss(k, kt).backward()), (lambda: ce(t, tt).backward())
+
+
+def _embedding(kiln, torch, backward):
+    import numpy as np
+
+    kw, tw = _inputs(kiln, torch, (50257, 768), backward)
+    idx = np.random.default_rng(3).integers(0, 50257, size=(2, 256))
+    ki, ti = kiln.tensor(idx), torch.tensor(idx)
+    F = kiln._C._functions
+    kg, tg = _inputs(kiln, torch, (2, 256, 768), False, seed=4)
+    if not backward:
+        return (lambda: F.embedding(kw, ki)), (lambda: torch.embedding(tw, ti))
+    return (lambda: F.embedding(kw, ki).backward(kg)), (lambda: torch.embedding(tw, ti).backward(tg))
+
+
+def cases() -> list[Case]:
+    scores = (2, 12, 256, 256)
+    hidden = (512, 768)
+    builders = {
+        "softmax [2,12,256,256] dim -1": _unary(scores, lambda kiln, x: kiln._C._functions.softmax(x, -1),
+                                                lambda torch, x: torch.softmax(x, -1)),
+        "log_softmax [2,12,256,256] dim -1": _unary(scores, lambda kiln, x: kiln._C._functions.log_softmax(x, -1),
+                                                    lambda torch, x: torch.log_softmax(x, -1)),
+        "layer_norm [512,768]": _unary(hidden, lambda kiln, x: kiln._C._functions.layer_norm(x, [768]),
+                                       lambda torch, x: torch.nn.functional.layer_norm(x, (768,))),
+        "rms_norm [512,768]": _unary(hidden, lambda kiln, x: kiln._C._functions.rms_norm(x, [768]),
+                                     lambda torch, x: torch.nn.functional.rms_norm(x, (768,))),
+        "cross_entropy [256,50257]": _cross_entropy,
+        "embedding [50257,768][2,256]": _embedding,
+    }
+    return [_case(name, build, backward) for name, build in builders.items() for backward in (False, True)]
