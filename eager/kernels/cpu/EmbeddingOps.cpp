@@ -8,6 +8,7 @@
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/Factories.h"
 #include "eager/kernels/cpu/ShapeCopy.h"
+#include "eager/kernels/cpu/VisitFloating.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -27,16 +28,6 @@ std::vector<int64_t> checked_indices(const Tensor& indices, int64_t rows) {
     out[static_cast<size_t>(i)] = v;
   }
   return out;
-}
-
-template <typename Fn>
-void visit_float(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::Float64: fn(double{}); return;
-    case DType::Float16: fn(Half{}); return;
-    case DType::BFloat16: fn(BFloat16{}); return;
-    default: fn(float{}); return;
-  }
 }
 
 }  // namespace
@@ -76,7 +67,7 @@ Tensor embedding_dense_backward_cpu(const Tensor& grad_output, const Tensor& ind
     counts.assign(static_cast<size_t>(rows), 0);
     for (int64_t v : idx) ++counts[static_cast<size_t>(v)];
   }
-  visit_float(g.dtype(), [&](auto tag) {
+  visit_floating_dtype(g.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T* gp = g.data_ptr<T>();

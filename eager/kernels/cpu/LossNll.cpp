@@ -8,6 +8,7 @@
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
 #include "eager/kernels/cpu/ShapeCopy.h"
+#include "eager/kernels/cpu/VisitFloating.h"
 #include "kiln/generated/Functions.h"
 #include "kiln/generated/NativeFunctions.h"
 
@@ -72,16 +73,6 @@ std::vector<int64_t> read_targets(const Tensor& target, const NllShape& s, int64
 template <typename T>
 using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-template <typename Fn>
-void visit_float_types(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::Float64: fn(double{}); return;
-    case DType::Float16: fn(Half{}); return;
-    case DType::BFloat16: fn(BFloat16{}); return;
-    default: fn(float{}); return;
-  }
-}
-
 }  // namespace
 
 std::tuple<Tensor, Tensor> nll_loss_forward_cpu(const Tensor& self, const Tensor& target,
@@ -94,7 +85,7 @@ std::tuple<Tensor, Tensor> nll_loss_forward_cpu(const Tensor& self, const Tensor
   const Tensor w = has_weight ? contiguous_values(*weight) : Tensor();
   Tensor output = reduction == kNone && s.batched ? empty({s.batch}, self.dtype()) : empty({}, self.dtype());
   Tensor total_weight = empty({}, self.dtype());
-  visit_float_types(self.dtype(), [&](auto tag) {
+  visit_floating_dtype(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
     const T* xp = x.data_ptr<T>();
@@ -133,7 +124,7 @@ Tensor nll_loss_backward_cpu(const Tensor& grad_output, const Tensor& self, cons
   const Tensor w = has_weight ? contiguous_values(*weight) : Tensor();
   const Tensor g = contiguous_values(grad_output.dtype() == self.dtype() ? grad_output : to_dtype_copy(grad_output, self.dtype()));
   Tensor grad_input = zeros(self.sizes(), self.dtype());
-  visit_float_types(self.dtype(), [&](auto tag) {
+  visit_floating_dtype(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
     const T* wp = has_weight ? w.data_ptr<T>() : nullptr;

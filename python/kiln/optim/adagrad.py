@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kiln import _C
-from kiln.optim.adam import _EnableGrad
-from kiln.optim.optimizer import Optimizer, _NoGrad
+from kiln.optim.optimizer import Optimizer
 from kiln.optim.rmsprop import _sqrt
 
 __all__ = ["Adagrad"]
@@ -41,16 +40,7 @@ class Adagrad(Optimizer):
                 state["sum"] = _C._functions.full_like(p, float(group["initial_accumulator_value"]))
 
     def step(self, closure: Callable | None = None):
-        loss = None
-        if closure is not None:
-            with _EnableGrad():
-                loss = closure()
-        with _NoGrad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(group, p)
-        return loss
+        return self._step_each_parameter(closure)
 
     def _update(self, group: dict, param) -> None:
         state = self.state[param]

@@ -115,6 +115,23 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None):
         raise NotImplementedError
 
+    def _step_each_parameter(self, closure: Callable[[], Any] | None):
+        """step() for optimizers that update one parameter at a time through
+        ``self._update(group, param)``: the closure with grad enabled, then
+        every parameter that has a gradient, under no_grad."""
+        from kiln.optim.adam import _EnableGrad
+
+        loss = None
+        if closure is not None:
+            with _EnableGrad():
+                loss = closure()
+        with _NoGrad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update(group, p)
+        return loss
+
     def state_dict(self) -> dict[str, Any]:
         index = {}
         start = 0
