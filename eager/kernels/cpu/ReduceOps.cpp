@@ -166,6 +166,8 @@ Tensor reduce(const Tensor& self, const ReducePlan& p, RowReduce op, DType work,
   return kiln::view(out, p.out_shape);
 }
 
+Tensor as_bool(const Tensor& self) { return self.dtype() == DType::Bool ? self : kiln::ne(self, 0); }
+
 /// amax/amin/max.dim on an empty reduced dim: IndexError as PyTorch words it.
 void check_nonempty_dims(const Tensor& self, const ReducePlan& p, const char* name) {
   if (self.numel() != 0) return;
@@ -184,6 +186,10 @@ Tensor sum_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keep
   const ReducePlan p = plan(self, dim, keepdim);
   const DType result = sum_result_dtype(self, dtype);
   const DType work = accumulate_dtype(result);
+  if (result == DType::Bool) {
+    // A bool sum is an any over the values as bools (0.5 counts), as PyTorch.
+    return reduce(as_bool(self), p, RowReduce::Any, DType::Bool, result);
+  }
   if (self.dtype() == DType::Bool || !is_floating(work)) {
     return reduce(self, p, RowReduce::Sum, DType::Int64, result);
   }
@@ -213,12 +219,14 @@ Tensor prod_dim_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional
   const int64_t dims[1] = {dim};
   const ReducePlan p = plan(self, IntArrayRef(dims, 1), keepdim);
   const DType result = sum_result_dtype(self, dtype);
+  if (result == DType::Bool) return reduce(as_bool(self), p, RowReduce::All, DType::Bool, result);  // as sum's
   return reduce(self, p, RowReduce::Prod, accumulate_dtype(result), result);
 }
 
 Tensor prod_cpu(const Tensor& self, std::optional<DType> dtype) {
   const ReducePlan p = plan(self, std::nullopt, false);
   const DType result = sum_result_dtype(self, dtype);
+  if (result == DType::Bool) return reduce(as_bool(self), p, RowReduce::All, DType::Bool, result);  // as sum's
   return reduce(self, p, RowReduce::Prod, accumulate_dtype(result), result);
 }
 
@@ -290,6 +298,20 @@ Tensor argmin_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) 
 Tensor max_other(const Tensor& self, const Tensor& other) { return kiln::maximum(self, other); }
 Tensor min_other(const Tensor& self, const Tensor& other) { return kiln::minimum(self, other); }
 
+std::tuple<Tensor, Tensor> aminmax_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  const int64_t dims[1] = {dim.value_or(0)};
+  const ReducePlan p = plan(self, dim ? std::optional<IntArrayRef>(IntArrayRef(dims, 1)) : std::nullopt, keepdim);
+  if (!dim) {
+    KILN_CHECK(self.numel() != 0,
+               "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.");
+  } else if (self.dim() > 0) {
+    const int64_t d = wrap_dim(*dim, self.dim());
+    KILN_CHECK_INDEX(self.size(d) != 0, "aminmax: Expected reduction dim ", d, " to have non-zero size.");
+  }
+  const DType work = compute_dtype(self.dtype());
+  return {reduce(self, p, RowReduce::Min, work, self.dtype()), reduce(self, p, RowReduce::Max, work, self.dtype())};
+}
+
 // --- all, any --------------------------------------------------------------------------------
 
 namespace {
@@ -333,6 +355,38 @@ Tensor std_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased
 }
 Tensor std(const Tensor& self, bool unbiased) {
   return kiln::std(self, std::nullopt, Scalar(unbiased ? int64_t{1} : int64_t{0}), false);
+}
+
+std::tuple<Tensor, Tensor> var_mean_correction(const Tensor& self, std::optional<IntArrayRef> dim,
+                                               const std::optional<Scalar>& correction, bool keepdim) {
+  return {kiln::var(self, dim, correction, keepdim), kiln::mean(self, dim, keepdim)};
+}
+std::tuple<Tensor, Tensor> var_mean_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased,
+                                        bool keepdim) {
+  return kiln::var_mean(self, dim, Scalar(unbiased ? int64_t{1} : int64_t{0}), keepdim);
+}
+std::tuple<Tensor, Tensor> var_mean(const Tensor& self, bool unbiased) {
+  return kiln::var_mean(self, std::nullopt, Scalar(unbiased ? int64_t{1} : int64_t{0}), false);
+}
+std::tuple<Tensor, Tensor> std_mean_correction(const Tensor& self, std::optional<IntArrayRef> dim,
+                                               const std::optional<Scalar>& correction, bool keepdim) {
+  return {kiln::std(self, dim, correction, keepdim), kiln::mean(self, dim, keepdim)};
+}
+std::tuple<Tensor, Tensor> std_mean_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased,
+                                        bool keepdim) {
+  return kiln::std_mean(self, dim, Scalar(unbiased ? int64_t{1} : int64_t{0}), keepdim);
+}
+std::tuple<Tensor, Tensor> std_mean(const Tensor& self, bool unbiased) {
+  return kiln::std_mean(self, std::nullopt, Scalar(unbiased ? int64_t{1} : int64_t{0}), false);
+}
+
+Tensor count_nonzero_dims(const Tensor& self, IntArrayRef dim) {
+  return kiln::sum(kiln::ne(self, 0), dim, false, DType::Int64);
+}
+Tensor count_nonzero(const Tensor& self, std::optional<int64_t> dim) {
+  if (!dim) return kiln::sum(kiln::ne(self, 0), std::nullopt, false, DType::Int64);
+  const int64_t dims[1] = {*dim};
+  return kiln::count_nonzero(self, IntArrayRef(dims, 1));
 }
 
 // --- composites ------------------------------------------------------------------------------
