@@ -36,9 +36,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     # Scaling the query, not the [L, S] scores, saves a pass over the larger tensor.
     scores = (query * scale_factor).matmul(key.transpose(-2, -1))
+    # scores is this function's own temporary: the masks apply in place (no copy of [L, S] scores).
     if is_causal:
-        keep = _C._functions.ones((target_len, source_len), dtype=_C.bool).tril()
-        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
+        above_diagonal = _C._functions.ones((target_len, source_len), dtype=_C.bool).triu(1)
+        scores = scores.masked_fill_(above_diagonal, float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype == _C.bool:
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))

@@ -20,7 +20,7 @@ namespace {
 
 constexpr int64_t kBlock = 1024;     // elements (or rows, across rows) summed in T before joining the wide sum
 constexpr int64_t kChunk = 1 << 16;  // a long row is split into chunks of this many elements
-constexpr int64_t kColumns = 512;    // inner elements one task of an across-rows reduction keeps
+constexpr int64_t kColumns = 4096;   // most inner elements one task of an across-rows reduction keeps
 
 template <typename T>
 using wide_t = std::conditional_t<std::is_floating_point_v<T>, double, T>;
@@ -361,12 +361,20 @@ void reduce_typed(const Tensor& in, const Tensor& out, const Tensor& indices, Ro
     });
     return;
   }
-  const int64_t pieces = (inner + kColumns - 1) / kColumns;
-  const int64_t work = len * std::min(inner, kColumns);
+  // Across rows: each task keeps `width` running results and reads that many
+  // contiguous elements of every row. Wide pieces keep the reads streaming
+  // (a narrow piece touches a new page per row); one piece per thread when the
+  // batch alone does not feed the threads. Columns are independent, so the
+  // split never changes a result.
+  const int64_t threads = batch >= get_num_threads() ? 1 : get_num_threads();
+  const int64_t wanted = (inner + threads - 1) / threads;
+  const int64_t width_cap = std::min(kColumns, std::max<int64_t>(64, (wanted + 63) / 64 * 64));
+  const int64_t pieces = (inner + width_cap - 1) / width_cap;
+  const int64_t work = len * std::min(inner, width_cap);
   parallel_for(0, batch * pieces, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work, 1)), [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
-      const int64_t bi = t / pieces, j0 = (t % pieces) * kColumns;
-      const int64_t width = std::min(kColumns, inner - j0);
+      const int64_t bi = t / pieces, j0 = (t % pieces) * width_cap;
+      const int64_t width = std::min(width_cap, inner - j0);
       const int64_t o = bi * inner + j0;
       reduce_columns<T>(src + bi * len * inner + j0, len, inner, width, dst + o, idx ? idx + o : nullptr, op, param);
     }
