@@ -14,6 +14,7 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   was_defined_ = true;
   is_output_ = is_output;
   saved_version_ = t.version();
+  const std::shared_ptr<Node>& fn = grad_fn(t);  // a stale view's, regenerated first
   const AutogradMeta* m = autograd_meta(t);
   is_leaf_ = !is_output && (m == nullptr || m->grad_fn == nullptr);
   if (is_leaf_) {
@@ -22,7 +23,7 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   }
   data_ = detached_alias(t);
   output_nr_ = m ? m->output_nr : 0;
-  if (!is_output && m) grad_fn_ = m->grad_fn;
+  if (!is_output) grad_fn_ = fn;
 }
 
 void SavedVariable::reset() {
