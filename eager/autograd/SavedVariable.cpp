@@ -18,7 +18,11 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   const AutogradMeta* m = autograd_meta(t);
   is_leaf_ = !is_output && (m == nullptr || m->grad_fn == nullptr);
   if (is_leaf_) {
-    data_ = t;  // a leaf holds no reference to any node: no cycle
+    // A leaf holds no reference to any node: no cycle. Unless it is a view,
+    // whose base may later get a history holding this node (a view of a
+    // plain tensor written into the tensor itself): then, when it needs no
+    // gradient of its own, an alias without the base is enough.
+    data_ = t.impl()->view_base() != nullptr && !t.requires_grad() ? detached_alias(t) : t;
     return;
   }
   data_ = detached_alias(t);

@@ -369,3 +369,19 @@ def test_allowed_writes_that_torch_allows(lib):
     w.detach().zero_()         # a detached alias is not a view under autograd
     x.unbind()[0].detach().mul_(3)
     assert leaf[0, 0].item() == 2.0 and x[0, 0].item() == 0.0
+
+
+def test_graph_through_a_base_and_its_views_is_freed():
+    import gc
+    import weakref
+
+    w = kiln.ones(2, requires_grad=True)
+    out = kiln.zeros(4)
+    v = out[:2]
+    out[2:] = v * w  # MulBackward0 saves v, a view of out, and out's CopySlices holds MulBackward0
+    x = w.clone()
+    x[0].mul_(2)
+    refs = [weakref.ref(out), weakref.ref(x)]
+    del out, v, x
+    gc.collect()
+    assert [r() for r in refs] == [None, None]

@@ -8,6 +8,12 @@ Formulas are translated from their Python syntax to C++ here: names become the
 saved values, helpers come from eager/autograd/FormulaHelpers.h, op calls go
 through the generated C++ API, arithmetic operators call the ops add/sub/mul/
 div/neg (so a formula using `*` needs `mul` in the yaml files).
+
+Views and in-place ops (eager/autograd/ViewAutograd.h): a view op's kernel
+ends with note_view (how the view was made, for the in-place checks), an
+in-place op's kernel calls check_inplace before the op and rebase_history
+after it (CopySlices when self is a view; plain set_history for in-place view
+ops such as transpose_, which change geometry, not values).
 """
 
 from __future__ import annotations
