@@ -377,6 +377,7 @@ def test_graph_through_a_base_and_its_views_is_freed():
         return kiln.memory_stats()["allocated_bytes.all.current"]
 
     w = kiln.ones(2, requires_grad=True)
+    gc.collect()  # earlier tests' garbage must not be freed during the measurement
     before = allocated()
     out = kiln.zeros(1 << 20)
     v = out[:2]
@@ -385,7 +386,7 @@ def test_graph_through_a_base_and_its_views_is_freed():
     x[0].mul_(2)
     del out, v, x
     gc.collect()
-    assert allocated() == before  # no reference cycle keeps the 4 MiB tensors alive
+    assert allocated() - before < (1 << 20)  # no reference cycle keeps the 4 MiB tensors alive
 
 
 @pytest.mark.parametrize("lib", [kiln, torch], ids=["kiln", "torch"])
