@@ -2,6 +2,7 @@
 // without derivative formulas. See Note [Ops without formulas].
 #include "eager/autograd/AutogradMeta.h"
 #include "eager/autograd/Engine.h"
+#include "eager/autograd/ViewAutograd.h"
 #include "eager/core/Error.h"
 #include "eager/dispatch/Library.h"
 
@@ -52,8 +53,19 @@ void autograd_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Sta
     ExcludeDispatchKeyGuard below_autograd(DispatchKey::Autograd);
     op.redispatch_boxed(keys.below(DispatchKey::Autograd), stack);
   }
-  if (!any_requires_grad) return;
   const size_t nret = schema.returns().size();
+  // A view op without a formula (view.dtype): its views were made below an
+  // excluded Autograd key; mark them as made in grad mode (Note [Views know their base]).
+  if (!schema.is_inplace() && !inputs.empty()) {
+    for (size_t i = stack->size() - nret; i < stack->size(); ++i) {
+      const IValue& v = (*stack)[i];
+      if (v.is_tensor()) note_view(inputs.front(), v.to_tensor(), false, false);
+      if (v.tag() == IValue::Tag::TensorList) {
+        for (const Tensor& t : v.to_tensor_list()) note_view(inputs.front(), t, false, true);
+      }
+    }
+  }
+  if (!any_requires_grad) return;
   std::shared_ptr<NotImplementedNode> node;
   auto attach = [&](const Tensor& out) {
     if (!out.defined() || !is_floating_point(out.dtype())) return;
@@ -64,7 +76,12 @@ void autograd_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Sta
       node->set_next_edges(std::move(edges));
       record_forward_trace(*node);
     }
-    set_history(out, node);
+    // An in-place op's self output rebases (Note [In-place through a view: CopySlices]).
+    if (schema.is_inplace() && out.is_same(inputs.front())) {
+      rebase_history(out, node);
+    } else {
+      set_history(out, node);
+    }
   };
   for (size_t i = stack->size() - nret; i < stack->size(); ++i) {
     const IValue& v = (*stack)[i];

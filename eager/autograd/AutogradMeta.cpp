@@ -2,6 +2,7 @@
 #include "eager/autograd/AutogradMeta.h"
 
 #include "eager/autograd/AccumulateGrad.h"
+#include "eager/autograd/ViewAutograd.h"
 #include "eager/core/Error.h"
 
 namespace kiln::autograd {
@@ -17,9 +18,28 @@ AutogradMeta& materialize_autograd_meta(const Tensor& t) {
   return *autograd_meta(t);
 }
 
+namespace {
+
+/// A view's history is stale when a write through any alias moved the shared
+/// version since it was set (Note [Views know their base], ViewAutograd.h).
+void refresh_if_stale(const Tensor& t, AutogradMeta& m) {
+  if (m.view_history && m.attr_version != t.version()) refresh_view_history(t, m);
+}
+
+}  // namespace
+
+const std::shared_ptr<Node>& grad_fn(const Tensor& t) {
+  static const std::shared_ptr<Node> kNone;
+  AutogradMeta* m = autograd_meta(t);
+  if (m == nullptr) return kNone;
+  refresh_if_stale(t, *m);
+  return m->grad_fn;
+}
+
 Edge gradient_edge(const Tensor& t) {
-  const AutogradMeta* m = autograd_meta(t);
+  AutogradMeta* m = autograd_meta(t);
   if (m == nullptr) return Edge{};
+  refresh_if_stale(t, *m);
   if (m->grad_fn) return Edge{m->grad_fn, m->output_nr};
   if (m->leaf_requires_grad) return Edge{grad_accumulator(t), 0};
   return Edge{};
@@ -59,16 +79,6 @@ void set_history_if_differentiable(const Tensor& output, const std::shared_ptr<N
   } else {
     (void)fn->add_input_metadata(output);
   }
-}
-
-void check_inplace(const Tensor& self, bool needs_grad) {
-  const AutogradMeta* m = autograd_meta(self);
-  if (m == nullptr) return;
-  KILN_CHECK(!(m->grad_fn == nullptr && m->leaf_requires_grad),
-             "a leaf Variable that requires grad is being used in an in-place operation.");
-  KILN_CHECK_NOT_IMPLEMENTED(!(m->is_view_of_graph && (needs_grad || m->requires_grad())),
-                             "an in-place operation on a view of a tensor that requires grad is not supported yet "
-                             "(PyTorch's CopySlices); apply the operation out of place, or to the base tensor");
 }
 
 void install_autograd_meta_factory() {

@@ -20,9 +20,11 @@ struct AutogradMeta final : AutogradMetaInterface {
   bool leaf_requires_grad = false;
   bool retains_grad = false;
   std::shared_ptr<Tensor> retained_grad;  // non-leaf .grad after retain_grad()
-  /// Made by a view op from a tensor with history: in-place changes through it
-  /// would need PyTorch's CopySlices, which kiln does not have yet, so they raise.
-  bool is_view_of_graph = false;
+  /// A view whose grad_fn describes it as a function of its base; regenerated
+  /// when the version moves past attr_version (Note [Views know their base],
+  /// ViewAutograd.h).
+  bool view_history = false;
+  uint32_t attr_version = 0;
   /// Hooks of a leaf, run (in order) on its gradient before accumulation.
   std::vector<std::pair<size_t, std::function<Tensor(const Tensor&)>>> leaf_hooks;
   std::mutex mutex;  // guards grad_accumulator creation
@@ -40,11 +42,8 @@ struct AutogradMeta final : AutogradMetaInterface {
   const AutogradMeta* m = autograd_meta(t);
   return m == nullptr || m->grad_fn == nullptr;
 }
-[[nodiscard]] inline const std::shared_ptr<Node>& grad_fn(const Tensor& t) {
-  static const std::shared_ptr<Node> kNone;
-  const AutogradMeta* m = autograd_meta(t);
-  return m ? m->grad_fn : kNone;
-}
+/// The tensor's grad_fn (a view's regenerated first when a write made it stale).
+[[nodiscard]] const std::shared_ptr<Node>& grad_fn(const Tensor& t);
 
 /// The edge a gradient for `t` flows into: its grad_fn's input, or its
 /// AccumulateGrad for a leaf that requires grad; invalid otherwise.
@@ -74,10 +73,6 @@ void set_history_if_differentiable(const Tensor& output, const std::shared_ptr<N
   }
   return false;
 }
-
-/// Checks an in-place op on `self` may record history: RuntimeError for a leaf
-/// that requires grad, and for a view of a tensor with history.
-void check_inplace(const Tensor& self, bool needs_grad);
 
 /// Installs this module's AutogradMeta into the core's factory. Called once at load.
 void install_autograd_meta_factory();

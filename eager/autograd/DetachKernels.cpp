@@ -13,7 +13,7 @@ Tensor detach_autograd(DispatchKeySet, const Tensor& self) { return detached_ali
 
 Tensor detach__autograd(DispatchKeySet, const Tensor& self) {
   if (AutogradMeta* m = autograd_meta(self)) {
-    KILN_CHECK(!m->is_view_of_graph, "Can't detach views in-place. Use detach() instead.");
+    KILN_CHECK(!m->view_history, "Can't detach views in-place. Use detach() instead.");
     m->grad_fn.reset();
     m->leaf_requires_grad = false;
     m->output_nr = 0;

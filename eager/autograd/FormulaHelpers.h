@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "eager/autograd/Variable.h"
+#include "eager/autograd/ViewAutograd.h"
 #include "eager/core/Scalar.h"
 #include "kiln/generated/Functions.h"
 
@@ -518,6 +519,54 @@ template <typename Dims>
 [[nodiscard]] inline Tensor cumprod_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& result) {
   if (grad.dim() == 0) return grad;
   return kiln::div(cumsum_backward(kiln::mul(grad, result), dim), self);
+}
+
+/// Gradient of as_strided(input, size, stride, storage_offset): every element
+/// of grad goes back to the storage location the view read it from, summed
+/// where the view read one location several times, then read out with the
+/// input's geometry. The work happens in a buffer shaped like the storage the
+/// two geometries span (the input's own layout when it is contiguous and holds
+/// the view), through ops, so it is differentiable again. An input whose own
+/// elements share memory (an expanded tensor) would need each location's
+/// gradient split among its aliases: that raises instead.
+[[nodiscard]] inline Tensor as_strided_backward(const Tensor& grad, IntArrayRef input_sizes, IntArrayRef input_strides,
+                                                int64_t input_offset, IntArrayRef size, IntArrayRef stride,
+                                                std::optional<int64_t> storage_offset) {
+  const int64_t view_offset = storage_offset.value_or(input_offset);
+  auto numel = [](IntArrayRef sizes) {
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    return n;
+  };
+  auto reach = [](IntArrayRef sizes, IntArrayRef strides) {  // largest offset addressed past the first
+    int64_t r = 0;
+    for (size_t d = 0; d < sizes.size(); ++d) r += (sizes[d] - 1) * strides[d];
+    return r;
+  };
+  auto same_values = [](IntArrayRef a, IntArrayRef b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); };
+  if (numel(input_sizes) == 0 || grad.numel() == 0) return kiln::zeros(input_sizes, grad.dtype(), grad.device());
+  KILN_CHECK(!may_overlap(input_sizes, input_strides), "as_strided_backward: the input of as_strided (sizes ",
+             input_sizes, ", strides ", input_strides, ") has elements that overlap in memory (an expanded tensor); "
+             "its gradient is not supported. Call .contiguous() on it before as_strided.");
+  const bool input_is_buffer = same_values(input_strides, contiguous_strides(input_sizes)) &&
+                               view_offset >= input_offset &&
+                               view_offset + reach(size, stride) < input_offset + numel(input_sizes);
+  const int64_t low = input_is_buffer ? input_offset : std::min(input_offset, view_offset);
+  const int64_t high = std::max(input_offset + reach(input_sizes, input_strides), view_offset + reach(size, stride));
+  Tensor buffer = input_is_buffer ? kiln::zeros(input_sizes, grad.dtype(), grad.device())
+                                  : kiln::zeros(DimVector{high - low + 1}, grad.dtype(), grad.device());
+  if (!may_overlap(size, stride)) {
+    (void)kiln::as_strided(buffer, size, stride, view_offset - low).copy_(grad);
+  } else {
+    // Locations read more than once: accumulate through flat storage indices.
+    const Tensor flat = buffer.view(DimVector{buffer.numel()});
+    const Tensor positions = kiln::arange(flat.numel(), DType::Int64, grad.device());
+    const Tensor index = kiln::as_strided(positions, size, stride, view_offset - low); // flat positions the view read
+    const Tensor flat_index = kiln::reshape(index, DimVector{grad.numel()});
+    buffer = kiln::index_add(flat, 0, flat_index, kiln::reshape(grad, DimVector{grad.numel()})).view(buffer.sizes());
+  }
+  if (input_is_buffer) return buffer;
+  return kiln::clone(kiln::as_strided(buffer, input_sizes, input_strides, input_offset - low));
 }
 
 }  // namespace kiln::autograd::formula

@@ -14,15 +14,20 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   was_defined_ = true;
   is_output_ = is_output;
   saved_version_ = t.version();
+  const std::shared_ptr<Node>& fn = grad_fn(t);  // a stale view's, regenerated first
   const AutogradMeta* m = autograd_meta(t);
   is_leaf_ = !is_output && (m == nullptr || m->grad_fn == nullptr);
   if (is_leaf_) {
-    data_ = t;  // a leaf holds no reference to any node: no cycle
+    // A leaf holds no reference to any node: no cycle. Unless it is a view,
+    // whose base may later get a history holding this node (a view of a
+    // plain tensor written into the tensor itself): then, when it needs no
+    // gradient of its own, an alias without the base is enough.
+    data_ = t.impl()->view_base() != nullptr && !t.requires_grad() ? detached_alias(t) : t;
     return;
   }
   data_ = detached_alias(t);
   output_nr_ = m ? m->output_nr : 0;
-  if (!is_output && m) grad_fn_ = m->grad_fn;
+  if (!is_output) grad_fn_ = fn;
 }
 
 void SavedVariable::reset() {

@@ -40,6 +40,15 @@ class AutogradMetaInterface {
 using AutogradMetaFactory = std::unique_ptr<AutogradMetaInterface> (*)();
 void set_autograd_meta_factory(AutogradMetaFactory factory);
 
+/// How a view came to be, which decides whether autograd lets it be modified
+/// in place (PyTorch's CreationMeta). See Note [Views know their base]
+/// (eager/autograd/ViewAutograd.h).
+enum class ViewCreation : uint8_t {
+  Default,      // a view op in grad mode: in-place changes rebase the base's history
+  NoGradMode,   // made while grad mode was off: in-place with grad mode on is an error
+  MultiOutput,  // one of several views one op returned (split, unbind): in-place is an error
+};
+
 class TensorImpl : public IntrusiveTarget {
  public:
   /// A tensor over `storage` with the given geometry. The key set is derived
@@ -98,6 +107,16 @@ class TensorImpl : public IntrusiveTarget {
   [[nodiscard]] const intrusive_ptr<VersionCounter>& version_counter();
   void share_version_counter(const intrusive_ptr<VersionCounter>& vc) { version_ = vc; }
 
+  // --- view base: see Note [Views know their base] (eager/autograd/ViewAutograd.h) ---
+  /// The tensor this one is a view of (the root: never itself a view), or null.
+  [[nodiscard]] TensorImpl* view_base() const { return view_base_.get(); }
+  [[nodiscard]] ViewCreation view_creation() const { return view_creation_; }
+  void set_view_base(intrusive_ptr<TensorImpl> base, ViewCreation creation) {
+    view_base_ = std::move(base);
+    view_creation_ = creation;
+  }
+  void set_view_creation(ViewCreation creation) { view_creation_ = creation; }
+
   // --- autograd slot ---
   [[nodiscard]] bool requires_grad() const { return autograd_meta_ && autograd_meta_->requires_grad(); }
   /// RuntimeError for non-floating dtypes, as PyTorch.
@@ -129,6 +148,8 @@ class TensorImpl : public IntrusiveTarget {
   intrusive_ptr<VersionCounter> version_;  // null until shared
   uint32_t local_version_ = 0;
   std::unique_ptr<AutogradMetaInterface> autograd_meta_;
+  intrusive_ptr<TensorImpl> view_base_;  // null unless a view
+  ViewCreation view_creation_ = ViewCreation::Default;
   void* pyobj_ = nullptr;  // borrowed; the Python object owns this impl
 };
 

@@ -74,7 +74,9 @@ std::vector<Tensor> unbind_view(const Tensor& self, int64_t dim) { return unbind
 /// A view of the same geometry; the new tensor never requires grad (the
 /// autograd issue makes it a non-differentiable alias).
 Tensor detach_view(const Tensor& self) {
-  return make_view(self, ViewGeometry{DimVector(self.sizes()), DimVector(self.strides()), self.storage_offset()});
+  Tensor out = make_view(self, ViewGeometry{DimVector(self.sizes()), DimVector(self.strides()), self.storage_offset()});
+  out.impl()->set_view_base(nullptr, ViewCreation::Default);  // not a view under autograd, as PyTorch's detach
+  return out;
 }
 Tensor detach_view_(const Tensor& self) {
   self.set_requires_grad(false);

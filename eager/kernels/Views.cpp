@@ -7,6 +7,7 @@
 #include <string>
 
 #include "eager/core/Error.h"
+#include "eager/dispatch/LocalDispatchKeySet.h"
 
 namespace kiln {
 
@@ -33,6 +34,19 @@ Tensor make_view(const Tensor& base, const ViewGeometry& g, std::optional<DType>
   auto impl = make_intrusive<TensorImpl>(base.storage(), dtype.value_or(base.dtype()), g.sizes, g.strides, g.offset);
   impl->share_version_counter(base.impl()->version_counter());
   impl->set_key_set(base.key_set());
+  // See Note [Views know their base] (eager/autograd/ViewAutograd.h). A dtype
+  // view is not differentiable, so it keeps no base. A view of a view records
+  // the root, and inherits a creation that forbids in-place changes.
+  if (!dtype || *dtype == base.dtype()) {
+    TensorImpl* parent = base.impl();
+    TensorImpl* root = parent->view_base() ? parent->view_base() : parent;
+    ViewCreation creation = parent->view_base() ? parent->view_creation() : ViewCreation::Default;
+    // Autograd view kernels (which run below an excluded Autograd key) reset this.
+    if (creation == ViewCreation::Default && local_dispatch_key_set().excluded.has(DispatchKey::Autograd)) {
+      creation = ViewCreation::NoGradMode;
+    }
+    impl->set_view_base(intrusive_ptr<TensorImpl>(root), creation);
+  }
   return Tensor(std::move(impl));
 }
 

@@ -21,8 +21,9 @@ namespace kiln {
 // strides and offset (make_view). It shares the base's VersionCounter, so an
 // in-place write through any alias bumps the version every alias reports
 // (autograd's saved-tensor checks depend on it), and it copies the base's key
-// set. It does not share autograd state: that is the autograd issue's (a view
-// of a tensor that requires grad becomes a differentiable view there).
+// set. It does not share autograd state, but records its base (the root) and
+// how it was made, which autograd reads: Note [Views know their base]
+// (eager/autograd/ViewAutograd.h).
 // In-place view ops (transpose_, squeeze_, as_strided_, ...) change the
 // tensor's own geometry instead (set_geometry_) and, like every in-place op in
 // PyTorch, bump its version.

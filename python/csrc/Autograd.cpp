@@ -82,6 +82,19 @@ PyObject* get_grad_fn(PyObject* self, void*) {
 
 PyObject* get_is_leaf(PyObject* self, void*) { return PyBool_FromLong(autograd::is_leaf(unwrap_tensor(self))); }
 
+/// Tensor._base: the tensor a view aliases (Note [Views know their base]), or None.
+PyObject* get_base(PyObject* self, void*) {
+  KILN_PY_BEGIN
+  TensorImpl* base = unwrap_tensor(self).impl()->view_base();
+  if (base == nullptr) Py_RETURN_NONE;
+  return wrap_tensor(Tensor(intrusive_ptr<TensorImpl>(base)));
+  KILN_PY_END(nullptr)
+}
+
+PyObject* tensor_is_view(PyObject* self, PyObject*) {
+  return PyBool_FromLong(unwrap_tensor(self).impl()->view_base() != nullptr);
+}
+
 PyObject* get_retains_grad(PyObject* self, void*) {
   const AutogradMeta* m = autograd::autograd_meta(unwrap_tensor(self));
   return PyBool_FromLong(m != nullptr && m->retains_grad);
@@ -91,6 +104,7 @@ PyObject* tensor_retain_grad(PyObject* self, PyObject*) {
   KILN_PY_BEGIN
   const Tensor& t = unwrap_tensor(self);
   KILN_CHECK(t.requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
+  (void)autograd::grad_fn(t);  // a stale view's history, regenerated first
   AutogradMeta& m = autograd::materialize_autograd_meta(t);
   if (m.grad_fn == nullptr || m.retains_grad) Py_RETURN_NONE;  // leaves keep their grad anyway
   m.retains_grad = true;
@@ -116,6 +130,7 @@ size_t register_hook(py::handle self, py::function fn) {
     if (out.is_none()) return Tensor();
     return tensor_from_object(out.ptr(), "hook result");
   };
+  (void)autograd::grad_fn(t);  // a stale view's history, regenerated first
   AutogradMeta& m = autograd::materialize_autograd_meta(t);
   if (m.grad_fn) return m.grad_fn->add_tensor_pre_hook(m.output_nr, call);
   static size_t next_leaf_id = 1u << 30;
@@ -193,8 +208,10 @@ void init_autograd(PyObject* module) {
   g.push_back({"grad_fn", get_grad_fn, nullptr, nullptr, nullptr});
   g.push_back({"is_leaf", get_is_leaf, nullptr, nullptr, nullptr});
   g.push_back({"retains_grad", get_retains_grad, nullptr, nullptr, nullptr});
+  g.push_back({"_base", get_base, nullptr, nullptr, nullptr});
   auto& m = tensor_method_table();
   m.push_back({"retain_grad", tensor_retain_grad, METH_NOARGS, "Keeps .grad for a non-leaf tensor."});
+  m.push_back({"_is_view", tensor_is_view, METH_NOARGS, "Whether the tensor is a view of another."});
   (void)module;
 }
 

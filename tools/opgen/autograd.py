@@ -8,6 +8,12 @@ Formulas are translated from their Python syntax to C++ here: names become the
 saved values, helpers come from eager/autograd/FormulaHelpers.h, op calls go
 through the generated C++ API, arithmetic operators call the ops add/sub/mul/
 div/neg (so a formula using `*` needs `mul` in the yaml files).
+
+Views and in-place ops (eager/autograd/ViewAutograd.h): a view op's kernel
+ends with note_view (how the view was made, for the in-place checks), an
+in-place op's kernel calls check_inplace before the op and rebase_history
+after it (CopySlices when self is a view; plain set_history for in-place view
+ops such as transpose_, which change geometry, not values).
 """
 
 from __future__ import annotations
@@ -29,11 +35,25 @@ IMPLEMENTED_HELPERS = {"sum_backward", "mean_backward", "amax_backward", "value_
                        "clamp_backward_max", "maybe_multiply", "zeros_like", "to", "reshape", "sum_to", "select_backward",
                        "slice_backward", "permute_backwards", "negated", "sizes", "strides", "dtype", "device", "dim",
                        "numel", "gelu_double_backward", "mish_double_backward", "softplus_double_backward",
-                       "elu_double_backward", "logit_double_backward"}
+                       "elu_double_backward", "logit_double_backward", "as_strided_backward", "storage_offset"}
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
 _COMPARISONS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
-_ACCESSORS = {"sizes", "strides", "dtype", "device", "dim", "numel"}
+_ACCESSORS = {"sizes", "strides", "dtype", "device", "dim", "numel", "storage_offset"}
+# How a node keeps an accessor's value. See Note [Saved geometry].
+_ACCESSOR_TYPES = {"sizes": "DimVector", "strides": "DimVector", "dtype": "DType", "device": "Device",
+                   "dim": "int64_t", "numel": "int64_t", "storage_offset": "int64_t"}
+
+# Note [Saved geometry]
+# ---------------------
+# A formula that reads an input only through accessors (`self.sizes()`,
+# `self.dim()`, ...) saves those values, not the tensor: the node's `used` set
+# names them "self.sizes", ..., and the node has a field self_sizes_. Saving the
+# tensor would keep its memory alive and, worse, make its version check fire
+# when the tensor is later modified in place through any alias although the
+# formula never reads its values (`h[t] = f(h[t - 1])` in a loop writes into
+# the tensor SelectBackward0 read h[t - 1] from). PyTorch saves sizes the same
+# way (self_sym_sizes).
 
 
 def _is_number(node: ast.AST) -> bool:
@@ -73,6 +93,9 @@ class _Translator:
     def __init__(self, op: Op, tensor_args: set[str], op_names: set[str]):
         self.op = op
         self.tensor_args = tensor_args
+        # Inputs whose accessors are saved as values (Note [Saved geometry]).
+        self.plain_tensors = {a.name for a in op.schema.arguments
+                              if a.type.base == "Tensor" and not a.type.is_list and not a.type.optional}
         self.op_names = op_names
         self.used: set[str] = set()
 
@@ -104,6 +127,13 @@ class _Translator:
             return f"kiln::mul(kiln::reciprocal({tensor}), {number})"
         self.fail(f"'{ast.unparse(node)}': a number on the left of '{fn}' is not translated")
 
+    def _saved_accessor(self, receiver: ast.AST, attr: str) -> str | None:
+        """`self.sizes()` of a plain Tensor input: the node's saved value."""
+        if not (isinstance(receiver, ast.Name) and receiver.id in self.plain_tensors):
+            return None
+        self.used.add(f"{receiver.id}.{attr}")
+        return f"{identifier(receiver.id)}_{attr}_"
+
     def expr(self, node: ast.AST) -> str:
         if isinstance(node, ast.Name):
             self.used.add(node.id)
@@ -118,6 +148,8 @@ class _Translator:
             self.used.add("grads")
             return f"grads[{self.expr(node.slice)}]"
         if isinstance(node, ast.Attribute):
+            if node.attr in _ACCESSORS and (saved := self._saved_accessor(node.value, node.attr)):
+                return saved
             receiver = self.expr(node.value)
             if node.attr in _ACCESSORS:
                 return f"{receiver}.{node.attr}()"
@@ -144,8 +176,10 @@ class _Translator:
         if isinstance(node, ast.Call):
             args = [self.expr(a) for a in node.args]
             if isinstance(node.func, ast.Attribute):
-                receiver = self.expr(node.func.value)
                 name = node.func.attr
+                if name in _ACCESSORS and not args and (saved := self._saved_accessor(node.func.value, name)):
+                    return saved
+                receiver = self.expr(node.func.value)
                 if name in _ACCESSORS:
                     return f"{receiver}.{name}()"
                 if name in HELPERS:
@@ -187,6 +221,9 @@ def _supported(op: Op) -> bool:
 
 def autograd_kernels_cpp(ops: list[Op]) -> str:
     op_names = {op.name for op in ops}
+    ops_by_name: dict[str, list[Op]] = {}
+    for o in ops:
+        ops_by_name.setdefault(o.name, []).append(o)
     nodes, kernels, registrations = [], [], []
     for op in ops:
         # Ops whose formulas kiln cannot generate yet keep the Autograd fallback
@@ -197,12 +234,13 @@ def autograd_kernels_cpp(ops: list[Op]) -> str:
         if (_reads_overwritten_self(op, op_names) and "clone" not in op_names) or not _helpers_available(op, op_names):
             continue
         nodes.append(_node(op, node_struct(op), display_name(op, ops), op_names))
-        kernels.append(_kernel(op, node_struct(op), op_names))
+        kernels.append(_kernel(op, node_struct(op), op_names, ops_by_name))
         registrations.append(f'  m.impl("{op.full_name}", &{struct_name(op)}_autograd);')
     return (HEADER.format(what=" (Autograd kernels)") +
             '#include "eager/autograd/AutogradMeta.h"\n#include "eager/autograd/Engine.h"\n'
             '#include "eager/autograd/FormulaHelpers.h"\n#include "eager/autograd/GradMode.h"\n'
-            '#include "eager/autograd/SavedVariable.h"\n#include "eager/dispatch/Library.h"\n'
+            '#include "eager/autograd/SavedVariable.h"\n#include "eager/autograd/ViewAutograd.h"\n'
+            '#include "eager/dispatch/Library.h"\n'
             '#include "kiln/generated/Functions.h"\n\n'
             "namespace kiln::autograd::generated {\n\nnamespace {\n\n" + "\n".join(nodes) + "\n" +
             "\n".join(kernels) + "\n}  // namespace\n\n"
@@ -290,6 +328,9 @@ def _node(op: Op, name: str, shown_name: str, op_names: set[str]) -> str:
             release.append(f"    {v}_.reset();")
         else:
             fields.append(f"  {_storage_type(params[a.name].type)} {v}{{}};")
+    for u in sorted(u for u in used if "." in u):
+        arg, attr = u.split(".")
+        fields.append(f"  {_ACCESSOR_TYPES[attr]} {identifier(arg)}_{attr}_{{}};")
     for r in _result_names(op):
         if r in used:
             fields.append(f"  SavedVariable {r}_;")
@@ -352,7 +393,13 @@ def _saved_value(param_type: str, v: str) -> str:
     return v
 
 
-def _kernel(op: Op, name: str, op_names: set[str]) -> str:
+def _is_inplace_view(op: Op, ops_by_name: dict[str, list[Op]]) -> bool:
+    """transpose_, squeeze_, as_strided_, ...: in-place ops whose functional
+    form is a view op; they change the tensor's geometry, not its values."""
+    return any("view" in o.tags for o in ops_by_name.get(op.name.rstrip("_"), []))
+
+
+def _kernel(op: Op, name: str, op_names: set[str], ops_by_name: dict[str, list[Op]]) -> str:
     params = dispatcher_params(op)
     by_arg = {a.name: p for a, p in zip(op.schema.arguments, params)}
     _, used = _translate(op, op_names)
@@ -400,6 +447,10 @@ def _kernel(op: Op, name: str, op_names: set[str]) -> str:
             lines.append(f"    grad_fn->{v}_ = SavedVariable({v}, false);")
         else:
             lines.append(f"    grad_fn->{v} = {_saved_value(by_arg[a.name].type, v)};")
+    for u in sorted(u for u in used if "." in u):
+        arg, attr = u.split(".")
+        value = f"{identifier(arg)}.{attr}()"
+        lines.append(f"    grad_fn->{identifier(arg)}_{attr}_ = {'DimVector(' + value + ')' if attr in ('sizes', 'strides') else value};")
     lines.append("  }")
     call = f"ops::{struct_name(op)}::redispatch(keys.below(DispatchKey::Autograd), {', '.join(p.name for p in params)})"
     n = len(op.schema.returns)
@@ -410,15 +461,12 @@ def _kernel(op: Op, name: str, op_names: set[str]) -> str:
     lines.append("  }")
     lines.append("  if (grad_fn) {")
     if _returns_list(op):
-        lines.append("    for (const Tensor& r : result) {")
-        lines.append("      set_history(r, grad_fn);")
-        if "view" in op.tags:
-            lines.append("      materialize_autograd_meta(r).is_view_of_graph = true;")
-        lines.append("    }")
+        lines.append("    for (const Tensor& r : result) set_history(r, grad_fn);")
     elif n == 1:
-        lines.append("    set_history(result, grad_fn);")
-        if "view" in op.tags:
-            lines.append("    materialize_autograd_meta(result).is_view_of_graph = true;")
+        # See Note [In-place through a view: CopySlices] (eager/autograd/ViewAutograd.h);
+        # in-place view ops (transpose_, ...) change geometry, not values: plain history.
+        rebase = op.schema.is_inplace and not _is_inplace_view(op, ops_by_name)
+        lines.append(f"    {'rebase_history' if rebase else 'set_history'}(result, grad_fn);")
         if "result" in used:
             lines.append("    grad_fn->result_ = SavedVariable(result, true);")
     else:
@@ -431,5 +479,13 @@ def _kernel(op: Op, name: str, op_names: set[str]) -> str:
             if r in used:
                 lines.append(f"    grad_fn->{r}_ = SavedVariable(std::get<{i}>(result), is_floating_point(std::get<{i}>(result).dtype()));")
     lines.append("  }")
+    if "view" in op.tags:
+        # See Note [Views know their base] (eager/autograd/ViewAutograd.h).
+        self_arg = identifier(op.schema.arguments[0].name)
+        multi = "true" if _returns_list(op) else "false"
+        if _returns_list(op):
+            lines.append(f"  for (const Tensor& r : result) note_view({self_arg}, r, grad_fn != nullptr, {multi});")
+        else:
+            lines.append(f"  note_view({self_arg}, result, grad_fn != nullptr, {multi});")
     lines.append("  return result;\n}\n")
     return "\n".join(lines)

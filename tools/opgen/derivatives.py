@@ -27,6 +27,7 @@ HELPERS = {
     "device": "Tensor::device()",
     "dim": "Tensor::dim()",
     "numel": "Tensor::numel()",
+    "storage_offset": "Tensor::storage_offset()",
     # Defined by the autograd issue (not ops yet; the autograd codegen supplies them).
     "maybe_multiply": "autograd issue: grad * alpha, skipped when alpha is 1",
     "zeros_like": "autograd issue: zeros of the same shape, dtype and device",
@@ -34,7 +35,8 @@ HELPERS = {
     "to": "autograd issue: converts to a dtype",
     "reshape": "autograd issue: view when possible, else a copy",
     # Shape ops' backwards (issue "TensorIterator and the CPU kernels", shape ops); autograd issue.
-    "as_strided_backward": "autograd issue: as_strided_backward(grad, self, size, stride, storage_offset)",
+    "as_strided_backward": "as_strided_backward(grad, input sizes, strides, storage offset, size, stride, "
+                           "storage_offset): grad scattered through a storage-shaped buffer",
     "select_backward": "autograd issue: zeros of input_sizes with grad written at index along dim",
     "slice_backward": "autograd issue: zeros of input_sizes with grad written into the slice",
     "permute_backwards": "autograd issue: grad permuted by the inverse of dims",

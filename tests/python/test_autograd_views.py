@@ -1,0 +1,400 @@
+"""In-place ops through views under autograd (PyTorch's CopySlices), compared
+with torch: gradients, grad_fn names, double backward, version checks across
+aliases, and the errors torch raises for the views it refuses to modify."""
+
+import numpy as np
+import pytest
+import torch
+
+import kiln
+
+RNG = np.random.default_rng(11)
+LEAF = RNG.uniform(-1.5, 1.5, size=(4, 4))
+OTHER = RNG.uniform(0.5, 1.5, size=(4,))
+
+
+def short(name):
+    """torch says 'torch::autograd::CopySlices' where kiln says 'CopySlices'."""
+    return name.split("::")[-1]
+
+
+# name -> fn(lib, leaf, other) -> (output, {label: tensor whose grad_fn name to compare})
+def _mul_row(lib, a, o):
+    x = a.clone()
+    x[0] *= 2
+    return x * x, {"x": x}
+
+
+def _add_column(lib, a, o):
+    x = a.clone()
+    v = x[:, 1]
+    v.add_(o)
+    return x.sin() + 0, {"x": x, "v": v}
+
+
+def _mul_transposed(lib, a, o):
+    x = a * 1.5
+    x.t().mul_(x.detach() + 1)
+    return x * a, {"x": x}
+
+
+def _setitem_on_flat_view(lib, a, o):
+    x = a.clone()
+    v = x.view(-1)
+    v[3] = 5
+    v[5] = o[1] * 3
+    return x * a, {"x": x, "v": v}
+
+
+def _zero_diagonal(lib, a, o):
+    x = a * 2
+    d = x.diagonal()
+    d.zero_()
+    return x * a, {"x": x, "d": d}
+
+
+def _chained_views(lib, a, o):
+    x = a.clone()
+    w = x[1:]
+    v = w[:, 1:3].transpose(0, 1)
+    v.mul_(o[:2].unsqueeze(1))
+    return x * x, {"x": x, "w": w, "v": v}
+
+
+def _use_base_and_view(lib, a, o):
+    x = a * 2
+    v = x[2]
+    v.mul_(o)
+    return (x * 3).sum() + (v * v).sum() * 0.5, {"x": x, "v": v}
+
+
+def _view_used_before_and_after(lib, a, o):
+    x = a * 1
+    v = x[1:3]
+    before = v * 2       # v's old history, from before the write below
+    x[1, 2] = o[0]
+    after = v * 3        # v's history regenerated over x's new one
+    return before.sum() + after.sum() + (x * x).sum(), {"x": x, "v": v}
+
+
+def _write_into_plain_tensor(lib, a, o):
+    out = lib.zeros(4, 4, dtype=lib.float64)
+    out[1] = a[0] * o
+    out[:, 2] += a[:, 3]
+    return out * 2, {"out": out}
+
+
+def _rnn_style_loop(lib, a, o):
+    h = lib.zeros(4, 4, dtype=lib.float64)
+    h[0] = o
+    for t in range(1, 4):
+        h[t] = (h[t - 1] + a[t]).tanh()  # reads h[t - 1] (saving no alias of h), then writes h
+    return h.sum(0), {"h": h}
+
+
+def _inplace_on_base_then_view(lib, a, o):
+    x = a.clone()
+    v = x[:, :2]
+    x.mul_(3)
+    v.add_(o[:2])
+    return x * v.sum(), {"x": x, "v": v}
+
+
+def _slice_step_and_select(lib, a, o):
+    x = a + 0
+    x[::2, 1].mul_(o[:2])
+    x[1:, :][0].sub_(o)
+    return x.cos(), {"x": x}
+
+
+def _unsqueeze_expand_copy(lib, a, o):
+    x = a.clone()
+    x[1:3] = o  # a broadcast copy (as_strided of o with a 0 stride)
+    return x * a, {"x": x}
+
+
+CASES = {f.__name__[1:]: f for f in [_mul_row, _add_column, _mul_transposed, _setitem_on_flat_view, _zero_diagonal,
+                                      _chained_views, _use_base_and_view, _view_used_before_and_after,
+                                      _write_into_plain_tensor, _rnn_style_loop, _inplace_on_base_then_view,
+                                      _slice_step_and_select, _unsqueeze_expand_copy]}
+
+
+def run(lib, case, create_graph=False):
+    a = lib.tensor(LEAF, dtype=lib.float64, requires_grad=True)
+    o = lib.tensor(OTHER, dtype=lib.float64, requires_grad=True)
+    out, named = CASES[case](lib, a, o)
+    seed = lib.tensor(np.linspace(-1, 1, out.numel()).reshape(tuple(out.shape)), dtype=lib.float64)
+    grads = lib.autograd.grad(out, [a, o], seed, create_graph=create_graph, allow_unused=True)
+    names = {k: (short(t.grad_fn.name()) if t.grad_fn is not None else None) for k, t in named.items()}
+    return out, grads, names, (a, o)
+
+
+def as_np(t, like):
+    return np.zeros_like(like) if t is None else t.detach().numpy()
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_gradients_and_grad_fn_names_match_torch(case):
+    k_out, k_grads, k_names, _ = run(kiln, case)
+    t_out, t_grads, t_names, _ = run(torch, case)
+    np.testing.assert_allclose(k_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-12, atol=1e-12)
+    for kg, tg, like in zip(k_grads, t_grads, (LEAF, OTHER)):
+        np.testing.assert_allclose(as_np(kg, like), as_np(tg, like), rtol=1e-10, atol=1e-12)
+    assert k_names == t_names
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_double_backward_through_copy_slices_matches_torch(case):
+    results = []
+    for lib in (kiln, torch):
+        _, grads, _, inputs = run(lib, case, create_graph=True)
+        # d/dinputs of sum(grad_a * c + grad_o): a second backward through the first one's graph
+        c = lib.tensor(np.arange(16.0).reshape(4, 4) / 16, dtype=lib.float64)
+        total = (grads[0] * c).sum() + (grads[1].sum() if grads[1] is not None else 0)
+        second = lib.autograd.grad(total, inputs, allow_unused=True, materialize_grads=True)
+        results.append([g.detach().numpy() for g in second])
+    for kg, tg in zip(*results):
+        np.testing.assert_allclose(kg, tg, rtol=1e-10, atol=1e-12)
+
+
+def test_retain_graph_backward_twice_through_copy_slices():
+    grads = []
+    for lib in (kiln, torch):
+        a = lib.tensor(LEAF, dtype=lib.float64, requires_grad=True)
+        x = a * 2
+        x[1:3, 1].mul_(a[0, :2])
+        y = (x * x).sum()
+        y.backward(retain_graph=True)
+        y.backward()
+        grads.append(a.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+
+
+def test_second_backward_without_retain_graph_raises():
+    a = kiln.tensor(LEAF, dtype=kiln.float64, requires_grad=True)
+    x = a * 2
+    x[0].mul_(a[1].detach() + 1)
+    y = (x * 1).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        y.backward()
+
+
+def test_version_counter_is_shared_between_base_and_views():
+    x = kiln.zeros(3, 4)
+    v = x[1]
+    w = x.t()[2]
+    before = (x._version, v._version, w._version)
+    v.add_(1)
+    assert x._version == v._version == w._version == before[0] + 1
+    x.mul_(2)
+    assert x._version == v._version == w._version == before[0] + 2
+
+
+@pytest.mark.parametrize("write", ["through view", "through base"])
+def test_saved_tensor_version_check_fires_across_aliases_as_torch(write):
+    for lib in (kiln, torch):
+        a = lib.tensor(LEAF, dtype=lib.float64, requires_grad=True)
+        x = a.clone()
+        v = x[0]
+        y = (x * x).sum() if write == "through view" else (v * v).sum()  # saves x (or v)
+        if write == "through view":
+            v.mul_(2)
+        else:
+            x.add_(1)
+        with pytest.raises(RuntimeError, match=r"one of the variables needed for gradient computation has been "
+                           r"modified by an inplace operation: \[\w+\.DoubleTensor \[4(, 4)?\]\]"):
+            y.backward()
+
+
+def test_grad_fn_names_match_torch_after_writes():
+    names = []
+    for lib in (kiln, torch):
+        a = lib.tensor(LEAF, dtype=lib.float64, requires_grad=True)
+        x = a.clone()
+        v = x[0]
+        seen = [short(v.grad_fn.name())]            # SelectBackward0
+        v.mul_(2)
+        seen += [short(x.grad_fn.name()), short(v.grad_fn.name())]  # CopySlices, AsStridedBackward0
+        u = x[1:]
+        x.add_(a)                                   # u's history becomes stale
+        seen += [short(x.grad_fn.name()), short(u.grad_fn.name())]  # AddBackward0, AsStridedBackward0
+        s = lib.as_strided(a, (2, 2), (1, 4), 1)
+        seen.append(short(s.grad_fn.name()))
+        names.append(seen)
+    assert names[0] == names[1]
+    assert names[0][1:3] == ["CopySlices", "AsStridedBackward0"]
+
+
+# --- as_strided's own gradient --------------------------------------------------
+
+AS_STRIDED = {
+    "transpose-like": ((4, 4), (3, 4), (1, 4), 0),
+    "window with offset": ((4, 4), (2, 3), (4, 1), 5),
+    "overlapping windows": ((4, 4), (3, 3), (1, 1), 2),  # elements read twice: gradients add up
+    "broadcast row": ((4, 4), (3, 4), (0, 1), 4),
+    "every other": ((4, 4), (8,), (2,), 0),
+}
+
+
+@pytest.mark.parametrize("name", list(AS_STRIDED))
+def test_as_strided_backward_matches_torch(name):
+    shape, size, stride, offset = AS_STRIDED[name]
+    grads = []
+    for lib in (kiln, torch):
+        a = lib.tensor(LEAF.reshape(shape), dtype=lib.float64, requires_grad=True)
+        y = lib.as_strided(a * 1, size, stride, offset)
+        seed = lib.tensor(np.linspace(-2, 3, int(np.prod(size))).reshape(size), dtype=lib.float64,
+                          requires_grad=True)
+        (g,) = lib.autograd.grad(y, a, seed, create_graph=True)
+        (gg,) = lib.autograd.grad((g * g * a).sum(), seed)  # through as_strided_backward itself
+        grads.append((g.detach().numpy(), gg.numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-12)
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-12)
+
+
+def test_as_strided_gradcheck():
+    a = kiln.tensor(LEAF, dtype=kiln.float64, requires_grad=True)
+    assert kiln.autograd.gradcheck(lambda t: kiln.as_strided(t, (3, 3), (1, 1), 2) * 2, (a,))
+
+
+def test_as_strided_of_an_overlapping_input_raises_a_clear_error():
+    a = kiln.tensor(OTHER, dtype=kiln.float64, requires_grad=True)
+    e = a.expand(3, 4)  # every row aliases a
+    y = kiln.as_strided(e, (2, 2), (1, 1), 0)
+    with pytest.raises(RuntimeError, match="as_strided_backward.*overlap"):
+        y.sum().backward()
+
+
+# --- errors, as torch raises them ------------------------------------------------
+
+def _view_of_leaf(lib):
+    leaf = lib.ones(3, 4, requires_grad=True)
+    leaf[0].mul_(2)
+
+
+def _reshape_view_of_leaf(lib):
+    leaf = lib.ones(3, 4, requires_grad=True)
+    leaf.view(-1).add_(1)
+
+
+def _unbind_output(lib):
+    x = lib.ones(3, 4, requires_grad=True).clone()
+    x.unbind()[1].mul_(2)
+
+
+def _split_output(lib):
+    x = lib.ones(3, 4, requires_grad=True).clone()
+    x.split(2)[0].add_(1)
+
+
+def _chunk_output(lib):
+    x = lib.ones(4, 4, requires_grad=True).clone()
+    x.chunk(2, 1)[1].add_(1)
+
+
+def _view_of_unbind_output(lib):
+    x = lib.ones(3, 4, requires_grad=True).clone()
+    x.unbind(1)[2][1:].mul_(2)
+
+
+def _no_grad_view(lib):
+    x = lib.ones(3, 4, requires_grad=True).clone()
+    with lib.no_grad():
+        v = x[0]
+    v.mul_(2)
+
+
+def _no_grad_view_of_plain_written_with_grad(lib):
+    x = lib.zeros(3, 4)
+    with lib.no_grad():
+        v = x[0]
+    v.copy_(lib.ones(4, requires_grad=True) * 2)
+
+
+def _overlapping_view(lib):
+    x = lib.ones(3, requires_grad=True).clone()
+    x.expand(2, 3).mul_(2)
+
+
+ERRORS = {
+    "view of a leaf": (_view_of_leaf, r"^a view of a leaf Variable that requires grad is being used in an in-place "
+                       r"operation\.$"),
+    "reshape view of a leaf": (_reshape_view_of_leaf, r"^a view of a leaf Variable that requires grad"),
+    "unbind output": (_unbind_output, r"^Output 1 of Unbind is a view and is being modified inplace\. This view is "
+                      r"the output of a function that returns multiple views\. Such functions do not allow the output "
+                      r"views to be modified inplace\. You should replace the inplace operation by an out-of-place "
+                      r"one\.$"),
+    "split output": (_split_output, r"^Output 0 of Split is a view and is being modified inplace"),
+    "chunk output": (_chunk_output, r"^Output 1 of Split is a view and is being modified inplace"),
+    "view of an unbind output": (_view_of_unbind_output, r"^Output 0 of Slice is a view and is being modified "
+                                 r"inplace\. This view is the output of a function that returns multiple views"),
+    "no_grad view": (_no_grad_view, r"^A view was created in no_grad mode and is being modified inplace with grad "
+                     r"mode enabled\. Given that this use case is ambiguous and error-prone, it is forbidden\."),
+    "no_grad view of a plain tensor": (_no_grad_view_of_plain_written_with_grad,
+                                       r"^A view was created in no_grad mode and is being modified inplace"),
+    "overlapping view": (_overlapping_view, r"^unsupported operation: more than one element of the written-to tensor "
+                         r"refers to a single memory location\."),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_refused_in_place_writes_raise_as_torch(name):
+    fn, pattern = ERRORS[name]
+    for lib in (kiln, torch):
+        with pytest.raises(RuntimeError, match=pattern):
+            fn(lib)
+
+
+def test_refused_write_leaves_the_tensor_unchanged():
+    x = kiln.ones(3, 4, requires_grad=True).clone()
+    parts = x.unbind()
+    with pytest.raises(RuntimeError):
+        parts[0].mul_(5)
+    assert x.detach().numpy().tolist() == np.ones((3, 4)).tolist()
+    assert x.grad_fn.name() == "CloneBackward0"
+
+
+@pytest.mark.parametrize("lib", [kiln, torch], ids=["kiln", "torch"])
+def test_allowed_writes_that_torch_allows(lib):
+    leaf = lib.ones(3, 4, requires_grad=True)
+    with lib.no_grad():
+        leaf[0].mul_(2)        # a view of a leaf, in no_grad: an optimizer step
+        v = leaf.clone()[1]
+        v.add_(1)              # a no_grad view, written in no_grad
+    x = leaf.clone()
+    with lib.no_grad():
+        w = x[0]
+    w.detach().zero_()         # a detached alias is not a view under autograd
+    x.unbind()[0].detach().mul_(3)
+    assert leaf[0, 0].item() == 2.0 and x[0, 0].item() == 0.0
+
+
+def test_graph_through_a_base_and_its_views_is_freed():
+    import gc
+
+    def allocated():
+        return kiln.memory_stats()["allocated_bytes.all.current"]
+
+    w = kiln.ones(2, requires_grad=True)
+    gc.collect()  # earlier tests' garbage must not be freed during the measurement
+    before = allocated()
+    out = kiln.zeros(1 << 20)
+    v = out[:2]
+    out[2:4] = v * w  # MulBackward0 saves v, a view of out, and out's CopySlices holds MulBackward0
+    x = kiln.ones(1 << 20, requires_grad=True).clone()
+    x[0].mul_(2)
+    del out, v, x
+    gc.collect()
+    assert allocated() - before < (1 << 20)  # no reference cycle keeps the 4 MiB tensors alive
+
+
+@pytest.mark.parametrize("lib", [kiln, torch], ids=["kiln", "torch"])
+def test_base_and_is_view_as_torch(lib):
+    x = lib.zeros(3, 4)
+    v = x[1:][:, 2]
+    assert v._is_view() and v._base is x            # a view of a view records the root
+    assert x.t()._base is x and x.unbind()[2]._base is x
+    assert not x._is_view() and x._base is None
+    assert not x.detach()._is_view() and not x.clone()._is_view()
+    assert not x.view(lib.int32)._is_view()         # a dtype view is not a differentiable view
