@@ -97,6 +97,32 @@ def _embedding(kiln, torch, backward):
     return (lambda: F.embedding(kw, ki).backward(kg)), (lambda: torch.embedding(tw, ti).backward(tg))
 
 
+def _batch_norm(kiln, torch, backward):
+    """Training-mode batch_norm over [32, 64, 32, 32] with weight, bias and running statistics."""
+    k, t = _inputs(kiln, torch, (32, 64, 32, 32), backward)
+    kw, tw = _inputs(kiln, torch, (64,), backward, seed=5)
+    kb, tb = _inputs(kiln, torch, (64,), backward, seed=6)
+    km, tm = kiln.zeros(64), torch.zeros(64)
+    kv, tv = kiln.ones(64), torch.ones(64)
+    kf, tf = kiln.nn.functional.batch_norm, torch.nn.functional.batch_norm
+    if not backward:
+        return (lambda: kf(k, km, kv, kw, kb, True)), (lambda: tf(t, tm, tv, tw, tb, True))
+    kg, tg = _inputs(kiln, torch, (32, 64, 32, 32), False, seed=7)
+    return (lambda: kf(k, km, kv, kw, kb, True).backward(kg)), (lambda: tf(t, tm, tv, tw, tb, True).backward(tg))
+
+
+def _group_norm(kiln, torch, backward):
+    """group_norm with 8 groups over [32, 64, 32, 32] with weight and bias."""
+    k, t = _inputs(kiln, torch, (32, 64, 32, 32), backward)
+    kw, tw = _inputs(kiln, torch, (64,), backward, seed=5)
+    kb, tb = _inputs(kiln, torch, (64,), backward, seed=6)
+    kf, tf = kiln.nn.functional.group_norm, torch.nn.functional.group_norm
+    if not backward:
+        return (lambda: kf(k, 8, kw, kb)), (lambda: tf(t, 8, tw, tb))
+    kg, tg = _inputs(kiln, torch, (32, 64, 32, 32), False, seed=7)
+    return (lambda: kf(k, 8, kw, kb).backward(kg)), (lambda: tf(t, 8, tw, tb).backward(tg))
+
+
 def cases() -> list[Case]:
     scores = (2, 12, 256, 256)
     hidden = (512, 768)
@@ -111,5 +137,15 @@ def cases() -> list[Case]:
                                      lambda torch, x: torch.nn.functional.rms_norm(x, (768,))),
         "cross_entropy [256,50257]": _cross_entropy,
         "embedding [50257,768][2,256]": _embedding,
+        # sorting (eager/ops/sorting.yaml) and the channel norms (batch_norm, group_norm)
+        "sort [64,4096] dim -1": _unary((64, 4096), lambda kiln, x: x.sort(-1).values,
+                                        lambda torch, x: x.sort(-1).values),
+        "sort [1M]": _unary((1 << 20,), lambda kiln, x: x.sort().values, lambda torch, x: x.sort().values),
+        "topk 10 [64,4096] dim -1": _unary((64, 4096), lambda kiln, x: x.topk(10).values,
+                                           lambda torch, x: x.topk(10).values),
+        "topk 1000 [1M]": _unary((1 << 20,), lambda kiln, x: x.topk(1000).values,
+                                 lambda torch, x: x.topk(1000).values),
+        "batch_norm train [32,64,32,32]": _batch_norm,
+        "group_norm 8 groups [32,64,32,32]": _group_norm,
     }
     return [_case(name, build, backward) for name, build in builders.items() for backward in (False, True)]

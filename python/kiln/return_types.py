@@ -7,8 +7,10 @@ from collections import namedtuple
 
 max = namedtuple("max", ["values", "indices"])  # noqa: A001  (torch's name)
 min = namedtuple("min", ["values", "indices"])  # noqa: A001
+sort = namedtuple("sort", ["values", "indices"])
+topk = namedtuple("topk", ["values", "indices"])
 
-for _cls in (max, min):
+for _cls in (max, min, sort, topk):
     _cls.__module__ = "kiln.return_types"
 
 

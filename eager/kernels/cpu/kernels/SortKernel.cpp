@@ -1,0 +1,124 @@
+// The sort / topk loop, compiled per CPU capability: each row is gathered into
+// (value, index) pairs, ordered with std::sort (or partial_sort / nth_element
+// for topk) and written back. See Note [Sort order] (SortOps.cpp).
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "eager/core/DType.h"
+#include "eager/core/Half.h"
+#include "eager/kernels/Parallel.h"
+#include "eager/kernels/cpu/SortStubs.h"
+
+namespace kiln::native {
+namespace KILN_CPU_NS {
+namespace {
+
+/// The type a row is compared in: float for float16/bfloat16, the element type otherwise.
+template <typename T>
+using key_t = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+
+template <typename K>
+bool is_nan(K v) {
+  if constexpr (std::is_floating_point_v<K>) {
+    return std::isnan(v);
+  } else {
+    return false;
+  }
+}
+
+/// (value, index) orders: a strict total order with NaN largest and ties by index.
+template <typename K>
+struct Ascending {
+  bool operator()(const std::pair<K, int64_t>& a, const std::pair<K, int64_t>& b) const {
+    const bool an = is_nan(a.first), bn = is_nan(b.first);
+    if (an || bn) return an == bn ? a.second < b.second : bn;
+    if (a.first < b.first) return true;
+    if (b.first < a.first) return false;
+    return a.second < b.second;
+  }
+};
+
+template <typename K>
+struct Descending {
+  bool operator()(const std::pair<K, int64_t>& a, const std::pair<K, int64_t>& b) const {
+    const bool an = is_nan(a.first), bn = is_nan(b.first);
+    if (an || bn) return an == bn ? a.second < b.second : an;
+    if (a.first > b.first) return true;
+    if (b.first > a.first) return false;
+    return a.second < b.second;
+  }
+};
+
+/// Puts the k first elements of `row` under `cmp` in order at its front.
+template <typename It, typename Cmp>
+void order_front(It begin, It end, int64_t k, const Cmp& cmp) {
+  const int64_t n = end - begin;
+  if (k >= n) {
+    std::sort(begin, end, cmp);
+  } else if (k * 64 <= n) {
+    std::partial_sort(begin, begin + k, end, cmp);
+  } else {
+    std::nth_element(begin, begin + k, end, cmp);
+    std::sort(begin, begin + k, cmp);
+  }
+}
+
+/// Element offsets of row `r` in the input, values and indices.
+struct RowOffsets {
+  int64_t in = 0, values = 0, indices = 0;
+};
+
+RowOffsets row_offsets(const SortRows& p, int64_t r) {
+  RowOffsets o;
+  for (int64_t d = static_cast<int64_t>(p.outer_sizes.size()) - 1; d >= 0; --d) {
+    const auto du = static_cast<size_t>(d);
+    const int64_t i = r % p.outer_sizes[du];
+    r /= p.outer_sizes[du];
+    o.in += i * p.in_outer[du];
+    o.values += i * p.values_outer[du];
+    o.indices += i * p.indices_outer[du];
+  }
+  return o;
+}
+
+template <typename T>
+void sort_typed(const Tensor& self, const Tensor& values, const Tensor& indices, const SortRows& p) {
+  using K = key_t<T>;
+  const T* in = self.data_ptr<T>();
+  T* out = values.data_ptr<T>();
+  int64_t* idx = indices.data_ptr<int64_t>();
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(p.n, 1));
+  parallel_for(0, p.rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<std::pair<K, int64_t>> buf(static_cast<size_t>(p.n));
+    for (int64_t r = begin; r < end; ++r) {
+      const RowOffsets o = row_offsets(p, r);
+      const T* row = in + o.in;
+      for (int64_t i = 0; i < p.n; ++i) buf[static_cast<size_t>(i)] = {static_cast<K>(row[i * p.in_stride]), i};
+      if (p.descending) {
+        order_front(buf.begin(), buf.end(), p.k, Descending<K>{});
+      } else {
+        order_front(buf.begin(), buf.end(), p.k, Ascending<K>{});
+      }
+      T* vrow = out + o.values;
+      int64_t* irow = idx + o.indices;
+      for (int64_t i = 0; i < p.k; ++i) {
+        vrow[i * p.values_stride] = static_cast<T>(buf[static_cast<size_t>(i)].first);
+        irow[i * p.indices_stride] = buf[static_cast<size_t>(i)].second;
+      }
+    }
+  });
+}
+
+void sort_kernel(const Tensor& self, const Tensor& values, const Tensor& indices, const SortRows& plan) {
+  visit_dtype(self.dtype(), [&](auto tag) { sort_typed<decltype(tag)>(self, values, indices, plan); });
+}
+
+}  // namespace
+
+KILN_REGISTER_DISPATCH(sort_stub, &sort_kernel);
+
+}  // namespace KILN_CPU_NS
+}  // namespace kiln::native
