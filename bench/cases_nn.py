@@ -2,7 +2,9 @@
 vocab 50257), the batch scaled down for this 2-core machine: softmax and
 log_softmax over attention scores [2, 12, 256, 256], layer_norm and rms_norm
 over [2 * 256, 768], cross_entropy over [256, 50257] logits, embedding of
-[2, 256] tokens from a [50257, 768] table; forward, and forward + backward.
+[2, 256] tokens from a [50257, 768] table; sort and topk over [64, 4096] rows and
+one 1M vector; training-mode batch_norm and 8-group group_norm over
+[32, 64, 32, 32]; forward, and forward + backward.
 Both sides run on 2 threads (set in make(), put back in notes()).
 
     python bench/run.py --filter nn/ [--quick]
@@ -97,6 +99,18 @@ def _embedding(kiln, torch, backward):
     return (lambda: F.embedding(kw, ki).backward(kg)), (lambda: torch.embedding(tw, ti).backward(tg))
 
 
+def _topk(shape, k):
+    """topk k along the last dim; the backward takes an upstream gradient of the values' shape."""
+    def build(kiln, torch, backward):
+        x, t = _inputs(kiln, torch, shape, backward)
+        if not backward:
+            return (lambda: x.topk(k).values), (lambda: t.topk(k).values)
+        kg, tg = _inputs(kiln, torch, tuple(shape[:-1]) + (k,), False, seed=1)
+        return (lambda: x.topk(k).values.backward(kg)), (lambda: t.topk(k).values.backward(tg))
+
+    return build
+
+
 def _batch_norm(kiln, torch, backward):
     """Training-mode batch_norm over [32, 64, 32, 32] with weight, bias and running statistics."""
     k, t = _inputs(kiln, torch, (32, 64, 32, 32), backward)
@@ -141,10 +155,8 @@ def cases() -> list[Case]:
         "sort [64,4096] dim -1": _unary((64, 4096), lambda kiln, x: x.sort(-1).values,
                                         lambda torch, x: x.sort(-1).values),
         "sort [1M]": _unary((1 << 20,), lambda kiln, x: x.sort().values, lambda torch, x: x.sort().values),
-        "topk 10 [64,4096] dim -1": _unary((64, 4096), lambda kiln, x: x.topk(10).values,
-                                           lambda torch, x: x.topk(10).values),
-        "topk 1000 [1M]": _unary((1 << 20,), lambda kiln, x: x.topk(1000).values,
-                                 lambda torch, x: x.topk(1000).values),
+        "topk 10 [64,4096] dim -1": _topk((64, 4096), 10),
+        "topk 1000 [1M]": _topk((1 << 20,), 1000),
         "batch_norm train [32,64,32,32]": _batch_norm,
         "group_norm 8 groups [32,64,32,32]": _group_norm,
     }

@@ -73,6 +73,7 @@ sort = return_types._named(return_types.sort, _C._functions.sort)
 topk = return_types._named(return_types.topk, _C._functions.topk)
 Tensor.sort = return_types._named(return_types.sort, _C.TensorBase.sort)
 Tensor.topk = return_types._named(return_types.topk, _C.TensorBase.topk)
+from kiln._distance import cdist  # noqa: E402  (torch.cdist's compute_mode strings)
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
 from kiln.serialization import load, save

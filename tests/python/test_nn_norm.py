@@ -147,6 +147,24 @@ def test_batch_norm_noncontiguous_and_mixed_stats():
     close(km, tm)
 
 
+@pytest.mark.parametrize("norm", ["batch", "group"])
+def test_reduced_input_float32_parameters(norm):
+    k, t = pair((4, 6, 5), "bfloat16", requires_grad=True)
+    kw, tw = pair((6,), requires_grad=True, seed=2)
+    kb, tb = pair((6,), requires_grad=True, seed=3)
+    if norm == "batch":
+        km, tm, kv, tv = stat_pair(6)
+        ko = kiln.nn.functional.batch_norm(k, km, kv, kw, kb, True)
+        to = TF.batch_norm(t, tm, tv, tw, tb, True)
+    else:
+        ko, to = kiln.nn.functional.group_norm(k, 3, kw, kb), TF.group_norm(t, 3, tw, tb)
+    close(ko, to, rtol=2e-2, atol=2e-2)
+    grad_pair(ko, to)
+    close(k.grad, t.grad, rtol=2e-2, atol=5e-2)
+    close(kw.grad, tw.grad, rtol=2e-2, atol=5e-2)  # float32, as the parameter
+    close(kb.grad, tb.grad, rtol=2e-2, atol=5e-2)
+
+
 @pytest.mark.parametrize("module", ["BatchNorm1d", "BatchNorm2d"])
 def test_batch_norm_modules(module):
     shape = (6, 4) if module == "BatchNorm1d" else (3, 4, 5, 5)

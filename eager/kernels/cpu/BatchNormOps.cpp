@@ -88,6 +88,12 @@ void write_running(const Tensor& t, const std::vector<double>& v) {
   });
 }
 
+/// The dtype of a weight or bias gradient: float32 for float16/bfloat16 inputs (a
+/// float32 parameter loses nothing; the engine casts to the parameter's dtype).
+DType param_grad_dtype(DType input) {
+  return input == DType::Float16 || input == DType::BFloat16 ? DType::Float32 : input;
+}
+
 void check_channel_vector(const std::optional<Tensor>& t, const char* name, int64_t c) {
   KILN_CHECK(!defined(t) || t->numel() == c, name, " should contain ", c, " elements not ",
              defined(t) ? t->numel() : 0);
@@ -228,7 +234,7 @@ Tensor batch_norm_backward_weight_cpu(const Tensor& grad_out, const Tensor& inpu
     channel_grad_sums_stub(g, &x, l, mean.data(), sum_g.data(), dw.data());
     for (size_t c = 0; c < cs; ++c) dw[c] *= invstd[c];
   }
-  return from_doubles(dw, {l.c}, dt);
+  return from_doubles(dw, {l.c}, param_grad_dtype(dt));
 }
 
 Tensor channel_grad_sum_cpu(const Tensor& grad_out) {
@@ -240,7 +246,7 @@ Tensor channel_grad_sum_cpu(const Tensor& grad_out) {
     const Tensor g = contiguous_values(grad_out);
     channel_grad_sums_stub(g, nullptr, l, nullptr, s.data(), nullptr);
   }
-  return from_doubles(s, {l.c}, grad_out.dtype());
+  return from_doubles(s, {l.c}, param_grad_dtype(grad_out.dtype()));
 }
 
 // --- group_norm ---------------------------------------------------------------------
@@ -378,7 +384,7 @@ Tensor group_norm_backward_weight_cpu(const Tensor& grad_out, const Tensor& inpu
       }
     }
   }
-  return from_doubles(dw, {l.c}, dt);
+  return from_doubles(dw, {l.c}, param_grad_dtype(dt));
 }
 
 }  // namespace kiln::native
