@@ -187,3 +187,18 @@ def test_errors():
     assert_same_error(lambda: kb.topk(1), lambda: tb.topk(1))
     # stable= selects the overload whose dim is keyword-only, as in torch
     assert_same_error(lambda: k.sort(1, True, stable=True), lambda: t.sort(1, True, stable=True), message=False)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [1, 5, 20, 600])
+def test_topk_equals_stable_sort_prefix(largest, k):
+    # Both the heap path (small k) and the selection path (large k): ties and NaN included,
+    # topk's k elements are the stable sort's first k, indices too.
+    kt, t = make((3, 1000), "float32", ties=True, seed=4)
+    kt = kiln.where(kiln.tensor(np.random.default_rng(5).random((3, 1000)) < 0.01), float("nan"), kt)
+    t = torch.from_numpy(kt.numpy().copy())
+    r = kt.topk(k, 1, largest)
+    sv, si = kt.sort(dim=1, descending=largest, stable=True)
+    exact(r.values, torch.from_numpy(sv.numpy()[:, :k].copy()))
+    exact(r.indices, torch.from_numpy(si.numpy()[:, :k].copy()))
+    exact(r.values, t.topk(k, 1, largest).values)

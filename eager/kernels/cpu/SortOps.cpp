@@ -20,7 +20,7 @@ KILN_DEFINE_DISPATCH(sort_fn, sort_stub);
 // ascending, first descending), -0.0 equal to 0.0, float16/bfloat16 through
 // float. Equal elements keep their input order whether or not stable=True is
 // asked: the loop compares (value, index) pairs, a strict total order, so
-// std::sort, std::partial_sort and std::nth_element all give the one answer a
+// std::sort, std::nth_element and a heap selection all give the one answer a
 // stable sort gives, for any thread count. PyTorch's unstable CPU sort may order
 // ties differently; that is allowed, and stable=True matches it exactly. topk
 // returns its k elements sorted even when sorted=False (any order is allowed).

@@ -1,6 +1,6 @@
 // The sort / topk loop, compiled per CPU capability: each row is gathered into
-// (value, index) pairs, ordered with std::sort (or partial_sort / nth_element
-// for topk) and written back. See Note [Sort order] (SortOps.cpp).
+// (value, index) pairs, ordered with std::sort (nth_element first for topk, or
+// one scan with a heap of k pairs when k is small) and written back. See Note [Sort order] (SortOps.cpp).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -52,19 +52,40 @@ struct Descending {
   }
 };
 
-/// Puts the k first elements of `row` under `cmp` in order at its front.
+/// Puts the k first elements of [begin, end) under `cmp` in order at its front.
 template <typename It, typename Cmp>
 void order_front(It begin, It end, int64_t k, const Cmp& cmp) {
-  const int64_t n = end - begin;
-  if (k >= n) {
+  if (k >= end - begin) {
     std::sort(begin, end, cmp);
-  } else if (k * 64 <= n) {
-    std::partial_sort(begin, begin + k, end, cmp);
   } else {
     std::nth_element(begin, begin + k, end, cmp);
     std::sort(begin, begin + k, cmp);
   }
 }
+
+/// Small k: the k first elements of a strided row under `cmp`, in order, in
+/// buf[0, k), kept in a heap whose top is the last of them while the row is
+/// scanned once (most elements lose one comparison against the top and are
+/// never copied).
+template <typename K, typename T, typename Cmp>
+void select_by_heap(const T* row, int64_t stride, int64_t n, int64_t k, std::vector<std::pair<K, int64_t>>& buf,
+                    const Cmp& cmp) {
+  const auto b = buf.begin(), e = buf.begin() + k;
+  for (int64_t i = 0; i < k; ++i) buf[static_cast<size_t>(i)] = {static_cast<K>(row[i * stride]), i};
+  std::make_heap(b, e, cmp);
+  for (int64_t i = k; i < n; ++i) {
+    const std::pair<K, int64_t> c{static_cast<K>(row[i * stride]), i};
+    if (cmp(c, buf.front())) {
+      std::pop_heap(b, e, cmp);
+      buf[static_cast<size_t>(k - 1)] = c;
+      std::push_heap(b, e, cmp);
+    }
+  }
+  std::sort_heap(b, e, cmp);
+}
+
+/// Below this ratio of k to n, topk scans the row with a heap of k elements.
+constexpr int64_t kHeapSelectRatio = 64;
 
 /// Element offsets of row `r` in the input, values and indices.
 struct RowOffsets {
@@ -96,9 +117,18 @@ void sort_typed(const Tensor& self, const Tensor& values, const Tensor& indices,
     for (int64_t r = begin; r < end; ++r) {
       const RowOffsets o = row_offsets(p, r);
       const T* row = in + o.in;
-      for (int64_t i = 0; i < p.n; ++i) buf[static_cast<size_t>(i)] = {static_cast<K>(row[i * p.in_stride]), i};
+      const bool heap = p.k > 0 && p.k * kHeapSelectRatio <= p.n;
+      if (!heap) {
+        for (int64_t i = 0; i < p.n; ++i) buf[static_cast<size_t>(i)] = {static_cast<K>(row[i * p.in_stride]), i};
+      }
       if (p.descending) {
-        order_front(buf.begin(), buf.end(), p.k, Descending<K>{});
+        if (heap) {
+          select_by_heap(row, p.in_stride, p.n, p.k, buf, Descending<K>{});
+        } else {
+          order_front(buf.begin(), buf.end(), p.k, Descending<K>{});
+        }
+      } else if (heap) {
+        select_by_heap(row, p.in_stride, p.n, p.k, buf, Ascending<K>{});
       } else {
         order_front(buf.begin(), buf.end(), p.k, Ascending<K>{});
       }
