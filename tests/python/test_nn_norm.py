@@ -247,3 +247,19 @@ def test_batch_norm_group_norm_errors():
                       message=False)
     assert_same_error(lambda: kiln.nn.functional.batch_norm(kiln.ones(1, 3), None, None, training=True),
                       lambda: TF.batch_norm(torch.ones(1, 3), None, None, training=True))
+
+
+def test_norm_backward_ops_check_their_inputs():
+    # The backward ops index grad_out and the saved statistics: mismatched sizes raise, never read out of bounds.
+    k, _ = pair((4, 3, 5))
+    _, mean, invstd = F.native_batch_norm(k, None, None, None, None, True, 0.1, 1e-5)
+    bad_grad, _ = pair((4, 3, 4))
+    with pytest.raises(RuntimeError, match="expected grad_out of the input's size"):
+        F._batch_norm_backward_input(bad_grad, k, None, None, None, mean, invstd, True, 1e-5)
+    with pytest.raises(RuntimeError, match="expected save_mean with 3 elements"):
+        F._batch_norm_backward_weight(k, k, None, None, mean[:2], invstd, True, 1e-5)
+    _, gmean, grstd = F.native_group_norm(k, None, None, 4, 3, 5, 3, 1e-5)
+    with pytest.raises(RuntimeError, match="expected rstd with 12 elements"):
+        F._group_norm_backward_input(k, k, None, gmean, grstd[:2], 3)
+    with pytest.raises(RuntimeError, match="expected grad_out of the input's size"):
+        F._group_norm_backward_weight(bad_grad, k, gmean, grstd, 3)

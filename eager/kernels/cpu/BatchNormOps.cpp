@@ -1,6 +1,7 @@
 // batch_norm and group_norm (forward and backward): argument checks, the
 // [N, C, HxW] layout and the per-channel coefficients, compiled once; the loops
 // are in kernels/ChannelNormKernel.cpp.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -92,6 +93,18 @@ void write_running(const Tensor& t, const std::vector<double>& v) {
 /// float32 parameter loses nothing; the engine casts to the parameter's dtype).
 DType param_grad_dtype(DType input) {
   return input == DType::Float16 || input == DType::BFloat16 ? DType::Float32 : input;
+}
+
+/// The backward ops read grad_out as the input's [N, C, HxW] and the saved
+/// statistics by index: both must have the sizes the forward gave them.
+void check_backward_inputs(const char* op, const Tensor& grad_out, const Tensor& input) {
+  KILN_CHECK(std::ranges::equal(grad_out.sizes(), input.sizes()), op, ": expected grad_out of the input's size ", input.sizes(),
+             ", but got ", grad_out.sizes());
+}
+
+void check_saved(const char* op, const char* name, const Tensor& saved, int64_t count) {
+  KILN_CHECK(saved.defined() && saved.numel() == count, op, ": expected ", name, " with ", count,
+             " elements, but got ", saved.defined() ? saved.numel() : 0);
 }
 
 void check_channel_vector(const std::optional<Tensor>& t, const char* name, int64_t c) {
@@ -191,6 +204,7 @@ Tensor batch_norm_backward_input_cpu(const Tensor& grad_out, const Tensor& input
                                      const std::optional<Tensor>& running_var, const Tensor& save_mean,
                                      const Tensor& save_invstd, bool training, double eps) {
   check_batch_norm(input, weight, std::nullopt, running_mean, running_var);
+  check_backward_inputs("_batch_norm_backward_input", grad_out, input);
   const ChannelLayout l = layout_of(input);
   const DType dt = input.dtype();
   const Tensor x = contiguous_values(input);
@@ -198,6 +212,10 @@ Tensor batch_norm_backward_input_cpu(const Tensor& grad_out, const Tensor& input
   Tensor dx = empty(input.sizes(), dt);
   if (input.numel() == 0) return dx;
   const bool batch = uses_batch_stats(training, running_mean, running_var);
+  if (batch) {
+    check_saved("_batch_norm_backward_input", "save_mean", save_mean, l.c);
+    check_saved("_batch_norm_backward_input", "save_invstd", save_invstd, l.c);
+  }
   const auto [mean, invstd] = used_stats(l.c, running_mean, running_var, save_mean, save_invstd, batch, eps);
   const std::vector<double> w = doubles(weight, l.c, 1);
   const auto cs = static_cast<size_t>(l.c);
@@ -221,6 +239,7 @@ Tensor batch_norm_backward_weight_cpu(const Tensor& grad_out, const Tensor& inpu
                                       const std::optional<Tensor>& running_var, const Tensor& save_mean,
                                       const Tensor& save_invstd, bool training, double eps) {
   check_batch_norm(input, std::nullopt, std::nullopt, running_mean, running_var);
+  check_backward_inputs("_batch_norm_backward_weight", grad_out, input);
   const ChannelLayout l = layout_of(input);
   const DType dt = input.dtype();
   const auto cs = static_cast<size_t>(l.c);
@@ -229,6 +248,10 @@ Tensor batch_norm_backward_weight_cpu(const Tensor& grad_out, const Tensor& inpu
     const Tensor x = contiguous_values(input);
     const Tensor g = same_dtype_contiguous(grad_out, dt);
     const bool batch = uses_batch_stats(training, running_mean, running_var);
+    if (batch) {
+      check_saved("_batch_norm_backward_weight", "save_mean", save_mean, l.c);
+      check_saved("_batch_norm_backward_weight", "save_invstd", save_invstd, l.c);
+    }
     const auto [mean, invstd] = used_stats(l.c, running_mean, running_var, save_mean, save_invstd, batch, eps);
     std::vector<double> sum_g(cs);
     channel_grad_sums_stub(g, &x, l, mean.data(), sum_g.data(), dw.data());
@@ -329,6 +352,9 @@ Tensor group_norm_backward_input_cpu(const Tensor& grad_out, const Tensor& input
                                      const Tensor& mean, const Tensor& rstd, int64_t group) {
   const ChannelLayout l = layout_of(input);
   check_group_norm(input, weight, std::nullopt, l.n, l.c, l.hw, group);
+  check_backward_inputs("_group_norm_backward_input", grad_out, input);
+  check_saved("_group_norm_backward_input", "mean", mean, l.n * group);
+  check_saved("_group_norm_backward_input", "rstd", rstd, l.n * group);
   const DType dt = input.dtype();
   Tensor dx = empty(input.sizes(), dt);
   if (input.numel() == 0) return dx;
@@ -369,6 +395,9 @@ Tensor group_norm_backward_weight_cpu(const Tensor& grad_out, const Tensor& inpu
                                       const Tensor& rstd, int64_t group) {
   const ChannelLayout l = layout_of(input);
   check_group_norm(input, std::nullopt, std::nullopt, l.n, l.c, l.hw, group);
+  check_backward_inputs("_group_norm_backward_weight", grad_out, input);
+  check_saved("_group_norm_backward_weight", "mean", mean, l.n * group);
+  check_saved("_group_norm_backward_weight", "rstd", rstd, l.n * group);
   const DType dt = input.dtype();
   std::vector<double> dw(static_cast<size_t>(l.c), 0.0);
   if (input.numel() > 0) {
