@@ -1,4 +1,4 @@
-"""dropout, native_dropout and nn.Dropout: kiln draws from its own Philox
+"""dropout, native_dropout, nn.Dropout and the channel-wise / alpha forms: kiln draws from its own Philox
 generator, so values cannot match torch bit for bit; these tests check the
 invariants and statistics torch's dropout has (zeros or x / (1 - p), a keep
 rate of 1 - p, gradients through the same mask, p = 0 / p = 1 / eval
@@ -137,3 +137,67 @@ def test_errors():
     tleaf = torch.ones(3, requires_grad=True)
     assert_same_error(lambda: F.dropout(leaf, 0.5, inplace=True), lambda: TF.dropout(tleaf, 0.5, inplace=True),
                       message=False)
+
+
+# --- channel-wise (feature) and alpha dropout ---------------------------------------------------
+
+@pytest.mark.parametrize("name,shape", [("dropout1d", (8, 50, 7)), ("dropout1d", (50, 7)), ("dropout2d", (8, 50, 3, 4)),
+                                        ("dropout2d", (8, 50, 7)), ("dropout3d", (4, 50, 2, 3, 2)),
+                                        ("dropout3d", (50, 2, 3, 2))])
+@pytest.mark.filterwarnings("ignore:dropout2d. Received a 3D input")
+def test_channel_dropout_drops_whole_channels(name, shape):
+    x = kiln.ones(shape)
+    y = getattr(F, name)(x, 0.4).numpy()
+    assert y.shape == shape
+    # every channel is all zeros or all 1 / (1 - p); dropout2d reads a 3-D input as (N, C, L)
+    batched_dims = {"dropout1d": 3, "dropout2d": 4, "dropout3d": 5}[name]
+    batched = y if y.ndim == batched_dims or (name == "dropout2d" and y.ndim == 3) else y[None]
+    per_channel = batched.reshape(batched.shape[0], batched.shape[1], -1)
+    assert np.all(per_channel.min(-1) == per_channel.max(-1))
+    assert set(np.unique(per_channel)) <= {0.0, np.float32(1 / 0.6)}
+    kept = (per_channel[:, :, 0] != 0).mean()
+    assert 0.4 < kept < 0.8
+
+
+@pytest.mark.parametrize("name", ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"])
+def test_channel_and_alpha_dropout_identity_cases_and_gradient(name):
+    shape = {"dropout1d": (4, 5, 6), "dropout2d": (4, 5, 2, 3)}.get(name, (4, 5, 2, 3, 2))
+    k, t = pair(shape, requires_grad=True)
+    fn, tfn = getattr(F, name), getattr(TF, name)
+    close(fn(k, 0.5, training=False), tfn(t, 0.5, training=False))
+    close(fn(k, 0.0, training=True), tfn(t, 0.0, training=True))
+    close(fn(k, 1.0, training=True), tfn(t, 1.0, training=True))
+    y = fn(k, 0.3, training=True)
+    y.sum().backward()
+    assert tuple(k.grad.shape) == shape and np.isfinite(k.grad.numpy()).all()
+
+
+def test_alpha_dropout_keeps_mean_and_variance():
+    kiln.manual_seed(7)
+    x = kiln.randn(400_000)
+    for fn in (F.alpha_dropout, F.feature_alpha_dropout):
+        y = fn(x.reshape(2000, 200), 0.3, training=True).numpy()
+        assert abs(y.mean()) < 0.02 and abs(y.std() - 1) < 0.02
+    t = torch.nn.functional.alpha_dropout(torch.from_numpy(x.numpy()), 0.3, training=True).numpy()
+    # dropped elements take the same value in both
+    np.testing.assert_allclose(np.unique(np.array(F.alpha_dropout(kiln.zeros(10_000), 0.3, True).tolist())),
+                               np.unique(torch.nn.functional.alpha_dropout(torch.zeros(10_000), 0.3, True).numpy()),
+                               rtol=1e-6)
+    assert abs(t.std() - 1) < 0.02
+
+
+@pytest.mark.filterwarnings("ignore:dropout2d. Received a 5-D input")
+def test_dropout_modules_and_errors():
+    for name in ("Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"):
+        km, tm = getattr(kiln.nn, name)(0.25), getattr(torch.nn, name)(0.25)
+        assert repr(km) == repr(tm)
+        km.eval()
+        k, t = pair((2, 3, 4, 5, 2))
+        close(km(k if name != "Dropout1d" else k[:, :, :, 0, 0]), t if name != "Dropout1d" else t[:, :, :, 0, 0])
+        assert_same_error(lambda: getattr(kiln.nn, name)(1.5), lambda: getattr(torch.nn, name)(1.5))
+    k, t = pair((2, 3, 4, 5))
+    assert_same_error(lambda: F.dropout1d(k, 0.5), lambda: TF.dropout1d(t, 0.5))
+    with pytest.warns(UserWarning, match="dropout2d: Received a 3D input"):
+        F.dropout2d(kiln.ones(2, 3, 4), 0.5)
+    with pytest.warns(UserWarning, match="dropout3d: Received a 3-D input"):
+        F.dropout3d(kiln.ones(2, 3, 4), 0.5)
