@@ -74,6 +74,13 @@ topk = return_types._named(return_types.topk, _C._functions.topk)
 Tensor.sort = return_types._named(return_types.sort, _C.TensorBase.sort)
 Tensor.topk = return_types._named(return_types.topk, _C.TensorBase.topk)
 from kiln._distance import cdist  # noqa: E402  (torch.cdist's compute_mode strings)
+aminmax = return_types._named(return_types.aminmax, _C._functions.aminmax)
+Tensor.aminmax = return_types._named(return_types.aminmax, _C.TensorBase.aminmax)
+from kiln._norms import norm  # noqa: E402
+from kiln._norms import tensor_norm as _tensor_norm  # noqa: E402
+
+Tensor.norm = _tensor_norm
+from kiln import linalg  # noqa: E402
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
 from kiln.serialization import load, save

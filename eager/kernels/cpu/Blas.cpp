@@ -53,7 +53,8 @@ void naive_gemm(const Tensor& a, const Tensor& b, const Tensor& c, T alpha, T be
 
 void sync_blas_threads() {
   static std::atomic<int> current{-1};
-  const int want = get_num_threads();
+  // Inside a parallel_for body (bmm's batch split) each gemm runs on its own thread.
+  const int want = in_parallel_region() ? 1 : get_num_threads();
   if (current.exchange(want) != want) openblas_set_num_threads(want);
 }
 

@@ -13,7 +13,8 @@ namespace kiln::native {
 /// float32, integers through a plain loop.
 void gemm_into(const Tensor& a, const Tensor& b, const Tensor& c, const Scalar& alpha, const Scalar& beta);
 
-/// Keeps the BLAS's thread count equal to kiln.get_num_threads().
+/// Keeps the BLAS's thread count equal to kiln.get_num_threads() (1 inside a
+/// parallel_for body, where the work is already split across threads).
 void sync_blas_threads();
 
 }  // namespace kiln::native
