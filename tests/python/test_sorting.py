@@ -202,3 +202,15 @@ def test_topk_equals_stable_sort_prefix(largest, k):
     exact(r.values, torch.from_numpy(sv.numpy()[:, :k].copy()))
     exact(r.indices, torch.from_numpy(si.numpy()[:, :k].copy()))
     exact(r.values, t.topk(k, 1, largest).values)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_fewer_than_the_nans(dtype, largest):
+    # k below the NaN count of a row (the selection path): largest takes NaNs only, in index order.
+    k, t = make((3, 50), dtype, nan=True, seed=11)
+    kv, ki = k.topk(4, 1, largest)
+    sv, si = k.sort(dim=1, descending=largest, stable=True)
+    exact(kv, torch.from_numpy(np.array(sv.float().tolist())[:, :4]).to(t.dtype))
+    exact(ki, torch.from_numpy(si.numpy()[:, :4].copy()))
+    exact(kv, t.topk(4, 1, largest).values)

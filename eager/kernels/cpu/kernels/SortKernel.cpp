@@ -1,8 +1,10 @@
 // The sort / topk loop, compiled per CPU capability: each row is gathered into
-// (value, index) pairs, ordered with std::sort (nth_element first for topk, or
-// one scan with a heap of k pairs when k is small) and written back. See Note [Sort order] (SortOps.cpp).
+// (value, index) pairs, NaNs set aside, ordered with std::sort (nth_element
+// first for topk, or one scan with a heap of k pairs when k is small) and
+// written back. See Note [Sort order] (SortOps.cpp).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -105,6 +107,51 @@ RowOffsets row_offsets(const SortRows& p, int64_t r) {
   return o;
 }
 
+/// (value, index) orders for rows without NaN: cheaper than Ascending / Descending.
+template <typename K>
+struct AscendingNoNan {
+  bool operator()(const std::pair<K, int64_t>& a, const std::pair<K, int64_t>& b) const {
+    return a.first < b.first || (!(b.first < a.first) && a.second < b.second);
+  }
+};
+
+template <typename K>
+struct DescendingNoNan {
+  bool operator()(const std::pair<K, int64_t>& a, const std::pair<K, int64_t>& b) const {
+    return a.first > b.first || (!(b.first > a.first) && a.second < b.second);
+  }
+};
+
+/// Orders one row through buf (n pairs): the non-NaN elements are gathered to the
+/// front and ordered with the cheaper comparators, the NaNs (in index order) go
+/// where NaN sorts (last ascending, first descending). Returns the NaN count;
+/// element i of the result is then nan[i] for i < nans when descending, else
+/// buf[i - (descending ? nans : 0)].
+template <typename K, typename T>
+int64_t order_row(const T* row, const SortRows& p, std::vector<std::pair<K, int64_t>>& buf,
+                  std::vector<int64_t>& nan) {
+  nan.clear();
+  int64_t m = 0;
+  for (int64_t i = 0; i < p.n; ++i) {
+    const K v = static_cast<K>(row[i * p.in_stride]);
+    if (is_nan(v)) {
+      nan.push_back(i);
+    } else {
+      buf[static_cast<size_t>(m++)] = {v, i};
+    }
+  }
+  const auto nans = static_cast<int64_t>(nan.size());
+  if (p.descending) {
+    order_front(buf.begin(), buf.begin() + m, std::max<int64_t>(p.k - nans, 0), DescendingNoNan<K>{});
+  } else {
+    order_front(buf.begin(), buf.begin() + m, std::min(p.k, m), AscendingNoNan<K>{});
+    for (int64_t j = 0; j < nans && m + j < p.k; ++j) {
+      buf[static_cast<size_t>(m + j)] = {std::numeric_limits<K>::quiet_NaN(), nan[static_cast<size_t>(j)]};
+    }
+  }
+  return p.descending ? nans : 0;
+}
+
 template <typename T>
 void sort_typed(const Tensor& self, const Tensor& values, const Tensor& indices, const SortRows& p) {
   using K = key_t<T>;
@@ -112,31 +159,34 @@ void sort_typed(const Tensor& self, const Tensor& values, const Tensor& indices,
   T* out = values.data_ptr<T>();
   int64_t* idx = indices.data_ptr<int64_t>();
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(p.n, 1));
+  const bool heap = p.k > 0 && p.k * kHeapSelectRatio <= p.n;
   parallel_for(0, p.rows, grain, [&](int64_t begin, int64_t end) {
     std::vector<std::pair<K, int64_t>> buf(static_cast<size_t>(p.n));
+    std::vector<int64_t> nan;
     for (int64_t r = begin; r < end; ++r) {
       const RowOffsets o = row_offsets(p, r);
       const T* row = in + o.in;
-      const bool heap = p.k > 0 && p.k * kHeapSelectRatio <= p.n;
-      if (!heap) {
-        for (int64_t i = 0; i < p.n; ++i) buf[static_cast<size_t>(i)] = {static_cast<K>(row[i * p.in_stride]), i};
-      }
-      if (p.descending) {
-        if (heap) {
-          select_by_heap(row, p.in_stride, p.n, p.k, buf, Descending<K>{});
-        } else {
-          order_front(buf.begin(), buf.end(), p.k, Descending<K>{});
-        }
+      int64_t nans_first = 0;  // descending: the NaNs that come before buf's elements
+      if (heap && p.descending) {
+        select_by_heap(row, p.in_stride, p.n, p.k, buf, Descending<K>{});
       } else if (heap) {
         select_by_heap(row, p.in_stride, p.n, p.k, buf, Ascending<K>{});
       } else {
-        order_front(buf.begin(), buf.end(), p.k, Ascending<K>{});
+        nans_first = order_row<K>(row, p, buf, nan);
       }
       T* vrow = out + o.values;
       int64_t* irow = idx + o.indices;
       for (int64_t i = 0; i < p.k; ++i) {
-        vrow[i * p.values_stride] = static_cast<T>(buf[static_cast<size_t>(i)].first);
-        irow[i * p.indices_stride] = buf[static_cast<size_t>(i)].second;
+        // A NaN is copied from the input itself, so its sign and payload survive.
+        if (i < nans_first) {
+          const int64_t j = nan[static_cast<size_t>(i)];
+          vrow[i * p.values_stride] = row[j * p.in_stride];
+          irow[i * p.indices_stride] = j;
+          continue;
+        }
+        const auto& e = buf[static_cast<size_t>(i - nans_first)];
+        vrow[i * p.values_stride] = is_nan(e.first) ? row[e.second * p.in_stride] : static_cast<T>(e.first);
+        irow[i * p.indices_stride] = e.second;
       }
     }
   });
