@@ -2,7 +2,9 @@
 vocab 50257), the batch scaled down for this 2-core machine: softmax and
 log_softmax over attention scores [2, 12, 256, 256], layer_norm and rms_norm
 over [2 * 256, 768], cross_entropy over [256, 50257] logits, embedding of
-[2, 256] tokens from a [50257, 768] table; forward, and forward + backward.
+[2, 256] tokens from a [50257, 768] table; sort and topk over [64, 4096] rows and
+one 1M vector; training-mode batch_norm and 8-group group_norm over
+[32, 64, 32, 32]; forward, and forward + backward.
 Both sides run on 2 threads (set in make(), put back in notes()).
 
     python bench/run.py --filter nn/ [--quick]
@@ -97,6 +99,44 @@ def _embedding(kiln, torch, backward):
     return (lambda: F.embedding(kw, ki).backward(kg)), (lambda: torch.embedding(tw, ti).backward(tg))
 
 
+def _topk(shape, k):
+    """topk k along the last dim; the backward takes an upstream gradient of the values' shape."""
+    def build(kiln, torch, backward):
+        x, t = _inputs(kiln, torch, shape, backward)
+        if not backward:
+            return (lambda: x.topk(k).values), (lambda: t.topk(k).values)
+        kg, tg = _inputs(kiln, torch, tuple(shape[:-1]) + (k,), False, seed=1)
+        return (lambda: x.topk(k).values.backward(kg)), (lambda: t.topk(k).values.backward(tg))
+
+    return build
+
+
+def _batch_norm(kiln, torch, backward):
+    """Training-mode batch_norm over [32, 64, 32, 32] with weight, bias and running statistics."""
+    k, t = _inputs(kiln, torch, (32, 64, 32, 32), backward)
+    kw, tw = _inputs(kiln, torch, (64,), backward, seed=5)
+    kb, tb = _inputs(kiln, torch, (64,), backward, seed=6)
+    km, tm = kiln.zeros(64), torch.zeros(64)
+    kv, tv = kiln.ones(64), torch.ones(64)
+    kf, tf = kiln.nn.functional.batch_norm, torch.nn.functional.batch_norm
+    if not backward:
+        return (lambda: kf(k, km, kv, kw, kb, True)), (lambda: tf(t, tm, tv, tw, tb, True))
+    kg, tg = _inputs(kiln, torch, (32, 64, 32, 32), False, seed=7)
+    return (lambda: kf(k, km, kv, kw, kb, True).backward(kg)), (lambda: tf(t, tm, tv, tw, tb, True).backward(tg))
+
+
+def _group_norm(kiln, torch, backward):
+    """group_norm with 8 groups over [32, 64, 32, 32] with weight and bias."""
+    k, t = _inputs(kiln, torch, (32, 64, 32, 32), backward)
+    kw, tw = _inputs(kiln, torch, (64,), backward, seed=5)
+    kb, tb = _inputs(kiln, torch, (64,), backward, seed=6)
+    kf, tf = kiln.nn.functional.group_norm, torch.nn.functional.group_norm
+    if not backward:
+        return (lambda: kf(k, 8, kw, kb)), (lambda: tf(t, 8, tw, tb))
+    kg, tg = _inputs(kiln, torch, (32, 64, 32, 32), False, seed=7)
+    return (lambda: kf(k, 8, kw, kb).backward(kg)), (lambda: tf(t, 8, tw, tb).backward(tg))
+
+
 def cases() -> list[Case]:
     scores = (2, 12, 256, 256)
     hidden = (512, 768)
@@ -111,5 +151,13 @@ def cases() -> list[Case]:
                                      lambda torch, x: torch.nn.functional.rms_norm(x, (768,))),
         "cross_entropy [256,50257]": _cross_entropy,
         "embedding [50257,768][2,256]": _embedding,
+        # sorting (eager/ops/sorting.yaml) and the channel norms (batch_norm, group_norm)
+        "sort [64,4096] dim -1": _unary((64, 4096), lambda kiln, x: x.sort(-1).values,
+                                        lambda torch, x: x.sort(-1).values),
+        "sort [1M]": _unary((1 << 20,), lambda kiln, x: x.sort().values, lambda torch, x: x.sort().values),
+        "topk 10 [64,4096] dim -1": _topk((64, 4096), 10),
+        "topk 1000 [1M]": _topk((1 << 20,), 1000),
+        "batch_norm train [32,64,32,32]": _batch_norm,
+        "group_norm 8 groups [32,64,32,32]": _group_norm,
     }
     return [_case(name, build, backward) for name, build in builders.items() for backward in (False, True)]

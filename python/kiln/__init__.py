@@ -69,6 +69,11 @@ max = return_types._named(return_types.max, _C._functions.max)  # noqa: A001
 min = return_types._named(return_types.min, _C._functions.min)  # noqa: A001
 Tensor.max = return_types._named(return_types.max, _C.TensorBase.max)
 Tensor.min = return_types._named(return_types.min, _C.TensorBase.min)
+sort = return_types._named(return_types.sort, _C._functions.sort)
+topk = return_types._named(return_types.topk, _C._functions.topk)
+Tensor.sort = return_types._named(return_types.sort, _C.TensorBase.sort)
+Tensor.topk = return_types._named(return_types.topk, _C.TensorBase.topk)
+from kiln._distance import cdist  # noqa: E402  (torch.cdist's compute_mode strings)
 aminmax = return_types._named(return_types.aminmax, _C._functions.aminmax)
 Tensor.aminmax = return_types._named(return_types.aminmax, _C.TensorBase.aminmax)
 from kiln._norms import norm  # noqa: E402

@@ -8,8 +8,10 @@ from collections import namedtuple
 max = namedtuple("max", ["values", "indices"])  # noqa: A001  (torch's name)
 min = namedtuple("min", ["values", "indices"])  # noqa: A001
 aminmax = namedtuple("aminmax", ["min", "max"])
+sort = namedtuple("sort", ["values", "indices"])
+topk = namedtuple("topk", ["values", "indices"])
 
-for _cls in (max, min, aminmax):
+for _cls in (max, min, aminmax, sort, topk):
     _cls.__module__ = "kiln.return_types"
 
 

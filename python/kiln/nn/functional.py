@@ -231,14 +231,89 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     _check_p(p)
     if not training or p == 0.0:
         return input
-    fn = native("dropout")
-    if fn is not None and not inplace:
+    fn = native("dropout_" if inplace else "dropout")
+    if fn is not None:
         return fn(input, p, training)
     if p == 1.0:
         return input.mul_(0.0) if inplace else input * 0.0
     # Composite: a Bernoulli(1 - p) keep-mask scaled by 1 / (1 - p).
     mask = _C._functions.empty_like(input).bernoulli_(1.0 - p).div_(1.0 - p)
     return input.mul_(mask) if inplace else input * mask
+
+
+# Channel-wise (feature) dropout and alpha dropout, composed as ATen composes them: one
+# Bernoulli(1 - p) draw per (sample, channel) broadcast over the spatial dims; alpha dropout
+# sets dropped elements to SELU's negative saturation and rescales so that a zero-mean,
+# unit-variance input keeps its mean and variance.
+_SELU_ALPHA = 1.7580993408473766
+
+
+def _noise_dropout(input, p: float, training: bool, inplace: bool, feature: bool, alpha: bool):
+    _check_p(p)
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if p == 1.0:
+        return input.mul_(0.0) if inplace else input * 0.0
+    shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2) if feature else tuple(input.shape)
+    if feature and input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    noise = _C._functions.empty(shape, dtype=input.dtype).bernoulli_(1.0 - p)
+    if not alpha:
+        noise = noise.div_(1.0 - p)
+        return input.mul_(noise) if inplace else input * noise
+    a = 1.0 / math.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
+    shift = (noise - 1.0) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p
+    noise = noise * a
+    return input.mul_(noise).add_(shift) if inplace else input * noise + shift
+
+
+def _channel_dropout(name: str, spatial: int, input, p: float, training: bool, inplace: bool):
+    """dropout1d/2d/3d: unbatched inputs (spatial + 1 dims) get a batch dim for the draw."""
+    _check_p(p)
+    dims = input.dim()
+    batched = spatial + 2
+    if spatial == 1 and dims not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {dims}D input. Note that dropout1d "
+                           "exists to provide channel-wise dropout on inputs with 1 spatial dimension, a channel "
+                           "dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    if spatial == 2 and dims == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.", stacklevel=3)
+        return _noise_dropout(input, p, training, inplace, True, False)
+    if spatial > 1 and dims not in (batched - 1, batched):
+        warnings.warn(f"{name}: Received a {dims}-D input to {name}, which is deprecated and will result in an error "
+                      f"in a future release. To retain the behavior and silence this warning, please use dropout "
+                      f"instead. Note that {name} exists to provide channel-wise dropout on inputs with {spatial} "
+                      f"spatial dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                      f"{batched - 1}D or {batched}D inputs).", stacklevel=3)
+    if dims == batched - 1:
+        x = input.unsqueeze(0)
+        out = _noise_dropout(x, p, training, inplace, True, False)
+        return input if inplace else out.squeeze(0)
+    return _noise_dropout(input, p, training, inplace, True, False)
+
+
+def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    return _channel_dropout("dropout1d", 1, input, p, training, inplace)
+
+
+def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    return _channel_dropout("dropout2d", 2, input, p, training, inplace)
+
+
+def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    return _channel_dropout("dropout3d", 3, input, p, training, inplace)
+
+
+def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
+    return _noise_dropout(input, p, training, inplace, False, True)
+
+
+def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
+    return _noise_dropout(input, p, training, inplace, True, True)
 
 
 # --- sparse -------------------------------------------------------------------------------------
@@ -470,6 +545,53 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
 _PAD_OPS = {"reflect": "reflection_pad", "replicate": "replication_pad", "circular": "_pad_circular"}
 
 
+def _check_pad_dims(input, length: int) -> None:
+    """torch's supported (input dims, padding length) pairs for the non-constant modes."""
+    k = length // 2
+    if input.dim() not in (k + 1, k + 2) or k > 3:
+        raise NotImplementedError(
+            f"Padding size {length} is not supported for {input.dim()}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+
+
+def _pad_by_index(input, pad: list, mode: str):
+    """reflect / replicate / circular padding as one index_select per padded dim
+    (exact in value and gradient: index_select's backward accumulates with index_add)."""
+    out = input
+    for i in range(len(pad) // 2):
+        dim = input.dim() - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        n = out.shape[dim]
+        if mode == "reflect":
+            if before >= n or after >= n:
+                raise RuntimeError(f"Argument #{4 + 2 * i}: Padding size should be less than the corresponding input "
+                                   f"dimension, but got: padding ({before}, {after}) at dimension {dim} of input "
+                                   f"{list(input.shape)}")
+            index = [-j if j < 0 else (2 * (n - 1) - j if j >= n else j) for j in range(-before, n + after)]
+        elif mode == "replicate":
+            if n == 0 and before + after > 0:
+                raise RuntimeError(f"padding of an empty dimension {dim} of input {list(input.shape)} with mode "
+                                   "'replicate'")
+            index = [min(max(j, 0), n - 1) for j in range(-before, n + after)]
+        else:  # circular: crop the negative pads first, then wrap around the cropped length
+            if before > n or after > n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            start, stop = max(-before, 0), n - max(-after, 0)
+            m = stop - start
+            index = [start + j % m for j in range(-max(before, 0), m + max(after, 0))] if m > 0 else []
+        out = out.index_select(dim, _index_tensor(index))
+    return out
+
+
+def _index_tensor(values: list):
+    from kiln._creation import tensor
+
+    return tensor(values, dtype=_C.int64)
+
+
 def pad(input, pad: list, mode: str = "constant", value: Optional[float] = None):
     """Constant padding composed from narrow (negative pads) and cat (positive pads);
     the other modes need their ops."""
@@ -481,12 +603,14 @@ def pad(input, pad: list, mode: str = "constant", value: Optional[float] = None)
     if mode != "constant":
         if mode not in _PAD_OPS:
             raise NotImplementedError(f"Unrecognised padding mode {mode}")
+        if value is not None and value != 0:
+            raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+        _check_pad_dims(input, len(pad))
         op = f"{_PAD_OPS[mode]}{len(pad) // 2}d"
         fn = native(op)
-        if fn is None:
-            raise NotImplementedError(f"kiln.nn.functional.pad: mode '{mode}' needs the op '{op}', which this "
-                                      "build of kiln does not have yet")
-        return fn(input, list(pad))
+        if fn is not None:
+            return fn(input, list(pad))
+        return _pad_by_index(input, [int(p) for p in pad], mode)
     fill = 0.0 if value is None else value
     out = input
     for i in range(len(pad) // 2):
@@ -504,6 +628,99 @@ def pad(input, pad: list, mode: str = "constant", value: Optional[float] = None)
         if before > 0 or after > 0:
             out = _C._functions.cat([pieces[0], out, pieces[1]], dim)
     return out
+
+
+# --- interpolate --------------------------------------------------------------------------------
+# nearest and (bi/tri)linear resampling, composed from one index_select per spatial dim (and, for the
+# linear modes, a weighted sum of two of them), so values and gradients are exact; source indices and
+# weights are computed in the compute type torch uses (float32 for float32/float16/bfloat16, else
+# float64), so the same neighbours are picked.
+_LINEAR_DIMS = {"linear": 1, "bilinear": 2, "trilinear": 3}
+
+
+def _interp_sizes(input, size, scale_factor, recompute_scale_factor):
+    spatial = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        sizes = [int(s) for s in size] if isinstance(size, (list, tuple)) else [int(size)] * spatial
+        if len(sizes) != spatial:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
+                             f"spatial dimensions of {list(input.shape[2:])} and output size of {sizes}. Please "
+                             "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
+                             "...,oK) format.")
+        return sizes, [None] * spatial
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    scales = [float(f) for f in scale_factor] if isinstance(scale_factor, (list, tuple)) else \
+        [float(scale_factor)] * spatial
+    if len(scales) != spatial:
+        raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
+                         f"with spatial dimensions of {list(input.shape[2:])} and scale_factor of shape {scales}. "
+                         "Please provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, "
+                         "...,sK) format.")
+    sizes = [math.floor(float(input.shape[i + 2]) * scales[i]) for i in range(spatial)]
+    return sizes, ([None] * spatial if recompute_scale_factor else scales)
+
+
+def _interp_plan(in_size, out_size, scale, align_corners, linear, np_type):
+    """Source indices (and the weight of the upper one) of each output position along one dim."""
+    import numpy as np
+
+    dst = np.arange(out_size, dtype=np_type)
+    if linear and align_corners:
+        ratio = np_type((in_size - 1) / (out_size - 1)) if out_size > 1 else np_type(0)
+        src = dst * ratio
+    else:
+        ratio = np_type(1.0 / scale) if scale is not None and scale > 0 else np_type(in_size / out_size)
+        if not linear:
+            return np.minimum(np.floor(dst * ratio).astype(np.int64), in_size - 1), None, None
+        src = np.maximum(ratio * (dst + np_type(0.5)) - np_type(0.5), np_type(0))
+    low = np.minimum(src.astype(np.int64), in_size - 1)
+    high = np.where(low < in_size - 1, low + 1, low)
+    return low, high, (src - low.astype(np_type)).astype(np_type)
+
+
+def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", align_corners: Optional[bool] = None,
+                recompute_scale_factor: Optional[bool] = None, antialias: bool = False):
+    import numpy as np
+
+    from kiln._creation import tensor
+
+    if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if mode in _LINEAR_DIMS and input.dim() - 2 != _LINEAR_DIMS[mode]:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_LINEAR_DIMS[mode] + 2}D input")
+    if input.dim() in (3, 4, 5) and mode in ("bicubic", "area", "nearest-exact", "lanczos"):
+        raise NotImplementedError(f"kiln.nn.functional.interpolate: mode '{mode}' is not supported yet")
+    if mode not in ("nearest",) + tuple(_LINEAR_DIMS) or input.dim() not in (3, 4, 5):
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for the modes: nearest | "
+            f"linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact (got {mode})")
+    if antialias:
+        raise NotImplementedError("kiln.nn.functional.interpolate: antialias=True is not supported yet")
+    sizes, scales = _interp_sizes(input, size, scale_factor, recompute_scale_factor)
+    linear = mode in _LINEAR_DIMS
+    np_type = np.float64 if input.dtype == _C.float64 else np.float32
+    out = input
+    for i, (out_size, scale) in enumerate(zip(sizes, scales)):
+        dim = i + 2
+        in_size = input.shape[dim]
+        low, high, w = _interp_plan(in_size, out_size, scale, bool(align_corners), linear, np_type)
+        if not linear:
+            out = out.index_select(dim, tensor(low.tolist(), dtype=_C.int64))
+            continue
+        shape = (out_size,) + (1,) * (input.dim() - 1 - dim)
+        w_high = tensor(w.astype(np.float64).tolist(), dtype=input.dtype).reshape(shape)
+        w_low = tensor((1 - w).astype(np.float64).tolist(), dtype=input.dtype).reshape(shape)
+        out = (out.index_select(dim, tensor(low.tolist(), dtype=_C.int64)) * w_low
+               + out.index_select(dim, tensor(high.tolist(), dtype=_C.int64)) * w_high)
+    return out
+
+
+def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners: Optional[bool] = None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in

@@ -7,7 +7,7 @@ from kiln.nn.modules.activation import (
     CELU, ELU, GELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish,
     MultiheadAttention, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus, Softsign, Tanh, Tanhshrink, Threshold,
 )
-from kiln.nn.modules.dropout import Dropout
+from kiln.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from kiln.nn.modules.flatten import Flatten, Unflatten
 from kiln.nn.modules.sparse import Embedding
 from kiln.nn.modules.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm

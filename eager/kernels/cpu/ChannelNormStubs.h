@@ -1,0 +1,33 @@
+// Dispatch stubs of the per-channel loops batch_norm and group_norm share
+// (kernels/ChannelNormKernel.cpp). Tensors are contiguous [n, c, hw] in one
+// floating dtype; per-channel numbers are double arrays of c elements. See
+// Note [Channel statistics] (BatchNormOps.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "eager/core/Tensor.h"
+#include "eager/kernels/cpu/CpuCapability.h"
+
+namespace kiln::native {
+
+struct ChannelLayout {
+  int64_t n = 0;
+  int64_t c = 0;
+  int64_t hw = 0;
+};
+
+/// mean[c] and the biased var[c] of x over n and hw (two passes).
+using channel_moments_fn = void (*)(const Tensor& x, ChannelLayout layout, double* mean, double* var);
+/// sum_g[c] = sum of g, and (x defined) sum_gx[c] = sum of g * (x - center[c]), over n and hw.
+using channel_grad_sums_fn = void (*)(const Tensor& g, const Tensor* x, ChannelLayout layout, const double* center,
+                                      double* sum_g, double* sum_gx);
+/// out = g * alpha[c] + x * beta[c] + gamma[c] (no g term when g is null).
+using channel_affine_fn = void (*)(const Tensor* g, const Tensor& x, ChannelLayout layout, const double* alpha,
+                                   const double* beta, const double* gamma, const Tensor& out);
+
+KILN_DECLARE_DISPATCH(channel_moments_fn, channel_moments_stub);
+KILN_DECLARE_DISPATCH(channel_grad_sums_fn, channel_grad_sums_stub);
+KILN_DECLARE_DISPATCH(channel_affine_fn, channel_affine_stub);
+
+}  // namespace kiln::native

@@ -1,0 +1,159 @@
+// The per-channel loops of batch_norm and group_norm, compiled per CPU
+// capability: runs of hw contiguous elements on Vec (float16/bfloat16 widened
+// to float), summed per run and accumulated across runs in double. See
+// Note [Channel statistics] (BatchNormOps.cpp).
+#include <algorithm>
+#include <vector>
+
+#include "eager/kernels/Parallel.h"
+#include "eager/kernels/cpu/ChannelNormStubs.h"
+#include "eager/kernels/cpu/kernels/NnVec.h"
+
+namespace kiln::native {
+namespace KILN_CPU_NS {
+namespace {
+
+template <typename A>
+using V = Vec<A>;
+
+template <typename A>
+V<A> load(const A* p, int64_t w, A pad) {
+  return w == V<A>::size ? V<A>::loadu(p) : load_padded(p, w, pad);
+}
+
+/// sum of p[0, len).
+template <typename A>
+double run_sum(const A* p, int64_t len) {
+  constexpr int64_t W = V<A>::size;
+  V<A> acc = V<A>::splat(0);
+  for (int64_t i = 0; i < len; i += W) acc = acc + load(p + i, std::min(W, len - i), A(0));
+  return static_cast<double>(hsum(acc));
+}
+
+/// sum of (p[i] - mu)^2 (padding lanes hold mu, so they add 0).
+template <typename A>
+double run_sq_dev(const A* p, int64_t len, A mu) {
+  constexpr int64_t W = V<A>::size;
+  const V<A> vmu = V<A>::splat(mu);
+  V<A> acc = V<A>::splat(0);
+  for (int64_t i = 0; i < len; i += W) {
+    const V<A> d = load(p + i, std::min(W, len - i), mu) - vmu;
+    acc = acc + d * d;
+  }
+  return static_cast<double>(hsum(acc));
+}
+
+/// sum of g[i] * (x[i] - center) (padding lanes of g hold 0).
+template <typename A>
+double run_dot_dev(const A* g, const A* x, int64_t len, A center) {
+  constexpr int64_t W = V<A>::size;
+  const V<A> vc = V<A>::splat(center);
+  V<A> acc = V<A>::splat(0);
+  for (int64_t i = 0; i < len; i += W) {
+    const int64_t w = std::min(W, len - i);
+    acc = acc + load(g + i, w, A(0)) * (load(x + i, w, center) - vc);
+  }
+  return static_cast<double>(hsum(acc));
+}
+
+int64_t channel_grain(ChannelLayout l) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(l.n * l.hw, 1)); }
+
+template <typename T>
+void moments_typed(const Tensor& x, ChannelLayout l, double* mean, double* var) {
+  using A = opmath_t<T>;
+  const T* xp = x.data_ptr<T>();
+  const double count = static_cast<double>(l.n * l.hw);
+  parallel_for(0, l.c, channel_grain(l), [&](int64_t c0, int64_t c1) {
+    std::vector<A> buf;
+    for (int64_t c = c0; c < c1; ++c) {
+      double s = 0;
+      for (int64_t i = 0; i < l.n; ++i) s += run_sum(as_compute_type<A>(xp + (i * l.c + c) * l.hw, l.hw, buf), l.hw);
+      const double mu = s / count;
+      double s2 = 0;
+      for (int64_t i = 0; i < l.n; ++i) {
+        s2 += run_sq_dev(as_compute_type<A>(xp + (i * l.c + c) * l.hw, l.hw, buf), l.hw, static_cast<A>(mu));
+      }
+      mean[c] = mu;
+      var[c] = s2 / count;
+    }
+  });
+}
+
+template <typename T>
+void grad_sums_typed(const Tensor& g, const Tensor* x, ChannelLayout l, const double* center, double* sum_g,
+                     double* sum_gx) {
+  using A = opmath_t<T>;
+  const T* gp = g.data_ptr<T>();
+  const T* xp = x ? x->data_ptr<T>() : nullptr;
+  parallel_for(0, l.c, channel_grain(l), [&](int64_t c0, int64_t c1) {
+    std::vector<A> gbuf, xbuf;
+    for (int64_t c = c0; c < c1; ++c) {
+      double s = 0, sx = 0;
+      for (int64_t i = 0; i < l.n; ++i) {
+        const int64_t at = (i * l.c + c) * l.hw;
+        const A* gr = as_compute_type<A>(gp + at, l.hw, gbuf);
+        s += run_sum(gr, l.hw);
+        if (xp) sx += run_dot_dev(gr, as_compute_type<A>(xp + at, l.hw, xbuf), l.hw, static_cast<A>(center[c]));
+      }
+      sum_g[c] = s;
+      if (xp) sum_gx[c] = sx;
+    }
+  });
+}
+
+template <typename T>
+void affine_typed(const Tensor* g, const Tensor& x, ChannelLayout l, const double* alpha, const double* beta,
+                  const double* gamma, const Tensor& out) {
+  using A = opmath_t<T>;
+  constexpr int64_t W = V<A>::size;
+  const T* gp = g ? g->data_ptr<T>() : nullptr;
+  const T* xp = x.data_ptr<T>();
+  T* op = out.data_ptr<T>();
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(l.hw, 1));
+  parallel_for(0, l.n * l.c, grain, [&](int64_t r0, int64_t r1) {
+    std::vector<A> gbuf, xbuf, obuf;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t c = r % l.c, at = r * l.hw;
+      const A* xr = as_compute_type<A>(xp + at, l.hw, xbuf);
+      const A* gr = gp ? as_compute_type<A>(gp + at, l.hw, gbuf) : nullptr;
+      A* o = compute_target<A>(op + at, l.hw, obuf);
+      const V<A> va = V<A>::splat(gp ? static_cast<A>(alpha[c]) : A(0));
+      const V<A> vb = V<A>::splat(static_cast<A>(beta[c]));
+      const V<A> vc = V<A>::splat(static_cast<A>(gamma[c]));
+      for (int64_t i = 0; i < l.hw; i += W) {
+        const int64_t w = std::min(W, l.hw - i);
+        V<A> v = load(xr + i, w, A(0)) * vb + vc;
+        if (gr) v = v + load(gr + i, w, A(0)) * va;
+        if (w == W) {
+          v.storeu(o + i);
+        } else {
+          v.storeu(o + i, w);
+        }
+      }
+      finish_target(o, op + at, l.hw);
+    }
+  });
+}
+
+void channel_moments_kernel(const Tensor& x, ChannelLayout l, double* mean, double* var) {
+  visit_floating(x.dtype(), [&](auto tag) { moments_typed<decltype(tag)>(x, l, mean, var); });
+}
+
+void channel_grad_sums_kernel(const Tensor& g, const Tensor* x, ChannelLayout l, const double* center, double* sum_g,
+                              double* sum_gx) {
+  visit_floating(g.dtype(), [&](auto tag) { grad_sums_typed<decltype(tag)>(g, x, l, center, sum_g, sum_gx); });
+}
+
+void channel_affine_kernel(const Tensor* g, const Tensor& x, ChannelLayout l, const double* alpha, const double* beta,
+                           const double* gamma, const Tensor& out) {
+  visit_floating(x.dtype(), [&](auto tag) { affine_typed<decltype(tag)>(g, x, l, alpha, beta, gamma, out); });
+}
+
+}  // namespace
+
+KILN_REGISTER_DISPATCH(channel_moments_stub, &channel_moments_kernel);
+KILN_REGISTER_DISPATCH(channel_grad_sums_stub, &channel_grad_sums_kernel);
+KILN_REGISTER_DISPATCH(channel_affine_stub, &channel_affine_kernel);
+
+}  // namespace KILN_CPU_NS
+}  // namespace kiln::native
