@@ -2,7 +2,8 @@
 vocab 50257), the batch scaled down for this 2-core machine: softmax and
 log_softmax over attention scores [2, 12, 256, 256], layer_norm and rms_norm
 over [2 * 256, 768], cross_entropy over [256, 50257] logits, embedding of
-[2, 256] tokens from a [50257, 768] table; forward, and forward + backward.
+[2, 256] tokens from a [50257, 768] table; conv2d (3x3, padding 1) and
+max_pool2d (2x2) at MNIST-CNN shapes, batch 64; forward, and forward + backward.
 Both sides run on 2 threads (set in make(), put back in notes()).
 
     python bench/run.py --filter nn/ [--quick]
@@ -97,6 +98,34 @@ def _embedding(kiln, torch, backward):
     return (lambda: F.embedding(kw, ki).backward(kg)), (lambda: torch.embedding(tw, ti).backward(tg))
 
 
+def _conv2d(in_shape, out_channels, padding):
+    """conv2d with a 3x3 kernel and bias, weights and input needing grad when timed with backward."""
+
+    def build(kiln, torch, backward):
+        kx, tx = _inputs(kiln, torch, in_shape, backward)
+        kw, tw = _inputs(kiln, torch, (out_channels, in_shape[1], 3, 3), backward, seed=1)
+        kb, tb = _inputs(kiln, torch, (out_channels,), backward, seed=2)
+        kconv, tconv = kiln.nn.functional.conv2d, torch.nn.functional.conv2d
+        if not backward:
+            return (lambda: kconv(kx, kw, kb, padding=padding)), (lambda: tconv(tx, tw, tb, padding=padding))
+        out_shape = (in_shape[0], out_channels, in_shape[2] + 2 * padding - 2, in_shape[3] + 2 * padding - 2)
+        kg, tg = _inputs(kiln, torch, out_shape, False, seed=3)
+        return (lambda: kconv(kx, kw, kb, padding=padding).backward(kg)), \
+            (lambda: tconv(tx, tw, tb, padding=padding).backward(tg))
+
+    return build
+
+
+def _conv_pool_builders() -> dict:
+    """The MNIST-CNN shapes: batch 64, 1->32 channels on 28x28, 32->64 on 14x14, 2x2 max pooling."""
+    return {
+        "conv2d [64,1,28,28] 1->32 3x3 pad 1": _conv2d((64, 1, 28, 28), 32, 1),
+        "conv2d [64,32,14,14] 32->64 3x3 pad 1": _conv2d((64, 32, 14, 14), 64, 1),
+        "max_pool2d [64,32,28,28] 2x2": _unary((64, 32, 28, 28), lambda kiln, x: kiln.nn.functional.max_pool2d(x, 2),
+                                               lambda torch, x: torch.nn.functional.max_pool2d(x, 2)),
+    }
+
+
 def cases() -> list[Case]:
     scores = (2, 12, 256, 256)
     hidden = (512, 768)
@@ -111,5 +140,6 @@ def cases() -> list[Case]:
                                      lambda torch, x: torch.nn.functional.rms_norm(x, (768,))),
         "cross_entropy [256,50257]": _cross_entropy,
         "embedding [50257,768][2,256]": _embedding,
+        **_conv_pool_builders(),
     }
     return [_case(name, build, backward) for name, build in builders.items() for backward in (False, True)]
