@@ -121,9 +121,17 @@ def _conv_pool_builders() -> dict:
     return {
         "conv2d [64,1,28,28] 1->32 3x3 pad 1": _conv2d((64, 1, 28, 28), 32, 1),
         "conv2d [64,32,14,14] 32->64 3x3 pad 1": _conv2d((64, 32, 14, 14), 64, 1),
-        "max_pool2d [64,32,28,28] 2x2": _unary((64, 32, 28, 28), lambda kiln, x: kiln.nn.functional.max_pool2d(x, 2),
-                                               lambda torch, x: torch.nn.functional.max_pool2d(x, 2)),
+        "max_pool2d [64,32,28,28] 2x2": _max_pool2d,
     }
+
+
+def _max_pool2d(kiln, torch, backward):
+    kx, tx = _inputs(kiln, torch, (64, 32, 28, 28), backward)
+    kpool, tpool = kiln.nn.functional.max_pool2d, torch.nn.functional.max_pool2d
+    if not backward:
+        return (lambda: kpool(kx, 2)), (lambda: tpool(tx, 2))
+    kg, tg = _inputs(kiln, torch, (64, 32, 14, 14), False, seed=1)
+    return (lambda: kpool(kx, 2).backward(kg)), (lambda: tpool(tx, 2).backward(tg))
 
 
 def cases() -> list[Case]:

@@ -23,10 +23,6 @@ struct Conv2dGeometry {
   [[nodiscard]] int64_t col_rows() const { return group_in() * kernel_h * kernel_w; }
   [[nodiscard]] int64_t in_plane() const { return height * width; }
   [[nodiscard]] int64_t out_plane() const { return out_h * out_w; }
-  /// A 1x1 kernel at stride 1 without padding reads the input itself as its im2col matrix.
-  [[nodiscard]] bool is_pointwise() const {
-    return kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0;
-  }
 };
 
 /// PyTorch's convolution checks on a batched input (N, C, spatial...) of any

@@ -1,5 +1,5 @@
-// Convolution loops, compiled per CPU capability: im2col, col2im, the bias
-// fill and the bias gradient. Parallel over (sample, channel) planes, each
+// Convolution loops, compiled per CPU capability: im2col, col2im, the moves
+// between NCHW and the GEMM's layout, and the bias gradient. Parallel over (sample, channel) planes, each
 // written by one task, so results do not depend on the thread count. See Note
 // [Convolution as im2col and GEMM] (ConvIm2col.cpp).
 #include <algorithm>
@@ -45,15 +45,15 @@ void im2col_typed(const T* input, T* col, const Conv2dGeometry& g, ConvChunk chu
             T* d = dst + oh * g.out_w;
             const int64_t ih = oh * g.stride_h - g.pad_h + kh * g.dilation_h;
             if (ih < 0 || ih >= g.height) {
-              std::fill(d, d + g.out_w, T(0));
+              for (int64_t ow = 0; ow < g.out_w; ++ow) d[ow] = T(0);
               continue;
             }
-            std::fill(d, d + r.lo, T(0));
-            std::fill(d + r.hi, d + g.out_w, T(0));
+            for (int64_t ow = 0; ow < r.lo; ++ow) d[ow] = T(0);
+            for (int64_t ow = r.hi; ow < g.out_w; ++ow) d[ow] = T(0);
             if (r.lo == r.hi) continue;
             const T* s = src + ih * g.width + r.lo * g.stride_w + offset_w;
             if (g.stride_w == 1) {
-              std::copy(s, s + (r.hi - r.lo), d + r.lo);
+              for (int64_t ow = r.lo; ow < r.hi; ++ow) d[ow] = s[ow - r.lo];
             } else {
               for (int64_t ow = r.lo; ow < r.hi; ++ow) d[ow] = s[(ow - r.lo) * g.stride_w];
             }
@@ -96,12 +96,28 @@ void col2im_typed(const T* col, T* grad_input, const Conv2dGeometry& g, ConvChun
 }
 
 template <typename T>
-void fill_bias_typed(const T* bias, T* out, const Conv2dGeometry& g, ConvChunk chunk) {
-  const int64_t L = g.out_plane(), oc = g.out_channels;
-  parallel_for(0, chunk.count * oc, grain_for(L), [&](int64_t begin, int64_t end) {
+void scatter_typed(const T* rows, const T* bias, T* out, const Conv2dGeometry& g, ConvChunk chunk) {
+  const int64_t L = g.out_plane(), ocg = g.group_out(), row = chunk.count * L;
+  parallel_for(0, chunk.count * ocg, grain_for(L), [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      T* d = out + (chunk.first * oc + t) * L;
-      std::fill(d, d + L, bias[t % oc]);
+      const int64_t n = t / ocg, o = t % ocg, channel = chunk.group * ocg + o;
+      const T* s = rows + o * row + n * L;
+      T* d = out + ((chunk.first + n) * g.out_channels + channel) * L;
+      const T b = bias != nullptr ? bias[channel] : T(0);
+      for (int64_t l = 0; l < L; ++l) d[l] = s[l] + b;
+    }
+  });
+}
+
+template <typename T>
+void gather_typed(const T* grad_out, T* rows, const Conv2dGeometry& g, ConvChunk chunk) {
+  const int64_t L = g.out_plane(), ocg = g.group_out(), row = chunk.count * L;
+  parallel_for(0, chunk.count * ocg, grain_for(L), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t n = t / ocg, o = t % ocg;
+      const T* s = grad_out + ((chunk.first + n) * g.out_channels + chunk.group * ocg + o) * L;
+      T* d = rows + o * row + n * L;
+      for (int64_t l = 0; l < L; ++l) d[l] = s[l];
     }
   });
 }
@@ -145,10 +161,18 @@ void col2im_kernel(DType dtype, const void* col, void* grad_input, const Conv2dG
   });
 }
 
-void fill_bias_kernel(DType dtype, const void* bias, void* out, const Conv2dGeometry& g, ConvChunk chunk) {
+void scatter_kernel(DType dtype, const void* rows, const void* bias, void* out, const Conv2dGeometry& g,
+                    ConvChunk chunk) {
   visit_conv_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    fill_bias_typed(static_cast<const T*>(bias), static_cast<T*>(out), g, chunk);
+    scatter_typed(static_cast<const T*>(rows), static_cast<const T*>(bias), static_cast<T*>(out), g, chunk);
+  });
+}
+
+void gather_kernel(DType dtype, const void* grad_out, void* rows, const Conv2dGeometry& g, ConvChunk chunk) {
+  visit_conv_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    gather_typed(static_cast<const T*>(grad_out), static_cast<T*>(rows), g, chunk);
   });
 }
 
@@ -164,7 +188,8 @@ void bias_grad_kernel(DType dtype, const void* grad_out, void* grad_bias, int64_
 
 KILN_REGISTER_DISPATCH(im2col_stub, &im2col_kernel);
 KILN_REGISTER_DISPATCH(col2im_stub, &col2im_kernel);
-KILN_REGISTER_DISPATCH(conv_fill_bias_stub, &fill_bias_kernel);
+KILN_REGISTER_DISPATCH(conv_scatter_stub, &scatter_kernel);
+KILN_REGISTER_DISPATCH(conv_gather_stub, &gather_kernel);
 KILN_REGISTER_DISPATCH(conv_bias_grad_stub, &bias_grad_kernel);
 
 }  // namespace KILN_CPU_NS
