@@ -46,6 +46,7 @@ CONV2D_CASES = [
     ((0, 3, 8, 8), (4, 3, 3, 3), True, {}),                                  # empty batch
     ((2, 3, 4, 4), (2, 3, 4, 4), True, {}),                                  # kernel covers the input: 1x1 output
     ((2, 1, 3, 3), (2, 1, 3, 3), True, {"padding": 2, "stride": 3}),
+    ((2, 3, 6, 7), (2, 3, 3, 3), True, {"padding": (1,), "stride": [2], "dilation": (2,)}),  # one value for both dims
 ]
 
 
@@ -311,6 +312,10 @@ CONV_ERRORS = [
     ((2, 3, 8, 8, 1), (8, 3, 3, 3), None, {}),
     ((3, 2, 2), (8, 3, 3, 3), None, {}),                             # unbatched, kernel too large
     ((2, 3, 8, 8), (0, 3, 3, 3), None, {}),
+    ((2, 3, 8, 8), (8, 3, 3, 3), None, {"stride": (1, 2, 3)}),      # list lengths
+    ((2, 3, 8, 8), (8, 3, 3, 3), None, {"stride": []}),
+    ((2, 3, 8, 8), (8, 3, 3, 3), None, {"dilation": [1, 1, 1]}),
+    ((2, 3, 8, 8), (8, 3, 3, 3), None, {"padding": "same", "dilation": [1, 1, 1]}),
 ]
 
 
@@ -324,6 +329,11 @@ def test_conv_errors_other():
     conv_error((2, 4, 8), (8, 3, 3), fn="conv1d")
     conv_error((2, 3, 2), (8, 3, 3), fn="conv1d")
     conv_error((2, 3, 8, 8), (8, 3, 3, 3), dtypes=("float32", "float64"), message=False)
+    conv_error((2, 3, 9), (8, 3, 3), fn="conv1d", stride=(1, 1))
+    kx, tx = pair((2, 3, 8, 8))
+    kw, tw = pair((4, 3, 3, 3))
+    kb, tb = pair((4,), "float64")
+    assert_same_error(lambda: KF.conv2d(kx, kw, kb), lambda: TF.conv2d(tx, tw, tb))
     conv_error((2, 3, 8, 8), (8, 3, 3), message=False)               # weight rank: torch's words are odd here
 
 
@@ -341,6 +351,7 @@ POOL_ERRORS = [
     ("avg_pool2d", (2, 3, 8, 8), {"kernel_size": 2, "divisor_override": 0}),
     ("avg_pool2d", (1, 1, 2, 2), {"kernel_size": 3}),
     ("avg_pool2d", (2, 0, 8, 8), {"kernel_size": 2}),
+    ("avg_pool2d", (8, 8), {"kernel_size": 2}),
     ("adaptive_avg_pool2d", (2, 3, 8, 8), {"output_size": (-1, 2)}),
     ("adaptive_avg_pool2d", (8, 8), {"output_size": 2}),
     ("adaptive_avg_pool2d", (2, 3, 0, 8), {"output_size": 2}),

@@ -25,6 +25,19 @@ namespace kiln::native {
 
 namespace {
 
+/// A stride, padding or dilation list with one value per spatial dim: one value
+/// is repeated, as PyTorch's expand_param_if_needed does (padding="same" words
+/// the error as its own broadcast).
+DimVector expand_param(IntArrayRef values, const char* name, int64_t spatial, bool same = false) {
+  const auto n = static_cast<int64_t>(values.size());
+  KILN_CHECK(!same || n == 1 || n == spatial, name, " cannot broadcast to ", spatial, " dimensions");
+  KILN_CHECK(n == 1 || n == spatial, "expected ", name, " to be a single integer value or a list of ", spatial,
+             " values to match the convolution dimensions, but got ", name, "=", values);
+  DimVector out;
+  for (int64_t i = 0; i < spatial; ++i) out.push_back(values[n == 1 ? 0 : static_cast<size_t>(i)]);
+  return out;
+}
+
 /// input with a batch dim (unsqueezed when it has none); checks the rank first.
 Tensor batched_input(const Tensor& input, int64_t spatial, const char* op) {
   const int64_t d = input.dim();
@@ -45,8 +58,10 @@ Tensor run_conv(const Tensor& x, const Tensor& weight, const std::optional<Tenso
 Tensor conv_nd(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
                IntArrayRef padding, IntArrayRef dilation, int64_t groups, int64_t spatial, const char* op) {
   const Tensor x = batched_input(input, spatial, op);
-  check_conv_forward(x, weight, bias, stride, padding, dilation, groups);
-  const Tensor y = run_conv(x, weight, bias, stride, padding, dilation, groups, spatial);
+  const DimVector s = expand_param(stride, "stride", spatial), p = expand_param(padding, "padding", spatial);
+  const DimVector d = expand_param(dilation, "dilation", spatial);
+  check_conv_forward(x, weight, bias, s, p, d, groups);
+  const Tensor y = run_conv(x, weight, bias, s, p, d, groups, spatial);
   return x.is_same(input) ? y : kiln::squeeze(y, 0);
 }
 
@@ -54,17 +69,17 @@ Tensor conv_nd_padding(const Tensor& input, const Tensor& weight, const std::opt
                        IntArrayRef stride, std::string_view padding, IntArrayRef dilation, int64_t groups,
                        int64_t spatial, const char* op) {
   const Tensor x = batched_input(input, spatial, op);
+  const DimVector strides = expand_param(stride, "stride", spatial);
+  const DimVector dilations = expand_param(dilation, "dilation", spatial, padding == "same");
   DimVector pad(static_cast<size_t>(spatial), 0);
   DimVector odd(static_cast<size_t>(spatial), 0);
   if (padding == "same") {
-    for (int64_t s : stride) KILN_CHECK(s == 1, "padding='same' is not supported for strided convolutions");
+    for (int64_t s : strides) KILN_CHECK(s == 1, "padding='same' is not supported for strided convolutions");
     KILN_CHECK(weight.dim() == spatial + 2, "Expected ", spatial + 2, "-dimensional weight for ", op,
                " with padding='same', but got weight of size ", weight.sizes());
-    KILN_CHECK(static_cast<int64_t>(dilation.size()) == spatial, "expected dilation to have ", spatial,
-               " values to match the convolution dimensions, but got dilation=", dilation);
     for (int64_t i = 0; i < spatial; ++i) {
       const size_t u = static_cast<size_t>(i);
-      const int64_t total = dilation[u] * (weight.size(i + 2) - 1);
+      const int64_t total = dilations[u] * (weight.size(i + 2) - 1);
       KILN_CHECK(total >= 0, "non-positive dilation is not supported");
       odd[u] = total % 2;
       pad[u] = total / 2 + odd[u];
@@ -72,8 +87,8 @@ Tensor conv_nd_padding(const Tensor& input, const Tensor& weight, const std::opt
   } else {
     KILN_CHECK(padding == "valid", "Invalid padding string: '", padding, "'");
   }
-  check_conv_forward(x, weight, bias, stride, pad, dilation, groups);
-  Tensor y = run_conv(x, weight, bias, stride, pad, dilation, groups, spatial);
+  check_conv_forward(x, weight, bias, strides, pad, dilations, groups);
+  Tensor y = run_conv(x, weight, bias, strides, pad, dilations, groups, spatial);
   for (int64_t i = 0; i < spatial; ++i) {
     const int64_t dim = 2 + i;
     if (odd[static_cast<size_t>(i)] != 0) y = kiln::narrow(y, dim, 1, y.size(dim) - 1);

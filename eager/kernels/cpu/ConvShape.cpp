@@ -5,6 +5,7 @@
 #include <string>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/cpu/Factories.h"
 
 namespace kiln::native {
 
@@ -51,8 +52,8 @@ void check_conv_forward(const Tensor& input, const Tensor& weight, const std::op
              has_bias ? bias->sizes() : IntArrayRef(), " instead");
   KILN_CHECK(input.dtype() == weight.dtype(), "Input type (", tensor_type_name(input.dtype()), ") and weight type (",
              tensor_type_name(weight.dtype()), ") should be the same");
-  KILN_CHECK(!has_bias || bias->dtype() == input.dtype(), "Input type (", tensor_type_name(input.dtype()),
-             ") and bias type (", tensor_type_name(bias->dtype()), ") should be the same");
+  KILN_CHECK(!has_bias || bias->dtype() == input.dtype(), "Input type (", cpp_type_name(input.dtype()),
+             ") and bias type (", cpp_type_name(bias->dtype()), ") should be the same");
   bool fits = true;
   std::ostringstream padded_ss, kernel_ss;
   for (int64_t i = 0; i < spatial; ++i) {

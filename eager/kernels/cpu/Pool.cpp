@@ -206,6 +206,9 @@ PoolGeometry avg_geometry(const Tensor& self, IntArrayRef kernel_size, IntArrayR
   const int64_t one[] = {1};
   const PoolArgs a = pool_args(op, kernel_size, stride, padding, IntArrayRef(one));
   KILN_CHECK(!divisor_override || *divisor_override != 0, "divisor must be not zero");
+  // PyTorch reads the channel count as size(-3) first: an IndexError below 3 dims.
+  KILN_CHECK_INDEX(self.dim() >= 3, "Dimension out of range (expected to be in range of [", -std::max<int64_t>(self.dim(), 1),
+                   ", ", std::max<int64_t>(self.dim(), 1) - 1, "], but got -3)");
   check_pool_input(self, op);
   PoolGeometry g = pool_geometry(self, a, ceil_mode);
   g.count_include_pad = count_include_pad;
