@@ -186,6 +186,21 @@ def test_max_pool2d_ties_nan_and_noncontiguous():
     close(kx.grad, tx.grad)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8"])
+def test_max_pool2d_integers(dtype):
+    values = np.random.default_rng(0).integers(0 if dtype == "uint8" else -100, 100, size=(2, 3, 7, 6))
+    kx, tx = kiln.tensor(values).to(getattr(kiln, dtype)), torch.tensor(values).to(getattr(torch, dtype))
+    ko, ki = KF.max_pool2d(kx, 3, 2, 1, return_indices=True)
+    to, ti = TF.max_pool2d(tx, 3, 2, 1, return_indices=True)
+    close(ko, to)
+    close(ki, ti)
+
+
+def test_max_pool2d_bool_is_not_implemented():
+    kx, tx = kiln.ones(1, 2, 4, 4, dtype=kiln.bool), torch.ones(1, 2, 4, 4, dtype=torch.bool)
+    assert_same_error(lambda: KF.max_pool2d(kx, 2), lambda: TF.max_pool2d(tx, 2))
+
+
 def test_max_pool1d():
     kx, tx = pair((2, 3, 11), requires_grad=True)
     ko, ki = KF.max_pool1d(kx, 3, 2, 1, return_indices=True)

@@ -76,10 +76,11 @@ int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int
   return out;
 }
 
-void check_pool_input(const Tensor& input, const char* op) {
+/// Rank and dtype: floating, or (`integers`, max_pool2d's forward) any dtype but bool.
+void check_pool_input(const Tensor& input, const char* op, bool integers = false) {
   KILN_CHECK(input.dim() == 3 || input.dim() == 4, "non-empty 3D or 4D (batch mode) tensor expected for input");
-  KILN_CHECK_NOT_IMPLEMENTED(is_floating_point(input.dtype()), "\"", op, "\" not implemented for '",
-                             scalar_type_name(input.dtype()), "'");
+  const bool ok = is_floating_point(input.dtype()) || (integers && input.dtype() != DType::Bool);
+  KILN_CHECK_NOT_IMPLEMENTED(ok, "\"", op, "\" not implemented for '", scalar_type_name(input.dtype()), "'");
 }
 
 /// The geometry of a checked 2-d pooling of `input` (3-d or 4-d), PyTorch's pool2d_shape_check.
@@ -163,7 +164,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntAr
                                                        IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                                                        bool ceil_mode) {
   const PoolArgs a = pool_args("max_pool2d", kernel_size, stride, padding, dilation);
-  check_pool_input(self, "max_pool2d");
+  check_pool_input(self, "max_pool2d", /*integers=*/true);
   const PoolGeometry g = pool_geometry(self, a, ceil_mode);
   const DimVector sizes = pooled_sizes(self, g.out_h, g.out_w);
   Tensor out = empty(sizes, self.dtype(), self.device());

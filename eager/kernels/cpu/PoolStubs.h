@@ -1,6 +1,7 @@
 // Dispatch stubs of the pooling loops (kernels/PoolKernel.cpp). Every tensor
 // is contiguous and viewed as `planes` planes of [height, width]; floating
-// dtypes only, float16/bfloat16 computed in float. See Note [Pooling windows]
+// dtypes (max_pool2d's forward: integers too), float16/bfloat16 computed in
+// float. See Note [Pooling windows]
 // (Pool.cpp).
 #pragma once
 
@@ -20,7 +21,8 @@ struct PoolGeometry {
   int64_t divisor = 0;            // avg_pool2d's divisor_override, 0 for none
 };
 
-/// out = the window maxima, indices = their flat positions h * in_w + w (NaN wins).
+/// out = the window maxima, indices = their flat positions h * in_w + w (NaN
+/// wins); floating and integer dtypes.
 using max_pool2d_fn = void (*)(const Tensor& in, const Tensor& out, const Tensor& indices, const PoolGeometry& g);
 /// grad_in = grad_out scattered to `indices` (summed); false when an index is
 /// outside its plane (nothing is written there).

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/PoolStubs.h"
@@ -64,6 +66,15 @@ Span max_span(int64_t o, int64_t stride, int64_t pad, int64_t kernel, int64_t di
   return {begin, end, 0};
 }
 
+template <typename A>
+bool is_nan(A v) {
+  if constexpr (std::is_floating_point_v<A>) {
+    return std::isnan(v);
+  } else {
+    return false;
+  }
+}
+
 template <typename T>
 void max_pool_typed(const Tensor& in, const Tensor& out, const Tensor& indices, const PoolGeometry& g) {
   using A = opmath_t<T>;
@@ -78,12 +89,13 @@ void max_pool_typed(const Tensor& in, const Tensor& out, const Tensor& indices, 
         const Span h = max_span(oh, g.stride_h, g.pad_h, g.kernel_h, g.dilation_h, g.in_h);
         for (int64_t ow = 0; ow < g.out_w; ++ow) {
           const Span w = max_span(ow, g.stride_w, g.pad_w, g.kernel_w, g.dilation_w, g.in_w);
-          A best = -std::numeric_limits<A>::infinity();
+          A best = std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
+                                                        : std::numeric_limits<A>::lowest();
           int64_t best_at = h.begin * g.in_w + w.begin;
           for (int64_t ih = h.begin; ih < h.end; ih += g.dilation_h) {
             for (int64_t iw = w.begin; iw < w.end; iw += g.dilation_w) {
               const A v = static_cast<A>(src[ih * g.in_w + iw]);
-              if (v > best || std::isnan(v)) {
+              if (v > best || is_nan(v)) {
                 best = v;
                 best_at = ih * g.in_w + iw;
               }
@@ -177,7 +189,14 @@ void avg_pool_backward_typed(const Tensor& grad_out, const Tensor& grad_in, cons
 }
 
 void max_pool_kernel(const Tensor& in, const Tensor& out, const Tensor& indices, const PoolGeometry& g) {
-  visit_floating(in.dtype(), [&](auto tag) { max_pool_typed<decltype(tag)>(in, out, indices, g); });
+  switch (in.dtype()) {  // integers too, as PyTorch (the caller rejects bool)
+    case DType::Int8: return max_pool_typed<int8_t>(in, out, indices, g);
+    case DType::Int16: return max_pool_typed<int16_t>(in, out, indices, g);
+    case DType::Int32: return max_pool_typed<int32_t>(in, out, indices, g);
+    case DType::Int64: return max_pool_typed<int64_t>(in, out, indices, g);
+    case DType::UInt8: return max_pool_typed<uint8_t>(in, out, indices, g);
+    default: visit_floating(in.dtype(), [&](auto tag) { max_pool_typed<decltype(tag)>(in, out, indices, g); });
+  }
 }
 
 bool max_pool_backward_kernel(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_in,
