@@ -131,17 +131,18 @@ def test_conv1d_gradcheck():
 def test_conv2d_double_backward_matches_torch():
     kx, tx = pair((2, 2, 5, 5), "float64", requires_grad=True)
     kw, tw = pair((3, 2, 3, 3), "float64", requires_grad=True, seed=1)
+    kb, tb = pair((3,), "float64", requires_grad=True, seed=2)
 
-    def second(lib, F, x, w):
-        y = F.conv2d(x, w, padding=1, stride=2)
-        (gx, gw) = lib.autograd.grad((y * y).sum(), (x, w), create_graph=True)
-        return (gx * gx).sum() + (gw * gw).sum()
+    def second(lib, F, x, w, b):
+        y = F.conv2d(x, w, b, padding=1, stride=2)
+        (gx, gw, gb) = lib.autograd.grad((y * y).sum(), (x, w, b), create_graph=True)
+        return (gx * gx).sum() + (gw * gw).sum() + (gb * gb).sum()
 
-    ks, ts = second(kiln, KF, kx, kw), second(torch, TF, tx, tw)
+    ks, ts = second(kiln, KF, kx, kw, kb), second(torch, TF, tx, tw, tb)
     close(ks, ts)
     ks.backward()
     ts.backward()
-    grads_close([kx, kw], [tx, tw], "float64")
+    grads_close([kx, kw, kb], [tx, tw, tb], "float64")
 
 
 # --- max_pool2d -----------------------------------------------------------------------------
@@ -286,11 +287,12 @@ def test_pool_gradcheck():
     assert kiln.autograd.gradcheck(lambda x: KF.adaptive_avg_pool2d(x, (4, 3)), (kx,))
 
 
-def test_avg_pool2d_double_backward():
+@pytest.mark.parametrize("pool", ["avg", "max"])
+def test_pool2d_double_backward(pool):
     kx, tx = pair((1, 2, 5, 5), "float64", requires_grad=True)
 
     def second(lib, F, x):
-        y = F.avg_pool2d(x, 3, 2, 1)
+        y = F.avg_pool2d(x, 3, 2, 1) if pool == "avg" else F.max_pool2d(x, 3, 2, 1)
         (gx,) = lib.autograd.grad((y * y).sum(), (x,), create_graph=True)
         return (gx * gx).sum()
 

@@ -217,7 +217,7 @@ Tensor conv2d_backward_weight_cpu(const Tensor& grad_output, const Tensor& input
 }
 
 Tensor conv2d_backward_bias_cpu(const Tensor& grad_output) {
-  KILN_CHECK(grad_output.dim() >= 2, "_conv2d_backward_bias: expected grad_output with a channel dim, but got size ",
+  KILN_CHECK(grad_output.dim() == 4, "_conv2d_backward_bias: expected a 4-d grad_output, but got size ",
              grad_output.sizes());
   check_conv_dtype(grad_output.dtype(), "_conv2d_backward_bias");
   const DType dtype = compute_dtype(grad_output.dtype());
