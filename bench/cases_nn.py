@@ -98,10 +98,23 @@ def _embedding(kiln, torch, backward):
     return (lambda: F.embedding(kw, ki).backward(kg)), (lambda: torch.embedding(tw, ti).backward(tg))
 
 
-def _conv2d(in_shape, out_channels, padding):
-    """conv2d with a 3x3 kernel and bias, weights and input needing grad when timed with backward."""
+def _conv2d(in_shape, out_channels, padding, onednn=True):
+    """conv2d with a 3x3 kernel and bias, weights and input needing grad when timed with backward.
+    onednn=False times torch with torch.backends.mkldnn off: its im2col + GEMM path, kiln's own design
+    (torch's oneDNN path measured slower than that on this machine)."""
 
     def build(kiln, torch, backward):
+        if not onednn:
+            kfn, tfn = _conv2d_fns(kiln, torch, backward)
+
+            def torch_without_onednn():
+                with torch.backends.mkldnn.flags(enabled=False):
+                    tfn()
+
+            return kfn, torch_without_onednn
+        return _conv2d_fns(kiln, torch, backward)
+
+    def _conv2d_fns(kiln, torch, backward):
         kx, tx = _inputs(kiln, torch, in_shape, backward)
         kw, tw = _inputs(kiln, torch, (out_channels, in_shape[1], 3, 3), backward, seed=1)
         kb, tb = _inputs(kiln, torch, (out_channels,), backward, seed=2)
@@ -121,6 +134,9 @@ def _conv_pool_builders() -> dict:
     return {
         "conv2d [64,1,28,28] 1->32 3x3 pad 1": _conv2d((64, 1, 28, 28), 32, 1),
         "conv2d [64,32,14,14] 32->64 3x3 pad 1": _conv2d((64, 32, 14, 14), 64, 1),
+        "conv2d [64,1,28,28] 1->32 3x3 pad 1 (torch without oneDNN)": _conv2d((64, 1, 28, 28), 32, 1, onednn=False),
+        "conv2d [64,32,14,14] 32->64 3x3 pad 1 (torch without oneDNN)": _conv2d((64, 32, 14, 14), 64, 1,
+                                                                               onednn=False),
         "max_pool2d [64,32,28,28] 2x2": _max_pool2d,
     }
 
