@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/Blas.h"
 #include "eager/kernels/cpu/ConvShape.h"
 #include "eager/kernels/cpu/ConvStubs.h"
@@ -34,15 +35,20 @@ KILN_DEFINE_DISPATCH(conv_bias_grad_fn, conv_bias_grad_stub);
 //   dcol = W_g^T @ rows_g, grad_input = col2im(dcol),
 // col2im adding each dcol entry back to the pixel it was read from. One GEMM
 // per chunk and group (rather than one per sample) keeps the products large
-// enough for the BLAS's threads at MNIST-sized planes; a chunk is as many
+// enough for the BLAS at MNIST-sized planes. With several chunks and threads,
+// the chunks run in parallel (parallel_for), each product on one BLAS thread
+// (SingleThreadedBlas): measured at [64, 32, 14, 14] on 2 threads, TBB tasks
+// between threaded BLAS calls made the convolution slower than on one thread.
+// With one chunk the BLAS threads its product. A chunk is as many
 // samples as fit col and rows in kColBudgetBytes, small enough to stay in
 // cache between im2col and the GEMM (measured: 32 MiB chunks ran 2x slower at
 // [64, 32, 14, 14]); a larger sample is a chunk by itself. im2col, col2im and
-// the moves run one (sample, channel) plane per task, in parallel.
+// the moves run one (sample, channel) plane per task (in parallel when the
+// chunks are not). grad_weight sums per-chunk partial products in chunk order.
 // float16/bfloat16 are widened to float32 and the result rounded once, as
-// PyTorch does on the CPU. Each plane of grad_input, each channel of
-// grad_bias and each group of grad_weight is summed in one fixed order: no
-// result depends on the thread count.
+// PyTorch does on the CPU. kiln's loops sum each plane of grad_input and each
+// channel of grad_bias in one fixed order; the BLAS's products (as
+// kiln.matmul's) may differ in the last bits between thread counts.
 
 namespace {
 
@@ -77,24 +83,37 @@ struct ChunkBuffers {
   }
 };
 
-/// Runs fn(chunk) for every chunk of samples and, inside it, every group.
-template <typename Fn>
-void for_each_chunk(const Conv2dGeometry& g, int64_t per_chunk, Fn&& fn) {
-  for (int64_t first = 0; first < g.batch; first += per_chunk) {
-    const int64_t count = std::min(per_chunk, g.batch - first);
-    for (int64_t group = 0; group < g.groups; ++group) fn(ConvChunk{first, count, group});
+int64_t chunk_count(const Conv2dGeometry& g, int64_t per_chunk) { return (g.batch + per_chunk - 1) / per_chunk; }
+
+/// Runs fn(index, chunk, col, rows) for every chunk of samples (and, inside
+/// it, every group) with the chunk's buffers. Several chunks and threads: the
+/// chunks run in parallel, one BLAS thread each; else one after another, the
+/// BLAS threading each product. See Note [Convolution as im2col and GEMM].
+template <typename T, typename Fn>
+void run_chunks(const Conv2dGeometry& g, int64_t per_chunk, Fn&& fn) {
+  const int64_t chunks = chunk_count(g, per_chunk);
+  auto run = [&](int64_t begin, int64_t end) {
+    ChunkBuffers<T> buf(g, per_chunk);
+    T* col = buf.col.template data_ptr<T>();
+    T* rows = buf.rows.template data_ptr<T>();
+    for (int64_t c = begin; c < end; ++c) {
+      const int64_t first = c * per_chunk, count = std::min(per_chunk, g.batch - first);
+      for (int64_t group = 0; group < g.groups; ++group) fn(c, ConvChunk{first, count, group}, col, rows);
+    }
+  };
+  if (chunks < 2 || get_num_threads() < 2 || in_parallel_region()) {
+    run(0, chunks);
+    return;
   }
+  const SingleThreadedBlas single;
+  parallel_for(0, chunks, 1, run);
 }
 
 template <typename T>
 void forward_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const Conv2dGeometry& g) {
   const T* wt = w.data_ptr<T>();
   const int64_t L = g.out_plane(), K = g.col_rows(), ocg = g.group_out();
-  const int64_t per_chunk = chunk_samples(g, sizeof(T));
-  ChunkBuffers<T> buf(g, per_chunk);
-  T* col = buf.col.template data_ptr<T>();
-  T* rows = buf.rows.template data_ptr<T>();
-  for_each_chunk(g, per_chunk, [&](ConvChunk chunk) {
+  run_chunks<T>(g, chunk_samples(g, sizeof(T)), [&](int64_t, ConvChunk chunk, T* col, T* rows) {
     const int64_t n = chunk.count * L;
     im2col_stub(y.dtype(), x.data_ptr(), col, g, chunk);
     gemm_raw<T>(false, false, ocg, n, K, T(1), wt + chunk.group * ocg * K, K, col, n, T(0), rows, n);
@@ -106,11 +125,7 @@ template <typename T>
 void backward_input_typed(const Tensor& gy, const Tensor& w, const Tensor& gx, const Conv2dGeometry& g) {
   const T* wt = w.data_ptr<T>();
   const int64_t L = g.out_plane(), K = g.col_rows(), ocg = g.group_out();
-  const int64_t per_chunk = chunk_samples(g, sizeof(T));
-  ChunkBuffers<T> buf(g, per_chunk);
-  T* col = buf.col.template data_ptr<T>();
-  T* rows = buf.rows.template data_ptr<T>();
-  for_each_chunk(g, per_chunk, [&](ConvChunk chunk) {
+  run_chunks<T>(g, chunk_samples(g, sizeof(T)), [&](int64_t, ConvChunk chunk, T* col, T* rows) {
     const int64_t n = chunk.count * L;
     conv_gather_stub(gx.dtype(), gy.data_ptr(), rows, g, chunk);
     gemm_raw<T>(true, false, K, n, ocg, T(1), wt + chunk.group * ocg * K, K, rows, n, T(0), col, n);
@@ -118,21 +133,26 @@ void backward_input_typed(const Tensor& gy, const Tensor& w, const Tensor& gx, c
   });
 }
 
+/// Each chunk's grad_weight goes to its own row of `partial` [chunks, OC * K];
+/// the rows are then summed in chunk order by one more product (ones @ partial).
 template <typename T>
 void backward_weight_typed(const Tensor& gy, const Tensor& x, const Tensor& gw, const Conv2dGeometry& g) {
-  T* gwt = gw.data_ptr<T>();
-  const int64_t L = g.out_plane(), K = g.col_rows(), ocg = g.group_out();
+  const int64_t L = g.out_plane(), K = g.col_rows(), ocg = g.group_out(), size = g.out_channels * K;
   const int64_t per_chunk = chunk_samples(g, sizeof(T));
-  ChunkBuffers<T> buf(g, per_chunk);
-  T* col = buf.col.template data_ptr<T>();
-  T* rows = buf.rows.template data_ptr<T>();
-  for_each_chunk(g, per_chunk, [&](ConvChunk chunk) {
+  const int64_t chunks = chunk_count(g, per_chunk);
+  const Tensor partial = chunks == 1 ? gw : empty({chunks, size}, gw.dtype());
+  T* part = partial.data_ptr<T>();
+  run_chunks<T>(g, per_chunk, [&](int64_t index, ConvChunk chunk, T* col, T* rows) {
     const int64_t n = chunk.count * L;
     im2col_stub(gw.dtype(), x.data_ptr(), col, g, chunk);
     conv_gather_stub(gw.dtype(), gy.data_ptr(), rows, g, chunk);
-    const T beta = chunk.first == 0 ? T(0) : T(1);
-    gemm_raw<T>(false, true, ocg, K, n, T(1), rows, n, col, n, beta, gwt + chunk.group * ocg * K, K);
+    T* dst = part + index * size + chunk.group * ocg * K;
+    gemm_raw<T>(false, true, ocg, K, n, T(1), rows, n, col, n, T(0), dst, K);
   });
+  if (chunks == 1) return;
+  const Tensor ones = full({chunks}, 1, gw.dtype());
+  gemm_raw<T>(false, false, 1, size, chunks, T(1), ones.data_ptr<T>(), chunks, part, size, T(0), gw.data_ptr<T>(),
+              size);
 }
 
 template <typename Fn>
