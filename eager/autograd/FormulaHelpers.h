@@ -473,6 +473,38 @@ template <typename Dims>
   return kiln::mul(kiln::mul(g, kiln::sub(self, mean)), 2.0 / std::max(0.0, static_cast<double>(count) - c));
 }
 
+/// Gradient of aminmax: amax_backward of the min's and of the max's gradient, summed.
+[[nodiscard]] inline Tensor aminmax_backward(const Tensor& grad_min, const Tensor& grad_max, const Tensor& self,
+                                             const Tensor& min, const Tensor& max, std::optional<int64_t> dim,
+                                             bool keepdim) {
+  const DimVector d = dim ? detail::reduced_dims(*dim, self.dim()) : DimVector{};
+  return kiln::add(amax_backward(grad_min, self, min, d, keepdim), amax_backward(grad_max, self, max, d, keepdim));
+}
+
+/// Gradient of linalg_vector_norm: for ord p, grad * sign(x) |x|^(p-1) / norm^(p-1)
+/// (x / norm for 2, sign(x) for 1; inf norms share grad among the elements
+/// reaching the norm; 0 has none), 0 where the norm is 0 — as PyTorch.
+[[nodiscard]] inline Tensor linalg_vector_norm_backward(const Tensor& grad, const Tensor& self, const Scalar& ord,
+                                                        const Tensor& result, const std::optional<DimVector>& dims,
+                                                        bool keepdim) {
+  const double p = ord.to_double();
+  if (p == 0) return kiln::zeros_like(self);
+  const DimVector d = detail::reduced_dims(dims, self.dim());
+  const Tensor g = detail::restore_reduced_dims(grad, self.sizes(), d, keepdim);
+  const Tensor norm = detail::restore_reduced_dims(result, self.sizes(), d, keepdim);
+  if (p == 1) return kiln::mul(kiln::sign(self), g);
+  if (std::isinf(p)) {
+    const Tensor mask = formula::to(kiln::eq(kiln::abs(self), norm), self.dtype());
+    const Tensor count = d.empty() ? kiln::sum(mask) : kiln::sum(mask, IntArrayRef(d), true);
+    return kiln::mul(kiln::mul(kiln::sign(self), mask), kiln::div(g, count));
+  }
+  const Tensor zero_norm = kiln::eq(norm, 0);
+  if (p == 2) return kiln::where(zero_norm, 0, kiln::mul(self, kiln::div(g, norm)));
+  Tensor scaled = kiln::mul(kiln::sign(self), kiln::pow(kiln::abs(self), p - 1));
+  if (p < 1) scaled = kiln::where(kiln::eq(self, 0), 0, scaled);  // |0|^(p-1) is inf: 0, as PyTorch
+  return kiln::where(zero_norm, 0, kiln::mul(scaled, kiln::div(g, kiln::pow(norm, p - 1))));
+}
+
 /// Gradient of cumsum: the reverse cumulative sum of grad.
 [[nodiscard]] inline Tensor cumsum_backward(const Tensor& grad, int64_t dim) {
   if (grad.dim() == 0) return grad;

@@ -69,6 +69,13 @@ max = return_types._named(return_types.max, _C._functions.max)  # noqa: A001
 min = return_types._named(return_types.min, _C._functions.min)  # noqa: A001
 Tensor.max = return_types._named(return_types.max, _C.TensorBase.max)
 Tensor.min = return_types._named(return_types.min, _C.TensorBase.min)
+aminmax = return_types._named(return_types.aminmax, _C._functions.aminmax)
+Tensor.aminmax = return_types._named(return_types.aminmax, _C.TensorBase.aminmax)
+from kiln._norms import norm  # noqa: E402
+from kiln._norms import tensor_norm as _tensor_norm  # noqa: E402
+
+Tensor.norm = _tensor_norm
+from kiln import linalg  # noqa: E402
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
 from kiln.serialization import load, save

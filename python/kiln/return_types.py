@@ -7,8 +7,9 @@ from collections import namedtuple
 
 max = namedtuple("max", ["values", "indices"])  # noqa: A001  (torch's name)
 min = namedtuple("min", ["values", "indices"])  # noqa: A001
+aminmax = namedtuple("aminmax", ["min", "max"])
 
-for _cls in (max, min):
+for _cls in (max, min, aminmax):
     _cls.__module__ = "kiln.return_types"
 
 

@@ -1,9 +1,9 @@
-"""Derivative formulas of the binary, ternary, shape, indexing and linear-algebra
-ops, one table of cases: each case's gradients (w.r.t. every floating input,
+"""Derivative formulas of the binary, ternary, shape, indexing, linear-algebra
+and reduction ops, one table of cases: each case's gradients (w.r.t. every floating input,
 through a weighted sum of every output) are compared with torch's on the same
 inputs, and checked against finite differences with kiln.autograd.gradcheck in
-float64. Families with their own gradient suites (unary, reductions, nn) keep
-them with their op tests.
+float64. Families with their own gradient suites (unary, nn) keep them with
+their op tests.
 
 `test_every_generated_formula_has_a_case` keeps the table honest: an op of
 these families whose formula kiln generates must have a case here.
@@ -107,10 +107,25 @@ CASES = {
                          "fmod.Scalar"], [(5,)],
                         lambda L, a: [a - 2, a / 3, L.div(a, 2.0, rounding_mode="floor"), L.true_divide(a, -4),
                                       L.remainder(a, 0.7), L.fmod(a, 0.7)]),
+    # reductions and scans
+    "sum and mean": (["sum", "sum.dim_IntList", "mean", "mean.dim"], [(3, 4, 2)],
+                     lambda L, a: [a.sum(), a.sum((0, 2)), L.sum(a, -1, keepdim=True), a.mean(), a.mean(1),
+                                   L.mean(a, (0, 1), keepdim=True)]),
+    "prod": (["prod", "prod.dim_int"], [(3, 4)], lambda L, a: [a.prod(), a.prod(1), L.prod(a, 0, keepdim=True)]),
+    "extremes": (["amax", "amin", "max", "min", "max.dim", "min.dim", "aminmax"], [(3, 5)],
+                 lambda L, a: [a.amax(1), L.amin(a, (0, 1)), a.max(), a.min(), a.max(0)[0], L.min(a, 1, True)[0],
+                               *L.aminmax(a, dim=0), *L.aminmax(a)]),
+    "var": (["var.correction"], [(4, 3)],
+            lambda L, a: [a.var(), a.var(0), L.var(a, 1, correction=0, keepdim=True)]),
+    "scans": (["cumsum", "cumprod"], [(3, 4)], lambda L, a: [a.cumsum(1), L.cumsum(a, 0), a.cumprod(1)]),
+    "vector norm": (["linalg_vector_norm"], [(3, 4)],
+                    lambda L, a: [L.linalg.vector_norm(a), L.linalg.vector_norm(a, 1, 1),
+                                  L.linalg.vector_norm(a, 3, 0, keepdim=True),
+                                  L.linalg.vector_norm(a, float("inf"), 1), L.linalg.vector_norm(a, -float("inf"))]),
 }
 
 # The families this file covers (and the ops of them that have no gradient here, with why).
-FAMILY_FILES = ("pointwise_binary.yaml", "shape.yaml", "indexing.yaml", "linalg.yaml")
+FAMILY_FILES = ("pointwise_binary.yaml", "shape.yaml", "indexing.yaml", "linalg.yaml", "reduction.yaml")
 NOT_HERE = {
     "floor_divide": "torch has no derivative for it (kiln's is zero)",
     "floor_divide.Scalar": "torch has no derivative for it (kiln's is zero)",

@@ -153,3 +153,24 @@ def test_baddbmm_and_addbmm_errors_match_torch(op, shapes):
 
     assert_same_error(lambda: getattr(kiln, op)(*[kiln.ones(*s) for s in shapes]),
                       lambda: getattr(torch, op)(*[torch.ones(*s) for s in shapes]))
+
+
+def test_bmm_of_small_products_is_split_by_batch_and_does_not_depend_on_the_thread_count():
+    # Note [bmm splits small products by batch]: many small products run one per thread.
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((24, 256, 64)).astype(np.float32)
+    b = rng.standard_normal((24, 64, 256)).astype(np.float32)
+    before = kiln.get_num_threads()
+    try:
+        results = []
+        for threads in (1, 2):
+            kiln.set_num_threads(threads)
+            results.append(kiln.bmm(kiln.tensor(a), kiln.tensor(b)).numpy())
+            results.append(kiln.matmul(kiln.tensor(a).view(2, 12, 256, 64), kiln.tensor(b).view(2, 12, 64, 256))
+                           .reshape(24, 256, 256).numpy())
+    finally:
+        kiln.set_num_threads(before)
+    expected = torch.bmm(torch.tensor(a), torch.tensor(b)).numpy()
+    for r in results:
+        np.testing.assert_allclose(r, expected, rtol=1e-4, atol=1e-4)
+    assert np.array_equal(results[0], results[2]) and np.array_equal(results[1], results[3])

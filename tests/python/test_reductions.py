@@ -155,6 +155,73 @@ def test_nan_propagation_and_first_index_on_ties():
         _compare(fn(kiln, k), fn(torch, t), "float32", "nan")
 
 
+# Note [Reductions as rows]: a dense input reduces in place as a [batch, len, inner]
+# block (rows, or across rows with the inner dim vectorised); the others are copied.
+# These layouts and dim sets reach every plan, with sizes past the vector widths
+# and the 512-column pieces of the across-rows loop.
+PLAN_LAYOUTS = {
+    "contiguous": (lambda t: t),
+    "last two transposed": (lambda t: t.transpose(1, 2)),
+    "permuted": (lambda t: t.permute(2, 0, 1)),
+    "reversed": (lambda t: t.permute(2, 1, 0)),
+    "sliced": (lambda t: t[:, 1:]),
+}
+PLAN_DIMS = [None, 0, 1, 2, (0, 1), (1, 2), (0, 2), (0, 1, 2)]
+PLAN_OPS = {
+    "sum": (lambda L, x, d: x.sum() if d is None else x.sum(d)),
+    "amax": (lambda L, x, d: x.amax() if d is None else x.amax(d)),
+    "amin keepdim": (lambda L, x, d: L.amin(x, () if d is None else d, keepdim=True)),
+    "prod": (lambda L, x, d: (x / 2 + 0.75).prod() if d is None or not isinstance(d, int)
+             else (x / 2 + 0.75).prod(d)),
+    "var": (lambda L, x, d: L.var(x, d)),
+    "all": (lambda L, x, d: (x > -2.5).all() if not isinstance(d, int) else (x > -2.5).all(d)),
+    "any": (lambda L, x, d: (x > 2.5).any() if not isinstance(d, int) else (x > 2.5).any(d)),
+    "argmax": (lambda L, x, d: x.argmax() if not isinstance(d, int) else x.argmax(d)),
+    "min dim": (lambda L, x, d: tuple(L.min(x, 0 if not isinstance(d, int) else d))),
+}
+
+
+@pytest.mark.parametrize("layout", list(PLAN_LAYOUTS))
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+@pytest.mark.parametrize("name", list(PLAN_OPS))
+def test_every_reduction_plan_matches_torch(name, dtype, layout):
+    fn = PLAN_OPS[name]
+    if dtype == "int64" and name in ("var", "prod"):
+        return
+    rng = np.random.default_rng(7)
+    shape = (3, 37, 530)  # 530 > one 512-column piece; 37 rows; 3 outer
+    if dtype == "float32":
+        a = rng.standard_normal(shape).astype(np.float32)
+    else:
+        a = rng.integers(-3, 4, size=shape)  # many ties: the first index must win
+    k, t = _tensors(dtype, a)
+    k, t = PLAN_LAYOUTS[layout](k), PLAN_LAYOUTS[layout](t)
+    for d in PLAN_DIMS:
+        _compare(fn(kiln, k, d), fn(torch, t, d), dtype, name)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_nan_propagates_through_every_plan(layout):
+    a = np.random.default_rng(3).standard_normal((40, 600)).astype(np.float32)
+    a[5, 7] = a[30, 7] = a[12, 599] = np.nan
+    k, t = _tensors("float32", a)
+    if layout == "transposed":
+        k, t = k.t(), t.t()
+    for fn in (lambda L, x: x.amax(0), lambda L, x: x.amax(1), lambda L, x: x.amin(0), lambda L, x: x.amax(),
+               lambda L, x: tuple(x.max(0)), lambda L, x: tuple(x.min(1)), lambda L, x: x.argmax(0),
+               lambda L, x: x.argmin(1), lambda L, x: x.sum(0), lambda L, x: x.var(1)):
+        _compare(fn(kiln, k), fn(torch, t), "float32", "nan")
+
+
+def test_long_rows_split_in_chunks_match_torch():
+    a = np.random.default_rng(4).standard_normal(200_003).astype(np.float64)
+    a[150_000] = 99.0
+    k, t = _tensors("float64", a)
+    for fn in (lambda L, x: x.sum(), lambda L, x: x.amax(), lambda L, x: x.amin(), lambda L, x: (x > -9).all(),
+               lambda L, x: (x > 9).any(), lambda L, x: (x / 1000 + 1).prod(), lambda L, x: x.argmax()):
+        _compare(fn(kiln, k), fn(torch, t), "float64", "long")
+
+
 def test_max_dim_returns_a_named_tuple():
     x = kiln.tensor([[1.0, 5.0], [3.0, 2.0]])
     r = x.max(1)

@@ -22,7 +22,8 @@ from model import Op, OpgenError
 # implements. An op whose formulas need another helper gets the Autograd
 # fallback (a NotImplemented node) until the helper is written.
 IMPLEMENTED_HELPERS = {"sum_backward", "mean_backward", "amax_backward", "value_selecting_reduction_backward",
-                       "prod_backward", "var_backward", "cumsum_backward", "cumprod_backward", "split_backward", "split_with_sizes_backward", "unbind_backward", "cat_tensors_backward",
+                       "prod_backward", "var_backward", "cumsum_backward", "cumprod_backward", "aminmax_backward",
+                       "linalg_vector_norm_backward", "split_backward", "split_with_sizes_backward", "unbind_backward", "cat_tensors_backward",
                        "repeat_backward", "diagonal_backward", "take_backward", "masked_scatter_backward",
                        "repeat_interleave_backward", "pow_backward_exponent", "pow_backward", "pow_backward_self", "clamp_backward", "clamp_backward_min",
                        "clamp_backward_max", "maybe_multiply", "zeros_like", "to", "reshape", "sum_to", "select_backward",

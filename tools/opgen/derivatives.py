@@ -67,6 +67,8 @@ HELPERS = {
     "var_backward": "2 (x - mean) / (N - correction) times grad",
     "cumsum_backward": "reverse cumulative sum of grad",
     "cumprod_backward": "reverse cumsum of grad * result over self",
+    "aminmax_backward": "amax_backward of each of the two results",
+    "linalg_vector_norm_backward": "d/dself of the ord-norm: sign(x) |x|^(ord-1) / norm^(ord-1), 0 where norm is 0",
     "clamp_backward_max": "autograd issue: grad of clamp(Tensor min, Tensor max) w.r.t. max",
     # Activations' second derivatives (eager/ops/activation.yaml): a branch on a
     # non-tensor argument, written with kiln ops in eager/autograd/FormulaHelpers.h.

@@ -57,22 +57,14 @@ void scale_matrix(T* c, int64_t m, int64_t n, int64_t ldc, T beta) {
   }
 }
 
-std::atomic<int> blas_threads{-1};        // what the BLAS was last told (-1: unknown)
-std::atomic<int> single_threaded_users{0};  // live SingleThreadedBlas guards
-
 }  // namespace
 
 void sync_blas_threads() {
-  if (single_threaded_users.load() > 0) return;  // a SingleThreadedBlas holds it at 1
-  const int want = get_num_threads();
-  if (blas_threads.exchange(want) != want) openblas_set_num_threads(want);
+  static std::atomic<int> current{-1};
+  // Inside a parallel_for body (bmm's batch split) each gemm runs on its own thread.
+  const int want = in_parallel_region() ? 1 : get_num_threads();
+  if (current.exchange(want) != want) openblas_set_num_threads(want);
 }
-
-SingleThreadedBlas::SingleThreadedBlas() {
-  if (single_threaded_users.fetch_add(1) == 0 && blas_threads.exchange(1) != 1) openblas_set_num_threads(1);
-}
-
-SingleThreadedBlas::~SingleThreadedBlas() { single_threaded_users.fetch_sub(1); }
 
 template <>
 void gemm_raw<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,

@@ -20,19 +20,8 @@ template <typename T>
 void gemm_raw(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
               const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
-/// Keeps the BLAS's thread count equal to kiln.get_num_threads() (outside SingleThreadedBlas).
+/// Keeps the BLAS's thread count equal to kiln.get_num_threads() (1 inside a
+/// parallel_for body, where the work is already split across threads).
 void sync_blas_threads();
-
-/// While one is alive, BLAS calls run on their calling thread only: for loops
-/// that call gemm_raw from inside parallel_for, whose tasks would otherwise
-/// compete with the BLAS's own threads for the cores. The next call after the
-/// last guard ends restores kiln.get_num_threads().
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas();
-  ~SingleThreadedBlas();
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-};
 
 }  // namespace kiln::native

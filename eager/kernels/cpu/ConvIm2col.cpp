@@ -37,7 +37,7 @@ KILN_DEFINE_DISPATCH(conv_bias_grad_fn, conv_bias_grad_stub);
 // per chunk and group (rather than one per sample) keeps the products large
 // enough for the BLAS at MNIST-sized planes. With several chunks and threads,
 // the chunks run in parallel (parallel_for), each product on one BLAS thread
-// (SingleThreadedBlas): measured at [64, 32, 14, 14] on 2 threads, TBB tasks
+// (sync_blas_threads inside a parallel region): measured at [64, 32, 14, 14] on 2 threads, TBB tasks
 // between threaded BLAS calls made the convolution slower than on one thread.
 // With one chunk the BLAS threads its product. A chunk is as many
 // samples as fit col and rows in kColBudgetBytes, small enough to stay in
@@ -105,8 +105,7 @@ void run_chunks(const Conv2dGeometry& g, int64_t per_chunk, Fn&& fn) {
     run(0, chunks);
     return;
   }
-  const SingleThreadedBlas single;
-  parallel_for(0, chunks, 1, run);
+  parallel_for(0, chunks, 1, run);  // each task's gemm_raw runs on one BLAS thread (sync_blas_threads)
 }
 
 template <typename T>

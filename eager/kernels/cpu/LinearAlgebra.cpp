@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/Parallel.h"
 #include "eager/kernels/TypePromotion.h"
 #include "eager/kernels/Views.h"
 #include "eager/kernels/cpu/Blas.h"
@@ -48,11 +49,24 @@ Tensor bmm_cpu(const Tensor& self, const Tensor& mat2) {
   KILN_CHECK(self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1), "Expected size for first two dimensions of batch2 tensor to be: [",
              self.size(0), ", ", self.size(2), "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
   check_dtypes(self, mat2, "bmm");
-  const int64_t b = self.size(0), m = self.size(1), n = mat2.size(2);
+  const int64_t b = self.size(0), m = self.size(1), n = mat2.size(2), k = self.size(2);
   Tensor out = zeros({b, m, n}, self.dtype());
-  for (int64_t i = 0; i < b; ++i) {
-    gemm_into(select_impl(self, 0, i), select_impl(mat2, 0, i), select_impl(out, 0, i), Scalar(int64_t{1}),
-              Scalar(int64_t{0}));
+  auto products = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      gemm_into(select_impl(self, 0, i), select_impl(mat2, 0, i), select_impl(out, 0, i), Scalar(int64_t{1}),
+                Scalar(int64_t{0}));
+    }
+  };
+  // Note [bmm splits small products by batch]: a product below ~256^3
+  // multiply-adds is too small for the BLAS to spread over threads well
+  // (attention's [heads, 256, 64] products), so the batch is split across
+  // kiln's threads instead, each gemm single-threaded (sync_blas_threads).
+  // The split is by batch element, so results do not depend on the thread count.
+  constexpr int64_t kSmallProduct = int64_t{1} << 24;
+  if (b > 1 && m * n * k <= kSmallProduct) {
+    parallel_for(0, b, 1, products);
+  } else {
+    products(0, b);
   }
   return out;
 }

@@ -69,8 +69,9 @@ int64_t floor_div(int64_t a, int64_t b) {
 int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
   KILN_CHECK(stride != 0, "stride should not be zero");
   KILN_CHECK(pad >= 0, "pad must be non-negative, but got pad: ", pad);
-  KILN_CHECK(pad <= ((kernel - 1) * dilation + 1) / 2, "pad should be at most half of effective kernel size, but got pad=",
-             pad, ", kernel_size=", kernel, " and dilation=", dilation);
+  KILN_CHECK(pad <= ((kernel - 1) * dilation + 1) / 2,
+             "pad should be at most half of effective kernel size, but got pad=", pad, ", kernel_size=", kernel,
+             " and dilation=", dilation);
   int64_t out = floor_div(in + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0), stride) + 1;
   if (ceil_mode && (out - 1) * stride >= in + pad) --out;
   return out;
@@ -127,8 +128,8 @@ DimVector pooled_sizes(const Tensor& input, int64_t h, int64_t w) {
 void check_grad_output(const Tensor& grad_output, const Tensor& self, const PoolGeometry& g, const char* op) {
   const DimVector expected = pooled_sizes(self, g.out_h, g.out_w);
   const IntArrayRef got = grad_output.sizes();
-  KILN_CHECK(std::equal(expected.begin(), expected.end(), got.begin(), got.end()), op, ": expected grad_output of size ",
-             IntArrayRef(expected), ", but got ", grad_output.sizes());
+  KILN_CHECK(std::equal(expected.begin(), expected.end(), got.begin(), got.end()), op,
+             ": expected grad_output of size ", IntArrayRef(expected), ", but got ", grad_output.sizes());
   KILN_CHECK(grad_output.dtype() == self.dtype(), op, ": expected grad_output of dtype ",
              scalar_type_name(self.dtype()), ", but got ", scalar_type_name(grad_output.dtype()));
 }
@@ -208,8 +209,9 @@ PoolGeometry avg_geometry(const Tensor& self, IntArrayRef kernel_size, IntArrayR
   const PoolArgs a = pool_args(op, kernel_size, stride, padding, IntArrayRef(one));
   KILN_CHECK(!divisor_override || *divisor_override != 0, "divisor must be not zero");
   // PyTorch reads the channel count as size(-3) first: an IndexError below 3 dims.
-  KILN_CHECK_INDEX(self.dim() >= 3, "Dimension out of range (expected to be in range of [", -std::max<int64_t>(self.dim(), 1),
-                   ", ", std::max<int64_t>(self.dim(), 1) - 1, "], but got -3)");
+  const int64_t rank = std::max<int64_t>(self.dim(), 1);
+  KILN_CHECK_INDEX(self.dim() >= 3, "Dimension out of range (expected to be in range of [", -rank,
+                   ", ", rank - 1, "], but got -3)");
   check_pool_input(self, op);
   PoolGeometry g = pool_geometry(self, a, ceil_mode);
   g.count_include_pad = count_include_pad;

@@ -18,19 +18,27 @@
 
 namespace kiln::native {
 
-KILN_DEFINE_DISPATCH(reduce_rows_fn, reduce_rows_stub);
+KILN_DEFINE_DISPATCH(reduce_fn, reduce_stub);
 KILN_DEFINE_DISPATCH(scan_fn, scan_stub);
 
 // Note [Reductions as rows]
 // -------------------------
-// Every reduction is computed on a contiguous 2-D [rows, len] tensor: the
-// input permuted so the reduced dims come last (kept dims first, in order),
-// made contiguous (a copy only when the permutation needs one; the layout
-// copies are fast, Note [Layout copies]) and viewed as rows. One row is one
-// output element, so the loops only ever read memory in order, and a long
-// single row (a full reduction) is split into fixed-size chunks combined in
-// order: the result never depends on the thread count. float16/bfloat16
-// compute in float and integers sum in int64, as PyTorch's accumulate types.
+// Every reduction is computed on a contiguous 3-D [batch, len, inner] block
+// whose middle dim is reduced: out[b, k] = reduce over r of x[b, r, k]. When
+// the input's memory is dense, its dims (size-1 dims dropped, the rest taken
+// in memory order, by stride) fall into at most kept | reduced | kept runs,
+// and its kept dims lie in memory in their logical order, the block is a view
+// of the input itself: a full reduction of a transposed tensor reads memory in
+// order, sum(dim=0) reduces across rows with the inner dim vectorised, a
+// last-dim reduction reduces contiguous rows. Otherwise the input is permuted
+// so the reduced dims come last and copied into [rows, len, 1] (the layout
+// copies are fast, Note [Layout copies]). Reading in memory order changes only
+// the order of a sum's terms, as PyTorch's reordering does; argmax/argmin and
+// max.dim's indices count in logical order, so they take the view only when
+// one dim is reduced. A long single row (a full reduction) is split into
+// fixed-size chunks combined in order: the result never depends on the thread
+// count. float16/bfloat16 compute in float and integers sum in int64, as
+// PyTorch's accumulate types.
 
 namespace {
 
@@ -65,9 +73,60 @@ ReducePlan plan(const Tensor& self, std::optional<IntArrayRef> dims, bool keepdi
   return p;
 }
 
-/// `self` (converted to `dtype`) as a contiguous [rows, len] tensor.
-Tensor as_rows(const Tensor& self, const ReducePlan& p, DType dtype) {
+/// The contiguous [batch, len, inner] block over `self`'s own memory, or
+/// nullopt when its layout does not allow one (Note [Reductions as rows]).
+std::optional<Tensor> block_view(const Tensor& self, const ReducePlan& p, bool one_reduced_dim) {
+  if (self.numel() == 0) return std::nullopt;
+  struct Dim {
+    int64_t size, stride, logical;
+    bool reduced;
+  };
+  std::vector<Dim> dims;
+  int64_t reduced_dims = 0;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (self.size(d) == 1) continue;
+    const bool r = p.reduced[static_cast<size_t>(d)];
+    dims.push_back({self.size(d), self.stride(d), d, r});
+    reduced_dims += r ? 1 : 0;
+  }
+  if (one_reduced_dim && reduced_dims > 1) return std::nullopt;
+  std::stable_sort(dims.begin(), dims.end(), [](const Dim& a, const Dim& b) { return a.stride > b.stride; });
+  int64_t expected = 1;
+  for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+    if (it->stride != expected) return std::nullopt;  // gaps, overlap or broadcast: not dense
+    expected *= it->size;
+  }
+  int64_t last_kept = -1;
+  std::vector<std::pair<bool, int64_t>> runs;  // (reduced, elements), in memory order
+  for (const Dim& d : dims) {
+    if (!d.reduced) {
+      if (d.logical < last_kept) return std::nullopt;  // the output would come out permuted
+      last_kept = d.logical;
+    }
+    if (runs.empty() || runs.back().first != d.reduced) {
+      runs.emplace_back(d.reduced, d.size);
+    } else {
+      runs.back().second *= d.size;
+    }
+  }
+  int64_t batch = 1, len = 1, inner = 1;
+  size_t i = 0;
+  if (i < runs.size() && !runs[i].first) batch = runs[i++].second;
+  if (i < runs.size() && runs[i].first) len = runs[i++].second;
+  if (i < runs.size() && !runs[i].first) inner = runs[i++].second;
+  if (i != runs.size()) return std::nullopt;  // reduced | kept | reduced ...
+  ViewGeometry g;
+  g.sizes = {batch, len, inner};
+  g.strides = {len * inner, inner, 1};
+  g.offset = self.storage_offset();
+  return make_view(self, g);
+}
+
+/// `self` (converted to `dtype`) as a contiguous [batch, len, inner] block
+/// with batch * inner == p.rows and len == p.len.
+Tensor as_block(const Tensor& self, const ReducePlan& p, DType dtype, bool one_reduced_dim = false) {
   Tensor t = self.dtype() == dtype ? self : to_dtype_copy(self, dtype);
+  if (auto block = block_view(t, p, one_reduced_dim)) return *block;
   DimVector perm;
   for (int64_t d = 0; d < self.dim(); ++d) {
     if (!p.reduced[static_cast<size_t>(d)]) perm.push_back(d);
@@ -79,7 +138,7 @@ Tensor as_rows(const Tensor& self, const ReducePlan& p, DType dtype) {
   for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
   if (!identity) t = t.permute(perm);
   t = contiguous_values(t);
-  return kiln::view(t, std::vector<int64_t>{p.rows, p.len});
+  return kiln::view(t, std::vector<int64_t>{p.rows, p.len, 1});
 }
 
 bool is_floating(DType t) { return is_floating_point(t); }
@@ -99,13 +158,15 @@ DType accumulate_dtype(DType result) {
 
 /// Runs `op` row-wise and returns the output shaped as `p` says, in `result` dtype.
 Tensor reduce(const Tensor& self, const ReducePlan& p, RowReduce op, DType work, DType result, double param = 0) {
-  const Tensor rows = as_rows(self, p, work);
+  const Tensor block = as_block(self, p, work);
   const DType out_dtype = (op == RowReduce::All || op == RowReduce::Any) ? DType::Bool : work;
   Tensor out = kiln::empty({p.rows}, out_dtype, self.device());
-  if (p.rows > 0) reduce_rows_stub(rows, out, Tensor(), op, param);
+  if (p.rows > 0) reduce_stub(block, out, Tensor(), op, param);
   if (out.dtype() != result) out = to_dtype_copy(out, result);
   return kiln::view(out, p.out_shape);
 }
+
+Tensor as_bool(const Tensor& self) { return self.dtype() == DType::Bool ? self : kiln::ne(self, 0); }
 
 /// amax/amin/max.dim on an empty reduced dim: IndexError as PyTorch words it.
 void check_nonempty_dims(const Tensor& self, const ReducePlan& p, const char* name) {
@@ -116,7 +177,6 @@ void check_nonempty_dims(const Tensor& self, const ReducePlan& p, const char* na
   }
 }
 
-bool is_zero_scalar(const Scalar& s) { return s.is_floating_point() ? s.to_double() == 0 : s.to_int64() == 0; }
 
 }  // namespace
 
@@ -126,6 +186,10 @@ Tensor sum_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keep
   const ReducePlan p = plan(self, dim, keepdim);
   const DType result = sum_result_dtype(self, dtype);
   const DType work = accumulate_dtype(result);
+  if (result == DType::Bool) {
+    // A bool sum is an any over the values as bools (0.5 counts), as PyTorch.
+    return reduce(as_bool(self), p, RowReduce::Any, DType::Bool, result);
+  }
   if (self.dtype() == DType::Bool || !is_floating(work)) {
     return reduce(self, p, RowReduce::Sum, DType::Int64, result);
   }
@@ -155,12 +219,14 @@ Tensor prod_dim_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional
   const int64_t dims[1] = {dim};
   const ReducePlan p = plan(self, IntArrayRef(dims, 1), keepdim);
   const DType result = sum_result_dtype(self, dtype);
+  if (result == DType::Bool) return reduce(as_bool(self), p, RowReduce::All, DType::Bool, result);  // as sum's
   return reduce(self, p, RowReduce::Prod, accumulate_dtype(result), result);
 }
 
 Tensor prod_cpu(const Tensor& self, std::optional<DType> dtype) {
   const ReducePlan p = plan(self, std::nullopt, false);
   const DType result = sum_result_dtype(self, dtype);
+  if (result == DType::Bool) return reduce(as_bool(self), p, RowReduce::All, DType::Bool, result);  // as sum's
   return reduce(self, p, RowReduce::Prod, accumulate_dtype(result), result);
 }
 
@@ -179,10 +245,10 @@ std::tuple<Tensor, Tensor> extreme_dim(const Tensor& self, int64_t dim, bool kee
   const ReducePlan p = plan(self, IntArrayRef(dims, 1), keepdim);
   check_nonempty_dims(self, p, name);
   const DType work = compute_dtype(self.dtype());
-  const Tensor rows = as_rows(self, p, work);
+  const Tensor block = as_block(self, p, work, /*one_reduced_dim=*/true);
   Tensor values = kiln::empty({p.rows}, work, self.device());
   Tensor indices = kiln::empty({p.rows}, DType::Int64, self.device());
-  if (p.rows > 0) reduce_rows_stub(rows, values, indices, is_max ? RowReduce::Max : RowReduce::Min, 0);
+  if (p.rows > 0) reduce_stub(block, values, indices, is_max ? RowReduce::Max : RowReduce::Min, 0);
   if (values.dtype() != self.dtype()) values = to_dtype_copy(values, self.dtype());
   return {kiln::view(values, p.out_shape), kiln::view(indices, p.out_shape)};
 }
@@ -197,9 +263,10 @@ Tensor arg_extreme(const Tensor& self, std::optional<int64_t> dim, bool keepdim,
   check_nonempty_dims(self, p, name);
   if (!dim && keepdim) p.out_shape = DimVector(static_cast<size_t>(self.dim()), 1);
   const DType work = compute_dtype(self.dtype());
-  const Tensor rows = as_rows(self, p, work);
+  const Tensor block = as_block(self, p, work, /*one_reduced_dim=*/true);
+  Tensor values = kiln::empty({p.rows}, work, self.device());
   Tensor indices = kiln::empty({p.rows}, DType::Int64, self.device());
-  if (p.rows > 0) reduce_rows_stub(rows, Tensor(), indices, is_max ? RowReduce::ArgMax : RowReduce::ArgMin, 0);
+  if (p.rows > 0) reduce_stub(block, values, indices, is_max ? RowReduce::Max : RowReduce::Min, 0);
   return kiln::view(indices, p.out_shape);
 }
 
@@ -230,6 +297,20 @@ Tensor argmin_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) 
 }
 Tensor max_other(const Tensor& self, const Tensor& other) { return kiln::maximum(self, other); }
 Tensor min_other(const Tensor& self, const Tensor& other) { return kiln::minimum(self, other); }
+
+std::tuple<Tensor, Tensor> aminmax_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  const int64_t dims[1] = {dim.value_or(0)};
+  const ReducePlan p = plan(self, dim ? std::optional<IntArrayRef>(IntArrayRef(dims, 1)) : std::nullopt, keepdim);
+  if (!dim) {
+    KILN_CHECK(self.numel() != 0,
+               "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.");
+  } else if (self.dim() > 0) {
+    const int64_t d = wrap_dim(*dim, self.dim());
+    KILN_CHECK_INDEX(self.size(d) != 0, "aminmax: Expected reduction dim ", d, " to have non-zero size.");
+  }
+  const DType work = compute_dtype(self.dtype());
+  return {reduce(self, p, RowReduce::Min, work, self.dtype()), reduce(self, p, RowReduce::Max, work, self.dtype())};
+}
 
 // --- all, any --------------------------------------------------------------------------------
 
@@ -274,6 +355,38 @@ Tensor std_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased
 }
 Tensor std(const Tensor& self, bool unbiased) {
   return kiln::std(self, std::nullopt, Scalar(unbiased ? int64_t{1} : int64_t{0}), false);
+}
+
+std::tuple<Tensor, Tensor> var_mean_correction(const Tensor& self, std::optional<IntArrayRef> dim,
+                                               const std::optional<Scalar>& correction, bool keepdim) {
+  return {kiln::var(self, dim, correction, keepdim), kiln::mean(self, dim, keepdim)};
+}
+std::tuple<Tensor, Tensor> var_mean_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased,
+                                        bool keepdim) {
+  return kiln::var_mean(self, dim, Scalar(unbiased ? int64_t{1} : int64_t{0}), keepdim);
+}
+std::tuple<Tensor, Tensor> var_mean(const Tensor& self, bool unbiased) {
+  return kiln::var_mean(self, std::nullopt, Scalar(unbiased ? int64_t{1} : int64_t{0}), false);
+}
+std::tuple<Tensor, Tensor> std_mean_correction(const Tensor& self, std::optional<IntArrayRef> dim,
+                                               const std::optional<Scalar>& correction, bool keepdim) {
+  return {kiln::std(self, dim, correction, keepdim), kiln::mean(self, dim, keepdim)};
+}
+std::tuple<Tensor, Tensor> std_mean_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased,
+                                        bool keepdim) {
+  return kiln::std_mean(self, dim, Scalar(unbiased ? int64_t{1} : int64_t{0}), keepdim);
+}
+std::tuple<Tensor, Tensor> std_mean(const Tensor& self, bool unbiased) {
+  return kiln::std_mean(self, std::nullopt, Scalar(unbiased ? int64_t{1} : int64_t{0}), false);
+}
+
+Tensor count_nonzero_dims(const Tensor& self, IntArrayRef dim) {
+  return kiln::sum(kiln::ne(self, 0), dim, false, DType::Int64);
+}
+Tensor count_nonzero(const Tensor& self, std::optional<int64_t> dim) {
+  if (!dim) return kiln::sum(kiln::ne(self, 0), std::nullopt, false, DType::Int64);
+  const int64_t dims[1] = {*dim};
+  return kiln::count_nonzero(self, IntArrayRef(dims, 1));
 }
 
 // --- composites ------------------------------------------------------------------------------

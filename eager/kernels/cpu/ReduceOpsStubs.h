@@ -7,17 +7,18 @@
 
 namespace kiln::native {
 
-/// What a row reduction computes.
-enum class RowReduce : uint8_t { Sum, Prod, Max, Min, ArgMax, ArgMin, All, Any, Var };
+/// What a reduction computes.
+enum class RowReduce : uint8_t { Sum, Prod, Max, Min, All, Any, Var };
 
-/// Reduces each row of the contiguous 2-D `in` ([rows, len]) into out[row]
-/// (and, for ArgMax/ArgMin, the int64 `indices`; Max/Min with a defined
-/// `indices` also write them). `out` is contiguous, of in's dtype (Bool for
-/// All/Any). `param` is Var's correction. Sum/Prod see float, double and int64
-/// only; Var float and double.
-using reduce_rows_fn = void (*)(const Tensor& in, const Tensor& out, const Tensor& indices, RowReduce op,
-                                double param);
-KILN_DECLARE_DISPATCH(reduce_rows_fn, reduce_rows_stub);
+/// Reduces the middle dim of the contiguous 3-D `in` ([batch, len, inner])
+/// into out[b * inner + k]; Max/Min with a defined int64 `indices` also write
+/// the position along `len` of the first extreme (the first NaN).
+/// inner == 1 is a row reduction, inner > 1 reduces across rows with the
+/// inner dim vectorised. `out` is contiguous, of in's dtype (Bool for
+/// All/Any). `param` is Var's correction. Sum/Prod see float, double and
+/// int64 only; Var float and double.
+using reduce_fn = void (*)(const Tensor& in, const Tensor& out, const Tensor& indices, RowReduce op, double param);
+KILN_DECLARE_DISPATCH(reduce_fn, reduce_stub);
 
 /// Inclusive scan along the middle dim of a contiguous [outer, len, inner]
 /// `in` into `out` of the same shape and dtype (float, double or int64).

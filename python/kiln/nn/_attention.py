@@ -34,7 +34,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
         key = key.repeat_interleave(repeats, -3)
         value = value.repeat_interleave(repeats, -3)
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = query.matmul(key.transpose(-2, -1)) * scale_factor
+    # Scaling the query, not the [L, S] scores, saves a pass over the larger tensor.
+    scores = (query * scale_factor).matmul(key.transpose(-2, -1))
     if is_causal:
         keep = _C._functions.ones((target_len, source_len), dtype=_C.bool).tril()
         scores = scores.masked_fill(keep.logical_not(), float("-inf"))

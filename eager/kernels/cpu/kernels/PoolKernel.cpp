@@ -212,7 +212,8 @@ void avg_pool_kernel(const Tensor& in, const Tensor& out, const PoolGeometry& g,
 }
 
 void avg_pool_backward_kernel(const Tensor& grad_out, const Tensor& grad_in, const PoolGeometry& g, bool adaptive) {
-  visit_floating(grad_in.dtype(), [&](auto tag) { avg_pool_backward_typed<decltype(tag)>(grad_out, grad_in, g, adaptive); });
+  visit_floating(grad_in.dtype(),
+                 [&](auto tag) { avg_pool_backward_typed<decltype(tag)>(grad_out, grad_in, g, adaptive); });
 }
 
 }  // namespace

@@ -1,0 +1,61 @@
+"""scaled_dot_product_attention at GPT-small shapes (12 heads of 64, seq 256,
+batch 2 on this 2-core machine): plain and causal, forward and forward +
+backward, kiln.nn.functional against torch.nn.functional on 2 threads.
+
+    python bench/run.py --filter attention/ [--quick]
+"""
+
+from __future__ import annotations
+
+from harness import Case
+
+THREADS = 2
+SHAPE = (2, 12, 256, 64)
+
+
+def _case(causal: bool, backward: bool) -> Case:
+    previous: list[tuple[int, int]] = []
+
+    def make():
+        import numpy as np
+        import torch
+
+        import kiln
+        import kiln.nn.functional as KF
+
+        previous.append((kiln.get_num_threads(), torch.get_num_threads()))
+        kiln.set_num_threads(THREADS)
+        torch.set_num_threads(THREADS)
+        rng = np.random.default_rng(0)
+        arrays = [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(4)]
+        k = [kiln.tensor(a, requires_grad=backward) for a in arrays[:3]]
+        t = [torch.tensor(a, requires_grad=backward) for a in arrays[:3]]
+        kg, tg = kiln.tensor(arrays[3]), torch.tensor(arrays[3])
+        tf = torch.nn.functional.scaled_dot_product_attention
+        if not backward:
+            return (lambda: KF.scaled_dot_product_attention(*k, is_causal=causal)), (lambda: tf(*t, is_causal=causal))
+
+        def kiln_step():
+            KF.scaled_dot_product_attention(*k, is_causal=causal).backward(kg)
+
+        def torch_step():
+            tf(*t, is_causal=causal).backward(tg)
+
+        return kiln_step, torch_step
+
+    def notes():
+        import torch
+
+        import kiln
+
+        kt, tt = previous.pop()
+        kiln.set_num_threads(kt)
+        torch.set_num_threads(tt)
+        return {"threads": THREADS, "shape": list(SHAPE)}
+
+    name = f"sdpa {'x'.join(map(str, SHAPE))}{' causal' if causal else ''} {'fwd+bwd' if backward else 'fwd'} {THREADS}T"
+    return Case(name, make=make, notes=notes, group="attention")
+
+
+def cases() -> list[Case]:
+    return [_case(causal, backward) for causal in (False, True) for backward in (False, True)]

@@ -1,0 +1,95 @@
+"""torch.norm, Tensor.norm and torch.linalg's norms over the linalg_vector_norm
+op (eager/ops/reduction.yaml) and the reductions; matrix norms that need the
+singular values (ord 2, -2, "nuc") raise NotImplementedError until kiln has an SVD."""
+
+from __future__ import annotations
+
+import math
+
+from kiln import _C
+
+_F = _C._functions
+
+
+def _dims(dim):
+    if dim is None:
+        return None
+    return [dim] if isinstance(dim, int) else list(dim)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """torch.linalg.vector_norm: the ord-norm of x's elements over dim (all by default)."""
+    if isinstance(ord, str):
+        raise TypeError("linalg_vector_norm(): argument 'ord' must be Number, not str")
+    if out is not None:
+        return _F.linalg_vector_norm(x, ord, _dims(dim), keepdim, dtype=dtype, out=out)
+    return _F.linalg_vector_norm(x, ord, _dims(dim), keepdim, dtype=dtype)
+
+
+def _needs_svd(ord):
+    raise NotImplementedError(
+        f"linalg.matrix_norm: ord={ord!r} needs the singular values (an SVD), which kiln does not have yet; "
+        "ord 'fro', inf, -inf, 1 and -1 are supported")
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """torch.linalg.matrix_norm for ord 'fro', inf, -inf, 1, -1 over the two dims `dim`."""
+    if A.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    dim = tuple(dim)
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
+    if dtype is not None:
+        A = A.to(dtype)
+    if ord == "fro":
+        result = vector_norm(A, 2, dim, keepdim)
+    elif ord in ("nuc",) or ord in (2, -2):
+        _needs_svd(ord)
+    elif ord in (math.inf, -math.inf, 1, -1):
+        # inf: the largest row sum of |A| (sum over dim[1], max over dim[0]); 1: the largest column sum.
+        rows, cols = (dim[1], dim[0]) if abs(ord) == math.inf else (dim[0], dim[1])
+        d0, d1 = (d % A.dim() for d in (rows, cols))
+        sums = A.abs().sum(d0, keepdim=True)
+        result = sums.amax(d1, keepdim=True) if ord > 0 else sums.amin(d1, keepdim=True)
+        if not keepdim:
+            for d in sorted((d0, d1), reverse=True):
+                result = result.squeeze(d)
+    else:
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if out is not None:
+        out.resize_(result.shape).copy_(result)
+        return out
+    return result
+
+
+def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
+    """torch.linalg.norm: a vector norm over one dim (or all, for ord None), a matrix norm over two."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None and len(dim) == 2 or (dim is None and ord is not None and A.dim() == 2):
+        return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype,
+                           out=out)
+    if dim is None and ord is not None and A.dim() != 1:
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                           f"Got {A.dim()}D.")
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord}")
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """torch.norm: p 'fro' (2 over dim, all by default), 'nuc', or a number."""
+    if p == "fro" or p is None:
+        if dim is not None and not isinstance(dim, int) and len(dim) > 2:
+            raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dim)} dimensions instead.")
+        return vector_norm(input, 2, dim, keepdim, dtype=dtype, out=out)
+    if p == "nuc":
+        _needs_svd(p)
+    if isinstance(p, str):
+        raise RuntimeError(f"norm(): unsupported p {p!r}")
+    return vector_norm(input, p, dim, keepdim, dtype=dtype, out=out)
+
+
+def tensor_norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+    """Tensor.norm."""
+    return norm(self, p, dim, keepdim, dtype=dtype)
