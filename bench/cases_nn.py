@@ -4,7 +4,8 @@ log_softmax over attention scores [2, 12, 256, 256], layer_norm and rms_norm
 over [2 * 256, 768], cross_entropy over [256, 50257] logits, embedding of
 [2, 256] tokens from a [50257, 768] table; sort and topk over [64, 4096] rows and
 one 1M vector; training-mode batch_norm and 8-group group_norm over
-[32, 64, 32, 32]; forward, and forward + backward.
+[32, 64, 32, 32]; conv2d (3x3, padding 1) and max_pool2d (2x2) at MNIST-CNN
+shapes, batch 64; forward, and forward + backward.
 Both sides run on 2 threads (set in make(), put back in notes()).
 
     python bench/run.py --filter nn/ [--quick]
@@ -108,6 +109,34 @@ def _topk(shape, k):
         kg, tg = _inputs(kiln, torch, tuple(shape[:-1]) + (k,), False, seed=1)
         return (lambda: x.topk(k).values.backward(kg)), (lambda: t.topk(k).values.backward(tg))
 
+def _conv2d(in_shape, out_channels, padding, onednn=True):
+    """conv2d with a 3x3 kernel and bias, weights and input needing grad when timed with backward.
+    onednn=False times torch with torch.backends.mkldnn off: its im2col + GEMM path, kiln's own design
+    (torch's oneDNN path measured slower than that on this machine)."""
+
+    def build(kiln, torch, backward):
+        if not onednn:
+            kfn, tfn = _conv2d_fns(kiln, torch, backward)
+
+            def torch_without_onednn():
+                with torch.backends.mkldnn.flags(enabled=False):
+                    tfn()
+
+            return kfn, torch_without_onednn
+        return _conv2d_fns(kiln, torch, backward)
+
+    def _conv2d_fns(kiln, torch, backward):
+        kx, tx = _inputs(kiln, torch, in_shape, backward)
+        kw, tw = _inputs(kiln, torch, (out_channels, in_shape[1], 3, 3), backward, seed=1)
+        kb, tb = _inputs(kiln, torch, (out_channels,), backward, seed=2)
+        kconv, tconv = kiln.nn.functional.conv2d, torch.nn.functional.conv2d
+        if not backward:
+            return (lambda: kconv(kx, kw, kb, padding=padding)), (lambda: tconv(tx, tw, tb, padding=padding))
+        out_shape = (in_shape[0], out_channels, in_shape[2] + 2 * padding - 2, in_shape[3] + 2 * padding - 2)
+        kg, tg = _inputs(kiln, torch, out_shape, False, seed=3)
+        return (lambda: kconv(kx, kw, kb, padding=padding).backward(kg)), \
+            (lambda: tconv(tx, tw, tb, padding=padding).backward(tg))
+
     return build
 
 
@@ -136,6 +165,26 @@ def _group_norm(kiln, torch, backward):
     kg, tg = _inputs(kiln, torch, (32, 64, 32, 32), False, seed=7)
     return (lambda: kf(k, 8, kw, kb).backward(kg)), (lambda: tf(t, 8, tw, tb).backward(tg))
 
+def _conv_pool_builders() -> dict:
+    """The MNIST-CNN shapes: batch 64, 1->32 channels on 28x28, 32->64 on 14x14, 2x2 max pooling."""
+    return {
+        "conv2d [64,1,28,28] 1->32 3x3 pad 1": _conv2d((64, 1, 28, 28), 32, 1),
+        "conv2d [64,32,14,14] 32->64 3x3 pad 1": _conv2d((64, 32, 14, 14), 64, 1),
+        "conv2d [64,1,28,28] 1->32 3x3 pad 1 (torch without oneDNN)": _conv2d((64, 1, 28, 28), 32, 1, onednn=False),
+        "conv2d [64,32,14,14] 32->64 3x3 pad 1 (torch without oneDNN)": _conv2d((64, 32, 14, 14), 64, 1,
+                                                                               onednn=False),
+        "max_pool2d [64,32,28,28] 2x2": _max_pool2d,
+    }
+
+
+def _max_pool2d(kiln, torch, backward):
+    kx, tx = _inputs(kiln, torch, (64, 32, 28, 28), backward)
+    kpool, tpool = kiln.nn.functional.max_pool2d, torch.nn.functional.max_pool2d
+    if not backward:
+        return (lambda: kpool(kx, 2)), (lambda: tpool(tx, 2))
+    kg, tg = _inputs(kiln, torch, (64, 32, 14, 14), False, seed=1)
+    return (lambda: kpool(kx, 2).backward(kg)), (lambda: tpool(tx, 2).backward(tg))
+
 
 def cases() -> list[Case]:
     scores = (2, 12, 256, 256)
@@ -159,5 +208,6 @@ def cases() -> list[Case]:
         "topk 1000 [1M]": _topk((1 << 20,), 1000),
         "batch_norm train [32,64,32,32]": _batch_norm,
         "group_norm 8 groups [32,64,32,32]": _group_norm,
+        **_conv_pool_builders(),
     }
     return [_case(name, build, backward) for name, build in builders.items() for backward in (False, True)]

@@ -49,6 +49,14 @@ void naive_gemm(const Tensor& a, const Tensor& b, const Tensor& c, T alpha, T be
   }
 }
 
+/// c = beta * c for an empty inner dimension (0 when beta is 0, whatever c held).
+template <typename T>
+void scale_matrix(T* c, int64_t m, int64_t n, int64_t ldc, T beta) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+  }
+}
+
 }  // namespace
 
 void sync_blas_threads() {
@@ -56,6 +64,28 @@ void sync_blas_threads() {
   // Inside a parallel_for body (bmm's batch split) each gemm runs on its own thread.
   const int want = in_parallel_region() ? 1 : get_num_threads();
   if (current.exchange(want) != want) openblas_set_num_threads(want);
+}
+
+template <>
+void gemm_raw<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                     int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) return scale_matrix(c, m, n, ldc, beta);
+  sync_blas_threads();
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+template <>
+void gemm_raw<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+                      int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) return scale_matrix(c, m, n, ldc, beta);
+  sync_blas_threads();
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 
 void gemm_into(const Tensor& a, const Tensor& b, const Tensor& c, const Scalar& alpha, const Scalar& beta) {

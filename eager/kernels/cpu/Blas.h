@@ -13,6 +13,13 @@ namespace kiln::native {
 /// float32, integers through a plain loop.
 void gemm_into(const Tensor& a, const Tensor& b, const Tensor& c, const Scalar& alpha, const Scalar& beta);
 
+/// c = beta * c + alpha * op(a) @ op(b) on raw row-major buffers (cblas_sgemm /
+/// cblas_dgemm): op(a) is [m, k], op(b) [k, n], c [m, n] with leading dims
+/// lda, ldb, ldc; op transposes when trans_* is set. T is float or double.
+template <typename T>
+void gemm_raw(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+              const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
 /// Keeps the BLAS's thread count equal to kiln.get_num_threads() (1 inside a
 /// parallel_for body, where the work is already split across threads).
 void sync_blas_threads();

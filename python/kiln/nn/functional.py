@@ -490,6 +490,11 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-08):
 
 
 # --- convolution and pooling --------------------------------------------------------------------
+def _stride(stride):
+    """A pooling stride as the op takes it: [] (the kernel size) for None, else as given (0 is an error)."""
+    return [] if stride is None else stride
+
+
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _call("conv1d", input, weight, bias, stride, padding, dilation, groups)
 
@@ -501,24 +506,24 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     if return_indices:
-        return _call("max_pool1d_with_indices", input, kernel_size, stride or [], padding, dilation, ceil_mode)
-    return _call("max_pool1d", input, kernel_size, stride or [], padding, dilation, ceil_mode)
+        return _call("max_pool1d_with_indices", input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+    return _call("max_pool1d", input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     if return_indices:
-        return _call("max_pool2d_with_indices", input, kernel_size, stride or [], padding, dilation, ceil_mode)
-    return _call("max_pool2d", input, kernel_size, stride or [], padding, dilation, ceil_mode)
+        return _call("max_pool2d_with_indices", input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+    return _call("max_pool2d", input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
-    return _call("avg_pool1d", input, kernel_size, stride or [], padding, ceil_mode, count_include_pad)
+    return _call("avg_pool1d", input, kernel_size, _stride(stride), padding, ceil_mode, count_include_pad)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override=None):
-    return _call("avg_pool2d", input, kernel_size, stride or [], padding, ceil_mode, count_include_pad,
+    return _call("avg_pool2d", input, kernel_size, _stride(stride), padding, ceil_mode, count_include_pad,
                  divisor_override)
 
 
