@@ -38,8 +38,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     scores = (query * scale_factor).matmul(key.transpose(-2, -1))
     # scores is this function's own temporary: the masks apply in place (no copy of [L, S] scores).
     if is_causal:
+        # -inf above the diagonal, added in place: a broadcast add is cheaper than a broadcast masked_fill.
         above_diagonal = _C._functions.ones((target_len, source_len), dtype=_C.bool).triu(1)
-        scores = scores.masked_fill_(above_diagonal, float("-inf"))
+        causal = _C._functions.zeros((target_len, source_len), dtype=scores.dtype).masked_fill_(above_diagonal,
+                                                                                               float("-inf"))
+        scores = scores.add_(causal)
     if attn_mask is not None:
         if attn_mask.dtype == _C.bool:
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
