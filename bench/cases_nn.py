@@ -109,6 +109,9 @@ def _topk(shape, k):
         kg, tg = _inputs(kiln, torch, tuple(shape[:-1]) + (k,), False, seed=1)
         return (lambda: x.topk(k).values.backward(kg)), (lambda: t.topk(k).values.backward(tg))
 
+    return build
+
+
 def _conv2d(in_shape, out_channels, padding, onednn=True):
     """conv2d with a 3x3 kernel and bias, weights and input needing grad when timed with backward.
     onednn=False times torch with torch.backends.mkldnn off: its im2col + GEMM path, kiln's own design
