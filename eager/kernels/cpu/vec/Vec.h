@@ -93,7 +93,6 @@ Vec<T> fmadd(Vec<T> a, Vec<T> b, Vec<T> c) {
 
 KILN_VEC_UNARY_MATH(vexp, exp, u10)
 KILN_VEC_UNARY_MATH(vexp2, exp2, u10)
-KILN_VEC_UNARY_MATH(vexp2_u35, exp2, u35)  // 3.5 ulp, for approximations that are coarser anyway (gelu)
 KILN_VEC_UNARY_MATH(vexpm1, expm1, u10)
 KILN_VEC_UNARY_MATH(vlog, log, u10)
 KILN_VEC_UNARY_MATH(vlog2, log2, u10)
