@@ -66,27 +66,31 @@ void sync_blas_threads() {
   if (current.exchange(want) != want) openblas_set_num_threads(want);
 }
 
-template <>
-void gemm_raw<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                     int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) return scale_matrix(c, m, n, ldc, beta);
-  sync_blas_threads();
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+namespace {
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, float alpha, const float* a,
+               blasint lda, const float* b, blasint ldb, float beta, float* c, blasint ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, double alpha, const double* a,
+               blasint lda, const double* b, blasint ldb, double beta, double* c, blasint ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+}  // namespace
 
-template <>
-void gemm_raw<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-                      int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+template <typename T>
+void gemm_raw(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+              const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) return scale_matrix(c, m, n, ldc, beta);
   sync_blas_threads();
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+  blas_gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+            static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b,
+            static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
+template void gemm_raw<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+                              int64_t, float, float*, int64_t);
+template void gemm_raw<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
+                               int64_t, double, double*, int64_t);
 
 void gemm_into(const Tensor& a, const Tensor& b, const Tensor& c, const Scalar& alpha, const Scalar& beta) {
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
@@ -94,19 +98,14 @@ void gemm_into(const Tensor& a, const Tensor& b, const Tensor& c, const Scalar& 
   if (m == 0 || n == 0) return;
   const DType dtype = c.dtype();
   if (dtype == DType::Float32 || dtype == DType::Float64) {
-    sync_blas_threads();
     const BlasOperand A = as_blas_operand(a, dtype), B = as_blas_operand(b, dtype);
-    const auto ik = static_cast<blasint>(k);
-    if (dtype == DType::Float32) {
-      cblas_sgemm(CblasRowMajor, A.trans, B.trans, static_cast<blasint>(m), static_cast<blasint>(n), ik,
-                  alpha.to<float>(), A.tensor.data_ptr<float>(), static_cast<blasint>(A.ld), B.tensor.data_ptr<float>(),
-                  static_cast<blasint>(B.ld), beta.to<float>(), c.data_ptr<float>(), static_cast<blasint>(n));
-    } else {
-      cblas_dgemm(CblasRowMajor, A.trans, B.trans, static_cast<blasint>(m), static_cast<blasint>(n), ik,
-                  alpha.to<double>(), A.tensor.data_ptr<double>(), static_cast<blasint>(A.ld),
-                  B.tensor.data_ptr<double>(), static_cast<blasint>(B.ld), beta.to<double>(), c.data_ptr<double>(),
-                  static_cast<blasint>(n));
-    }
+    visit_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        gemm_raw<T>(A.trans == CblasTrans, B.trans == CblasTrans, m, n, k, alpha.to<T>(), A.tensor.data_ptr<T>(),
+                    A.ld, B.tensor.data_ptr<T>(), B.ld, beta.to<T>(), c.data_ptr<T>(), n);
+      }
+    });
     return;
   }
   if (dtype == DType::Float16 || dtype == DType::BFloat16) {

@@ -50,8 +50,8 @@ Tensor bmm_cpu(const Tensor& self, const Tensor& mat2) {
              self.size(0), ", ", self.size(2), "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
   check_dtypes(self, mat2, "bmm");
   const int64_t b = self.size(0), m = self.size(1), n = mat2.size(2), k = self.size(2);
-  // beta = 0: the BLAS never reads the output, so it needs no zero fill (unless k = 0, where nothing is written).
-  Tensor out = k == 0 ? zeros({b, m, n}, self.dtype()) : empty({b, m, n}, self.dtype());
+  // beta = 0: gemm_into writes every element (k = 0 included) without reading it, so no zero fill.
+  Tensor out = empty({b, m, n}, self.dtype());
   auto products = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       gemm_into(select_impl(self, 0, i), select_impl(mat2, 0, i), select_impl(out, 0, i), Scalar(int64_t{1}),

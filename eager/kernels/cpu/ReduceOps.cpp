@@ -319,9 +319,8 @@ namespace {
 Tensor logical(const Tensor& self, std::optional<int64_t> dim, bool keepdim, bool is_all) {
   const int64_t dims[1] = {dim.value_or(0)};
   const ReducePlan p = plan(self, dim ? std::optional<IntArrayRef>(IntArrayRef(dims, 1)) : std::nullopt, keepdim);
-  const Tensor as_bool = self.dtype() == DType::Bool ? self : kiln::ne(self, 0);
   const DType result = self.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;
-  return reduce(as_bool, p, is_all ? RowReduce::All : RowReduce::Any, DType::Bool, result);
+  return reduce(as_bool(self), p, is_all ? RowReduce::All : RowReduce::Any, DType::Bool, result);
 }
 }  // namespace
 
