@@ -15,7 +15,8 @@ APT_PACKAGES=(
   libdlpack-dev               # the DLPack ABI header
   libtbb-dev                  # intra-op thread pool (oneTBB)
   libsleef-dev                # vector math (exp, log, tanh, erf, ...)
-  libopenblas-dev             # BLAS for matrix products
+  libopenblas-dev             # BLAS for float64 matrix products
+  libdnnl-dev                 # oneDNN: float32 matrix products (Note [float32 GEMM on oneDNN])
   ccache                      # fast rebuilds, including CI's fresh clones
 )
 PIP_PACKAGES=(

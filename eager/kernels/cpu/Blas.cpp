@@ -1,4 +1,5 @@
-// OpenBLAS glue: operand layouts, dtypes, thread count.
+// BLAS glue: operand layouts, dtypes, thread count. float32 products go to
+// oneDNN (Note [float32 GEMM on oneDNN]), float64 to OpenBLAS.
 #include "eager/kernels/cpu/Blas.h"
 
 #include <atomic>
@@ -8,6 +9,7 @@
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/GemmOneDnn.h"
 #include "eager/kernels/cpu/PeakStub.h"
 
 namespace kiln::native {
@@ -66,26 +68,20 @@ void sync_blas_threads() {
   if (current.exchange(want) != want) openblas_set_num_threads(want);
 }
 
-namespace {
-void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, float alpha, const float* a,
-               blasint lda, const float* b, blasint ldb, float beta, float* c, blasint ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, double alpha, const double* a,
-               blasint lda, const double* b, blasint ldb, double beta, double* c, blasint ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-}  // namespace
 
 template <typename T>
 void gemm_raw(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
               const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) return scale_matrix(c, m, n, ldc, beta);
-  sync_blas_threads();
-  blas_gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-            static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b,
-            static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+  if constexpr (std::is_same_v<T, float>) {
+    onednn_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);  // Note [float32 GEMM on oneDNN]
+  } else {
+    sync_blas_threads();
+    cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+                static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+  }
 }
 template void gemm_raw<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
                               int64_t, float, float*, int64_t);

@@ -1,6 +1,7 @@
-// The BLAS behind matrix products: OpenBLAS (chosen by measurement; see
-// eager/kernels/cpu/README.md). gemm_into passes transposed operands to the
-// BLAS as transposes, never copying them.
+// The BLAS behind matrix products, chosen by measurement (see
+// eager/kernels/cpu/README.md): oneDNN's sgemm for float32 (Note [float32 GEMM
+// on oneDNN]), OpenBLAS for float64. gemm_into passes transposed operands to
+// the BLAS as transposes, never copying them.
 #pragma once
 
 #include "eager/core/Scalar.h"
@@ -13,7 +14,7 @@ namespace kiln::native {
 /// float32, integers through a plain loop.
 void gemm_into(const Tensor& a, const Tensor& b, const Tensor& c, const Scalar& alpha, const Scalar& beta);
 
-/// c = beta * c + alpha * op(a) @ op(b) on raw row-major buffers (cblas_sgemm /
+/// c = beta * c + alpha * op(a) @ op(b) on raw row-major buffers (dnnl_sgemm /
 /// cblas_dgemm): op(a) is [m, k], op(b) [k, n], c [m, n] with leading dims
 /// lda, ldb, ldc; op transposes when trans_* is set. T is float or double.
 template <typename T>

@@ -1,0 +1,84 @@
+// float32 GEMM on oneDNN (dnnl_sgemm), threaded by kiln's pool.
+//
+// Note [float32 GEMM on oneDNN]
+// This workplace sets OPENBLAS_CORETYPE=Haswell, which holds OpenBLAS to its
+// AVX2 kernels (about 110-120 GFLOP/s on one core here). oneDNN's sgemm picks
+// its kernels from cpuid at run time and uses AVX-512 on this CPU: about twice
+// as fast at every size measured (eager/kernels/cpu/README.md has the table),
+// so float32 products go to oneDNN; float64 stays on OpenBLAS (oneDNN has no
+// dgemm).
+//
+// Debian's oneDNN is built on OpenMP. Letting it start OpenMP teams beside
+// kiln's TBB pool would put two sets of spinning threads on the same cores, so
+// every call runs single-threaded (each calling thread sets its own OpenMP
+// thread count to 1, once) and kiln splits the product itself: the larger of
+// m and n is cut into one piece per thread, each piece a whole oneDNN call on
+// its own rows or columns of c. Every element of c is still computed by one
+// call over the whole of k, so the split does not change a result's summation.
+#include "eager/kernels/cpu/GemmOneDnn.h"
+
+#include <algorithm>
+#include <dnnl.h>
+#include <omp.h>
+
+#include "eager/core/Error.h"
+#include "eager/kernels/Parallel.h"
+
+namespace kiln::native {
+
+namespace {
+
+/// Below this many multiply-adds one call on one thread beats a split (a
+/// 64x64x64 product takes ~1.3 us on one core).
+constexpr int64_t kMinSplitWork = int64_t{1} << 19;
+/// Pieces are whole multiples of this many rows or columns.
+constexpr int64_t kPieceAlign = 16;
+
+void call_once_single_threaded(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                               int64_t ldc) {
+  thread_local const bool single = [] {
+    omp_set_num_threads(1);
+    return true;
+  }();
+  (void)single;
+  const dnnl_status_t status =
+      dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  KILN_CHECK(status == dnnl_success, "sgemm: oneDNN failed (status ", static_cast<int>(status), ") for [", m, ", ", k,
+             "] @ [", k, ", ", n, "]");
+}
+
+}  // namespace
+
+void onednn_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  const int threads = in_parallel_region() ? 1 : get_num_threads();
+  const bool split_columns = n >= m;
+  const int64_t extent = split_columns ? n : m;
+  const int64_t units = (extent + kPieceAlign - 1) / kPieceAlign;
+  const int64_t pieces = std::min<int64_t>({threads, units, std::max<int64_t>(1, m * n * k / kMinSplitWork)});
+  if (pieces <= 1) {
+    call_once_single_threaded(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const int64_t units_per_piece = (units + pieces - 1) / pieces;
+  parallel_for(0, pieces, 1, [&](int64_t pb, int64_t pe) {
+    for (int64_t p = pb; p < pe; ++p) {
+      const int64_t lo = std::min(extent, p * units_per_piece * kPieceAlign);
+      const int64_t hi = std::min(extent, (p + 1) * units_per_piece * kPieceAlign);
+      if (lo >= hi) continue;
+      if (split_columns) {
+        // Columns lo..hi of op(b) and of c.
+        const float* b_piece = trans_b ? b + lo * ldb : b + lo;
+        call_once_single_threaded(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, b_piece, ldb, beta, c + lo, ldc);
+      } else {
+        // Rows lo..hi of op(a) and of c.
+        const float* a_piece = trans_a ? a + lo : a + lo * lda;
+        call_once_single_threaded(trans_a, trans_b, hi - lo, n, k, alpha, a_piece, lda, b, ldb, beta, c + lo * ldc,
+                                  ldc);
+      }
+    }
+  });
+}
+
+}  // namespace kiln::native
