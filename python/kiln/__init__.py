@@ -80,6 +80,7 @@ from kiln._norms import norm  # noqa: E402
 from kiln._norms import tensor_norm as _tensor_norm  # noqa: E402
 
 Tensor.norm = _tensor_norm
+from kiln._products import chain_matmul, tensordot  # noqa: E402  (tensordot's dims forms)
 from kiln import linalg  # noqa: E402
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config

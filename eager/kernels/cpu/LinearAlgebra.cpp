@@ -1,19 +1,20 @@
-// mm, bmm, addmm, dot, mv, outer, and the composites matmul and linear.
+// mm, bmm, addmm, dot, mv, outer, and the composites matmul, linear, baddbmm
+// and addbmm. More products: LinalgProducts.cpp; out= forms: LinalgOut.cpp.
 #include <sstream>
 
 #include "eager/core/Error.h"
 #include "eager/kernels/Parallel.h"
+#include "eager/kernels/ShapeOps.h"
 #include "eager/kernels/TypePromotion.h"
 #include "eager/kernels/Views.h"
 #include "eager/kernels/cpu/Blas.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/LinalgHelpers.h"
 #include "kiln/generated/Functions.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
-
-std::string_view c10_type_name(DType t);
 
 namespace {
 
@@ -25,7 +26,7 @@ std::string shape_text(const Tensor& t) {
 
 void check_dtypes(const Tensor& a, const Tensor& b, const char* op) {
   KILN_CHECK(a.dtype() == b.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
-             c10_type_name(a.dtype()), " != ", c10_type_name(b.dtype()));
+             typemeta_name(a.dtype()), " != ", typemeta_name(b.dtype()));
   KILN_CHECK_NOT_IMPLEMENTED(a.dtype() != DType::Bool, "\"", op, "\" not implemented for 'Bool'");
 }
 
@@ -79,7 +80,7 @@ Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, con
              shape_text(mat2), ")");
   check_dtypes(mat1, mat2, "addmm_impl_cpu_");
   KILN_CHECK(self.dtype() == mat1.dtype(), "self and mat2 must have the same dtype, but got ",
-             c10_type_name(self.dtype()), " and ", c10_type_name(mat1.dtype()));
+             typemeta_name(self.dtype()), " and ", typemeta_name(mat1.dtype()));
   const int64_t m = mat1.size(0), n = mat2.size(1);
   const std::vector<int64_t> shape{m, n};
   // out starts as beta * self broadcast to [m, n] (beta == 0 ignores self, nan included).
@@ -198,9 +199,8 @@ Tensor matmul(const Tensor& self, const Tensor& other) {
 namespace {
 bool is_zero(const Scalar& s) { return s.is_floating_point() ? s.to_double() == 0.0 : s.to_int64() == 0; }
 bool is_one(const Scalar& s) { return s.is_floating_point() ? s.to_double() == 1.0 : s.to_int64() == 1; }
+}  // namespace
 
-/// beta * self + alpha * product, with beta == 0 ignoring self (nan and inf
-/// included) as PyTorch's addmm family does; self broadcasts to the product.
 Tensor scaled_sum(const Tensor& self, const Tensor& product, const Scalar& beta, const Scalar& alpha) {
   const Tensor scaled = is_one(alpha) ? product : kiln::mul(product, alpha);
   if (is_zero(beta)) {
@@ -210,7 +210,6 @@ Tensor scaled_sum(const Tensor& self, const Tensor& product, const Scalar& beta,
   }
   return kiln::add(is_one(beta) ? self : kiln::mul(self, beta), scaled);
 }
-}  // namespace
 
 Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
                const Scalar& alpha) {
@@ -241,20 +240,5 @@ Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Ten
   return out;
 }
 
-std::string_view c10_type_name(DType t) {
-  switch (t) {
-    case DType::Float32: return "float";
-    case DType::Float64: return "double";
-    case DType::Float16: return "c10::Half";
-    case DType::BFloat16: return "c10::BFloat16";
-    case DType::Int8: return "signed char";
-    case DType::Int16: return "short int";
-    case DType::Int32: return "int";
-    case DType::Int64: return "long int";
-    case DType::UInt8: return "unsigned char";
-    case DType::Bool: return "bool";
-  }
-  return "?";
-}
 
 }  // namespace kiln::native

@@ -1,5 +1,33 @@
-"""kiln.linalg, as torch.linalg: the norms (vector_norm, matrix_norm, norm);
-matrix products are kiln.matmul and friends."""
+"""kiln.linalg, as torch.linalg: the norms (vector_norm, matrix_norm, norm),
+multi_dot, matrix_power, matmul and vecdot; the other matrix products are
+kiln.mm and friends."""
 
 from kiln._norms import linalg_norm as norm  # noqa: F401
 from kiln._norms import matrix_norm, vector_norm  # noqa: F401
+from kiln._products import matrix_power, multi_dot  # noqa: F401
+
+from kiln import _C as _kiln_C
+
+
+def matmul(input, other, *, out=None):
+    """torch.linalg.matmul: kiln.matmul under its linalg name."""
+    if out is not None:
+        return _kiln_C._functions.matmul(input, other, out=out)
+    return _kiln_C._functions.matmul(input, other)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """torch.linalg.vecdot for real tensors: sum(x * y) over dim, broadcasting the rest."""
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                           f"{_dtype_word(x.dtype)} and y of type {_dtype_word(y.dtype)} instead")
+    result = (x * y).sum(dim)
+    if out is None:
+        return result
+    return out.resize_(result.shape).copy_(result) if tuple(out.shape) != tuple(result.shape) else out.copy_(result)
+
+
+def _dtype_word(dtype):
+    words = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+             "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+    return words[str(dtype).removeprefix("kiln.")]

@@ -1,0 +1,62 @@
+"""torch.tensordot, torch.chain_matmul and torch.linalg.multi_dot / matrix_power
+over the ops of eager/ops/linalg.yaml; this file only reads their Python-level
+arguments (tensordot's `dims` forms, chain_matmul's varargs)."""
+
+from __future__ import annotations
+
+import warnings
+
+from kiln import _C
+
+_F = _C._functions
+
+
+def _dim_list(d):
+    return [int(d)] if isinstance(d, int) else [int(x) for x in d]
+
+
+def tensordot(a, b, dims=2, out=None):
+    """torch.tensordot: contract the last `dims` dims of a with the first of b,
+    or the dims given as a pair of lists (or a tensor holding them)."""
+    if isinstance(dims, _C.TensorBase):
+        dims = dims.item() if dims.numel() == 1 else dims.tolist()
+    if isinstance(dims, (list, tuple)):
+        if len(dims) != 2:
+            raise RuntimeError("tensordot expects dims to be a pair of dimension lists")
+        dims_a, dims_b = _dim_list(dims[0]), _dim_list(dims[1])
+    elif isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > min(a.dim(), b.dim()):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        dims_a, dims_b = list(range(a.dim() - dims, a.dim())), list(range(dims))
+    else:
+        raise TypeError(f"tensordot expects dims to be an int or a pair of lists, got {type(dims).__name__}")
+    if out is not None:
+        return _F.tensordot(a, b, dims_a, dims_b, out=out)
+    return _F.tensordot(a, b, dims_a, dims_b)
+
+
+def chain_matmul(*matrices, out=None):
+    """torch.chain_matmul (deprecated in torch for linalg.multi_dot, and warns the same way)."""
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. "
+                  "Use torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than "
+                  "multiple parameters.", UserWarning, stacklevel=2)
+    if out is not None:
+        return _F.linalg_multi_dot(list(matrices), out=out)
+    return _F.chain_matmul(list(matrices))
+
+
+def multi_dot(tensors, *, out=None):
+    """torch.linalg.multi_dot: the product of a chain in the cheapest order."""
+    if out is not None:
+        return _F.linalg_multi_dot(list(tensors), out=out)
+    return _F.linalg_multi_dot(list(tensors))
+
+
+def matrix_power(A, n, *, out=None):
+    """torch.linalg.matrix_power for n >= 0 (negative n needs an inverse kiln does not have yet)."""
+    result = _F.matrix_power(A, n)
+    if out is None:
+        return result
+    return out.resize_(result.shape).copy_(result) if out.shape != result.shape else out.copy_(result)
