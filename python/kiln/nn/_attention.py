@@ -1,5 +1,5 @@
 """Attention in kiln.nn.functional (re-exported there): scaled_dot_product_attention
-(the C++ op where kiln has one, else composed from matmul and softmax) and
+(the fused CPU op where it applies, else composed from matmul and softmax) and
 multi_head_attention_forward, composed in Python as torch composes it.
 
 See Note [Functional calls the C++ op where one exists] in kiln/nn/functional.py.
@@ -16,11 +16,84 @@ from kiln.nn._ops import native, reduce_mean
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 
+_FUSED = "_scaled_dot_product_flash_attention_for_cpu"
+
+
+def _fused_mask(query, attn_mask):
+    """The mask as the fused op takes it for this query's rank (a [N, L, S]
+    mask of 3-d inputs gains the heads dim), or False when the fused op does
+    not apply: the composite then computes (and differentiates) the mask."""
+    if attn_mask is None:
+        return None
+    if attn_mask.requires_grad:
+        return False
+    if query.dim() == 3:
+        if attn_mask.dim() > 3:
+            return False
+        return attn_mask.unsqueeze(1) if attn_mask.dim() == 3 else attn_mask
+    return attn_mask
+
+
+def _grouped_kv(query, key, value):
+    """enable_gqa: key and value heads repeated to the query's, as torch does
+    (RuntimeError when they do not divide it)."""
+    q_heads, kv_heads = query.shape[-3], key.shape[-3]
+    if kv_heads == q_heads:
+        return key, value
+    if kv_heads == 0 or q_heads % kv_heads != 0 or value.shape[-3] != kv_heads:
+        raise RuntimeError(f"Number of heads in key and value must divide the number of heads in query, got query "
+                           f"{list(query.shape)}, key {list(key.shape)} and value {list(value.shape)}")
+    repeats = q_heads // kv_heads
+    return key.repeat_interleave(repeats, -3), value.repeat_interleave(repeats, -3)
+
+
+def _broadcast_batch(query, key, value):
+    """q, k, v with their batch dims (all but the last two) broadcast to a
+    common shape, as torch's matmuls broadcast them; a broadcast input becomes
+    a stride-0 view, which the fused op reads in place. Unchanged when the
+    dims do not broadcast (the op then names the shapes)."""
+    shapes = [tuple(t.shape[:-2]) for t in (query, key, value)]
+    if shapes[0] == shapes[1] == shapes[2]:
+        return query, key, value
+    common = []
+    for dims in zip(*shapes):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            return query, key, value
+        common.append(sizes.pop() if sizes else 1)
+    return tuple(t.expand(*common, *t.shape[-2:]) for t in (query, key, value))
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: Optional[float] = None, enable_gqa: bool = False):
+    """torch.nn.functional.scaled_dot_product_attention. 3-d and 4-d inputs
+    without dropout and with a mask that needs no gradient run the fused CPU op
+    (eager/ops/attention.yaml; Note [Flash attention on the CPU] in
+    eager/kernels/cpu/Attention.cpp); everything else the composite below
+    (matmul, softmax, dropout), as does dropout_p > 0."""
     fn = native("scaled_dot_product_attention")
     if fn is not None:
         return fn(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+    if enable_gqa and query.dim() >= 3 and key.dim() >= 3 and value.dim() >= 3:
+        key, value = _grouped_kv(query, key, value)
+    fused = native(_FUSED)
+    rank = query.dim()
+    if (fused is not None and dropout_p == 0.0 and rank in (3, 4) and key.dim() == rank and value.dim() == rank
+            and not (is_causal and attn_mask is not None)):
+        mask = _fused_mask(query, attn_mask)
+        if mask is not False:
+            query, key, value = _broadcast_batch(query, key, value)
+            if rank == 3:
+                out, _ = fused(query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1), 0.0, is_causal,
+                               attn_mask=mask, scale=scale)
+                return out.squeeze(1)
+            out, _ = fused(query, key, value, 0.0, is_causal, attn_mask=mask, scale=scale)
+            return out
+    return _composite(query, key, value, attn_mask, dropout_p, is_causal, scale)
+
+
+def _composite(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    """softmax(q k^T * scale + mask) v, with dropout on the weights, from kiln ops."""
     from kiln.nn.functional import dropout, softmax
 
     if is_causal and attn_mask is not None:
@@ -29,10 +102,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
         raise RuntimeError(f"scaled_dot_product_attention: query and key must have the same last dimension, got "
                            f"query {list(query.shape)} and key {list(key.shape)}")
     target_len, source_len = query.shape[-2], key.shape[-2]
-    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
-        repeats = query.shape[-3] // key.shape[-3]
-        key = key.repeat_interleave(repeats, -3)
-        value = value.repeat_interleave(repeats, -3)
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     # Scaling the query, not the [L, S] scores, saves a pass over the larger tensor.
     scores = (query * scale_factor).matmul(key.transpose(-2, -1))
