@@ -47,8 +47,8 @@ SHAPES = [
     (2, 1, 13, 6, 4, 4),          # L > S
     (1, 2, 6, 9, 8, 5),           # Dv != D
     (1, 1, 1, 1, 3, 2),           # one query, one key
-    (1, 2, 70, 300, 16, 16),      # several query blocks, two key blocks (a partial one)
-    (1, 1, 200, 520, 8, 12),      # 64-row query blocks, three key blocks
+    (1, 2, 70, 600, 16, 16),      # several query blocks, two forward key blocks (a partial one), three backward
+    (1, 1, 200, 520, 8, 12),      # 64-row query blocks, key blocks of 512 + 8 forward, 256 + 256 + 8 backward
 ]
 
 

@@ -22,7 +22,10 @@ namespace {
 /// Query rows per block: small blocks for short sequences keep every thread
 /// busy; longer ones amortise each key block over more rows.
 int64_t query_block(int64_t q_len) { return q_len >= 768 ? 128 : q_len >= 192 ? 64 : 32; }
-constexpr int64_t kKeyBlock = 256;
+/// Keys per block: the forward's score block (up to 128 x 512 floats) stays in
+/// L2; the backward keeps two blocks (P and dP) of half the width.
+constexpr int64_t kForwardKeyBlock = 512;
+constexpr int64_t kBackwardKeyBlock = 256;
 
 template <typename A>
 A* at(const AttentionOperand& o, int64_t b, int64_t h, int64_t row = 0) {
@@ -111,7 +114,7 @@ template <typename A>
 struct ForwardScratch {
   std::vector<A> scores, acc, max, sum;
   ForwardScratch(int64_t qb, int64_t dv)
-      : scores(static_cast<size_t>(qb * kKeyBlock)), acc(static_cast<size_t>(qb * dv)),
+      : scores(static_cast<size_t>(qb * kForwardKeyBlock)), acc(static_cast<size_t>(qb * dv)),
         max(static_cast<size_t>(qb)), sum(static_cast<size_t>(qb)) {}
 };
 
@@ -126,8 +129,8 @@ void forward_block(const AttentionPlan& p, int64_t b, int64_t h, int64_t i0, int
   std::fill(s.max.begin(), s.max.begin() + m, kNegInf<A>);
   std::fill(s.sum.begin(), s.sum.begin() + m, A(0));
   const int64_t end = key_end(p, i0, m);
-  for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
-    const int64_t n = std::min(kKeyBlock, end - j0);
+  for (int64_t j0 = 0; j0 < end; j0 += kForwardKeyBlock) {
+    const int64_t n = std::min(kForwardKeyBlock, end - j0);
     A* scores = s.scores.data();
     gemm_raw<A>(false, true, m, n, D, A(p.scale), q, p.query.sr, k + j0 * p.key.sr, p.key.sr, A(0), scores, n);
     mask_scores(p, b, h, i0, m, j0, n, scores);
@@ -227,8 +230,8 @@ void backward_head(const AttentionPlan& p, const AttentionOperand& dout, const A
     const A* lse = at<A>(p.logsumexp, b, h, i0);
     for (int64_t r = 0; r < m; ++r) delta[r] = dot(go + r * dout.sr, at<A>(p.out, b, h, i0 + r), Dv);
     const int64_t end = key_end(p, i0, m);
-    for (int64_t j0 = 0; j0 < end; j0 += kKeyBlock) {
-      const int64_t n = std::min(kKeyBlock, end - j0);
+    for (int64_t j0 = 0; j0 < end; j0 += kBackwardKeyBlock) {
+      const int64_t n = std::min(kBackwardKeyBlock, end - j0);
       A* P = prob.data();
       A* dP = dprob.data();
       gemm_raw<A>(false, true, m, n, D, scale, q, p.query.sr, k + j0 * p.key.sr, p.key.sr, A(0), P, n);
@@ -250,7 +253,7 @@ void backward_typed(const AttentionPlan& p, const AttentionOperand& dout, const 
                     const AttentionOperand& gk, const AttentionOperand& gv) {
   const int64_t qb = query_block(p.q_len);
   parallel_for(0, p.batch * p.heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<A> prob(static_cast<size_t>(qb * kKeyBlock)), dprob(prob.size()), delta(static_cast<size_t>(qb));
+    std::vector<A> prob(static_cast<size_t>(qb * kBackwardKeyBlock)), dprob(prob.size()), delta(static_cast<size_t>(qb));
     for (int64_t t = begin; t < end; ++t) backward_head(p, dout, gq, gk, gv, t / p.heads, t % p.heads, qb, prob, dprob, delta);
   });
 }
