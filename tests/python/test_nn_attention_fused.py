@@ -247,6 +247,28 @@ def test_dropout_uses_the_composite():
           TF.scaled_dot_product_attention(tq, tk, tv, dropout_p=1.0))
 
 
+@pytest.mark.parametrize("route", ["mask_grad", "five_dims", "dropout"])
+def test_composite_gives_zeros_for_fully_masked_rows_as_torch(route):
+    keep = np.ones((4, 5), dtype=bool)
+    keep[1] = False
+    additive = np.where(keep, 0.0, -np.inf)
+    shape = (2, 1, 1, 4, 3) if route == "five_dims" else (1, 4, 3)
+    ins = [pair(shape[:-2] + (n, 3), seed=i, requires_grad=True) for i, n in enumerate((4, 5, 5))]
+    mk = kiln.tensor(additive, dtype=kiln.float32, requires_grad=route == "mask_grad")
+    mt = torch.tensor(additive, dtype=torch.float32, requires_grad=route == "mask_grad")
+    if route == "dropout":
+        kiln.manual_seed(0)
+        ko = KF.scaled_dot_product_attention(*[p[0] for p in ins], attn_mask=mk, dropout_p=0.5)
+        assert ko.grad_fn.name() != FUSED
+        assert np.all(ko.detach().numpy()[:, 1] == 0)
+        return
+    ko, _ = run_both(ins, {"attn_mask": mk}, {"attn_mask": mt})
+    assert ko.grad_fn.name() != FUSED
+    assert not np.isnan(ins[0][0].grad.numpy()).any()
+    if route == "mask_grad":
+        close(mk.grad, mt.grad, **TOL["float32"])
+
+
 def test_mask_requiring_grad_uses_the_composite():
     ins = qkv(1, 2, 4, 5, 3, 3)
     mk, mt = pair((4, 5), seed=7, requires_grad=True)

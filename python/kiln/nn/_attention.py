@@ -117,10 +117,22 @@ def _composite(query, key, value, attn_mask, dropout_p, is_causal, scale):
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
         else:
             scores = scores + attn_mask
-    weights = softmax(scores, -1)
+    if attn_mask is not None:
+        weights = _safe_softmax(scores, softmax)
+    else:
+        weights = softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return weights.matmul(value)
+
+
+def _safe_softmax(scores, softmax):
+    """softmax over the last dim with 0 (not NaN) for rows that are all -inf,
+    as torch's math attention (_safe_softmax) and the fused op give; those rows
+    take a zero gradient. Only a mask can make a whole row -inf (the causal
+    triangle keeps the diagonal)."""
+    masked_rows = (scores == float("-inf")).all(-1, keepdim=True)
+    return softmax(scores.masked_fill(masked_rows, 0.0), -1).masked_fill(masked_rows, 0.0)
 
 
 def _masked_where_true(mask, dtype):
