@@ -66,7 +66,7 @@ def _broadcast_batch(query, key, value):
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: Optional[float] = None, enable_gqa: bool = False):
-    """torch.nn.functional.scaled_dot_product_attention. 3-d and 4-d inputs
+    """torch.nn.functional.scaled_dot_product_attention. 3-d and 4-d CPU inputs
     without dropout and with a mask that needs no gradient run the fused CPU op
     (eager/ops/attention.yaml; Note [Flash attention on the CPU] in
     eager/kernels/cpu/Attention.cpp); everything else the composite below
@@ -78,8 +78,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
         key, value = _grouped_kv(query, key, value)
     fused = native(_FUSED)
     rank = query.dim()
-    if (fused is not None and dropout_p == 0.0 and rank in (3, 4) and key.dim() == rank and value.dim() == rank
-            and not (is_causal and attn_mask is not None)):
+    if (fused is not None and query.is_cpu and dropout_p == 0.0 and rank in (3, 4) and key.dim() == rank
+            and value.dim() == rank and not (is_causal and attn_mask is not None)):
         mask = _fused_mask(query, attn_mask)
         if mask is not False:
             query, key, value = _broadcast_batch(query, key, value)
