@@ -180,9 +180,18 @@ def test_empty(B, L, S):
     assert tuple(ins[0][0].grad.shape) == (B, 2, L, 4) and tuple(ins[1][0].grad.shape) == (B, 2, S, 4)
 
 
-def test_enable_gqa_matches_torch():
-    ins = [pair(s, seed=i, requires_grad=True) for i, s in enumerate([(2, 6, 5, 4), (2, 2, 7, 4), (2, 2, 7, 4)])]
-    run_both(ins, {"enable_gqa": True, "is_causal": True})
+@pytest.mark.parametrize("kv_heads", [1, 2, 3])
+@pytest.mark.parametrize("causal", [False, True])
+def test_enable_gqa_matches_torch(kv_heads, causal):
+    # The fused op reads key/value head h // group in place; grad_key/grad_value sum over the group.
+    ins = [pair(s, seed=i, requires_grad=True) for i, s in enumerate([(2, 6, 5, 4), (2, kv_heads, 7, 4),
+                                                                      (2, kv_heads, 7, 3)])]
+    ko, _ = run_both(ins, {"enable_gqa": True, "is_causal": causal})
+    assert ko.grad_fn.name() == FUSED
+    assert tuple(ins[1][0].grad.shape) == (2, kv_heads, 7, 4)
+
+
+def test_enable_gqa_errors():
     bad = [pair(s, seed=i) for i, s in enumerate([(2, 6, 5, 4), (2, 4, 7, 4), (2, 4, 7, 4)])]
     with pytest.raises(RuntimeError, match="must divide the number of heads"):
         KF.scaled_dot_product_attention(*[p[0] for p in bad], enable_gqa=True)
@@ -308,7 +317,11 @@ def test_error_batch_and_sequence_mismatch():
           TF.scaled_dot_product_attention(tq, tk[:, :1], tv[:1]), **TOL["float32"])
     (kq3, tq3), = [pair((2, 3, 3, 4), seed=4)]
     assert_same_error(lambda: KF.scaled_dot_product_attention(kq3, kk, kv),
-                      lambda: TF.scaled_dot_product_attention(tq3, tk, tv), message=False)
+                      lambda: TF.scaled_dot_product_attention(tq3, tk, tv))
+    # Fewer key/value heads without enable_gqa: torch's broadcast error, not grouped-query attention.
+    (kq4, tq4), = [pair((2, 4, 3, 4), seed=4)]
+    assert_same_error(lambda: KF.scaled_dot_product_attention(kq4, kk, kv),
+                      lambda: TF.scaled_dot_product_attention(tq4, tk, tv))
     # torch 2.13's CPU flash kernel does not check this one (it returns a result); kiln names the shapes.
     with pytest.raises(RuntimeError, match=r"key and value to have the same sequence length.*\[2, 2, 4, 4\]"):
         KF.scaled_dot_product_attention(kq, kk, kv[:, :, :4])

@@ -42,6 +42,13 @@ KILN_DEFINE_DISPATCH(attention_backward_fn, attention_backward_stub);
 // a mask that requires grad to the composite), and the backward op has no
 // formulas: as aten's, it is not twice differentiable.
 //
+// Grouped-query attention (enable_gqa): key and value may have H / g heads;
+// query head h reads key/value head h / g in place (no repeat_interleave
+// copies), and the backward runs the g query heads of a group in one task,
+// which alone accumulates that group's grad_key and grad_value. aten's op
+// requires equal heads; F.scaled_dot_product_attention passes fewer only
+// with enable_gqa=True.
+//
 // Layouts: the loops take every [B, H, rows, dim] operand through its batch,
 // head and row strides, so a q/k/v that is a transposed [B, L, H, D]
 // projection (or a broadcast, stride 0) is read in place; only a dim stride
@@ -102,9 +109,11 @@ void check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
              " and value.dtype: ", type_meta_name(v.dtype()), " instead.");
   KILN_CHECK(is_floating_point(q.dtype()), op, ": expected floating-point query, key and value, but got ",
              scalar_type_name(q.dtype()));
-  KILN_CHECK(q.size(0) == k.size(0) && q.size(0) == v.size(0) && q.size(1) == k.size(1) && q.size(1) == v.size(1),
-             op, ": expected query, key and value to have the same batch size and number of heads, got query ",
-             q.sizes(), ", key ", k.sizes(), " and value ", v.sizes());
+  KILN_CHECK(q.size(0) == k.size(0) && q.size(0) == v.size(0) && k.size(1) == v.size(1) &&
+                 (q.size(1) == k.size(1) || (k.size(1) > 0 && q.size(1) % k.size(1) == 0)),
+             op, ": expected query, key and value to have the same batch size, and key and value the same number "
+             "of heads, dividing the query's (enable_gqa), got query ", q.sizes(), ", key ", k.sizes(), " and value ",
+             v.sizes());
   KILN_CHECK(q.size(3) == k.size(3), op, ": expected query and key to have the same last dimension (head_dim), "
              "got query ", q.sizes(), " and key ", k.sizes());
   KILN_CHECK(k.size(2) == v.size(2), op, ": expected key and value to have the same sequence length, got key ",
@@ -160,6 +169,7 @@ Prepared prepare(const char* op, const Tensor& query, const Tensor& key, const T
   plan.dtype = dtype;
   plan.batch = query.size(0), plan.heads = query.size(1), plan.q_len = query.size(2), plan.kv_len = key.size(2);
   plan.head_dim = query.size(3), plan.value_dim = value.size(3);
+  plan.kv_group = key.size(1) == 0 ? 1 : query.size(1) / key.size(1);
   plan.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(3)));
   plan.causal = is_causal;
   plan.query = operand(p.q), plan.key = operand(p.k), plan.value = operand(p.v);
@@ -222,8 +232,9 @@ std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_flash_attention_backward_c
   const Tensor o = operand_values(out, plan.dtype);
   const Tensor lse = contiguous_values(logsumexp);
   Tensor gq = zeros({B, H, L, D}, plan.dtype);
-  Tensor gk = zeros({B, H, S, D}, plan.dtype);
-  Tensor gv = zeros({B, H, S, Dv}, plan.dtype);
+  const int64_t Hkv = key.size(1);
+  Tensor gk = zeros({B, Hkv, S, D}, plan.dtype);
+  Tensor gv = zeros({B, Hkv, S, Dv}, plan.dtype);
   plan.out = operand(o);
   plan.logsumexp = AttentionOperand{lse.data_ptr(), H * L, L, 1};
   if (!any_empty(plan) && S > 0) attention_backward_stub(plan, operand(go), operand(gq), operand(gk), operand(gv));

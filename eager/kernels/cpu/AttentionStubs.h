@@ -31,6 +31,7 @@ struct AttentionMask {
 struct AttentionPlan {
   DType dtype = DType::Float32;  // the compute dtype of every operand: float32 or float64
   int64_t batch = 0, heads = 0, q_len = 0, kv_len = 0, head_dim = 0, value_dim = 0;
+  int64_t kv_group = 1;  // query heads per key/value head (enable_gqa): head h reads key/value head h / kv_group
   double scale = 1.0;
   bool causal = false;  // top-left aligned: query i sees keys j <= i
   AttentionOperand query, key, value, out;
@@ -41,8 +42,9 @@ struct AttentionPlan {
 /// out = softmax(scale * q k^T + mask) v and logsumexp per row, block by block.
 /// A row that no key may attend gets 0 for its output and its logsumexp.
 using attention_forward_fn = void (*)(const AttentionPlan& plan);
-/// grad_query, grad_key, grad_value (dense [B, H, rows, dim], zero-filled by the
-/// caller, accumulated into) from grad_out, out and the saved logsumexp.
+/// grad_query, grad_key, grad_value (dense [B, H or H / kv_group, rows, dim],
+/// zero-filled by the caller, accumulated into) from grad_out, out and the
+/// saved logsumexp.
 using attention_backward_fn = void (*)(const AttentionPlan& plan, const AttentionOperand& grad_out,
                                        const AttentionOperand& grad_query, const AttentionOperand& grad_key,
                                        const AttentionOperand& grad_value);

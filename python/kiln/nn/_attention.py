@@ -34,34 +34,42 @@ def _fused_mask(query, attn_mask):
     return attn_mask
 
 
-def _grouped_kv(query, key, value):
-    """enable_gqa: key and value heads repeated to the query's, as torch does
-    (RuntimeError when they do not divide it)."""
+def _grouped_kv_check(query, key, value):
+    """enable_gqa: RuntimeError, as torch, when key/value heads do not divide the query's."""
     q_heads, kv_heads = query.shape[-3], key.shape[-3]
-    if kv_heads == q_heads:
-        return key, value
     if kv_heads == 0 or q_heads % kv_heads != 0 or value.shape[-3] != kv_heads:
         raise RuntimeError(f"Number of heads in key and value must divide the number of heads in query, got query "
                            f"{list(query.shape)}, key {list(key.shape)} and value {list(value.shape)}")
-    repeats = q_heads // kv_heads
+
+
+def _grouped_kv(query, key, value):
+    """enable_gqa for the composite: key and value heads repeated to the query's."""
+    _grouped_kv_check(query, key, value)
+    repeats = query.shape[-3] // key.shape[-3]
     return key.repeat_interleave(repeats, -3), value.repeat_interleave(repeats, -3)
 
 
-def _broadcast_batch(query, key, value):
-    """q, k, v with their batch dims (all but the last two) broadcast to a
-    common shape, as torch's matmuls broadcast them; a broadcast input becomes
-    a stride-0 view, which the fused op reads in place. Unchanged when the
-    dims do not broadcast (the op then names the shapes)."""
-    shapes = [tuple(t.shape[:-2]) for t in (query, key, value)]
+def _broadcast_batch(query, key, value, grouped: bool):
+    """q, k, v with their batch dims (all but the last two; with `grouped`,
+    the heads dim of a 4-d call is left to the op) broadcast to a common shape,
+    as torch's matmuls broadcast them; a broadcast input becomes a stride-0
+    view, which the fused op reads in place. Dims that do not broadcast raise
+    RuntimeError in torch's words (the op would take fewer key/value heads as
+    grouped-query attention)."""
+    tail = 3 if grouped else 2  # the dims the op takes as they are
+    shapes = [tuple(t.shape[:-tail]) for t in (query, key, value)]
     if shapes[0] == shapes[1] == shapes[2]:
         return query, key, value
     common = []
-    for dims in zip(*shapes):
-        sizes = {d for d in dims if d != 1}
+    for d, dims in enumerate(zip(*shapes)):
+        sizes = {n for n in dims if n != 1}
         if len(sizes) > 1:
-            return query, key, value
+            a = next(n for n in dims if n != 1)
+            b = next(n for n in dims if n not in (1, a))
+            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
+                               f"dimension {d}")
         common.append(sizes.pop() if sizes else 1)
-    return tuple(t.expand(*common, *t.shape[-2:]) for t in (query, key, value))
+    return tuple(t.expand(*common, *t.shape[-tail:]) for t in (query, key, value))
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
@@ -74,21 +82,27 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     fn = native("scaled_dot_product_attention")
     if fn is not None:
         return fn(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
-    if enable_gqa and query.dim() >= 3 and key.dim() >= 3 and value.dim() >= 3:
-        key, value = _grouped_kv(query, key, value)
     fused = native(_FUSED)
     rank = query.dim()
+    mask = False
     if (fused is not None and query.is_cpu and dropout_p == 0.0 and rank in (3, 4) and key.dim() == rank
             and value.dim() == rank and not (is_causal and attn_mask is not None)):
         mask = _fused_mask(query, attn_mask)
-        if mask is not False:
-            query, key, value = _broadcast_batch(query, key, value)
-            if rank == 3:
-                out, _ = fused(query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1), 0.0, is_causal,
-                               attn_mask=mask, scale=scale)
-                return out.squeeze(1)
-            out, _ = fused(query, key, value, 0.0, is_causal, attn_mask=mask, scale=scale)
-            return out
+    gqa = enable_gqa and query.dim() >= 3 and key.dim() >= 3 and value.dim() >= 3 and \
+        key.shape[-3] != query.shape[-3]
+    if gqa and (mask is False or rank != 4):
+        key, value = _grouped_kv(query, key, value)
+        gqa = False
+    elif gqa:
+        _grouped_kv_check(query, key, value)  # the fused op reads head h's key/value at h / group
+    if mask is not False:
+        query, key, value = _broadcast_batch(query, key, value, gqa)
+        if rank == 3:
+            out, _ = fused(query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1), 0.0, is_causal,
+                           attn_mask=mask, scale=scale)
+            return out.squeeze(1)
+        out, _ = fused(query, key, value, 0.0, is_causal, attn_mask=mask, scale=scale)
+        return out
     return _composite(query, key, value, attn_mask, dropout_p, is_causal, scale)
 
 

@@ -123,8 +123,8 @@ template <typename A>
 void forward_block(const AttentionPlan& p, int64_t b, int64_t h, int64_t i0, int64_t m, ForwardScratch<A>& s) {
   const int64_t D = p.head_dim, Dv = p.value_dim;
   const A* q = at<A>(p.query, b, h, i0);
-  const A* k = at<A>(p.key, b, h);
-  const A* v = at<A>(p.value, b, h);
+  const A* k = at<A>(p.key, b, h / p.kv_group);
+  const A* v = at<A>(p.value, b, h / p.kv_group);
   std::fill(s.acc.begin(), s.acc.begin() + m * Dv, A(0));
   std::fill(s.max.begin(), s.max.begin() + m, kNegInf<A>);
   std::fill(s.sum.begin(), s.sum.begin() + m, A(0));
@@ -210,17 +210,19 @@ void softmax_grad_row(const A* prob, A* dp, int64_t n, A delta) {
   for (int64_t i = full; i < n; ++i) dp[i] = prob[i] * (dp[i] - delta);
 }
 
-/// One (batch, head): every query block against every key block it sees.
-/// grad_key and grad_value of this head are written by this task alone.
+/// One (batch, query head): every query block against every key block it
+/// sees. grad_key and grad_value of its key/value head are written by the one
+/// task that runs every query head of that group.
 template <typename A>
 void backward_head(const AttentionPlan& p, const AttentionOperand& dout, const AttentionOperand& gq_op,
                    const AttentionOperand& gk_op, const AttentionOperand& gv_op, int64_t b, int64_t h, int64_t qb,
                    std::vector<A>& prob, std::vector<A>& dprob, std::vector<A>& delta) {
   const int64_t D = p.head_dim, Dv = p.value_dim;
-  const A* k = at<A>(p.key, b, h);
-  const A* v = at<A>(p.value, b, h);
-  A* gk = at<A>(gk_op, b, h);
-  A* gv = at<A>(gv_op, b, h);
+  const int64_t hk = h / p.kv_group;
+  const A* k = at<A>(p.key, b, hk);
+  const A* v = at<A>(p.value, b, hk);
+  A* gk = at<A>(gk_op, b, hk);
+  A* gv = at<A>(gv_op, b, hk);
   const A scale = A(p.scale);
   for (int64_t i0 = 0; i0 < p.q_len; i0 += qb) {
     const int64_t m = std::min(qb, p.q_len - i0);
@@ -252,9 +254,13 @@ template <typename A>
 void backward_typed(const AttentionPlan& p, const AttentionOperand& dout, const AttentionOperand& gq,
                     const AttentionOperand& gk, const AttentionOperand& gv) {
   const int64_t qb = query_block(p.q_len);
-  parallel_for(0, p.batch * p.heads, 1, [&](int64_t begin, int64_t end) {
+  const int64_t g = p.kv_group, kv_heads = p.heads / g;
+  parallel_for(0, p.batch * kv_heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<A> prob(static_cast<size_t>(qb * kBackwardKeyBlock)), dprob(prob.size()), delta(static_cast<size_t>(qb));
-    for (int64_t t = begin; t < end; ++t) backward_head(p, dout, gq, gk, gv, t / p.heads, t % p.heads, qb, prob, dprob, delta);
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t b = t / kv_heads, hk = t % kv_heads;
+      for (int64_t h = hk * g; h < (hk + 1) * g; ++h) backward_head(p, dout, gq, gk, gv, b, h, qb, prob, dprob, delta);
+    }
   });
 }
 
