@@ -103,6 +103,17 @@ A exp_shifted(A* x, int64_t n, A shift) {
   return hsum(vsum);
 }
 
+/// x = exp(x - shift) in place (the backward's probabilities; no sum needed).
+template <typename A>
+void exp_shifted_no_sum(A* x, int64_t n, A shift) {
+  using V = Vec<A>;
+  constexpr int64_t W = V::size;
+  const int64_t full = n - n % W;
+  const V s = V::splat(shift);
+  for (int64_t i = 0; i < full; i += W) vexp(V::loadu(x + i) - s).storeu(x + i);
+  if (full < n) vexp(load_padded(x + full, n - full, kNegInf<A>) - s).storeu(x + full, n - full);
+}
+
 template <typename A>
 void scale_row(A* x, int64_t n, A factor) {
   for (int64_t i = 0; i < n; ++i) x[i] *= factor;
@@ -238,7 +249,7 @@ void backward_head(const AttentionPlan& p, const AttentionOperand& dout, const A
       A* dP = dprob.data();
       gemm_raw<A>(false, true, m, n, D, scale, q, p.query.sr, k + j0 * p.key.sr, p.key.sr, A(0), P, n);
       mask_scores(p, b, h, i0, m, j0, n, P);
-      for (int64_t r = 0; r < m; ++r) exp_shifted(P + r * n, n, lse[r * p.logsumexp.sr]);
+      for (int64_t r = 0; r < m; ++r) exp_shifted_no_sum(P + r * n, n, lse[r * p.logsumexp.sr]);
       // grad_value[j] += P^T grad_out; dP = grad_out v^T; dS = P (dP - delta).
       gemm_raw<A>(true, false, n, Dv, m, A(1), P, n, go, dout.sr, A(1), gv + j0 * gv_op.sr, gv_op.sr);
       gemm_raw<A>(false, true, m, n, Dv, A(1), go, dout.sr, v + j0 * p.value.sr, p.value.sr, A(0), dP, n);
