@@ -1,6 +1,8 @@
-"""scaled_dot_product_attention at GPT-small shapes (12 heads of 64, seq 256,
-batch 2 on this 2-core machine): plain and causal, forward and forward +
-backward, kiln.nn.functional against torch.nn.functional on 2 threads.
+"""scaled_dot_product_attention at GPT-small shapes (12 heads of 64, seq 256
+and 1024, batch 2 on this 2-core machine): plain and causal, forward and
+forward + backward, kiln.nn.functional against torch.nn.functional on 2
+threads. Both sides take their fused CPU kernels (kiln's
+_scaled_dot_product_flash_attention_for_cpu, eager/ops/attention.yaml).
 
     python bench/run.py --filter attention/ [--quick]
 """
@@ -10,10 +12,10 @@ from __future__ import annotations
 from harness import Case
 
 THREADS = 2
-SHAPE = (2, 12, 256, 64)
+SHAPES = ((2, 12, 256, 64), (2, 12, 1024, 64))
 
 
-def _case(causal: bool, backward: bool) -> Case:
+def _case(shape: tuple, causal: bool, backward: bool) -> Case:
     previous: list[tuple[int, int]] = []
 
     def make():
@@ -27,7 +29,7 @@ def _case(causal: bool, backward: bool) -> Case:
         kiln.set_num_threads(THREADS)
         torch.set_num_threads(THREADS)
         rng = np.random.default_rng(0)
-        arrays = [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(4)]
+        arrays = [rng.standard_normal(shape).astype(np.float32) for _ in range(4)]
         k = [kiln.tensor(a, requires_grad=backward) for a in arrays[:3]]
         t = [torch.tensor(a, requires_grad=backward) for a in arrays[:3]]
         kg, tg = kiln.tensor(arrays[3]), torch.tensor(arrays[3])
@@ -51,11 +53,12 @@ def _case(causal: bool, backward: bool) -> Case:
         kt, tt = previous.pop()
         kiln.set_num_threads(kt)
         torch.set_num_threads(tt)
-        return {"threads": THREADS, "shape": list(SHAPE)}
+        return {"threads": THREADS, "shape": list(shape)}
 
-    name = f"sdpa {'x'.join(map(str, SHAPE))}{' causal' if causal else ''} {'fwd+bwd' if backward else 'fwd'} {THREADS}T"
+    name = f"sdpa {'x'.join(map(str, shape))}{' causal' if causal else ''} {'fwd+bwd' if backward else 'fwd'} {THREADS}T"
     return Case(name, make=make, notes=notes, group="attention")
 
 
 def cases() -> list[Case]:
-    return [_case(causal, backward) for causal in (False, True) for backward in (False, True)]
+    return [_case(shape, causal, backward) for shape in SHAPES for causal in (False, True)
+            for backward in (False, True)]

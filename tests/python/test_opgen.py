@@ -346,3 +346,25 @@ def test_the_real_ops_yaml_generates():
     assert "KILN_LIBRARY_IMPL(kiln, BackendSelect, m)" in files["RegisterOps.cpp"]
     assert "init_generated_functions" in files["python_functions.cpp"]
     assert "register_generated_tensor_methods" in files["python_methods.cpp"]
+
+
+def test_formulas_sharing_one_tuple_call_evaluate_it_once():
+    # Note [One backward op for several inputs] (tools/opgen/autograd.py).
+    text = (entry("f(Tensor a, Tensor b, Tensor c) -> Tensor",
+                  "  dispatch:\n    CPU: f_cpu\n  derivatives:\n"
+                  "    a: f_backward(grad, a, b)[0]\n    b: f_backward(grad, a, b)[1]\n    c: grad\n") +
+            entry("f_backward(Tensor g, Tensor a, Tensor b) -> (Tensor, Tensor)",
+                  "  dispatch:\n    CPU: f_backward_cpu\n"))
+    code = generate(text)["AutogradKernels.cpp"]
+    assert code.count("kiln::f_backward(") == 1, code
+    assert "if (should_compute_output(0) || should_compute_output(1)) {" in code
+    assert "const auto shared0 = kiln::f_backward(grad, a, b);" in code
+    assert "if (should_compute_output(0)) out[0] = std::get<0>(shared0);" in code
+    assert "if (should_compute_output(1)) out[1] = std::get<1>(shared0);" in code
+    assert "if (should_compute_output(2)) out[2] = grad;" in code
+    # One input alone picking an element: a plain std::get of the call.
+    single = generate(entry("f(Tensor a, Tensor b) -> Tensor",
+                            "  dispatch:\n    CPU: f_cpu\n  derivatives:\n    a: f_backward(grad, a, b)[1]\n") +
+                      entry("f_backward(Tensor g, Tensor a, Tensor b) -> (Tensor, Tensor)",
+                            "  dispatch:\n    CPU: f_backward_cpu\n"))["AutogradKernels.cpp"]
+    assert "if (should_compute_output(0)) out[0] = std::get<1>(kiln::f_backward(grad, a, b));" in single

@@ -147,6 +147,9 @@ class _Translator:
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "grads":
             self.used.add("grads")
             return f"grads[{self.expr(node.slice)}]"
+        if (index := _tuple_element(node)) is not None:
+            # One element of an op's tuple of results; see Note [One backward op for several inputs].
+            return f"std::get<{index}>({self.expr(node.value)})"
         if isinstance(node, ast.Attribute):
             if node.attr in _ACCESSORS and (saved := self._saved_accessor(node.value, node.attr)):
                 return saved
@@ -191,6 +194,34 @@ class _Translator:
                     return f"formula::{name}({', '.join(args)})"
                 return f"kiln::{name}({', '.join(args)})"
         self.fail(f"cannot translate '{ast.unparse(node)}' to C++ yet")
+
+
+# Note [One backward op for several inputs]
+# -----------------------------------------
+# A backward kernel that computes several inputs' gradients in one pass (the
+# fused attention backward: grad_query, grad_key, grad_value) returns them as a
+# tuple; each input's formula picks its element, `op(...)[i]`, with the same
+# call text. The node evaluates such a call once, when any of its inputs needs
+# a gradient, and hands out the elements (PyTorch writes `query, key, value:
+# op(...)` in derivatives.yaml for the same thing).
+
+def _tuple_element(node: ast.AST) -> int | None:
+    """i for a formula `op(...)[i]` (a constant index into a call's tuple), else None."""
+    if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and isinstance(node.slice, ast.Constant)
+            and type(node.slice.value) is int and node.slice.value >= 0):
+        return node.slice.value
+    return None
+
+
+def _shared_calls(op: Op) -> dict[str, list[int]]:
+    """Call text -> the node outputs (differentiable inputs, in order) whose
+    formulas are elements of that call's tuple, for calls two or more share."""
+    groups: dict[str, list[int]] = {}
+    for i, inp in enumerate(_differentiable(op)):
+        tree = ast.parse(op.derivatives[inp].strip(), mode="eval").body
+        if _tuple_element(tree) is not None:
+            groups.setdefault(ast.unparse(tree.value), []).append(i)
+    return {call: outs for call, outs in groups.items() if len(outs) > 1}
 
 
 def _num_tensor_returns(op: Op) -> int:
@@ -339,7 +370,21 @@ def _node(op: Op, name: str, shown_name: str, op_names: set[str]) -> str:
     list_inputs = {a.name for a in op.schema.arguments if a.type.is_list}
     diff = _differentiable(op)
     if not list_inputs & set(diff):
-        bodies = [f"    if (should_compute_output({i})) out[{i}] = {code};" for i, code in enumerate(codes)]
+        bodies = []
+        done: set[int] = set()
+        for g, outs in enumerate(_shared_calls(op).values()):
+            # Note [One backward op for several inputs]: the call once, its elements to each output.
+            first = codes[outs[0]]
+            call = first[first.index("(") + 1:-1]
+            wanted = " || ".join(f"should_compute_output({i})" for i in outs)
+            bodies.append(f"    if ({wanted}) {{\n      const auto shared{g} = {call};")
+            for i in outs:
+                element = codes[i][len("std::get<"):codes[i].index(">")]
+                bodies.append(f"      if (should_compute_output({i})) out[{i}] = std::get<{element}>(shared{g});")
+            bodies.append("    }")
+            done.update(outs)
+        bodies += [f"    if (should_compute_output({i})) out[{i}] = {code};" for i, code in enumerate(codes)
+                   if i not in done]
         out_size = str(len(codes))
     else:
         # Note [Tensor[] inputs]: a Tensor[] input takes one edge per element, in

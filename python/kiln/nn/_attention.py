@@ -1,5 +1,5 @@
 """Attention in kiln.nn.functional (re-exported there): scaled_dot_product_attention
-(the C++ op where kiln has one, else composed from matmul and softmax) and
+(the fused CPU op where it applies, else composed from matmul and softmax) and
 multi_head_attention_forward, composed in Python as torch composes it.
 
 See Note [Functional calls the C++ op where one exists] in kiln/nn/functional.py.
@@ -16,11 +16,98 @@ from kiln.nn._ops import native, reduce_mean
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 
+_FUSED = "_scaled_dot_product_flash_attention_for_cpu"
+
+
+def _fused_mask(query, attn_mask):
+    """The mask as the fused op takes it for this query's rank (a [N, L, S]
+    mask of 3-d inputs gains the heads dim), or False when the fused op does
+    not apply: the composite then computes (and differentiates) the mask."""
+    if attn_mask is None:
+        return None
+    if attn_mask.requires_grad:
+        return False
+    if query.dim() == 3:
+        if attn_mask.dim() > 3:
+            return False
+        return attn_mask.unsqueeze(1) if attn_mask.dim() == 3 else attn_mask
+    return attn_mask
+
+
+def _grouped_kv_check(query, key, value):
+    """enable_gqa: RuntimeError, as torch, when key/value heads do not divide the query's."""
+    q_heads, kv_heads = query.shape[-3], key.shape[-3]
+    if kv_heads == 0 or q_heads % kv_heads != 0 or value.shape[-3] != kv_heads:
+        raise RuntimeError(f"Number of heads in key and value must divide the number of heads in query, got query "
+                           f"{list(query.shape)}, key {list(key.shape)} and value {list(value.shape)}")
+
+
+def _grouped_kv(query, key, value):
+    """enable_gqa for the composite: key and value heads repeated to the query's."""
+    _grouped_kv_check(query, key, value)
+    repeats = query.shape[-3] // key.shape[-3]
+    return key.repeat_interleave(repeats, -3), value.repeat_interleave(repeats, -3)
+
+
+def _broadcast_batch(query, key, value, grouped: bool):
+    """q, k, v with their batch dims (all but the last two; with `grouped`,
+    the heads dim of a 4-d call is left to the op) broadcast to a common shape,
+    as torch's matmuls broadcast them; a broadcast input becomes a stride-0
+    view, which the fused op reads in place. Dims that do not broadcast raise
+    RuntimeError in torch's words (the op would take fewer key/value heads as
+    grouped-query attention)."""
+    tail = 3 if grouped else 2  # the dims the op takes as they are
+    shapes = [tuple(t.shape[:-tail]) for t in (query, key, value)]
+    if shapes[0] == shapes[1] == shapes[2]:
+        return query, key, value
+    common = []
+    for d, dims in enumerate(zip(*shapes)):
+        sizes = {n for n in dims if n != 1}
+        if len(sizes) > 1:
+            a = next(n for n in dims if n != 1)
+            b = next(n for n in dims if n not in (1, a))
+            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
+                               f"dimension {d}")
+        common.append(sizes.pop() if sizes else 1)
+    return tuple(t.expand(*common, *t.shape[-tail:]) for t in (query, key, value))
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: Optional[float] = None, enable_gqa: bool = False):
+    """torch.nn.functional.scaled_dot_product_attention. 3-d and 4-d CPU inputs
+    without dropout and with a mask that needs no gradient run the fused CPU op
+    (eager/ops/attention.yaml; Note [Flash attention on the CPU] in
+    eager/kernels/cpu/Attention.cpp); everything else the composite below
+    (matmul, softmax, dropout), as does dropout_p > 0."""
     fn = native("scaled_dot_product_attention")
     if fn is not None:
         return fn(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+    fused = native(_FUSED)
+    rank = query.dim()
+    mask = False
+    if (fused is not None and query.is_cpu and dropout_p == 0.0 and rank in (3, 4) and key.dim() == rank
+            and value.dim() == rank and not (is_causal and attn_mask is not None)):
+        mask = _fused_mask(query, attn_mask)
+    gqa = enable_gqa and query.dim() >= 3 and key.dim() >= 3 and value.dim() >= 3 and \
+        key.shape[-3] != query.shape[-3]
+    if gqa and (mask is False or rank != 4):
+        key, value = _grouped_kv(query, key, value)
+        gqa = False
+    elif gqa:
+        _grouped_kv_check(query, key, value)  # the fused op reads head h's key/value at h / group
+    if mask is not False:
+        query, key, value = _broadcast_batch(query, key, value, gqa)
+        if rank == 3:
+            out, _ = fused(query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1), 0.0, is_causal,
+                           attn_mask=mask, scale=scale)
+            return out.squeeze(1)
+        out, _ = fused(query, key, value, 0.0, is_causal, attn_mask=mask, scale=scale)
+        return out
+    return _composite(query, key, value, attn_mask, dropout_p, is_causal, scale)
+
+
+def _composite(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    """softmax(q k^T * scale + mask) v, with dropout on the weights, from kiln ops."""
     from kiln.nn.functional import dropout, softmax
 
     if is_causal and attn_mask is not None:
@@ -29,10 +116,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
         raise RuntimeError(f"scaled_dot_product_attention: query and key must have the same last dimension, got "
                            f"query {list(query.shape)} and key {list(key.shape)}")
     target_len, source_len = query.shape[-2], key.shape[-2]
-    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
-        repeats = query.shape[-3] // key.shape[-3]
-        key = key.repeat_interleave(repeats, -3)
-        value = value.repeat_interleave(repeats, -3)
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     # Scaling the query, not the [L, S] scores, saves a pass over the larger tensor.
     scores = (query * scale_factor).matmul(key.transpose(-2, -1))
@@ -48,10 +131,22 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
         else:
             scores = scores + attn_mask
-    weights = softmax(scores, -1)
+    if attn_mask is not None:
+        weights = _safe_softmax(scores, softmax)
+    else:
+        weights = softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return weights.matmul(value)
+
+
+def _safe_softmax(scores, softmax):
+    """softmax over the last dim with 0 (not NaN) for rows that are all -inf,
+    as torch's math attention (_safe_softmax) and the fused op give; those rows
+    take a zero gradient. Only a mask can make a whole row -inf (the causal
+    triangle keeps the diagonal)."""
+    masked_rows = (scores == float("-inf")).all(-1, keepdim=True)
+    return softmax(scores.masked_fill(masked_rows, 0.0), -1).masked_fill(masked_rows, 0.0)
 
 
 def _masked_where_true(mask, dtype):

@@ -1,0 +1,294 @@
+// The fused attention loops, compiled per CPU capability: the forward (online
+// softmax over key blocks) and the backward (probabilities recomputed from the
+// saved logsumexp). Score blocks and products go through the BLAS (gemm_raw)
+// on raw pointers with the operands' row strides as leading dims; the
+// row-wise work (mask, exp, running max and sum) runs on Vec. Every task
+// writes only its own rows, so results do not depend on the thread count. See
+// Note [Flash attention on the CPU] (Attention.cpp).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "eager/kernels/Parallel.h"
+#include "eager/kernels/cpu/AttentionStubs.h"
+#include "eager/kernels/cpu/Blas.h"
+#include "eager/kernels/cpu/kernels/NnVec.h"
+
+namespace kiln::native {
+namespace KILN_CPU_NS {
+namespace {
+
+/// Query rows per block: small blocks for short sequences keep every thread
+/// busy; longer ones amortise each key block over more rows.
+int64_t query_block(int64_t q_len) { return q_len >= 768 ? 128 : q_len >= 192 ? 64 : 32; }
+/// Keys per block: the forward's score block (up to 128 x 512 floats) stays in
+/// L2; the backward keeps two blocks (P and dP) of half the width.
+constexpr int64_t kForwardKeyBlock = 512;
+constexpr int64_t kBackwardKeyBlock = 256;
+
+template <typename A>
+A* at(const AttentionOperand& o, int64_t b, int64_t h, int64_t row = 0) {
+  return static_cast<A*>(o.data) + b * o.sb + h * o.sh + row * o.sr;
+}
+
+/// The keys query rows [i0, i0 + m) may see: all of them, or j < i0 + m when causal.
+int64_t key_end(const AttentionPlan& p, int64_t i0, int64_t m) {
+  return p.causal ? std::min(p.kv_len, i0 + m) : p.kv_len;
+}
+
+/// scores [m, n] (row stride n) of query rows i0.. against keys j0..: the
+/// mask applied (bool: -inf where false; float: added) and, when causal, -inf
+/// above the top-left diagonal.
+template <typename A>
+void mask_scores(const AttentionPlan& p, int64_t b, int64_t h, int64_t i0, int64_t m, int64_t j0, int64_t n,
+                 A* scores) {
+  const AttentionMask& mk = p.mask;
+  if (mk.data != nullptr) {
+    for (int64_t r = 0; r < m; ++r) {
+      A* row = scores + r * n;
+      const int64_t base = b * mk.sb + h * mk.sh + (i0 + r) * mk.sr + j0 * mk.sc;
+      if (mk.is_bool) {
+        const bool* keep = static_cast<const bool*>(mk.data) + base;
+        for (int64_t c = 0; c < n; ++c) row[c] = keep[c * mk.sc] ? row[c] : kNegInf<A>;
+      } else {
+        const A* add = static_cast<const A*>(mk.data) + base;
+        if (mk.sc == 1) {
+          for (int64_t c = 0; c < n; ++c) row[c] += add[c];
+        } else {
+          for (int64_t c = 0; c < n; ++c) row[c] += add[c * mk.sc];
+        }
+      }
+    }
+  }
+  if (p.causal && j0 + n - 1 > i0) {
+    for (int64_t r = 0; r < m; ++r) {
+      // Row i0 + r keeps keys j <= i0 + r, i.e. columns c <= i0 + r - j0.
+      const int64_t first_masked = std::max<int64_t>(0, i0 + r - j0 + 1);
+      A* row = scores + r * n;
+      for (int64_t c = first_masked; c < n; ++c) row[c] = kNegInf<A>;
+    }
+  }
+}
+
+template <typename A>
+A row_max(const A* x, int64_t n) {
+  using V = Vec<A>;
+  constexpr int64_t W = V::size;
+  const int64_t full = n - n % W;
+  V vmax = V::splat(kNegInf<A>);
+  for (int64_t i = 0; i < full; i += W) vmax = maximum(vmax, V::loadu(x + i));
+  if (full < n) vmax = maximum(vmax, load_padded(x + full, n - full, kNegInf<A>));
+  return hmax(vmax);
+}
+
+/// x = exp(x - shift) in place; returns the sum of the new values.
+template <typename A>
+A exp_shifted(A* x, int64_t n, A shift) {
+  using V = Vec<A>;
+  constexpr int64_t W = V::size;
+  const int64_t full = n - n % W;
+  const V s = V::splat(shift);
+  V vsum = V::splat(0);
+  for (int64_t i = 0; i < full; i += W) {
+    const V e = vexp(V::loadu(x + i) - s);
+    e.storeu(x + i);
+    vsum = vsum + e;
+  }
+  if (full < n) {
+    const V e = vexp(load_padded(x + full, n - full, kNegInf<A>) - s);
+    e.storeu(x + full, n - full);
+    vsum = vsum + e;
+  }
+  return hsum(vsum);
+}
+
+/// x = exp(x - shift) in place (the backward's probabilities; no sum needed).
+template <typename A>
+void exp_shifted_no_sum(A* x, int64_t n, A shift) {
+  using V = Vec<A>;
+  constexpr int64_t W = V::size;
+  const int64_t full = n - n % W;
+  const V s = V::splat(shift);
+  for (int64_t i = 0; i < full; i += W) vexp(V::loadu(x + i) - s).storeu(x + i);
+  if (full < n) vexp(load_padded(x + full, n - full, kNegInf<A>) - s).storeu(x + full, n - full);
+}
+
+template <typename A>
+void scale_row(A* x, int64_t n, A factor) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= factor;
+}
+
+/// The per-task scratch of the forward: one score block, the output
+/// accumulator and the running max and sum of each row.
+template <typename A>
+struct ForwardScratch {
+  std::vector<A> scores, acc, max, sum;
+  ForwardScratch(int64_t qb, int64_t dv)
+      : scores(static_cast<size_t>(qb * kForwardKeyBlock)), acc(static_cast<size_t>(qb * dv)),
+        max(static_cast<size_t>(qb)), sum(static_cast<size_t>(qb)) {}
+};
+
+/// One (batch, head, query block): Note [Flash attention on the CPU].
+template <typename A>
+void forward_block(const AttentionPlan& p, int64_t b, int64_t h, int64_t i0, int64_t m, ForwardScratch<A>& s) {
+  const int64_t D = p.head_dim, Dv = p.value_dim;
+  const A* q = at<A>(p.query, b, h, i0);
+  const A* k = at<A>(p.key, b, h / p.kv_group);
+  const A* v = at<A>(p.value, b, h / p.kv_group);
+  std::fill(s.acc.begin(), s.acc.begin() + m * Dv, A(0));
+  std::fill(s.max.begin(), s.max.begin() + m, kNegInf<A>);
+  std::fill(s.sum.begin(), s.sum.begin() + m, A(0));
+  const int64_t end = key_end(p, i0, m);
+  for (int64_t j0 = 0; j0 < end; j0 += kForwardKeyBlock) {
+    const int64_t n = std::min(kForwardKeyBlock, end - j0);
+    A* scores = s.scores.data();
+    gemm_raw<A>(false, true, m, n, D, A(p.scale), q, p.query.sr, k + j0 * p.key.sr, p.key.sr, A(0), scores, n);
+    mask_scores(p, b, h, i0, m, j0, n, scores);
+    for (int64_t r = 0; r < m; ++r) {
+      A* row = scores + r * n;
+      const A new_max = std::max(s.max[r], row_max(row, n));
+      if (new_max == kNegInf<A>) {  // every key so far masked: nothing to add
+        std::fill(row, row + n, A(0));
+        continue;
+      }
+      const A correction = std::exp(s.max[r] - new_max);  // 0 while the row had no key yet
+      s.sum[r] = s.sum[r] * correction + exp_shifted(row, n, new_max);
+      if (correction != A(1)) scale_row(s.acc.data() + r * Dv, Dv, correction);
+      s.max[r] = new_max;
+    }
+    gemm_raw<A>(false, false, m, Dv, n, A(1), scores, n, v + j0 * p.value.sr, p.value.sr, A(1), s.acc.data(), Dv);
+  }
+  A* lse = at<A>(p.logsumexp, b, h, i0);
+  for (int64_t r = 0; r < m; ++r) {
+    A* out = at<A>(p.out, b, h, i0 + r);
+    const A* acc = s.acc.data() + r * Dv;
+    if (s.sum[r] == A(0)) {  // a fully masked row: 0, as PyTorch's CPU kernels give
+      std::fill(out, out + Dv, A(0));
+      lse[r * p.logsumexp.sr] = A(0);
+      continue;
+    }
+    const A inv = A(1) / s.sum[r];
+    for (int64_t c = 0; c < Dv; ++c) out[c] = acc[c] * inv;
+    lse[r * p.logsumexp.sr] = s.max[r] + std::log(s.sum[r]);
+  }
+}
+
+template <typename A>
+void forward_typed(const AttentionPlan& p) {
+  const int64_t qb = query_block(p.q_len);
+  const int64_t blocks = (p.q_len + qb - 1) / qb;
+  const int64_t tasks = p.batch * p.heads * blocks;
+  parallel_for(0, tasks, 1, [&](int64_t begin, int64_t end) {
+    ForwardScratch<A> scratch(qb, p.value_dim);
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t bh = t / blocks, i0 = (t % blocks) * qb;
+      forward_block(p, bh / p.heads, bh % p.heads, i0, std::min(qb, p.q_len - i0), scratch);
+    }
+  });
+}
+
+void attention_forward_kernel(const AttentionPlan& plan) {
+  if (plan.dtype == DType::Float64) {
+    forward_typed<double>(plan);
+  } else {
+    forward_typed<float>(plan);
+  }
+}
+
+// --- backward -----------------------------------------------------------------------
+
+template <typename A>
+A dot(const A* a, const A* b, int64_t n) {
+  using V = Vec<A>;
+  constexpr int64_t W = V::size;
+  const int64_t full = n - n % W;
+  V acc = V::splat(0);
+  for (int64_t i = 0; i < full; i += W) acc = fmadd(V::loadu(a + i), V::loadu(b + i), acc);
+  A s = hsum(acc);
+  for (int64_t i = full; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+/// ds = p * (dp - delta) in place of dp, for one row.
+template <typename A>
+void softmax_grad_row(const A* prob, A* dp, int64_t n, A delta) {
+  using V = Vec<A>;
+  constexpr int64_t W = V::size;
+  const int64_t full = n - n % W;
+  const V d = V::splat(delta);
+  for (int64_t i = 0; i < full; i += W) (V::loadu(prob + i) * (V::loadu(dp + i) - d)).storeu(dp + i);
+  for (int64_t i = full; i < n; ++i) dp[i] = prob[i] * (dp[i] - delta);
+}
+
+/// One (batch, query head): every query block against every key block it
+/// sees. grad_key and grad_value of its key/value head are written by the one
+/// task that runs every query head of that group.
+template <typename A>
+void backward_head(const AttentionPlan& p, const AttentionOperand& dout, const AttentionOperand& gq_op,
+                   const AttentionOperand& gk_op, const AttentionOperand& gv_op, int64_t b, int64_t h, int64_t qb,
+                   std::vector<A>& prob, std::vector<A>& dprob, std::vector<A>& delta) {
+  const int64_t D = p.head_dim, Dv = p.value_dim;
+  const int64_t hk = h / p.kv_group;
+  const A* k = at<A>(p.key, b, hk);
+  const A* v = at<A>(p.value, b, hk);
+  A* gk = at<A>(gk_op, b, hk);
+  A* gv = at<A>(gv_op, b, hk);
+  const A scale = A(p.scale);
+  for (int64_t i0 = 0; i0 < p.q_len; i0 += qb) {
+    const int64_t m = std::min(qb, p.q_len - i0);
+    const A* q = at<A>(p.query, b, h, i0);
+    const A* go = at<A>(dout, b, h, i0);
+    A* gq = at<A>(gq_op, b, h, i0);
+    const A* lse = at<A>(p.logsumexp, b, h, i0);
+    for (int64_t r = 0; r < m; ++r) delta[r] = dot(go + r * dout.sr, at<A>(p.out, b, h, i0 + r), Dv);
+    const int64_t end = key_end(p, i0, m);
+    for (int64_t j0 = 0; j0 < end; j0 += kBackwardKeyBlock) {
+      const int64_t n = std::min(kBackwardKeyBlock, end - j0);
+      A* P = prob.data();
+      A* dP = dprob.data();
+      gemm_raw<A>(false, true, m, n, D, scale, q, p.query.sr, k + j0 * p.key.sr, p.key.sr, A(0), P, n);
+      mask_scores(p, b, h, i0, m, j0, n, P);
+      for (int64_t r = 0; r < m; ++r) exp_shifted_no_sum(P + r * n, n, lse[r * p.logsumexp.sr]);
+      // grad_value[j] += P^T grad_out; dP = grad_out v^T; dS = P (dP - delta).
+      gemm_raw<A>(true, false, n, Dv, m, A(1), P, n, go, dout.sr, A(1), gv + j0 * gv_op.sr, gv_op.sr);
+      gemm_raw<A>(false, true, m, n, Dv, A(1), go, dout.sr, v + j0 * p.value.sr, p.value.sr, A(0), dP, n);
+      for (int64_t r = 0; r < m; ++r) softmax_grad_row(P + r * n, dP + r * n, n, delta[r]);
+      // grad_query += scale dS k; grad_key[j] += scale dS^T q.
+      gemm_raw<A>(false, false, m, D, n, scale, dP, n, k + j0 * p.key.sr, p.key.sr, A(1), gq, gq_op.sr);
+      gemm_raw<A>(true, false, n, D, m, scale, dP, n, q, p.query.sr, A(1), gk + j0 * gk_op.sr, gk_op.sr);
+    }
+  }
+}
+
+template <typename A>
+void backward_typed(const AttentionPlan& p, const AttentionOperand& dout, const AttentionOperand& gq,
+                    const AttentionOperand& gk, const AttentionOperand& gv) {
+  const int64_t qb = query_block(p.q_len);
+  const int64_t g = p.kv_group, kv_heads = p.heads / g;
+  parallel_for(0, p.batch * kv_heads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<A> prob(static_cast<size_t>(qb * kBackwardKeyBlock)), dprob(prob.size()), delta(static_cast<size_t>(qb));
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t b = t / kv_heads, hk = t % kv_heads;
+      for (int64_t h = hk * g; h < (hk + 1) * g; ++h) backward_head(p, dout, gq, gk, gv, b, h, qb, prob, dprob, delta);
+    }
+  });
+}
+
+void attention_backward_kernel(const AttentionPlan& plan, const AttentionOperand& grad_out,
+                               const AttentionOperand& grad_query, const AttentionOperand& grad_key,
+                               const AttentionOperand& grad_value) {
+  if (plan.dtype == DType::Float64) {
+    backward_typed<double>(plan, grad_out, grad_query, grad_key, grad_value);
+  } else {
+    backward_typed<float>(plan, grad_out, grad_query, grad_key, grad_value);
+  }
+}
+
+}  // namespace
+
+KILN_REGISTER_DISPATCH(attention_forward_stub, &attention_forward_kernel);
+KILN_REGISTER_DISPATCH(attention_backward_stub, &attention_backward_kernel);
+
+}  // namespace KILN_CPU_NS
+}  // namespace kiln::native
