@@ -15,6 +15,7 @@ APT_PACKAGES=(
   libdlpack-dev               # the DLPack ABI header
   libtbb-dev                  # intra-op thread pool (oneTBB)
   libsleef-dev                # vector math (exp, log, tanh, erf, ...)
+  libeigen3-dev               # float tanh at AVX-512 (header-only; chosen by measurement, eager/kernels/README.md)
   libopenblas-dev             # BLAS for matrix products
   ccache                      # fast rebuilds, including CI's fresh clones
 )
