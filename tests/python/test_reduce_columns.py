@@ -61,3 +61,20 @@ def test_large_transposed_on_two_threads():
         close(kiln.amin(k, 0, keepdim=True), torch.amin(t, 0, keepdim=True), rtol=0, atol=0)
     finally:
         kiln.set_num_threads(previous)
+
+
+@pytest.mark.parametrize("rows", [3, 4, 7, 1025, 2051])
+@pytest.mark.parametrize("width", [5, 16, 70])
+def test_sum_and_mean_across_rows(rows, width):
+    # sum_columns adds four rows in registers, in blocks of 1024 rows
+    rng = np.random.default_rng(rows + width)
+    values = rng.standard_normal((rows, width))
+    for kd, td, tol in ((kiln.float32, torch.float32, 1e-5), (kiln.float64, torch.float64, 1e-12)):
+        k, t = pair(values, kd, td)
+        close(kiln.sum(k, 0), torch.sum(t, 0), rtol=tol, atol=tol * rows ** 0.5)
+        close(kiln.mean(k.transpose(0, 1), 1), torch.mean(t.transpose(0, 1), 1), rtol=tol, atol=tol)
+    ints = rng.integers(-1000, 1000, size=(rows, width))
+    k, t = pair(ints, kiln.int64, torch.int64)
+    close(kiln.sum(k, 0), torch.sum(t, 0), rtol=0, atol=0)
+    k, t = pair(ints, kiln.int32, torch.int32)
+    close(kiln.sum(k.transpose(0, 1), 1), torch.sum(t.transpose(0, 1), 1), rtol=0, atol=0)
