@@ -4,6 +4,7 @@
 // Note [Channel statistics] (BatchNormOps.cpp).
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "eager/kernels/Parallel.h"
@@ -55,6 +56,21 @@ double run_dot_dev(const A* g, const A* x, int64_t len, A center) {
     acc = acc + load(g + i, w, A(0)) * (load(x + i, w, center) - vc);
   }
   return static_cast<double>(hsum(acc));
+}
+
+/// run_sum(g) and run_dot_dev(g, x, center) in one pass (the same sums, term for term).
+template <typename A>
+std::pair<double, double> run_sum_and_dot_dev(const A* g, const A* x, int64_t len, A center) {
+  constexpr int64_t W = V<A>::size;
+  const V<A> vc = V<A>::splat(center);
+  V<A> s = V<A>::splat(0), d = V<A>::splat(0);
+  for (int64_t i = 0; i < len; i += W) {
+    const int64_t w = std::min(W, len - i);
+    const V<A> gv = load(g + i, w, A(0));
+    s = s + gv;
+    d = d + gv * (load(x + i, w, center) - vc);
+  }
+  return {static_cast<double>(hsum(s)), static_cast<double>(hsum(d))};
 }
 
 int64_t channel_grain(ChannelLayout l) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(l.n * l.hw, 1)); }
@@ -171,9 +187,9 @@ void group_backward_input_typed(const Tensor& g, const Tensor& x, ChannelLayout 
       const double mu = mean[r], rho = rstd[r];
       double sum_gw = 0, sum_gwd = 0;  // sums of g w and of g w (x - mean) over the group
       for (int64_t j = 0; j < cg; ++j) {
-        const A* gj = gr + j * l.hw;
-        sum_gw += weight[c0 + j] * run_sum(gj, l.hw);
-        sum_gwd += weight[c0 + j] * run_dot_dev(gj, xr + j * l.hw, l.hw, static_cast<A>(mu));
+        const auto [sg, sgd] = run_sum_and_dot_dev(gr + j * l.hw, xr + j * l.hw, l.hw, static_cast<A>(mu));
+        sum_gw += weight[c0 + j] * sg;
+        sum_gwd += weight[c0 + j] * sgd;
       }
       const double b = -rho * rho * rho * sum_gwd / m;
       const double gm = -rho * sum_gw / m - b * mu;
