@@ -15,8 +15,9 @@ APT_PACKAGES=(
   libdlpack-dev               # the DLPack ABI header
   libtbb-dev                  # intra-op thread pool (oneTBB)
   libsleef-dev                # vector math (exp, log, tanh, erf, ...)
+  libeigen3-dev               # float tanh at AVX-512 (header-only; chosen by measurement, eager/kernels/README.md)
   libopenblas-dev             # BLAS for float64 matrix products
-  libdnnl-dev                 # oneDNN: float32 matrix products (Note [float32 GEMM on oneDNN])
+  libdnnl-dev                 # oneDNN: float32 matrix products and conv2d (Note [float32 GEMM on oneDNN])
   ccache                      # fast rebuilds, including CI's fresh clones
 )
 PIP_PACKAGES=(

@@ -181,7 +181,8 @@ def test_batch_norm_modules(module):
     close(km(k), tm(t).detach(), rtol=1e-5, atol=1e-5)
 
 
-GN_CASES = [((2, 6, 5), 3), ((4, 4), 2), ((2, 8, 3, 3), 8), ((3, 6, 2, 2, 2), 1), ((1, 4, 100), 2)]
+GN_CASES = [((2, 6, 5), 3), ((4, 4), 2), ((2, 8, 3, 3), 8), ((3, 6, 2, 2, 2), 1), ((1, 4, 100), 2),
+            ((3, 12, 7, 9), 4)]
 
 
 @pytest.mark.parametrize("dtype", FLOATS + REDUCED)
@@ -200,6 +201,26 @@ def test_group_norm(dtype, shape, groups, affine):
     if affine:
         close(kw.grad, tw.grad, **tol(dtype))
         close(kb.grad, tb.grad, **tol(dtype))
+
+
+def test_group_norm_many_tasks():
+    # 24 (sample, group) rows of 3 x 1600 elements: several tasks of the fused
+    # forward and input-gradient kernels on each of 2 threads.
+    previous = kiln.get_num_threads()
+    kiln.set_num_threads(2)
+    try:
+        k, t = pair((8, 9, 40, 40), "float32", requires_grad=True)
+        kw, tw = pair((9,), "float32", requires_grad=True, seed=2)
+        kb, tb = pair((9,), "float32", requires_grad=True, seed=3)
+        ko, to = kiln.nn.functional.group_norm(k, 3, kw, kb), TF.group_norm(t, 3, tw, tb)
+        close(ko, to, rtol=1e-5, atol=1e-5)
+        grad_pair(ko, to)
+        close(k.grad, t.grad, rtol=1e-5, atol=1e-5)
+        # sums over 12800 elements: torch's float32 accumulation differs by a few ulps
+        close(kw.grad, tw.grad, rtol=1e-5, atol=1e-3)
+        close(kb.grad, tb.grad, rtol=1e-5, atol=1e-3)
+    finally:
+        kiln.set_num_threads(previous)
 
 
 def test_native_group_norm_outputs_and_module():

@@ -26,7 +26,21 @@ using channel_grad_sums_fn = void (*)(const Tensor& g, const Tensor* x, ChannelL
 using channel_affine_fn = void (*)(const Tensor* g, const Tensor& x, ChannelLayout layout, const double* alpha,
                                    const double* beta, const double* gamma, const Tensor& out);
 
+/// group_norm forward on [n, c, hw] with `group` groups, one pass per (sample,
+/// group) while its rows are in cache: mean[n * group] and rstd[n * group] of
+/// each group, then y = x * (w rstd) + (b - mean w rstd) per channel (w, b: c doubles).
+using group_norm_forward_fn = void (*)(const Tensor& x, ChannelLayout layout, int64_t group, const double* weight,
+                                       const double* bias, double eps, double* mean, double* rstd, const Tensor& y);
+/// group_norm's input gradient on [n, c, hw], per (sample, group) while its
+/// rows are in cache: the channel sums of g and g (x - mean), then dx (see
+/// Note [Channel statistics]). mean, rstd: n * group doubles; weight: c doubles.
+using group_norm_backward_input_fn = void (*)(const Tensor& g, const Tensor& x, ChannelLayout layout, int64_t group,
+                                              const double* mean, const double* rstd, const double* weight,
+                                              const Tensor& dx);
+
 KILN_DECLARE_DISPATCH(channel_moments_fn, channel_moments_stub);
+KILN_DECLARE_DISPATCH(group_norm_forward_fn, group_norm_forward_stub);
+KILN_DECLARE_DISPATCH(group_norm_backward_input_fn, group_norm_backward_input_stub);
 KILN_DECLARE_DISPATCH(channel_grad_sums_fn, channel_grad_sums_stub);
 KILN_DECLARE_DISPATCH(channel_affine_fn, channel_affine_stub);
 

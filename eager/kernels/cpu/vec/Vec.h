@@ -101,7 +101,6 @@ KILN_VEC_UNARY_MATH(vlog1p, log1p, u10)
 KILN_VEC_UNARY_MATH(vsin, sin, u10)
 KILN_VEC_UNARY_MATH(vcos, cos, u10)
 KILN_VEC_UNARY_MATH(vtan, tan, u10)
-KILN_VEC_UNARY_MATH(vtanh, tanh, u35)  // 3.5 ulp: within torch.testing tolerances, 2x the throughput of u10
 KILN_VEC_UNARY_MATH(verf, erf, u10)
 KILN_VEC_UNARY_MATH(vsqrt, sqrt, u05)
 

@@ -18,6 +18,7 @@
 #include "eager/kernels/cpu/Loops.h"
 #include "eager/kernels/cpu/vec/Vec.h"
 #include "eager/kernels/cpu/vec/VecBinary.h"
+#include "eager/kernels/cpu/vec/VecTanh.h"
 
 namespace kiln::native::KILN_CPU_NS {
 
