@@ -16,6 +16,7 @@ APT_PACKAGES=(
   libtbb-dev                  # intra-op thread pool (oneTBB)
   libsleef-dev                # vector math (exp, log, tanh, erf, ...)
   libopenblas-dev             # BLAS for matrix products
+  libdnnl-dev                 # oneDNN: float32 convolution (AVX-512 JIT kernels; see eager/kernels/cpu/README.md)
   ccache                      # fast rebuilds, including CI's fresh clones
 )
 PIP_PACKAGES=(
