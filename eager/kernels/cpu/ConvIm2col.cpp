@@ -43,9 +43,9 @@ KILN_DEFINE_DISPATCH(conv_bias_grad_fn, conv_bias_grad_stub);
 // run one product per sample on the tensor itself (leading dim L; the bias
 // added in place after), skipping the move through rows; smaller planes keep
 // one GEMM per chunk and group, large enough for the BLAS. This path serves
-// float64 and what oneDNN is not given (Note [Convolution on oneDNN]: float32
-// with one input channel per group, forward and input gradient, where it
-// measured faster). With several chunks and threads,
+// float64 and the float32 passes oneDNN is not given (onednn_for below: one
+// input channel per group forward, fewer than 16 for the input gradient).
+// With several chunks and threads,
 // the chunks run in parallel (parallel_for), each product on one BLAS thread
 // (sync_blas_threads inside a parallel region): measured at [64, 32, 14, 14] on 2 threads, TBB tasks
 // between threaded BLAS calls made the convolution slower than on one thread.
@@ -69,13 +69,14 @@ enum class ConvPass { Forward, BackwardInput, BackwardWeight };
 
 /// Whether a float32 pass goes to oneDNN (Note [Convolution on oneDNN]): the
 /// forward for two or more input channels per group, the input gradient for
-/// sixteen or more (oneDNN's kernels vectorise over blocks of 16 channels; at
-/// one channel, MNIST's first layer, the im2col path measured 1.5x faster
-/// forward and 4x faster backward-input), the weight gradient always.
-/// KILN_CONV_IM2COL=1 in the environment keeps every pass on im2col (for
-/// the comparison in README.md).
+/// sixteen or more (oneDNN's kernels work on blocks of 16 channels), the weight
+/// gradient always. At one channel (MNIST's first layer, [64, 1, 28, 28] ->
+/// 32) the im2col path measured 2.3x faster forward and 4x faster
+/// backward-input than oneDNN; between 2 and 16 channels the thresholds are
+/// not measured. KILN_CONV_IM2COL=1 in the environment (read once) keeps every
+/// pass on im2col, for the comparison in README.md.
 bool onednn_for(DType compute, ConvPass pass, const Conv2dGeometry& g) {
-  const bool im2col_only = [] {  // DEV: read each call
+  static const bool im2col_only = [] {
     const char* v = std::getenv("KILN_CONV_IM2COL");
     return v != nullptr && v[0] == '1';
   }();

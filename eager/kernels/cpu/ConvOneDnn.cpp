@@ -7,7 +7,6 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <algorithm>
-#include <cstdlib>
 #include <optional>
 #include <unordered_map>
 
@@ -19,27 +18,35 @@ namespace kiln::native {
 // Note [Convolution on oneDNN]
 // ----------------------------
 // float32 convolutions (float16/bfloat16 too, widened first) run on oneDNN,
-// as PyTorch's CPU convolutions do: its JIT kernels use the machine's AVX-512
-// directly, while kiln's OpenBLAS is held to AVX2 here (OPENBLAS_CORETYPE,
-// see "The BLAS, by measurement" in README.md); the comparison with the im2col
-// path is the table in README.md. float64 and integer convolutions keep the
-// im2col path (Note [Convolution as im2col and GEMM]).
+// as PyTorch's CPU convolutions do: its JIT kernels use the machine's AVX-512,
+// while kiln's OpenBLAS is held to AVX2 here (OPENBLAS_CORETYPE, see "The BLAS,
+// by measurement" in README.md). Which pass goes where (ConvIm2col.cpp's
+// onednn_for) and the measurements are in README.md; float64 and integer
+// convolutions keep the im2col path (Note [Convolution as im2col and GEMM]).
 //
-// Each call describes kiln's buffers as plain nchw/oihw (goihw with groups)
-// memory, asks oneDNN for a primitive with format_tag::any (it picks blocked
-// layouts such as nChw16c for the shapes it has JIT kernels for), and reorders
-// the operands into and the result out of those layouts when they differ.
-// Primitive descriptors are kept per (direction, geometry) in a thread-local
-// map (building one walks oneDNN's implementation list, ~0.1 ms); the
-// primitives themselves come from oneDNN's own primitive cache. Padding on the
-// right is the exact amount the output size needs (PyTorch's output size
-// floors, oneDNN's check does not), dilation is oneDNN's d - 1.
+// Layouts: each call describes kiln's buffers as plain nchw/oihw (goihw with
+// groups) memory, asks oneDNN for a primitive with format_tag::any (it picks
+// nhwc or blocked layouts such as nChw16c) and reorders operands in and the
+// result out where the layouts differ, into buffers from kiln's caching
+// allocator (a fresh oneDNN allocation of a few MiB paid its page faults on
+// every call), as is the scratchpad (scratchpad_mode::user). Right padding is
+// the exact amount the output size needs (PyTorch's output size floors);
+// dilation is oneDNN's d - 1. A geometry oneDNN has no implementation for
+// returns false and the caller takes the im2col path.
 //
-// Threads: Debian's libdnnl is built on OpenMP (DNNL_CPU_RUNTIME OMP), whose
-// team size is the calling thread's omp nthreads-var, so every call sets it to
-// kiln.get_num_threads() (1 inside a kiln parallel_for body) first. oneDNN's
-// kernels split work by thread count, so float32 convolution results may differ
-// in the last bits between thread counts (as kiln.matmul's do with the BLAS).
+// Threads: Debian's libdnnl is an OpenMP build, whose team size is the calling
+// thread's omp nthreads-var, and oneDNN fixes a primitive's work split for the
+// team size it sees when it builds the descriptor. kiln splits the batch into
+// chunks of samples by size alone (kChunkBytes of input and output per chunk)
+// and runs the chunks on its own pool (parallel_for), each oneDNN call with a
+// team of one: no OpenMP team then exists next to oneTBB's workers (OpenMP
+// barriers spin, and on this shared 2-core machine a descheduled team member
+// stalled calls for tens of ms), and, as elsewhere in kiln, results do not
+// depend on the thread count (the weight gradient sums per-chunk partials in
+// chunk order). A batch of one chunk runs alone on kiln.get_num_threads()
+// OpenMP threads. Primitive descriptors are cached per thread, keyed by
+// direction, geometry and team size (building one walks oneDNN's
+// implementation list); the primitives come from oneDNN's own cache.
 
 namespace {
 
@@ -56,10 +63,13 @@ dnnl::stream& cpu_stream() {
   return stream;
 }
 
-void set_omp_threads() {
-  const int want = in_parallel_region() ? 1 : get_num_threads();
+/// The OpenMP team size of this thread's next oneDNN call (and primitive descriptor).
+void set_omp_threads(int want) {
   if (omp_get_max_threads() != want) omp_set_num_threads(want);
 }
+
+/// A chunk's thread count: one inside kiln's parallel_for, else kiln's count.
+void set_chunk_omp_threads() { set_omp_threads(in_parallel_region() ? 1 : get_num_threads()); }
 
 struct Descs {
   memory::desc src, weights, bias, dst;
@@ -106,8 +116,11 @@ struct KeyHash {
   }
 };
 Key key_of(const Conv2dGeometry& g, int64_t direction) {
+  // The team size too: oneDNN fixes a primitive's work split by the thread count
+  // when it builds the descriptor, and runs that many threads however it is called.
   return Key{{direction, g.batch, g.in_channels, g.height, g.width, g.out_channels, g.kernel_h, g.kernel_w, g.groups,
-              g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dilation_h, g.dilation_w, g.out_h, g.out_w, 0}};
+              g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dilation_h, g.dilation_w, g.out_h, g.out_w,
+              omp_get_max_threads()}};
 }
 
 /// pd_cache<PD>()[key]: primitive descriptors built once per thread and geometry.
@@ -201,7 +214,7 @@ const BackwardWeightsPD* backward_weights_for(const Conv2dGeometry& g) {
 /// Samples per chunk: as many as keep a chunk's input and output within
 /// kChunkBytes (at least one). Chosen by size alone, so the chunks, and with
 /// them the results, do not depend on the thread count.
-#define kChunkBytes ([] { const char* v = std::getenv("KILN_DNNL_CHUNK_KB"); return int64_t(v ? std::atoll(v) : 512) << 10; }())  // DEV
+constexpr int64_t kChunkBytes = int64_t{512} << 10;
 
 int64_t chunk_samples(const Conv2dGeometry& g) {
   const int64_t per_sample =
@@ -219,6 +232,9 @@ Conv2dGeometry chunk_geometry(Conv2dGeometry g, int64_t count) {
 template <typename Find>
 bool chunks_supported(const Conv2dGeometry& g, Find&& find) {
   const int64_t per = chunk_samples(g), last = g.batch % per;
+  // The descriptors for the team size the chunks will run with (for_chunks).
+  const bool one_each = in_parallel_region() || (g.batch > per && get_num_threads() > 1);
+  set_omp_threads(one_each ? 1 : get_num_threads());
   return find(chunk_geometry(g, per)) != nullptr && (last == 0 || find(chunk_geometry(g, last)) != nullptr);
 }
 
@@ -290,7 +306,7 @@ bool onednn_conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias,
   if (!chunks_supported(g, [&](const Conv2dGeometry& c) { return forward_for(c, with_bias); })) return false;
   const int64_t in_sample = g.in_channels * g.in_plane(), out_sample = g.out_channels * g.out_plane();
   for_chunks(g, [&](int64_t, int64_t first, int64_t count) {
-    set_omp_threads();
+    set_chunk_omp_threads();
     const Conv2dGeometry c = chunk_geometry(g, count);
     const ForwardPD& pd = *forward_for(c, with_bias);
     const Descs u = descs(c, with_bias, tag::nchw);
@@ -312,7 +328,7 @@ bool onednn_conv2d_backward_input(const Tensor& gy, const Tensor& w, const Tenso
   if (!chunks_supported(g, [&](const Conv2dGeometry& c) { return backward_data_for(c); })) return false;
   const int64_t in_sample = g.in_channels * g.in_plane(), out_sample = g.out_channels * g.out_plane();
   for_chunks(g, [&](int64_t, int64_t first, int64_t count) {
-    set_omp_threads();
+    set_chunk_omp_threads();
     const Conv2dGeometry c = chunk_geometry(g, count);
     const BackwardDataPD& pd = *backward_data_for(c);
     const Descs u = descs(c, false, tag::nchw);
@@ -336,7 +352,7 @@ bool onednn_conv2d_backward_weight(const Tensor& gy, const Tensor& x, const Tens
   // Each chunk's gradient goes to its own row of `partial`; the rows are summed in chunk order.
   const Tensor partial = chunks == 1 ? gw : empty({chunks, size}, DType::Float32);
   for_chunks(g, [&](int64_t index, int64_t first, int64_t count) {
-    set_omp_threads();
+    set_chunk_omp_threads();
     const Conv2dGeometry c = chunk_geometry(g, count);
     const BackwardWeightsPD& pd = *backward_weights_for(c);
     const Descs u = descs(c, false, tag::nchw);
