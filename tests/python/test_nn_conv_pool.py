@@ -47,6 +47,9 @@ CONV2D_CASES = [
     ((2, 3, 4, 4), (2, 3, 4, 4), True, {}),                                  # kernel covers the input: 1x1 output
     ((2, 1, 3, 3), (2, 1, 3, 3), True, {"padding": 2, "stride": 3}),
     ((2, 3, 6, 7), (2, 3, 3, 3), True, {"padding": (1,), "stride": [2], "dilation": (2,)}),  # one value for both dims
+    ((2, 4, 10, 9), (6, 2, 3, 3), True, {"groups": 2, "padding": 1}),     # planes >= 64: per-sample products
+    ((3, 1, 12, 12), (3, 1, 3, 3), True, {"padding": 1}),                 # one channel: im2col in float32 too
+    ((2, 1, 12, 12), (4, 1, 3, 3), False, {"padding": (1, 2), "dilation": (1, 2)}),
 ]
 
 

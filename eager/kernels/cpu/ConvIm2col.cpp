@@ -22,7 +22,6 @@ KILN_DEFINE_DISPATCH(im2col_fn, im2col_stub);
 KILN_DEFINE_DISPATCH(conv_direct_int64_fn, conv_direct_int64_stub);
 KILN_DEFINE_DISPATCH(col2im_fn, col2im_stub);
 KILN_DEFINE_DISPATCH(conv_scatter_fn, conv_scatter_stub);
-KILN_DEFINE_DISPATCH(conv_add_bias_fn, conv_add_bias_stub);
 KILN_DEFINE_DISPATCH(conv_gather_fn, conv_gather_stub);
 KILN_DEFINE_DISPATCH(conv_bias_grad_fn, conv_bias_grad_stub);
 
@@ -40,8 +39,9 @@ KILN_DEFINE_DISPATCH(conv_bias_grad_fn, conv_bias_grad_stub);
 // col2im adding each dcol entry back to the pixel it was read from. A sample's
 // rows_g block is also a contiguous [OCg, L] block of the NCHW tensor, so with
 // planes of kDirectPlane outputs or more the forward and the input gradient
-// run one product per sample on the tensor itself (leading dim L; the bias
-// added in place after), skipping the move through rows; smaller planes keep
+// run one product per sample on the tensor itself (leading dim L; the
+// forward's bias as one more weight column against a row of ones in col),
+// skipping the move through rows; smaller planes keep
 // one GEMM per chunk and group, large enough for the BLAS. This path serves
 // float64 and the float32 passes oneDNN is not given (onednn_for below: one
 // input channel per group forward, fewer than 16 for the input gradient).
@@ -107,13 +107,14 @@ int64_t chunk_samples(const Conv2dGeometry& g, int64_t itemsize) {
   return std::clamp<int64_t>(kColBudgetBytes / per_sample, 1, std::max<int64_t>(g.batch, 1));
 }
 
-/// The two chunk buffers: col [K, nb * L] and rows [OCg, nb * L].
+/// The two chunk buffers: col [K + 1, nb * L] (the last row for the forward's
+/// bias, see forward_typed) and rows [OCg, nb * L].
 template <typename T>
 struct ChunkBuffers {
   Tensor col, rows;
   ChunkBuffers(const Conv2dGeometry& g, int64_t per_chunk) {
     const DType dtype = std::is_same_v<T, double> ? DType::Float64 : DType::Float32;
-    col = empty({g.col_rows() * per_chunk * g.out_plane()}, dtype);
+    col = empty({(g.col_rows() + 1) * per_chunk * g.out_plane()}, dtype);
     rows = empty({g.group_out() * per_chunk * g.out_plane()}, dtype);
   }
 };
@@ -150,12 +151,31 @@ void run_chunks(const Conv2dGeometry& g, int64_t per_chunk, Fn&& fn) {
 constexpr int64_t kDirectPlane = 64;
 bool per_sample_products(const Conv2dGeometry& g) { return g.out_plane() >= kDirectPlane; }
 
+/// W_g with the bias as one more column, [groups, OCg, K + 1]: against a row of
+/// ones below col, the product adds the bias itself (no pass over the output).
+template <typename T>
+Tensor weight_with_bias(const Tensor& w, const Tensor& bias, const Conv2dGeometry& g) {
+  const int64_t K = g.col_rows();
+  Tensor out = empty({g.out_channels * (K + 1)}, w.dtype());
+  const T* src = w.data_ptr<T>();
+  const T* b = bias.data_ptr<T>();
+  T* dst = out.data_ptr<T>();
+  for (int64_t o = 0; o < g.out_channels; ++o) {
+    std::copy(src + o * K, src + (o + 1) * K, dst + o * (K + 1));
+    dst[o * (K + 1) + K] = b[o];
+  }
+  return out;
+}
+
 template <typename T>
 void forward_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const Conv2dGeometry& g) {
-  const T* wt = w.data_ptr<T>();
   T* out = y.data_ptr<T>();
   const int64_t L = g.out_plane(), K = g.col_rows(), ocg = g.group_out();
   const bool direct = per_sample_products(g);
+  // With per-sample products the bias rides in the GEMM: W_g | bias against col with a row of ones.
+  const Tensor wb = direct && bias.defined() ? weight_with_bias<T>(w, bias, g) : w;
+  const int64_t k = direct && bias.defined() ? K + 1 : K;
+  const T* wt = wb.data_ptr<T>();
   run_chunks<T>(g, chunk_samples(g, sizeof(T)), [&](int64_t, ConvChunk chunk, T* col, T* rows) {
     const int64_t n = chunk.count * L;
     im2col_stub(y.dtype(), x.data_ptr(), col, g, chunk);
@@ -164,11 +184,11 @@ void forward_typed(const Tensor& x, const Tensor& w, const Tensor& bias, const T
       conv_scatter_stub(y.dtype(), rows, bias.defined() ? bias.data_ptr() : nullptr, y.data_ptr(), g, chunk);
       return;
     }
+    if (k > K) std::fill(col + K * n, col + (K + 1) * n, T(1));
     for (int64_t s = 0; s < chunk.count; ++s) {
       T* dst = out + ((chunk.first + s) * g.out_channels + chunk.group * ocg) * L;
-      gemm_raw<T>(false, false, ocg, L, K, T(1), wt + chunk.group * ocg * K, K, col + s * L, n, T(0), dst, L);
+      gemm_raw<T>(false, false, ocg, L, k, T(1), wt + chunk.group * ocg * k, k, col + s * L, n, T(0), dst, L);
     }
-    if (bias.defined()) conv_add_bias_stub(y.dtype(), bias.data_ptr(), y.data_ptr(), g, chunk);
   });
 }
 

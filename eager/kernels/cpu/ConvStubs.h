@@ -32,8 +32,6 @@ using col2im_fn = void (*)(DType dtype, const void* col, void* grad_input, const
 /// (bias may be nullptr) for the chunk's samples; rows is [out_channels / groups, count * L].
 using conv_scatter_fn = void (*)(DType dtype, const void* rows, const void* bias, void* out,
                                  const Conv2dGeometry& g, ConvChunk chunk);
-/// out[first + n, group's channel o, l] += bias[that channel] for the chunk's samples.
-using conv_add_bias_fn = void (*)(DType dtype, const void* bias, void* out, const Conv2dGeometry& g, ConvChunk chunk);
 /// The inverse move: rows[o][n * L + l] = grad_out[first + n, group's channel o, l].
 using conv_gather_fn = void (*)(DType dtype, const void* grad_out, void* rows, const Conv2dGeometry& g,
                                 ConvChunk chunk);
@@ -52,7 +50,6 @@ KILN_DECLARE_DISPATCH(im2col_fn, im2col_stub);
 KILN_DECLARE_DISPATCH(conv_direct_int64_fn, conv_direct_int64_stub);
 KILN_DECLARE_DISPATCH(col2im_fn, col2im_stub);
 KILN_DECLARE_DISPATCH(conv_scatter_fn, conv_scatter_stub);
-KILN_DECLARE_DISPATCH(conv_add_bias_fn, conv_add_bias_stub);
 KILN_DECLARE_DISPATCH(conv_gather_fn, conv_gather_stub);
 KILN_DECLARE_DISPATCH(conv_bias_grad_fn, conv_bias_grad_stub);
 

@@ -110,19 +110,6 @@ void scatter_typed(const T* rows, const T* bias, T* out, const Conv2dGeometry& g
 }
 
 template <typename T>
-void add_bias_typed(const T* bias, T* out, const Conv2dGeometry& g, ConvChunk chunk) {
-  const int64_t L = g.out_plane(), ocg = g.group_out();
-  parallel_for(0, chunk.count * ocg, grain_for(L), [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t n = t / ocg, channel = chunk.group * ocg + t % ocg;
-      T* d = out + ((chunk.first + n) * g.out_channels + channel) * L;
-      const T b = bias[channel];
-      for (int64_t l = 0; l < L; ++l) d[l] += b;
-    }
-  });
-}
-
-template <typename T>
 void gather_typed(const T* grad_out, T* rows, const Conv2dGeometry& g, ConvChunk chunk) {
   const int64_t L = g.out_plane(), ocg = g.group_out(), row = chunk.count * L;
   parallel_for(0, chunk.count * ocg, grain_for(L), [&](int64_t begin, int64_t end) {
@@ -222,13 +209,6 @@ void scatter_kernel(DType dtype, const void* rows, const void* bias, void* out, 
   });
 }
 
-void add_bias_kernel(DType dtype, const void* bias, void* out, const Conv2dGeometry& g, ConvChunk chunk) {
-  visit_conv_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    add_bias_typed(static_cast<const T*>(bias), static_cast<T*>(out), g, chunk);
-  });
-}
-
 void gather_kernel(DType dtype, const void* grad_out, void* rows, const Conv2dGeometry& g, ConvChunk chunk) {
   visit_conv_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -251,7 +231,6 @@ KILN_REGISTER_DISPATCH(conv_direct_int64_stub, &conv_direct_int64_kernel);
 KILN_REGISTER_DISPATCH(col2im_stub, &col2im_kernel);
 KILN_REGISTER_DISPATCH(conv_scatter_stub, &scatter_kernel);
 KILN_REGISTER_DISPATCH(conv_gather_stub, &gather_kernel);
-KILN_REGISTER_DISPATCH(conv_add_bias_stub, &add_bias_kernel);
 KILN_REGISTER_DISPATCH(conv_bias_grad_stub, &bias_grad_kernel);
 
 }  // namespace KILN_CPU_NS
