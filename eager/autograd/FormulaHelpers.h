@@ -216,6 +216,12 @@ template <typename PieceSizes>
   return out;
 }
 
+/// The last n sizes of t (t has at least n dims): im2col's and adaptive pooling's backward.
+[[nodiscard]] inline DimVector last_sizes(const Tensor& t, int64_t n) {
+  const IntArrayRef sizes = t.sizes();
+  return DimVector(sizes.subspan(sizes.size() - static_cast<size_t>(n)));
+}
+
 // --- binary and ternary pointwise ops (eager/ops/pointwise_binary.yaml) ---------------
 
 /// A number argument as a double (formulas doing arithmetic on a Scalar or float argument).

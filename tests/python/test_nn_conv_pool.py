@@ -47,6 +47,9 @@ CONV2D_CASES = [
     ((2, 3, 4, 4), (2, 3, 4, 4), True, {}),                                  # kernel covers the input: 1x1 output
     ((2, 1, 3, 3), (2, 1, 3, 3), True, {"padding": 2, "stride": 3}),
     ((2, 3, 6, 7), (2, 3, 3, 3), True, {"padding": (1,), "stride": [2], "dilation": (2,)}),  # one value for both dims
+    ((2, 4, 10, 9), (6, 2, 3, 3), True, {"groups": 2, "padding": 1}),     # planes >= 64: per-sample products
+    ((3, 1, 12, 12), (3, 1, 3, 3), True, {"padding": 1}),                 # one channel: im2col in float32 too
+    ((2, 1, 12, 12), (4, 1, 3, 3), False, {"padding": (1, 2), "dilation": (1, 2)}),
 ]
 
 
@@ -421,3 +424,167 @@ def test_layers_match_torch():
     load_from_torch(k1, t1)
     kx, tx = pair((2, 2, 17))
     close(k1(kx), t1(tx))
+
+
+# --- float32 on oneDNN: MNIST-CNN shapes, thread counts ---------------------------------------
+@pytest.mark.parametrize("shapes", [((64, 1, 28, 28), (32, 1, 3, 3)), ((16, 32, 14, 14), (64, 32, 3, 3)),
+                                    ((4, 20, 9, 9), (6, 20, 3, 3)), ((3, 16, 11, 10), (8, 4, 3, 2))])
+def test_conv2d_float32_against_float64(shapes):
+    # oneDNN's float32 products (Note [Convolution on oneDNN]) against torch's float64 result.
+    in_shape, w_shape = shapes
+    groups = in_shape[1] // w_shape[1]
+    kx, tx = pair(in_shape, requires_grad=True)
+    kw, tw = pair(w_shape, requires_grad=True, seed=1)
+    kb, tb = pair((w_shape[0],), requires_grad=True, seed=2)
+    t64 = [t.detach().double().requires_grad_() for t in (tx, tw, tb)]
+    ko = KF.conv2d(kx, kw, kb, padding=1, stride=(1, 2) if groups > 1 else 1, groups=groups)
+    to = TF.conv2d(*t64, padding=1, stride=(1, 2) if groups > 1 else 1, groups=groups)
+    close(ko, to.float(), rtol=1e-4, atol=1e-4)
+    grad_pair(ko, to)
+    for k, t in zip((kx, kw, kb), t64):
+        close(k.grad, t.grad.float(), rtol=1e-4, atol=1e-3)
+
+
+def test_conv2d_results_do_not_depend_on_thread_count():
+    # The samples are split by size alone and each chunk runs on one thread.
+    kx, _ = pair((32, 32, 14, 14), requires_grad=True)
+    kw, _ = pair((64, 32, 3, 3), requires_grad=True, seed=1)
+    kg, _ = pair((32, 64, 14, 14), seed=2)
+    before = kiln.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2):
+            kiln.set_num_threads(threads)
+            kx.grad = None
+            kw.grad = None
+            y = KF.conv2d(kx, kw, padding=1)
+            y.backward(kg)
+            results.append([np.asarray(t.detach().numpy()).copy() for t in (y, kx.grad, kw.grad)])
+    finally:
+        kiln.set_num_threads(before)
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+# --- integer dtypes ----------------------------------------------------------------------------
+def int_pair(shape, dtype, low, high, seed=0):
+    values = np.random.default_rng(seed).integers(low, high, size=shape)
+    return kiln.tensor(values).to(getattr(kiln, dtype)), torch.tensor(values).to(getattr(torch, dtype))
+
+
+INTS = ["int8", "int16", "int32", "int64", "uint8"]
+
+
+@pytest.mark.parametrize("dtype", INTS)
+@pytest.mark.parametrize("kwargs", [{}, {"padding": 1, "stride": 2}, {"groups": 2, "dilation": 2, "padding": 2}])
+def test_conv2d_integers(dtype, kwargs):
+    # torch runs integer convolutions (slow_conv2d); int8/uint8 sums wrap, as kiln's.
+    low, high = (0, 60) if dtype == "uint8" else (-60, 60)
+    kx, tx = int_pair((2, 4, 7, 6), dtype, low, high)
+    kw, tw = int_pair((6, 4 // kwargs.get("groups", 1), 3, 3), dtype, low, high, seed=1)
+    kb, tb = int_pair((6,), dtype, low, high, seed=2)
+    if "dilation" in kwargs and dtype != "int64":         # torch's dilated kernel has no other integer dtype
+        assert_same_error(lambda: KF.conv2d(kx, kw, kb, **kwargs), lambda: TF.conv2d(tx, tw, tb, **kwargs))
+        return
+    close(KF.conv2d(kx, kw, kb, **kwargs), TF.conv2d(tx, tw, tb, **kwargs), rtol=0, atol=0)
+    close(KF.conv2d(kx, kw, **kwargs), TF.conv2d(tx, tw, **kwargs), rtol=0, atol=0)
+
+
+def test_conv1d_and_unbatched_integers():
+    kx, tx = int_pair((2, 3, 9), "int64", -1000, 1000)
+    kw, tw = int_pair((4, 3, 2), "int64", -1000, 1000, seed=1)
+    close(KF.conv1d(kx, kw, stride=2, padding=1), TF.conv1d(tx, tw, stride=2, padding=1), rtol=0, atol=0)
+    kx, tx = int_pair((3, 5, 5), "int32", -9, 9)
+    kw, tw = int_pair((2, 3, 3, 3), "int32", -9, 9, seed=1)
+    close(KF.conv2d(kx, kw, padding="same"), TF.conv2d(tx, tw, padding="same"), rtol=0, atol=0)
+    assert_same_error(lambda: KF.conv2d(kx, kw, dilation=(1, 2)), lambda: TF.conv2d(tx, tw, dilation=(1, 2)))
+    kx, tx = int_pair((2, 3, 9), "int16", -9, 9)
+    kw, tw = int_pair((4, 3, 2), "int16", -9, 9, seed=1)
+    close(KF.conv1d(kx, kw, stride=2), TF.conv1d(tx, tw, stride=2), rtol=0, atol=0)
+    assert_same_error(lambda: KF.conv1d(kx, kw, dilation=2), lambda: TF.conv1d(tx, tw, dilation=2))
+
+
+def test_conv2d_bool_and_mixed_integer_errors():
+    kx, tx = int_pair((2, 3, 5, 5), "int64", 0, 2)
+    kw, tw = int_pair((2, 3, 3, 3), "int64", 0, 2)
+    assert_same_error(lambda: KF.conv2d(kx.bool(), kw.bool()), lambda: TF.conv2d(tx.bool(), tw.bool()))
+    assert_same_error(lambda: KF.conv2d(kx, kw.to(kiln.int32)), lambda: TF.conv2d(tx, tw.to(torch.int32)),
+                      message=False)
+
+
+@pytest.mark.parametrize("kwargs", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
+                                    {"kernel_size": 3, "padding": 1, "count_include_pad": False, "ceil_mode": True},
+                                    {"kernel_size": 2, "divisor_override": 3}])
+def test_avg_pool2d_int64(kwargs):
+    # torch's CPU avg_pool2d takes int64 (an int64 sum, truncating division); negatives check the rounding.
+    kx, tx = int_pair((2, 3, 7, 6), "int64", -50, 50)
+    close(KF.avg_pool2d(kx, **kwargs), TF.avg_pool2d(tx, **kwargs), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "uint8", "bool"])
+def test_avg_pool2d_other_integers_not_implemented(dtype):
+    kx, tx = int_pair((2, 3, 6, 6), "int64", 0, 2)
+    kx, tx = kx.to(getattr(kiln, dtype)), tx.to(getattr(torch, dtype))
+    assert_same_error(lambda: KF.avg_pool2d(kx, 2), lambda: TF.avg_pool2d(tx, 2))
+
+
+@pytest.mark.parametrize("dtype", INTS + ["bool"])
+def test_adaptive_avg_pool2d_integers_not_implemented(dtype):
+    kx, tx = int_pair((2, 3, 6, 6), "int64", 0, 2)
+    kx, tx = kx.to(getattr(kiln, dtype)), tx.to(getattr(torch, dtype))
+    assert_same_error(lambda: KF.adaptive_avg_pool2d(kx, 3), lambda: TF.adaptive_avg_pool2d(tx, 3))
+    assert_same_error(lambda: KF.adaptive_avg_pool2d(kx, 4), lambda: TF.adaptive_avg_pool2d(tx, 4))
+
+
+# --- adaptive_avg_pool2d's double backward -------------------------------------------------------
+def test_adaptive_avg_pool2d_double_backward():
+    kx, tx = pair((2, 2, 7, 5), "float64", requires_grad=True)
+
+    def second(lib, F, x):
+        y = F.adaptive_avg_pool2d(x, (3, 4))
+        (gx,) = lib.autograd.grad((y * y * y).sum(), (x,), create_graph=True)
+        return (gx * gx).sum()
+
+    ks, ts = second(kiln, KF, kx), second(torch, TF, tx)
+    close(ks, ts)
+    ks.backward()
+    ts.backward()
+    close(kx.grad, tx.grad)
+    assert kiln.autograd.gradgradcheck(lambda x: KF.adaptive_avg_pool2d(x, (3, 2)), (kx,))
+    # The backward op's own formulas: linear in grad_output, zero in self.
+    kg, tg = pair((2, 2, 3, 4), "float64", requires_grad=True, seed=4)
+    kin, tin = pair((2, 2, 7, 5), "float64", requires_grad=True, seed=5)
+    ko = kiln._C._functions._adaptive_avg_pool2d_backward(kg, kin)
+    to = torch.ops.aten._adaptive_avg_pool2d_backward(tg, tin)
+    close(ko, to)
+    grad_pair(ko, to)
+    close(kg.grad, tg.grad)
+    assert tin.grad is None or not tin.grad.any()
+    assert kin.grad is None or not kin.grad.numpy().any()
+
+
+# --- max_pool2d without indices --------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "int32", "uint8"])
+@pytest.mark.parametrize("case", [1, 2, 4, 5, 6])
+def test_max_pool2d_without_grad_matches(case, dtype):
+    shape, kwargs = MAX_POOL_CASES[case]
+    if dtype in ("int32", "uint8"):
+        kx, tx = int_pair(shape, dtype, 0, 100)
+    else:
+        kx, tx = pair(shape, dtype)
+    expected = TF.max_pool2d(tx, **kwargs)
+    close(KF.max_pool2d(kx, **kwargs), expected)                        # no grad needed: no indices
+    close(kiln._C._functions._max_pool2d_without_indices(kx, **kwargs), expected)
+    if dtype.startswith("float"):
+        kr = kx.clone().requires_grad_(True)
+        with kiln.no_grad():
+            out = KF.max_pool2d(kr, **kwargs)
+        assert not out.requires_grad
+        close(out, expected)
+
+
+def test_max_pool2d_without_indices_errors():
+    kx, tx = pair((2, 3, 8, 8))
+    f = kiln._C._functions._max_pool2d_without_indices
+    assert_same_error(lambda: f(kx, 3, [], 2), lambda: TF.max_pool2d(tx, 3, padding=2))
+    assert_same_error(lambda: f(kx.bool(), 2), lambda: TF.max_pool2d(tx.bool(), 2))

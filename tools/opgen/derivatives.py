@@ -48,6 +48,7 @@ HELPERS = {
     "repeat_interleave_backward": "autograd issue: grad summed over each element's repeats along dim",
     "cat_tensors_backward": "autograd issue: grad split along dim into the inputs' sizes (empty 1-D inputs skipped)",
     "negated": "autograd issue: an int list with every element negated",
+    "last_sizes": "the last n sizes of a tensor (unfold's and adaptive pooling's backward)",
     "unsqueeze_multiple": "autograd issue: grad with size-1 dims inserted at each of dims",
     # indexing (eager/ops/indexing.yaml); autograd issue
     "take_backward": "autograd issue: zeros like self with grad accumulated at take's flat indices (put_ with accumulate)",

@@ -1,7 +1,8 @@
 // Dispatch stubs of the convolution loops (kernels/ConvKernel.cpp): im2col,
 // col2im, the moves between NCHW and the GEMM's [channels, samples * L]
-// layout, and the bias gradient. float32/float64 only (the op
-// widens float16/bfloat16 first); every tensor buffer is contiguous NCHW. See
+// layout, and the bias gradient, float32/float64 only (the op widens
+// float16/bfloat16 first); a direct int64 convolution for integer dtypes. Every
+// tensor buffer is contiguous NCHW. See
 // Note [Convolution as im2col and GEMM] (ConvIm2col.cpp).
 #pragma once
 
@@ -38,7 +39,15 @@ using conv_gather_fn = void (*)(DType dtype, const void* grad_out, void* rows, c
 using conv_bias_grad_fn = void (*)(DType dtype, const void* grad_out, void* grad_bias, int64_t batch,
                                    int64_t channels, int64_t plane);
 
+/// The direct convolution of integer tensors, computed in int64 with wrapping
+/// (modular) arithmetic, so narrowing the result gives the input dtype's own
+/// wrapped sums: out[n, o, oh, ow] = bias[o] (bias may be nullptr) + the sum over
+/// the group's channels and taps of input * weight.
+using conv_direct_int64_fn = void (*)(const int64_t* input, const int64_t* weight, const int64_t* bias,
+                                      int64_t* out, const Conv2dGeometry& g);
+
 KILN_DECLARE_DISPATCH(im2col_fn, im2col_stub);
+KILN_DECLARE_DISPATCH(conv_direct_int64_fn, conv_direct_int64_stub);
 KILN_DECLARE_DISPATCH(col2im_fn, col2im_stub);
 KILN_DECLARE_DISPATCH(conv_scatter_fn, conv_scatter_stub);
 KILN_DECLARE_DISPATCH(conv_gather_fn, conv_gather_stub);

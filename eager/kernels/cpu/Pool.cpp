@@ -6,6 +6,7 @@
 #include <optional>
 #include <tuple>
 
+#include "eager/autograd/GradMode.h"
 #include "eager/core/Error.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
@@ -77,10 +78,16 @@ int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int
   return out;
 }
 
-/// Rank and dtype: floating, or (`integers`, max_pool2d's forward) any dtype but bool.
-void check_pool_input(const Tensor& input, const char* op, bool integers = false) {
+/// Which dtypes besides the floating ones a pooling kernel takes.
+enum class PoolIntegers { None, Int64, All };
+
+/// Rank and dtype: floating, or also int64 (avg_pool2d's forward, as PyTorch's
+/// CPU kernel), or every integer dtype (max_pool2d's forward); never bool.
+void check_pool_input(const Tensor& input, const char* op, PoolIntegers integers = PoolIntegers::None) {
   KILN_CHECK(input.dim() == 3 || input.dim() == 4, "non-empty 3D or 4D (batch mode) tensor expected for input");
-  const bool ok = is_floating_point(input.dtype()) || (integers && input.dtype() != DType::Bool);
+  const DType t = input.dtype();
+  const bool ok = is_floating_point(t) || (integers == PoolIntegers::All && t != DType::Bool) ||
+                  (integers == PoolIntegers::Int64 && t == DType::Int64);
   KILN_CHECK_NOT_IMPLEMENTED(ok, "\"", op, "\" not implemented for '", scalar_type_name(input.dtype()), "'");
 }
 
@@ -165,7 +172,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices_cpu(const Tensor& self, IntAr
                                                        IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                                                        bool ceil_mode) {
   const PoolArgs a = pool_args("max_pool2d", kernel_size, stride, padding, dilation);
-  check_pool_input(self, "max_pool2d", /*integers=*/true);
+  check_pool_input(self, "max_pool2d", PoolIntegers::All);
   const PoolGeometry g = pool_geometry(self, a, ceil_mode);
   const DimVector sizes = pooled_sizes(self, g.out_h, g.out_w);
   Tensor out = empty(sizes, self.dtype(), self.device());
@@ -193,8 +200,22 @@ Tensor max_pool2d_with_indices_backward_cpu(const Tensor& grad_output, const Ten
   return grad_input;
 }
 
+Tensor max_pool2d_without_indices_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
+                                      IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  const PoolArgs a = pool_args("max_pool2d", kernel_size, stride, padding, dilation);
+  check_pool_input(self, "max_pool2d", PoolIntegers::All);
+  const PoolGeometry g = pool_geometry(self, a, ceil_mode);
+  Tensor out = empty(pooled_sizes(self, g.out_h, g.out_w), self.dtype(), self.device());
+  if (out.numel() > 0) max_pool2d_stub(contiguous_values(self), out, Tensor(), g);
+  return out;
+}
+
+/// Indices only when autograd will need them, as PyTorch's CPU max_pool2d.
 Tensor max_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
+  if (!self.requires_grad() || !autograd::GradMode::is_enabled()) {
+    return kiln::_max_pool2d_without_indices(self, kernel_size, stride, padding, dilation, ceil_mode);
+  }
   return std::get<0>(kiln::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode));
 }
 
@@ -204,7 +225,7 @@ namespace {
 
 PoolGeometry avg_geometry(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                           bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override,
-                          const char* op) {
+                          const char* op, PoolIntegers integers = PoolIntegers::None) {
   const int64_t one[] = {1};
   const PoolArgs a = pool_args(op, kernel_size, stride, padding, IntArrayRef(one));
   KILN_CHECK(!divisor_override || *divisor_override != 0, "divisor must be not zero");
@@ -212,7 +233,7 @@ PoolGeometry avg_geometry(const Tensor& self, IntArrayRef kernel_size, IntArrayR
   const int64_t rank = std::max<int64_t>(self.dim(), 1);
   KILN_CHECK_INDEX(self.dim() >= 3, "Dimension out of range (expected to be in range of [", -rank,
                    ", ", rank - 1, "], but got -3)");
-  check_pool_input(self, op);
+  check_pool_input(self, op, integers);
   PoolGeometry g = pool_geometry(self, a, ceil_mode);
   g.count_include_pad = count_include_pad;
   g.divisor = divisor_override.value_or(0);
@@ -224,7 +245,8 @@ PoolGeometry avg_geometry(const Tensor& self, IntArrayRef kernel_size, IntArrayR
 Tensor avg_pool2d_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                       bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
   const PoolGeometry g =
-      avg_geometry(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, "avg_pool2d");
+      avg_geometry(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, "avg_pool2d",
+                   PoolIntegers::Int64);
   Tensor out = empty(pooled_sizes(self, g.out_h, g.out_w), self.dtype(), self.device());
   if (out.numel() > 0) avg_pool2d_stub(contiguous_values(self), out, g, false);
   return out;

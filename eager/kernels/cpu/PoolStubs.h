@@ -22,13 +22,14 @@ struct PoolGeometry {
 };
 
 /// out = the window maxima, indices = their flat positions h * in_w + w (NaN
-/// wins); floating and integer dtypes.
+/// wins; an undefined `indices` is not written); floating and integer dtypes.
 using max_pool2d_fn = void (*)(const Tensor& in, const Tensor& out, const Tensor& indices, const PoolGeometry& g);
 /// grad_in = grad_out scattered to `indices` (summed); false when an index is
 /// outside its plane (nothing is written there).
 using max_pool2d_backward_fn = bool (*)(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_in,
                                         const PoolGeometry& g);
-/// avg_pool2d (kernel, stride, padding) or, with `adaptive`, adaptive_avg_pool2d (windows from the sizes).
+/// avg_pool2d (kernel, stride, padding) or, with `adaptive`, adaptive_avg_pool2d
+/// (windows from the sizes); floating dtypes and int64 (truncating division).
 using avg_pool2d_fn = void (*)(const Tensor& in, const Tensor& out, const PoolGeometry& g, bool adaptive);
 /// The adjoint of avg_pool2d_fn: each grad_out value shared evenly over its window.
 using avg_pool2d_backward_fn = void (*)(const Tensor& grad_out, const Tensor& grad_in, const PoolGeometry& g,

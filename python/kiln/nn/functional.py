@@ -546,6 +546,22 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
     return result if return_indices else result[0]
 
 
+def _pair(value):
+    """An int as (value, value); a sequence as a tuple (its length is the op's to check)."""
+    return (value, value) if isinstance(value, int) else tuple(value)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Sliding blocks of a [C, H, W] or [N, C, H, W] input as columns: [(N,) C * KH * KW, L]."""
+    return _call("im2col", input, _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """The adjoint of unfold: columns [(N,) C * KH * KW, L] summed back into [(N,) C, H, W]."""
+    return _call("col2im", input, _pair(output_size), _pair(kernel_size), _pair(dilation), _pair(padding),
+                 _pair(stride))
+
+
 # --- padding ------------------------------------------------------------------------------------
 _PAD_OPS = {"reflect": "reflection_pad", "replicate": "replication_pad", "circular": "_pad_circular"}
 

@@ -129,11 +129,51 @@ void bias_grad_typed(const T* grad_out, T* grad_bias, int64_t batch, int64_t cha
       double acc = 0;  // one channel's sum in double: float32's error does not grow with the batch
       for (int64_t n = 0; n < batch; ++n) {
         const T* s = grad_out + (n * channels + c) * plane;
+        // Eight independent partial sums: a loop the compiler vectorises (one
+        // serial sum is a chain of dependent adds), in one fixed order.
+        T lanes[8] = {};
+        int64_t l = 0;
+        for (; l + 8 <= plane; l += 8) {
+          for (int k = 0; k < 8; ++k) lanes[k] += s[l + k];
+        }
         T part = 0;
-        for (int64_t l = 0; l < plane; ++l) part += s[l];
+        for (; l < plane; ++l) part += s[l];
+        for (int k = 0; k < 8; ++k) part += lanes[k];
         acc += part;
       }
       grad_bias[c] = static_cast<T>(acc);
+    }
+  });
+}
+
+void conv_direct_int64_kernel(const int64_t* input, const int64_t* weight, const int64_t* bias, int64_t* out,
+                              const Conv2dGeometry& g) {
+  // uint64_t arithmetic: the modular sum PyTorch's integer kernels wrap to, without signed overflow.
+  const int64_t L = g.out_plane(), cg = g.group_in(), ocg = g.group_out(), kk = g.kernel_h * g.kernel_w;
+  parallel_for(0, g.batch * g.out_channels, grain_for(L * cg * kk), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t n = t / g.out_channels, o = t % g.out_channels, group = o / ocg;
+      auto* dst = reinterpret_cast<uint64_t*>(out + t * L);
+      const auto b = static_cast<uint64_t>(bias != nullptr ? bias[o] : 0);
+      for (int64_t l = 0; l < L; ++l) dst[l] = b;
+      for (int64_t c = 0; c < cg; ++c) {
+        const int64_t* src = input + (n * g.in_channels + group * cg + c) * g.in_plane();
+        const int64_t* w = weight + (o * cg + c) * kk;
+        for (int64_t kh = 0; kh < g.kernel_h; ++kh) {
+          for (int64_t kw = 0; kw < g.kernel_w; ++kw) {
+            const auto wv = static_cast<uint64_t>(w[kh * g.kernel_w + kw]);
+            const int64_t offset_w = kw * g.dilation_w - g.pad_w;
+            const ValidRange r = valid_range(offset_w, g.stride_w, g.width, g.out_w);
+            for (int64_t oh = 0; oh < g.out_h; ++oh) {
+              const int64_t ih = oh * g.stride_h - g.pad_h + kh * g.dilation_h;
+              if (ih < 0 || ih >= g.height) continue;
+              const int64_t* s = src + ih * g.width + offset_w;
+              uint64_t* d = dst + oh * g.out_w;
+              for (int64_t ow = r.lo; ow < r.hi; ++ow) d[ow] += wv * static_cast<uint64_t>(s[ow * g.stride_w]);
+            }
+          }
+        }
+      }
     }
   });
 }
@@ -187,6 +227,7 @@ void bias_grad_kernel(DType dtype, const void* grad_out, void* grad_bias, int64_
 }  // namespace
 
 KILN_REGISTER_DISPATCH(im2col_stub, &im2col_kernel);
+KILN_REGISTER_DISPATCH(conv_direct_int64_stub, &conv_direct_int64_kernel);
 KILN_REGISTER_DISPATCH(col2im_stub, &col2im_kernel);
 KILN_REGISTER_DISPATCH(conv_scatter_stub, &scatter_kernel);
 KILN_REGISTER_DISPATCH(conv_gather_stub, &gather_kernel);

@@ -80,7 +80,7 @@ void max_pool_typed(const Tensor& in, const Tensor& out, const Tensor& indices, 
   using A = opmath_t<T>;
   const T* x = in.data_ptr<T>();
   T* y = out.data_ptr<T>();
-  int64_t* ind = indices.data_ptr<int64_t>();
+  int64_t* ind = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;  // none: max_pool2d without grad
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
   parallel_for(0, g.planes, grain_for(out_plane * g.kernel_h * g.kernel_w), [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
@@ -102,7 +102,7 @@ void max_pool_typed(const Tensor& in, const Tensor& out, const Tensor& indices, 
             }
           }
           y[p * out_plane + oh * g.out_w + ow] = static_cast<T>(best);
-          ind[p * out_plane + oh * g.out_w + ow] = best_at;
+          if (ind != nullptr) ind[p * out_plane + oh * g.out_w + ow] = best_at;
         }
       }
     }
@@ -208,6 +208,8 @@ bool max_pool_backward_kernel(const Tensor& grad_out, const Tensor& indices, con
 }
 
 void avg_pool_kernel(const Tensor& in, const Tensor& out, const PoolGeometry& g, bool adaptive) {
+  // int64 too (avg_pool2d's forward, as PyTorch): an int64 sum divided with truncation.
+  if (in.dtype() == DType::Int64) return avg_pool_typed<int64_t>(in, out, g, adaptive);
   visit_floating(in.dtype(), [&](auto tag) { avg_pool_typed<decltype(tag)>(in, out, g, adaptive); });
 }
 

@@ -9,6 +9,7 @@ from kiln.nn.modules.activation import (
 )
 from kiln.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from kiln.nn.modules.flatten import Flatten, Unflatten
+from kiln.nn.modules.fold import Fold, Unfold
 from kiln.nn.modules.sparse import Embedding
 from kiln.nn.modules.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
 from kiln.nn.modules.conv import Conv1d, Conv2d
