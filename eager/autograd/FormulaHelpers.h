@@ -35,6 +35,32 @@ namespace kiln::autograd::formula {
   return (t.is_contiguous() ? t : autograd::detached_copy(t)).view(shape);
 }
 
+// softmax's and log_softmax's backward ops differentiated: with o the forward
+// output, go the incoming gradient and gi their result,
+//   softmax:     gi = o * (go - sum(go * o))  ->  d/do: g * (go - sum(go * o)) - go * sum(g * o)
+//   log_softmax: gi = go - exp(o) * sum(go)   ->  d/dgo: g - sum(g * exp(o)), d/do: -g * exp(o) * sum(go)
+// (sums along dim, kept). Through ops, so a third derivative records too.
+[[nodiscard]] inline Tensor sum_along(const Tensor& t, int64_t dim) {
+  const int64_t dims[1] = {dim};
+  return kiln::sum(t, IntArrayRef(dims, 1), true);
+}
+
+[[nodiscard]] inline Tensor softmax_double_backward(const Tensor& grad, const Tensor& grad_output,
+                                                    const Tensor& output, int64_t dim) {
+  const Tensor centered = kiln::sub(grad_output, sum_along(kiln::mul(grad_output, output), dim));
+  return kiln::sub(kiln::mul(grad, centered), kiln::mul(grad_output, sum_along(kiln::mul(grad, output), dim)));
+}
+
+[[nodiscard]] inline Tensor log_softmax_double_backward_grad_output(const Tensor& grad, const Tensor& output,
+                                                                    int64_t dim) {
+  return kiln::sub(grad, sum_along(kiln::mul(grad, kiln::exp(output)), dim));
+}
+
+[[nodiscard]] inline Tensor log_softmax_double_backward_output(const Tensor& grad, const Tensor& grad_output,
+                                                               const Tensor& output, int64_t dim) {
+  return kiln::neg(kiln::mul(kiln::mul(grad, kiln::exp(output)), sum_along(grad_output, dim)));
+}
+
 [[nodiscard]] inline Tensor sum_to(const Tensor& grad, IntArrayRef shape) {
   return autograd::sum_to(grad, shape, "sum_to");
 }
