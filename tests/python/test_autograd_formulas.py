@@ -363,3 +363,19 @@ def test_every_generated_formula_has_a_case(family_file):
         if key in family and inputs and generated and "inplace" not in tags and key not in covered:
             missing.append(key.rstrip("."))
     assert not missing, f"{family_file}: ops with generated gradients but no case in CASES: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("lib", [kiln, torch], ids=["kiln", "torch"])
+def test_weight_gradient_of_linear_keeps_the_weights_layout(lib):
+    # Note [mm's mat2 gradient keeps mat2's layout] (eager/autograd/FormulaHelpers.h)
+    rng = np.random.default_rng(5)
+    w = lib.tensor(rng.standard_normal((6, 5)), requires_grad=True)
+    x = lib.tensor(rng.standard_normal((4, 5)))
+    seed = lib.tensor(rng.standard_normal((4, 6)))
+    linear = lib.linear if lib is kiln else lib.nn.functional.linear
+    linear(x, w).backward(seed)
+    assert tuple(w.grad.stride()) == (5, 1)
+    np.testing.assert_allclose(w.grad.numpy(), seed.numpy().T @ x.numpy(), rtol=1e-6)
+    m = lib.tensor(rng.standard_normal((5, 6)), requires_grad=True)
+    (g,) = lib.autograd.grad(lib.mm(x, m.t().contiguous().t()), m, seed)  # a column-major mat2 that is a leaf's view
+    np.testing.assert_allclose(g.numpy(), x.numpy().T @ seed.numpy(), rtol=1e-6)
