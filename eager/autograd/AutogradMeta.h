@@ -20,6 +20,7 @@ struct AutogradMeta final : AutogradMetaInterface {
   bool leaf_requires_grad = false;
   bool retains_grad = false;
   std::shared_ptr<Tensor> retained_grad;  // non-leaf .grad after retain_grad()
+  size_t retain_hook_id = 0;              // its hook on grad_fn, moved when grad_fn changes
   /// A view whose grad_fn describes it as a function of its base; regenerated
   /// when the version moves past attr_version (Note [Views know their base],
   /// ViewAutograd.h).
@@ -73,6 +74,13 @@ void set_history_if_differentiable(const Tensor& output, const std::shared_ptr<N
   }
   return false;
 }
+
+/// Tensor.retain_grad(): a non-leaf keeps its gradient in .grad; the hook
+/// follows the tensor when an in-place op or a view's regeneration gives it a
+/// new grad_fn (PyTorch's update_tensor_hooks_on_new_gradfn).
+void retain_grad(const Tensor& t);
+/// Moves `m`'s retain_grad hook from `old_fn` to its current grad_fn.
+void move_retain_grad_hook(AutogradMeta& m, Node* old_fn);
 
 /// Installs this module's AutogradMeta into the core's factory. Called once at load.
 void install_autograd_meta_factory();

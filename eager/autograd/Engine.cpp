@@ -3,11 +3,12 @@
 
 #include <atomic>
 #include <cmath>
-#include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "eager/autograd/AccumulateGrad.h"
+#include "eager/autograd/DeviceWorkers.h"
+#include "eager/autograd/GraphTask.h"
 #include "eager/autograd/GradMode.h"
 #include "eager/autograd/InputBuffer.h"
 #include "eager/autograd/Variable.h"
@@ -32,12 +33,15 @@ class GraphRoot final : public Node {
 
 std::atomic<bool> g_anomaly{false};
 std::atomic<std::string (*)()> g_trace_provider{nullptr};
-thread_local std::vector<std::vector<std::function<void()>>> t_callbacks;
+/// The graph tasks whose nodes this thread is running, innermost last
+/// (Engine::queue_callback adds to the innermost).
+thread_local std::vector<GraphTask*> t_tasks;
 
-struct ReadyEntry {
-  uint64_t seq;
-  Node* node;
-  bool operator<(const ReadyEntry& o) const { return seq < o.seq; }  // newest first
+struct TaskScope {
+  explicit TaskScope(GraphTask* task) { t_tasks.push_back(task); }
+  ~TaskScope() { t_tasks.pop_back(); }
+  TaskScope(const TaskScope&) = delete;
+  TaskScope& operator=(const TaskScope&) = delete;
 };
 
 bool has_nan(const Tensor& t) {
@@ -105,7 +109,80 @@ std::unordered_set<Node*> nodes_to_execute(Node* root, const std::vector<Edge>& 
   return needed;
 }
 
+/// Applies `node` and checks its outputs; an error gets the node's name (or
+/// its forward trace in anomaly mode).
+variable_list call_node(Node& node, variable_list&& inputs, bool is_root) {
+  try {
+    variable_list grads = node(std::move(inputs));
+    validate_outputs(node, grads);
+    return grads;
+  } catch (const Error& e) {
+    std::string msg = e.message();
+    if (AnomalyMode::is_enabled() && !node.forward_trace().empty()) {
+      msg += "\n\nError detected in " + node.name() + ". Traceback of forward call that caused the error:\n" +
+             node.forward_trace();
+    } else if (msg.find(node.name()) == std::string::npos && !is_root) {
+      msg += "\n(raised while computing the gradient in " + node.name() + ")";
+    }
+    throw Error(e.kind(), msg, e.file(), e.line());
+  }
+}
+
+/// Whether the task's calling thread runs nodes of `device` itself.
+bool runs_locally(const GraphTask& task, Device device) {
+  return device.is_cpu() || device == task.owner_device;
+}
+
+/// The inputs of `node`, captured where autograd.grad asked; false when the
+/// node need not run. Caller holds the task's lock when others share it.
+bool take_inputs(GraphTask& task, Node* node, variable_list& inputs) {
+  if (auto it = task.buffers.find(node); it != task.buffers.end()) {
+    inputs = it->second.release();
+    task.buffers.erase(it);
+  }
+  if (auto it = task.captures.find(node); it != task.captures.end()) {
+    for (const auto& [input_nr, index] : it->second) task.results[index] = inputs[input_nr];
+  }
+  return node == task.root || !task.restricted || task.needed.count(node) || task.accumulate_targets.count(node);
+}
+
 }  // namespace
+
+void run_ready_node(const std::shared_ptr<GraphTask>& task_ptr, Node* node) {
+  GraphTask& task = *task_ptr;
+  variable_list inputs;
+  {
+    std::lock_guard<std::mutex> lock(task.mutex);
+    if (task.error || !take_inputs(task, node, inputs)) return;
+  }
+  variable_list grads;
+  try {
+    TaskScope scope(&task);
+    AutoGradMode grad_mode(task.create_graph);
+    grads = call_node(*node, std::move(inputs), node == task.root);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(task.mutex);
+    if (!task.error) task.error = std::current_exception();
+    return;
+  }
+  if (!task.keep_graph) node->release_variables();
+  std::lock_guard<std::mutex> lock(task.mutex);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const Edge& edge = node->next_edge(i);
+    if (!edge.is_valid()) continue;
+    Node* next = edge.function.get();
+    auto [it, inserted] = task.buffers.try_emplace(next, next->num_inputs());
+    it->second.add(edge.input_nr, std::move(grads[i]));
+    if (--task.dependencies[next] != 0) continue;
+    const Device device = node_device(*next);
+    if (runs_locally(task, device)) {
+      task.local_ready.push({next->sequence_nr(), next});
+    } else {
+      ++task.outstanding;
+      enqueue_on_device(device, task_ptr, next);
+    }
+  }
+}
 
 bool AnomalyMode::is_enabled() { return g_anomaly.load(std::memory_order_relaxed); }
 void AnomalyMode::set_enabled(bool enabled) { g_anomaly.store(enabled); }
@@ -120,8 +197,10 @@ void record_forward_trace(Node& node) {
 }
 
 void Engine::queue_callback(std::function<void()> callback) {
-  KILN_CHECK(!t_callbacks.empty(), "Final callbacks can only be installed during backward pass.");
-  t_callbacks.back().push_back(std::move(callback));
+  KILN_CHECK(!t_tasks.empty(), "Final callbacks can only be installed during backward pass.");
+  GraphTask& task = *t_tasks.back();
+  std::lock_guard<std::mutex> lock(task.callbacks_mutex);
+  task.callbacks.push_back(std::move(callback));
 }
 
 variable_list Engine::execute(const std::vector<Edge>& roots, const variable_list& grad_roots, bool keep_graph,
@@ -129,9 +208,16 @@ variable_list Engine::execute(const std::vector<Edge>& roots, const variable_lis
   KILN_CHECK(roots.size() == grad_roots.size(), "backward: got ", roots.size(), " roots but ", grad_roots.size(),
              " gradients");
   auto root = std::make_shared<GraphRoot>(roots, grad_roots);
+  auto task_ptr = std::make_shared<GraphTask>();
+  GraphTask& task = *task_ptr;
+  task.keep_graph = keep_graph;
+  task.create_graph = create_graph;
+  task.root = root.get();
+  task.owner_device = current_worker_device();
 
-  // Dependencies: how many edges lead into each reachable node.
-  std::unordered_map<Node*, int> dependencies;
+  // Dependencies: how many edges lead into each reachable node; whether any
+  // runs on a device worker (Note [A ready queue per device]).
+  bool uses_workers = false;
   {
     std::vector<Node*> stack{root.get()};
     std::unordered_set<Node*> seen{root.get()};
@@ -141,82 +227,80 @@ variable_list Engine::execute(const std::vector<Edge>& roots, const variable_lis
       for (const Edge& e : node->next_edges()) {
         Node* child = e.function.get();
         if (child == nullptr) continue;
-        ++dependencies[child];
-        if (seen.insert(child).second) stack.push_back(child);
+        ++task.dependencies[child];
+        if (seen.insert(child).second) {
+          stack.push_back(child);
+          uses_workers = uses_workers || !runs_locally(task, node_device(*child));
+        }
       }
     }
   }
 
-  // autograd.grad / backward(inputs=...): capture or restrict.
-  const bool restricted = !outputs.empty();
-  std::unordered_set<Node*> needed;
-  std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;  // node -> (input_nr, result index)
-  std::unordered_set<Node*> accumulate_targets;
-  if (restricted) {
-    needed = nodes_to_execute(root.get(), outputs);
+  task.restricted = !outputs.empty();
+  if (task.restricted) {
+    task.needed = nodes_to_execute(root.get(), outputs);
     for (size_t i = 0; i < outputs.size(); ++i) {
       if (!outputs[i].is_valid()) continue;
       if (accumulate_grad) {
-        accumulate_targets.insert(outputs[i].function.get());
+        task.accumulate_targets.insert(outputs[i].function.get());
       } else {
-        captures[outputs[i].function.get()].emplace_back(outputs[i].input_nr, i);
+        task.captures[outputs[i].function.get()].emplace_back(outputs[i].input_nr, i);
       }
     }
   }
-  variable_list results(outputs.size());
+  task.results.resize(outputs.size());
+  task.local_ready.push({root->sequence_nr(), root.get()});
 
-  std::unordered_map<Node*, InputBuffer> buffers;
-  std::priority_queue<ReadyEntry> ready;
-  ready.push({root->sequence_nr(), root.get()});
-
-  t_callbacks.emplace_back();
-  struct PopCallbacks {
-    ~PopCallbacks() { t_callbacks.pop_back(); }
-  } pop_callbacks;
-
-  AutoGradMode grad_mode(create_graph);
-  while (!ready.empty()) {
-    Node* node = ready.top().node;
-    ready.pop();
-    variable_list inputs;
-    if (auto it = buffers.find(node); it != buffers.end()) {
-      inputs = it->second.release();
-      buffers.erase(it);
-    }
-    if (auto it = captures.find(node); it != captures.end()) {
-      for (const auto& [input_nr, index] : it->second) results[index] = inputs[input_nr];
-    }
-    const bool run = node == root.get() || !restricted || needed.count(node) || accumulate_targets.count(node);
-    if (!run) continue;
-
-    variable_list grads;
-    try {
-      grads = (*node)(std::move(inputs));
-      validate_outputs(*node, grads);
-    } catch (const Error& e) {
-      std::string msg = e.message();
-      if (AnomalyMode::is_enabled() && !node->forward_trace().empty()) {
-        msg += "\n\nError detected in " + node->name() + ". Traceback of forward call that caused the error:\n" +
-               node->forward_trace();
-      } else if (msg.find(node->name()) == std::string::npos && node != root.get()) {
-        msg += "\n(raised while computing the gradient in " + node->name() + ")";
+  if (uses_workers) {
+    // Shared with device workers: every step under the task's lock.
+    std::unique_lock<std::mutex> lock(task.mutex);
+    for (;;) {
+      if (!task.error && !task.local_ready.empty()) {
+        Node* node = task.local_ready.top().node;
+        task.local_ready.pop();
+        lock.unlock();
+        run_ready_node(task_ptr, node);
+        lock.lock();
+        continue;
       }
-      throw Error(e.kind(), msg, e.file(), e.line());
+      if (task.outstanding == 0) break;
+      task.work_returned.wait(lock);
     }
-    if (!keep_graph) node->release_variables();
-
-    for (size_t i = 0; i < grads.size(); ++i) {
-      const Edge& edge = node->next_edge(i);
-      if (!edge.is_valid()) continue;
-      Node* next = edge.function.get();
-      auto [it, inserted] = buffers.try_emplace(next, next->num_inputs());
-      it->second.add(edge.input_nr, std::move(grads[i]));
-      if (--dependencies[next] == 0) ready.push({next->sequence_nr(), next});
+    if (task.error) std::rethrow_exception(task.error);
+  } else {
+    // Everything on this thread: the same steps without locks.
+    TaskScope scope(&task);
+    AutoGradMode grad_mode(create_graph);
+    while (!task.local_ready.empty()) {
+      Node* node = task.local_ready.top().node;
+      task.local_ready.pop();
+      variable_list inputs;
+      if (!take_inputs(task, node, inputs)) continue;
+      variable_list grads = call_node(*node, std::move(inputs), node == root.get());
+      if (!keep_graph) node->release_variables();
+      for (size_t i = 0; i < grads.size(); ++i) {
+        const Edge& edge = node->next_edge(i);
+        if (!edge.is_valid()) continue;
+        Node* next = edge.function.get();
+        auto [it, inserted] = task.buffers.try_emplace(next, next->num_inputs());
+        it->second.add(edge.input_nr, std::move(grads[i]));
+        if (--task.dependencies[next] == 0) task.local_ready.push({next->sequence_nr(), next});
+      }
     }
   }
 
-  for (auto& callback : t_callbacks.back()) callback();
-  return results;
+  {
+    TaskScope scope(&task);  // a callback may queue another
+    for (size_t i = 0; i < task.callbacks.size(); ++i) {
+      std::function<void()> callback;
+      {
+        std::lock_guard<std::mutex> lock(task.callbacks_mutex);
+        callback = task.callbacks[i];
+      }
+      callback();
+    }
+  }
+  return std::move(task.results);
 }
 
 }  // namespace kiln::autograd

@@ -35,6 +35,47 @@ namespace kiln::autograd::formula {
   return (t.is_contiguous() ? t : autograd::detached_copy(t)).view(shape);
 }
 
+// Note [mm's mat2 gradient keeps mat2's layout]
+// ---------------------------------------------
+// linear(x, w) is addmm(b, x, w.t()): mat2 is column-major. mat1^T @ grad is
+// row-major, so after TBackward the weight's gradient would be a transposed
+// (stride 1, k) matrix, and every accumulation into w.grad a strided add that
+// cannot vectorize. (grad^T @ mat1)^T is the same values laid out as mat2 was,
+// so w's gradient comes out contiguous (PyTorch's mm_mat2_backward does this).
+[[nodiscard]] inline Tensor mm_mat2_backward(const Tensor& grad, const Tensor& mat1, IntArrayRef sizes,
+                                             IntArrayRef strides, const Scalar& alpha) {
+  const bool column_major = sizes.size() == 2 && sizes[0] > 1 && sizes[1] > 1 && strides[0] == 1 &&
+                            strides[1] == sizes[0];
+  if (column_major) return maybe_multiply(kiln::mm(grad.t(), mat1).t(), alpha);
+  return maybe_multiply(kiln::mm(mat1.t(), grad), alpha);
+}
+
+// softmax's and log_softmax's backward ops differentiated: with o the forward
+// output, go the incoming gradient and gi their result,
+//   softmax:     gi = o * (go - sum(go * o))  ->  d/do: g * (go - sum(go * o)) - go * sum(g * o)
+//   log_softmax: gi = go - exp(o) * sum(go)   ->  d/dgo: g - sum(g * exp(o)), d/do: -g * exp(o) * sum(go)
+// (sums along dim, kept). Through ops, so a third derivative records too.
+[[nodiscard]] inline Tensor sum_along(const Tensor& t, int64_t dim) {
+  const int64_t dims[1] = {dim};
+  return kiln::sum(t, IntArrayRef(dims, 1), true);
+}
+
+[[nodiscard]] inline Tensor softmax_double_backward(const Tensor& grad, const Tensor& grad_output,
+                                                    const Tensor& output, int64_t dim) {
+  const Tensor centered = kiln::sub(grad_output, sum_along(kiln::mul(grad_output, output), dim));
+  return kiln::sub(kiln::mul(grad, centered), kiln::mul(grad_output, sum_along(kiln::mul(grad, output), dim)));
+}
+
+[[nodiscard]] inline Tensor log_softmax_double_backward_grad_output(const Tensor& grad, const Tensor& output,
+                                                                    int64_t dim) {
+  return kiln::sub(grad, sum_along(kiln::mul(grad, kiln::exp(output)), dim));
+}
+
+[[nodiscard]] inline Tensor log_softmax_double_backward_output(const Tensor& grad, const Tensor& grad_output,
+                                                               const Tensor& output, int64_t dim) {
+  return kiln::neg(kiln::mul(kiln::mul(grad, kiln::exp(output)), sum_along(grad_output, dim)));
+}
+
 [[nodiscard]] inline Tensor sum_to(const Tensor& grad, IntArrayRef shape) {
   return autograd::sum_to(grad, shape, "sum_to");
 }

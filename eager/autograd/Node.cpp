@@ -30,6 +30,11 @@ uint32_t Node::add_input_metadata(const Tensor& t) {
   return static_cast<uint32_t>(input_metadata_.size() - 1);
 }
 
+uint32_t Node::add_input_metadata(InputMetadata meta) {
+  input_metadata_.push_back(std::move(meta));
+  return static_cast<uint32_t>(input_metadata_.size() - 1);
+}
+
 size_t Node::add_tensor_pre_hook(uint32_t input_nr, std::function<Tensor(const Tensor&)> hook, bool run_last) {
   static std::atomic<size_t> next_id{1};
   const size_t id = next_id.fetch_add(1);

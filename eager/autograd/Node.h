@@ -66,6 +66,9 @@ class Node : public std::enable_shared_from_this<Node> {
 
   /// Records a forward output's metadata; returns its input number here.
   uint32_t add_input_metadata(const Tensor& t);
+  /// The same from metadata alone (a node whose forward ran on a device
+  /// kiln has no tensors for, in the engine's tests).
+  uint32_t add_input_metadata(InputMetadata meta);
   [[nodiscard]] size_t num_inputs() const { return input_metadata_.size(); }
   [[nodiscard]] const InputMetadata& input_metadata(size_t i) const { return input_metadata_[i]; }
 

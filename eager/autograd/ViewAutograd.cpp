@@ -66,34 +66,45 @@ void refresh_view_history(const Tensor& t, AutogradMeta& m) {
   const Tensor fresh = kiln::as_strided(base, t.sizes(), t.strides(), t.storage_offset());
   const AutogradMeta* fm = autograd_meta(fresh);
   KILN_INTERNAL_ASSERT(fm != nullptr && fm->grad_fn != nullptr);
+  std::shared_ptr<Node> old_fn = std::move(m.grad_fn);
   m.grad_fn = fm->grad_fn;
   m.output_nr = fm->output_nr;
   m.view_history = true;
+  move_retain_grad_hook(m, old_fn.get());
   t.impl()->set_key_set(t.key_set().add(DispatchKey::Autograd));
+}
+
+void view_rebase_error(const Tensor& view, bool indirect) {
+  const AutogradMeta* m = autograd_meta(view);
+  const Node* fn = m != nullptr ? m->grad_fn.get() : nullptr;
+  const ViewCreation creation = view.impl()->view_creation();
+  const std::string modified = indirect ? "its base or another view of its base has been" : "is being";
+  const std::string output = fn ? "Output " + std::to_string(m->output_nr) + " of " + short_name(fn->name()) : "";
+  std::string msg;
+  if (creation == ViewCreation::NoGradMode || fn == nullptr) {
+    msg = (fn ? output + " is a view of a view which was created in" : std::string("A view was created in")) +
+          " no_grad mode and " + modified + " modified inplace with grad mode enabled.";
+  } else {
+    msg = output + " is a view and " + modified + " modified inplace.";
+  }
+  if (creation == ViewCreation::MultiOutput) {
+    msg += " This view is the output of a function that returns multiple views. Such functions do not allow the "
+           "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+  } else {
+    msg += " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+           "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+           "inplace to be tracked) or both outside (if you want the inplace to be tracked).";
+  }
+  KILN_FAIL(Runtime, msg);
 }
 
 void check_inplace(const Tensor& self, bool needs_grad) {
   AutogradMeta* m = autograd_meta(self);
   const TensorImpl* impl = self.impl();
-  // A view made in no_grad mode has no history of its own, but PyTorch counts
-  // it as requiring grad when its base does: the checks see the base too.
+  // A view of a tensor that requires grad requires grad itself (even one made
+  // in no_grad mode), so `needs_grad` covers it.
   if (impl->view_base() != nullptr && (needs_grad || impl->view_base()->requires_grad())) {
-    switch (impl->view_creation()) {
-      case ViewCreation::MultiOutput: {
-        const std::shared_ptr<Node>& fn = grad_fn(self);
-        KILN_FAIL(Runtime, "Output ", m ? m->output_nr : 0, " of ", fn ? short_name(fn->name()) : "a function",
-                  " is a view and is being modified inplace. This view is the output of a function that returns "
-                  "multiple views. Such functions do not allow the output views to be modified inplace. You should "
-                  "replace the inplace operation by an out-of-place one.");
-      }
-      case ViewCreation::NoGradMode:
-        KILN_FAIL(Runtime, "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
-                  "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code "
-                  "by moving both the view and the inplace either both inside the no_grad block (if you don't want "
-                  "the inplace to be tracked) or both outside (if you want the inplace to be tracked).");
-      case ViewCreation::Default:
-        break;
-    }
+    if (impl->view_creation() != ViewCreation::Default) view_rebase_error(self, /*indirect=*/false);
     const Tensor base = base_of(self);
     KILN_CHECK(!(is_leaf(base) && base.requires_grad()),
                "a view of a leaf Variable that requires grad is being used in an in-place operation.");

@@ -39,9 +39,20 @@ struct AutogradMeta;
 // base, so any in-place write through the base or another alias changes it;
 // the next time the view's history is asked for (gradient_edge, grad_fn) it
 // is regenerated as AsStridedBackward0 over the base's current history, as
-// PyTorch does lazily. Limitation: a view of a tensor that had no history when
-// the view was made gets no Autograd key, so it does not follow history the
-// base gains later through another alias (PyTorch's does).
+// PyTorch does lazily.
+//
+// A view with no history of its own (made from a tensor that did not require
+// grad, or with grad mode off) follows PyTorch's rules too: it requires grad
+// whenever its base does (TensorImpl::requires_grad), every floating view
+// carries the Autograd key (make_view) so its ops reach autograd kernels once
+// the base gains history, and the version recorded when it was made
+// (TensorImpl::view_version) tells when a write through an alias moved past
+// it: then it gets the regenerated history, or, for a view made in no_grad mode
+// or as one output of split/unbind, the "indirect" error of view_rebase_error.
+// A view made in no_grad mode whose base was not written keeps no grad_fn and
+// no gradient edge (gradients into it are dropped, as PyTorch's). retain_grad
+// follows the tensor to its new grad_fn; register_hook hooks stay on the node
+// they were registered on (both as PyTorch).
 
 // Note [In-place through a view: CopySlices]
 // ------------------------------------------
@@ -74,6 +85,11 @@ void note_view(const Tensor& self, const Tensor& view, bool has_history, bool mu
 /// The view's history regenerated over its base's current one when a write
 /// through any alias made it stale (Note [Views know their base]).
 void refresh_view_history(const Tensor& t, AutogradMeta& m);
+
+/// RuntimeError with PyTorch's text for an in-place change of a view made in
+/// no_grad mode or as one of several outputs: `indirect` when the write went
+/// through its base or another alias and the view's history is asked for.
+[[noreturn]] void view_rebase_error(const Tensor& view, bool indirect);
 
 /// Checks an in-place op on `self` may record history (`needs_grad`: some
 /// input requires grad): RuntimeError with PyTorch's text for a leaf that

@@ -124,8 +124,9 @@ void TensorImpl::set_requires_grad(bool value) {
   if (!autograd_meta_) autograd_meta_ = g_autograd_meta_factory.load()();
   autograd_meta_->set_requires_grad(value);
   // Only tensors with autograd state carry the Autograd key, so ops on plain
-  // tensors never visit an autograd kernel (Note [Dispatch key order]).
-  key_set_ = autograd_meta_->requires_grad() ? key_set_.add(DispatchKey::Autograd) : key_set_.remove(DispatchKey::Autograd);
+  // tensors never visit an autograd kernel (Note [Dispatch key order]); a
+  // differentiable view keeps it (Note [Views know their base]).
+  key_set_ = requires_grad() || view_base_ ? key_set_.add(DispatchKey::Autograd) : key_set_.remove(DispatchKey::Autograd);
 }
 
 }  // namespace kiln

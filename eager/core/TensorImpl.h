@@ -114,11 +114,19 @@ class TensorImpl : public IntrusiveTarget {
   void set_view_base(intrusive_ptr<TensorImpl> base, ViewCreation creation) {
     view_base_ = std::move(base);
     view_creation_ = creation;
+    view_version_ = version();
   }
+  /// The shared version when the view was made: a view with no history of its
+  /// own follows the base's once a write moved it past this.
+  [[nodiscard]] uint32_t view_version() const { return view_version_; }
   void set_view_creation(ViewCreation creation) { view_creation_ = creation; }
 
   // --- autograd slot ---
-  [[nodiscard]] bool requires_grad() const { return autograd_meta_ && autograd_meta_->requires_grad(); }
+  /// A view requires grad when its base does, even one made with grad mode
+  /// off (PyTorch's rule; Note [Views know their base]).
+  [[nodiscard]] bool requires_grad() const {
+    return (autograd_meta_ && autograd_meta_->requires_grad()) || (view_base_ && view_base_->requires_grad());
+  }
   /// RuntimeError for non-floating dtypes, as PyTorch.
   void set_requires_grad(bool value);
   [[nodiscard]] AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
@@ -150,6 +158,7 @@ class TensorImpl : public IntrusiveTarget {
   std::unique_ptr<AutogradMetaInterface> autograd_meta_;
   intrusive_ptr<TensorImpl> view_base_;  // null unless a view
   ViewCreation view_creation_ = ViewCreation::Default;
+  uint32_t view_version_ = 0;
   void* pyobj_ = nullptr;  // borrowed; the Python object owns this impl
 };
 

@@ -63,13 +63,30 @@ Tensor diagonal_view(const Tensor& self, int64_t offset, int64_t dim1, int64_t d
   return make_view(self, diagonal_geometry(self, offset, dim1, dim2));
 }
 
+namespace {
+
+/// Outputs of one op that returns several views may not be modified in place
+/// with grad mode on, even when no autograd kernel ran (a base with no
+/// history); under the autograd kernel they are NoGradMode here and its
+/// note_view sets them (Note [Views know their base]).
+std::vector<Tensor> multi_output(std::vector<Tensor> views) {
+  for (const Tensor& v : views) {
+    if (v.impl()->view_base() != nullptr && v.impl()->view_creation() == ViewCreation::Default) {
+      v.impl()->set_view_creation(ViewCreation::MultiOutput);
+    }
+  }
+  return views;
+}
+
+}  // namespace
+
 std::vector<Tensor> split_view(const Tensor& self, int64_t split_size, int64_t dim) {
-  return split_impl(self, split_size, dim);
+  return multi_output(split_impl(self, split_size, dim));
 }
 std::vector<Tensor> split_with_sizes_view(const Tensor& self, IntArrayRef split_sizes, int64_t dim) {
-  return split_with_sizes_impl(self, split_sizes, dim);
+  return multi_output(split_with_sizes_impl(self, split_sizes, dim));
 }
-std::vector<Tensor> unbind_view(const Tensor& self, int64_t dim) { return unbind_impl(self, dim); }
+std::vector<Tensor> unbind_view(const Tensor& self, int64_t dim) { return multi_output(unbind_impl(self, dim)); }
 
 /// A view of the same geometry; the new tensor never requires grad (the
 /// autograd issue makes it a non-differentiable alias).

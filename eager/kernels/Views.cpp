@@ -46,6 +46,10 @@ Tensor make_view(const Tensor& base, const ViewGeometry& g, std::optional<DType>
       creation = ViewCreation::NoGradMode;
     }
     impl->set_view_base(intrusive_ptr<TensorImpl>(root), creation);
+    // Every differentiable view visits autograd kernels: its base may gain
+    // history after it was made, through another alias, and the view's ops
+    // must then record it.
+    if (is_floating_point(impl->dtype())) impl->set_key_set(impl->key_set().add(DispatchKey::Autograd));
   }
   return Tensor(std::move(impl));
 }

@@ -102,20 +102,7 @@ PyObject* get_retains_grad(PyObject* self, void*) {
 
 PyObject* tensor_retain_grad(PyObject* self, PyObject*) {
   KILN_PY_BEGIN
-  const Tensor& t = unwrap_tensor(self);
-  KILN_CHECK(t.requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
-  (void)autograd::grad_fn(t);  // a stale view's history, regenerated first
-  AutogradMeta& m = autograd::materialize_autograd_meta(t);
-  if (m.grad_fn == nullptr || m.retains_grad) Py_RETURN_NONE;  // leaves keep their grad anyway
-  m.retains_grad = true;
-  // The hook writes into a slot the tensor's meta shares, so the graph never
-  // holds the tensor itself (no reference cycle through grad_fn).
-  m.retained_grad = std::make_shared<Tensor>();
-  std::shared_ptr<Tensor> slot = m.retained_grad;
-  m.grad_fn->add_tensor_pre_hook(m.output_nr, [slot](const Tensor& grad) {
-    *slot = slot->defined() ? autograd::add(*slot, grad) : autograd::detached_copy(grad);
-    return Tensor();
-  }, /*run_last=*/true);
+  autograd::retain_grad(unwrap_tensor(self));
   Py_RETURN_NONE;
   KILN_PY_END(nullptr)
 }

@@ -398,3 +398,241 @@ def test_base_and_is_view_as_torch(lib):
     assert not x._is_view() and x._base is None
     assert not x.detach()._is_view() and not x.clone()._is_view()
     assert not x.view(lib.int32)._is_view()         # a dtype view is not a differentiable view
+
+
+# --- views with no history of their own, compared with torch ---------------------
+# Each scenario returns what it observed (requires_grad, grad_fn names, values,
+# gradients); an error is observed as its message. kiln and torch must agree.
+
+def _observe(t):
+    return (t.requires_grad, short(t.grad_fn.name()) if t.grad_fn is not None else None, t.is_leaf)
+
+
+def _view_then_base_multiplied(lib):
+    w = lib.tensor(LEAF[:3], dtype=lib.float64, requires_grad=True)
+    x = lib.zeros(3, 4, dtype=lib.float64)
+    v = x[0]  # no history: x does not require grad yet
+    before = _observe(v)
+    x.add_(1)
+    x.mul_(w)  # x gains history in place
+    after = _observe(v)
+    (v * v).sum().backward()
+    return before, after, w.grad.numpy().tolist()
+
+
+def _view_then_sibling_written(lib):
+    w = lib.tensor(OTHER, dtype=lib.float64, requires_grad=True)
+    x = lib.ones(3, 4, dtype=lib.float64)
+    v, u = x[0], x[:, 1:3]
+    x[1].mul_(w)  # through another alias
+    out = (v * 2).sum() + (u * u).sum()
+    out.backward()
+    return _observe(v), _observe(u), w.grad.numpy().tolist()
+
+
+def _view_of_view_follows(lib):
+    w = lib.tensor(OTHER, dtype=lib.float64, requires_grad=True)
+    x = lib.ones(3, 4, dtype=lib.float64)
+    v = x.t()[1:]
+    x[2].copy_(w * 3)
+    y = (v.exp()).sum()
+    (g,) = lib.autograd.grad(y, w)
+    return _observe(v), g.numpy().tolist()
+
+
+def _requires_grad_on_base_later(lib):
+    x = lib.zeros(3, 4, dtype=lib.float64)
+    v = x[0]
+    x.requires_grad_()
+    y = v * v
+    return _observe(v), _observe(y)
+
+
+def _no_grad_view_of_grad_tensor(lib):
+    a = lib.tensor(LEAF, dtype=lib.float64, requires_grad=True)
+    x = a.clone()
+    with lib.no_grad():
+        v = x[0]
+    y = v * v
+    z = v[1:]
+    (y.sum() + (x * 1).sum()).backward()  # nothing flows through v
+    return _observe(v), _observe(y), _observe(z), a.grad.numpy().tolist()
+
+
+def _no_grad_view_of_leaf_backward(lib):
+    a = lib.tensor(LEAF, dtype=lib.float64, requires_grad=True)
+    with lib.no_grad():
+        v = a[0]
+    (v * 2).sum().backward()  # nothing reaches a: v has no gradient edge
+    return _observe(v), a.grad
+
+
+def _no_grad_view_written_then_used(lib):
+    x = lib.tensor(LEAF, dtype=lib.float64, requires_grad=True).clone()
+    with lib.no_grad():
+        v = x[:2]
+    x.mul_(2)
+    return v * 2
+
+
+def _no_grad_view_of_plain_base_after_write(lib):
+    x = lib.zeros(4, dtype=lib.float64)
+    with lib.no_grad():
+        v = x[:2]
+    x.mul_(lib.ones(4, dtype=lib.float64, requires_grad=True))
+    return v.grad_fn
+
+
+def _view_of_no_grad_view_modified(lib):
+    x = lib.ones(3, 4, dtype=lib.float64, requires_grad=True).clone()
+    with lib.no_grad():
+        v = x[0]
+    v[1:].mul_(2)
+
+
+def _no_grad_view_modified_in_no_grad(lib):
+    x = lib.ones(3, 4, dtype=lib.float64, requires_grad=True).clone()
+    with lib.no_grad():
+        v = x[0]
+        v.mul_(2)
+    return x.grad_fn is not None and short(x.grad_fn.name()), v.grad_fn
+
+
+NO_HISTORY = [_view_then_base_multiplied, _view_then_sibling_written, _view_of_view_follows,
+              _requires_grad_on_base_later, _no_grad_view_of_grad_tensor, _no_grad_view_of_leaf_backward,
+              _no_grad_view_written_then_used, _no_grad_view_of_plain_base_after_write,
+              _view_of_no_grad_view_modified, _no_grad_view_modified_in_no_grad]
+
+
+def outcome(fn, lib):
+    try:
+        return ("ok", fn(lib))
+    except RuntimeError as e:
+        return ("error", str(e))
+
+
+def normalize(result):
+    """Tensors as lists (kiln and torch print them differently)."""
+    if isinstance(result, (list, tuple)):
+        return type(result)(normalize(r) for r in result)
+    if hasattr(result, "detach") and hasattr(result, "numpy"):
+        return ("tensor", result.detach().numpy().tolist())
+    if hasattr(result, "name") and callable(result.name):
+        return ("node", short(result.name()))
+    return result
+
+
+@pytest.mark.parametrize("fn", NO_HISTORY, ids=[f.__name__[1:] for f in NO_HISTORY])
+def test_views_without_history_behave_as_torch(fn):
+    assert normalize(outcome(fn, kiln)) == normalize(outcome(fn, torch))
+
+
+def test_no_grad_view_reports_requires_grad_and_refuses_writes():
+    x = kiln.ones(3, 4, requires_grad=True).clone()
+    with kiln.no_grad():
+        v = x[0]
+    assert v.requires_grad and v.grad_fn is None and v.is_leaf
+    with pytest.raises(RuntimeError, match=r"^A view was created in no_grad mode and is being modified inplace"):
+        v.mul_(2)
+    with pytest.raises(RuntimeError, match=r"^Output 0 of Slice is a view of a view which was created in no_grad mode"):
+        v[1:].add_(1)
+
+
+# --- outputs of split / unbind / chunk written in place -------------------------
+
+MULTI_OUTPUT_OPS = {
+    "split": lambda x: x.split(2)[0],
+    "chunk": lambda x: x.chunk(2)[0],
+    "unbind": lambda x: x.view(2, 2).unbind()[0],
+    "split_with_sizes": lambda x: x.split([1, 3])[1],
+    "view of a split output": lambda x: x.split(2)[1][1:],
+    "tensor_split": lambda x: x.tensor_split(2)[1],  # slices, not multi-output views: allowed
+}
+
+
+def _multi_output_case(lib, op, view_grad_mode, base_requires_grad, write_grad_mode, operand_requires_grad):
+    x = lib.zeros(4, dtype=lib.float64)
+    if base_requires_grad:
+        x = lib.zeros(4, dtype=lib.float64, requires_grad=True).clone()
+    with lib.set_grad_enabled(view_grad_mode):
+        p = MULTI_OUTPUT_OPS[op](x)
+    operand = lib.ones(tuple(p.shape), dtype=lib.float64, requires_grad=operand_requires_grad)
+    with lib.set_grad_enabled(write_grad_mode):
+        p.add_(operand)
+    return p.requires_grad, p.grad_fn, x.grad_fn
+
+
+@pytest.mark.parametrize("op", list(MULTI_OUTPUT_OPS))
+@pytest.mark.parametrize("view_grad_mode", [True, False], ids=["view-grad", "view-nograd"])
+@pytest.mark.parametrize("base_requires_grad", [True, False], ids=["base-rg", "base-plain"])
+@pytest.mark.parametrize("write_grad_mode", [True, False], ids=["write-grad", "write-nograd"])
+@pytest.mark.parametrize("operand_requires_grad", [True, False], ids=["operand-rg", "operand-plain"])
+def test_multi_output_views_written_in_place_as_torch(op, view_grad_mode, base_requires_grad, write_grad_mode,
+                                                      operand_requires_grad):
+    args = (op, view_grad_mode, base_requires_grad, write_grad_mode, operand_requires_grad)
+    k = normalize(outcome(lambda lib: _multi_output_case(lib, *args), kiln))
+    t = normalize(outcome(lambda lib: _multi_output_case(lib, *args), torch))
+    assert k == t
+
+
+def test_multi_output_view_of_a_plain_tensor_error_text():
+    x = kiln.zeros(4)
+    p = x.split(2)[0]
+    with pytest.raises(RuntimeError, match=r"^A view was created in no_grad mode and is being modified inplace with "
+                       r"grad mode enabled\. This view is the output of a function that returns multiple views\."):
+        p.add_(kiln.ones(2, requires_grad=True))
+    p.add_(1)  # nothing requires grad: allowed
+    assert x.tolist() == [1.0, 1.0, 0.0, 0.0]
+
+
+def test_multi_output_view_history_after_its_base_was_written_raises_as_torch():
+    for lib in (kiln, torch):
+        x = lib.zeros(4, requires_grad=True).clone()
+        p = x.split(2)[0]
+        x.mul_(2)
+        with pytest.raises(RuntimeError, match=r"^Output 0 of Split is a view and its base or another view of its "
+                           r"base has been modified inplace\. This view is the output of a function that returns "
+                           r"multiple views\."):
+            p.grad_fn
+
+
+# --- hooks and retain_grad across a view's regeneration -------------------------
+
+def _hooks_case(lib, write, retain, use_old):
+    a = lib.tensor(LEAF[:2, :3], dtype=lib.float64, requires_grad=True)
+    x = a.clone()
+    v = x[0]
+    log = []
+    if retain:
+        v.retain_grad()
+    else:
+        v.register_hook(lambda g: log.append(g.detach().numpy().tolist()))
+    old = v * 5 if use_old else None
+    if write == "base":
+        x.mul_(2)
+    elif write == "view":
+        v.mul_(3)
+    elif write == "sibling":
+        x[1].add_(1)
+    out = (v * v).sum() + (old.sum() if use_old else 0)
+    out.backward()
+    return (v.grad.numpy().tolist() if retain else log), a.grad.numpy().tolist(), short(v.grad_fn.name())
+
+
+@pytest.mark.parametrize("write", ["base", "view", "sibling", "none"])
+@pytest.mark.parametrize("retain", [True, False], ids=["retain_grad", "register_hook"])
+@pytest.mark.parametrize("use_old", [True, False], ids=["old-history-used", "old-history-unused"])
+def test_view_hooks_and_retain_grad_across_regeneration_as_torch(write, retain, use_old):
+    assert _hooks_case(kiln, write, retain, use_old) == _hooks_case(torch, write, retain, use_old)
+
+
+@pytest.mark.parametrize("lib", [kiln, torch], ids=["kiln", "torch"])
+def test_retain_grad_follows_an_in_place_op_on_a_non_view(lib):
+    a = lib.ones(3, dtype=lib.float64, requires_grad=True)
+    x = a.clone()
+    x.retain_grad()
+    y = x * 5
+    x.mul_(2)
+    (y.sum() + (x * 3).sum()).backward()
+    assert x.grad.tolist() == [3.0, 3.0, 3.0]  # the gradient of x's latest version only
+    assert a.grad.tolist() == [11.0, 11.0, 11.0]

@@ -34,6 +34,12 @@ HELPERS = {
     "sum_to": "autograd issue: sums a broadcast gradient back to an input's sizes",
     "to": "autograd issue: converts to a dtype",
     "reshape": "autograd issue: view when possible, else a copy",
+    "mm_mat2_backward": "mm's gradient for mat2, laid out as mat2 was (a transposed weight gets a gradient whose "
+                        "transpose is contiguous): Note [mm's mat2 gradient keeps mat2's layout]",
+    # softmax's and log_softmax's backward ops differentiated (double backward); nn.yaml
+    "softmax_double_backward": "d _softmax_backward_data / d output: g*(go - sum(go*o)) - go*sum(g*o) along dim",
+    "log_softmax_double_backward_grad_output": "d _log_softmax_backward_data / d grad_output: g - sum(g*exp(o))",
+    "log_softmax_double_backward_output": "d _log_softmax_backward_data / d output: -g*exp(o)*sum(go) along dim",
     # Shape ops' backwards (issue "TensorIterator and the CPU kernels", shape ops); autograd issue.
     "as_strided_backward": "as_strided_backward(grad, input sizes, strides, storage offset, size, stride, "
                            "storage_offset): grad scattered through a storage-shaped buffer",

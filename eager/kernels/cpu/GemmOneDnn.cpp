@@ -10,8 +10,8 @@
 //
 // Debian's oneDNN is built on OpenMP. Letting it start OpenMP teams beside
 // kiln's TBB pool would put two sets of spinning threads on the same cores, so
-// every call runs single-threaded (each calling thread sets its own OpenMP
-// thread count to 1, once) and kiln splits the product itself: the larger of
+// every call runs single-threaded (the calling thread's OpenMP team size is set
+// to 1 before each call) and kiln splits the product itself: the larger of
 // m and n is cut into one piece per thread, each piece a whole oneDNN call on
 // its own rows or columns of c. Every element of c is still computed by one
 // call over the whole of k, so the split does not change a result's summation.
@@ -37,11 +37,8 @@ constexpr int64_t kPieceAlign = 16;
 void call_once_single_threaded(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                                int64_t ldc) {
-  thread_local const bool single = [] {
-    omp_set_num_threads(1);
-    return true;
-  }();
-  (void)single;
+  // Per call, not once per thread: the convolutions size this thread's team for their own calls.
+  if (omp_get_max_threads() != 1) omp_set_num_threads(1);
   const dnnl_status_t status =
       dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   KILN_CHECK(status == dnnl_success, "sgemm: oneDNN failed (status ", static_cast<int>(status), ") for [", m, ", ", k,
