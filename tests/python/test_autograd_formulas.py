@@ -249,6 +249,12 @@ CONV_POOL = {
                                  _F(L).adaptive_avg_pool2d(x, (2, 3))]),
     "backward of avg_pool2d": (["avg_pool2d_backward"], [(1, 2, 2, 2)],
                                lambda L, g: _grad_of(L, lambda t: _F(L).avg_pool2d(t, 2), _fixed(L, (1, 2, 4, 4)), g)),
+    "backward of adaptive_avg_pool2d": (["_adaptive_avg_pool2d_backward"], [(1, 2, 2, 3)],
+                                        lambda L, g: _grad_of(L, lambda t: _F(L).adaptive_avg_pool2d(t, (2, 3)),
+                                                              _fixed(L, (1, 2, 5, 5)), g)),
+    "unfold and fold": (["im2col", "col2im"], [(1, 2, 4, 5), (1, 8, 6)],
+                        lambda L, x, c: [_F(L).unfold(x, (2, 2), dilation=(1, 2), padding=1, stride=(2, 1)),
+                                         _F(L).fold(c, (3, 4), (2, 2))]),
 }
 
 SORTING = {
