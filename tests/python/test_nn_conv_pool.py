@@ -190,6 +190,26 @@ def test_max_pool2d_ties_nan_and_noncontiguous():
     close(kx.grad, tx.grad)
 
 
+@pytest.mark.parametrize("kwargs", [
+    {"kernel_size": 2}, {"kernel_size": 3, "stride": 1, "padding": 1}, {"kernel_size": 3, "stride": 2, "padding": 1},
+    {"kernel_size": (2, 3), "stride": 3}, {"kernel_size": 3, "stride": (1, 2), "dilation": (1, 2), "padding": 1},
+    {"kernel_size": 2, "ceil_mode": True},
+])
+def test_max_pool2d_wide_rows_with_ties_nan_and_inf(kwargs):
+    # Wide rows reach the by-output-row loop of the inner columns (Note [max_pool2d by output rows]);
+    # few distinct values make ties, and NaN and -inf are scattered through.
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 3, size=(2, 3, 11, 29)).astype(np.float32)
+    values[rng.random(values.shape) < 0.03] = np.nan
+    values[rng.random(values.shape) < 0.05] = -np.inf
+    kx, tx = kiln.tensor(values), torch.tensor(values)
+    ko, ki = KF.max_pool2d(kx, return_indices=True, **kwargs)
+    to, ti = TF.max_pool2d(tx, return_indices=True, **kwargs)
+    np.testing.assert_array_equal(ko.numpy(), to.numpy())
+    np.testing.assert_array_equal(ki.numpy(), ti.numpy())
+    np.testing.assert_array_equal(KF.max_pool2d(kx, **kwargs).numpy(), to.numpy())
+
+
 @pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8"])
 def test_max_pool2d_integers(dtype):
     values = np.random.default_rng(0).integers(0 if dtype == "uint8" else -100, 100, size=(2, 3, 7, 6))

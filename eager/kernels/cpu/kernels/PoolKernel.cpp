@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/PoolStubs.h"
@@ -75,6 +76,50 @@ bool is_nan(A v) {
   }
 }
 
+// Note [max_pool2d by output rows]
+// --------------------------------
+// Walking each output's window with a branch per tap ("larger or NaN?") ran at
+// ~18 ns an output on random data ([64, 32, 28, 28], 2x2): the branch is a coin
+// toss. For the columns whose window lies inside the row, the loop instead goes
+// tap by tap over a whole output row, keeping each output's best value and
+// index in a row buffer, and takes a tap with selects: 7.3 -> 4.3 ms on one
+// thread (torch 7.2). The taps are visited in PyTorch's order (kernel rows,
+// then kernel columns) with its rule (a later tap wins when larger or NaN), so
+// values and indices, ties included, are unchanged. Edge columns, where the
+// window is clipped by padding, keep the window-by-window loop.
+
+/// One tap of the inner columns of an output row: best[ow] takes tap[ow * stride]
+/// when larger or NaN (PyTorch's rule), and best_at its index. Locals and
+/// restrict pointers, so the loop has no loads to redo and vectorises.
+template <typename T, typename A>
+void select_row_max(const T* __restrict tap, A* __restrict best, int64_t* __restrict best_at, int64_t offset,
+                    int64_t lo, int64_t hi, int64_t stride) {
+  if (stride == 1) {
+    for (int64_t ow = lo; ow < hi; ++ow) {
+      const A v = static_cast<A>(tap[ow]);
+      const bool take = v > best[ow] || v != v;
+      best[ow] = take ? v : best[ow];
+      best_at[ow] = take ? offset + ow : best_at[ow];
+    }
+    return;
+  }
+  if (stride == 2) {
+    for (int64_t ow = lo; ow < hi; ++ow) {
+      const A v = static_cast<A>(tap[2 * ow]);
+      const bool take = v > best[ow] || v != v;
+      best[ow] = take ? v : best[ow];
+      best_at[ow] = take ? offset + 2 * ow : best_at[ow];
+    }
+    return;
+  }
+  for (int64_t ow = lo; ow < hi; ++ow) {
+    const A v = static_cast<A>(tap[ow * stride]);
+    const bool take = v > best[ow] || v != v;
+    best[ow] = take ? v : best[ow];
+    best_at[ow] = take ? offset + ow * stride : best_at[ow];
+  }
+}
+
 template <typename T>
 void max_pool_typed(const Tensor& in, const Tensor& out, const Tensor& indices, const PoolGeometry& g) {
   using A = opmath_t<T>;
@@ -82,27 +127,62 @@ void max_pool_typed(const Tensor& in, const Tensor& out, const Tensor& indices, 
   T* y = out.data_ptr<T>();
   int64_t* ind = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;  // none: max_pool2d without grad
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const int64_t in_w = g.in_w, out_h = g.out_h, out_w = g.out_w, dil_h = g.dilation_h, dil_w = g.dilation_w;
+  // The column windows are the same on every row: found once, not per output.
+  std::vector<Span> columns(static_cast<size_t>(out_w));
+  for (int64_t ow = 0; ow < out_w; ++ow) {
+    columns[static_cast<size_t>(ow)] = max_span(ow, g.stride_w, g.pad_w, g.kernel_w, dil_w, in_w);
+  }
+  const A lowest = std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
+                                                        : std::numeric_limits<A>::lowest();
+  // Columns whose window lies wholly inside the row: there the taps of a whole
+  // output row are walked tap by tap (Note [max_pool2d by output rows]).
+  const int64_t stride_w = g.stride_w, pad_w = g.pad_w, kernel_w = g.kernel_w;
+  int64_t inner_lo = 0, inner_hi = out_w;
+  while (inner_lo < out_w && inner_lo * stride_w - pad_w < 0) ++inner_lo;
+  while (inner_hi > inner_lo && (inner_hi - 1) * stride_w - pad_w + (kernel_w - 1) * dil_w >= in_w) --inner_hi;
   parallel_for(0, g.planes, grain_for(out_plane * g.kernel_h * g.kernel_w), [&](int64_t begin, int64_t end) {
+    std::vector<A> best(static_cast<size_t>(out_w));
+    std::vector<int64_t> best_at(static_cast<size_t>(out_w));
     for (int64_t p = begin; p < end; ++p) {
       const T* src = x + p * in_plane;
-      for (int64_t oh = 0; oh < g.out_h; ++oh) {
-        const Span h = max_span(oh, g.stride_h, g.pad_h, g.kernel_h, g.dilation_h, g.in_h);
-        for (int64_t ow = 0; ow < g.out_w; ++ow) {
-          const Span w = max_span(ow, g.stride_w, g.pad_w, g.kernel_w, g.dilation_w, g.in_w);
-          A best = std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
-                                                        : std::numeric_limits<A>::lowest();
-          int64_t best_at = h.begin * g.in_w + w.begin;
-          for (int64_t ih = h.begin; ih < h.end; ih += g.dilation_h) {
-            for (int64_t iw = w.begin; iw < w.end; iw += g.dilation_w) {
-              const A v = static_cast<A>(src[ih * g.in_w + iw]);
-              if (v > best || is_nan(v)) {
-                best = v;
-                best_at = ih * g.in_w + iw;
+      T* y_plane = y + p * out_plane;
+      int64_t* ind_plane = ind != nullptr ? ind + p * out_plane : nullptr;
+      for (int64_t oh = 0; oh < out_h; ++oh) {
+        const Span h = max_span(oh, g.stride_h, g.pad_h, g.kernel_h, dil_h, g.in_h);
+        // Edge columns, window by window.
+        for (int64_t ow = 0; ow < out_w; ow = (ow + 1 == inner_lo && inner_hi > inner_lo) ? inner_hi : ow + 1) {
+          if (ow >= inner_lo && ow < inner_hi) continue;
+          const Span w = columns[static_cast<size_t>(ow)];
+          A b = lowest;
+          int64_t at = h.begin * in_w + w.begin;
+          for (int64_t ih = h.begin; ih < h.end; ih += dil_h) {
+            const T* row = src + ih * in_w;
+            for (int64_t iw = w.begin; iw < w.end; iw += dil_w) {
+              const A v = static_cast<A>(row[iw]);
+              if (v > b || is_nan(v)) {
+                b = v;
+                at = ih * in_w + iw;
               }
             }
           }
-          y[p * out_plane + oh * g.out_w + ow] = static_cast<T>(best);
-          if (ind != nullptr) ind[p * out_plane + oh * g.out_w + ow] = best_at;
+          best[static_cast<size_t>(ow)] = b;
+          best_at[static_cast<size_t>(ow)] = at;
+        }
+        // Inner columns, tap by tap over the whole row: selects, no branches.
+        for (int64_t ow = inner_lo; ow < inner_hi; ++ow) {
+          best[static_cast<size_t>(ow)] = lowest;
+          best_at[static_cast<size_t>(ow)] = h.begin * in_w + ow * stride_w - pad_w;
+        }
+        for (int64_t ih = h.begin; ih < h.end; ih += dil_h) {
+          for (int64_t kw = 0; kw < kernel_w; ++kw) {
+            const int64_t offset = ih * in_w + kw * dil_w - pad_w;
+            select_row_max(src + offset, best.data(), best_at.data(), offset, inner_lo, inner_hi, stride_w);
+          }
+        }
+        for (int64_t ow = 0; ow < out_w; ++ow) y_plane[oh * out_w + ow] = static_cast<T>(best[static_cast<size_t>(ow)]);
+        if (ind_plane != nullptr) {
+          std::copy(best_at.begin(), best_at.end(), ind_plane + oh * out_w);
         }
       }
     }
