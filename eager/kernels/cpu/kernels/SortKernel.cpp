@@ -73,18 +73,40 @@ void order_front(It begin, It end, int64_t k, const Cmp& cmp) {
 /// never copied).
 template <typename K, typename T, typename Cmp>
 void select_by_heap(const T* row, int64_t stride, int64_t n, int64_t k, std::vector<std::pair<K, int64_t>>& buf,
-                    const Cmp& cmp) {
+                    const Cmp& cmp, bool largest) {
   const auto b = buf.begin(), e = buf.begin() + k;
   for (int64_t i = 0; i < k; ++i) buf[static_cast<size_t>(i)] = {static_cast<K>(row[i * stride]), i};
   std::make_heap(b, e, cmp);
-  for (int64_t i = k; i < n; ++i) {
+  const auto offer = [&](int64_t i) {
     const std::pair<K, int64_t> c{static_cast<K>(row[i * stride]), i};
     if (cmp(c, buf.front())) {
       std::pop_heap(b, e, cmp);
       buf[static_cast<size_t>(k - 1)] = c;
       std::push_heap(b, e, cmp);
     }
+  };
+  // Blocks of the row that cannot beat the heap's top are skipped after one
+  // branch-free test: a later element beats the top only when strictly better
+  // (an equal one has the larger index), and NaN, which sorts largest, is sent
+  // on to the full comparison. While the top is a NaN of a smallest-k, every
+  // number beats it, so those blocks are all offered.
+  constexpr int64_t kBlock = 16;
+  int64_t i = k;
+  for (; i + kBlock <= n; i += kBlock) {
+    const K top = buf.front().first;
+    bool may_beat = false;
+    if (!largest && top != top) {
+      may_beat = true;
+    } else {
+      for (int64_t j = 0; j < kBlock; ++j) {
+        const K v = static_cast<K>(row[(i + j) * stride]);
+        may_beat |= (largest ? v > top : v < top) || v != v;
+      }
+    }
+    if (!may_beat) continue;
+    for (int64_t j = 0; j < kBlock; ++j) offer(i + j);
   }
+  for (; i < n; ++i) offer(i);
   std::sort_heap(b, e, cmp);
 }
 
@@ -205,9 +227,9 @@ void sort_typed(const Tensor& self, const Tensor& values, const Tensor& indices,
       const T* row = in + o.in;
       int64_t nans_first = 0;  // descending: the NaNs that come before buf's elements
       if (heap && p.descending) {
-        select_by_heap(row, p.in_stride, p.n, p.k, buf, Descending<K>{});
+        select_by_heap(row, p.in_stride, p.n, p.k, buf, Descending<K>{}, /*largest=*/true);
       } else if (heap) {
-        select_by_heap(row, p.in_stride, p.n, p.k, buf, Ascending<K>{});
+        select_by_heap(row, p.in_stride, p.n, p.k, buf, Ascending<K>{}, /*largest=*/false);
       } else {
         nans_first = order_row<K>(row, p, buf, nan);
       }
