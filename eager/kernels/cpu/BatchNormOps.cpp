@@ -356,8 +356,44 @@ Tensor group_norm_backward_input_cpu(const Tensor& grad_out, const Tensor& input
   const Tensor g = same_dtype_contiguous(grad_out, dt);
   const std::vector<double> mu = doubles(mean, l.n * group, 0), rs = doubles(rstd, l.n * group, 1);
   const std::vector<double> w = doubles(weight, l.c, 1);
-  group_norm_backward_input_stub(g, x, l, group, mu.data(), rs.data(), w.data(), dx);
+  group_norm_backward_input_stub(g, x, l, group, mu.data(), rs.data(), w.data(), dx, nullptr, nullptr);
   return dx;
+}
+
+/// All three gradients from one pass per (sample, group): the input gradient's
+/// kernel also hands out each (sample, channel)'s sums of g and g (x - mean), and
+/// dweight[c] = sum_n rstd[n, c's group] * sum_gd[n, c], dbias[c] = sum_n sum_g[n, c].
+/// Reads grad_out and input once, where the separate ops read them three and
+/// two times.
+std::tuple<Tensor, Tensor, Tensor> group_norm_backward_cpu(const Tensor& grad_out, const Tensor& input,
+                                                           const std::optional<Tensor>& weight, const Tensor& mean,
+                                                           const Tensor& rstd, int64_t group) {
+  const ChannelLayout l = layout_of(input);
+  check_group_norm(input, weight, std::nullopt, l.n, l.c, l.hw, group);
+  check_backward_inputs("_group_norm_backward", grad_out, input);
+  check_saved("_group_norm_backward", "mean", mean, l.n * group);
+  check_saved("_group_norm_backward", "rstd", rstd, l.n * group);
+  const DType dt = input.dtype();
+  Tensor dx = empty(input.sizes(), dt);
+  std::vector<double> dw(static_cast<size_t>(l.c), 0.0), db(static_cast<size_t>(l.c), 0.0);
+  if (input.numel() > 0) {
+    const Tensor x = contiguous_values(input);
+    const Tensor g = same_dtype_contiguous(grad_out, dt);
+    const std::vector<double> mu = doubles(mean, l.n * group, 0), rs = doubles(rstd, l.n * group, 1);
+    const std::vector<double> w = doubles(weight, l.c, 1);
+    std::vector<double> sum_g(static_cast<size_t>(l.n * l.c)), sum_gd(sum_g.size());
+    group_norm_backward_input_stub(g, x, l, group, mu.data(), rs.data(), w.data(), dx, sum_g.data(), sum_gd.data());
+    const int64_t cg = l.c / group;
+    for (int64_t i = 0; i < l.n; ++i) {  // in sample order, so the sums do not depend on the thread count
+      for (int64_t c = 0; c < l.c; ++c) {
+        const auto at = static_cast<size_t>(i * l.c + c);
+        dw[static_cast<size_t>(c)] += rs[static_cast<size_t>(i * group + c / cg)] * sum_gd[at];
+        db[static_cast<size_t>(c)] += sum_g[at];
+      }
+    }
+  }
+  const DType pdt = param_grad_dtype(dt);
+  return {dx, from_doubles(dw, {l.c}, pdt), from_doubles(db, {l.c}, pdt)};
 }
 
 Tensor group_norm_backward_weight_cpu(const Tensor& grad_out, const Tensor& input, const Tensor& mean,

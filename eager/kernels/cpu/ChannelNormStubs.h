@@ -34,9 +34,11 @@ using group_norm_forward_fn = void (*)(const Tensor& x, ChannelLayout layout, in
 /// group_norm's input gradient on [n, c, hw], per (sample, group) while its
 /// rows are in cache: the channel sums of g and g (x - mean), then dx (see
 /// Note [Channel statistics]). mean, rstd: n * group doubles; weight: c doubles.
+/// sum_g / sum_gd (n * c doubles, or null) receive each (sample, channel)'s sums
+/// of g and of g (x - mean), from which the weight and bias gradients follow.
 using group_norm_backward_input_fn = void (*)(const Tensor& g, const Tensor& x, ChannelLayout layout, int64_t group,
                                               const double* mean, const double* rstd, const double* weight,
-                                              const Tensor& dx);
+                                              const Tensor& dx, double* sum_g, double* sum_gd);
 
 KILN_DECLARE_DISPATCH(channel_moments_fn, channel_moments_stub);
 KILN_DECLARE_DISPATCH(group_norm_forward_fn, group_norm_forward_stub);

@@ -170,7 +170,8 @@ void group_forward_typed(const Tensor& x, ChannelLayout l, int64_t group, const 
 
 template <typename T>
 void group_backward_input_typed(const Tensor& g, const Tensor& x, ChannelLayout l, int64_t group, const double* mean,
-                                const double* rstd, const double* weight, const Tensor& dx) {
+                                const double* rstd, const double* weight, const Tensor& dx, double* sum_g_out,
+                                double* sum_gd_out) {
   using A = opmath_t<T>;
   const int64_t cg = l.c / group, len = cg * l.hw;
   const T* gp = g.data_ptr<T>();
@@ -190,6 +191,11 @@ void group_backward_input_typed(const Tensor& g, const Tensor& x, ChannelLayout 
         const auto [sg, sgd] = run_sum_and_dot_dev(gr + j * l.hw, xr + j * l.hw, l.hw, static_cast<A>(mu));
         sum_gw += weight[c0 + j] * sg;
         sum_gwd += weight[c0 + j] * sgd;
+        if (sum_g_out != nullptr) {
+          const int64_t at = (r / group) * l.c + c0 + j;  // this task alone writes its group's channels
+          sum_g_out[at] = sg;
+          sum_gd_out[at] = sgd;
+        }
       }
       const double b = -rho * rho * rho * sum_gwd / m;
       const double gm = -rho * sum_gw / m - b * mu;
@@ -259,9 +265,10 @@ void group_norm_forward_kernel(const Tensor& x, ChannelLayout l, int64_t group, 
 }
 
 void group_norm_backward_input_kernel(const Tensor& g, const Tensor& x, ChannelLayout l, int64_t group,
-                                      const double* mean, const double* rstd, const double* weight, const Tensor& dx) {
+                                      const double* mean, const double* rstd, const double* weight, const Tensor& dx,
+                                      double* sum_g, double* sum_gd) {
   visit_floating(x.dtype(), [&](auto tag) {
-    group_backward_input_typed<decltype(tag)>(g, x, l, group, mean, rstd, weight, dx);
+    group_backward_input_typed<decltype(tag)>(g, x, l, group, mean, rstd, weight, dx, sum_g, sum_gd);
   });
 }
 
