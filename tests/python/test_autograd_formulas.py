@@ -263,6 +263,24 @@ SORTING = {
                                     a.topk(2, 0, largest=False)[0]]),
 }
 
+def _inplace_writes(L, x, z):
+    a = x * 1
+    a.copy_(z)          # copy_: the gradient goes to z, none to a's old value
+    b = x * 2
+    b.fill_(3.0)        # fill_: none to b's old value
+    c = x * 3
+    c.zero_()
+    return [a * x, b * x, c + x]
+
+
+CORE = {
+    "fused attention": (["_scaled_dot_product_flash_attention_for_cpu"], [(1, 2, 5, 3), (1, 2, 4, 3), (1, 2, 4, 2)],
+                        lambda L, q, k, v: [_F(L).scaled_dot_product_attention(q, k, v),
+                                            _F(L).scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.7)]),
+    "to with a copy": (["_to_copy"], [(3, 4)], lambda L, x: [x.to(L.float64, copy=True) * x]),
+    "in-place writes": (["copy_", "fill_.Scalar", "zero_"], [(3, 4), (3, 4)], _inplace_writes),
+}
+
 # Cases checked by gradcheck only, with why torch cannot be the oracle.
 GRADCHECK_ONLY = {
     "backward of hardsigmoid": "torch has no derivative for hardsigmoid_backward",
@@ -282,10 +300,12 @@ CASES.update(ACTIVATION)
 CASES.update(NN)
 CASES.update(CONV_POOL)
 CASES.update(SORTING)
+CASES.update(CORE)
 
 # The families this file covers (and the ops of them that have no gradient here, with why).
 FAMILY_FILES = ("pointwise_binary.yaml", "shape.yaml", "indexing.yaml", "linalg.yaml", "reduction.yaml",
-                "pointwise_unary.yaml", "activation.yaml", "nn.yaml", "conv.yaml", "pool.yaml", "sorting.yaml")
+                "pointwise_unary.yaml", "activation.yaml", "nn.yaml", "conv.yaml", "pool.yaml", "sorting.yaml",
+                "attention.yaml", "conversion.yaml", "ops.yaml")
 NOT_HERE = {
     "floor_divide": "torch has no derivative for it (kiln's is zero)",
     "floor_divide.Scalar": "torch has no derivative for it (kiln's is zero)",
