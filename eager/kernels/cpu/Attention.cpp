@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/ShapeOps.h"
 #include "eager/kernels/cpu/AttentionStubs.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
@@ -64,23 +65,6 @@ namespace {
 constexpr const char* kForward = "_scaled_dot_product_flash_attention_for_cpu";
 constexpr const char* kBackward = "_scaled_dot_product_flash_attention_for_cpu_backward";
 
-/// The C++ type names PyTorch's attention checks print (caffe2::TypeMeta names).
-const char* type_meta_name(DType t) {
-  switch (t) {
-    case DType::Float32: return "float";
-    case DType::Float64: return "double";
-    case DType::Float16: return "c10::Half";
-    case DType::BFloat16: return "c10::BFloat16";
-    case DType::Int8: return "signed char";
-    case DType::Int16: return "short int";
-    case DType::Int32: return "int";
-    case DType::Int64: return "long int";
-    case DType::UInt8: return "unsigned char";
-    case DType::Bool: return "bool";
-  }
-  return "unknown";
-}
-
 DType compute_dtype(DType t) { return t == DType::Float64 ? DType::Float64 : DType::Float32; }
 
 /// t as an operand in `dtype` whose last dim has unit stride and whose rows
@@ -105,8 +89,8 @@ void check_qkv(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
   KILN_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, op, ": expected query, key and value of 4 dims "
              "[batch, heads, length, head_dim], got query ", q.sizes(), ", key ", k.sizes(), " and value ", v.sizes());
   KILN_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), "Expected query, key, and value to have the same "
-             "dtype, but got query.dtype: ", type_meta_name(q.dtype()), " key.dtype: ", type_meta_name(k.dtype()),
-             " and value.dtype: ", type_meta_name(v.dtype()), " instead.");
+             "dtype, but got query.dtype: ", typemeta_name(q.dtype()), " key.dtype: ", typemeta_name(k.dtype()),
+             " and value.dtype: ", typemeta_name(v.dtype()), " instead.");
   KILN_CHECK(is_floating_point(q.dtype()), op, ": expected floating-point query, key and value, but got ",
              scalar_type_name(q.dtype()));
   KILN_CHECK(q.size(0) == k.size(0) && q.size(0) == v.size(0) && k.size(1) == v.size(1) &&
@@ -130,7 +114,7 @@ AttentionMask plan_mask(const char* op, const std::optional<Tensor>& attn_mask, 
   const Tensor& mask = *attn_mask;
   KILN_CHECK(mask.dtype() == DType::Bool || mask.dtype() == DType::Float32 || mask.dtype() == q.dtype(),
              "Expected attn_mask dtype to be bool or float or to match query dtype, but got attn_mask.dtype: ",
-             type_meta_name(mask.dtype()), " and  query.dtype: ", type_meta_name(q.dtype()), " instead.");
+             typemeta_name(mask.dtype()), " and  query.dtype: ", typemeta_name(q.dtype()), " instead.");
   const int64_t target[4] = {q.size(0), q.size(1), q.size(2), kv_len};
   KILN_CHECK(mask.dim() <= 4, op, ": expected attn_mask of at most 4 dims, broadcastable to [", target[0], ", ",
              target[1], ", ", target[2], ", ", target[3], "], got ", mask.sizes());

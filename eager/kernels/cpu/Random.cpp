@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/ShapeOps.h"
 #include "eager/core/Warning.h"
 #include "eager/kernels/Resize.h"
 #include "eager/kernels/cpu/Copy.h"
@@ -25,25 +26,6 @@ KILN_DEFINE_DISPATCH(exponential_fill_fn, exponential_fill_stub);
 KILN_DEFINE_DISPATCH(bernoulli_scalar_fill_fn, bernoulli_scalar_fill_stub);
 KILN_DEFINE_DISPATCH(normal_affine_fn, normal_affine_stub);
 KILN_DEFINE_DISPATCH(bernoulli_compare_fn, bernoulli_compare_stub);
-
-namespace {
-/// The C++ type name PyTorch's random-op messages use (c10::Half, ...).
-std::string_view torch_type_meta_name(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return "float";
-    case DType::Float64: return "double";
-    case DType::Float16: return "c10::Half";
-    case DType::BFloat16: return "c10::BFloat16";
-    case DType::Int8: return "signed char";
-    case DType::Int16: return "short int";
-    case DType::Int32: return "int";
-    case DType::Int64: return "long int";
-    case DType::UInt8: return "unsigned char";
-    case DType::Bool: return "bool";
-  }
-  return "unknown";
-}
-}  // namespace
 
 // --- shared helpers (Random.h) -----------------------------------------------------
 
@@ -150,14 +132,14 @@ void check_from_to_in_range(int64_t from, int64_t to_inc, DType dtype) {
   if (is_floating_point(dtype)) {
     const double max = floating_max(dtype);
     KILN_CHECK(static_cast<double>(from) >= -max && static_cast<double>(from) <= max, "from is out of bounds for ",
-               torch_type_meta_name(dtype));
+               typemeta_name(dtype));
     KILN_CHECK(static_cast<double>(to_inc) >= -max && static_cast<double>(to_inc) <= max,
-               "to - 1 is out of bounds for ", torch_type_meta_name(dtype));
+               "to - 1 is out of bounds for ", typemeta_name(dtype));
     const int digits = floating_digits(dtype);
     auto warn = [&](int64_t v, const char* name) {
       if (digits < 63 && (v < -(int64_t{1} << digits) || v > (int64_t{1} << digits))) {
         KILN_WARN(name, " is out of bounds [-(2^", digits, "), 2^", digits, "]. Due to precision limitations ",
-                  torch_type_meta_name(dtype), " can support discrete uniform distribution only within this range. This "
+                  typemeta_name(dtype), " can support discrete uniform distribution only within this range. This "
                   "warning will become an error in version 1.7 release, please fix the code in advance");
       }
     };
@@ -166,8 +148,8 @@ void check_from_to_in_range(int64_t from, int64_t to_inc, DType dtype) {
     return;
   }
   const auto [lowest, highest] = integral_bounds(dtype);
-  KILN_CHECK(from >= lowest && from <= highest, "from is out of bounds for ", torch_type_meta_name(dtype));
-  KILN_CHECK(to_inc >= lowest && to_inc <= highest, "to - 1 is out of bounds for ", torch_type_meta_name(dtype));
+  KILN_CHECK(from >= lowest && from <= highest, "from is out of bounds for ", typemeta_name(dtype));
+  KILN_CHECK(to_inc >= lowest && to_inc <= highest, "to - 1 is out of bounds for ", typemeta_name(dtype));
 }
 
 void fill_range(const Tensor& self, uint64_t range, int64_t base, const std::optional<Generator>& generator) {
@@ -243,8 +225,8 @@ Tensor uniform_cpu_(const Tensor& self, double from, double to, const std::optio
   const DType dtype = self.dtype();
   check_floating(dtype, "check_uniform_bounds");
   const double max = floating_max(dtype);
-  KILN_CHECK(from >= -max && from <= max, "from is out of bounds for ", torch_type_meta_name(dtype));
-  KILN_CHECK(to >= -max && to <= max, "to is out of bounds for ", torch_type_meta_name(dtype));
+  KILN_CHECK(from >= -max && from <= max, "from is out of bounds for ", typemeta_name(dtype));
+  KILN_CHECK(to >= -max && to <= max, "to is out of bounds for ", typemeta_name(dtype));
   KILN_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
   KILN_CHECK(to - from <= max, "uniform_ expects to-from <= std::numeric_limits<", scalar_type_name(dtype),
              ">::max(), but found to=", to, " and from=", from, " which result in to-from to exceed the limit");
