@@ -146,6 +146,21 @@ bool take_inputs(GraphTask& task, Node* node, variable_list& inputs) {
   return node == task.root || !task.restricted || task.needed.count(node) || task.accumulate_targets.count(node);
 }
 
+/// Adds `node`'s output gradients to the input buffers of the nodes they flow
+/// to and calls on_ready(next) for each node whose last dependency this was.
+/// Both backward loops use it; the threaded one holds task.mutex around it.
+template <typename OnReady>
+void pass_gradients(GraphTask& task, Node* node, variable_list& grads, const OnReady& on_ready) {
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const Edge& edge = node->next_edge(i);
+    if (!edge.is_valid()) continue;
+    Node* next = edge.function.get();
+    auto [it, inserted] = task.buffers.try_emplace(next, next->num_inputs());
+    it->second.add(edge.input_nr, std::move(grads[i]));
+    if (--task.dependencies[next] == 0) on_ready(next);
+  }
+}
+
 }  // namespace
 
 void run_ready_node(const std::shared_ptr<GraphTask>& task_ptr, Node* node) {
@@ -167,13 +182,7 @@ void run_ready_node(const std::shared_ptr<GraphTask>& task_ptr, Node* node) {
   }
   if (!task.keep_graph) node->release_variables();
   std::lock_guard<std::mutex> lock(task.mutex);
-  for (size_t i = 0; i < grads.size(); ++i) {
-    const Edge& edge = node->next_edge(i);
-    if (!edge.is_valid()) continue;
-    Node* next = edge.function.get();
-    auto [it, inserted] = task.buffers.try_emplace(next, next->num_inputs());
-    it->second.add(edge.input_nr, std::move(grads[i]));
-    if (--task.dependencies[next] != 0) continue;
+  pass_gradients(task, node, grads, [&](Node* next) {
     const Device device = node_device(*next);
     if (runs_locally(task, device)) {
       task.local_ready.push({next->sequence_nr(), next});
@@ -181,7 +190,7 @@ void run_ready_node(const std::shared_ptr<GraphTask>& task_ptr, Node* node) {
       ++task.outstanding;
       enqueue_on_device(device, task_ptr, next);
     }
-  }
+  });
 }
 
 bool AnomalyMode::is_enabled() { return g_anomaly.load(std::memory_order_relaxed); }
@@ -278,14 +287,7 @@ variable_list Engine::execute(const std::vector<Edge>& roots, const variable_lis
       if (!take_inputs(task, node, inputs)) continue;
       variable_list grads = call_node(*node, std::move(inputs), node == root.get());
       if (!keep_graph) node->release_variables();
-      for (size_t i = 0; i < grads.size(); ++i) {
-        const Edge& edge = node->next_edge(i);
-        if (!edge.is_valid()) continue;
-        Node* next = edge.function.get();
-        auto [it, inserted] = task.buffers.try_emplace(next, next->num_inputs());
-        it->second.add(edge.input_nr, std::move(grads[i]));
-        if (--task.dependencies[next] == 0) task.local_ready.push({next->sequence_nr(), next});
-      }
+      pass_gradients(task, node, grads, [&](Node* next) { task.local_ready.push({next->sequence_nr(), next}); });
     }
   }
 

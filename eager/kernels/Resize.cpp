@@ -3,7 +3,9 @@
 
 #include <algorithm>
 
+#include "eager/core/Error.h"
 #include "eager/core/Warning.h"
+#include "eager/kernels/TypePromotion.h"
 
 namespace kiln::native {
 
@@ -17,6 +19,18 @@ void resize_output(const Tensor& out, IntArrayRef shape) {
               "elements with t.resize_(0).");
   }
   out.impl()->resize(shape);
+}
+
+Tensor copy_to_out(const Tensor& result, const Tensor& out) {
+  resize_output(out, result.sizes());
+  out.copy_(result);
+  return out;
+}
+
+Tensor copy_castable_to_out(const Tensor& result, const Tensor& out) {
+  KILN_CHECK(can_cast(result.dtype(), out.dtype()), "result type ", scalar_type_name(result.dtype()),
+             " can't be cast to the desired output type ", scalar_type_name(out.dtype()));
+  return copy_to_out(result, out);
 }
 
 }  // namespace kiln::native

@@ -151,9 +151,7 @@ Tensor diag_out(const Tensor& self, int64_t diagonal, const Tensor& out) {
   }
   check_out_dtype(out, self.dtype());
   const Tensor result = kiln::diag(self, diagonal);
-  resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
+  return copy_to_out(result, out);
 }
 
 }  // namespace kiln::native

@@ -342,21 +342,62 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const std::optional<T
   return std::get<0>(kiln::native_group_norm(input, weight, bias, n, c, hxw, num_groups, eps));
 }
 
+namespace {
+
+/// What every group_norm backward op reads, checked in the op's name: the
+/// layout, and (for a non-empty input) the contiguous input and grad_out and
+/// the saved statistics as doubles.
+struct GroupNormBackwardInputs {
+  ChannelLayout l;
+  Tensor x, g;
+  std::vector<double> mean, rstd;
+};
+
+GroupNormBackwardInputs group_norm_backward_inputs(const char* op, const Tensor& grad_out, const Tensor& input,
+                                                   const std::optional<Tensor>& weight, const Tensor& mean,
+                                                   const Tensor& rstd, int64_t group) {
+  GroupNormBackwardInputs in{layout_of(input), {}, {}, {}, {}};
+  const ChannelLayout& l = in.l;
+  check_group_norm(input, weight, std::nullopt, l.n, l.c, l.hw, group);
+  check_backward_inputs(op, grad_out, input);
+  check_saved(op, "mean", mean, l.n * group);
+  check_saved(op, "rstd", rstd, l.n * group);
+  if (input.numel() > 0) {
+    in.x = contiguous_values(input);
+    in.g = same_dtype_contiguous(grad_out, input.dtype());
+    in.mean = doubles(mean, l.n * group, 0);
+    in.rstd = doubles(rstd, l.n * group, 1);
+  }
+  return in;
+}
+
+/// dweight[c] = sum over samples n of rstd[n, c's group] * sum_gd[n, c], in
+/// sample order (so it does not depend on the thread count).
+std::vector<double> group_norm_weight_grad(const ChannelLayout& l, int64_t group, const std::vector<double>& rstd,
+                                           const std::vector<double>& sum_gd) {
+  std::vector<double> dw(static_cast<size_t>(l.c), 0.0);
+  if (sum_gd.empty()) return dw;
+  const int64_t cg = l.c / group;
+  for (int64_t i = 0; i < l.n; ++i) {
+    for (int64_t c = 0; c < l.c; ++c) {
+      dw[static_cast<size_t>(c)] +=
+          rstd[static_cast<size_t>(i * group + c / cg)] * sum_gd[static_cast<size_t>(i * l.c + c)];
+    }
+  }
+  return dw;
+}
+
+}  // namespace
+
 Tensor group_norm_backward_input_cpu(const Tensor& grad_out, const Tensor& input, const std::optional<Tensor>& weight,
                                      const Tensor& mean, const Tensor& rstd, int64_t group) {
-  const ChannelLayout l = layout_of(input);
-  check_group_norm(input, weight, std::nullopt, l.n, l.c, l.hw, group);
-  check_backward_inputs("_group_norm_backward_input", grad_out, input);
-  check_saved("_group_norm_backward_input", "mean", mean, l.n * group);
-  check_saved("_group_norm_backward_input", "rstd", rstd, l.n * group);
-  const DType dt = input.dtype();
-  Tensor dx = empty(input.sizes(), dt);
+  const GroupNormBackwardInputs in =
+      group_norm_backward_inputs("_group_norm_backward_input", grad_out, input, weight, mean, rstd, group);
+  Tensor dx = empty(input.sizes(), input.dtype());
   if (input.numel() == 0) return dx;
-  const Tensor x = contiguous_values(input);
-  const Tensor g = same_dtype_contiguous(grad_out, dt);
-  const std::vector<double> mu = doubles(mean, l.n * group, 0), rs = doubles(rstd, l.n * group, 1);
-  const std::vector<double> w = doubles(weight, l.c, 1);
-  group_norm_backward_input_stub(g, x, l, group, mu.data(), rs.data(), w.data(), dx, nullptr, nullptr);
+  const std::vector<double> w = doubles(weight, in.l.c, 1);
+  group_norm_backward_input_stub(in.g, in.x, in.l, group, in.mean.data(), in.rstd.data(), w.data(), dx, nullptr,
+                                 nullptr);
   return dx;
 }
 
@@ -368,57 +409,31 @@ Tensor group_norm_backward_input_cpu(const Tensor& grad_out, const Tensor& input
 std::tuple<Tensor, Tensor, Tensor> group_norm_backward_cpu(const Tensor& grad_out, const Tensor& input,
                                                            const std::optional<Tensor>& weight, const Tensor& mean,
                                                            const Tensor& rstd, int64_t group) {
-  const ChannelLayout l = layout_of(input);
-  check_group_norm(input, weight, std::nullopt, l.n, l.c, l.hw, group);
-  check_backward_inputs("_group_norm_backward", grad_out, input);
-  check_saved("_group_norm_backward", "mean", mean, l.n * group);
-  check_saved("_group_norm_backward", "rstd", rstd, l.n * group);
-  const DType dt = input.dtype();
-  Tensor dx = empty(input.sizes(), dt);
-  std::vector<double> dw(static_cast<size_t>(l.c), 0.0), db(static_cast<size_t>(l.c), 0.0);
+  const GroupNormBackwardInputs in =
+      group_norm_backward_inputs("_group_norm_backward", grad_out, input, weight, mean, rstd, group);
+  const ChannelLayout& l = in.l;
+  Tensor dx = empty(input.sizes(), input.dtype());
+  std::vector<double> sum_g, sum_gd, db(static_cast<size_t>(l.c), 0.0);
   if (input.numel() > 0) {
-    const Tensor x = contiguous_values(input);
-    const Tensor g = same_dtype_contiguous(grad_out, dt);
-    const std::vector<double> mu = doubles(mean, l.n * group, 0), rs = doubles(rstd, l.n * group, 1);
     const std::vector<double> w = doubles(weight, l.c, 1);
-    std::vector<double> sum_g(static_cast<size_t>(l.n * l.c)), sum_gd(sum_g.size());
-    group_norm_backward_input_stub(g, x, l, group, mu.data(), rs.data(), w.data(), dx, sum_g.data(), sum_gd.data());
-    const int64_t cg = l.c / group;
-    for (int64_t i = 0; i < l.n; ++i) {  // in sample order, so the sums do not depend on the thread count
-      for (int64_t c = 0; c < l.c; ++c) {
-        const auto at = static_cast<size_t>(i * l.c + c);
-        dw[static_cast<size_t>(c)] += rs[static_cast<size_t>(i * group + c / cg)] * sum_gd[at];
-        db[static_cast<size_t>(c)] += sum_g[at];
-      }
-    }
+    sum_g.resize(static_cast<size_t>(l.n * l.c));
+    sum_gd.resize(sum_g.size());
+    group_norm_backward_input_stub(in.g, in.x, l, group, in.mean.data(), in.rstd.data(), w.data(), dx, sum_g.data(),
+                                   sum_gd.data());
+    for (size_t at = 0; at < sum_g.size(); ++at) db[at % static_cast<size_t>(l.c)] += sum_g[at];  // in sample order
   }
-  const DType pdt = param_grad_dtype(dt);
-  return {dx, from_doubles(dw, {l.c}, pdt), from_doubles(db, {l.c}, pdt)};
+  const DType pdt = param_grad_dtype(input.dtype());
+  return {dx, from_doubles(group_norm_weight_grad(l, group, in.rstd, sum_gd), {l.c}, pdt),
+          from_doubles(db, {l.c}, pdt)};
 }
 
 Tensor group_norm_backward_weight_cpu(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
                                       const Tensor& rstd, int64_t group) {
-  const ChannelLayout l = layout_of(input);
-  check_group_norm(input, std::nullopt, std::nullopt, l.n, l.c, l.hw, group);
-  check_backward_inputs("_group_norm_backward_weight", grad_out, input);
-  check_saved("_group_norm_backward_weight", "mean", mean, l.n * group);
-  check_saved("_group_norm_backward_weight", "rstd", rstd, l.n * group);
-  const DType dt = input.dtype();
-  std::vector<double> dw(static_cast<size_t>(l.c), 0.0);
-  if (input.numel() > 0) {
-    const Tensor x = contiguous_values(input);
-    const Tensor g = same_dtype_contiguous(grad_out, dt);
-    const std::vector<double> mu = doubles(mean, l.n * group, 0), rs = doubles(rstd, l.n * group, 1);
-    std::vector<double> s1, s2;
-    group_grad_sums(g, x, l, group, mu, s1, s2);
-    const int64_t cg = l.c / group;
-    for (int64_t i = 0; i < l.n; ++i) {
-      for (int64_t c = 0; c < l.c; ++c) {
-        dw[static_cast<size_t>(c)] += rs[static_cast<size_t>(i * group + c / cg)] * s2[static_cast<size_t>(i * l.c + c)];
-      }
-    }
-  }
-  return from_doubles(dw, {l.c}, param_grad_dtype(dt));
+  const GroupNormBackwardInputs in =
+      group_norm_backward_inputs("_group_norm_backward_weight", grad_out, input, std::nullopt, mean, rstd, group);
+  std::vector<double> sum_g, sum_gd;
+  if (input.numel() > 0) group_grad_sums(in.g, in.x, in.l, group, in.mean, sum_g, sum_gd);
+  return from_doubles(group_norm_weight_grad(in.l, group, in.rstd, sum_gd), {in.l.c}, param_grad_dtype(input.dtype()));
 }
 
 }  // namespace kiln::native

@@ -281,9 +281,7 @@ Tensor index_put_cpu(const Tensor& self, OptionalTensorList indices, const Tenso
 Tensor index_put_out_cpu(const Tensor& self, OptionalTensorList indices, const Tensor& values, bool accumulate,
                          const Tensor& out) {
   const Tensor result = index_put_cpu(self, indices, values, accumulate);
-  resize_output(out, result.sizes());
-  kiln::copy_(out, result);
-  return out;
+  return copy_to_out(result, out);
 }
 
 }  // namespace kiln::native

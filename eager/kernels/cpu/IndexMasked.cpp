@@ -129,9 +129,7 @@ Tensor masked_scatter_cpu(const Tensor& self, const Tensor& mask, const Tensor& 
 
 Tensor masked_scatter_out_cpu(const Tensor& self, const Tensor& mask, const Tensor& source, const Tensor& out) {
   const Tensor result = masked_scatter_cpu(self, mask, source);
-  resize_output(out, result.sizes());
-  kiln::copy_(out, result);
-  return out;
+  return copy_to_out(result, out);
 }
 
 }  // namespace kiln::native

@@ -276,17 +276,13 @@ Tensor index_fill_tensor_cpu(const Tensor& self, int64_t dim, const Tensor& inde
 Tensor index_fill_scalar_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
                                  const Tensor& out) {
   const Tensor result = index_fill_scalar_cpu(self, dim, index, value);
-  resize_output(out, result.sizes());
-  kiln::copy_(out, result);
-  return out;
+  return copy_to_out(result, out);
 }
 
 Tensor index_fill_tensor_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& value,
                                  const Tensor& out) {
   const Tensor result = index_fill_tensor_cpu(self, dim, index, value);
-  resize_output(out, result.sizes());
-  kiln::copy_(out, result);
-  return out;
+  return copy_to_out(result, out);
 }
 
 }  // namespace kiln::native

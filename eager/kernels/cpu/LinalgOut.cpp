@@ -2,7 +2,6 @@
 #include "eager/core/Error.h"
 #include "eager/kernels/Resize.h"
 #include "eager/kernels/ShapeOps.h"
-#include "eager/kernels/TypePromotion.h"
 #include "kiln/generated/Functions.h"
 #include "kiln/generated/NativeFunctions.h"
 
@@ -24,36 +23,21 @@ namespace kiln::native {
 
 namespace {
 
-Tensor resize_and_copy(const Tensor& result, const Tensor& out);
-
 Tensor write_out(const Tensor& result, const Tensor& out) {
   check_out_dtype(out, result.dtype());
-  return resize_and_copy(result, out);
-}
-
-Tensor resize_and_copy(const Tensor& result, const Tensor& out) {
-  resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
+  return copy_to_out(result, out);
 }
 
 Tensor write_dot_out(const Tensor& result, const Tensor& out) {
   KILN_CHECK(out.dtype() == result.dtype(), "result dtype ", scalar_type_name(out.dtype()),
              " does not match input dtype ", scalar_type_name(result.dtype()));
-  return resize_and_copy(result, out);
+  return copy_to_out(result, out);
 }
 
 Tensor write_tensordot_out(const Tensor& result, const Tensor& out) {
   KILN_CHECK(out.dtype() == result.dtype(), "tensordot: Expected the output tensor to have dtype ",
              scalar_type_name(result.dtype()), ", but got an output tensor with dtype ", scalar_type_name(out.dtype()));
-  return resize_and_copy(result, out);
-}
-
-/// outer, addr, kron: any out the result casts to (PyTorch computes them as pointwise ops).
-Tensor write_castable_out(const Tensor& result, const Tensor& out) {
-  KILN_CHECK(can_cast(result.dtype(), out.dtype()), "result type ", scalar_type_name(result.dtype()),
-             " can't be cast to the desired output type ", scalar_type_name(out.dtype()));
-  return resize_and_copy(result, out);
+  return copy_to_out(result, out);
 }
 
 }  // namespace
@@ -78,7 +62,7 @@ Tensor mv_out_cpu(const Tensor& self, const Tensor& vec, const Tensor& out) {
   return write_out(kiln::mv(self, vec), out);
 }
 Tensor outer_out_cpu(const Tensor& self, const Tensor& vec2, const Tensor& out) {
-  return write_castable_out(kiln::outer(self, vec2), out);
+  return copy_castable_to_out(kiln::outer(self, vec2), out);
 }
 Tensor matmul_out_cpu(const Tensor& self, const Tensor& other, const Tensor& out) {
   return write_out(kiln::matmul(self, other), out);
@@ -100,13 +84,13 @@ Tensor addmv_out_cpu(const Tensor& self, const Tensor& mat, const Tensor& vec, c
 }
 Tensor addr_out_cpu(const Tensor& self, const Tensor& vec1, const Tensor& vec2, const Scalar& beta,
                     const Scalar& alpha, const Tensor& out) {
-  return write_castable_out(kiln::addr(self, vec1, vec2, beta, alpha), out);
+  return copy_castable_to_out(kiln::addr(self, vec1, vec2, beta, alpha), out);
 }
 Tensor inner_out(const Tensor& self, const Tensor& other, const Tensor& out) {
   return write_tensordot_out(kiln::inner(self, other), out);
 }
 Tensor kron_out_cpu(const Tensor& self, const Tensor& other, const Tensor& out) {
-  return write_castable_out(kiln::kron(self, other), out);
+  return copy_castable_to_out(kiln::kron(self, other), out);
 }
 Tensor tensordot_out(const Tensor& self, const Tensor& other, IntArrayRef dims_self, IntArrayRef dims_other,
                          const Tensor& out) {
@@ -116,7 +100,7 @@ Tensor linalg_multi_dot_out_cpu(TensorList tensors, const Tensor& out) {
   const Tensor result = kiln::linalg_multi_dot(tensors);
   KILN_CHECK(out.dtype() == result.dtype(), "multi_dot(): expected out tensor to have dtype ",
              typemeta_name(result.dtype()), " but got ", typemeta_name(out.dtype()));
-  return resize_and_copy(result, out);
+  return copy_to_out(result, out);
 }
 
 }  // namespace kiln::native

@@ -25,14 +25,6 @@ namespace kiln::native {
 
 namespace {
 
-Tensor write_out(const Tensor& result, const Tensor& out) {
-  KILN_CHECK(can_cast(result.dtype(), out.dtype()), "result type ", scalar_type_name(result.dtype()),
-             " can't be cast to the desired output type ", scalar_type_name(out.dtype()));
-  resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
-}
-
 void check_same_dtype(const Tensor& self, const Tensor& out) {
   KILN_CHECK(self.dtype() == out.dtype(), "Expected the dtype for input and out to match, but got ",
              scalar_type_name(self.dtype()), " for input's dtype and ", scalar_type_name(out.dtype()),
@@ -59,98 +51,98 @@ void check_loop_exists(const char* kernel, DType dtype, bool exists) {
 
 Tensor sum_out_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<DType> dtype,
                    const Tensor& out) {
-  return write_out(kiln::sum(self, dim, keepdim, out_compute_dtype(dtype, out)), out);
+  return copy_castable_to_out(kiln::sum(self, dim, keepdim, out_compute_dtype(dtype, out)), out);
 }
 
 Tensor nansum_out_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<DType> dtype,
                       const Tensor& out) {
   const DType compute = out_compute_dtype(dtype, out);
   check_loop_exists("nansum_cpu", compute, is_floating_point(compute));
-  return write_out(kiln::nansum(self, dim, keepdim, compute), out);
+  return copy_castable_to_out(kiln::nansum(self, dim, keepdim, compute), out);
 }
 
 Tensor mean_out_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<DType> dtype,
                     const Tensor& out) {
-  return write_out(kiln::mean(self, dim, keepdim, dtype), out);
+  return copy_castable_to_out(kiln::mean(self, dim, keepdim, dtype), out);
 }
 
 Tensor prod_out_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional<DType> dtype, const Tensor& out) {
-  return write_out(kiln::prod(self, dim, keepdim, out_compute_dtype(dtype, out)), out);
+  return copy_castable_to_out(kiln::prod(self, dim, keepdim, out_compute_dtype(dtype, out)), out);
 }
 
 Tensor amax_out_cpu(const Tensor& self, IntArrayRef dim, bool keepdim, const Tensor& out) {
   check_same_dtype(self, out);
-  return write_out(kiln::amax(self, dim, keepdim), out);
+  return copy_castable_to_out(kiln::amax(self, dim, keepdim), out);
 }
 
 Tensor amin_out_cpu(const Tensor& self, IntArrayRef dim, bool keepdim, const Tensor& out) {
   check_same_dtype(self, out);
-  return write_out(kiln::amin(self, dim, keepdim), out);
+  return copy_castable_to_out(kiln::amin(self, dim, keepdim), out);
 }
 
 Tensor argmax_out_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
   check_out_dtype(out, DType::Int64);
-  return write_out(kiln::argmax(self, dim, keepdim), out);
+  return copy_castable_to_out(kiln::argmax(self, dim, keepdim), out);
 }
 
 Tensor argmin_out_cpu(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const Tensor& out) {
   check_out_dtype(out, DType::Int64);
-  return write_out(kiln::argmin(self, dim, keepdim), out);
+  return copy_castable_to_out(kiln::argmin(self, dim, keepdim), out);
 }
 
 Tensor all_dim_out_cpu(const Tensor& self, int64_t dim, bool keepdim, const Tensor& out) {
   check_bool_out(out, "all");
-  return write_out(kiln::all(self, dim, keepdim), out);
+  return copy_castable_to_out(kiln::all(self, dim, keepdim), out);
 }
 
 Tensor all_out_cpu(const Tensor& self, const Tensor& out) {
   check_bool_out(out, "all");
-  return write_out(kiln::all(self), out);
+  return copy_castable_to_out(kiln::all(self), out);
 }
 
 Tensor any_dim_out_cpu(const Tensor& self, int64_t dim, bool keepdim, const Tensor& out) {
   check_bool_out(out, "any");
-  return write_out(kiln::any(self, dim, keepdim), out);
+  return copy_castable_to_out(kiln::any(self, dim, keepdim), out);
 }
 
 Tensor any_out_cpu(const Tensor& self, const Tensor& out) {
   check_bool_out(out, "any");
-  return write_out(kiln::any(self), out);
+  return copy_castable_to_out(kiln::any(self), out);
 }
 
 Tensor var_out_cpu(const Tensor& self, std::optional<IntArrayRef> dim, const std::optional<Scalar>& correction,
                    bool keepdim, const Tensor& out) {
-  return write_out(kiln::var(self, dim, correction, keepdim), out);
+  return copy_castable_to_out(kiln::var(self, dim, correction, keepdim), out);
 }
 
 Tensor std_out_cpu(const Tensor& self, std::optional<IntArrayRef> dim, const std::optional<Scalar>& correction,
                    bool keepdim, const Tensor& out) {
-  return write_out(kiln::std(self, dim, correction, keepdim), out);
+  return copy_castable_to_out(kiln::std(self, dim, correction, keepdim), out);
 }
 
 Tensor logsumexp_out_cpu(const Tensor& self, IntArrayRef dim, bool keepdim, const Tensor& out) {
   KILN_CHECK(is_floating_point(out.dtype()), "logsumexp(): Expected floating point type for result tensor, but got: ",
              scalar_type_name(out.dtype()));
-  return write_out(kiln::logsumexp(self, dim, keepdim), out);
+  return copy_castable_to_out(kiln::logsumexp(self, dim, keepdim), out);
 }
 
 Tensor cumsum_out_cpu(const Tensor& self, int64_t dim, std::optional<DType> dtype, const Tensor& out) {
   const DType compute = out_compute_dtype(dtype, out);
   check_loop_exists("cumsum_out_cpu", compute, compute != DType::Bool);
-  return write_out(kiln::cumsum(self, dim, compute), out);
+  return copy_castable_to_out(kiln::cumsum(self, dim, compute), out);
 }
 
 Tensor cumprod_out_cpu(const Tensor& self, int64_t dim, std::optional<DType> dtype, const Tensor& out) {
   const DType compute = out_compute_dtype(dtype, out);
   check_loop_exists("cumprod_out_cpu", compute, compute != DType::Bool);
-  return write_out(kiln::cumprod(self, dim, compute), out);
+  return copy_castable_to_out(kiln::cumprod(self, dim, compute), out);
 }
 
 Tensor linalg_vector_norm_out_cpu(const Tensor& self, const Scalar& ord, std::optional<IntArrayRef> dim, bool keepdim,
                                   std::optional<DType> dtype, const Tensor& out) {
   const Tensor result = kiln::linalg_vector_norm(self, ord, dim, keepdim, dtype);
   check_out_dtype(out, result.dtype());
-  return write_out(result, out);
+  return copy_castable_to_out(result, out);
 }
 
 }  // namespace kiln::native

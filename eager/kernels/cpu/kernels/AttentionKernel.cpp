@@ -71,19 +71,9 @@ void mask_scores(const AttentionPlan& p, int64_t b, int64_t h, int64_t i0, int64
   }
 }
 
-template <typename A>
-A row_max(const A* x, int64_t n) {
-  using V = Vec<A>;
-  constexpr int64_t W = V::size;
-  const int64_t full = n - n % W;
-  V vmax = V::splat(kNegInf<A>);
-  for (int64_t i = 0; i < full; i += W) vmax = maximum(vmax, V::loadu(x + i));
-  if (full < n) vmax = maximum(vmax, load_padded(x + full, n - full, kNegInf<A>));
-  return hmax(vmax);
-}
-
-/// x = exp(x - shift) in place; returns the sum of the new values.
-template <typename A>
+/// x = exp(x - shift) in place; returns the sum of the new values when kSum
+/// (the forward's running sum), else 0 (the backward's probabilities).
+template <bool kSum, typename A>
 A exp_shifted(A* x, int64_t n, A shift) {
   using V = Vec<A>;
   constexpr int64_t W = V::size;
@@ -93,25 +83,14 @@ A exp_shifted(A* x, int64_t n, A shift) {
   for (int64_t i = 0; i < full; i += W) {
     const V e = vexp(V::loadu(x + i) - s);
     e.storeu(x + i);
-    vsum = vsum + e;
+    if constexpr (kSum) vsum = vsum + e;
   }
   if (full < n) {
     const V e = vexp(load_padded(x + full, n - full, kNegInf<A>) - s);
     e.storeu(x + full, n - full);
-    vsum = vsum + e;
+    if constexpr (kSum) vsum = vsum + e;
   }
-  return hsum(vsum);
-}
-
-/// x = exp(x - shift) in place (the backward's probabilities; no sum needed).
-template <typename A>
-void exp_shifted_no_sum(A* x, int64_t n, A shift) {
-  using V = Vec<A>;
-  constexpr int64_t W = V::size;
-  const int64_t full = n - n % W;
-  const V s = V::splat(shift);
-  for (int64_t i = 0; i < full; i += W) vexp(V::loadu(x + i) - s).storeu(x + i);
-  if (full < n) vexp(load_padded(x + full, n - full, kNegInf<A>) - s).storeu(x + full, n - full);
+  return kSum ? hsum(vsum) : A(0);
 }
 
 template <typename A>
@@ -153,7 +132,7 @@ void forward_block(const AttentionPlan& p, int64_t b, int64_t h, int64_t i0, int
         continue;
       }
       const A correction = std::exp(s.max[r] - new_max);  // 0 while the row had no key yet
-      s.sum[r] = s.sum[r] * correction + exp_shifted(row, n, new_max);
+      s.sum[r] = s.sum[r] * correction + exp_shifted<true>(row, n, new_max);
       if (correction != A(1)) scale_row(s.acc.data() + r * Dv, Dv, correction);
       s.max[r] = new_max;
     }
@@ -249,7 +228,7 @@ void backward_head(const AttentionPlan& p, const AttentionOperand& dout, const A
       A* dP = dprob.data();
       gemm_raw<A>(false, true, m, n, D, scale, q, p.query.sr, k + j0 * p.key.sr, p.key.sr, A(0), P, n);
       mask_scores(p, b, h, i0, m, j0, n, P);
-      for (int64_t r = 0; r < m; ++r) exp_shifted_no_sum(P + r * n, n, lse[r * p.logsumexp.sr]);
+      for (int64_t r = 0; r < m; ++r) exp_shifted<false>(P + r * n, n, lse[r * p.logsumexp.sr]);
       // grad_value[j] += P^T grad_out; dP = grad_out v^T; dS = P (dP - delta).
       gemm_raw<A>(true, false, n, Dv, m, A(1), P, n, go, dout.sr, A(1), gv + j0 * gv_op.sr, gv_op.sr);
       gemm_raw<A>(false, true, m, n, Dv, A(1), go, dout.sr, v + j0 * p.value.sr, p.value.sr, A(0), dP, n);

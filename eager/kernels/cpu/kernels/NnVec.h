@@ -50,6 +50,17 @@ Vec<A> load_padded(const A* p, int64_t count, A pad) {
 template <typename A>
 inline constexpr A kNegInf = -std::numeric_limits<A>::infinity();
 
+/// Largest of x[0, n) (NaN ignored, as hmax); -inf for n == 0.
+template <typename A>
+A row_max(const A* x, int64_t n) {
+  using V = Vec<A>;
+  const int64_t full = n - n % V::size;
+  V vmax = V::splat(kNegInf<A>);
+  for (int64_t i = 0; i < full; i += V::size) vmax = maximum(vmax, V::loadu(x + i));
+  if (full < n) vmax = maximum(vmax, load_padded(x + full, n - full, kNegInf<A>));
+  return hmax(vmax);
+}
+
 /// Copies n elements of type S to type D (widening float16/bfloat16 to float, or back).
 template <typename D, typename S>
 void convert_run(const S* src, D* dst, int64_t n) {

@@ -151,8 +151,7 @@ void max_pool_typed(const Tensor& in, const Tensor& out, const Tensor& indices, 
       for (int64_t oh = 0; oh < out_h; ++oh) {
         const Span h = max_span(oh, g.stride_h, g.pad_h, g.kernel_h, dil_h, g.in_h);
         // Edge columns, window by window.
-        for (int64_t ow = 0; ow < out_w; ow = (ow + 1 == inner_lo && inner_hi > inner_lo) ? inner_hi : ow + 1) {
-          if (ow >= inner_lo && ow < inner_hi) continue;
+        const auto edge_column = [&](int64_t ow) {
           const Span w = columns[static_cast<size_t>(ow)];
           A b = lowest;
           int64_t at = h.begin * in_w + w.begin;
@@ -168,7 +167,9 @@ void max_pool_typed(const Tensor& in, const Tensor& out, const Tensor& indices, 
           }
           best[static_cast<size_t>(ow)] = b;
           best_at[static_cast<size_t>(ow)] = at;
-        }
+        };
+        for (int64_t ow = 0; ow < inner_lo; ++ow) edge_column(ow);
+        for (int64_t ow = inner_hi; ow < out_w; ++ow) edge_column(ow);  // inner_hi >= inner_lo
         // Inner columns, tap by tap over the whole row: selects, no branches.
         for (int64_t ow = inner_lo; ow < inner_hi; ++ow) {
           best[static_cast<size_t>(ow)] = lowest;

@@ -19,10 +19,7 @@ void softmax_row(const A* x, A* y, int64_t n, bool log) {
   using V = Vec<A>;
   constexpr int64_t W = V::size;
   const int64_t full = n - n % W;
-  V vmax = V::splat(kNegInf<A>);
-  for (int64_t i = 0; i < full; i += W) vmax = maximum(vmax, V::loadu(x + i));
-  if (full < n) vmax = maximum(vmax, load_padded(x + full, n - full, kNegInf<A>));
-  const V m = V::splat(hmax(vmax));
+  const V m = V::splat(row_max(x, n));
   V vsum = V::splat(0);
   for (int64_t i = 0; i < full; i += W) {
     const V e = vexp(V::loadu(x + i) - m);
