@@ -8,7 +8,9 @@ means kiln is faster). For each case the harness:
 2. warms each side up, then calibrates an inner loop count per side so that one
    sample (that many calls back to back) takes at least ``target_sample_s``;
 3. takes ``repeat`` samples per side, alternating kiln and torch (kiln first in
-   even rounds, torch first in odd ones) so drift hits both alike;
+   even rounds, torch first in odd ones) so drift hits both alike; with more
+   than one thread, each sample is preceded by an untimed lead-in of the same
+   side's calls (Note [Lead-in before a multi-threaded sample]);
 4. reports the median time per call of each side and their ratio.
 
 Thread counts are set explicitly on both sides before anything runs.
@@ -36,6 +38,21 @@ QUICK_TARGET_SAMPLE_S = 0.005
 DEFAULT_WARMUP_S = 0.050  # per side, before calibration
 QUICK_WARMUP_S = 0.010
 MAX_CALIBRATION_GROWTH = 100  # the inner loop count grows at most 100x per calibration step
+LEAD_IN_S = 0.040  # untimed calls of the same side before each multi-threaded sample
+
+# Note [Lead-in before a multi-threaded sample]
+# torch's OpenMP workers spin after each parallel region instead of sleeping;
+# kiln's TBB workers sleep (DESIGN decision 9). Measured on the 2-core VM
+# (1M float32 add, 2 threads): for the first 8-25 ms after a torch sample, a
+# kiln call takes 160-180 us instead of 80 us, because torch's spinning worker
+# holds a core. Alternating 20 ms samples therefore timed kiln entirely in
+# torch's shadow (110 us per call vs 77 us when kiln runs alone), and torch's
+# samples a little in kiln's. Neither figure is what a program using one
+# library sees. So before each sample with more than one thread, the harness
+# runs the same side untimed for LEAD_IN_S: the other library's idle workers
+# have stopped spinning by then, and the measured side's own workers are awake.
+# A pause instead of the lead-in was tried and measured worse: a parked vCPU on
+# this VM wakes slowly. One thread on each side has no workers and no lead-in.
 
 
 @dataclasses.dataclass
@@ -108,6 +125,7 @@ class Settings:
     target_sample_s: float = DEFAULT_TARGET_SAMPLE_S
     warmup_s: float = DEFAULT_WARMUP_S
     threads: int = 1
+    lead_in_s: float = LEAD_IN_S
 
     @classmethod
     def quick(cls, repeat: int = 3, threads: int = 1) -> "Settings":
@@ -150,6 +168,22 @@ def warm_up(fn: Callable[..., Any], args: tuple, warmup_s: float) -> None:
         calls += 1
 
 
+def threads_in_use() -> int:
+    """The larger of torch's and kiln's current thread counts."""
+    import torch
+
+    kiln = import_kiln()
+    kiln_threads = kiln.get_num_threads() if kiln is not None and hasattr(kiln, "get_num_threads") else 1
+    return max(torch.get_num_threads(), kiln_threads)
+
+
+def lead_in(fn: Callable[..., Any], args: tuple, lead_in_s: float) -> None:
+    """Untimed calls of ``fn`` for ``lead_in_s`` (Note [Lead-in before a multi-threaded sample])."""
+    deadline = time.perf_counter() + lead_in_s
+    while time.perf_counter() < deadline:
+        fn(*args)
+
+
 def calibrate_inner_loops(fn: Callable[..., Any], args: tuple, target_sample_s: float) -> int:
     """The number of calls in a row that take at least ``target_sample_s``."""
     inner_loops = 1
@@ -176,7 +210,10 @@ def run_case(case: Case, settings: Settings) -> CaseResult:
             warm_up(functions[side], args, settings.warmup_s)
             inner_loops[side] = calibrate_inner_loops(functions[side], args, settings.target_sample_s)
         samples = {side: [] for side in SIDES}
+        multi_threaded = threads_in_use() > 1  # read after setup/make, which may set them
         for side in sample_order(settings.repeat):
+            if multi_threaded:
+                lead_in(functions[side], args, settings.lead_in_s)
             elapsed = time_calls(functions[side], args, inner_loops[side])
             samples[side].append(elapsed / inner_loops[side])
         result.timings = {side: SideTiming(inner_loops[side], samples[side]) for side in SIDES}

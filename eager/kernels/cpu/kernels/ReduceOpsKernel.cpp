@@ -83,27 +83,41 @@ wide_t<T> prod_span(const T* x, int64_t n) {
 }
 
 /// max (or min) of x[0, n), NaN if any element is NaN. n > 0.
+/// Note [NaN in a streamed max]: the vector loop keeps four plain max (min)
+/// accumulators, which lose a NaN, and one running sum of everything read,
+/// which keeps it: a NaN in, the sum is NaN. Only when the sum ends NaN (a
+/// NaN, or +inf meeting -inf) is the span searched for a NaN. Folding the
+/// NaN test into the max itself (a mask and a masked move per step, a chain
+/// through a mask register), or branching on an any-lane test every step,
+/// held a 64 MiB float amax on one core to 2.0-2.5 ms against torch's 1.95 ms.
 template <typename T, bool kMax>
 T extreme_span(const T* x, int64_t n) {
   using V = Vec<T>;
+  constexpr int64_t W = 4 * V::size;
+  const auto pick = [](V a, V b) { return kMax ? maximum(a, b) : minimum(a, b); };
   T acc = x[0];
   bool nan = false;
   int64_t i = 0;
-  if (n >= 2 * V::size) {
-    V a0 = V::loadu(x), a1 = V::loadu(x + V::size);
-    auto bad = (a0.v != a0.v) | (a1.v != a1.v);
-    for (i = 2 * V::size; i + 2 * V::size <= n; i += 2 * V::size) {
+  if (n >= W) {
+    V a0 = V::loadu(x), a1 = V::loadu(x + V::size), a2 = V::loadu(x + 2 * V::size), a3 = V::loadu(x + 3 * V::size);
+    V probe = (a0 + a1) + (a2 + a3);
+    for (i = W; i + W <= n; i += W) {
       const V v0 = V::loadu(x + i), v1 = V::loadu(x + i + V::size);
-      bad |= (v0.v != v0.v) | (v1.v != v1.v);
-      a0 = kMax ? maximum(a0, v0) : minimum(a0, v0);
-      a1 = kMax ? maximum(a1, v1) : minimum(a1, v1);
+      const V v2 = V::loadu(x + i + 2 * V::size), v3 = V::loadu(x + i + 3 * V::size);
+      a0 = pick(a0, v0);
+      a1 = pick(a1, v1);
+      a2 = pick(a2, v2);
+      a3 = pick(a3, v3);
+      if constexpr (std::is_floating_point_v<T>) probe = probe + ((v0 + v1) + (v2 + v3));
     }
-    const V a = kMax ? maximum(a0, a1) : minimum(a0, a1);
+    const V a = pick(pick(a0, a1), pick(a2, a3));
     acc = a.v[0];
+    bool probe_nan = false;
     for (int64_t l = 0; l < V::size; ++l) {
       acc = kMax ? (a.v[l] > acc ? a.v[l] : acc) : (a.v[l] < acc ? a.v[l] : acc);
-      nan = nan || bad[l] != 0;
+      probe_nan = probe_nan || is_nan(probe.v[l]);
     }
+    if (probe_nan) nan = std::any_of(x, x + i, [](T v) { return is_nan(v); });
   }
   for (; i < n; ++i) {
     const T v = x[i];
