@@ -67,5 +67,24 @@ void parallel_for_impl(int64_t begin, int64_t end, int64_t grain_size,
   });
 }
 
+void parallel_for_each_impl(int64_t begin, int64_t end, const std::function<void(int64_t)>& f) {
+  const auto arena = current_arena();
+  arena->execute([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(begin, end, 1),
+        [&](const tbb::blocked_range<int64_t>& r) {
+          ++t_parallel_depth;
+          try {
+            for (int64_t i = r.begin(); i < r.end(); ++i) f(i);
+          } catch (...) {
+            --t_parallel_depth;
+            throw;
+          }
+          --t_parallel_depth;
+        },
+        tbb::simple_partitioner());
+  });
+}
+
 }  // namespace detail
 }  // namespace kiln

@@ -24,6 +24,7 @@ inline constexpr int64_t kGrainSize = 32768;
 namespace detail {
 void parallel_for_impl(int64_t begin, int64_t end, int64_t grain_size,
                        const std::function<void(int64_t, int64_t)>& f);
+void parallel_for_each_impl(int64_t begin, int64_t end, const std::function<void(int64_t)>& f);
 }
 
 /// Runs f(chunk_begin, chunk_end) over [begin, end), in parallel when the range
@@ -36,6 +37,20 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain_size, const F& f) {
     return;
   }
   detail::parallel_for_impl(begin, end, grain_size, f);
+}
+
+/// Runs f(i) for every i in [begin, end), each i its own task: threads take
+/// the next one as they free up, so a thread that joins late takes fewer.
+/// For a few large, equal pieces of work (GEMM panels), where parallel_for's
+/// one chunk per thread would leave a late thread's chunk waiting for it.
+template <typename F>
+void parallel_for_each(int64_t begin, int64_t end, const F& f) {
+  if (begin >= end) return;
+  if (end - begin == 1 || get_num_threads() == 1 || in_parallel_region()) {
+    for (int64_t i = begin; i < end; ++i) f(i);
+    return;
+  }
+  detail::parallel_for_each_impl(begin, end, f);
 }
 
 /// Deterministic parallel reduction: [begin, end) is cut into chunks of
