@@ -3,6 +3,9 @@ and 1024, batch 2 on this 2-core machine): plain and causal, forward and
 forward + backward, kiln.nn.functional against torch.nn.functional on 2
 threads. Both sides take their fused CPU kernels (kiln's
 _scaled_dot_product_flash_attention_for_cpu, eager/ops/attention.yaml).
+Also: dropout 0.1 at [2, 12, 256, 64] (kiln's fused dropout op; torch's CPU
+flash kernel has no dropout, so torch runs its math path), and one long head
+[1, 1, 4096, 64] (few (batch, head) pairs: the backward splits the keys).
 
     python bench/run.py --filter attention/ [--quick]
 """
@@ -15,7 +18,7 @@ THREADS = 2
 SHAPES = ((2, 12, 256, 64), (2, 12, 1024, 64))
 
 
-def _case(shape: tuple, causal: bool, backward: bool) -> Case:
+def _case(shape: tuple, causal: bool, backward: bool, dropout_p: float = 0.0) -> Case:
     previous: list[tuple[int, int]] = []
 
     def make():
@@ -35,13 +38,14 @@ def _case(shape: tuple, causal: bool, backward: bool) -> Case:
         kg, tg = kiln.tensor(arrays[3]), torch.tensor(arrays[3])
         tf = torch.nn.functional.scaled_dot_product_attention
         if not backward:
-            return (lambda: KF.scaled_dot_product_attention(*k, is_causal=causal)), (lambda: tf(*t, is_causal=causal))
+            return (lambda: KF.scaled_dot_product_attention(*k, is_causal=causal, dropout_p=dropout_p)), \
+                (lambda: tf(*t, is_causal=causal, dropout_p=dropout_p))
 
         def kiln_step():
-            KF.scaled_dot_product_attention(*k, is_causal=causal).backward(kg)
+            KF.scaled_dot_product_attention(*k, is_causal=causal, dropout_p=dropout_p).backward(kg)
 
         def torch_step():
-            tf(*t, is_causal=causal).backward(tg)
+            tf(*t, is_causal=causal, dropout_p=dropout_p).backward(tg)
 
         return kiln_step, torch_step
 
@@ -53,12 +57,16 @@ def _case(shape: tuple, causal: bool, backward: bool) -> Case:
         kt, tt = previous.pop()
         kiln.set_num_threads(kt)
         torch.set_num_threads(tt)
-        return {"threads": THREADS, "shape": list(shape)}
+        return {"threads": THREADS, "shape": list(shape), "dropout_p": dropout_p}
 
-    name = f"sdpa {'x'.join(map(str, shape))}{' causal' if causal else ''} {'fwd+bwd' if backward else 'fwd'} {THREADS}T"
+    name = (f"sdpa {'x'.join(map(str, shape))}{' causal' if causal else ''}"
+            f"{f' dropout {dropout_p}' if dropout_p else ''} {'fwd+bwd' if backward else 'fwd'} {THREADS}T")
     return Case(name, make=make, notes=notes, group="attention")
 
 
 def cases() -> list[Case]:
-    return [_case(shape, causal, backward) for shape in SHAPES for causal in (False, True)
-            for backward in (False, True)]
+    plain = [_case(shape, causal, backward) for shape in SHAPES for causal in (False, True)
+             for backward in (False, True)]
+    dropout = [_case((2, 12, 256, 64), causal, backward, 0.1) for causal in (False, True) for backward in (False, True)]
+    long_head = [_case((1, 1, 4096, 64), causal, True) for causal in (False, True)]
+    return plain + dropout + long_head

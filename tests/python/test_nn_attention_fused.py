@@ -3,8 +3,8 @@ torch: values and gradients over shapes (L != S, Dv != D, blocks of several
 query and key tiles), causal (top-left aligned, also when L != S), bool and
 additive masks broadcast to [B, H, L, S], fully masked rows, dtypes,
 non-contiguous and broadcast inputs, 3-d inputs, empty batches, enable_gqa,
-the op's logsumexp, float64 gradchecks, the thread count, the routing to the
-composite (dropout, a mask needing grad) and the error cases."""
+the op's logsumexp, float64 gradchecks, the thread count, the routing (dropout to
+its fused op, a mask needing grad to the composite) and the error cases."""
 
 import numpy as np
 import pytest
@@ -240,11 +240,12 @@ def test_results_do_not_depend_on_the_thread_count():
 
 # --- routing to the composite -------------------------------------------------------
 
-def test_dropout_uses_the_composite():
+def test_dropout_uses_the_fused_dropout_op():
+    # Its masks and gradients: test_nn_attention_dropout.py.
     ks = [p[0] for p in qkv(2, 2, 5, 6, 4, 4)]
     kiln.manual_seed(0)
     o = KF.scaled_dot_product_attention(*ks, dropout_p=0.5)
-    assert o.grad_fn.name() != FUSED
+    assert o.grad_fn.name() == "ScaledDotProductFlashAttentionDropoutForCpuBackward0"
     full = KF.scaled_dot_product_attention(*ks)
     assert tuple(o.shape) == tuple(full.shape)
     assert not np.allclose(o.detach().numpy(), full.detach().numpy())
@@ -268,7 +269,8 @@ def test_composite_gives_zeros_for_fully_masked_rows_as_torch(route):
     if route == "dropout":
         kiln.manual_seed(0)
         ko = KF.scaled_dot_product_attention(*[p[0] for p in ins], attn_mask=mk, dropout_p=0.5)
-        assert ko.grad_fn.name() != FUSED
+        assert ko.grad_fn.name() == "SqueezeBackward1"  # of the 3-d input's heads dim
+        assert ko.grad_fn.next_functions[0][0].name() == "ScaledDotProductFlashAttentionDropoutForCpuBackward0"
         assert np.all(ko.detach().numpy()[:, 1] == 0)
         return
     ko, _ = run_both(ins, {"attn_mask": mk}, {"attn_mask": mt})

@@ -11,6 +11,7 @@
 #include "eager/kernels/cpu/AttentionStubs.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/RandomStubs.h"
 #include "eager/kernels/cpu/ShapeCopy.h"
 #include "kiln/generated/NativeFunctions.h"
 
@@ -57,13 +58,43 @@ KILN_DEFINE_DISPATCH(attention_backward_fn, attention_backward_stub);
 // copy. The output is [B, H, L, Dv] in [B, L, H, Dv] memory, as aten's, so the
 // usual out.transpose(1, 2).reshape(B, L, H * Dv) is a view. float16/bfloat16
 // compute in float32 (copies in and one rounding out), float64 in float64.
-// dropout_p must be 0: F.scaled_dot_product_attention sends dropout to the
-// composite (matmul, softmax, dropout), where kiln's generator draws the mask.
+// dropout_p must be 0 in these two ops (aten's schemas have no place for the
+// random state); dropout has ops of its own, Note [Dropout in fused attention].
+//
+// Backward parallelism: with fewer (batch, key/value head) pairs than
+// kBackwardTasks (AttentionKernel.cpp), e.g. [1, 1, 4096, 64], the keys are
+// also split into chunks of whole key blocks, one task each; such a task
+// writes grad_key and grad_value of its own keys and accumulates grad_query
+// into a buffer of its own, and the buffers are summed in chunk order at the
+// end. The chunk count depends on the shape alone, so results still do not
+// depend on the thread count.
+
+// Note [Dropout in fused attention]
+// ---------------------------------
+// _scaled_dot_product_flash_attention_dropout_for_cpu computes
+// out = (softmax(scale q k^T + mask) * keep / (1 - p)) v in the same blocked
+// loop. keep for weight (b, h, i, j) is what bernoulli_(1 - p) gives element
+// e = ((b H + h) L + i) S + j of a contiguous bool [B, H, L, S] tensor drawn
+// from the default generator (Note [Random groups], the same threshold test),
+// so the fused op keeps exactly the weights kiln's composite (matmul, softmax,
+// dropout) keeps after the same kiln.manual_seed, and advances the generator
+// by as many blocks. The forward reserves those blocks and returns where they
+// start, (philox_seed, philox_offset), as int64 scalars; the backward
+// regenerates each block's mask from them (Philox is counter-based: any
+// element's word is computed alone, on any thread) rather than storing [B, H,
+// L, S] bytes, as torch's CUDA flash kernels do. The forward applies keep after
+// the running sum (the logsumexp is that of the undropped scores); the backward
+// recomputes P, uses Pd = P keep / (1 - p) for grad_value, multiplies dP by
+// keep / (1 - p), and keeps delta = rowsum(dO O), which equals
+// rowsum(P dP) with the dropped weights too. p == 1 keeps nothing (output 0)
+// and draws nothing, as dropout(p=1) does.
 
 namespace {
 
 constexpr const char* kForward = "_scaled_dot_product_flash_attention_for_cpu";
 constexpr const char* kBackward = "_scaled_dot_product_flash_attention_for_cpu_backward";
+constexpr const char* kDropoutForward = "_scaled_dot_product_flash_attention_dropout_for_cpu";
+constexpr const char* kDropoutBackward = "_scaled_dot_product_flash_attention_dropout_for_cpu_backward";
 
 DType compute_dtype(DType t) { return t == DType::Float64 ? DType::Float64 : DType::Float32; }
 
@@ -140,10 +171,16 @@ struct Prepared {
 };
 
 Prepared prepare(const char* op, const Tensor& query, const Tensor& key, const Tensor& value, double dropout_p,
-                 bool is_causal, const std::optional<Tensor>& attn_mask, std::optional<double> scale) {
+                 bool is_causal, const std::optional<Tensor>& attn_mask, std::optional<double> scale,
+                 bool with_dropout = false) {
   check_qkv(op, query, key, value);
-  KILN_CHECK(dropout_p == 0.0, op, ": dropout_p must be 0 (got ", dropout_p, "); "
-             "scaled_dot_product_attention computes dropout with the composite");
+  if (with_dropout) {
+    KILN_CHECK(dropout_p >= 0.0 && dropout_p <= 1.0, op, ": dropout probability has to be between 0 and 1, but got ",
+               dropout_p);
+  } else {
+    KILN_CHECK(dropout_p == 0.0, op, ": dropout_p must be 0 (got ", dropout_p, "); "
+               "use _scaled_dot_product_flash_attention_dropout_for_cpu for dropout");
+  }
   Prepared p;
   const DType dtype = compute_dtype(query.dtype());
   p.q = operand_values(query, dtype);
@@ -180,14 +217,21 @@ bool any_empty(const AttentionPlan& p) {
   return p.batch == 0 || p.heads == 0 || p.q_len == 0;
 }
 
-}  // namespace
+/// The dropout plan for probability p drawn at (seed, offset): Note [Dropout in fused attention].
+AttentionDropout dropout_plan(double p, uint64_t seed, uint64_t offset) {
+  AttentionDropout d;
+  d.enabled = p > 0.0;
+  if (!d.enabled) return d;
+  // As bernoulli_(1 - p): u = x / 2^32 < 1 - p  <=>  x < ceil((1 - p) 2^32).
+  const auto threshold = static_cast<uint64_t>(std::ceil((1.0 - p) * 4294967296.0));
+  d.keep_all = threshold > 0xFFFFFFFFull;
+  d.threshold = static_cast<uint32_t>(std::min<uint64_t>(threshold, 0xFFFFFFFFull));
+  d.seed = seed, d.offset = offset;
+  d.scale = p == 1.0 ? 0.0 : 1.0 / (1.0 - p);
+  return d;
+}
 
-std::tuple<Tensor, Tensor> scaled_dot_product_flash_attention_cpu(const Tensor& query, const Tensor& key,
-                                                                  const Tensor& value, double dropout_p,
-                                                                  bool is_causal,
-                                                                  const std::optional<Tensor>& attn_mask,
-                                                                  std::optional<double> scale) {
-  Prepared p = prepare(kForward, query, key, value, dropout_p, is_causal, attn_mask, scale);
+std::tuple<Tensor, Tensor> flash_forward(Prepared& p, const Tensor& query) {
   AttentionPlan& plan = p.plan;
   const int64_t B = plan.batch, H = plan.heads, L = plan.q_len;
   Tensor out = empty_heads_inner(B, H, L, plan.value_dim, plan.dtype);
@@ -198,18 +242,16 @@ std::tuple<Tensor, Tensor> scaled_dot_product_flash_attention_cpu(const Tensor& 
   return {round_to(out, query.dtype()), lse};
 }
 
-std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_flash_attention_backward_cpu(
-    const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& out,
-    const Tensor& logsumexp, double dropout_p, bool is_causal, const std::optional<Tensor>& attn_mask,
-    std::optional<double> scale) {
-  Prepared p = prepare(kBackward, query, key, value, dropout_p, is_causal, attn_mask, scale);
+std::tuple<Tensor, Tensor, Tensor> flash_backward(const char* op, Prepared& p, const Tensor& grad_out,
+                                                  const Tensor& query, const Tensor& key, const Tensor& out,
+                                                  const Tensor& logsumexp) {
   AttentionPlan& plan = p.plan;
   const int64_t B = plan.batch, H = plan.heads, L = plan.q_len, S = plan.kv_len;
   const int64_t D = plan.head_dim, Dv = plan.value_dim;
   KILN_CHECK(same_sizes(grad_out.sizes(), {B, H, L, Dv}) && same_sizes(out.sizes(), {B, H, L, Dv}),
-             kBackward, ": expected grad_out and out of size [", B, ", ", H, ", ", L, ", ", Dv, "], got grad_out ",
+             op, ": expected grad_out and out of size [", B, ", ", H, ", ", L, ", ", Dv, "], got grad_out ",
              grad_out.sizes(), " and out ", out.sizes());
-  KILN_CHECK(same_sizes(logsumexp.sizes(), {B, H, L}) && logsumexp.dtype() == plan.dtype, kBackward,
+  KILN_CHECK(same_sizes(logsumexp.sizes(), {B, H, L}) && logsumexp.dtype() == plan.dtype, op,
              ": expected logsumexp of size [", B, ", ", H, ", ", L, "] and dtype ", scalar_type_name(plan.dtype),
              ", got ", logsumexp.sizes(), " and ", scalar_type_name(logsumexp.dtype()));
   const Tensor go = operand_values(grad_out, plan.dtype);
@@ -224,6 +266,64 @@ std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_flash_attention_backward_c
   if (!any_empty(plan) && S > 0) attention_backward_stub(plan, operand(go), operand(gq), operand(gk), operand(gv));
   const DType dtype = query.dtype();
   return {round_to(gq, dtype), round_to(gk, dtype), round_to(gv, dtype)};
+}
+
+/// The uint64 a philox_seed / philox_offset tensor of the forward holds.
+uint64_t philox_scalar(const Tensor& t, const char* what) {
+  KILN_CHECK(t.numel() == 1 && t.dtype() == DType::Int64, kDropoutBackward, ": expected ", what,
+             " to be a one-element int64 tensor (the forward's), got shape ", t.sizes(), " and dtype ",
+             scalar_type_name(t.dtype()));
+  return static_cast<uint64_t>(contiguous_values(t).data_ptr<int64_t>()[0]);
+}
+
+Tensor int64_scalar(uint64_t v) {
+  Tensor t = empty({}, DType::Int64);
+  t.data_ptr<int64_t>()[0] = static_cast<int64_t>(v);
+  return t;
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> scaled_dot_product_flash_attention_cpu(const Tensor& query, const Tensor& key,
+                                                                  const Tensor& value, double dropout_p,
+                                                                  bool is_causal,
+                                                                  const std::optional<Tensor>& attn_mask,
+                                                                  std::optional<double> scale) {
+  Prepared p = prepare(kForward, query, key, value, dropout_p, is_causal, attn_mask, scale);
+  return flash_forward(p, query);
+}
+
+std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_flash_attention_backward_cpu(
+    const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& out,
+    const Tensor& logsumexp, double dropout_p, bool is_causal, const std::optional<Tensor>& attn_mask,
+    std::optional<double> scale) {
+  Prepared p = prepare(kBackward, query, key, value, dropout_p, is_causal, attn_mask, scale);
+  return flash_backward(kBackward, p, grad_out, query, key, out, logsumexp);
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor> scaled_dot_product_flash_attention_dropout_cpu(
+    const Tensor& query, const Tensor& key, const Tensor& value, double dropout_p, bool is_causal,
+    const std::optional<Tensor>& attn_mask, std::optional<double> scale) {
+  Prepared p = prepare(kDropoutForward, query, key, value, dropout_p, is_causal, attn_mask, scale, true);
+  const AttentionPlan& plan = p.plan;
+  PhiloxInputs philox{0, 0};
+  const int64_t weights = plan.batch * plan.heads * plan.q_len * plan.kv_len;
+  if (dropout_p > 0.0 && dropout_p < 1.0 && weights > 0) {
+    philox = cpu_generator_or_default(std::nullopt).reserve(blocks_for(weights, 1));
+  }
+  p.plan.dropout = dropout_plan(dropout_p, philox.seed, philox.offset);
+  auto [out, lse] = flash_forward(p, query);
+  return {out, lse, int64_scalar(philox.seed), int64_scalar(philox.offset)};
+}
+
+std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_flash_attention_dropout_backward_cpu(
+    const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& out,
+    const Tensor& logsumexp, double dropout_p, bool is_causal, const Tensor& philox_seed,
+    const Tensor& philox_offset, const std::optional<Tensor>& attn_mask, std::optional<double> scale) {
+  Prepared p = prepare(kDropoutBackward, query, key, value, dropout_p, is_causal, attn_mask, scale, true);
+  p.plan.dropout = dropout_plan(dropout_p, philox_scalar(philox_seed, "philox_seed"),
+                                philox_scalar(philox_offset, "philox_offset"));
+  return flash_backward(kDropoutBackward, p, grad_out, query, key, out, logsumexp);
 }
 
 }  // namespace kiln::native

@@ -28,6 +28,18 @@ struct AttentionMask {
   int64_t sb = 0, sh = 0, sr = 0, sc = 0;
 };
 
+/// Dropout on the attention weights (Note [Dropout in fused attention],
+/// Attention.cpp): weight (b, h, i, j) is kept when word e = ((b H + h) L + i) S + j
+/// of the Philox stream at (seed, offset), in Note [Random groups] order, is
+/// below `threshold` (always when keep_all), and is then multiplied by `scale`.
+struct AttentionDropout {
+  bool enabled = false;
+  bool keep_all = false;
+  uint64_t seed = 0, offset = 0;
+  uint32_t threshold = 0;
+  double scale = 1.0;  // 1 / (1 - dropout_p)
+};
+
 struct AttentionPlan {
   DType dtype = DType::Float32;  // the compute dtype of every operand: float32 or float64
   int64_t batch = 0, heads = 0, q_len = 0, kv_len = 0, head_dim = 0, value_dim = 0;
@@ -37,6 +49,7 @@ struct AttentionPlan {
   AttentionOperand query, key, value, out;
   AttentionOperand logsumexp;  // [B, H, L, 1]: sr is the stride between rows
   AttentionMask mask;
+  AttentionDropout dropout;
 };
 
 /// out = softmax(scale * q k^T + mask) v and logsumexp per row, block by block.

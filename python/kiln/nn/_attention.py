@@ -17,6 +17,10 @@ __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 
 _FUSED = "_scaled_dot_product_flash_attention_for_cpu"
+# With dropout: the same loop, the keep-mask drawn from the default generator as
+# the composite's dropout draws it (Note [Dropout in fused attention],
+# eager/kernels/cpu/Attention.cpp).
+_FUSED_DROPOUT = "_scaled_dot_product_flash_attention_dropout_for_cpu"
 
 
 def _fused_mask(query, attn_mask):
@@ -75,17 +79,19 @@ def _broadcast_batch(query, key, value, grouped: bool):
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: Optional[float] = None, enable_gqa: bool = False):
     """torch.nn.functional.scaled_dot_product_attention. 3-d and 4-d CPU inputs
-    without dropout and with a mask that needs no gradient run the fused CPU op
-    (eager/ops/attention.yaml; Note [Flash attention on the CPU] in
-    eager/kernels/cpu/Attention.cpp); everything else the composite below
-    (matmul, softmax, dropout), as does dropout_p > 0."""
+    with a mask that needs no gradient run the fused CPU op (eager/ops/attention.yaml;
+    Note [Flash attention on the CPU] in eager/kernels/cpu/Attention.cpp), its
+    dropout form when dropout_p > 0 (the same mask the composite would draw);
+    everything else the composite below (matmul, softmax, dropout)."""
     fn = native("scaled_dot_product_attention")
     if fn is not None:
         return fn(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
-    fused = native(_FUSED)
+    if not 0.0 <= dropout_p <= 1.0:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    fused = native(_FUSED) if dropout_p == 0.0 else native(_FUSED_DROPOUT)
     rank = query.dim()
     mask = False
-    if (fused is not None and query.is_cpu and dropout_p == 0.0 and rank in (3, 4) and key.dim() == rank
+    if (fused is not None and query.is_cpu and rank in (3, 4) and key.dim() == rank
             and value.dim() == rank and not (is_causal and attn_mask is not None)):
         mask = _fused_mask(query, attn_mask)
     gqa = enable_gqa and query.dim() >= 3 and key.dim() >= 3 and value.dim() >= 3 and \
@@ -98,11 +104,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     if mask is not False:
         query, key, value = _broadcast_batch(query, key, value, gqa)
         if rank == 3:
-            out, _ = fused(query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1), 0.0, is_causal,
-                           attn_mask=mask, scale=scale)
+            out = fused(query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1), dropout_p, is_causal,
+                        attn_mask=mask, scale=scale)[0]
             return out.squeeze(1)
-        out, _ = fused(query, key, value, 0.0, is_causal, attn_mask=mask, scale=scale)
-        return out
+        return fused(query, key, value, dropout_p, is_causal, attn_mask=mask, scale=scale)[0]
     return _composite(query, key, value, attn_mask, dropout_p, is_causal, scale)
 
 

@@ -14,6 +14,7 @@
 #include "eager/kernels/cpu/AttentionStubs.h"
 #include "eager/kernels/cpu/Blas.h"
 #include "eager/kernels/cpu/kernels/NnVec.h"
+#include "eager/kernels/cpu/kernels/PhiloxVec.h"
 
 namespace kiln::native {
 namespace KILN_CPU_NS {
@@ -98,14 +99,45 @@ void scale_row(A* x, int64_t n, A factor) {
   for (int64_t i = 0; i < n; ++i) x[i] *= factor;
 }
 
+// --- dropout ------------------------------------------------------------------------
+
+/// The index of weight (b, h, i, j) in the dropout stream: its row-major place in [B, H, L, S].
+int64_t dropout_element(const AttentionPlan& p, int64_t b, int64_t h, int64_t i, int64_t j) {
+  return ((b * p.heads + h) * p.q_len + i) * p.kv_len + j;
+}
+
+/// keep[c] = 1 when element e0 + c of the dropout stream is kept, c < n: the
+/// groups the run touches are generated whole, each word compared once.
+void dropout_keep(const AttentionDropout& d, int64_t e0, int64_t n, uint8_t* keep) {
+  if (d.keep_all) {
+    std::fill(keep, keep + n, uint8_t{1});
+    return;
+  }
+  alignas(64) uint32_t words[random::kGroupWords];
+  for (int64_t c = 0; c < n;) {
+    const int64_t e = e0 + c, g = e / random::kGroupWords, w0 = e % random::kGroupWords;
+    philox_vec::philox_group(d.seed, d.offset + static_cast<uint64_t>(g * random::kGroupBlocks), words);
+    const int64_t take = std::min(random::kGroupWords - w0, n - c);
+    for (int64_t t = 0; t < take; ++t) keep[c + t] = words[w0 + t] < d.threshold ? 1 : 0;
+    c += take;
+  }
+}
+
+/// dst[c] = keep[c] ? src[c] * scale : 0 (dst may be src).
+template <typename A>
+void apply_keep(const A* src, A* dst, const uint8_t* keep, int64_t n, A scale) {
+  for (int64_t c = 0; c < n; ++c) dst[c] = keep[c] ? src[c] * scale : A(0);
+}
+
 /// The per-task scratch of the forward: one score block, the output
 /// accumulator and the running max and sum of each row.
 template <typename A>
 struct ForwardScratch {
   std::vector<A> scores, acc, max, sum;
+  std::vector<uint8_t> keep;  // one row's dropout mask
   ForwardScratch(int64_t qb, int64_t dv)
       : scores(static_cast<size_t>(qb * kForwardKeyBlock)), acc(static_cast<size_t>(qb * dv)),
-        max(static_cast<size_t>(qb)), sum(static_cast<size_t>(qb)) {}
+        max(static_cast<size_t>(qb)), sum(static_cast<size_t>(qb)), keep(static_cast<size_t>(kForwardKeyBlock)) {}
 };
 
 /// One (batch, head, query block): Note [Flash attention on the CPU].
@@ -135,6 +167,10 @@ void forward_block(const AttentionPlan& p, int64_t b, int64_t h, int64_t i0, int
       s.sum[r] = s.sum[r] * correction + exp_shifted<true>(row, n, new_max);
       if (correction != A(1)) scale_row(s.acc.data() + r * Dv, Dv, correction);
       s.max[r] = new_max;
+      if (p.dropout.enabled) {  // the sum takes every weight; the product with v only the kept ones
+        dropout_keep(p.dropout, dropout_element(p, b, h, i0 + r, j0), n, s.keep.data());
+        apply_keep(row, row, s.keep.data(), n, A(p.dropout.scale));
+      }
     }
     gemm_raw<A>(false, false, m, Dv, n, A(1), scores, n, v + j0 * p.value.sr, p.value.sr, A(1), s.acc.data(), Dv);
   }
@@ -200,13 +236,26 @@ void softmax_grad_row(const A* prob, A* dp, int64_t n, A delta) {
   for (int64_t i = full; i < n; ++i) dp[i] = prob[i] * (dp[i] - delta);
 }
 
-/// One (batch, query head): every query block against every key block it
-/// sees. grad_key and grad_value of its key/value head are written by the one
-/// task that runs every query head of that group.
+/// The per-task scratch of the backward: P and dP blocks, a block's dropout
+/// mask, the rows' delta, and (when the keys are split) the task's own grad_query.
 template <typename A>
-void backward_head(const AttentionPlan& p, const AttentionOperand& dout, const AttentionOperand& gq_op,
+struct BackwardScratch {
+  std::vector<A> prob, dprob, delta;
+  std::vector<uint8_t> keep;
+  BackwardScratch(int64_t qb, bool dropout)
+      : prob(static_cast<size_t>(qb * kBackwardKeyBlock)), dprob(prob.size()), delta(static_cast<size_t>(qb)),
+        keep(dropout ? prob.size() : 0) {}
+};
+
+/// One (batch, query head) against keys [kv_begin, kv_end): every query block
+/// against every key block of the range it sees. grad_key and grad_value rows
+/// of the range are written by this task alone (it runs every query head of
+/// the key/value group); grad_query rows go to gq (row stride gq_sr), which is
+/// the task's own when the keys are split (Note [Flash attention on the CPU]).
+template <typename A>
+void backward_head(const AttentionPlan& p, const AttentionOperand& dout, A* gq_head, int64_t gq_sr,
                    const AttentionOperand& gk_op, const AttentionOperand& gv_op, int64_t b, int64_t h, int64_t qb,
-                   std::vector<A>& prob, std::vector<A>& dprob, std::vector<A>& delta) {
+                   int64_t kv_begin, int64_t kv_end, BackwardScratch<A>& s) {
   const int64_t D = p.head_dim, Dv = p.value_dim;
   const int64_t hk = h / p.kv_group;
   const A* k = at<A>(p.key, b, hk);
@@ -214,30 +263,59 @@ void backward_head(const AttentionPlan& p, const AttentionOperand& dout, const A
   A* gk = at<A>(gk_op, b, hk);
   A* gv = at<A>(gv_op, b, hk);
   const A scale = A(p.scale);
+  const bool dropout = p.dropout.enabled;
+  const A keep_scale = A(p.dropout.scale);
   for (int64_t i0 = 0; i0 < p.q_len; i0 += qb) {
     const int64_t m = std::min(qb, p.q_len - i0);
+    const int64_t end = std::min(kv_end, key_end(p, i0, m));
+    if (end <= kv_begin) continue;
     const A* q = at<A>(p.query, b, h, i0);
     const A* go = at<A>(dout, b, h, i0);
-    A* gq = at<A>(gq_op, b, h, i0);
+    A* gq = gq_head + i0 * gq_sr;
     const A* lse = at<A>(p.logsumexp, b, h, i0);
-    for (int64_t r = 0; r < m; ++r) delta[r] = dot(go + r * dout.sr, at<A>(p.out, b, h, i0 + r), Dv);
-    const int64_t end = key_end(p, i0, m);
-    for (int64_t j0 = 0; j0 < end; j0 += kBackwardKeyBlock) {
+    // delta = rowsum(dO * O), also with dropout: O = (P * keep * scale) v.
+    for (int64_t r = 0; r < m; ++r) s.delta[r] = dot(go + r * dout.sr, at<A>(p.out, b, h, i0 + r), Dv);
+    for (int64_t j0 = kv_begin; j0 < end; j0 += kBackwardKeyBlock) {
       const int64_t n = std::min(kBackwardKeyBlock, end - j0);
-      A* P = prob.data();
-      A* dP = dprob.data();
+      A* P = s.prob.data();
+      A* dP = s.dprob.data();
       gemm_raw<A>(false, true, m, n, D, scale, q, p.query.sr, k + j0 * p.key.sr, p.key.sr, A(0), P, n);
       mask_scores(p, b, h, i0, m, j0, n, P);
       for (int64_t r = 0; r < m; ++r) exp_shifted<false>(P + r * n, n, lse[r * p.logsumexp.sr]);
-      // grad_value[j] += P^T grad_out; dP = grad_out v^T; dS = P (dP - delta).
-      gemm_raw<A>(true, false, n, Dv, m, A(1), P, n, go, dout.sr, A(1), gv + j0 * gv_op.sr, gv_op.sr);
+      // grad_value[j] += Pd^T grad_out, Pd = P (or, with dropout, P * keep * scale, made in dP's buffer).
+      const A* Pd = P;
+      if (dropout) {
+        for (int64_t r = 0; r < m; ++r) {
+          uint8_t* keep = s.keep.data() + r * n;
+          dropout_keep(p.dropout, dropout_element(p, b, h, i0 + r, j0), n, keep);
+          apply_keep(P + r * n, dP + r * n, keep, n, keep_scale);
+        }
+        Pd = dP;
+      }
+      gemm_raw<A>(true, false, n, Dv, m, A(1), Pd, n, go, dout.sr, A(1), gv + j0 * gv_op.sr, gv_op.sr);
+      // dP = grad_out v^T (times keep * scale with dropout); dS = P (dP - delta).
       gemm_raw<A>(false, true, m, n, Dv, A(1), go, dout.sr, v + j0 * p.value.sr, p.value.sr, A(0), dP, n);
-      for (int64_t r = 0; r < m; ++r) softmax_grad_row(P + r * n, dP + r * n, n, delta[r]);
+      for (int64_t r = 0; r < m; ++r) {
+        if (dropout) apply_keep(dP + r * n, dP + r * n, s.keep.data() + r * n, n, keep_scale);
+        softmax_grad_row(P + r * n, dP + r * n, n, s.delta[r]);
+      }
       // grad_query += scale dS k; grad_key[j] += scale dS^T q.
-      gemm_raw<A>(false, false, m, D, n, scale, dP, n, k + j0 * p.key.sr, p.key.sr, A(1), gq, gq_op.sr);
+      gemm_raw<A>(false, false, m, D, n, scale, dP, n, k + j0 * p.key.sr, p.key.sr, A(1), gq, gq_sr);
       gemm_raw<A>(true, false, n, D, m, scale, dP, n, q, p.query.sr, A(1), gk + j0 * gk_op.sr, gk_op.sr);
     }
   }
+}
+
+/// Key/value chunks per (batch, key/value head) in the backward: 1 while there
+/// are enough (batch, head) tasks, else enough chunks for about kBackwardTasks
+/// tasks (of whole key blocks). It depends on the shape alone, never on the
+/// thread count, so the results do not either.
+constexpr int64_t kBackwardTasks = 8;
+int64_t backward_kv_chunks(const AttentionPlan& p, int64_t kv_heads) {
+  const int64_t bh = p.batch * kv_heads;
+  if (bh >= kBackwardTasks) return 1;
+  const int64_t kv_blocks = (p.kv_len + kBackwardKeyBlock - 1) / kBackwardKeyBlock;
+  return std::max<int64_t>(1, std::min(kv_blocks, (kBackwardTasks + bh - 1) / bh));
 }
 
 template <typename A>
@@ -245,11 +323,41 @@ void backward_typed(const AttentionPlan& p, const AttentionOperand& dout, const 
                     const AttentionOperand& gk, const AttentionOperand& gv) {
   const int64_t qb = query_block(p.q_len);
   const int64_t g = p.kv_group, kv_heads = p.heads / g;
-  parallel_for(0, p.batch * kv_heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<A> prob(static_cast<size_t>(qb * kBackwardKeyBlock)), dprob(prob.size()), delta(static_cast<size_t>(qb));
+  const int64_t chunks = backward_kv_chunks(p, kv_heads);
+  const int64_t kv_blocks = (p.kv_len + kBackwardKeyBlock - 1) / kBackwardKeyBlock;
+  const int64_t chunk_keys = (kv_blocks + chunks - 1) / chunks * kBackwardKeyBlock;
+  const int64_t D = p.head_dim, L = p.q_len;
+  // Split keys: task (b, hk, c) accumulates its grad_query for its g heads in
+  // partial[t], summed in chunk order below (the same sum for any thread count).
+  std::vector<A> partial(chunks > 1 ? static_cast<size_t>(p.batch * kv_heads * chunks * g * L * D) : 0);
+  parallel_for(0, p.batch * kv_heads * chunks, 1, [&](int64_t begin, int64_t end) {
+    BackwardScratch<A> scratch(qb, p.dropout.enabled);
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t b = t / kv_heads, hk = t % kv_heads;
-      for (int64_t h = hk * g; h < (hk + 1) * g; ++h) backward_head(p, dout, gq, gk, gv, b, h, qb, prob, dprob, delta);
+      const int64_t bh = t / chunks, c = t % chunks;
+      const int64_t b = bh / kv_heads, hk = bh % kv_heads;
+      const int64_t kv_begin = c * chunk_keys, kv_end = std::min(p.kv_len, kv_begin + chunk_keys);
+      if (kv_begin >= kv_end) continue;
+      for (int64_t h = hk * g; h < (hk + 1) * g; ++h) {
+        A* gq_head = chunks > 1 ? partial.data() + (t * g + (h - hk * g)) * L * D : at<A>(gq, b, h);
+        const int64_t gq_sr = chunks > 1 ? D : gq.sr;
+        backward_head(p, dout, gq_head, gq_sr, gk, gv, b, h, qb, kv_begin, kv_end, scratch);
+      }
+    }
+  });
+  if (chunks == 1) return;
+  // grad_query = the chunks' partial sums, added in chunk order, rows split across threads.
+  const int64_t rows = p.batch * p.heads * L;
+  parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(D * chunks, 1)),
+               [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t b = row / (p.heads * L), h = row / L % p.heads, i = row % L;
+      const int64_t hk = h / g;
+      A* dst = at<A>(gq, b, h, i);
+      for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t t = (b * kv_heads + hk) * chunks + c;
+        const A* src = partial.data() + ((t * g + (h - hk * g)) * L + i) * D;
+        for (int64_t d = 0; d < D; ++d) dst[d] += src[d];
+      }
     }
   });
 }
