@@ -65,16 +65,16 @@ from kiln._indexing import nonzero  # noqa: E402  (as_tuple=True over the nonzer
 from kiln._einsum import einsum  # noqa: E402
 from kiln import return_types  # noqa: E402
 
-max = return_types._named(return_types.max, _C._functions.max)  # noqa: A001
-min = return_types._named(return_types.min, _C._functions.min)  # noqa: A001
+max = return_types._named(return_types.max, _C._functions.max, return_types.max_out)  # noqa: A001
+min = return_types._named(return_types.min, _C._functions.min, return_types.min_out)  # noqa: A001
 Tensor.max = return_types._named(return_types.max, _C.TensorBase.max)
 Tensor.min = return_types._named(return_types.min, _C.TensorBase.min)
-sort = return_types._named(return_types.sort, _C._functions.sort)
-topk = return_types._named(return_types.topk, _C._functions.topk)
+sort = return_types._named(return_types.sort, _C._functions.sort, return_types.sort_out)
+topk = return_types._named(return_types.topk, _C._functions.topk, return_types.topk_out)
 Tensor.sort = return_types._named(return_types.sort, _C.TensorBase.sort)
 Tensor.topk = return_types._named(return_types.topk, _C.TensorBase.topk)
 from kiln._distance import cdist  # noqa: E402  (torch.cdist's compute_mode strings)
-aminmax = return_types._named(return_types.aminmax, _C._functions.aminmax)
+aminmax = return_types._named(return_types.aminmax, _C._functions.aminmax, return_types.aminmax_out)
 Tensor.aminmax = return_types._named(return_types.aminmax, _C.TensorBase.aminmax)
 from kiln._norms import norm  # noqa: E402
 from kiln._norms import tensor_norm as _tensor_norm  # noqa: E402

@@ -5,7 +5,7 @@ over PythonArgParser (python/csrc/PythonArgParser.h).
 All overloads of a name share one parser, Tensor overloads listed before Scalar
 ones (a 0-dim tensor is also a valid Scalar, so the Tensor overload must be
 tried first); an out= overload folds into its functional one as a keyword-only
-`Tensor out=None`; ops taking TensorOptions (factories and the *_like forms)
+`Tensor out=None` (`TensorList out=None`, a tuple, for several outputs); ops taking TensorOptions (factories and the *_like forms)
 also take torch's layout, pin_memory and requires_grad keywords.
 """
 
@@ -78,7 +78,10 @@ def python_signature(op: Op, out_op: Op | None, is_method: bool) -> PySignature:
         params.append(PyParam(name, python_type(a.type, f"{op.label}: argument '{a.name}'"), a.default,
                               a.kwarg_only, a))
     if out_op is not None:
-        params.append(PyParam(out_op.schema.out_arguments[0].name, "Tensor", "None", True, None))
+        outs = out_op.schema.out_arguments
+        # Several outputs: torch's `out=(values, indices)`, one tuple (Note [Tuple out= in the bindings]).
+        params.append(PyParam("out", "TensorList", "None", True, None) if len(outs) > 1 else
+                      PyParam(outs[0].name, "Tensor", "None", True, None))
     if takes_tensor_options(op):  # torch's TensorOptions keywords: dtype, layout, device, pin_memory; then requires_grad
         names = [p.name for p in params]
         at = names.index("dtype") + 1 if "dtype" in names else names.index("device")
@@ -110,8 +113,9 @@ def function_groups(ops: list[Op]) -> dict[str, list[PySignature]]:
         if functional is None or "function" not in functional.variants:
             raise OpgenError(f"{op.label}: an out= overload needs a function-variant overload with the same "
                              "arguments (without out) to fold into")
-        if len(op.schema.out_arguments) != 1:
-            raise OpgenError(f"{op.label}: out= overloads with several outputs are not bound yet")
+        if len(op.schema.out_arguments) != len(op.schema.returns):
+            raise OpgenError(f"{op.label}: an out= overload returns its out tensors, one per out argument "
+                             f"({len(op.schema.out_arguments)} out arguments, {len(op.schema.returns)} returns)")
         folded[functional.full_name] = op
     groups: dict[str, list[PySignature]] = {}
     for op in ops:
@@ -193,7 +197,9 @@ def _case(sig: PySignature, is_method: bool) -> list[str]:
             lines += _local(p.arg, i)
             locals_[p.arg.name] = identifier(p.arg.name)
     options = takes_tensor_options(sig.op)
-    if sig.out_op is not None:
+    if sig.out_op is not None and len(sig.out_op.schema.out_arguments) > 1:
+        lines += _tuple_out_case(sig, index, locals_)
+    elif sig.out_op is not None:
         out = sig.out_op.schema.out_arguments[0].name
         lines.append(f"if (!r.is_none({index[out]})) {{")
         lines.append(f"  const Tensor& {identifier(out)} = r.tensor({index[out]});")
@@ -215,6 +221,29 @@ def _case(sig: PySignature, is_method: bool) -> list[str]:
     lines.append(f"Tensor result = without_gil({_release_gil_expr(sig.op, locals_)}, [&] {{ return {call}; }});")
     lines += _requires_grad(index)
     lines.append("return wrap(std::move(result));")
+    return lines
+
+
+# Note [Tuple out= in the bindings]
+# ---------------------------------
+# An out= overload with several out arguments (sort.values: values, indices)
+# folds into its functional overload as one keyword `out`, a tuple (or list) of
+# exactly that many tensors, as torch's parser takes it ("expected tuple of 2
+# elements but got 3", a TypeError). The kernel gets the tensors in schema order
+# and returns them; the Python wrapper (kiln/return_types.py) names the tuple
+# (torch.return_types.sort_out), its members the very out objects.
+def _tuple_out_case(sig: PySignature, index: dict[str, int], locals_: dict[str, str]) -> list[str]:
+    outs = sig.out_op.schema.out_arguments
+    at = index["out"]
+    lines = [f"if (!r.is_none({at})) {{",
+             f"  const std::vector<Tensor> outs = r.tensorlist({at});",
+             f"  KILN_CHECK_TYPE(outs.size() == {len(outs)}, \"expected tuple of {len(outs)} elements but got \", "
+             "outs.size());"]
+    for k, a in enumerate(outs):
+        lines.append(f"  const Tensor& {identifier(a.name)} = outs[{k}];")
+        locals_[a.name] = identifier(a.name)
+    lines += ["  " + s for s in _returning(sig.out_op, _call(sig.out_op, locals_), locals_)]
+    lines.append("}")
     return lines
 
 
