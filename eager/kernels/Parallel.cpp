@@ -34,6 +34,15 @@ std::shared_ptr<tbb::task_arena> current_arena() {
   return g_arena;
 }
 
+/// Marks the running thread as inside a parallel_for body for its lifetime,
+/// also when the body throws (nested calls then run inline).
+struct InParallelRegion {
+  InParallelRegion() { ++t_parallel_depth; }
+  ~InParallelRegion() { --t_parallel_depth; }
+  InParallelRegion(const InParallelRegion&) = delete;
+  InParallelRegion& operator=(const InParallelRegion&) = delete;
+};
+
 }  // namespace
 
 int get_num_threads() { return g_num_threads.load(std::memory_order_relaxed); }
@@ -54,14 +63,8 @@ void parallel_for_impl(int64_t begin, int64_t end, int64_t grain_size,
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(begin, end, grain_size),
         [&](const tbb::blocked_range<int64_t>& r) {
-          ++t_parallel_depth;
-          try {
-            f(r.begin(), r.end());
-          } catch (...) {
-            --t_parallel_depth;
-            throw;
-          }
-          --t_parallel_depth;
+          const InParallelRegion region;
+          f(r.begin(), r.end());
         },
         tbb::static_partitioner());
   });
@@ -73,14 +76,8 @@ void parallel_for_each_impl(int64_t begin, int64_t end, const std::function<void
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(begin, end, 1),
         [&](const tbb::blocked_range<int64_t>& r) {
-          ++t_parallel_depth;
-          try {
-            for (int64_t i = r.begin(); i < r.end(); ++i) f(i);
-          } catch (...) {
-            --t_parallel_depth;
-            throw;
-          }
-          --t_parallel_depth;
+          const InParallelRegion region;
+          for (int64_t i = r.begin(); i < r.end(); ++i) f(i);
         },
         tbb::simple_partitioner());
   });

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/MemorySpan.h"
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/TypePromotion.h"
 #include "eager/kernels/cpu/Copy.h"
@@ -286,14 +287,6 @@ void TensorIterator::allocate_outputs() {
 
 namespace {
 
-/// [first byte, one past the last byte] a tensor can touch.
-std::pair<const char*, const char*> memory_range(const Tensor& t) {
-  const char* begin = static_cast<const char*>(t.data_ptr());
-  int64_t extent = 0;
-  for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * t.stride(d);
-  return {begin, begin + (extent + 1) * t.itemsize()};
-}
-
 bool same_geometry(const Tensor& a, const Tensor& b) {
   return a.data_ptr() == b.data_ptr() && a.dtype() == b.dtype() && a.sizes().size() == b.sizes().size() &&
          std::equal(a.sizes().begin(), a.sizes().end(), b.sizes().begin()) &&
@@ -311,12 +304,10 @@ void TensorIterator::check_memory_overlap(const TensorIteratorConfig& config) co
                  "unsupported operation: more than one element of the written-to tensor refers to a single memory "
                  "location. Please clone() the tensor before performing the operation.");
     }
-    const auto [ob, oe] = memory_range(out.tensor);
     for (const auto& in : operands_) {
       if (in.is_output || in.tensor.numel() == 0 || in.tensor.storage() != out.tensor.storage()) continue;
       if (same_geometry(in.tensor, out.tensor)) continue;
-      const auto [ib, ie] = memory_range(in.tensor);
-      KILN_CHECK(ie <= ob || oe <= ib,
+      KILN_CHECK(!byte_spans_meet(in.tensor, out.tensor),
                  "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
                  "single memory location. Please clone() the tensor before performing the operation.");
     }

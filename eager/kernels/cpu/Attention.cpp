@@ -11,6 +11,7 @@
 #include "eager/kernels/cpu/AttentionStubs.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/IndexUtils.h"
 #include "eager/kernels/cpu/RandomStubs.h"
 #include "eager/kernels/cpu/ShapeCopy.h"
 #include "kiln/generated/NativeFunctions.h"
@@ -222,10 +223,7 @@ AttentionDropout dropout_plan(double p, uint64_t seed, uint64_t offset) {
   AttentionDropout d;
   d.enabled = p > 0.0;
   if (!d.enabled) return d;
-  // As bernoulli_(1 - p): u = x / 2^32 < 1 - p  <=>  x < ceil((1 - p) 2^32).
-  const auto threshold = static_cast<uint64_t>(std::ceil((1.0 - p) * 4294967296.0));
-  d.keep_all = threshold > 0xFFFFFFFFull;
-  d.threshold = static_cast<uint32_t>(std::min<uint64_t>(threshold, 0xFFFFFFFFull));
+  d.keep = random::bernoulli_threshold(1.0 - p);  // as bernoulli_(1 - p) keeps
   d.seed = seed, d.offset = offset;
   d.scale = p == 1.0 ? 0.0 : 1.0 / (1.0 - p);
   return d;
@@ -276,11 +274,8 @@ uint64_t philox_scalar(const Tensor& t, const char* what) {
   return static_cast<uint64_t>(contiguous_values(t).data_ptr<int64_t>()[0]);
 }
 
-Tensor int64_scalar(uint64_t v) {
-  Tensor t = empty({}, DType::Int64);
-  t.data_ptr<int64_t>()[0] = static_cast<int64_t>(v);
-  return t;
-}
+/// A philox_seed / philox_offset output: the uint64 as a 0-dim int64 tensor.
+Tensor int64_scalar(uint64_t v) { return indexing::scalar_tensor(Scalar(static_cast<int64_t>(v)), DType::Int64); }
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 
 #include "eager/core/DType.h"
 #include "eager/kernels/cpu/CpuCapability.h"
+#include "eager/kernels/random/Philox.h"
 
 namespace kiln::native {
 
@@ -30,13 +31,12 @@ struct AttentionMask {
 
 /// Dropout on the attention weights (Note [Dropout in fused attention],
 /// Attention.cpp): weight (b, h, i, j) is kept when word e = ((b H + h) L + i) S + j
-/// of the Philox stream at (seed, offset), in Note [Random groups] order, is
-/// below `threshold` (always when keep_all), and is then multiplied by `scale`.
+/// of the Philox stream at (seed, offset), in Note [Random groups] order, passes
+/// bernoulli(1 - p)'s test `keep`, and is then multiplied by `scale`.
 struct AttentionDropout {
   bool enabled = false;
-  bool keep_all = false;
   uint64_t seed = 0, offset = 0;
-  uint32_t threshold = 0;
+  random::BernoulliThreshold keep;
   double scale = 1.0;  // 1 / (1 - dropout_p)
 };
 

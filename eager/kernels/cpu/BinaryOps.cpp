@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/MemorySpan.h"
 #include "eager/kernels/TypePromotion.h"
 #include "eager/kernels/cpu/BinaryOpsStubs.h"
 #include "eager/kernels/cpu/Copy.h"
@@ -61,14 +62,6 @@ Tensor scalar_operand(const Scalar& value, const Tensor& like) {
 
 namespace {
 
-/// [first byte, one past the last byte] a non-empty tensor can touch.
-std::pair<const char*, const char*> memory_range(const Tensor& t) {
-  const char* begin = static_cast<const char*>(t.data_ptr());
-  int64_t extent = 0;
-  for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * t.stride(d);
-  return {begin, begin + (extent + 1) * t.itemsize()};
-}
-
 bool same_values(IntArrayRef a, IntArrayRef b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
 
 bool same_geometry(const Tensor& a, const Tensor& b) {
@@ -89,9 +82,7 @@ void check_inplace(const Tensor& self, std::initializer_list<const Tensor*> inpu
   for (const Tensor* input : inputs) {
     if (self.numel() > 0 && input->numel() > 0 && input->storage() == self.storage() &&
         !same_geometry(*input, self)) {
-      const auto [ob, oe] = memory_range(self);
-      const auto [ib, ie] = memory_range(*input);
-      KILN_CHECK(ie <= ob || oe <= ib,
+      KILN_CHECK(!byte_spans_meet(self, *input),
                  "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
                  "single memory location. Please clone() the tensor before performing the operation.");
     }

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/MemorySpan.h"
 #include "eager/kernels/Resize.h"
 #include "eager/kernels/TensorIterator.h"
 #include "eager/kernels/Views.h"
@@ -132,17 +133,6 @@ void check_no_internal_overlap(const Tensor& t) {
              "location. Please clone() the tensor before performing the operation.");
 }
 
-namespace {
-
-std::pair<const char*, const char*> byte_range(const Tensor& t) {
-  const char* begin = static_cast<const char*>(t.data_ptr());
-  int64_t extent = 0;
-  for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * t.stride(d);
-  return {begin, begin + (extent + 1) * t.itemsize()};
-}
-
-}  // namespace
-
 void check_no_overlap(const Tensor& written, const Tensor& read) {
   if (written.numel() == 0 || read.numel() == 0 || written.storage() != read.storage()) return;
   const bool same = written.data_ptr() == read.data_ptr() && written.dtype() == read.dtype() &&
@@ -151,9 +141,7 @@ void check_no_overlap(const Tensor& written, const Tensor& read) {
                     std::equal(written.strides().begin(), written.strides().end(), read.strides().begin(),
                                read.strides().end());
   if (same) return;
-  const auto [wb, we] = byte_range(written);
-  const auto [rb, re] = byte_range(read);
-  KILN_CHECK(re <= wb || we <= rb,
+  KILN_CHECK(!byte_spans_meet(written, read),
              "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
              "memory location. Please clone() the tensor before performing the operation.");
 }

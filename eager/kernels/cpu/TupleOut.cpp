@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/MemorySpan.h"
 #include "eager/kernels/Resize.h"
 #include "eager/kernels/ShapeOps.h"
 #include "kiln/generated/Functions.h"
@@ -29,24 +30,8 @@ namespace kiln::native {
 
 namespace {
 
-/// The bytes [first, last) a tensor's elements span (strides may be negative).
-std::pair<const char*, const char*> byte_span(const Tensor& t) {
-  const char* base = static_cast<const char*>(t.data_ptr());
-  int64_t lo = 0, hi = 0;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    const int64_t reach = (t.sizes()[d] - 1) * t.strides()[d];
-    (reach < 0 ? lo : hi) += reach;
-  }
-  return {base + lo * t.itemsize(), base + (hi + 1) * t.itemsize()};
-}
-
-/// Whether two outs' element spans meet (interleaved views count as meeting).
-bool overlap(const Tensor& a, const Tensor& b) {
-  if (a.numel() == 0 || b.numel() == 0) return false;
-  const auto [a0, a1] = byte_span(a);
-  const auto [b0, b1] = byte_span(b);
-  return a0 < b1 && b0 < a1;
-}
+/// Whether two outs' elements may share memory (interleaved views count).
+bool overlap(const Tensor& a, const Tensor& b) { return a.numel() > 0 && b.numel() > 0 && byte_spans_meet(a, b); }
 
 std::tuple<Tensor, Tensor> write_outs(const char* op, const std::tuple<Tensor, Tensor>& result, const Tensor& out0,
                                       const char* name0, const Tensor& out1, const char* name1) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 namespace kiln::random {
@@ -70,6 +71,20 @@ inline void philox_group_words(uint64_t seed, uint64_t first_block, uint32_t* wo
     const PhiloxCounter out = philox_block(seed, first_block + static_cast<uint64_t>(r));
     for (int w = 0; w < 4; ++w) words[kGroupBlocks * w + r] = out[static_cast<size_t>(w)];
   }
+}
+
+/// The word test bernoulli(p) makes: a 32-bit word x is a hit when
+/// x / 2^32 < p, i.e. x < ceil(p 2^32) (p 2^32 is exact); `always` when that
+/// bound passes 2^32 - 1 (p = 1), where no word fails.
+struct BernoulliThreshold {
+  uint32_t threshold = 0;
+  bool always = false;
+  [[nodiscard]] bool hit(uint32_t word) const { return always || word < threshold; }
+};
+
+[[nodiscard]] inline BernoulliThreshold bernoulli_threshold(double p) {
+  const auto bound = static_cast<uint64_t>(std::ceil(p * 4294967296.0));
+  return {static_cast<uint32_t>(bound > 0xFFFFFFFFull ? 0xFFFFFFFFull : bound), bound > 0xFFFFFFFFull};
 }
 
 }  // namespace kiln::random

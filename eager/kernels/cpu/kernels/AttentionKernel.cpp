@@ -109,7 +109,7 @@ int64_t dropout_element(const AttentionPlan& p, int64_t b, int64_t h, int64_t i,
 /// keep[c] = 1 when element e0 + c of the dropout stream is kept, c < n: the
 /// groups the run touches are generated whole, each word compared once.
 void dropout_keep(const AttentionDropout& d, int64_t e0, int64_t n, uint8_t* keep) {
-  if (d.keep_all) {
+  if (d.keep.always) {
     std::fill(keep, keep + n, uint8_t{1});
     return;
   }
@@ -118,7 +118,7 @@ void dropout_keep(const AttentionDropout& d, int64_t e0, int64_t n, uint8_t* kee
     const int64_t e = e0 + c, g = e / random::kGroupWords, w0 = e % random::kGroupWords;
     philox_vec::philox_group(d.seed, d.offset + static_cast<uint64_t>(g * random::kGroupBlocks), words);
     const int64_t take = std::min(random::kGroupWords - w0, n - c);
-    for (int64_t t = 0; t < take; ++t) keep[c + t] = words[w0 + t] < d.threshold ? 1 : 0;
+    for (int64_t t = 0; t < take; ++t) keep[c + t] = d.keep.hit(words[w0 + t]) ? 1 : 0;
     c += take;
   }
 }

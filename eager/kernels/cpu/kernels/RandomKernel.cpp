@@ -240,15 +240,12 @@ void exponential_fill_kernel(const RandomFill& fill, double lambda) {
 // --- bernoulli with one p ----------------------------------------------------------
 
 void bernoulli_scalar_fill_kernel(const RandomFill& fill, double p) {
-  // u = x / 2^32 < p  <=>  x < p 2^32  <=>  x < ceil(p 2^32) for an integer x (p 2^32 is exact).
-  const auto threshold = static_cast<uint64_t>(std::ceil(p * 4294967296.0));
-  const bool always = threshold > 0xFFFFFFFFull;
-  const auto threshold32 = static_cast<uint32_t>(threshold);
+  const random::BernoulliThreshold test = random::bernoulli_threshold(p);
   visit_dtype(fill.dtype, [&](auto tag) {
     using T = decltype(tag);
     for_each_group<T>(fill, 1, [&](const uint32_t* words, T* out) {
       alignas(64) int32_t hit[kGroupWords];
-      for (int64_t e = 0; e < kGroupWords; ++e) hit[e] = (always || words[e] < threshold32) ? 1 : 0;
+      for (int64_t e = 0; e < kGroupWords; ++e) hit[e] = test.hit(words[e]) ? 1 : 0;
       for (int64_t e = 0; e < kGroupWords; ++e) {
         if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
           out[e] = T(static_cast<float>(hit[e]));
