@@ -22,28 +22,23 @@
 
 namespace kiln::native::KILN_CPU_NS {
 
-// --- SLEEF functions beyond Vec.h's ----------------------------------------------------
+// --- vector math beyond Vec.h's ----------------------------------------------------
 
-#define KILN_VEC_UNARY_MATH_(name, fn, acc)                                           \
-  inline Vec<float> name(Vec<float> a) { return {KILN_SLEEF_F(fn, acc)(a.v)}; }       \
-  inline Vec<double> name(Vec<double> a) { return {KILN_SLEEF_D(fn, acc)(a.v)}; }
-
-KILN_VEC_UNARY_MATH_(vasin, asin, u10)
-KILN_VEC_UNARY_MATH_(vacos, acos, u10)
-KILN_VEC_UNARY_MATH_(vatan, atan, u10)
-KILN_VEC_UNARY_MATH_(vsinh, sinh, u10)
-KILN_VEC_UNARY_MATH_(vcosh, cosh, u10)
-KILN_VEC_UNARY_MATH_(vasinh, asinh, u10)
-KILN_VEC_UNARY_MATH_(vacosh, acosh, u10)
-KILN_VEC_UNARY_MATH_(vatanh, atanh, u10)
-KILN_VEC_UNARY_MATH_(verfc, erfc, u15)
-KILN_VEC_UNARY_MATH_(vfabs, fabs, )
-KILN_VEC_UNARY_MATH_(vfloor, floor, )
-KILN_VEC_UNARY_MATH_(vceil, ceil, )
-KILN_VEC_UNARY_MATH_(vtrunc, trunc, )
-KILN_VEC_UNARY_MATH_(vrint, rint, )  // round half to even, as std::nearbyint in the default mode
-
-#undef KILN_VEC_UNARY_MATH_
+// libmvec at AVX2, SLEEF elsewhere (Note [Vector math by measurement], Vec.h).
+KILN_VEC_UNARY_MATH(vasin, asin, u10)
+KILN_VEC_UNARY_MATH(vacos, acos, u10)
+KILN_VEC_UNARY_MATH(vatan, atan, u10)
+KILN_VEC_UNARY_MATH(vsinh, sinh, u10)
+KILN_VEC_UNARY_MATH(vcosh, cosh, u10)
+KILN_VEC_UNARY_MATH(vasinh, asinh, u10)
+KILN_VEC_UNARY_MATH(vacosh, acosh, u10)
+KILN_VEC_UNARY_MATH(vatanh, atanh, u10)
+KILN_VEC_UNARY_MATH(verfc, erfc, u15)
+KILN_VEC_UNARY_SLEEF(vfabs, fabs, )
+KILN_VEC_UNARY_SLEEF(vfloor, floor, )
+KILN_VEC_UNARY_SLEEF(vceil, ceil, )
+KILN_VEC_UNARY_SLEEF(vtrunc, trunc, )
+KILN_VEC_UNARY_SLEEF(vrint, rint, )  // round half to even, as std::nearbyint in the default mode
 
 // --- lane selects ------------------------------------------------------------------------
 
