@@ -26,51 +26,37 @@ V<A> load(const A* p, int64_t w, A pad) {
 /// sum of p[0, len).
 template <typename A>
 double run_sum(const A* p, int64_t len) {
-  constexpr int64_t W = V<A>::size;
-  V<A> acc = V<A>::splat(0);
-  for (int64_t i = 0; i < len; i += W) acc = acc + load(p + i, std::min(W, len - i), A(0));
-  return static_cast<double>(hsum(acc));
+  return static_cast<double>(hsum(sum_chunks<A>(len, [&](int64_t i, int64_t w) { return load(p + i, w, A(0)); })));
 }
 
 /// sum of (p[i] - mu)^2 (padding lanes hold mu, so they add 0).
 template <typename A>
 double run_sq_dev(const A* p, int64_t len, A mu) {
-  constexpr int64_t W = V<A>::size;
   const V<A> vmu = V<A>::splat(mu);
-  V<A> acc = V<A>::splat(0);
-  for (int64_t i = 0; i < len; i += W) {
-    const V<A> d = load(p + i, std::min(W, len - i), mu) - vmu;
-    acc = acc + d * d;
-  }
-  return static_cast<double>(hsum(acc));
+  return static_cast<double>(hsum(sum_chunks<A>(len, [&](int64_t i, int64_t w) {
+    const V<A> d = load(p + i, w, mu) - vmu;
+    return d * d;
+  })));
 }
 
 /// sum of g[i] * (x[i] - center) (padding lanes of g hold 0).
 template <typename A>
 double run_dot_dev(const A* g, const A* x, int64_t len, A center) {
-  constexpr int64_t W = V<A>::size;
   const V<A> vc = V<A>::splat(center);
-  V<A> acc = V<A>::splat(0);
-  for (int64_t i = 0; i < len; i += W) {
-    const int64_t w = std::min(W, len - i);
-    acc = acc + load(g + i, w, A(0)) * (load(x + i, w, center) - vc);
-  }
-  return static_cast<double>(hsum(acc));
+  return static_cast<double>(hsum(sum_chunks<A>(len, [&](int64_t i, int64_t w) {
+    return load(g + i, w, A(0)) * (load(x + i, w, center) - vc);
+  })));
 }
 
 /// run_sum(g) and run_dot_dev(g, x, center) in one pass (the same sums, term for term).
 template <typename A>
 std::pair<double, double> run_sum_and_dot_dev(const A* g, const A* x, int64_t len, A center) {
-  constexpr int64_t W = V<A>::size;
   const V<A> vc = V<A>::splat(center);
-  V<A> s = V<A>::splat(0), d = V<A>::splat(0);
-  for (int64_t i = 0; i < len; i += W) {
-    const int64_t w = std::min(W, len - i);
+  const VecPair<A> sums = sum_chunks<A>(len, [&](int64_t i, int64_t w) {
     const V<A> gv = load(g + i, w, A(0));
-    s = s + gv;
-    d = d + gv * (load(x + i, w, center) - vc);
-  }
-  return {static_cast<double>(hsum(s)), static_cast<double>(hsum(d))};
+    return VecPair<A>{gv, gv * (load(x + i, w, center) - vc)};
+  });
+  return {static_cast<double>(hsum(sums.first)), static_cast<double>(hsum(sums.second))};
 }
 
 int64_t channel_grain(ChannelLayout l) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(l.n * l.hw, 1)); }

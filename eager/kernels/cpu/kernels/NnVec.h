@@ -50,15 +50,51 @@ Vec<A> load_padded(const A* p, int64_t count, A pad) {
 template <typename A>
 inline constexpr A kNegInf = -std::numeric_limits<A>::infinity();
 
-/// Largest of x[0, n) (NaN ignored, as hmax); -inf for n == 0.
+/// The sum over [0, n) of fn(i, count), a Vec (or a VecPair) per chunk of
+/// `count` <= size elements, on four accumulators so consecutive adds do not
+/// wait on each other: with one chain a row is capped at an add's latency per
+/// vector. The order of the adds depends only on n.
+template <typename A, typename Fn>
+auto sum_chunks(int64_t n, const Fn& fn) {
+  using Acc = decltype(fn(int64_t{0}, int64_t{0}));
+  constexpr int64_t W = Vec<A>::size;
+  Acc a0{}, a1{}, a2{}, a3{};  // value-initialised: zero lanes
+  int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    a0 = a0 + fn(i, W);
+    a1 = a1 + fn(i + W, W);
+    a2 = a2 + fn(i + 2 * W, W);
+    a3 = a3 + fn(i + 3 * W, W);
+  }
+  for (; i + W <= n; i += W) a0 = a0 + fn(i, W);
+  if (i < n) a1 = a1 + fn(i, n - i);
+  return (a0 + a1) + (a2 + a3);
+}
+
+/// Two sums carried together through sum_chunks.
+template <typename A>
+struct VecPair {
+  Vec<A> first, second;
+  friend VecPair operator+(VecPair a, VecPair b) { return {a.first + b.first, a.second + b.second}; }
+};
+
+/// Largest of x[0, n) (NaN ignored, as hmax); -inf for n == 0. Four
+/// accumulators, as sum_chunks.
 template <typename A>
 A row_max(const A* x, int64_t n) {
   using V = Vec<A>;
-  const int64_t full = n - n % V::size;
-  V vmax = V::splat(kNegInf<A>);
-  for (int64_t i = 0; i < full; i += V::size) vmax = maximum(vmax, V::loadu(x + i));
-  if (full < n) vmax = maximum(vmax, load_padded(x + full, n - full, kNegInf<A>));
-  return hmax(vmax);
+  constexpr int64_t W = V::size;
+  V m0 = V::splat(kNegInf<A>), m1 = m0, m2 = m0, m3 = m0;
+  int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    m0 = maximum(m0, V::loadu(x + i));
+    m1 = maximum(m1, V::loadu(x + i + W));
+    m2 = maximum(m2, V::loadu(x + i + 2 * W));
+    m3 = maximum(m3, V::loadu(x + i + 3 * W));
+  }
+  for (; i + W <= n; i += W) m0 = maximum(m0, V::loadu(x + i));
+  if (i < n) m1 = maximum(m1, load_padded(x + i, n - i, kNegInf<A>));
+  return hmax(maximum(maximum(m0, m1), maximum(m2, m3)));
 }
 
 /// Copies n elements of type S to type D (widening float16/bfloat16 to float, or back).

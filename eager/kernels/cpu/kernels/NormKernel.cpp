@@ -64,18 +64,15 @@ void norm_forward_typed(const Tensor& x, const Tensor* weight, const Tensor* bia
       A* out = compute_target<A>(yp + r * n, n, out_buffer);
       A mu = 0;
       if (centered && n > 0) {
-        V<A> acc = V<A>::splat(0);
-        for_chunks<A>(n, [&](int64_t i, int64_t c) { acc = acc + load(row + i, c); });
-        mu = hsum(acc) / A(n);
+        mu = hsum(sum_chunks<A>(n, [&](int64_t i, int64_t c) { return load(row + i, c); })) / A(n);
       }
-      V<A> acc = V<A>::splat(0);
       const V<A> vmu = V<A>::splat(mu);
-      for_chunks<A>(n, [&](int64_t i, int64_t c) {
+      const V<A> squares = sum_chunks<A>(n, [&](int64_t i, int64_t c) {
         // a partial chunk pads with mu, so its padding lanes add (mu - mu)^2 = 0
         const V<A> d = (c == V<A>::size ? V<A>::loadu(row + i) : load_padded(row + i, c, mu)) - vmu;
-        acc = acc + d * d;
+        return d * d;
       });
-      const A var = n > 0 ? hsum(acc) / A(n) : A(0);
+      const A var = n > 0 ? hsum(squares) / A(n) : A(0);
       const A inv = A(1) / std::sqrt(var + static_cast<A>(eps));
       const V<A> vinv = V<A>::splat(inv);
       for_chunks<A>(n, [&](int64_t i, int64_t c) {
@@ -112,15 +109,13 @@ void norm_backward_input_typed(const Tensor& grad, const Tensor& x, const Tensor
       A* out = compute_target<A>(dp + r * n, n, obuf);
       const V<A> mu = V<A>::splat(mp ? static_cast<A>(mp[r]) : A(0));
       const V<A> inv = V<A>::splat(static_cast<A>(rp[r]));
-      V<A> sum_gw = V<A>::splat(0), sum_gwx = V<A>::splat(0);
-      for_chunks<A>(n, [&](int64_t i, int64_t c) {
+      const VecPair<A> sums = sum_chunks<A>(n, [&](int64_t i, int64_t c) {
         const V<A> gw = w ? load(g + i, c) * load(w + i, c) : load(g + i, c);
         const V<A> xhat = (load(row + i, c) - mu) * inv;  // padding lanes: gw is 0 there
-        sum_gw = sum_gw + gw;
-        sum_gwx = sum_gwx + gw * xhat;
+        return VecPair<A>{gw, gw * xhat};
       });
-      const V<A> a = V<A>::splat(mp ? hsum(sum_gw) / A(n) : A(0));
-      const V<A> cc = V<A>::splat(hsum(sum_gwx) / A(n));
+      const V<A> a = V<A>::splat(mp ? hsum(sums.first) / A(n) : A(0));
+      const V<A> cc = V<A>::splat(hsum(sums.second) / A(n));
       for_chunks<A>(n, [&](int64_t i, int64_t c) {
         const V<A> gw = w ? load(g + i, c) * load(w + i, c) : load(g + i, c);
         const V<A> xhat = (load(row + i, c) - mu) * inv;
