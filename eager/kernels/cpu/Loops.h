@@ -82,9 +82,10 @@ void vectorized_row(char* const* data, const int64_t* strides, int64_t n, const 
   R* out = reinterpret_cast<R*>(data[0]);
   const bool is_scalar[] = {strides[I + 1] == 0 ...};
   const V scalar_vecs[] = {V::splat(*reinterpret_cast<const R*>(data[I + 1]))...};
-  auto load = [&](size_t k, int64_t i) {
-    return is_scalar[k] ? scalar_vecs[k] : V::loadu(reinterpret_cast<const R*>(data[k + 1]) + i);
-  };
+  // The input pointers as locals: storeu is a memcpy, which may alias data[],
+  // so pointers read from it would be reloaded after every store.
+  const R* const in[] = {reinterpret_cast<const R*>(data[I + 1])...};
+  auto load = [&](size_t k, int64_t i) { return is_scalar[k] ? scalar_vecs[k] : V::loadu(in[k] + i); };
   int64_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
     const V a = vop(load(I, i)...);

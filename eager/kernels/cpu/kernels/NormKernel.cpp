@@ -49,8 +49,8 @@ void norm_forward_typed(const Tensor& x, const Tensor* weight, const Tensor* bia
   using A = opmath_t<T>;
   const int64_t n = s.cols;
   std::vector<A> wbuf, bbuf;
-  const A* w = params_as<A, T>(weight, n, wbuf);
-  const A* b = params_as<A, T>(bias, n, bbuf);
+  const A* w_all = params_as<A, T>(weight, n, wbuf);
+  const A* b_all = params_as<A, T>(bias, n, bbuf);
   const T* xp = x.data_ptr<T>();
   T* yp = y.data_ptr<T>();
   T* mp = mean ? mean->data_ptr<T>() : nullptr;
@@ -58,6 +58,10 @@ void norm_forward_typed(const Tensor& x, const Tensor* weight, const Tensor* bia
   const bool centered = mean != nullptr;
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1));
   parallel_for(0, s.rows, grain, [&](int64_t begin, int64_t end) {
+    // Local copies: the stores below are memcpys, which may alias anything, so
+    // pointers read through the closure would be reloaded every vector.
+    const A* const w = w_all;
+    const A* const b = b_all;
     std::vector<A> in_buffer, out_buffer;
     for (int64_t r = begin; r < end; ++r) {
       const A* row = as_compute_type<A>(xp + r * n, n, in_buffer);
@@ -94,7 +98,7 @@ void norm_backward_input_typed(const Tensor& grad, const Tensor& x, const Tensor
   using A = opmath_t<T>;
   const int64_t n = s.cols;
   std::vector<A> wbuf;
-  const A* w = params_as<A, T>(weight, n, wbuf);
+  const A* w_all = params_as<A, T>(weight, n, wbuf);
   const T* gp = grad.data_ptr<T>();
   const T* xp = x.data_ptr<T>();
   const T* mp = mean ? mean->data_ptr<T>() : nullptr;
@@ -102,6 +106,7 @@ void norm_backward_input_typed(const Tensor& grad, const Tensor& x, const Tensor
   T* dp = dx.data_ptr<T>();
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1));
   parallel_for(0, s.rows, grain, [&](int64_t begin, int64_t end) {
+    const A* const w = w_all;  // a local copy, as in norm_forward_typed
     std::vector<A> gbuf, xbuf, obuf;
     for (int64_t r = begin; r < end; ++r) {
       const A* g = as_compute_type<A>(gp + r * n, n, gbuf);
