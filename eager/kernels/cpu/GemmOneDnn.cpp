@@ -1,20 +1,26 @@
 // float32 GEMM on oneDNN (dnnl_sgemm), threaded by kiln's pool.
 //
 // Note [float32 GEMM on oneDNN]
-// This workplace sets OPENBLAS_CORETYPE=Haswell, which holds OpenBLAS to its
-// AVX2 kernels (about 110-120 GFLOP/s on one core here). oneDNN's sgemm picks
-// its kernels from cpuid at run time and uses AVX-512 on this CPU: about twice
-// as fast at every size measured (eager/kernels/cpu/README.md has the table),
-// so float32 products go to oneDNN; float64 stays on OpenBLAS (oneDNN has no
-// dgemm).
+// On AMD znver5 this workplace set OPENBLAS_CORETYPE=Haswell, which holds
+// OpenBLAS to its AVX2 kernels (about 110-120 GFLOP/s on one core there).
+// oneDNN's sgemm picks its kernels from cpuid at run time and uses AVX-512
+// there: about twice as fast at every size measured (eager/kernels/cpu/README.md
+// has the table), so float32 products go to oneDNN; float64 stays on OpenBLAS
+// (oneDNN has no dgemm). On AMD znver3 (AVX2 only) the two measured within
+// the machine's noise of each other on one thread (plain C, 3 rounds each,
+// GFLOP/s: 512 OpenBLAS 68-73 / oneDNN 62-74, 1024 55-77 / 53-57, 2048
+// 54-66 / 47-55): OpenBLAS ahead at 1024 and 2048 by about the noise, not
+// enough to switch on; a longer measurement on a quiet machine may say more.
 //
 // Debian's oneDNN is built on OpenMP. Letting it start OpenMP teams beside
 // kiln's TBB pool would put two sets of spinning threads on the same cores, so
 // every call runs single-threaded (the calling thread's OpenMP team size is set
 // to 1 before each call) and kiln splits the product itself: the larger of
-// m and n is cut into two pieces per thread, each piece a whole oneDNN call on
-// its own rows or columns of c, taken by whichever thread is free. Every element of c is still computed by one
-// call over the whole of k, so the split does not change a result's summation.
+// m and n is cut into pieces, each piece a whole oneDNN call on
+// its own rows or columns of c, taken by whichever thread is free (how many
+// pieces per thread depends on the CPU: pieces_per_thread). Every element of c
+// is still computed by one call over the whole of k, so the split does not
+// change a result's summation.
 #include "eager/kernels/cpu/GemmOneDnn.h"
 
 #include <algorithm>
@@ -23,6 +29,7 @@
 
 #include "eager/core/Error.h"
 #include "eager/kernels/Parallel.h"
+#include "eager/kernels/cpu/CpuCapability.h"
 
 namespace kiln::native {
 
@@ -32,11 +39,19 @@ namespace {
 /// 64x64x64 product takes ~1.3 us on one core).
 constexpr int64_t kMinSplitWork = int64_t{1} << 19;
 /// Pieces per thread, taken by whichever thread is free (parallel_for_each).
-/// Measured on 2 threads, median fraction of the 2-core peak: one piece per
-/// thread 0.75-0.82 at 1024 (a thread that starts late leaves its half
-/// waiting), two 0.85-0.91; 512 and 2048 are 0.79-0.94 either way, four
-/// pieces lost 3-5% at 512 and 2048 to the smaller calls.
-constexpr int64_t kPiecesPerThread = 2;
+/// It depends on the CPU. On AMD znver5 (AVX-512), median fraction of the
+/// 2-core peak on 2 threads: one piece per thread 0.75-0.82 at 1024 (a thread
+/// that starts late leaves its half waiting), two 0.85-0.91; 512 and 2048 are
+/// 0.79-0.94 either way, four pieces lost 3-5% at 512 and 2048 to the smaller
+/// calls. On AMD znver3 (AVX2 only, where oneDNN's AVX2 kernels run) two
+/// pieces per thread held 1024 at 50-56 GFLOP/s on 2 threads, no faster than
+/// one thread, and one piece per thread gave 79-119 (median 91, torch 85);
+/// the same split in plain C on pthreads: 63-81 for four pieces, 94-99 for
+/// two. Every smaller call repacks the whole shared operand.
+int64_t pieces_per_thread() {
+  static const int64_t pieces = cpu_capability() == CpuCapability::AVX512 ? 2 : 1;
+  return pieces;
+}
 /// Pieces are whole multiples of this many rows or columns.
 constexpr int64_t kPieceAlign = 16;
 
@@ -60,7 +75,7 @@ void onednn_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
   const int64_t extent = split_columns ? n : m;
   const int64_t units = (extent + kPieceAlign - 1) / kPieceAlign;
   const int64_t pieces =
-      std::min<int64_t>({threads * kPiecesPerThread, units, std::max<int64_t>(1, m * n * k / kMinSplitWork)});
+      std::min<int64_t>({threads * pieces_per_thread(), units, std::max<int64_t>(1, m * n * k / kMinSplitWork)});
   if (pieces <= 1) {
     call_once_single_threaded(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
