@@ -460,3 +460,19 @@ def test_like_requires_grad_and_errors(fn):
     )
     with pytest.raises(TypeError):
         getattr(kiln, fn)([1.0, 2.0])
+
+
+# fill_ on contiguous memory copies a filled prefix forward in blocks (Factories.cpp
+# fill_contiguous): every length around the hand-filled head, the doubling and the 4 KiB blocks.
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64",
+                                   "uint8", "bool"])
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 33, 1023, 1024, 1025, 2048 + 3, 4096 * 3 + 5, 70001])
+def test_fill_contiguous_lengths(dtype, n):
+    value = True if dtype == "bool" else 3
+    k = kiln.full((n,), value, dtype=getattr(kiln, dtype))
+    t = torch.full((n,), value, dtype=getattr(torch, dtype))
+    assert k.tolist() == t.tolist()
+    base = kiln.zeros(n + 2, dtype=getattr(kiln, dtype))
+    base[1:n + 1].fill_(value)  # an offset view: the prefix is not at an allocation's start
+    zero = False if dtype == "bool" else 0
+    assert base.tolist() == [zero] + [value] * n + [zero]
