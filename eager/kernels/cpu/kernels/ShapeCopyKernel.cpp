@@ -32,13 +32,37 @@ inline void store(char* p, T v) {
 }
 
 /// One row of n elements of width sizeof(T).
+/// dst[0, bytes) = src[0, bytes) for a dense row. Not glibc 2.36's memcpy for
+/// these row lengths: on AMD znver3 its rep-movsb path ran roll(x, 3, 1) of a
+/// 2048x2048 float32 tensor (2048 rows of 8180 bytes, source and destination
+/// 12 bytes apart modulo 4 KiB) in 7.5-8 ms; this loop of 32-byte moves takes
+/// 3.9-4.1 ms (torch 3.4-4.1), as fast as a whole-tensor copy.
+inline void copy_bytes(char* dst, const char* src, int64_t bytes) {
+#if defined(__AVX2__)
+  int64_t i = 0;
+  for (; i + 128 <= bytes; i += 128) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32));
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 64));
+    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 96));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), a);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 32), b);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 64), c);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 96), d);
+  }
+  std::memcpy(dst + i, src + i, static_cast<size_t>(bytes - i));
+#else
+  std::memcpy(dst, src, static_cast<size_t>(bytes));
+#endif
+}
+
 template <typename T>
 void copy_row(char* dst, const char* src, int64_t n, int64_t ds, int64_t ss) {
   constexpr auto w = static_cast<int64_t>(sizeof(T));
   if (ds == w) {
     if (ss == w) {
       if (n * w >= kMemcpyMinBytes) {
-        std::memcpy(dst, src, static_cast<size_t>(n * w));
+        copy_bytes(dst, src, n * w);
       } else {
         for (int64_t i = 0; i < n; ++i) store<T>(dst + i * w, load<T>(src + i * w));
       }
