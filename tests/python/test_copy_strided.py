@@ -72,3 +72,11 @@ def test_copy_between_overlapping_views_as_torch():
         b = lib.arange(20, dtype=lib.float32)
         with pytest.raises(RuntimeError, match=message):
             b[2:12].copy_(b[0:10])
+
+
+def test_copy_onto_the_same_view_is_allowed_as_torch():
+    for lib in (kiln, torch):
+        a = lib.arange(12, dtype=lib.float32).view(3, 4)
+        a.copy_(a)
+        a[:].copy_(a[:])  # distinct views of the same elements: a full overlap, not a partial one
+        assert a.tolist() == [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [8.0, 9.0, 10.0, 11.0]]
