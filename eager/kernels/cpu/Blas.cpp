@@ -7,6 +7,7 @@
 
 #include "eager/core/Error.h"
 #include "eager/kernels/Parallel.h"
+#include "eager/kernels/cpu/CpuCapability.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
 #include "eager/kernels/cpu/GemmOneDnn.h"
@@ -69,13 +70,27 @@ void sync_blas_threads() {
 }
 
 
+/// float32 products on oneDNN where its AVX-512 kernels run, on OpenBLAS
+/// otherwise (Note [float32 GEMM on oneDNN]).
+bool sgemm_on_onednn() {
+  static const bool onednn = cpu_capability() == CpuCapability::AVX512;
+  return onednn;
+}
+
 template <typename T>
 void gemm_raw(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
               const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) return scale_matrix(c, m, n, ldc, beta);
   if constexpr (std::is_same_v<T, float>) {
-    onednn_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);  // Note [float32 GEMM on oneDNN]
+    if (sgemm_on_onednn()) {  // Note [float32 GEMM on oneDNN]
+      onednn_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    } else {
+      sync_blas_threads();
+      cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                  static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+                  static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+    }
   } else {
     sync_blas_threads();
     cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,

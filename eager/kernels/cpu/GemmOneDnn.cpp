@@ -9,8 +9,12 @@
 // (oneDNN has no dgemm). On AMD znver3 (AVX2 only) the two measured within
 // the machine's noise of each other on one thread (plain C, 3 rounds each,
 // GFLOP/s: 512 OpenBLAS 68-73 / oneDNN 62-74, 1024 55-77 / 53-57, 2048
-// 54-66 / 47-55): OpenBLAS ahead at 1024 and 2048 by about the noise, not
-// enough to switch on; a longer measurement on a quiet machine may say more.
+// 54-66 / 47-55), both on malloc'd operands. But oneDNN 2.6's AVX2 sgemm
+// is slow when the row-major B is 64-byte aligned, as every kiln allocation
+// is: 512^3 on one thread 38-41 GFLOP/s with B aligned, 64-73 with B 16 bytes
+// off (plain C; the same through kiln.mm: 33-50 against 47-70), while OpenBLAS
+// gives 55-71 either way. So gemm_raw (Blas.cpp) sends float32 to OpenBLAS
+// unless the AVX-512 build runs; this file then serves the AVX-512 CPUs.
 //
 // Debian's oneDNN is built on OpenMP. Letting it start OpenMP teams beside
 // kiln's TBB pool would put two sets of spinning threads on the same cores, so
