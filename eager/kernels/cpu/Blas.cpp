@@ -70,11 +70,12 @@ void sync_blas_threads() {
 }
 
 
-/// float32 products on oneDNN where its AVX-512 kernels run, on OpenBLAS
-/// otherwise (Note [float32 GEMM on oneDNN]).
-bool sgemm_on_onednn() {
-  static const bool onednn = cpu_capability() == CpuCapability::AVX512;
-  return onednn;
+/// float32 products on oneDNN where its AVX-512 kernels run, and at AVX2 for
+/// small products only; OpenBLAS otherwise (Note [float32 GEMM on oneDNN]).
+bool sgemm_on_onednn(int64_t m, int64_t n, int64_t k) {
+  static const bool avx512 = cpu_capability() == CpuCapability::AVX512;
+  constexpr int64_t kAvx2OneDnnMaxWork = int64_t{1} << 25;  // multiply-adds: up to about 320^3
+  return avx512 || m * n * k < kAvx2OneDnnMaxWork;
 }
 
 template <typename T>
@@ -83,7 +84,7 @@ void gemm_raw(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alp
   if (m == 0 || n == 0) return;
   if (k == 0) return scale_matrix(c, m, n, ldc, beta);
   if constexpr (std::is_same_v<T, float>) {
-    if (sgemm_on_onednn()) {  // Note [float32 GEMM on oneDNN]
+    if (sgemm_on_onednn(m, n, k)) {  // Note [float32 GEMM on oneDNN]
       onednn_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     } else {
       sync_blas_threads();

@@ -13,8 +13,13 @@
 // is slow when the row-major B is 64-byte aligned, as every kiln allocation
 // is: 512^3 on one thread 38-41 GFLOP/s with B aligned, 64-73 with B 16 bytes
 // off (plain C; the same through kiln.mm: 33-50 against 47-70), while OpenBLAS
-// gives 55-71 either way. So gemm_raw (Blas.cpp) sends float32 to OpenBLAS
-// unless the AVX-512 build runs; this file then serves the AVX-512 CPUs.
+// gives 55-71 either way. The slow cases are B 64-byte aligned with n about
+// 400-512 (448^3 40 vs OpenBLAS 54, 512x2048x512 38 vs 64; 512^3 with ldb 528:
+// 58 vs 57; 640^3 and 1024^3: even), which is also every 512-column piece of
+// a split 1024 product. Below that oneDNN is ahead with B aligned (64^3 73-88
+// vs 52-63, 784x64x128 73-78 vs 62-64, 384^3 81-84 vs 61-76). So at AVX2
+// gemm_raw (Blas.cpp) keeps products under 2^25 multiply-adds on oneDNN and
+// sends larger ones to OpenBLAS; the AVX-512 build uses oneDNN throughout.
 //
 // Debian's oneDNN is built on OpenMP. Letting it start OpenMP teams beside
 // kiln's TBB pool would put two sets of spinning threads on the same cores, so
