@@ -1,6 +1,8 @@
 // The bytes a tensor's elements can touch (MemorySpan.h).
 #include "eager/kernels/MemorySpan.h"
 
+#include <algorithm>
+
 namespace kiln {
 
 std::pair<const char*, const char*> byte_span(const Tensor& t) {
@@ -17,6 +19,11 @@ bool byte_spans_meet(const Tensor& a, const Tensor& b) {
   const auto [a0, a1] = byte_span(a);
   const auto [b0, b1] = byte_span(b);
   return a0 < b1 && b0 < a1;
+}
+
+bool same_view(const Tensor& a, const Tensor& b) {
+  return a.data_ptr() == b.data_ptr() && a.dtype() == b.dtype() && std::ranges::equal(a.sizes(), b.sizes()) &&
+         std::ranges::equal(a.strides(), b.strides());
 }
 
 }  // namespace kiln

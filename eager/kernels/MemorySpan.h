@@ -1,6 +1,6 @@
 // The bytes a tensor's elements can touch, for the overlap checks of out=,
-// in-place and TensorIterator outputs (TensorIterator.cpp, cpu/BinaryOps.cpp,
-// cpu/IndexUtils.cpp, cpu/TupleOut.cpp).
+// in-place, copy_ and TensorIterator outputs (TensorIterator.cpp, cpu/BinaryOps.cpp,
+// cpu/IndexUtils.cpp, cpu/TupleOut.cpp, cpu/FactoryKernels.cpp).
 #pragma once
 
 #include <utility>
@@ -15,5 +15,9 @@ namespace kiln {
 
 /// Whether two non-empty tensors' byte spans meet (interleaved views count as meeting).
 [[nodiscard]] bool byte_spans_meet(const Tensor& a, const Tensor& b);
+
+/// Whether two tensors are the same view of the same elements (data pointer,
+/// dtype, sizes and strides equal): a full overlap, which the checks allow.
+[[nodiscard]] bool same_view(const Tensor& a, const Tensor& b);
 
 }  // namespace kiln

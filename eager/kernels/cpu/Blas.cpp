@@ -60,6 +60,24 @@ void scale_matrix(T* c, int64_t m, int64_t n, int64_t ldc, T beta) {
   }
 }
 
+/// float32 products on oneDNN where its AVX-512 kernels run, and at AVX2 for
+/// small products only; OpenBLAS otherwise (Note [float32 GEMM on oneDNN]).
+bool sgemm_on_onednn(int64_t m, int64_t n, int64_t k) {
+  static const bool avx512 = cpu_capability() == CpuCapability::AVX512;
+  constexpr int64_t kAvx2OneDnnMaxWork = int64_t{1} << 25;  // multiply-adds: up to about 320^3
+  return avx512 || m * n * k < kAvx2OneDnnMaxWork;
+}
+
+/// OpenBLAS's row-major gemm for float and for double.
+void openblas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, float alpha,
+                   const float* a, blasint lda, const float* b, blasint ldb, float beta, float* c, blasint ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void openblas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, double alpha,
+                   const double* a, blasint lda, const double* b, blasint ldb, double beta, double* c, blasint ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 }  // namespace
 
 void sync_blas_threads() {
@@ -67,15 +85,6 @@ void sync_blas_threads() {
   // Inside a parallel_for body (bmm's batch split) each gemm runs on its own thread.
   const int want = in_parallel_region() ? 1 : get_num_threads();
   if (current.exchange(want) != want) openblas_set_num_threads(want);
-}
-
-
-/// float32 products on oneDNN where its AVX-512 kernels run, and at AVX2 for
-/// small products only; OpenBLAS otherwise (Note [float32 GEMM on oneDNN]).
-bool sgemm_on_onednn(int64_t m, int64_t n, int64_t k) {
-  static const bool avx512 = cpu_capability() == CpuCapability::AVX512;
-  constexpr int64_t kAvx2OneDnnMaxWork = int64_t{1} << 25;  // multiply-adds: up to about 320^3
-  return avx512 || m * n * k < kAvx2OneDnnMaxWork;
 }
 
 template <typename T>
@@ -86,18 +95,13 @@ void gemm_raw(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alp
   if constexpr (std::is_same_v<T, float>) {
     if (sgemm_on_onednn(m, n, k)) {  // Note [float32 GEMM on oneDNN]
       onednn_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    } else {
-      sync_blas_threads();
-      cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                  static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-                  static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+      return;
     }
-  } else {
-    sync_blas_threads();
-    cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-                static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
   }
+  sync_blas_threads();
+  openblas_gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+                static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b,
+                static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 template void gemm_raw<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
                               int64_t, float, float*, int64_t);

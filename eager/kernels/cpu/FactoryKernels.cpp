@@ -2,8 +2,7 @@
 // linspace, fill_, zero_, copy_): thin adapters from the schema's signatures
 // (optional dtype and device) to the implementations in Factories.h and Copy.h,
 // plus the composite overloads written with the generated kiln:: API.
-#include <algorithm>
-
+#include "eager/kernels/MemorySpan.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
 #include "eager/kernels/cpu/ShapeCopy.h"
@@ -55,11 +54,7 @@ Tensor fill_cpu_(const Tensor& self, const Scalar& value) {
 Tensor copy_cpu_(const Tensor& self, const Tensor& src, bool non_blocking) {
   // As torch: a copy onto the same view is nothing to do, and dense tensors that
   // partly share memory are refused (the rest are too hard to judge and allowed).
-  const bool same_view = self.is_same(src) ||
-                         (self.data_ptr() == src.data_ptr() && self.dtype() == src.dtype() &&
-                          std::ranges::equal(self.sizes(), src.sizes()) &&
-                          std::ranges::equal(self.strides(), src.strides()));
-  if (same_view) return self;
+  if (same_view(self, src)) return self;
   check_no_overlap(self, src);
   kiln::copy_(self, src);
   return self;

@@ -56,7 +56,8 @@ constexpr int64_t kMinSplitWork = int64_t{1} << 19;
 /// pieces per thread held 1024 at 50-56 GFLOP/s on 2 threads, no faster than
 /// one thread, and one piece per thread gave 79-119 (median 91, torch 85);
 /// the same split in plain C on pthreads: 63-81 for four pieces, 94-99 for
-/// two. Every smaller call repacks the whole shared operand.
+/// two. Every smaller call repacks the whole shared operand. (Products that
+/// large now go to OpenBLAS at AVX2; the smaller ones still split here.)
 int64_t pieces_per_thread() {
   static const int64_t pieces = cpu_capability() == CpuCapability::AVX512 ? 2 : 1;
   return pieces;

@@ -135,12 +135,7 @@ void check_no_internal_overlap(const Tensor& t) {
 
 void check_no_overlap(const Tensor& written, const Tensor& read) {
   if (written.numel() == 0 || read.numel() == 0 || written.storage() != read.storage()) return;
-  const bool same = written.data_ptr() == read.data_ptr() && written.dtype() == read.dtype() &&
-                    std::equal(written.sizes().begin(), written.sizes().end(), read.sizes().begin(),
-                               read.sizes().end()) &&
-                    std::equal(written.strides().begin(), written.strides().end(), read.strides().begin(),
-                               read.strides().end());
-  if (same) return;
+  if (same_view(written, read)) return;
   KILN_CHECK(!byte_spans_meet(written, read),
              "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
              "memory location. Please clone() the tensor before performing the operation.");

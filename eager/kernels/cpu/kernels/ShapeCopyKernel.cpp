@@ -31,7 +31,6 @@ inline void store(char* p, T v) {
   std::memcpy(p, &v, sizeof(T));
 }
 
-/// One row of n elements of width sizeof(T).
 /// dst[0, bytes) = src[0, bytes) for a dense row. Not glibc 2.36's memcpy for
 /// these row lengths: on AMD znver3 its rep-movsb path ran roll(x, 3, 1) of a
 /// 2048x2048 float32 tensor (2048 rows of 8180 bytes, source and destination
@@ -56,6 +55,7 @@ inline void copy_bytes(char* dst, const char* src, int64_t bytes) {
 #endif
 }
 
+/// One row of n elements of width sizeof(T).
 template <typename T>
 void copy_row(char* dst, const char* src, int64_t n, int64_t ds, int64_t ss) {
   constexpr auto w = static_cast<int64_t>(sizeof(T));
