@@ -11,6 +11,7 @@
 #endif
 
 #include "eager/kernels/cpu/ShapeCopy.h"
+#include "eager/kernels/cpu/vec/StreamingCopy.h"
 
 namespace kiln::native {
 namespace KILN_CPU_NS {
@@ -52,31 +53,6 @@ inline void copy_bytes(char* dst, const char* src, int64_t bytes) {
   std::memcpy(dst + i, src + i, static_cast<size_t>(bytes - i));
 #else
   std::memcpy(dst, src, static_cast<size_t>(bytes));
-#endif
-}
-
-/// copy_bytes with non-temporal stores once dst is 32-byte aligned, for copies
-/// bigger than the cache (Note [Streaming stores], vec/VecBinary.h): on AMD
-/// EPYC (Zen 4/5) clone() of 16 MiB went from 0.99 to ~0.5 ms, the time neg() takes.
-/// The caller fences (_mm_sfence) before its threads join.
-inline void copy_bytes_streaming(char* dst, const char* src, int64_t bytes) {
-#if defined(__AVX2__)
-  const auto misalignment = static_cast<int64_t>(reinterpret_cast<uintptr_t>(dst) % 32);
-  int64_t i = misalignment == 0 ? 0 : std::min<int64_t>(32 - misalignment, bytes);
-  std::memcpy(dst, src, static_cast<size_t>(i));
-  for (; i + 128 <= bytes; i += 128) {
-    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
-    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32));
-    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 64));
-    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 96));
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i), a);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 32), b);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 64), c);
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 96), d);
-  }
-  std::memcpy(dst + i, src + i, static_cast<size_t>(bytes - i));
-#else
-  copy_bytes(dst, src, bytes);
 #endif
 }
 
