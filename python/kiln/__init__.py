@@ -82,6 +82,29 @@ from kiln._norms import tensor_norm as _tensor_norm  # noqa: E402
 Tensor.norm = _tensor_norm
 from kiln._products import chain_matmul, tensordot  # noqa: E402  (tensordot's dims forms)
 from kiln import linalg  # noqa: E402
+from kiln._comparison import allclose, equal, isclose  # noqa: E402
+from kiln._dtypes import can_cast, is_complex, is_floating_point, promote_types, result_type  # noqa: E402
+from kiln._shape_composites import (  # noqa: E402
+    argwhere, atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod, diagflat, dsplit, hsplit, meshgrid,
+    tile, tril_indices, triu_indices, vsplit,
+)
+from kiln._numeric import (  # noqa: E402
+    corrcoef, cov, cross, cumulative_trapezoid, diff, dist, float_power, nanmean, trapezoid, vander,
+)
+from kiln._statistics import (  # noqa: E402
+    bincount, cummax, cummin, histc, kthvalue, logcumsumexp, median, nanmedian, nanquantile, quantile, unique,
+    unique_consecutive,
+)
+from kiln import _aliases, _numeric, _tensor_factories  # noqa: E402
+
+_aliases.install(globals(), Tensor)
+_tensor_factories.install(Tensor)
+for _fn in (isclose, allclose, equal, is_floating_point, is_complex, argwhere, tile, diagflat, hsplit, vsplit, dsplit,
+            diff, cross, nanmean, cov, corrcoef, dist, float_power, bincount, cummax, cummin, histc, kthvalue,
+            logcumsumexp, median, nanmedian, nanquantile, quantile, unique, unique_consecutive):
+    if not hasattr(Tensor, _fn.__name__):
+        setattr(Tensor, _fn.__name__, _fn)
+Tensor.float_power_ = _numeric.float_power_
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
 from kiln.serialization import load, save

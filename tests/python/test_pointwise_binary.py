@@ -278,7 +278,6 @@ BINARY_OPS = [
     BinaryOp("clamp_min"),
     BinaryOp("clamp_max"),
     BinaryOp("atan2"),
-    BinaryOp("arctan2"),
     BinaryOp("hypot"),
     BinaryOp("logaddexp", inplace=False),
     BinaryOp("logaddexp2", inplace=False),

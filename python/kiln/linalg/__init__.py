@@ -5,6 +5,7 @@ kiln.mm and friends."""
 from kiln._norms import linalg_norm as norm  # noqa: F401
 from kiln._norms import matrix_norm, vector_norm  # noqa: F401
 from kiln._products import matrix_power, multi_dot  # noqa: F401
+from kiln._numeric import linalg_cross as cross  # noqa: F401
 
 from kiln import _C as _kiln_C
 
