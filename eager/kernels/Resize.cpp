@@ -6,6 +6,7 @@
 #include "eager/core/Error.h"
 #include "eager/core/Warning.h"
 #include "eager/kernels/TypePromotion.h"
+#include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
 
@@ -32,5 +33,20 @@ Tensor copy_castable_to_out(const Tensor& result, const Tensor& out) {
              " can't be cast to the desired output type ", scalar_type_name(out.dtype()));
   return copy_to_out(result, out);
 }
+
+// --- the ops (shape.yaml) ------------------------------------------------------------
+
+/// Tensor.resize_: the new shape, contiguous, keeping the storage when it is big enough.
+Tensor resize_cpu_(const Tensor& self, IntArrayRef size, std::optional<MemoryFormat> memory_format) {
+  KILN_CHECK(!memory_format || *memory_format == MemoryFormat::Contiguous || *memory_format == MemoryFormat::Preserve,
+             "resize_: only contiguous_format is supported");
+  for (int64_t s : size) KILN_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", size);
+  self.impl()->resize(size);
+  self.impl()->bump_version();
+  return self;
+}
+
+/// The out= tail of Python-level ops: dst resized as out= tensors are, then result copied in.
+Tensor copy_to_out_cpu(const Tensor& result, const Tensor& dst) { return copy_castable_to_out(result, dst); }
 
 }  // namespace kiln::native

@@ -105,6 +105,14 @@ for _fn in (isclose, allclose, equal, is_floating_point, is_complex, argwhere, t
     if not hasattr(Tensor, _fn.__name__):
         setattr(Tensor, _fn.__name__, _fn)
 Tensor.float_power_ = _numeric.float_power_
+from kiln.linalg import _solve as _linalg_solve_module  # noqa: E402
+
+det = _linalg_solve_module.det
+inverse = _linalg_solve_module.inv
+slogdet = _linalg_solve_module.slogdet
+logdet = _linalg_solve_module.logdet
+for _name, _fn in (("det", det), ("inverse", inverse), ("slogdet", slogdet), ("logdet", logdet)):
+    setattr(Tensor, _name, _fn)
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
 from kiln.serialization import load, save

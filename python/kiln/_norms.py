@@ -57,8 +57,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     else:
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if out is not None:
-        out.resize_(result.shape).copy_(result)
-        return out
+        return _C._functions._copy_to_out(result, out)
     return result
 
 

@@ -99,8 +99,7 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     """The cross product of 3-vectors along ``dim`` (broadcasting the other dims)."""
     result = _cross(input, other, dim)
     if out is not None:
-        out.resize_(result.shape).copy_(result)
-        return out
+        return _C._functions._copy_to_out(result, out)
     return result
 
 
@@ -128,8 +127,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     total = kiln.nansum(input, dim, keepdim, dtype=dtype) if dim is not None else kiln.nansum(input, dtype=dtype)
     result = total / counts
     if out is not None:
-        out.resize_(result.shape).copy_(result)
-        return out
+        return _C._functions._copy_to_out(result, out)
     return result
 
 

@@ -59,4 +59,4 @@ def matrix_power(A, n, *, out=None):
     result = _F.matrix_power(A, n)
     if out is None:
         return result
-    return out.resize_(result.shape).copy_(result) if out.shape != result.shape else out.copy_(result)
+    return _C._functions._copy_to_out(result, out)

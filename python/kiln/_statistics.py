@@ -160,8 +160,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
     """The q-th quantiles (q a number or a 1-D tensor in [0, 1]) of ``input`` or along ``dim``."""
     result = _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
     if out is not None:
-        out.resize_(result.shape).copy_(result)
-        return out
+        return _C._functions._copy_to_out(result, out)
     return result
 
 
@@ -169,8 +168,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
     """quantile of the non-NaN values (NaN where a slice has none)."""
     result = _quantile(input, q, dim, keepdim, interpolation, True, "nanquantile")
     if out is not None:
-        out.resize_(result.shape).copy_(result)
-        return out
+        return _C._functions._copy_to_out(result, out)
     return result
 
 
@@ -347,8 +345,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
                                                                                     dtype=kiln.float64),
                                                              accumulate=True).to(input.dtype)
     if out is not None:
-        out.resize_(result.shape).copy_(result)
-        return out
+        return _C._functions._copy_to_out(result, out)
     return result
 
 

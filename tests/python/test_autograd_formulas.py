@@ -270,6 +270,11 @@ SPECIAL = {
               lambda L, a, b: [L.xlogy(a, _pos(b)), L.xlogy(2.5, _pos(b)), a.xlogy(3.0)]),
 }
 
+LAPACK = {
+    "solve": (["_linalg_solve"], [(3, 3), (3, 2)],
+              lambda L, a, b: L.linalg.solve(a + 3 * L.eye(3, dtype=L.float64), b)),
+}
+
 SORTING = {
     "sort and topk": (["sort.stable", "topk"], [(3, 5)],
                       lambda L, a: [a.sort(1)[0], L.sort(a, dim=0, descending=True, stable=True)[0], a.topk(2)[0],
@@ -314,12 +319,13 @@ CASES.update(NN)
 CASES.update(CONV_POOL)
 CASES.update(SORTING)
 CASES.update(SPECIAL)
+CASES.update(LAPACK)
 CASES.update(CORE)
 
 # The families this file covers (and the ops of them that have no gradient here, with why).
 FAMILY_FILES = ("pointwise_binary.yaml", "shape.yaml", "indexing.yaml", "linalg.yaml", "reduction.yaml",
                 "pointwise_unary.yaml", "activation.yaml", "nn.yaml", "conv.yaml", "pool.yaml", "sorting.yaml",
-                "attention.yaml", "conversion.yaml", "ops.yaml", "special.yaml")
+                "attention.yaml", "conversion.yaml", "ops.yaml", "special.yaml", "lapack.yaml")
 NOT_HERE = {
     "floor_divide": "torch has no derivative for it (kiln's is zero)",
     "floor_divide.Scalar": "torch has no derivative for it (kiln's is zero)",

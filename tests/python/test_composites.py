@@ -322,3 +322,30 @@ def test_new_factories_take_the_tensors_dtype():
     with pytest.warns(UserWarning, match="copy construct"):
         copied = k.new_tensor(kiln.tensor([1.5, 2.5]))
     assert copied.dtype == kiln.int32 and copied.tolist() == [1, 2]
+
+
+# --- out= of the Python-level ops, Tensor.resize_ ------------------------------------------------
+
+def test_python_level_out_resizes_with_torchs_warning_and_cast_check():
+    for L in (kiln, torch):
+        x = L.tensor([[1.0, float("nan"), 3.0]])
+        out = L.empty(0)
+        assert L.nanmean(x, 1, out=out) is out and tuple(out.shape) == (1,)
+        with pytest.warns(UserWarning, match="resized"):
+            L.nanmean(x, 1, out=L.zeros(3))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        kiln.linalg.solve(kiln.eye(2), kiln.ones(2), out=kiln.empty(2, dtype=kiln.int64))
+    assert_matches(kiln.quantile(kiln.tensor([1.0, 2.0, 4.0]), 0.5, out=kiln.empty(0)),
+                   torch.quantile(torch.tensor([1.0, 2.0, 4.0]), 0.5, out=torch.empty(0)))
+
+
+def test_resize_matches_torch():
+    k, t = kiln.arange(6.0), torch.arange(6.0)
+    assert k.resize_(2, 3) is k and t.resize_(2, 3) is t
+    assert_matches(k, t, exact=True)
+    k.resize_([3])
+    t.resize_([3])
+    assert_matches(k, t, exact=True)
+    assert tuple(k.resize_(4, 5).shape) == (4, 5)
+    assert_same_failure(raised(lambda: kiln.ones(2).resize_(-1)), raised(lambda: torch.ones(2).resize_(-1)),
+                        message=False)

@@ -6,6 +6,9 @@ from kiln._norms import linalg_norm as norm  # noqa: F401
 from kiln._norms import matrix_norm, vector_norm  # noqa: F401
 from kiln._products import matrix_power, multi_dot  # noqa: F401
 from kiln._numeric import linalg_cross as cross  # noqa: F401
+from kiln.linalg._solve import (  # noqa: F401
+    LinAlgError, det, inv, lu_factor, lu_factor_ex, slogdet, solve,
+)
 
 from kiln import _C as _kiln_C
 
@@ -25,7 +28,7 @@ def vecdot(x, y, *, dim=-1, out=None):
     result = (x * y).sum(dim)
     if out is None:
         return result
-    return out.resize_(result.shape).copy_(result) if tuple(out.shape) != tuple(result.shape) else out.copy_(result)
+    return _kiln_C._functions._copy_to_out(result, out)
 
 
 def _dtype_word(dtype):
