@@ -6,12 +6,21 @@ from kiln.nn.modules.linear import Bilinear, Identity, Linear
 from kiln.nn.modules.activation import (
     CELU, ELU, GELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish,
     MultiheadAttention, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus, Softsign, Tanh, Tanhshrink, Threshold,
+    PReLU, Hardshrink, Softshrink,
 )
 from kiln.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from kiln.nn.modules.flatten import Flatten, Unflatten
 from kiln.nn.modules.fold import Fold, Unfold
 from kiln.nn.modules.sparse import Embedding
-from kiln.nn.modules.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from kiln.nn.modules.normalization import (
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm,
+    RMSNorm,
+)
+from kiln.nn.modules.padding import *  # noqa: F401,F403  (ConstantPad1d ... CircularPad3d)
+from kiln.nn.modules.reshaping import (
+    ChannelShuffle, CosineSimilarity, PairwiseDistance, PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
 from kiln.nn.modules.conv import Conv1d, Conv2d
 from kiln.nn.modules.pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from kiln.nn.modules.loss import (

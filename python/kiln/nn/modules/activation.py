@@ -9,7 +9,7 @@ from kiln.nn.modules.module import Module
 
 __all__ = ["ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softplus", "LeakyReLU", "ELU", "SELU",
            "CELU", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid", "Softsign", "Tanhshrink", "Threshold",
-           "GLU", "Softmax", "LogSoftmax", "Softmin", "MultiheadAttention"]
+           "GLU", "Softmax", "LogSoftmax", "Softmin", "MultiheadAttention", "PReLU", "Hardshrink", "Softshrink"]
 
 
 def _inplace_only(inplace: bool) -> str:
@@ -249,3 +249,51 @@ class Softmin(_SoftmaxBase):
 
 
 from kiln.nn.modules.attention import MultiheadAttention  # noqa: E402  (torch exports it from activation)
+
+
+class PReLU(Module):
+    """max(0, x) + a * min(0, x) with a learnt slope a: one, or one per channel."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None) -> None:
+        from kiln.nn.modules._factory import empty_parameter, factory_kwargs
+
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = empty_parameter((num_parameters,), factory_kwargs(device, dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        from kiln.nn import init as nn_init
+
+        nn_init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class Hardshrink(Module):
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)

@@ -11,7 +11,8 @@ from kiln.nn import init
 from kiln.nn.modules._factory import empty_parameter, factory_kwargs
 from kiln.nn.modules.module import Module
 
-__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d"]
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d",
+           "InstanceNorm2d", "InstanceNorm3d"]
 
 
 def _as_shape(normalized_shape) -> tuple:
@@ -193,3 +194,42 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input) -> None:
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    def _check_input_dim(self, input) -> None:
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class _InstanceNorm(_BatchNorm):
+    """Per-sample, per-channel statistics over the spatial dims (torch's defaults: no affine
+    parameters, no running statistics). Unbatched inputs (one dim fewer) are accepted."""
+
+    spatial_dims = 1
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, device=None, dtype=None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def forward(self, input):
+        batched = self.spatial_dims + 2
+        if input.dim() not in (batched, batched - 1):
+            raise ValueError(f"expected {batched - 1}D or {batched}D input (got {input.dim()}D input)")
+        unbatched = input.dim() == batched - 1
+        x = input.unsqueeze(0) if unbatched else input
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats, self.momentum or 0.0, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    spatial_dims = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    spatial_dims = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    spatial_dims = 3

@@ -1,0 +1,121 @@
+"""Functional ops torch.nn.functional has that kiln composes from views and
+pointwise ops: pixel_shuffle, pixel_unshuffle, channel_shuffle (reshape and
+permute), prelu, hardshrink, softshrink, and instance_norm (batch_norm over
+the batch folded into channels, as PyTorch's own instance_norm does).
+Re-exported by kiln.nn.functional."""
+
+from __future__ import annotations
+
+from kiln import _C
+
+
+def _f():
+    return _C._functions
+
+
+def pixel_shuffle(input, upscale_factor: int):
+    """(*, C r^2, H, W) -> (*, C, H r, W r)."""
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    if upscale_factor <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {upscale_factor}")
+    c, h, w = input.shape[-3:]
+    r = upscale_factor
+    if c % (r * r) != 0:
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    batch = list(input.shape[:-3])
+    oc = c // (r * r)
+    x = input.reshape(batch + [oc, r, r, h, w])
+    n = len(batch)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(batch + [oc, h * r, w * r])
+
+
+def pixel_unshuffle(input, downscale_factor: int):
+    """(*, C, H r, W r) -> (*, C r^2, H, W)."""
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    if downscale_factor <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {downscale_factor}")
+    c, h, w = input.shape[-3:]
+    r = downscale_factor
+    if h % r != 0:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but input.size(-2)={h}"
+                           f" is not divisible by {r}")
+    if w % r != 0:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)={w}"
+                           f" is not divisible by {r}")
+    batch = list(input.shape[:-3])
+    n = len(batch)
+    x = input.reshape(batch + [c, h // r, r, w // r, r])
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(batch + [c * r * r, h // r, w // r])
+
+
+def channel_shuffle(input, groups: int):
+    """(N, g k, *) with the channels regrouped as (k, g): a transpose of the group dims."""
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    c = input.shape[1]
+    if c % groups != 0:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    shape = list(input.shape)
+    x = input.reshape([shape[0], groups, c // groups] + shape[2:]).transpose(1, 2)
+    return x.reshape(shape)
+
+
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), weight one value or one per channel (dim 1)."""
+    if weight.numel() != 1:
+        if input.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.dim() >= 2 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{weight.numel()} and channel size = {channels}.")
+        if input.dim() >= 2:
+            weight = weight.reshape([channels] + [1] * (input.dim() - 2))
+    return _f().where(input > 0, input, input * weight)
+
+
+def hardshrink(input, lambd: float = 0.5):
+    """x where |x| > lambd, else 0."""
+    return _f().where((input > lambd) | (input < -lambd), input, input * 0)
+
+
+def softshrink(input, lambd: float = 0.5):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    if lambd < 0:
+        import numpy as np
+
+        from kiln._comparison import scalar_type_name
+
+        dtype = str(input.dtype).removeprefix("kiln.")
+        largest = float(np.finfo(np.float32 if dtype == "bfloat16" else dtype).max) if input.dtype.is_floating_point \
+            else float(np.iinfo(dtype).max)
+        raise RuntimeError(f"lambda must be in range [0, {largest:g}] for input dtype {scalar_type_name(input.dtype)}, "
+                           f"but found {lambd:g}")
+    return _f().where(input > lambd, input - lambd, _f().where(input < -lambd, input + lambd, input * 0))
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5):
+    """Normalises each (sample, channel) slice over its spatial dims: batch_norm of the
+    input seen as one sample of N*C channels (running stats averaged back over the batch)."""
+    from kiln.nn import functional as F
+
+    n, c = input.shape[0], input.shape[1]
+    folded = input.reshape([1, n * c] + list(input.shape[2:]))
+    mean = running_mean.repeat(n) if running_mean is not None else None
+    var = running_var.repeat(n) if running_var is not None else None
+    w = weight.repeat(n) if weight is not None else None
+    b = bias.repeat(n) if bias is not None else None
+    out = F.batch_norm(folded, mean, var, w, b, training=use_input_stats, momentum=momentum, eps=eps)
+    if running_mean is not None and use_input_stats:
+        running_mean.copy_(mean.reshape(n, c).mean(0))
+    if running_var is not None and use_input_stats:
+        running_var.copy_(var.reshape(n, c).mean(0))
+    return out.reshape(input.shape)
