@@ -118,3 +118,61 @@ ERRORS = [
 @pytest.mark.parametrize("name, fn", ERRORS, ids=[n for n, _ in ERRORS])
 def test_errors_match_torch(name, fn):
     assert_same_failure(raised(lambda: fn(kiln)), raised(lambda: fn(torch)))
+
+
+# --- transposed convolutions ------------------------------------------------------------------------
+
+def _same_module(kmod, tmod):
+    for name, tp in tmod.named_parameters():
+        getattr(kmod, name).data.copy_(kiln.from_numpy(tp.detach().numpy().copy()))
+
+
+TRANSPOSE_CASES = [
+    ("ConvTranspose2d", (4, 6, 3), {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2}, (2, 4, 5, 6)),
+    ("ConvTranspose2d", (3, 2, (2, 3)), {"dilation": 2, "bias": False}, (1, 3, 4, 4)),
+    ("ConvTranspose2d", (2, 4, 3), {"stride": 3, "padding": 2, "output_padding": 2}, (2, 3, 3)),
+    ("ConvTranspose1d", (4, 3, 4), {"stride": 2, "padding": 1}, (2, 4, 7)),
+    ("ConvTranspose1d", (2, 4, 3), {"groups": 2, "dilation": 3, "output_padding": 1, "stride": 2}, (2, 6)),
+]
+
+
+@pytest.mark.parametrize("name, args, kwargs, shape", TRANSPOSE_CASES)
+def test_conv_transpose_matches_torch_with_gradients(name, args, kwargs, shape):
+    tmod = getattr(torch.nn, name)(*args, **kwargs).double()
+    kmod = getattr(kiln.nn, name)(*args, **kwargs).double()
+    assert repr(kmod) == repr(tmod)
+    assert tuple(kmod.weight.shape) == tuple(tmod.weight.shape)
+    _same_module(kmod, tmod)
+    x = _data(shape)
+    kx, tx = kiln.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    kout, tout = kmod(kx), tmod(tx)
+    assert_matches(kout, tout)
+    seed = np.cos(np.arange(tout.numel())).reshape(tuple(tout.shape))
+    (kout * kiln.tensor(seed)).sum().backward()
+    (tout * torch.tensor(seed)).sum().backward()
+    assert_matches(kx.grad, tx.grad)
+    for (_, kp), (_, tp) in zip(kmod.named_parameters(), tmod.named_parameters()):
+        assert_matches(kp.grad, tp.grad)
+
+
+def test_conv_transpose_output_size_and_gradcheck():
+    tmod, kmod = torch.nn.ConvTranspose2d(2, 3, 3, stride=2).double(), kiln.nn.ConvTranspose2d(2, 3, 3, stride=2).double()
+    _same_module(kmod, tmod)
+    x = _data((1, 2, 4, 4))
+    assert_matches(kmod(kiln.tensor(x), output_size=[10, 10]), tmod(torch.tensor(x), output_size=[10, 10]))
+    assert_same_failure(raised(lambda: kmod(kiln.tensor(x), output_size=[12, 12])),
+                        raised(lambda: tmod(torch.tensor(x), output_size=[12, 12])), message=False)
+    w = kiln.tensor(_data((2, 3, 2, 2), 1), requires_grad=True)
+    xs = kiln.tensor(_data((1, 2, 3, 3), 2), requires_grad=True)
+    assert kiln.autograd.gradcheck(lambda a, b: kiln.nn.functional.conv_transpose2d(a, b, stride=2, padding=1), (xs, w))
+
+
+def test_conv_transpose_errors_match_torch():
+    F_k, F_t = kiln.nn.functional, torch.nn.functional
+    assert_same_failure(raised(lambda: F_k.conv_transpose2d(kiln.ones(1, 3, 4, 4), kiln.ones(2, 3, 3, 3))),
+                        raised(lambda: F_t.conv_transpose2d(torch.ones(1, 3, 4, 4), torch.ones(2, 3, 3, 3))),
+                        message=False)
+    assert_same_failure(raised(lambda: F_k.conv_transpose2d(kiln.ones(1, 2, 4, 4), kiln.ones(2, 3, 3, 3), stride=2,
+                                                            output_padding=2)),
+                        raised(lambda: F_t.conv_transpose2d(torch.ones(1, 2, 4, 4), torch.ones(2, 3, 3, 3), stride=2,
+                                                            output_padding=2)), message=False)

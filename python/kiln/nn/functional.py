@@ -39,6 +39,7 @@ from kiln.nn._losses import (  # noqa: F401  (re-exported: F.cross_entropy and f
     smooth_l1_loss,
 )
 from kiln.nn._attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: F401
+from kiln.nn._conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: F401  (re-exported)
 from kiln.nn._rearrange_shrink import (  # noqa: F401  (re-exported)
     channel_shuffle, hardshrink, instance_norm, pixel_shuffle, pixel_unshuffle, prelu, softshrink,
 )

@@ -21,7 +21,7 @@ from kiln.nn.modules.reshaping import (
     ChannelShuffle, CosineSimilarity, PairwiseDistance, PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d,
     UpsamplingNearest2d,
 )
-from kiln.nn.modules.conv import Conv1d, Conv2d
+from kiln.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from kiln.nn.modules.pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from kiln.nn.modules.loss import (
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,

@@ -10,7 +10,7 @@ from kiln.nn import init
 from kiln.nn.modules._factory import empty_parameter, factory_kwargs, pair, single
 from kiln.nn.modules.module import Module
 
-__all__ = ["Conv1d", "Conv2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -49,7 +49,8 @@ class _ConvNd(Module):
         self._reversed_padding_repeated_twice = [0, 0] * len(kernel_size)
         if not isinstance(padding, str):
             self._reversed_padding_repeated_twice = [p for p in reversed(padding) for _ in range(2)]
-        shape = (out_channels, in_channels // groups, *kernel_size)
+        shape = ((in_channels, out_channels // groups, *kernel_size) if transposed
+                 else (out_channels, in_channels // groups, *kernel_size))
         self.weight = empty_parameter(shape, kwargs)
         if bias:
             self.bias = empty_parameter((out_channels,), kwargs)
@@ -111,3 +112,49 @@ class Conv2d(_ConvNd):
         return self._conv(F.conv2d, input, self.weight, self.bias, pair(0))
 
 
+
+
+class _ConvTransposeNd(_ConvNd):
+    def _output_padding(self, input, output_size, dims: int):
+        if output_size is None:
+            return self.output_padding
+        output_size = list(output_size)[-dims:]
+        padding = []
+        for d in range(dims):
+            smallest = ((input.shape[input.dim() - dims + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                        + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            extra = output_size[d] - smallest
+            if not 0 <= extra < max(self.stride[d], self.dilation[d]):
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {smallest} "
+                                 f"to {smallest + max(self.stride[d], self.dilation[d]) - 1} (for an input of "
+                                 f"{list(input.shape)[-dims:]})")
+            padding.append(extra)
+        return tuple(padding)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        super().__init__(in_channels, out_channels, single(kernel_size), single(stride), single(padding),
+                         single(dilation), True, single(output_padding), groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input, output_size=None):
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size, 1), self.groups, self.dilation)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        super().__init__(in_channels, out_channels, pair(kernel_size), pair(stride), pair(padding), pair(dilation),
+                         True, pair(output_padding), groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input, output_size=None):
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size, 2), self.groups, self.dilation)
