@@ -26,6 +26,7 @@ from kiln.nn.modules.pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPoo
 from kiln.nn.modules.loss import (
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
 )
+from kiln.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from kiln.nn.modules.transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [name for name in dir() if name[0].isupper()] + [

@@ -1,0 +1,274 @@
+"""RNN, LSTM and GRU (multi-layer, bidirectional, batch_first, inter-layer
+dropout) and their cells, with torch's parameter names, shapes, gate orders
+(LSTM: input, forget, cell, output; GRU: reset, update, new) and
+initialisation (uniform in +-1/sqrt(hidden_size)). The input projection of a
+whole sequence is one matmul per layer and direction; the recurrence is a loop
+over time steps of kiln ops, so autograd differentiates it like any other
+graph (no fused kernel yet: see the issue notes)."""
+
+from __future__ import annotations
+
+import math
+
+from kiln import _C
+from kiln.nn import functional as F
+from kiln.nn import init
+from kiln.nn.modules._factory import empty_parameter, factory_kwargs
+from kiln.nn.modules.module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+def _f():
+    return _C._functions
+
+
+def _cell_step(mode, x_proj, h, c, w_hh, b_hh):
+    """One time step: x_proj = x W_ih^T + b_ih (precomputed); returns (h, c)."""
+    kiln = _f()
+    h_proj = F.linear(h, w_hh, b_hh)
+    if mode == "LSTM":
+        i, f, g, o = (x_proj + h_proj).chunk(4, -1)
+        c = kiln.sigmoid(f) * c + kiln.sigmoid(i) * kiln.tanh(g)
+        return kiln.sigmoid(o) * kiln.tanh(c), c
+    if mode == "GRU":
+        xr, xz, xn = x_proj.chunk(3, -1)
+        hr, hz, hn = h_proj.chunk(3, -1)
+        r = kiln.sigmoid(xr + hr)
+        z = kiln.sigmoid(xz + hz)
+        n = kiln.tanh(xn + r * hn)
+        return (1 - z) * n + z * h, None
+    pre = x_proj + h_proj
+    return (kiln.tanh(pre) if mode == "RNN_TANH" else kiln.relu(pre)), None
+
+
+class RNNBase(Module):
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
+                 device=None, dtype=None) -> None:
+        kwargs = factory_kwargs(device, dtype)
+        super().__init__()
+        if not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an element "
+                             "being zeroed")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size != 0:
+            raise NotImplementedError("kiln's LSTM does not support proj_size yet")
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        directions = 2 if bidirectional else 1
+        gates = _GATES[mode] * hidden_size
+        self._flat_weights_names = []
+        for layer in range(num_layers):
+            for direction in range(directions):
+                layer_input = input_size if layer == 0 else hidden_size * directions
+                suffix = f"_l{layer}" + ("_reverse" if direction == 1 else "")
+                names = [f"weight_ih{suffix}", f"weight_hh{suffix}"]
+                setattr(self, names[0], empty_parameter((gates, layer_input), kwargs))
+                setattr(self, names[1], empty_parameter((gates, hidden_size), kwargs))
+                if bias:
+                    names += [f"bias_ih{suffix}", f"bias_hh{suffix}"]
+                    setattr(self, names[2], empty_parameter((gates,), kwargs))
+                    setattr(self, names[3], empty_parameter((gates,), kwargs))
+                self._flat_weights_names.extend(names)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -bound, bound)
+
+    def _weights(self, layer, direction):
+        suffix = f"_l{layer}" + ("_reverse" if direction == 1 else "")
+        get = lambda name: getattr(self, name + suffix) if self.bias or "weight" in name else None  # noqa: E731
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
+
+    def _run(self, input, hx, cx):
+        kiln = _f()
+        batched = input.dim() == 3
+        if input.dim() not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D instead")
+        x = input if batched else input.unsqueeze(1)  # (T, B, F) or (B, T, F)
+        if self.batch_first and batched:
+            x = x.transpose(0, 1)
+        if x.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
+                               f"{x.shape[-1]}")
+        steps, batch = x.shape[0], x.shape[1]
+        directions = 2 if self.bidirectional else 1
+        state_shape = (self.num_layers * directions, batch, self.hidden_size)
+
+        def initial(state):
+            if state is None:
+                return kiln.zeros(state_shape, dtype=x.dtype, device=x.device)
+            s = state if batched else state.unsqueeze(1)
+            if tuple(s.shape) != state_shape:
+                raise RuntimeError(f"Expected hidden size {state_shape}, got {list(s.shape)}")
+            return s
+
+        h0 = initial(hx)
+        c0 = initial(cx) if self.mode == "LSTM" else None
+        h_last, c_last = [], []
+        layer_input = x
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                w_ih, w_hh, b_ih, b_hh = self._weights(layer, direction)
+                index = layer * directions + direction
+                h = h0[index]
+                c = c0[index] if c0 is not None else None
+                projected = F.linear(layer_input, w_ih, b_ih)  # every step at once
+                order = range(steps - 1, -1, -1) if direction == 1 else range(steps)
+                step_outputs = [None] * steps
+                for t in order:
+                    h, c = _cell_step(self.mode, projected[t], h, c, w_hh, b_hh)
+                    step_outputs[t] = h
+                outputs.append(kiln.stack(step_outputs, 0) if steps else projected[..., :self.hidden_size] * 0)
+                h_last.append(h)
+                c_last.append(c)
+            layer_input = outputs[0] if directions == 1 else kiln.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        output = layer_input
+        if self.batch_first and batched:
+            output = output.transpose(0, 1)
+        h_n = kiln.stack(h_last, 0)
+        c_n = kiln.stack(c_last, 0) if self.mode == "LSTM" else None
+        if not batched:
+            output = output.squeeze(1)
+            h_n = h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if c_n is not None else None
+        return output, h_n, c_n
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+
+class RNN(RNNBase):
+    def __init__(self, *args, nonlinearity: str = "tanh", **kwargs) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        output, h_n, _ = self._run(input, hx, None)
+        return output, h_n
+
+
+
+class LSTM(RNNBase):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__("LSTM", *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        h0, c0 = hx if hx is not None else (None, None)
+        output, h_n, c_n = self._run(input, h0, c0)
+        return output, (h_n, c_n)
+
+
+class GRU(RNNBase):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__("GRU", *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        output, h_n, _ = self._run(input, hx, None)
+        return output, h_n
+
+
+class RNNCellBase(Module):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, gates: int, device=None, dtype=None) -> None:
+        kwargs = factory_kwargs(device, dtype)
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = empty_parameter((gates * hidden_size, input_size), kwargs)
+        self.weight_hh = empty_parameter((gates * hidden_size, hidden_size), kwargs)
+        if bias:
+            self.bias_ih = empty_parameter((gates * hidden_size,), kwargs)
+            self.bias_hh = empty_parameter((gates * hidden_size,), kwargs)
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -bound, bound)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":
+            s += f", nonlinearity={self.nonlinearity}"
+        return s
+
+    def _step(self, mode, input, h, c):
+        kiln = _f()
+        batched = input.dim() == 2
+        x = input if batched else input.unsqueeze(0)
+        if h is None:
+            h = kiln.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
+        elif not batched:
+            h = h.unsqueeze(0)
+        if mode == "LSTM":
+            c = kiln.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device) if c is None else (
+                c if batched else c.unsqueeze(0))
+        h, c = _cell_step(mode, F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
+        if not batched:
+            h = h.squeeze(0)
+            c = c.squeeze(0) if c is not None else None
+        return h, c
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh", device=None,
+                 dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        return self._step("RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU", input, hx, None)[0]
+
+
+class LSTMCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input, hx=None):
+        h, c = hx if hx is not None else (None, None)
+        return self._step("LSTM", input, h, c)
+
+
+class GRUCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input, hx=None):
+        return self._step("GRU", input, hx, None)[0]
