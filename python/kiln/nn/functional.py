@@ -40,6 +40,10 @@ from kiln.nn._losses import (  # noqa: F401  (re-exported: F.cross_entropy and f
 )
 from kiln.nn._attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: F401
 from kiln.nn._conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: F401  (re-exported)
+from kiln.nn._losses_more import (  # noqa: F401  (re-exported)
+    cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss, multi_margin_loss,
+    multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss, triplet_margin_loss,
+)
 from kiln.nn._rearrange_shrink import (  # noqa: F401  (re-exported)
     channel_shuffle, hardshrink, instance_norm, pixel_shuffle, pixel_unshuffle, prelu, softshrink,
 )
@@ -157,7 +161,12 @@ def hardswish(input, inplace: bool = False):
 
 
 def logsigmoid(input):
-    return _call("log_sigmoid", input)
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for large |x| (composed: kiln has
+    no log_sigmoid kernel yet)."""
+    fn = native("log_sigmoid")
+    if fn is not None:
+        return fn(input)
+    return _call("clamp_max", input, 0) - _call("log1p", _call("exp", -_call("abs", input)))
 
 
 def softsign(input):

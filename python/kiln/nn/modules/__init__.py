@@ -25,6 +25,8 @@ from kiln.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2
 from kiln.nn.modules.pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 from kiln.nn.modules.loss import (
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
+    CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss, MultiLabelSoftMarginLoss,
+    MultiMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
 )
 from kiln.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from kiln.nn.modules.transformer import TransformerEncoder, TransformerEncoderLayer
