@@ -161,12 +161,12 @@ def hardswish(input, inplace: bool = False):
 
 
 def logsigmoid(input):
-    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for large |x| (composed: kiln has
-    no log_sigmoid kernel yet)."""
+    """log(sigmoid(x)) = -softplus(-x): stable for large |x|, gradient sigmoid(-x) everywhere
+    (composed: kiln has no log_sigmoid kernel yet)."""
     fn = native("log_sigmoid")
     if fn is not None:
         return fn(input)
-    return _call("clamp_max", input, 0) - _call("log1p", _call("exp", -_call("abs", input)))
+    return -softplus(-input)
 
 
 def softsign(input):
