@@ -95,10 +95,12 @@ from kiln._statistics import (  # noqa: E402
     bincount, cummax, cummin, histc, kthvalue, logcumsumexp, median, nanmedian, nanquantile, quantile, unique,
     unique_consecutive,
 )
-from kiln import _aliases, _numeric, _tensor_factories  # noqa: E402
+from kiln import _aliases, _numeric, _tensor_factories, _tensor_methods  # noqa: E402
+from kiln import special  # noqa: E402
 
 _aliases.install(globals(), Tensor)
 _tensor_factories.install(Tensor)
+_tensor_methods.install(Tensor)
 for _fn in (isclose, allclose, equal, is_floating_point, is_complex, argwhere, tile, diagflat, hsplit, vsplit, dsplit,
             diff, cross, nanmean, cov, corrcoef, dist, float_power, bincount, cummax, cummin, histc, kthvalue,
             logcumsumexp, median, nanmedian, nanquantile, quantile, unique, unique_consecutive):
