@@ -42,6 +42,16 @@ def _float_of(y):
     return y if y.dtype.is_floating_point else y.to(kiln.get_default_dtype())
 
 
+def _spacing(x, y, dim):
+    """The gaps between the sample points x along y's dim (a 1-D x laid along that dim)."""
+    spacing = diff(x, dim=dim if x.dim() == y.dim() else -1)
+    if x.dim() == 1 and y.dim() > 1:
+        shape = [1] * y.dim()
+        shape[dim] = -1
+        spacing = spacing.reshape(shape)
+    return spacing
+
+
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoid rule along ``dim``: spacing ``dx`` (default 1) or sample points ``x``."""
     if x is not None and dx is not None:
@@ -51,12 +61,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if length == 0:
         return _f().sum(y * 0, dim) if y.dim() else y * 0
     if isinstance(x, _C.TensorBase):
-        spacing = diff(x, dim=dim if x.dim() == y.dim() else -1)
-        if x.dim() == 1 and y.dim() > 1:
-            shape = [1] * y.dim()
-            shape[dim] = -1
-            spacing = spacing.reshape(shape)
-        return (spacing * (y.narrow(dim, 1, length - 1) + y.narrow(dim, 0, length - 1))).sum(dim) / 2
+        return (_spacing(x, y, dim) * (y.narrow(dim, 1, length - 1) + y.narrow(dim, 0, length - 1))).sum(dim) / 2
     step = 1 if dx is None and x is None else (dx if dx is not None else x)
     return (y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5) * step
 
@@ -71,12 +76,7 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
         return y.narrow(dim, 0, 0)
     pairs = y.narrow(dim, 1, length - 1) + y.narrow(dim, 0, length - 1)
     if isinstance(x, _C.TensorBase):
-        spacing = diff(x, dim=dim if x.dim() == y.dim() else -1)
-        if x.dim() == 1 and y.dim() > 1:
-            shape = [1] * y.dim()
-            shape[dim] = -1
-            spacing = spacing.reshape(shape)
-        return (spacing * pairs / 2).cumsum(dim)
+        return (_spacing(x, y, dim) * pairs / 2).cumsum(dim)
     step = 1 if dx is None and x is None else (dx if dx is not None else x)
     return (pairs * (step / 2)).cumsum(dim)
 
