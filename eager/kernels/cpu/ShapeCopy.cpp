@@ -75,6 +75,19 @@ StridedCopyPlan plan_strided_copy(char* dst, IntArrayRef dst_strides, const char
   int64_t elements = 1;
   for (int d = 0; d < n; ++d) elements *= plan.sizes[d];
   plan.streaming = elements * itemsize >= kStreamingCopyBytes;
+  if (plan.streaming) {
+    // An outer dim the source walks backwards (flip(0)) is walked the other way round:
+    // the same element pairs, but the source read forwards, as the prefetchers like,
+    // and the destination's rows, streamed past the cache, written in falling order
+    // (flip(0) of 2048x2048 float32: 0.72 -> see README, torch 0.59 ms).
+    for (int d = 0; d + 1 < n; ++d) {
+      if (plan.src_strides[d] >= 0) continue;
+      plan.dst += (plan.sizes[d] - 1) * plan.dst_strides[d];
+      plan.src += (plan.sizes[d] - 1) * plan.src_strides[d];
+      plan.dst_strides[d] = -plan.dst_strides[d];
+      plan.src_strides[d] = -plan.src_strides[d];
+    }
+  }
   plan.tiled = n >= 2 && plan.dst_strides[n - 1] == itemsize && plan.src_strides[n - 1] != itemsize &&
                plan.src_strides[n - 2] == itemsize && plan.dst_strides[n - 2] != 0 &&
                plan.sizes[n - 1] >= kTransposeTile && plan.sizes[n - 2] >= kTransposeTile;
