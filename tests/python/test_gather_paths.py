@@ -85,3 +85,35 @@ def test_gather_of_a_non_contiguous_index_takes_the_row_loop():
     ki, ti = _pair(index)
     assert_matches(kx.gather(1, ki.t()), tx.gather(1, ti.t()), exact=True)
     assert_matches(kx.gather(1, ki.t()[:, ::2]), tx.gather(1, ti.t()[:, ::2]), exact=True)
+
+
+# --- puts through one index (scatter, scatter_add: run_put_direct) ---------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_scatter_family_matches_torch(dtype, index_dtype):
+    kx, tx = _pair(_source(dtype, 6, 9))
+    index = np.random.default_rng(4).integers(0, 9, (6, 4)).astype(index_dtype)
+    ki, ti = _pair(index)
+    ks, ts = _pair(_source(dtype, 6, 4))
+    assert_matches(kx.scatter_add(1, ki, ks), tx.scatter_add(1, ti, ts), exact=dtype.startswith("int"))
+    assert_matches(kx.scatter(1, ki, ks), tx.scatter(1, ti, ts), exact=True)
+    assert_matches(kx.scatter(1, ki.t().contiguous().t(), ks), tx.scatter(1, ti.t().contiguous().t(), ts), exact=True)
+    k, t = kx.clone(), tx.clone()
+    rows_k, rows_t = _pair((index[:2] % 6).copy())
+    k.scatter_(0, rows_k, ks[:2], reduce="multiply")
+    t.scatter_(0, rows_t, ts[:2], reduce="multiply")
+    assert_matches(k, t, exact=dtype.startswith("int"))
+
+
+@pytest.mark.parametrize("where", [(0, 0), (5, 3)])
+def test_scatter_with_a_bad_index_writes_nothing(where):
+    kx, tx = _pair(_source("float32", 6, 9))
+    before = kx.clone()
+    index = np.random.default_rng(5).integers(0, 9, (6, 4))
+    index[where] = 9
+    ki, ti = _pair(index)
+    ks, ts = _pair(_source("float32", 6, 4))
+    assert_same_failure(raised(lambda: kx.scatter_add_(1, ki, ks)), raised(lambda: tx.scatter_add_(1, ti, ts)))
+    assert_same_failure(raised(lambda: kx.scatter_(1, ki, ks)), raised(lambda: tx.scatter_(1, ti, ts)))
+    assert_matches(kx, torch.from_numpy(before.numpy()), exact=True)

@@ -44,6 +44,14 @@ KILN_DECLARE_DISPATCH(index_gather_direct_fn, index_gather_direct_stub);
 using index_put_fn = void (*)(TensorIterator& iter, PutReduce reduce, const Scalar& alpha);
 KILN_DECLARE_DISPATCH(index_put_fn, index_put_stub);
 
+/// The same through one non-negative index tensor (int32 or int64) instead of offsets:
+/// operands dst (restrided), values, index; *(dst[i] + index[i] * stride_bytes) op= values[i].
+/// Every index is checked against `size` first; when one is out of range nothing is
+/// written and it returns false. (scatter_add_ of 8K elements: no offsets tensor.)
+using index_put_direct_fn = bool (*)(TensorIterator& iter, int64_t size, int64_t stride_bytes, PutReduce reduce,
+                                     const Scalar& alpha);
+KILN_DECLARE_DISPATCH(index_put_direct_fn, index_put_direct_stub);
+
 /// Nonzero elements of a contiguous tensor, counted per chunk of `chunk` elements:
 /// counts[c] for c in [0, ceil(numel / chunk)).
 using nonzero_count_fn = void (*)(const Tensor& contiguous, int64_t chunk, int64_t* counts);

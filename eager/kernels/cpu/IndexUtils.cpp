@@ -18,6 +18,7 @@ namespace kiln::native {
 KILN_DEFINE_DISPATCH(index_offsets_fn, index_offsets_stub);
 KILN_DEFINE_DISPATCH(index_gather_fn, index_gather_stub);
 KILN_DEFINE_DISPATCH(index_gather_direct_fn, index_gather_direct_stub);
+KILN_DEFINE_DISPATCH(index_put_direct_fn, index_put_direct_stub);
 KILN_DEFINE_DISPATCH(index_put_fn, index_put_stub);
 KILN_DEFINE_DISPATCH(nonzero_count_fn, nonzero_count_stub);
 KILN_DEFINE_DISPATCH(nonzero_fill_fn, nonzero_fill_stub);
@@ -223,6 +224,23 @@ void run_put(const Tensor& dst_restrided, const Tensor& values, const Tensor& of
                             .check_all_same_dtype(false)
                             .build();
   index_put_stub(iter, reduce, alpha);
+}
+
+std::optional<BadIndex> run_put_direct(const Tensor& dst_restrided, const Tensor& values,
+                                       const Tensor& index_restrided, const Tensor& index, int64_t size,
+                                       int64_t stride_bytes, PutReduce reduce, const Scalar& alpha) {
+  KILN_INTERNAL_ASSERT(index.dtype() == DType::Int64 || index.dtype() == DType::Int32);
+  TensorIterator iter = TensorIteratorConfig()
+                            .set_op_name("index_put_")
+                            .add_const_input(dst_restrided)
+                            .add_const_input(values)
+                            .add_const_input(index_restrided)
+                            .check_all_same_dtype(false)
+                            .build();
+  if (iter.numel() == 0 || index_put_direct_stub(iter, size, stride_bytes, reduce, alpha)) return std::nullopt;
+  auto bad = first_bad_index(index, size, IndexWrap::NonNegative);
+  KILN_INTERNAL_ASSERT(bad.has_value());
+  return bad;
 }
 
 Tensor at_least_1d(const Tensor& t) {

@@ -101,6 +101,14 @@ struct DirectGather {
 void run_put(const Tensor& dst_restrided, const Tensor& values, const Tensor& offsets_restrided, PutReduce reduce,
              const Scalar& alpha = Scalar(int64_t{1}));
 
+/// run_put through one non-negative index tensor (`index_restrided`: `index` read with
+/// dst's shape), offsets computed inline: every index is checked before anything is
+/// written. Returns the first bad index (row-major in `index`), nothing written then.
+[[nodiscard]] std::optional<BadIndex> run_put_direct(const Tensor& dst_restrided, const Tensor& values,
+                                                     const Tensor& index_restrided, const Tensor& index, int64_t size,
+                                                     int64_t stride_bytes, PutReduce reduce,
+                                                     const Scalar& alpha = Scalar(int64_t{1}));
+
 /// `t` with at least one dim: a 0-dim tensor as shape [1] (a view).
 [[nodiscard]] Tensor at_least_1d(const Tensor& t);
 

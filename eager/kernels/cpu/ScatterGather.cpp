@@ -138,9 +138,11 @@ void scatter_into(const Tensor& target, int64_t dim, const Tensor& index, const 
   if (index.numel() == 0) return;
   const Tensor target1 = at_least_1d(target);
   const Tensor index1 = at_least_1d(index);
-  const Tensor offsets = checked_offsets(target1, dim, index1);
   const Tensor update = src != nullptr ? window(at_least_1d(*src), index1.sizes(), std::nullopt) : values;
-  run_put(window(target1, index1.sizes(), dim), update, offsets, reduce);
+  const int64_t size = target1.size(dim);
+  const auto bad = run_put_direct(window(target1, index1.sizes(), dim), update, index1, index1, size,
+                                  target1.stride(dim) * target1.itemsize(), reduce);
+  KILN_CHECK(!bad, "index ", bad ? bad->value : 0, " is out of bounds for dimension ", dim, " with size ", size);
   target.impl()->bump_version();
 }
 

@@ -400,6 +400,73 @@ void put_loop(TensorIterator& iter, const T& alpha) {
       0, iter.numel());
 }
 
+/// Whether every index the iterator's operand 2 holds is in [0, size).
+template <typename IndexT>
+bool put_indices_valid(TensorIterator& iter, int64_t size) {
+  bool ok = true;
+  iter.serial_for_each(
+      [&](char** data, const int64_t* s, int64_t n0, int64_t n1) {
+        for (int64_t j = 0; j < n1 && ok; ++j) {
+          const char* idx = data[2] + j * s[5];
+          if (s[2] == static_cast<int64_t>(sizeof(IndexT))) {
+            ok &= dense_run_valid<IndexT, IndexWrap::NonNegative>(reinterpret_cast<const IndexT*>(idx), n0, size);
+          } else {
+            for (int64_t i = 0; i < n0; ++i) {
+              wrap_index<IndexWrap::NonNegative>(static_cast<int64_t>(load<IndexT>(idx + i * s[2])), size, ok);
+            }
+          }
+        }
+      },
+      0, iter.numel());
+  return ok;
+}
+
+template <typename T, typename IndexT, void (*Op)(char*, const char*, const T&)>
+void put_direct_loop(TensorIterator& iter, int64_t stride, const T& alpha) {
+  iter.serial_for_each(
+      [&](char** data, const int64_t* s, int64_t n0, int64_t n1) {
+        for (int64_t j = 0; j < n1; ++j) {
+          char* dst = data[0] + j * s[3];
+          const char* val = data[1] + j * s[4];
+          const char* idx = data[2] + j * s[5];
+          for (int64_t i = 0; i < n0; ++i) {
+            const auto v = static_cast<int64_t>(load<IndexT>(idx + i * s[2]));
+            Op(dst + i * s[0] + v * stride, val + i * s[1], alpha);
+          }
+        }
+      },
+      0, iter.numel());
+}
+
+template <typename IndexT>
+bool index_put_direct_typed(TensorIterator& iter, int64_t size, int64_t stride, PutReduce reduce,
+                            const Scalar& alpha) {
+  if (!put_indices_valid<IndexT>(iter, size)) return false;
+  visit_dtype(iter.input(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using Ops = PutOps<T>;
+    const T a = alpha.to<T>();
+    switch (reduce) {
+      case PutReduce::Assign: put_direct_loop<T, IndexT, &Ops::assign>(iter, stride, a); break;
+      case PutReduce::Add:
+        if (alpha.to_double() == 1.0 && !alpha.is_bool()) {
+          put_direct_loop<T, IndexT, &Ops::add_one>(iter, stride, a);
+        } else {
+          put_direct_loop<T, IndexT, &Ops::add>(iter, stride, a);
+        }
+        break;
+      case PutReduce::Multiply: put_direct_loop<T, IndexT, &Ops::multiply>(iter, stride, a); break;
+    }
+  });
+  return true;
+}
+
+bool index_put_direct_kernel(TensorIterator& iter, int64_t size, int64_t stride, PutReduce reduce,
+                             const Scalar& alpha) {
+  return iter.input(2).dtype() == DType::Int32 ? index_put_direct_typed<int32_t>(iter, size, stride, reduce, alpha)
+                                                : index_put_direct_typed<int64_t>(iter, size, stride, reduce, alpha);
+}
+
 void index_put_kernel(TensorIterator& iter, PutReduce reduce, const Scalar& alpha) {
   visit_dtype(iter.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -426,5 +493,6 @@ KILN_REGISTER_DISPATCH(index_offsets_stub, &KILN_CPU_NS::index_offsets_kernel);
 KILN_REGISTER_DISPATCH(index_gather_stub, &KILN_CPU_NS::index_gather_kernel);
 KILN_REGISTER_DISPATCH(index_gather_direct_stub, &KILN_CPU_NS::index_gather_direct_kernel);
 KILN_REGISTER_DISPATCH(index_put_stub, &KILN_CPU_NS::index_put_kernel);
+KILN_REGISTER_DISPATCH(index_put_direct_stub, &KILN_CPU_NS::index_put_direct_kernel);
 
 }  // namespace kiln::native
