@@ -29,7 +29,9 @@ from kiln.nn.modules.loss import (
     MultiMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
 )
 from kiln.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from kiln.nn.modules.transformer import TransformerEncoder, TransformerEncoderLayer
+from kiln.nn.modules.transformer import (
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+)
 
 __all__ = [name for name in dir() if name[0].isupper()] + [
     "register_module_forward_hook", "register_module_forward_pre_hook"]
