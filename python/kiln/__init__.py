@@ -97,6 +97,7 @@ from kiln._statistics import (  # noqa: E402
 )
 from kiln import _aliases, _numeric, _tensor_factories, _tensor_methods  # noqa: E402
 from kiln import special  # noqa: E402
+from kiln._tensor_methods import index_copy, put  # noqa: E402
 
 _aliases.install(globals(), Tensor)
 _tensor_factories.install(Tensor)

@@ -89,8 +89,70 @@ def pin_memory(self, device=None):
     return self
 
 
+# --- index_copy, put ---------------------------------------------------------------------------
+
+def _index_copy_checks(self, dim, index, source):
+    ndim = max(self.dim(), 1)
+    d = dim % ndim if -ndim <= dim < ndim else None
+    if d is None:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+    if index.dim() > 1:
+        raise IndexError("index_copy_(): Index should have dimension 1 or 0 (got " + str(index.dim()) + ")")
+    count = index.numel()
+    source_size = source.shape[d] if source.dim() > 0 else 1
+    if count != source_size:
+        raise IndexError(f"index_copy_(): Number of indices ({count}) should be equal to source.size(dim) "
+                         f"({source_size})")
+    size = self.shape[d] if self.dim() else 1
+    if count:
+        low, high = int(index.min()), int(index.max())
+        bad = low if low < 0 else high if high >= size else None
+        if bad is not None:
+            raise IndexError(f"index_copy_(): index {bad} is out of bounds for dimension {d} with size {size}")
+    return d
+
+
+def index_copy_(self, dim, index, source):
+    """self[..., index[i], ...] = source[..., i, ...] along ``dim``."""
+    d = _index_copy_checks(self, dim, index, source)
+    key = (slice(None),) * d + (index.reshape(-1),)
+    self[key] = source
+    return self
+
+
+def index_copy(self, dim, index, source):
+    """A copy of ``self`` with ``source``'s slices written at ``index`` along ``dim``."""
+    return index_copy_(self.clone(), dim, index, source)
+
+
+def put_(self, index, source, accumulate=False):
+    """Writes (or adds) ``source`` at the flat positions ``index`` of ``self`` (as if it were 1-D)."""
+    n = self.numel()
+    flat_index = index.reshape(-1)
+    if flat_index.numel():
+        low, high = int(flat_index.min()), int(flat_index.max())
+        bad = low if low < -n else high if high >= n else None
+        if bad is not None:
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    if index.numel() != source.numel():
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+                           f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    if self.is_contiguous():
+        self.view(-1).index_put_((flat_index,), source.reshape(-1), accumulate)
+    else:
+        flat = self.reshape(-1).clone()
+        flat.index_put_((flat_index,), source.reshape(-1), accumulate)
+        self.copy_(flat.view(self.shape))
+    return self
+
+
+def put(self, index, source, accumulate=False):
+    """put_ on a copy of ``self``."""
+    return put_(self.clone(), index, source, accumulate)
+
+
 def install(tensor_class) -> None:
     for fn in (unfold, sum_to_size, cumsum_, cumprod_, is_nonzero, is_same_size, is_signed, get_device, is_pinned,
-               pin_memory):
+               pin_memory, index_copy_, index_copy, put_, put):
         if not hasattr(tensor_class, fn.__name__):
             setattr(tensor_class, fn.__name__, fn)

@@ -101,3 +101,35 @@ def test_special_polygamma_logsumexp_softmax():
     assert_matches(kiln.special.softmax(kx, 0), torch.special.softmax(tx, 0))
     assert_matches(kiln.special.log_softmax(kx, 1), torch.special.log_softmax(tx, 1))
     assert_matches(kiln.special.round(kx * 10, decimals=1), torch.special.round(tx * 10, decimals=1))
+
+
+def test_index_copy_and_put_match_torch():
+    base = np.zeros((5, 3))
+    src = np.arange(9.0).reshape(3, 3)
+    kx, tx = _pair(base)
+    ki, ti = kiln.tensor([0, 4, 2]), torch.tensor([0, 4, 2])
+    ks, ts = _pair(src)
+    assert_matches(kx.index_copy(0, ki, ks), tx.index_copy(0, ti, ts), exact=True)
+    kc, tc = _pair(np.arange(10.0).reshape(2, 5).T)  # a (5, 2) source, non-contiguous
+    kc, tc = kc.t().contiguous().t(), tc.t().contiguous().t()
+    assert_matches(kiln.index_copy(kx, 1, ki[:2] % 3, kc), torch.index_copy(tx, 1, ti[:2] % 3, tc), exact=True)
+    k, t = kx.clone(), tx.clone()
+    assert k.index_copy_(0, ki, ks) is k
+    t.index_copy_(0, ti, ts)
+    assert_matches(k, t, exact=True)
+    assert_same_failure(raised(lambda: kx.index_copy(0, kiln.tensor([0, 5]), kiln.ones(2, 3, dtype=kiln.float64))),
+                        raised(lambda: tx.index_copy(0, torch.tensor([0, 5]), torch.ones(2, 3, dtype=torch.float64))))
+    assert_same_failure(raised(lambda: kx.index_copy(0, kiln.tensor([0, 1]), ks)),
+                        raised(lambda: tx.index_copy(0, torch.tensor([0, 1]), ts)))
+    for accumulate in (False, True):
+        kp, tp = _pair(np.zeros((2, 3)))
+        kidx, tidx = kiln.tensor([1, 5, -1]), torch.tensor([1, 5, -1])
+        kv, tv = kiln.tensor([1.0, 2.0, 3.0], dtype=kiln.float64), torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+        assert_matches(kp.put(kidx, kv, accumulate), tp.put(tidx, tv, accumulate), exact=True)
+        assert_matches(kp.t().put_(kidx, kv, accumulate), tp.t().put_(tidx, tv, accumulate), exact=True)
+    assert_same_failure(raised(lambda: kiln.zeros(2, 3).put_(kiln.tensor([6]), kiln.tensor([1.0]))),
+                        raised(lambda: torch.zeros(2, 3).put_(torch.tensor([6]), torch.tensor([1.0]))))
+    x = kiln.zeros(4, requires_grad=True)
+    src_k = kiln.tensor([1.0, 2.0], requires_grad=True)
+    (x.index_copy(0, kiln.tensor([3, 0]), src_k) * kiln.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    assert src_k.grad.tolist() == [4.0, 1.0] and x.grad.tolist() == [0.0, 2.0, 3.0, 0.0]
