@@ -174,7 +174,7 @@ void gather_direct_row(char* out, const char* src, const char* idx, const int64_
   if (is_dense_run<IndexT, Word, W>(s)) {
     // Check the run first (a vectorised pass over indices in L1), then gather
     // without per-element checks: gather(1) of 1024x1024 by 1024x64 went from
-    // 70 to ~ us (torch 54), the checked loop's select sitting between each
+    // 70 to 53 us (torch 48-54), the checked loop's select sitting between each
     // index load and its element load.
     const auto* ids = reinterpret_cast<const IndexT*>(idx);
     if (!dense_run_valid<IndexT, W>(ids, n, size)) {
@@ -201,7 +201,7 @@ void gather_direct_row(char* out, const char* src, const char* idx, const int64_
 /// dim: the index's outer stride is 0). The run is checked and turned into byte
 /// offsets once, then four rows at a time gather through them: one offset load
 /// feeds four element loads. index_select(1) of 1024x1024 float32 by 4096
-/// indices went from 2.8 ms (a checked gather per row) to ~1.6 (torch ~1.9).
+/// indices went from 2.8 ms (a checked gather per row) to 1.2-1.6 (torch 1.8-1.9).
 template <typename IndexT, typename Word, IndexWrap W>
 bool gather_shared_index_rows(char* const* data, const int64_t* s, int64_t n0, int64_t n1, int64_t size,
                               int64_t stride) {
