@@ -40,6 +40,7 @@ from kiln.nn._losses import (  # noqa: F401  (re-exported: F.cross_entropy and f
 )
 from kiln.nn._attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: F401
 from kiln.nn._conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: F401  (re-exported)
+from kiln.nn._embedding_bag import embedding_bag  # noqa: F401  (re-exported)
 from kiln.nn._losses_more import (  # noqa: F401  (re-exported)
     cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss, multi_margin_loss,
     multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss, triplet_margin_loss,

@@ -11,7 +11,7 @@ from kiln.nn.modules.activation import (
 from kiln.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from kiln.nn.modules.flatten import Flatten, Unflatten
 from kiln.nn.modules.fold import Fold, Unfold
-from kiln.nn.modules.sparse import Embedding
+from kiln.nn.modules.sparse import Embedding, EmbeddingBag
 from kiln.nn.modules.normalization import (
     BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm,
     RMSNorm,

@@ -1,0 +1,83 @@
+"""embedding_bag: sums, means or maxima of bags of embedding rows, composed
+from embedding, index_add and (for max) a padded (bag, position) layout
+reduced with max; gradients are those ops'. Re-exported by
+kiln.nn.functional."""
+
+from __future__ import annotations
+
+from kiln import _C
+
+
+def _f():
+    return _C._functions
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float = 2, scale_grad_by_freq: bool = False,
+                  mode: str = "mean", sparse: bool = False, per_sample_weights=None,
+                  include_last_offset: bool = False, padding_idx=None):
+    """One row per bag: 2-D ``input`` (each row a bag) or 1-D ``input`` cut at ``offsets``;
+    ``padding_idx`` entries are left out of every bag (and of mean's count); empty bags give zeros."""
+    from kiln.nn import functional as F
+
+    kiln = _f()
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  f"GitHub.")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        rows, length = input.shape
+        offsets = kiln.arange(0, rows * length, max(length, 1))
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+        include_last_offset = False
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    num, dim = weight.shape
+    n = input.numel()
+    index = input.to(_C.int64)
+    if n:
+        bad = kiln.nonzero((index < 0) | (index >= num)).reshape(-1)
+        if bad.numel():
+            position = int(bad[0])
+            raise RuntimeError(f"Index {position} of input takes value {int(index[position])} which is not in the "
+                               f"valid range [0, {num})")
+    starts = offsets.to(_C.int64)
+    bags = starts.numel() - 1 if include_last_offset else starts.numel()
+    if include_last_offset:
+        starts = starts[:-1]
+    if bags == 0 or n == 0:
+        return kiln.zeros(bags, dim, dtype=weight.dtype)
+    positions = kiln.arange(n)
+    bag_of = kiln.searchsorted(starts, positions, right=True) - 1
+    valid = bag_of >= 0
+    if include_last_offset:
+        valid = valid & (positions < int(offsets[-1]))
+    if padding_idx is not None:
+        valid = valid & (index != (padding_idx % num))
+    bag_of = bag_of.clamp_min(0)
+    rows = F.embedding(index, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(1)
+    keep = valid.unsqueeze(1)
+    counts = kiln.zeros(bags, dtype=weight.dtype).index_add(0, bag_of, valid.to(weight.dtype))
+    if mode in ("sum", "mean"):
+        total = kiln.zeros(bags, dim, dtype=weight.dtype).index_add(0, bag_of, kiln.where(keep, rows, rows * 0))
+        return total if mode == "sum" else total / counts.clamp_min(1).unsqueeze(1)
+    # max: each bag's rows laid out as [bag, position in bag, dim], unused slots -inf
+    within = positions - starts.index_select(0, bag_of)
+    longest = int(within.max()) + 1
+    padded = kiln.full((bags, longest, dim), float("-inf"), dtype=weight.dtype)
+    padded = padded.index_put((bag_of, within), kiln.where(keep, rows, kiln.full_like(rows, float("-inf"))))
+    best = padded.amax(1)
+    return kiln.where((counts > 0).unsqueeze(1), best, kiln.zeros_like(best))
