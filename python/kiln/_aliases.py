@@ -8,7 +8,7 @@ from __future__ import annotations
 
 # alias -> the op it names; each has function, method and in-place forms in torch.
 ALIASES = {
-    "multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div",
+    "multiply": "mul", "subtract": "sub", "divide": "div",
     "greater": "gt", "less": "lt", "greater_equal": "ge", "less_equal": "le", "not_equal": "ne",
     "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh", "arccosh": "acosh",
     "arctanh": "atanh", "arctan2": "atan2",

@@ -25,7 +25,7 @@ def tile(input, dims):
     return input.repeat(dims)
 
 
-def _atleast(tensors, ndim, promote):
+def _atleast(tensors, promote):
     if len(tensors) == 1 and not isinstance(tensors[0], _C.TensorBase):
         tensors = tuple(tensors[0])
         return tuple(promote(t) for t in tensors)
@@ -36,7 +36,7 @@ def _atleast(tensors, ndim, promote):
 
 def atleast_1d(*tensors):
     """Each tensor with at least one dim (0-dim tensors as shape [1]; views)."""
-    return _atleast(tensors, 1, lambda t: t.reshape(1) if t.dim() == 0 else t)
+    return _atleast(tensors, lambda t: t.reshape(1) if t.dim() == 0 else t)
 
 
 def atleast_2d(*tensors):
@@ -46,7 +46,7 @@ def atleast_2d(*tensors):
             return t.reshape(1, 1)
         return t.unsqueeze(0) if t.dim() == 1 else t
 
-    return _atleast(tensors, 2, promote)
+    return _atleast(tensors, promote)
 
 
 def atleast_3d(*tensors):
@@ -58,7 +58,7 @@ def atleast_3d(*tensors):
             return t.unsqueeze(0).unsqueeze(-1)
         return t.unsqueeze(-1) if t.dim() == 2 else t
 
-    return _atleast(tensors, 3, promote)
+    return _atleast(tensors, promote)
 
 
 def _split_along(name, input, indices_or_sections, dim, min_dims):

@@ -134,7 +134,7 @@ void cat_contiguous_rows(const Tensor& result, TensorList tensors, int64_t dim) 
     return;
   }
   const int64_t grain = std::max<int64_t>(kCatGrainBytes / std::max<int64_t>(row_bytes, 1), 1);
-  const bool streaming = outer * row_bytes >= kStreamingCopyBytes;
+  const bool streaming = outer * row_bytes >= kStreamingBytes;
   parallel_for(0, outer, grain, [&](int64_t begin, int64_t end) {
     concat_rows_stub(out, row_bytes, pieces.data(), pieces.size(), begin, end, streaming);
   });

@@ -74,7 +74,7 @@ StridedCopyPlan plan_strided_copy(char* dst, IntArrayRef dst_strides, const char
   plan.ndim = n;
   int64_t elements = 1;
   for (int d = 0; d < n; ++d) elements *= plan.sizes[d];
-  plan.streaming = elements * itemsize >= kStreamingCopyBytes;
+  plan.streaming = elements * itemsize >= kStreamingBytes;
   if (plan.streaming) {
     // An outer dim the source walks backwards (flip(0)) is walked the other way round:
     // the same element pairs, but the source read forwards, as the prefetchers like,

@@ -9,6 +9,7 @@
 #include "eager/core/MemoryFormat.h"
 #include "eager/core/Tensor.h"
 #include "eager/kernels/cpu/CpuCapability.h"
+#include "eager/kernels/cpu/StreamingThreshold.h"
 
 namespace kiln::native {
 
@@ -40,7 +41,7 @@ struct StridedCopyPlan {
   /// the one before): copied in kTransposeTile squares.
   bool tiled = false;
   /// The copy is big enough that its dense rows take non-temporal stores
-  /// (kStreamingCopyBytes; Note [Streaming stores] in vec/VecBinary.h).
+  /// (kStreamingBytes, StreamingThreshold.h; Note [Streaming stores] in vec/VecBinary.h).
   bool streaming = false;
 
   [[nodiscard]] int64_t inner_size() const { return ndim > 0 ? sizes[ndim - 1] : 1; }
@@ -51,10 +52,6 @@ struct StridedCopyPlan {
     return n;
   }
 };
-
-/// Copies writing at least this many bytes stream their dense rows past the
-/// cache, as the big elementwise ops do (16 MiB: half of a 32 MiB L3).
-inline constexpr int64_t kStreamingCopyBytes = int64_t{16} << 20;
 
 /// Builds the plan for dst[i] = src[i] over `sizes` (strides in elements, as tensors keep them).
 [[nodiscard]] StridedCopyPlan plan_strided_copy(char* dst, IntArrayRef dst_strides, const char* src,

@@ -130,21 +130,15 @@ void index_gather_kernel(TensorIterator& iter) {
       kGrainSize);
 }
 
-/// o[i] = src[ids[i] * stride] for a dense run; returns whether every index was in range.
-/// Written so the compiler can vectorise it (AVX2/AVX-512 gathers): no branches, an
-/// integer flag; a bad index reads element 0 and fails the whole call.
-template <typename IndexT, typename Word, IndexWrap W>
-bool gather_dense_run(Word* o, const char* src, const IndexT* ids, int64_t n, int64_t size, int64_t stride) {
-  const auto usize = static_cast<uint64_t>(size);
-  uint64_t bad = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t v = ids[i];
-    if constexpr (W == IndexWrap::Negative) v += v < 0 ? size : 0;
-    const uint64_t in_range = static_cast<uint64_t>(v) < usize;
-    bad |= in_range ^ 1;
-    o[i] = *reinterpret_cast<const Word*>(src + (in_range ? v : 0) * stride);
+/// Calls fn(Word{}) with the unsigned integer type of `item` bytes (1, 2, 4, else 8).
+template <typename Fn>
+decltype(auto) with_word(int64_t item, const Fn& fn) {
+  switch (item) {
+    case 1: return fn(uint8_t{});
+    case 2: return fn(uint16_t{});
+    case 4: return fn(uint32_t{});
+    default: return fn(uint64_t{});
   }
-  return bad == 0;
 }
 
 /// Whether every index of a dense run is in range (wrapped as W).
@@ -158,6 +152,16 @@ bool dense_run_valid(const IndexT* ids, int64_t n, int64_t size) {
     bad |= static_cast<uint64_t>(static_cast<uint64_t>(v) >= usize);
   }
   return bad == 0;
+}
+
+/// o[i] = src[ids[i] * stride] for a dense run of indices already checked (dense_run_valid).
+template <typename IndexT, typename Word, IndexWrap W>
+void gather_run_unchecked(Word* o, const char* src, const IndexT* ids, int64_t n, int64_t size, int64_t stride) {
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = ids[i];
+    if constexpr (W == IndexWrap::Negative) v += v < 0 ? size : 0;
+    o[i] = load<Word>(src + v * stride);
+  }
 }
 
 /// Whether a row of the iteration is one source slice walked by a dense run of
@@ -181,12 +185,7 @@ void gather_direct_row(char* out, const char* src, const char* idx, const int64_
       ok = false;
       return;
     }
-    Word* o = reinterpret_cast<Word*>(out);
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t v = ids[i];
-      if constexpr (W == IndexWrap::Negative) v += v < 0 ? size : 0;
-      o[i] = load<Word>(src + v * stride);
-    }
+    gather_run_unchecked<IndexT, Word, W>(reinterpret_cast<Word*>(out), src, ids, n, size, stride);
     return;
   }
   bool row_ok = true;
@@ -253,12 +252,7 @@ bool gather_dense_block(char* const* data, const int64_t* s, int64_t n0, int64_t
   if (!dense_run_valid<IndexT, W>(ids, n0 * n1, size)) return false;
   auto* o = reinterpret_cast<Word*>(data[0]);
   for (int64_t j = 0; j < n1; ++j) {
-    const char* src = data[1] + j * s[4];
-    for (int64_t i = 0; i < n0; ++i) {
-      int64_t v = ids[j * n0 + i];
-      if constexpr (W == IndexWrap::Negative) v += v < 0 ? size : 0;
-      o[j * n0 + i] = load<Word>(src + v * stride);
-    }
+    gather_run_unchecked<IndexT, Word, W>(o + j * n0, data[1] + j * s[4], ids + j * n0, n0, size, stride);
   }
   return true;
 }
@@ -270,29 +264,22 @@ bool gather_direct_loop(TensorIterator& iter, int64_t size, int64_t stride) {
   iter.for_each(
       [&](char** data, const int64_t* s, int64_t n0, int64_t n1) {
         bool ok = true;
-        if (n1 > 1 && s[5] == 0 && W != IndexWrap::Modular) {
-          const auto shared = [&](auto word) {
+        if (n1 > 1 && W != IndexWrap::Modular) {
+          // Whole blocks of rows: one index run shared by every row, or runs that
+          // continue from row to row (both checked before anything is read).
+          const bool done = with_word(item, [&](auto word) {
             using Word = decltype(word);
             if (!is_dense_run<IndexT, Word, W>(s)) return false;
-            ok = gather_shared_index_rows<IndexT, Word, W>(data, s, n0, n1, size, stride);
-            return true;
-          };
-          const bool done = item == 1 ? shared(uint8_t{}) : item == 2 ? shared(uint16_t{})
-                                                     : item == 4 ? shared(uint32_t{}) : shared(uint64_t{});
-          if (done) {
-            if (!ok) all_ok.store(false, std::memory_order_relaxed);
-            return;
-          }
-        }
-        if (n1 > 1 && W != IndexWrap::Modular) {
-          const auto block = [&](auto word) {
-            using Word = decltype(word);
-            if (!is_dense_run<IndexT, Word, W>(s) || s[3] != n0 * s[0] || s[5] != n0 * s[2]) return false;
-            ok = gather_dense_block<IndexT, Word, W>(data, s, n0, n1, size, stride);
-            return true;
-          };
-          const bool done = item == 1 ? block(uint8_t{}) : item == 2 ? block(uint16_t{})
-                                                    : item == 4 ? block(uint32_t{}) : block(uint64_t{});
+            if (s[5] == 0) {
+              ok = gather_shared_index_rows<IndexT, Word, W>(data, s, n0, n1, size, stride);
+              return true;
+            }
+            if (s[3] == n0 * s[0] && s[5] == n0 * s[2]) {
+              ok = gather_dense_block<IndexT, Word, W>(data, s, n0, n1, size, stride);
+              return true;
+            }
+            return false;
+          });
           if (done) {
             if (!ok) all_ok.store(false, std::memory_order_relaxed);
             return;
@@ -309,12 +296,9 @@ bool gather_direct_loop(TensorIterator& iter, int64_t size, int64_t stride) {
             std::memcpy(out, src + offset, static_cast<size_t>(n0 * item));
             continue;
           }
-          switch (item) {
-            case 1: gather_direct_row<IndexT, uint8_t, W>(out, src, idx, s, n0, size, stride, ok); break;
-            case 2: gather_direct_row<IndexT, uint16_t, W>(out, src, idx, s, n0, size, stride, ok); break;
-            case 4: gather_direct_row<IndexT, uint32_t, W>(out, src, idx, s, n0, size, stride, ok); break;
-            default: gather_direct_row<IndexT, uint64_t, W>(out, src, idx, s, n0, size, stride, ok); break;
-          }
+          with_word(item, [&](auto word) {
+            gather_direct_row<IndexT, decltype(word), W>(out, src, idx, s, n0, size, stride, ok);
+          });
         }
         if (!ok) all_ok.store(false, std::memory_order_relaxed);
       },
@@ -438,25 +422,36 @@ void put_direct_loop(TensorIterator& iter, int64_t stride, const T& alpha) {
       0, iter.numel());
 }
 
+/// Calls run(op) for the PutOps<T> function of `reduce` (add with alpha 1 as add_one),
+/// op a std::integral_constant holding it, over the dtype of the iterator's operand 0.
+template <typename Run>
+void with_put_op(TensorIterator& iter, PutReduce reduce, const Scalar& alpha, const Run& run) {
+  visit_dtype(iter.input(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using Ops = PutOps<T>;
+    using OpFn = void (*)(char*, const char*, const T&);
+    const T a = alpha.to<T>();
+    switch (reduce) {
+      case PutReduce::Assign: run(std::integral_constant<OpFn, &Ops::assign>{}, a); break;
+      case PutReduce::Add:
+        if (alpha.to_double() == 1.0 && !alpha.is_bool()) {
+          run(std::integral_constant<OpFn, &Ops::add_one>{}, a);
+        } else {
+          run(std::integral_constant<OpFn, &Ops::add>{}, a);
+        }
+        break;
+      case PutReduce::Multiply: run(std::integral_constant<OpFn, &Ops::multiply>{}, a); break;
+    }
+  });
+}
+
 template <typename IndexT>
 bool index_put_direct_typed(TensorIterator& iter, int64_t size, int64_t stride, PutReduce reduce,
                             const Scalar& alpha) {
   if (!put_indices_valid<IndexT>(iter, size)) return false;
-  visit_dtype(iter.input(0).dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    using Ops = PutOps<T>;
-    const T a = alpha.to<T>();
-    switch (reduce) {
-      case PutReduce::Assign: put_direct_loop<T, IndexT, &Ops::assign>(iter, stride, a); break;
-      case PutReduce::Add:
-        if (alpha.to_double() == 1.0 && !alpha.is_bool()) {
-          put_direct_loop<T, IndexT, &Ops::add_one>(iter, stride, a);
-        } else {
-          put_direct_loop<T, IndexT, &Ops::add>(iter, stride, a);
-        }
-        break;
-      case PutReduce::Multiply: put_direct_loop<T, IndexT, &Ops::multiply>(iter, stride, a); break;
-    }
+  with_put_op(iter, reduce, alpha, [&](auto op, const auto& a) {
+    using T = std::decay_t<decltype(a)>;
+    put_direct_loop<T, IndexT, decltype(op)::value>(iter, stride, a);
   });
   return true;
 }
@@ -468,21 +463,9 @@ bool index_put_direct_kernel(TensorIterator& iter, int64_t size, int64_t stride,
 }
 
 void index_put_kernel(TensorIterator& iter, PutReduce reduce, const Scalar& alpha) {
-  visit_dtype(iter.input(0).dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    using Ops = PutOps<T>;
-    const T a = alpha.to<T>();
-    switch (reduce) {
-      case PutReduce::Assign: put_loop<T, &Ops::assign>(iter, a); break;
-      case PutReduce::Add:
-        if (alpha.to_double() == 1.0 && !alpha.is_bool()) {
-          put_loop<T, &Ops::add_one>(iter, a);
-        } else {
-          put_loop<T, &Ops::add>(iter, a);
-        }
-        break;
-      case PutReduce::Multiply: put_loop<T, &Ops::multiply>(iter, a); break;
-    }
+  with_put_op(iter, reduce, alpha, [&](auto op, const auto& a) {
+    using T = std::decay_t<decltype(a)>;
+    put_loop<T, decltype(op)::value>(iter, a);
   });
 }
 

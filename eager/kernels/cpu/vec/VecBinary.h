@@ -29,6 +29,7 @@
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/TensorIterator.h"
 #include "eager/kernels/cpu/Loops.h"
+#include "eager/kernels/cpu/StreamingThreshold.h"
 #include "eager/kernels/cpu/vec/Vec.h"
 
 namespace kiln::native::KILN_CPU_NS {
@@ -184,7 +185,7 @@ Vec<T> load_vec_at(const char* p, int64_t stride, int64_t i) {
 // inputs. They only pay off when the output cannot stay cached anyway, so only
 // outputs of kStreamingBytes or more take them; smaller ones stay in cache for
 // the next op. Results are unchanged (the same scalar and Vec lambdas run).
-inline constexpr int64_t kStreamingBytes = int64_t{16} << 20;  // 16 MiB: half of a 32 MiB L3
+// (kStreamingBytes is eager/kernels/cpu/StreamingThreshold.h's, shared with the layout copies.)
 
 /// A non-temporal store of a whole Vec to a kVecBytes-aligned address.
 inline void stream_store(float* p, Vec<float> v) {
