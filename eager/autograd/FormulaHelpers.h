@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "eager/autograd/LinalgFormulas.h"  // the triangular solve's and the decompositions'
 #include "eager/autograd/Variable.h"
 #include "eager/autograd/ViewAutograd.h"
 #include "eager/core/Scalar.h"

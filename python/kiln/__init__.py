@@ -83,7 +83,7 @@ Tensor.norm = _tensor_norm
 from kiln._products import chain_matmul, tensordot  # noqa: E402  (tensordot's dims forms)
 from kiln import linalg  # noqa: E402
 from kiln._comparison import allclose, equal, isclose  # noqa: E402
-from kiln._dtypes import can_cast, is_complex, is_floating_point, promote_types, result_type  # noqa: E402
+from kiln._dtypes import can_cast, finfo, iinfo, is_complex, is_floating_point, promote_types, result_type  # noqa: E402,E501
 from kiln._shape_composites import (  # noqa: E402
     argwhere, atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod, diagflat, dsplit, hsplit, meshgrid,
     tile, tril_indices, triu_indices, vsplit,
@@ -115,6 +115,18 @@ inverse = _linalg_solve_module.inv
 slogdet = _linalg_solve_module.slogdet
 logdet = _linalg_solve_module.logdet
 for _name, _fn in (("det", det), ("inverse", inverse), ("slogdet", slogdet), ("logdet", logdet)):
+    setattr(Tensor, _name, _fn)
+from kiln.linalg import _decompositions as _linalg_decompositions  # noqa: E402
+
+cholesky = _linalg_decompositions.cholesky_legacy
+cholesky_solve = _linalg_decompositions.cholesky_solve
+cholesky_inverse = _linalg_decompositions.cholesky_inverse
+triangular_solve = _linalg_decompositions.triangular_solve
+qr = _linalg_decompositions.qr_legacy
+svd = _linalg_decompositions.svd_legacy
+pinverse = _linalg_decompositions.pinverse
+for _name, _fn in (("cholesky", cholesky), ("cholesky_solve", cholesky_solve), ("cholesky_inverse", cholesky_inverse),
+                   ("triangular_solve", triangular_solve), ("qr", qr), ("svd", svd), ("pinverse", pinverse)):
     setattr(Tensor, _name, _fn)
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config

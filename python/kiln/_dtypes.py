@@ -62,3 +62,54 @@ def is_floating_point(input) -> bool:
 def is_complex(input) -> bool:
     """Whether ``input``'s dtype is complex (kiln has no complex dtypes: always False)."""
     return input.dtype.is_complex
+
+
+# (mantissa bits without the implicit one, exponent bits, decimal precision) per floating dtype.
+_FLOAT_LAYOUT = {"float32": (23, 8, 6), "float64": (52, 11, 15), "float16": (10, 5, 3), "bfloat16": (7, 8, 2)}
+_INT_BITS = {"int8": (8, True), "int16": (16, True), "int32": (32, True), "int64": (64, True), "uint8": (8, False)}
+
+
+def _dtype_name(dtype):
+    return str(dtype).removeprefix("kiln.")
+
+
+class finfo:
+    """torch.finfo: a floating dtype's machine limits (bits, eps, max, min, tiny/smallest_normal, resolution)."""
+
+    def __init__(self, type=None):
+        import kiln
+
+        dtype = kiln.get_default_dtype() if type is None else type
+        name = _dtype_name(dtype)
+        if name not in _FLOAT_LAYOUT:
+            raise TypeError("kiln.finfo() requires a floating point input type. Use kiln.iinfo to handle 'kiln.finfo'")
+        mantissa, exponent, precision = _FLOAT_LAYOUT[name]
+        max_exponent = 2 ** (exponent - 1) - 1
+        self.bits = 1 + mantissa + exponent
+        self.eps = 2.0 ** -mantissa
+        self.max = (2.0 - 2.0 ** -mantissa) * 2.0 ** max_exponent
+        self.min = -self.max
+        self.tiny = self.smallest_normal = 2.0 ** (1 - max_exponent)
+        self.resolution = 10.0 ** -precision
+        self.dtype = name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """torch.iinfo: an integer dtype's bits, min and max."""
+
+    def __init__(self, type):
+        name = _dtype_name(type)
+        if name not in _INT_BITS:
+            raise TypeError("kiln.iinfo() requires an integer input type. Use kiln.finfo to handle 'kiln.iinfo'")
+        bits, signed = _INT_BITS[name]
+        self.bits = bits
+        self.min = -(2 ** (bits - 1)) if signed else 0
+        self.max = 2 ** (bits - 1) - 1 if signed else 2 ** bits - 1
+        self.dtype = name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"

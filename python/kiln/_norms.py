@@ -1,6 +1,6 @@
 """torch.norm, Tensor.norm and torch.linalg's norms over the linalg_vector_norm
 op (eager/ops/reduction.yaml) and the reductions; matrix norms that need the
-singular values (ord 2, -2, "nuc") raise NotImplementedError until kiln has an SVD."""
+singular values (ord 2, -2, "nuc") come from linalg.svdvals."""
 
 from __future__ import annotations
 
@@ -26,10 +26,17 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     return _F.linalg_vector_norm(x, ord, _dims(dim), keepdim, dtype=dtype)
 
 
-def _needs_svd(ord):
-    raise NotImplementedError(
-        f"linalg.matrix_norm: ord={ord!r} needs the singular values (an SVD), which kiln does not have yet; "
-        "ord 'fro', inf, -inf, 1 and -1 are supported")
+def _spectral_norm(A, ord, dim, keepdim):
+    """ord 2 / -2 (largest / smallest singular value) or 'nuc' (their sum) over the two dims `dim`."""
+    from kiln.linalg._decompositions import svdvals
+
+    d0, d1 = (d % A.dim() for d in dim)
+    S = svdvals(A.movedim((d0, d1), (-2, -1)))
+    result = S.sum(-1) if ord == "nuc" else S.amax(-1) if ord == 2 else S.amin(-1)
+    if keepdim:
+        for d in sorted((d0, d1)):
+            result = result.unsqueeze(d)
+    return result
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
@@ -43,8 +50,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         A = A.to(dtype)
     if ord == "fro":
         result = vector_norm(A, 2, dim, keepdim)
-    elif ord in ("nuc",) or ord in (2, -2):
-        _needs_svd(ord)
+    elif ord == "nuc" or ord in (2, -2):
+        result = _spectral_norm(A, ord, dim, keepdim)
     elif ord in (math.inf, -math.inf, 1, -1):
         # inf: the largest row sum of |A| (sum over dim[1], max over dim[0]); 1: the largest column sum.
         rows, cols = (dim[1], dim[0]) if abs(ord) == math.inf else (dim[0], dim[1])
@@ -83,7 +90,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
             raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dim)} dimensions instead.")
         return vector_norm(input, 2, dim, keepdim, dtype=dtype, out=out)
     if p == "nuc":
-        _needs_svd(p)
+        return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim, dtype=dtype, out=out)
     if isinstance(p, str):
         raise RuntimeError(f"norm(): unsupported p {p!r}")
     return vector_norm(input, p, dim, keepdim, dtype=dtype, out=out)

@@ -270,9 +270,26 @@ SPECIAL = {
               lambda L, a, b: [L.xlogy(a, _pos(b)), L.xlogy(2.5, _pos(b)), a.xlogy(3.0)]),
 }
 
+def _spd(L, x):
+    return x @ x.mT + 3 * L.eye(x.shape[-1], dtype=L.float64)
+
+
 LAPACK = {
     "solve": (["_linalg_solve"], [(3, 3), (3, 2)],
               lambda L, a, b: L.linalg.solve(a + 3 * L.eye(3, dtype=L.float64), b)),
+    "solve_triangular": (["linalg_solve_triangular"], [(3, 3), (3, 2)],
+                         lambda L, a, b: [L.linalg.solve_triangular(a + 3 * L.eye(3, dtype=L.float64), b, upper=True),
+                                          L.linalg.solve_triangular(a + 3 * L.eye(3, dtype=L.float64), b.mT,
+                                                                    upper=False, left=False, unitriangular=True)]),
+    "cholesky": (["linalg_cholesky_ex"], [(3, 3)],
+                 lambda L, x: [L.linalg.cholesky(_spd(L, x)), L.linalg.cholesky(_spd(L, x), upper=True)]),
+    "qr": (["linalg_qr"], [(4, 3), (2, 4)], lambda L, a, b: [*L.linalg.qr(a), *L.linalg.qr(b)]),
+    # vectors squared: the loss does not depend on each vector's sign
+    "eigh": (["_linalg_eigh"], [(3, 3)],
+             lambda L, x: [L.linalg.eigh(x + x.mT)[0], L.linalg.eigh(x + x.mT)[1] ** 2]),
+    "svd": (["_linalg_svd"], [(4, 3)],
+            lambda L, a: [L.linalg.svd(a, full_matrices=False)[0] ** 2, L.linalg.svdvals(a),
+                          L.linalg.svd(a)[2] ** 2]),
 }
 
 SORTING = {

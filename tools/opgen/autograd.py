@@ -37,7 +37,9 @@ IMPLEMENTED_HELPERS = {"sum_backward", "mean_backward", "amax_backward", "value_
                        "numel", "gelu_double_backward", "mish_double_backward", "softplus_double_backward",
                        "elu_double_backward", "logit_double_backward", "as_strided_backward", "storage_offset",
                        "last_sizes", "softmax_double_backward", "log_softmax_double_backward_grad_output",
-                       "log_softmax_double_backward_output", "mm_mat2_backward"}
+                       "log_softmax_double_backward_output", "mm_mat2_backward",
+                       "solve_triangular_backward_self", "solve_triangular_backward_B", "cholesky_backward",
+                       "linalg_eigh_backward", "linalg_qr_backward", "svd_backward"}
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
 _COMPARISONS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}

@@ -86,6 +86,14 @@ HELPERS = {
     "softplus_double_backward": "d/dself of softplus_backward, times grad (grad * grad_output passed in)",
     "elu_double_backward": "d/dself_or_result of elu_backward(grad_output, ...), times grad",
     "logit_double_backward": "d/dself of logit_backward(grad_output, self, eps), times grad",
+    # Triangular solve and decompositions (eager/ops/lapack.yaml): eager/autograd/LinalgFormulas.h,
+    # Note [Decomposition gradients].
+    "solve_triangular_backward_self": "-(A^-T grad) X^T (left) or -X^T (grad A^-T) (right), in A's triangle",
+    "solve_triangular_backward_B": "A^-T grad (left) or grad A^-T (right)",
+    "cholesky_backward": "L^-T sym(tril(L^T gL)) L^-1",
+    "linalg_eigh_backward": "V (diag(gw) + skew(V^T gV) / 2 / (w_j - w_i)) V^T",
+    "linalg_qr_backward": "(gQ + Q copy_upper(gR R^T - Q^T gQ)) R^-T; wide matrices split as [X | Y]",
+    "svd_backward": "U [skew(U^T gU)/E S + S skew(V^T gV)/E + diag(gS)] V^T plus the parts outside U's and V's spans",
 }
 
 _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult, ast.USub, ast.UAdd,

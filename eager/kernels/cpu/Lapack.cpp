@@ -1,6 +1,6 @@
 // LU factorisation (linalg_lu_factor_ex) and linear solves (_linalg_solve) on
 // LAPACK: OpenBLAS's sgetrf/dgetrf and sgesv/dgesv, one call per matrix of a
-// batch. LAPACK is column-major: a row-major matrix's transpose, made
+// batch; triangular solves (linalg_solve_triangular) on BLAS's trsm. LAPACK is column-major: a row-major matrix's transpose, made
 // contiguous, is its column-major copy, and results come back as transposed
 // views (column-major strides, as PyTorch's do).
 //
@@ -15,9 +15,12 @@
 #include <string_view>
 #include <tuple>
 
+#include <cblas.h>
+
 #include "eager/core/Error.h"
 #include "eager/kernels/cpu/Blas.h"
 #include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/LapackHelpers.h"
 #include "kiln/generated/Functions.h"
 #include "kiln/generated/NativeFunctions.h"
 
@@ -32,6 +35,8 @@ void dgesv_(const int* n, const int* nrhs, double* a, const int* lda, int* ipiv,
 
 namespace kiln::native {
 
+using namespace lapack;
+
 namespace {
 
 void getrf(int n, float* a, int* ipiv, int* info) { sgetrf_(&n, &n, a, &n, ipiv, info); }
@@ -41,54 +46,10 @@ void gesv(int n, int nrhs, double* a, int* ipiv, double* b, int* info) {
   dgesv_(&n, &nrhs, a, &n, ipiv, b, &n, info);
 }
 
-const char* dtype_word(DType dtype) {
-  switch (dtype) {
-    case DType::Float16: return "Half";
-    case DType::BFloat16: return "BFloat16";
-    case DType::Int64: return "Long";
-    case DType::Int32: return "Int";
-    case DType::Int16: return "Short";
-    case DType::Int8: return "Char";
-    case DType::UInt8: return "Byte";
-    case DType::Bool: return "Bool";
-    default: return "Float";
-  }
-}
-
-/// PyTorch's checks of a (batch of) square float32/float64 matrices.
-void check_square_float(std::string_view caller, const Tensor& A) {
-  KILN_CHECK(A.dim() >= 2, caller, ": The input tensor A must have at least 2 dimensions.");
-  KILN_CHECK(A.size(-1) == A.size(-2), caller, ": A must be batches of square matrices, but they are ", A.size(-2),
-             " by ", A.size(-1), " matrices");
-  KILN_CHECK(is_floating_point(A.dtype()), caller, ": Expected a floating point or complex tensor as input. Got ",
-             dtype_word(A.dtype()));
-  KILN_CHECK(A.dtype() == DType::Float32 || A.dtype() == DType::Float64, caller, ": not implemented for '",
-             dtype_word(A.dtype()), "'");
-}
-
-/// A column-major copy of each matrix of `t` (..., rows, cols): a new contiguous (..., cols, rows)
-/// tensor LAPACK may overwrite (always a copy: `t` is never written).
-Tensor column_major(const Tensor& t) {
-  const Tensor transposed = kiln::transpose(t, -2, -1);
-  Tensor copy = empty(transposed.sizes(), t.dtype(), t.device());
-  copy.copy_(transposed);
-  return copy;
-}
-
-int checked_int(int64_t v) {
-  KILN_CHECK(v <= int64_t{1} << 31, "LAPACK: a dimension of ", v, " does not fit its 32-bit integers");
-  return static_cast<int>(v);
-}
-
-/// The prefix PyTorch puts before a failure in one matrix of a batch.
-std::string batch_prefix(const Tensor& A, int64_t b) {
-  return A.dim() > 2 ? "(Batch element " + std::to_string(b) + "): " : "";
-}
-
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex_cpu(const Tensor& A, bool pivot, bool check_errors) {
-  check_square_float("torch.linalg.lu_factor_ex", A);
+  check_square_float("torch.linalg.lu_factor_ex", "lu_cpu", A);
   KILN_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
   const int64_t n = A.size(-1);
   Tensor lu = column_major(A);
@@ -118,7 +79,11 @@ std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex_cpu(const Tensor& A, bool
 }
 
 Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B, std::string_view caller) {
-  check_square_float(caller, A);
+  if (caller == "linalg.inv") {
+    KILN_CHECK(A.dtype() != DType::Float16 && A.dtype() != DType::BFloat16,
+               "linalg.inv: Low precision dtypes not supported. Got ", dtype_word(A.dtype()));
+  }
+  check_square_float(caller, "lu_cpu", A);
   KILN_CHECK(B.dim() == A.dim() && B.dtype() == A.dtype(), caller, ": internal: B must be a batch of matrices of A's "
              "dtype and batch shape");
   const int64_t n = A.size(-1);
@@ -153,6 +118,53 @@ Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B, std::string_view calle
     }
   });
   return kiln::transpose(x, -2, -1);
+}
+
+namespace {
+
+void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_DIAG diag, int rows, int cols, const float* a, int lda, float* x) {
+  cblas_strsm(CblasRowMajor, side, uplo, CblasNoTrans, diag, rows, cols, 1.0f, a, lda, x, std::max(cols, 1));
+}
+void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_DIAG diag, int rows, int cols, const double* a, int lda,
+          double* x) {
+  cblas_dtrsm(CblasRowMajor, side, uplo, CblasNoTrans, diag, rows, cols, 1.0, a, lda, x, std::max(cols, 1));
+}
+
+}  // namespace
+
+Tensor linalg_solve_triangular_cpu(const Tensor& A, const Tensor& B, bool upper, bool left, bool unitriangular) {
+  constexpr std::string_view caller = "linalg.solve_triangular";
+  KILN_CHECK(A.dim() >= 2, caller, ": The input tensor A must have at least 2 dimensions.");
+  KILN_CHECK(B.dim() >= 2, caller, ": The input tensor B must have at least 2 dimensions.");
+  const int64_t n = A.size(-1);
+  const int64_t rows = B.size(-2), cols = B.size(-1);
+  KILN_CHECK(A.size(-2) == n, caller, ": A must be batches of square matrices, but they are ", A.size(-2), " by ", n,
+             " matrices");
+  KILN_CHECK(left ? rows == n : cols == n, caller, ": Incompatible shapes of A and B for the equation ",
+             left ? "AX = B" : "XA = B", " (", n, "x", n, " and ", rows, "x", cols, ")");
+  KILN_CHECK_NOT_IMPLEMENTED(A.dtype() == DType::Float32 || A.dtype() == DType::Float64,
+                             "\"triangular_solve_cpu\" not implemented for '", dtype_word(A.dtype()), "'");
+  KILN_CHECK(B.dtype() == A.dtype() && batch_shape(A) == batch_shape(B), caller,
+             ": internal: B must be a batch of matrices of A's dtype and batch shape");
+  const Tensor a = A.contiguous();
+  Tensor x = empty(B.sizes(), B.dtype(), B.device());
+  x.copy_(B);
+  if (x.numel() == 0) return x;
+  const int64_t batches = batch_count(A);
+  const CBLAS_SIDE side = left ? CblasLeft : CblasRight;
+  const CBLAS_UPLO uplo = upper ? CblasUpper : CblasLower;
+  const CBLAS_DIAG diag = unitriangular ? CblasUnit : CblasNonUnit;
+  sync_blas_threads();
+  visit_dtype(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      for (int64_t b = 0; b < batches; ++b) {
+        trsm(side, uplo, diag, checked_int(rows), checked_int(cols), a.data_ptr<T>() + b * n * n, checked_int(n),
+             x.data_ptr<T>() + b * rows * cols);
+      }
+    }
+  });
+  return x;
 }
 
 }  // namespace kiln::native

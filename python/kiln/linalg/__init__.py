@@ -1,6 +1,8 @@
 """kiln.linalg, as torch.linalg: the norms (vector_norm, matrix_norm, norm),
-multi_dot, matrix_power, matmul and vecdot; the other matrix products are
-kiln.mm and friends."""
+multi_dot, matrix_power, matmul and vecdot; LU, solves, inverses and
+determinants (_solve.py); Cholesky, QR, eigh, SVD, triangular solves, pinv,
+matrix_rank, lstsq and cond (_decompositions.py). The other matrix products
+are kiln.mm and friends."""
 
 from kiln._norms import linalg_norm as norm  # noqa: F401
 from kiln._norms import matrix_norm, vector_norm  # noqa: F401
@@ -8,6 +10,10 @@ from kiln._products import matrix_power, multi_dot  # noqa: F401
 from kiln._numeric import linalg_cross as cross  # noqa: F401
 from kiln.linalg._solve import (  # noqa: F401
     LinAlgError, det, inv, lu_factor, lu_factor_ex, slogdet, solve,
+)
+from kiln.linalg._decompositions import (  # noqa: F401
+    cholesky, cholesky_ex, cond, eig, eigh, eigvals, eigvalsh, lstsq, matrix_rank, pinv, qr, solve_triangular, svd,
+    svdvals,
 )
 
 from kiln import _C as _kiln_C

@@ -1,0 +1,161 @@
+// Backward formulas of the triangular solve and of the LAPACK decompositions
+// (eager/ops/lapack.yaml), written with kiln ops so they record for a second
+// derivative. Real matrices only (kiln has no complex dtypes).
+//
+// Note [Decomposition gradients]
+// ------------------------------
+// Each formula is the adjoint of the decomposition's differential; with
+// <X, Y> = sum(X * Y) and ^T the transpose of the last two dims:
+//   solve_triangular, X = A^-1 B:  gB = A^-T g, gA = -gB X^T (right: X = B A^-1,
+//     gB = g A^-T, gA = -X^T gB), kept to A's triangle (without the diagonal
+//     when unitriangular: those entries are never read).
+//   cholesky, A = L L^T: L^-1 dA L^-T = L^-1 dL + (L^-1 dL)^T, so
+//     gA = L^-T sym(tril(L^T gL)) L^-1 with sym(M) = (M + tril(M, -1)^T) / 2,
+//     the gradient on symmetric matrices (PyTorch's too).
+//   eigh, A = V diag(w) V^T: dw = diag(V^T dA V), dV = V (F o V^T dA V) with
+//     F_ij = 1 / (w_j - w_i); restricted to symmetric dA,
+//     gA = V (diag(gw) + skew(V^T gV) / 2 / E) V^T, E_ij = w_j - w_i.
+//   qr, A = Q R with m >= n: the strictly lower part of Q^T dA R^-1 is Q^T dQ's,
+//     which gives gA = (gQ + Q copy_upper(gR R^T - Q^T gQ)) R^-T, copy_upper
+//     mirroring the upper triangle into the lower. For m < n, A = [X | Y] with
+//     X = Q U square: gY = Q gV, and X's gradient is the square case's with
+//     gQ + Y gV^T for gQ.
+//   svd, A = U diag(S) V^T (thin): with E_ij = S_j^2 - S_i^2 and
+//     skew(X) = X - X^T,
+//     gA = U [skew(U^T gU) / E S + S skew(V^T gV) / E + diag(gS)] V^T
+//          + (I - U U^T) gU S^-1 V^T + U S^-1 gV^T (I - V V^T);
+//     full_matrices' extra columns do not enter (they are narrowed off first).
+// Undefined incoming gradients arrive as zeros (the generated nodes fill them).
+#pragma once
+
+#include "eager/core/Error.h"
+#include "kiln/generated/Functions.h"
+
+namespace kiln::autograd::formula {
+
+namespace linalg_detail {
+
+[[nodiscard]] inline Tensor mT(const Tensor& t) { return kiln::transpose(t, -2, -1); }
+
+/// A boolean identity of size n, broadcastable against (..., n, n).
+[[nodiscard]] inline Tensor identity_mask(int64_t n, const Tensor& like) {
+  return kiln::eye(n, DType::Bool, like.device());
+}
+
+/// The triangle of a triangular solve's A its result depends on.
+[[nodiscard]] inline Tensor keep_triangle(const Tensor& g, bool upper, bool unitriangular) {
+  const int64_t offset = unitriangular ? 1 : 0;
+  return upper ? kiln::triu(g, offset) : kiln::tril(g, -offset);
+}
+
+/// (M + M^T) with M's upper triangle mirrored into its lower one (diagonal once).
+[[nodiscard]] inline Tensor copy_upper(const Tensor& m) { return kiln::add(kiln::triu(m), mT(kiln::triu(m, 1))); }
+
+/// gA of A = Q R for m >= n (Q m x n, R n x n upper).
+[[nodiscard]] inline Tensor qr_backward_tall(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R) {
+  const Tensor M = kiln::sub(kiln::matmul(gR, mT(R)), kiln::matmul(mT(Q), gQ));
+  const Tensor B = kiln::add(gQ, kiln::matmul(Q, copy_upper(M)));
+  // B R^-T: solve X R^T = B with R^T lower triangular.
+  return kiln::linalg_solve_triangular(mT(R), B, /*upper=*/false, /*left=*/false, /*unitriangular=*/false);
+}
+
+}  // namespace linalg_detail
+
+/// d linalg_solve_triangular / d self (A).
+[[nodiscard]] inline Tensor solve_triangular_backward_self(const Tensor& grad, const Tensor& A, const Tensor& result,
+                                                           bool upper, bool left, bool unitriangular) {
+  using namespace linalg_detail;
+  const Tensor gB = kiln::linalg_solve_triangular(mT(A), grad, !upper, left, unitriangular);
+  const Tensor gA = left ? kiln::matmul(gB, mT(result)) : kiln::matmul(mT(result), gB);
+  return keep_triangle(kiln::neg(gA), upper, unitriangular);
+}
+
+/// d linalg_solve_triangular / d B.
+[[nodiscard]] inline Tensor solve_triangular_backward_B(const Tensor& grad, const Tensor& A, bool upper, bool left,
+                                                        bool unitriangular) {
+  return kiln::linalg_solve_triangular(linalg_detail::mT(A), grad, !upper, left, unitriangular);
+}
+
+/// d linalg_cholesky_ex / d self, from the factor's gradient.
+[[nodiscard]] inline Tensor cholesky_backward(const Tensor& grad, bool upper, const Tensor& factor) {
+  using namespace linalg_detail;
+  const Tensor L = upper ? mT(factor) : factor;
+  const Tensor gL = upper ? mT(grad) : grad;
+  const Tensor M = kiln::tril(kiln::matmul(mT(L), gL));
+  const Tensor S = kiln::mul(kiln::add(M, mT(kiln::tril(M, -1))), 0.5);
+  const Tensor left = kiln::linalg_solve_triangular(mT(L), S, /*upper=*/true, /*left=*/true, false);
+  return kiln::linalg_solve_triangular(L, left, /*upper=*/false, /*left=*/false, false);
+}
+
+/// d _linalg_eigh / d A, from the eigenvalues' and eigenvectors' gradients.
+[[nodiscard]] inline Tensor linalg_eigh_backward(const Tensor& g_values, const Tensor& g_vectors,
+                                                 const Tensor& values, const Tensor& vectors, bool compute_v) {
+  using namespace linalg_detail;
+  KILN_CHECK(compute_v, "linalg_eigh_backward: torch.linalg.eigvalsh: the eigenvectors were not computed; "
+             "differentiate through linalg.eigh instead");
+  const Tensor& V = vectors;
+  const int64_t n = values.size(-1);
+  const Tensor VtgV = kiln::matmul(mT(V), g_vectors);
+  const Tensor skew_half = kiln::mul(kiln::sub(VtgV, mT(VtgV)), 0.5);
+  const Tensor mask = identity_mask(n, values);
+  const Tensor gaps = kiln::where(mask, 1.0, kiln::sub(kiln::unsqueeze(values, -2), kiln::unsqueeze(values, -1)));
+  const Tensor inner = kiln::add(kiln::div(skew_half, gaps), kiln::diag_embed(g_values, 0, -2, -1));
+  return kiln::matmul(kiln::matmul(V, inner), mT(V));
+}
+
+/// d linalg_qr / d A.
+[[nodiscard]] inline Tensor linalg_qr_backward(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R,
+                                               std::string_view mode) {
+  using namespace linalg_detail;
+  KILN_CHECK(mode != "r", "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use "
+             "linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.");
+  const int64_t m = Q.size(-2), n = R.size(-1);
+  KILN_CHECK(!(mode == "complete" && m > n),
+             "The QR decomposition is not differentiable when mode='complete' and nrows > ncols.");
+  if (m >= n) return qr_backward_tall(gQ, gR, Q, R);
+  // Wide: A = [X | Y], X = Q U (m x m), Y = Q V.
+  const Tensor U = kiln::narrow(R, -1, 0, m), gU = kiln::narrow(gR, -1, 0, m);
+  const Tensor gV = kiln::narrow(gR, -1, m, n - m);
+  const Tensor Y = kiln::matmul(Q, kiln::narrow(R, -1, m, n - m));
+  const Tensor gX = qr_backward_tall(kiln::add(gQ, kiln::matmul(Y, mT(gV))), gU, Q, U);
+  const Tensor gY = kiln::matmul(Q, gV);
+  const Tensor parts[2] = {gX, gY};
+  return kiln::cat(TensorList(parts, 2), -1);
+}
+
+/// d _linalg_svd / d A, from the gradients of U, S and Vh.
+[[nodiscard]] inline Tensor svd_backward(const Tensor& gU_full, const Tensor& gS, const Tensor& gVh_full,
+                                         const Tensor& U_full, const Tensor& S, const Tensor& Vh_full,
+                                         bool full_matrices, bool compute_uv) {
+  using namespace linalg_detail;
+  KILN_CHECK(compute_uv, "linalg.svd: the singular vectors were not computed (compute_uv=False); differentiate "
+             "through linalg.svd or linalg.svdvals");
+  const int64_t k = S.size(-1);
+  const Tensor U = full_matrices ? kiln::narrow(U_full, -1, 0, k) : U_full;
+  const Tensor Vh = full_matrices ? kiln::narrow(Vh_full, -2, 0, k) : Vh_full;
+  const Tensor gU = full_matrices ? kiln::narrow(gU_full, -1, 0, k) : gU_full;
+  const Tensor gV = mT(full_matrices ? kiln::narrow(gVh_full, -2, 0, k) : gVh_full);
+  const Tensor V = mT(Vh);
+  const int64_t m = U.size(-2), n = V.size(-2);
+  const Tensor UtgU = kiln::matmul(mT(U), gU);
+  const Tensor VtgV = kiln::matmul(mT(V), gV);
+  const Tensor S2 = kiln::mul(S, S);
+  const Tensor gaps = kiln::where(identity_mask(k, S), 1.0, kiln::sub(kiln::unsqueeze(S2, -2), kiln::unsqueeze(S2, -1)));
+  const Tensor S_row = kiln::unsqueeze(S, -2);  // scales columns: X diag(S)
+  const Tensor S_col = kiln::unsqueeze(S, -1);  // scales rows: diag(S) X
+  Tensor inner = kiln::mul(kiln::div(kiln::sub(UtgU, mT(UtgU)), gaps), S_row);
+  inner = kiln::add(inner, kiln::mul(S_col, kiln::div(kiln::sub(VtgV, mT(VtgV)), gaps)));
+  inner = kiln::add(inner, kiln::diag_embed(gS, 0, -2, -1));
+  Tensor gA = kiln::matmul(kiln::matmul(U, inner), Vh);
+  if (m > k) {
+    const Tensor outside = kiln::sub(gU, kiln::matmul(U, UtgU));  // (I - U U^T) gU
+    gA = kiln::add(gA, kiln::matmul(kiln::div(outside, S_row), Vh));
+  }
+  if (n > k) {
+    const Tensor outside = kiln::sub(gV, kiln::matmul(V, VtgV));  // (I - V V^T) gV
+    gA = kiln::add(gA, kiln::matmul(U, mT(kiln::div(outside, S_row))));
+  }
+  return gA;
+}
+
+}  // namespace kiln::autograd::formula

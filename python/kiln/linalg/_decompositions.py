@@ -1,0 +1,330 @@
+"""Cholesky, QR, eigh and SVD (torch.linalg's names and the older torch.* ones),
+triangular solves, and what composes from them: cholesky_solve/inverse, pinv,
+matrix_rank, lstsq, cond and the spectral matrix norms. The kernels are the
+LAPACK ops of eager/ops/lapack.yaml; their gradients are the formulas of
+Note [Decomposition gradients] (eager/autograd/LinalgFormulas.h)."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from kiln import _C
+from kiln.linalg._solve import LinAlgError, _check_square
+
+cholesky_ex_type = namedtuple("linalg_cholesky_ex", ["L", "info"])
+qr_type = namedtuple("linalg_qr", ["Q", "R"])
+eigh_type = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+svd_type = namedtuple("linalg_svd", ["U", "S", "Vh"])
+old_svd_type = namedtuple("svd", ["U", "S", "V"])
+old_qr_type = namedtuple("qr", ["Q", "R"])
+lstsq_type = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+triangular_solve_type = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+for _cls in (cholesky_ex_type, qr_type, eigh_type, svd_type, old_svd_type, old_qr_type, lstsq_type,
+             triangular_solve_type):
+    _cls.__module__ = "kiln.return_types"
+
+
+def _f():
+    return _C._functions
+
+
+def _out(result, out):
+    if out is None:
+        return result
+    if isinstance(result, tuple):
+        for value, target in zip(result, out):
+            _C._functions._copy_to_out(value, target)
+        return type(result)(*out)
+    return _C._functions._copy_to_out(result, out)
+
+
+def _as_linalg_error(call):
+    """Runs call(); a LAPACK failure on the input (not positive-definite, no convergence) becomes LinAlgError."""
+    try:
+        return call()
+    except RuntimeError as error:
+        text = str(error)
+        if not isinstance(error, LinAlgError) and ("positive-definite" in text or "failed to converge" in text):
+            raise LinAlgError(text) from None
+        raise
+
+
+def _needs_grad(A):
+    import kiln
+
+    return kiln.is_grad_enabled() and A.requires_grad
+
+
+# --- Cholesky ---------------------------------------------------------------------------------------------
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """(L, info): the Cholesky factor of each symmetric positive-definite matrix of A and LAPACK's
+    info (0, or the order of the first leading minor that is not positive-definite)."""
+    result = _as_linalg_error(lambda: _f().linalg_cholesky_ex(A, upper=upper, check_errors=check_errors))
+    return _out(cholesky_ex_type(*result), out)
+
+
+def cholesky(A, *, upper=False, out=None):
+    """The lower (or upper) Cholesky factor; LinAlgError if a matrix is not positive-definite."""
+    return _out(cholesky_ex(A, upper=upper, check_errors=True).L, out)
+
+
+def cholesky_legacy(input, upper=False, *, out=None):
+    """torch.cholesky: linalg.cholesky with a positional upper."""
+    return cholesky(input, upper=upper, out=out)
+
+
+def cholesky_solve(B, L, upper=False, *, out=None):
+    """X with A X = B, from A's Cholesky factor L (lower, or upper when ``upper``); batches broadcast."""
+    L, B = _broadcast_batches("cholesky_solve", L, B)
+    first = solve_triangular(L.mT if upper else L, B, upper=False)
+    return _out(solve_triangular(L if upper else L.mT, first, upper=True), out)
+
+
+def cholesky_inverse(L, upper=False, *, out=None):
+    """inv(A) from A's Cholesky factor."""
+    import kiln
+
+    n = L.shape[-1]
+    identity = kiln.eye(n, dtype=L.dtype).expand(*L.shape[:-2], n, n)
+    return _out(cholesky_solve(identity, L, upper), out)
+
+
+# --- Triangular solves ------------------------------------------------------------------------------------
+
+
+def _broadcast_batches(caller, A, B):
+    """A and B expanded to their common batch shape (B converted to A's dtype, as torch's kernel writes it)."""
+    import kiln
+
+    if A.dim() < 2:
+        raise RuntimeError(f"linalg.{caller}: The input tensor A must have at least 2 dimensions.")
+    if B.dim() < 2:
+        raise RuntimeError(f"linalg.{caller}: The input tensor B must have at least 2 dimensions.")
+    batch = kiln.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
+    return A.expand(*batch, *A.shape[-2:]), B.to(A.dtype).expand(*batch, *B.shape[-2:])
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with A X = B (X A = B when not ``left``) for triangular A; only A's triangle is read."""
+    A, B = _broadcast_batches("solve_triangular", A, B)
+    result = _f().linalg_solve_triangular(A, B, upper=upper, left=left, unitriangular=unitriangular)
+    return _out(result, out)
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """torch.triangular_solve: (solution of op(A) X = b, a copy of A), op transposing when asked."""
+    coefficient = A.mT if transpose else A
+    solution = solve_triangular(coefficient, b, upper=upper != transpose, unitriangular=unitriangular)
+    return _out(triangular_solve_type(solution, A.clone()), out)
+
+
+# --- QR ---------------------------------------------------------------------------------------------------
+
+
+def qr(A, mode="reduced", *, out=None):
+    """(Q, R) with A = Q R: Q with orthonormal columns, R upper triangular ('reduced'; 'complete'
+    gives a square Q, 'r' only R and an empty Q)."""
+    return _out(qr_type(*_f().linalg_qr(A, mode)), out)
+
+
+def qr_legacy(input, some=True, *, out=None):
+    """torch.qr: the reduced QR when ``some``, else the complete one."""
+    return _out(old_qr_type(*_f().linalg_qr(input, "reduced" if some else "complete")), out)
+
+
+# --- Symmetric eigendecomposition -------------------------------------------------------------------------
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """(eigenvalues ascending, eigenvectors as columns) of each symmetric matrix of A, read from its
+    lower (UPLO='L') or upper triangle."""
+    result = _as_linalg_error(lambda: _f()._linalg_eigh(A, UPLO, True))
+    return _out(eigh_type(*result), out)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """The eigenvalues of each symmetric matrix of A, ascending (eigenvectors computed only for a gradient)."""
+    values, _ = _as_linalg_error(lambda: _f()._linalg_eigh(A, UPLO, _needs_grad(A)))
+    return _out(values, out)
+
+
+def eig(A, *, out=None):
+    raise NotImplementedError("linalg.eig: the eigenvalues of a general matrix are complex, and kiln has no complex "
+                              "dtypes; use linalg.eigh for symmetric matrices")
+
+
+def eigvals(A, *, out=None):
+    raise NotImplementedError("linalg.eigvals: the eigenvalues of a general matrix are complex, and kiln has no "
+                              "complex dtypes; use linalg.eigvalsh for symmetric matrices")
+
+
+# --- SVD --------------------------------------------------------------------------------------------------
+
+
+def _check_driver(driver):
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """(U, S, Vh) with A = U diag(S) Vh, S descending (gesdd, torch's CPU driver)."""
+    _check_driver(driver)
+    result = _as_linalg_error(lambda: _f()._linalg_svd(A, full_matrices, True))
+    return _out(svd_type(*result), out)
+
+
+def svdvals(A, *, driver=None, out=None):
+    """The singular values of each matrix of A, descending."""
+    _check_driver(driver)
+    result = _as_linalg_error(lambda: _f()._linalg_svd(A, False, _needs_grad(A)))
+    return _out(result[1], out)
+
+
+def svd_legacy(input, some=True, compute_uv=True, *, out=None):
+    """torch.svd: (U, S, V) with V not transposed; without compute_uv, U and V are full-size zeros."""
+    import kiln
+
+    if not compute_uv:
+        S = svdvals(input)
+        m, n = input.shape[-2], input.shape[-1]
+        batch = tuple(input.shape[:-2])
+        U = kiln.zeros(*batch, m, m, dtype=input.dtype)
+        V = kiln.zeros(*batch, n, n, dtype=input.dtype)
+        return _out(old_svd_type(U, S, V), out)
+    U, S, Vh = svd(input, full_matrices=not some)
+    return _out(old_svd_type(U, S, Vh.mT), out)
+
+
+# --- Composites over the SVD ------------------------------------------------------------------------------
+
+
+def _tolerance(S, m, n, atol, rtol, dtype):
+    """The cut-off below which a singular value counts as zero: max(atol, rtol * S_max), torch's defaults
+    (rtol = eps * max(m, n) when neither is given, 0 when only atol is)."""
+    import kiln
+
+    eps = kiln.finfo(dtype).eps
+    if rtol is None:
+        rtol = eps * max(m, n) if (atol is None or _is_zero(atol)) else 0.0
+    atol = 0.0 if atol is None else atol
+    s_max = S.amax(-1, keepdim=True) if S.shape[-1] > 0 else kiln.zeros(*S.shape[:-1], 1, dtype=S.dtype)
+    tol = s_max * (rtol.unsqueeze(-1) if isinstance(rtol, _C.TensorBase) else rtol)
+    atol_t = atol.unsqueeze(-1) if isinstance(atol, _C.TensorBase) else kiln.full_like(tol, float(atol))
+    return kiln.maximum(tol, atol_t.to(tol.dtype))
+
+
+def _is_zero(value):
+    return (not isinstance(value, _C.TensorBase)) and value == 0
+
+
+def _check_float(caller, A):
+    if not isinstance(A, _C.TensorBase):
+        raise TypeError(f"linalg.{caller}(): argument 'input' must be Tensor, not {type(A).__name__}")
+    if A.dim() < 2:
+        raise RuntimeError(f"linalg.{caller}: The input tensor A must have at least 2 dimensions.")
+    if not A.dtype.is_floating_point:
+        word = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                "bool": "Bool"}[str(A.dtype).removeprefix("kiln.")]
+        raise RuntimeError(f"linalg.{caller}: Expected a floating point or complex tensor as input. Got {word}")
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The Moore-Penrose pseudo-inverse: V diag(1/S) U^T over the singular values above the tolerance
+    (through eigh when ``hermitian``)."""
+    import kiln
+
+    _check_float("pinv", A)
+    m, n = A.shape[-2], A.shape[-1]
+    if hermitian:
+        values, vectors = eigh(A)
+        magnitude = values.abs()
+        keep = magnitude > _tolerance(magnitude, m, n, atol, rtol, A.dtype)
+        inverse = kiln.where(keep, 1.0 / values, kiln.zeros_like(values))
+        return _out((vectors * inverse.unsqueeze(-2)) @ vectors.mT, out)
+    U, S, Vh = svd(A, full_matrices=False)
+    keep = S > _tolerance(S, m, n, atol, rtol, A.dtype)
+    inverse = kiln.where(keep, 1.0 / S, kiln.zeros_like(S))
+    return _out((Vh.mT * inverse.unsqueeze(-2)) @ U.mT, out)
+
+
+def pinverse(input, rcond=1e-15):
+    """torch.pinverse: pinv with rtol=rcond."""
+    return pinv(input, rtol=rcond)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """How many singular values (eigenvalue magnitudes when ``hermitian``) exceed the tolerance."""
+    import kiln
+
+    _check_float("matrix_rank", A)
+    m, n = A.shape[-2], A.shape[-1]
+    with kiln.no_grad():
+        S = eigvalsh(A).abs() if hermitian else svdvals(A)
+        rank = (S > _tolerance(S, m, n, atol, rtol, A.dtype)).sum(-1)
+    return _out(rank, out)
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number: S_max / S_min for p None or 2 (S_min / S_max for -2), else
+    norm(A, p) * norm(inv(A), p)."""
+    import kiln
+
+    _check_float("cond", A)
+    if p in (None, 2, -2):
+        S = svdvals(A)
+        result = S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
+        return _out(result, out)
+    from kiln.linalg._solve import inv
+
+    _check_square("linalg.cond", A)
+    return _out(kiln.linalg.matrix_norm(A, p) * kiln.linalg.matrix_norm(inv(A), p), out)
+
+
+_LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(A, B, rcond=None, *, driver=None, out=None):
+    """The least-squares solution of A X = B (minimum norm when A is rank-deficient), with torch's
+    residuals, rank and singular_values for each driver (CPU default 'gelsy')."""
+    import kiln
+
+    _check_float("lstsq", A)
+    driver = "gelsy" if driver is None else driver
+    if driver not in _LSTSQ_DRIVERS:
+        raise RuntimeError("kiln.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    b = B.unsqueeze(-1) if vector else B
+    if b.dim() < 2 or A.shape[-2] != b.shape[-2]:
+        raise RuntimeError("kiln.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    A, b = _broadcast_batches("lstsq", A, b)
+    m, n = A.shape[-2], A.shape[-1]
+    eps = kiln.finfo(A.dtype).eps
+    rtol = eps * max(m, n) if rcond is None or rcond < 0 else rcond
+    with kiln.no_grad():
+        S = svdvals(A)
+        rank = (S > _tolerance(S, m, n, 0.0, rtol, A.dtype)).sum(-1)
+    full_rank = bool((rank == min(m, n)).all()) if rank.numel() else True
+    if driver == "gels" or full_rank:
+        solution = _full_rank_lstsq(A, b, m, n)
+    else:
+        solution = pinv(A, rtol=rtol) @ b
+    residuals = kiln.empty(0, dtype=A.dtype)
+    if driver != "gelsy" and m > n and full_rank:
+        residuals = ((A @ solution - b) ** 2).sum(-2)
+    singular_values = S if driver in ("gelsd", "gelss") else kiln.empty(0, dtype=A.dtype)
+    rank_out = rank if driver != "gels" else kiln.empty(0, dtype=kiln.int64)
+    if vector:
+        solution = solution.squeeze(-1)
+    return _out(lstsq_type(solution, residuals, rank_out, singular_values), out)
+
+
+def _full_rank_lstsq(A, b, m, n):
+    """Through QR: R^-1 Q^T b when m >= n; the minimum-norm Q R^-T b of A^T = Q R when m < n."""
+    if m >= n:
+        Q, R = qr(A)
+        return solve_triangular(R, Q.mT @ b, upper=True)
+    Q, R = qr(A.mT)
+    return Q @ solve_triangular(R.mT, b, upper=False)
