@@ -20,6 +20,12 @@
 //     mirroring the upper triangle into the lower. For m < n, A = [X | Y] with
 //     X = Q U square: gY = Q gV, and X's gradient is the square case's with
 //     gQ + Y gV^T for gQ.
+//   lu_factor, P^T A = L U (L unit lower, U upper; square): L^-1 P^T dA U^-1 has
+//     L^-1 dL strictly below the diagonal and dU U^-1 on and above it, so
+//     gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T. Tall (m > n): the rows
+//     below the square part, L2 = A2 U^-1, give gA2 = gL2 U^-T and take
+//     L2^T gA2 off gU; wide (m < n): U2 = L^-1 A2 gives gA2 = L^-T gU2 and
+//     takes gA2 U2^T off gL.
 //   svd, A = U diag(S) V^T (thin): with E_ij = S_j^2 - S_i^2 and
 //     skew(X) = X - X^T,
 //     gA = U [skew(U^T gU) / E S + S skew(V^T gV) / E + diag(gS)] V^T
@@ -27,6 +33,9 @@
 //     full_matrices' extra columns do not enter (they are narrowed off first).
 // Undefined incoming gradients arrive as zeros (the generated nodes fill them).
 #pragma once
+
+#include <algorithm>
+#include <string_view>
 
 #include "eager/core/Error.h"
 #include "kiln/generated/Functions.h"
@@ -59,7 +68,44 @@ namespace linalg_detail {
   return kiln::linalg_solve_triangular(mT(R), B, /*upper=*/false, /*left=*/false, /*unitriangular=*/false);
 }
 
+/// L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T for square L (unit lower) and U (upper).
+[[nodiscard]] inline Tensor lu_square_backward(const Tensor& gL, const Tensor& gU, const Tensor& L, const Tensor& U) {
+  const Tensor M = kiln::add(kiln::tril(kiln::matmul(mT(L), gL), -1), kiln::triu(kiln::matmul(gU, mT(U))));
+  const Tensor left = kiln::linalg_solve_triangular(mT(L), M, /*upper=*/true, /*left=*/true, /*unitriangular=*/true);
+  return kiln::linalg_solve_triangular(mT(U), left, /*upper=*/false, /*left=*/false, false);
+}
+
 }  // namespace linalg_detail
+
+/// d linalg_lu_factor_ex / d A, from the packed factors' gradient (strictly lower: L's, upper: U's).
+[[nodiscard]] inline Tensor lu_factor_ex_backward(const Tensor& grad, const Tensor& LU, const Tensor& pivots) {
+  using namespace linalg_detail;
+  const int64_t m = LU.size(-2), n = LU.size(-1), k = std::min(m, n);
+  const Tensor L = kiln::add(kiln::narrow(kiln::tril(LU, -1), -1, 0, k), kiln::eye(m, k, LU.dtype(), LU.device()));
+  const Tensor U = kiln::narrow(kiln::triu(LU), -2, 0, k);
+  const Tensor gL = kiln::narrow(kiln::tril(grad, -1), -1, 0, k);
+  const Tensor gU = kiln::narrow(kiln::triu(grad), -2, 0, k);
+  Tensor permuted;  // the gradient of P^T A
+  if (m == n) {
+    permuted = lu_square_backward(gL, gU, L, U);
+  } else if (m > n) {
+    const Tensor L1 = kiln::narrow(L, -2, 0, n), L2 = kiln::narrow(L, -2, n, m - n);
+    const Tensor g2 = kiln::linalg_solve_triangular(mT(U), kiln::narrow(gL, -2, n, m - n), false, false, false);
+    const Tensor g1 = lu_square_backward(kiln::narrow(gL, -2, 0, n), kiln::sub(gU, kiln::matmul(mT(L2), g2)), L1, U);
+    const Tensor parts[2] = {g1, g2};
+    permuted = kiln::cat(TensorList(parts, 2), -2);
+  } else {
+    const Tensor U1 = kiln::narrow(U, -1, 0, m), U2 = kiln::narrow(U, -1, m, n - m);
+    const Tensor g2 = kiln::linalg_solve_triangular(mT(L), kiln::narrow(gU, -1, m, n - m), true, true, true);
+    const Tensor g1 = lu_square_backward(kiln::sub(gL, kiln::matmul(g2, mT(U2))), kiln::narrow(gU, -1, 0, m), L, U1);
+    const Tensor parts[2] = {g1, g2};
+    permuted = kiln::cat(TensorList(parts, 2), -1);
+  }
+  // gA = P permuted: row i of P^T A is row perm[i] of A.
+  const Tensor perm = kiln::unsqueeze(kiln::_lu_pivots_to_permutation(pivots, m), -1);
+  const Tensor index = perm.expand(permuted.sizes());
+  return kiln::scatter(kiln::zeros(permuted.sizes(), permuted.dtype(), permuted.device()), -2, index, permuted);
+}
 
 /// d linalg_solve_triangular / d self (A).
 [[nodiscard]] inline Tensor solve_triangular_backward_self(const Tensor& grad, const Tensor& A, const Tensor& result,

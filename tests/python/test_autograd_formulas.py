@@ -281,6 +281,8 @@ LAPACK = {
                          lambda L, a, b: [L.linalg.solve_triangular(a + 3 * L.eye(3, dtype=L.float64), b, upper=True),
                                           L.linalg.solve_triangular(a + 3 * L.eye(3, dtype=L.float64), b.mT,
                                                                     upper=False, left=False, unitriangular=True)]),
+    "lu": (["linalg_lu_factor_ex"], [(3, 3), (4, 2), (2, 4)],
+           lambda L, a, b, c: [L.linalg.lu_factor(a).LU, *L.linalg.lu(b)[1:], *L.linalg.lu(c)[1:]]),
     "cholesky": (["linalg_cholesky_ex"], [(3, 3)],
                  lambda L, x: [L.linalg.cholesky(_spd(L, x)), L.linalg.cholesky(_spd(L, x), upper=True)]),
     "qr": (["linalg_qr"], [(4, 3), (2, 4)], lambda L, a, b: [*L.linalg.qr(a), *L.linalg.qr(b)]),

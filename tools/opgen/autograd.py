@@ -39,7 +39,8 @@ IMPLEMENTED_HELPERS = {"sum_backward", "mean_backward", "amax_backward", "value_
                        "last_sizes", "softmax_double_backward", "log_softmax_double_backward_grad_output",
                        "log_softmax_double_backward_output", "mm_mat2_backward",
                        "solve_triangular_backward_self", "solve_triangular_backward_B", "cholesky_backward",
-                       "linalg_eigh_backward", "linalg_qr_backward", "svd_backward"}
+                       "linalg_eigh_backward", "linalg_qr_backward", "svd_backward",
+                       "lu_factor_ex_backward"}
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
 _COMPARISONS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}

@@ -93,6 +93,8 @@ HELPERS = {
     "cholesky_backward": "L^-T sym(tril(L^T gL)) L^-1",
     "linalg_eigh_backward": "V (diag(gw) + skew(V^T gV) / 2 / (w_j - w_i)) V^T",
     "linalg_qr_backward": "(gQ + Q copy_upper(gR R^T - Q^T gQ)) R^-T; wide matrices split as [X | Y]",
+    "lu_factor_ex_backward": "P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T, with the rows or columns past "
+                             "the square part",
     "svd_backward": "U [skew(U^T gU)/E S + S skew(V^T gV)/E + diag(gS)] V^T plus the parts outside U's and V's spans",
 }
 

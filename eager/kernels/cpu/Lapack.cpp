@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 #include <cblas.h>
 
@@ -39,8 +40,8 @@ using namespace lapack;
 
 namespace {
 
-void getrf(int n, float* a, int* ipiv, int* info) { sgetrf_(&n, &n, a, &n, ipiv, info); }
-void getrf(int n, double* a, int* ipiv, int* info) { dgetrf_(&n, &n, a, &n, ipiv, info); }
+void getrf(int m, int n, float* a, int* ipiv, int* info) { sgetrf_(&m, &n, a, &m, ipiv, info); }
+void getrf(int m, int n, double* a, int* ipiv, int* info) { dgetrf_(&m, &n, a, &m, ipiv, info); }
 void gesv(int n, int nrhs, float* a, int* ipiv, float* b, int* info) { sgesv_(&n, &nrhs, a, &n, ipiv, b, &n, info); }
 void gesv(int n, int nrhs, double* a, int* ipiv, double* b, int* info) {
   dgesv_(&n, &nrhs, a, &n, ipiv, b, &n, info);
@@ -49,26 +50,28 @@ void gesv(int n, int nrhs, double* a, int* ipiv, double* b, int* info) {
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex_cpu(const Tensor& A, bool pivot, bool check_errors) {
-  check_square_float("torch.linalg.lu_factor_ex", "lu_cpu", A);
+  KILN_CHECK(A.dim() >= 2, "kiln.lu_factor: Expected tensor with 2 or more dimensions. Got size: ", A.sizes(),
+             " instead");
+  KILN_CHECK_NOT_IMPLEMENTED(A.dtype() == DType::Float32 || A.dtype() == DType::Float64,
+                             "\"lu_cpu\" not implemented for '", dtype_word(A.dtype()), "'");
   KILN_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
-  const int64_t n = A.size(-1);
+  const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   Tensor lu = column_major(A);
-  DimVector batch_shape;
-  for (int64_t d = 0; d < A.dim() - 2; ++d) batch_shape.push_back(A.size(d));
-  const int64_t batches = lu.numel() / std::max<int64_t>(n * n, 1);
-  DimVector pivot_shape(batch_shape);
-  pivot_shape.push_back(n);
+  const int64_t batches = batch_count(A);
+  DimVector pivot_shape = batch_shape(A);
+  pivot_shape.push_back(k);
   Tensor pivots = empty(pivot_shape, DType::Int32, A.device());
-  Tensor info = zeros(batch_shape, DType::Int32, A.device());
+  Tensor info = zeros(batch_shape(A), DType::Int32, A.device());
   sync_blas_threads();
   visit_dtype(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      for (int64_t b = 0; b < batches && n > 0; ++b) {
+      for (int64_t b = 0; b < batches && k > 0; ++b) {
         int status = 0;
-        getrf(checked_int(n), lu.data_ptr<T>() + b * n * n, pivots.data_ptr<int32_t>() + b * n, &status);
+        getrf(checked_int(m), checked_int(n), lu.data_ptr<T>() + b * m * n, pivots.data_ptr<int32_t>() + b * k,
+              &status);
         info.data_ptr<int32_t>()[b] = status;
-        KILN_CHECK(!(check_errors && status > 0), "torch.linalg.lu_factor_ex: ", batch_prefix(A, b),
+        KILN_CHECK(!(check_errors && status > 0), "kiln.linalg.lu_factor_ex: ", batch_prefix(A, b),
                    "U[", status, ",", status, "] is zero and using it on lu_solve would result in a division by "
                    "zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) or "
                    "linalg.lu_factor_ex(A, pivot)");
@@ -76,6 +79,32 @@ std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex_cpu(const Tensor& A, bool
     }
   });
   return {kiln::transpose(lu, -2, -1), pivots, info};
+}
+
+Tensor _lu_pivots_to_permutation_cpu(const Tensor& pivots, int64_t m) {
+  KILN_CHECK(pivots.dtype() == DType::Int32 && pivots.dim() >= 1, "lu_unpack: LU_pivots must be an int32 tensor "
+             "with at least one dimension, got ", pivots.dim(), " dimensions");
+  const int64_t k = pivots.size(-1);
+  KILN_CHECK(k <= m, "lu_unpack: ", k, " pivots for matrices of ", m, " rows");
+  const Tensor piv = pivots.contiguous();
+  DimVector shape;
+  for (int64_t d = 0; d < pivots.dim() - 1; ++d) shape.push_back(pivots.size(d));
+  shape.push_back(m);
+  Tensor perm = empty(shape, DType::Int64, pivots.device());
+  const int64_t batches = m == 0 ? 0 : perm.numel() / m;
+  const int32_t* p = piv.data_ptr<int32_t>();
+  int64_t* out = perm.data_ptr<int64_t>();
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t* row = out + b * m;
+    for (int64_t i = 0; i < m; ++i) row[i] = i;
+    for (int64_t i = 0; i < k; ++i) {  // LAPACK's interchanges, in order: row i with row pivots[i] - 1
+      const int64_t j = p[b * k + i] - 1;
+      KILN_CHECK_INDEX(j >= i && j < m, "lu_unpack: pivot ", j + 1, " at position ", i + 1, " is out of range [",
+                       i + 1, ", ", m, "]");
+      std::swap(row[i], row[j]);
+    }
+  }
+  return perm;
 }
 
 Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B, std::string_view caller) {

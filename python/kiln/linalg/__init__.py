@@ -1,6 +1,6 @@
 """kiln.linalg, as torch.linalg: the norms (vector_norm, matrix_norm, norm),
 multi_dot, matrix_power, matmul and vecdot; LU, solves, inverses and
-determinants (_solve.py); Cholesky, QR, eigh, SVD, triangular solves, pinv,
+determinants (_solve.py); lu, lu_solve, solve_ex, inv_ex (_lu.py); Cholesky, QR, eigh, SVD, triangular solves, pinv,
 matrix_rank, lstsq and cond (_decompositions.py). The other matrix products
 are kiln.mm and friends."""
 
@@ -11,6 +11,7 @@ from kiln._numeric import linalg_cross as cross  # noqa: F401
 from kiln.linalg._solve import (  # noqa: F401
     LinAlgError, det, inv, lu_factor, lu_factor_ex, slogdet, solve,
 )
+from kiln.linalg._lu import inv_ex, lu, lu_solve, solve_ex  # noqa: F401
 from kiln.linalg._decompositions import (  # noqa: F401
     cholesky, cholesky_ex, cond, eig, eigh, eigvals, eigvalsh, lstsq, matrix_rank, pinv, qr, solve_triangular, svd,
     svdvals,
