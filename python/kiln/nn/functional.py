@@ -40,6 +40,17 @@ from kiln.nn._losses import (  # noqa: F401  (re-exported: F.cross_entropy and f
 )
 from kiln.nn._attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: F401
 from kiln.nn._conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: F401  (re-exported)
+from kiln.nn._conv3d import conv3d  # noqa: F401  (re-exported)
+from kiln.nn._pool3d import (  # noqa: F401  (re-exported)
+    adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool3d, avg_pool3d, max_pool3d,
+)
+from kiln.nn import _pool3d
+from kiln.nn._grid_sample import affine_grid, grid_sample  # noqa: F401  (re-exported)
+from kiln.nn._ctc import ctc_loss  # noqa: F401  (re-exported)
+from kiln.nn._nn_more import (  # noqa: F401  (re-exported)
+    gumbel_softmax, local_response_norm, lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool2d, max_unpool3d,
+    multilabel_margin_loss, pdist, rrelu, rrelu_,
+)
 from kiln.nn._embedding_bag import embedding_bag  # noqa: F401  (re-exported)
 from kiln.nn._losses_more import (  # noqa: F401  (re-exported)
     cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss, multi_margin_loss,
@@ -553,6 +564,8 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
+    if native("adaptive_max_pool2d") is None:  # composed: see Note [Pooling through window tables]
+        return _pool3d.adaptive_max_pool2d(input, output_size, return_indices)
     if isinstance(output_size, int):
         output_size = (output_size, output_size)
     size = [input.shape[-2 + i] if s is None else s for i, s in enumerate(output_size)]

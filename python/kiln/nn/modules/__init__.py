@@ -6,7 +6,7 @@ from kiln.nn.modules.linear import Bilinear, Identity, Linear
 from kiln.nn.modules.activation import (
     CELU, ELU, GELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish,
     MultiheadAttention, ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmin, Softplus, Softsign, Tanh, Tanhshrink, Threshold,
-    PReLU, Hardshrink, Softshrink,
+    PReLU, Hardshrink, Softshrink, RReLU, Softmax2d,
 )
 from kiln.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from kiln.nn.modules.flatten import Flatten, Unflatten
@@ -14,19 +14,23 @@ from kiln.nn.modules.fold import Fold, Unfold
 from kiln.nn.modules.sparse import Embedding, EmbeddingBag
 from kiln.nn.modules.normalization import (
     BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm,
-    RMSNorm,
+    RMSNorm, LocalResponseNorm,
 )
 from kiln.nn.modules.padding import *  # noqa: F401,F403  (ConstantPad1d ... CircularPad3d)
 from kiln.nn.modules.reshaping import (
     ChannelShuffle, CosineSimilarity, PairwiseDistance, PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d,
     UpsamplingNearest2d,
 )
-from kiln.nn.modules.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
-from kiln.nn.modules.pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
+from kiln.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from kiln.nn.modules.pooling import (
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d,
+    AvgPool1d, AvgPool2d, AvgPool3d, LPPool1d, LPPool2d, LPPool3d, MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d,
+    MaxUnpool2d, MaxUnpool3d,
+)
 from kiln.nn.modules.loss import (
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
     CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss, MultiLabelSoftMarginLoss,
-    MultiMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
+    MultiMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss, MultiLabelMarginLoss, CTCLoss,
 )
 from kiln.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from kiln.nn.modules.transformer import (

@@ -9,7 +9,7 @@ from itertools import repeat
 from kiln import _C
 from kiln.nn.parameter import Parameter
 
-__all__ = ["empty_parameter", "factory_kwargs", "ntuple", "single", "pair"]
+__all__ = ["empty_parameter", "factory_kwargs", "ntuple", "single", "pair", "triple"]
 
 
 def factory_kwargs(device, dtype) -> dict:
@@ -35,3 +35,4 @@ def ntuple(n: int, name: str = "parse"):
 
 single = ntuple(1, "_single")
 pair = ntuple(2, "_pair")
+triple = ntuple(3, "_triple")

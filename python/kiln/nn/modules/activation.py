@@ -9,7 +9,8 @@ from kiln.nn.modules.module import Module
 
 __all__ = ["ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softplus", "LeakyReLU", "ELU", "SELU",
            "CELU", "Hardtanh", "Hardsigmoid", "Hardswish", "LogSigmoid", "Softsign", "Tanhshrink", "Threshold",
-           "GLU", "Softmax", "LogSoftmax", "Softmin", "MultiheadAttention", "PReLU", "Hardshrink", "Softshrink"]
+           "GLU", "Softmax", "LogSoftmax", "Softmin", "MultiheadAttention", "PReLU", "Hardshrink", "Softshrink",
+           "RReLU", "Softmax2d"]
 
 
 def _inplace_only(inplace: bool) -> str:
@@ -246,6 +247,31 @@ class LogSoftmax(_SoftmaxBase):
 
 class Softmin(_SoftmaxBase):
     _function = staticmethod(F.softmin)
+
+
+class Softmax2d(Module):
+    """softmax over the channels of a [N, C, H, W] or [C, H, W] input."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)
+
+
+class RReLU(Module):
+    __constants__ = ["lower", "upper", "inplace"]
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}{_inplace_suffix(self.inplace)}"
 
 
 from kiln.nn.modules.attention import MultiheadAttention  # noqa: E402  (torch exports it from activation)

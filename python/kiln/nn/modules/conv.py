@@ -1,4 +1,4 @@
-"""Conv1d and Conv2d with torch's signatures, initialisation
+"""Conv1d, Conv2d and Conv3d with torch's signatures, initialisation
 (kaiming_uniform_(a=sqrt(5)), bias uniform in +-1/sqrt(fan_in)) and reprs."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import math
 
 from kiln.nn import functional as F
 from kiln.nn import init
-from kiln.nn.modules._factory import empty_parameter, factory_kwargs, pair, single
+from kiln.nn.modules._factory import empty_parameter, factory_kwargs, pair, single, triple
 from kiln.nn.modules.module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -112,6 +112,15 @@ class Conv2d(_ConvNd):
         return self._conv(F.conv2d, input, self.weight, self.bias, pair(0))
 
 
+class Conv3d(_ConvNd):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        super().__init__(in_channels, out_channels, triple(kernel_size), triple(stride),
+                         padding if isinstance(padding, str) else triple(padding), triple(dilation), False,
+                         triple(0), groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input):
+        return self._conv(F.conv3d, input, self.weight, self.bias, triple(0))
 
 
 class _ConvTransposeNd(_ConvNd):

@@ -12,7 +12,7 @@ from kiln.nn.modules._factory import empty_parameter, factory_kwargs
 from kiln.nn.modules.module import Module
 
 __all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d",
-           "InstanceNorm2d", "InstanceNorm3d"]
+           "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm"]
 
 
 def _as_shape(normalized_shape) -> tuple:
@@ -233,3 +233,20 @@ class InstanceNorm2d(_InstanceNorm):
 
 class InstanceNorm3d(_InstanceNorm):
     spatial_dims = 3
+
+
+class LocalResponseNorm(Module):
+    __constants__ = ["size", "alpha", "beta", "k"]
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -1,0 +1,158 @@
+"""F.affine_grid and F.grid_sample (4-D) against torch: every mode, padding
+mode and align_corners, values and the gradients of input, grid and theta
+(float32 and float64), non-contiguous inputs, size-1 and empty cases, the
+warnings and torch's errors."""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import kiln
+import kiln.nn.functional as KF
+from nn_compare import FLOATS, close, grad_pair, pair
+from torch_compare import assert_same_error
+
+COMBOS = list(itertools.product(["bilinear", "nearest"], ["zeros", "border", "reflection"], [True, False]))
+
+
+def sample_case(dtype, mode, padding_mode, align_corners, in_shape=(2, 3, 4, 5), grid_shape=(2, 6, 7, 2),
+                noncontiguous=False, spread=1.6):
+    kx, tx = pair(in_shape, dtype, requires_grad=True, noncontiguous=noncontiguous)
+    kg, tg = pair(grid_shape, dtype, requires_grad=True, low=-spread, high=spread, seed=3)
+    ko = KF.grid_sample(kx, kg, mode, padding_mode, align_corners)
+    to = TF.grid_sample(tx, tg, mode, padding_mode, align_corners)
+    close(ko, to)
+    grad_pair(ko, to)
+    close(kx.grad, tx.grad)
+    close(kg.grad, tg.grad)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode, padding_mode, align_corners", COMBOS)
+def test_grid_sample(mode, padding_mode, align_corners, dtype):
+    sample_case(dtype, mode, padding_mode, align_corners)
+
+
+@pytest.mark.parametrize("mode, padding_mode, align_corners", COMBOS[::2])
+def test_grid_sample_far_outside_noncontiguous_and_unit_sizes(mode, padding_mode, align_corners):
+    sample_case("float64", mode, padding_mode, align_corners, spread=4.0)          # several reflections
+    sample_case("float32", mode, padding_mode, align_corners, noncontiguous=True)
+    sample_case("float64", mode, padding_mode, align_corners, in_shape=(2, 2, 1, 3))
+    sample_case("float64", mode, padding_mode, align_corners, grid_shape=(2, 0, 3, 2))
+
+
+def test_grid_sample_infinite_grid_and_infinite_input():
+    grid = np.array([[[[np.inf, 0.0], [0.0, -np.inf], [np.nan, 0.2], [2.0, 2.0]]]])
+    x = np.arange(12.0).reshape(1, 1, 3, 4)
+    x[0, 0, 0, 0] = np.inf                                                    # never read by the grid below
+    for padding_mode in ("zeros", "border", "reflection"):
+        ko = KF.grid_sample(kiln.tensor(x), kiln.tensor(grid), padding_mode=padding_mode, align_corners=False)
+        to = TF.grid_sample(torch.tensor(x), torch.tensor(grid), padding_mode=padding_mode, align_corners=False)
+        assert np.isfinite(ko.numpy()[0, 0, 0, 3]) == np.isfinite(to.numpy()[0, 0, 0, 3])
+        close(ko[..., 3:], to[..., 3:])
+    inner = np.array([[[[0.3, -0.2], [0.9, 0.9]]]])                           # far from the infinite corner
+    close(KF.grid_sample(kiln.tensor(x), kiln.tensor(inner), align_corners=True),
+          TF.grid_sample(torch.tensor(x), torch.tensor(inner), align_corners=True))
+
+
+AFFINE_CASES = [((2, 3, 4, 5), (2, 2, 3)), ((1, 2, 1, 6), (1, 2, 3)), ((2, 1, 3, 4, 5), (2, 3, 4)),
+                ((1, 1, 1, 2, 1), (1, 3, 4))]
+
+
+@pytest.mark.parametrize("align_corners", [True, False])
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", range(len(AFFINE_CASES)))
+def test_affine_grid(case, dtype, align_corners):
+    size, theta_shape = AFFINE_CASES[case]
+    kt, tt = pair(theta_shape, dtype, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ko, to = KF.affine_grid(kt, size, align_corners), TF.affine_grid(tt, size, align_corners)
+    close(ko, to)
+    grad_pair(ko, to)
+    close(kt.grad, tt.grad)
+
+
+def test_affine_grid_then_grid_sample_rotation():
+    angle = 0.3
+    theta = np.array([[[np.cos(angle), -np.sin(angle), 0.1], [np.sin(angle), np.cos(angle), -0.2]]] * 2)
+    kt, tt = kiln.tensor(theta, requires_grad=True), torch.tensor(theta, requires_grad=True)
+    kx, tx = pair((2, 3, 6, 5), "float64", requires_grad=True)
+    ko = KF.grid_sample(kx, KF.affine_grid(kt, (2, 3, 4, 7), False), align_corners=False)
+    to = TF.grid_sample(tx, TF.affine_grid(tt, (2, 3, 4, 7), False), align_corners=False)
+    close(ko, to)
+    grad_pair(ko, to)
+    close(kx.grad, tx.grad)
+    close(kt.grad, tt.grad)
+
+
+def test_default_align_corners_warns():
+    kx, _ = pair((1, 1, 3, 3))
+    kg, _ = pair((1, 2, 2, 2), seed=2)
+    with pytest.warns(UserWarning, match="align_corners=False"):
+        out = KF.grid_sample(kx, kg)
+    close(out, TF.grid_sample(torch.tensor(kx.numpy()), torch.tensor(kg.numpy()), align_corners=False))
+    with pytest.warns(UserWarning, match="align_corners=False"):
+        KF.affine_grid(kiln.ones(1, 2, 3), (1, 1, 2, 2))
+    with pytest.warns(UserWarning, match="unit-size grids"):
+        KF.affine_grid(kiln.ones(1, 2, 3), (1, 1, 1, 2), align_corners=True)
+
+
+def _grid_error(input_shape, grid_shape, dtypes=("float32", "float32"), **kwargs):
+    kx, tx = pair(input_shape, dtypes[0])
+    kg, tg = pair(grid_shape, dtypes[1], seed=2)
+    kwargs.setdefault("align_corners", False)
+    assert_same_error(lambda: KF.grid_sample(kx, kg, **kwargs), lambda: TF.grid_sample(tx, tg, **kwargs))
+
+
+GRID_ERRORS = [
+    ((2, 3, 4, 5), (2, 6, 7, 2), {"mode": "foo"}),
+    ((2, 3, 4, 5), (2, 6, 7, 2), {"padding_mode": "foo"}),
+    ((2, 3, 4, 5), (2, 6, 7, 3), {}),
+    ((2, 3, 4, 5), (3, 6, 7, 2), {}),
+    ((2, 3, 4, 5), (2, 6, 2), {}),
+    ((3, 4, 5), (3, 6, 2), {}),
+    ((2, 3, 0, 5), (2, 6, 7, 2), {}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(GRID_ERRORS)))
+def test_grid_sample_errors(case):
+    input_shape, grid_shape, kwargs = GRID_ERRORS[case]
+    _grid_error(input_shape, grid_shape, **kwargs)
+
+
+def test_grid_sample_other_errors():
+    _grid_error((2, 3, 4, 5), (2, 6, 7, 2), dtypes=("float32", "float64"))
+    kx, kg = kiln.ones(1, 1, 2, 2), kiln.zeros(1, 1, 1, 2)
+    for kwargs in ({"mode": "bicubic"},):
+        with pytest.raises(NotImplementedError, match="bicubic"):
+            KF.grid_sample(kx, kg, align_corners=False, **kwargs)
+    with pytest.raises(NotImplementedError, match="5-D"):
+        KF.grid_sample(kiln.ones(1, 1, 2, 2, 2), kiln.zeros(1, 1, 1, 1, 3), align_corners=False)
+    ki = kiln.ones(1, 1, 2, 2, dtype=kiln.int64)
+    assert_same_error(lambda: KF.grid_sample(ki, kiln.zeros(1, 1, 1, 2, dtype=kiln.int64), align_corners=False),
+                      lambda: TF.grid_sample(torch.ones(1, 1, 2, 2, dtype=torch.int64),
+                                             torch.zeros(1, 1, 1, 2, dtype=torch.int64), align_corners=False))
+
+
+AFFINE_ERRORS = [
+    ((2, 2, 3), (2, 3, 4, 5), "int64"),
+    ((2, 3, 3), (2, 3, 4, 5), "float32"),
+    ((2, 2, 3), (2, 3, 4, 5, 6), "float32"),
+    ((2, 2, 3), (2, 3, 4), "float32"),
+    ((2, 2, 3), (3, 3, 4, 5), "float32"),
+    ((2, 2, 3), (2, 3, 0, 5), "float32"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(AFFINE_ERRORS)))
+def test_affine_grid_errors(case):
+    theta_shape, size, dtype = AFFINE_ERRORS[case]
+    kt = kiln.zeros(*theta_shape, dtype=getattr(kiln, dtype))
+    tt = torch.zeros(*theta_shape, dtype=getattr(torch, dtype))
+    assert_same_error(lambda: KF.affine_grid(kt, size, False), lambda: TF.affine_grid(tt, size, False))
