@@ -58,8 +58,14 @@ constexpr int64_t kMinSplitWork = int64_t{1} << 19;
 /// the same split in plain C on pthreads: 63-81 for four pieces, 94-99 for
 /// two. Every smaller call repacks the whole shared operand. (Products that
 /// large now go to OpenBLAS at AVX2; the smaller ones still split here.)
+/// On an Intel Xeon with AVX-512 (Sapphire Rapids class, 2026-12-03), best of
+/// 5 on 2 threads, GFLOP/s, one / two / three pieces per thread: 512^3
+/// 241-243 / 197-212 / 209-223, 1024^3 244-268 / 236-247 / 237-240, 2048^3
+/// 273-285 / 251-257 / 247-252 (torch 227-262, 246-266, 262-273): one piece
+/// per thread there, two only on AMD's AVX-512 cores.
 int64_t pieces_per_thread() {
-  static const int64_t pieces = cpu_capability() == CpuCapability::AVX512 ? 2 : 1;
+  static const int64_t pieces =
+      cpu_capability() == CpuCapability::AVX512 && __builtin_cpu_is("amd") ? 2 : 1;
   return pieces;
 }
 /// Pieces are whole multiples of this many rows or columns.
