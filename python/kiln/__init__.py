@@ -61,7 +61,7 @@ from kiln._creation import tensor  # noqa: E402
 from kiln import random  # noqa: E402
 from kiln.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402
 from kiln._shape import broadcast_shapes, broadcast_tensors, split  # noqa: E402
-from kiln._indexing import nonzero  # noqa: E402  (as_tuple=True over the nonzero ops)
+from kiln._indexing import index_reduce, nonzero  # noqa: E402  (as_tuple=True over the nonzero ops)
 from kiln._einsum import einsum  # noqa: E402
 from kiln import return_types  # noqa: E402
 
@@ -108,6 +108,11 @@ for _fn in (isclose, allclose, equal, is_floating_point, is_complex, argwhere, t
     if not hasattr(Tensor, _fn.__name__):
         setattr(Tensor, _fn.__name__, _fn)
 Tensor.float_power_ = _numeric.float_power_
+from kiln import _indexing  # noqa: E402
+
+Tensor.scatter_reduce_ = _indexing.scatter_reduce_
+Tensor.index_reduce = _indexing.index_reduce
+Tensor.index_reduce_ = _indexing.index_reduce_
 from kiln.linalg import _solve as _linalg_solve_module  # noqa: E402
 
 det = _linalg_solve_module.det

@@ -1,5 +1,6 @@
 """The indexing functions whose Python signature is not one op: ``nonzero``
-with ``as_tuple`` (the ``nonzero`` and ``nonzero_numpy`` ops underneath)."""
+with ``as_tuple`` (the ``nonzero`` and ``nonzero_numpy`` ops underneath),
+Tensor.scatter_reduce_ and index_reduce(_) over the scatter_reduce op."""
 
 from __future__ import annotations
 
@@ -17,3 +18,76 @@ def nonzero(input, *, out=None, as_tuple=False):
     if out is not None:
         return _C._functions.nonzero(input, out=out)
     return _C._functions.nonzero(input)
+
+
+def _saved_input(self, src):
+    """self as the reduction reads it: a copy when autograd records (the backward reads self's
+    values, which the copy_ into self overwrites)."""
+    import kiln
+
+    return self.clone() if kiln.is_grad_enabled() and (self.requires_grad or src.requires_grad) else self
+
+
+def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    """Tensor.scatter_reduce_: the scatter_reduce op's result copied into self (differentiable
+    through copy_)."""
+    result = _C._functions.scatter_reduce(_saved_input(self, src), dim, index, src, reduce, include_self=include_self)
+    return self.copy_(result)
+
+
+_INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
+
+
+def _index_reduce_source_index(caller, self, dim, index, source, reduce):
+    """index_reduce's checks (torch's order and words) and its index as scatter_reduce's:
+    index[i] along dim for every element of source's slice i."""
+    if reduce not in _INDEX_REDUCTIONS:
+        raise RuntimeError(f"{caller}(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    if index.dim() > 1:
+        word = _dtype_word(index.dtype)
+        raise IndexError(f"{caller}(): Index is supposed to be a vector, but got dim: {index.dim()} with type: "
+                         f"{word} and size: {list(index.shape)}")
+    if index.dtype.is_floating_point or str(index.dtype) not in ("kiln.int64", "kiln.int32"):
+        raise RuntimeError(f"{caller}(): Expected dtype int32/int64 for index but got: {_dtype_word(index.dtype)}")
+    if self.dtype != source.dtype:
+        raise RuntimeError(f"{caller}(): self ({_dtype_word(self.dtype)}) and source ({_dtype_word(source.dtype)}) "
+                           "must have the same scalar type")
+    dim = dim % max(self.dim(), 1)
+    self_rest = [s for d, s in enumerate(self.shape) if d != dim]
+    source_rest = [s for d, s in enumerate(source.shape) if d != dim]
+    if source.dim() != self.dim() or self_rest != source_rest:
+        raise RuntimeError("source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+    count = index.numel()
+    if self.dim() > 0 and count != source.shape[dim]:
+        raise RuntimeError(f"{caller}(): Number of indices ({count}) should be equal to source.size(dim): "
+                           f"({source.shape[dim]}), for dim: {dim}")
+    size = self.shape[dim] if self.dim() > 0 else 1
+    if count and (bool((index < 0).any()) or bool((index >= size).any())):
+        raise IndexError("index out of range in self")
+    if self.dim() == 0:
+        return dim, index.reshape(())
+    shape = [1] * source.dim()
+    shape[dim] = count
+    return dim, index.reshape(shape).expand(*source.shape)
+
+
+def index_reduce(self, dim, index, source, reduce, *, include_self=True):
+    """Tensor.index_reduce: source's slice i reduced (prod, mean, amax, amin) into self's slice index[i]
+    along dim — scatter_reduce with index spread over each slice."""
+    dim, spread = _index_reduce_source_index("index_reduce", self, dim, index, source, reduce)
+    return _C._functions.scatter_reduce(self, dim, spread, source, reduce, include_self=include_self)
+
+
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    """Tensor.index_reduce_: index_reduce's result copied into self."""
+    dim, spread = _index_reduce_source_index("index_reduce_", self, dim, index, source, reduce)
+    result = _C._functions.scatter_reduce(_saved_input(self, source), dim, spread, source, reduce,
+                                          include_self=include_self)
+    return self.copy_(result)
+
+
+def _dtype_word(dtype):
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}[
+        str(dtype).removeprefix("kiln.")]

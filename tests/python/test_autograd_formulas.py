@@ -89,6 +89,11 @@ CASES = {
     "scatter": (["scatter.src", "scatter.value"], [(3, 4), (3, 2)],
                 lambda L, a, s: [a.scatter(1, L.tensor([[0, 1], [3, 2], [1, 0]]), s),
                                  a.scatter(1, L.tensor([[0], [3], [1]]), 7.0)]),
+    "scatter_reduce": (["scatter_reduce.two"], [(3, 4), (3, 2)],
+                       lambda L, a, s: [a.scatter_reduce(1, L.tensor([[0, 0], [3, 2], [1, 1]]), s, reduce,
+                                                         include_self=inc)
+                                        for reduce in ("sum", "prod", "mean", "amax", "amin")
+                                        for inc in (True, False)]),
     "scatter_add": (["scatter_add"], [(3, 4), (3, 2)],
                     lambda L, a, s: a.scatter_add(1, L.tensor([[0, 0], [3, 2], [1, 1]]), s)),
     "masked_select": (["masked_select"], [(2, 3)], lambda L, a: a.masked_select(a > 0)),

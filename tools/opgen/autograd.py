@@ -40,7 +40,7 @@ IMPLEMENTED_HELPERS = {"sum_backward", "mean_backward", "amax_backward", "value_
                        "log_softmax_double_backward_output", "mm_mat2_backward",
                        "solve_triangular_backward_self", "solve_triangular_backward_B", "cholesky_backward",
                        "linalg_eigh_backward", "linalg_qr_backward", "svd_backward",
-                       "lu_factor_ex_backward"}
+                       "lu_factor_ex_backward", "scatter_reduce_backward_self", "scatter_reduce_backward_src"}
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
 _COMPARISONS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}

@@ -95,6 +95,8 @@ HELPERS = {
     "linalg_qr_backward": "(gQ + Q copy_upper(gR R^T - Q^T gQ)) R^-T; wide matrices split as [X | Y]",
     "lu_factor_ex_backward": "P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T, with the rows or columns past "
                              "the square part",
+    "scatter_reduce_backward_self": "Note [scatter_reduce gradients]: self's share per reduction",
+    "scatter_reduce_backward_src": "Note [scatter_reduce gradients]: src's share per reduction",
     "svd_backward": "U [skew(U^T gU)/E S + S skew(V^T gV)/E + diag(gS)] V^T plus the parts outside U's and V's spans",
 }
 

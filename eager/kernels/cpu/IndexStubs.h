@@ -18,7 +18,7 @@ enum class IndexWrap : uint8_t {
 };
 
 /// How a put combines a value with the element it lands on.
-enum class PutReduce : uint8_t { Assign, Add, Multiply };
+enum class PutReduce : uint8_t { Assign, Add, Multiply, Max, Min };  // Max/Min: NaN wins, as torch's amax/amin
 
 /// Operands: output offsets (int64), [input offsets (int64),] input index (int64 or int32).
 /// Writes [offsets +] wrap(index) * stride_bytes. Returns false when some index is

@@ -1,4 +1,5 @@
-// gather, scatter (src, value, reduce="add"/"multiply"), scatter_add, and the
+// gather, scatter (src, value, reduce="add"/"multiply"), scatter_add,
+// scatter_reduce (sum, prod, mean, amax, amin; include_self), and the
 // composites built on them: take_along_dim and one_hot. Checks in PyTorch's
 // order and words (ScatterGatherChecks.h); loops through
 // Note [Indexing by byte offsets].
@@ -193,6 +194,64 @@ void warn_reduce_with_src() {
             "release. Use kiln.scatter_reduce instead for more reduction options.");
 }
 
+// --- scatter_reduce ----------------------------------------------------------------------
+
+/// scatter_reduce's put for `reduce` (mean adds, then divides by the count).
+PutReduce scatter_reduction(std::string_view reduce) {
+  if (reduce == "sum" || reduce == "mean") return PutReduce::Add;
+  if (reduce == "prod") return PutReduce::Multiply;
+  if (reduce == "amax") return PutReduce::Max;
+  if (reduce == "amin") return PutReduce::Min;
+  KILN_FAIL(Runtime, "reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
+}
+
+/// The value a position starts from when include_self is false: the reduction's identity.
+Scalar reduction_identity(std::string_view reduce, DType dtype) {
+  if (reduce == "prod") return Scalar(int64_t{1});
+  if (reduce != "amax" && reduce != "amin") return Scalar(int64_t{0});
+  const bool max = reduce == "amax";
+  if (is_floating_point(dtype)) return Scalar(max ? -std::numeric_limits<double>::infinity()
+                                                  : std::numeric_limits<double>::infinity());
+  if (dtype == DType::Bool) return Scalar(!max);
+  int64_t low = 0, high = 0;
+  visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      low = static_cast<int64_t>(std::numeric_limits<T>::lowest());
+      high = static_cast<int64_t>(std::numeric_limits<T>::max());
+    }
+  });
+  return Scalar(max ? low : high);
+}
+
+/// Reduces src into `target` (which holds self's values) at index along dim.
+void scatter_reduce_into(const Tensor& target, int64_t dim, const Tensor& index, const Tensor& src,
+                         std::string_view reduce, bool include_self) {
+  const PutReduce put = scatter_reduction(reduce);
+  const bool mean = reduce == "mean";
+  KILN_CHECK_NOT_IMPLEMENTED(!(mean && target.dtype() == DType::Bool),
+                             "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
+  if (!include_self) scatter_into(target, dim, index, nullptr, reduction_identity(reduce, target.dtype()),
+                                  PutReduce::Assign);
+  scatter_into(target, dim, index, &src, std::nullopt, put);
+  if (!mean) return;
+  // mean: the sum over the count of values reduced into each position (self counting once
+  // when included; positions nothing lands on keep self's value).
+  const Tensor counts = kiln::full(target.sizes(), Scalar(int64_t{include_self ? 1 : 0}), target.dtype());
+  const Tensor ones = kiln::ones_like(src);
+  scatter_into(counts, dim, index, &ones, std::nullopt, PutReduce::Add);
+  const Tensor divisor = kiln::clamp_min(counts, Scalar(int64_t{1}));
+  const Tensor quotient = is_floating_point(target.dtype()) ? kiln::div(target, divisor)
+                                                            : kiln::div(target, divisor, "floor");
+  kiln::copy_(target, quotient);
+}
+
+void check_scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                          std::string_view reduce) {
+  check_scatter(self, dim, index, &src, std::nullopt);
+  (void)scatter_reduction(reduce);
+}
+
 ScatterArgs src_args(const Tensor& src) { return ScatterArgs{&src, std::nullopt, std::nullopt}; }
 ScatterArgs value_args(const Scalar& value) { return ScatterArgs{nullptr, value, std::nullopt}; }
 
@@ -222,6 +281,28 @@ Tensor scatter_reduce_cpu(const Tensor& self, int64_t dim, const Tensor& index, 
 Tensor scatter_value_reduce_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
                                 std::string_view reduce) {
   return scatter_functional(self, dim, index, ScatterArgs{nullptr, value, reduce});
+}
+
+Tensor scatter_reduce_two_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                              std::string_view reduce, bool include_self) {
+  dim = wrap_dim(dim, self.dim());
+  check_scatter_reduce(self, dim, index, src, reduce);
+  const Tensor result = clone_contiguous(self);
+  scatter_reduce_into(result, dim, index, src, reduce, include_self);
+  return result;
+}
+
+Tensor scatter_reduce_two_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                                  std::string_view reduce, bool include_self, const Tensor& out) {
+  dim = wrap_dim(dim, self.dim());
+  check_scatter_reduce(self, dim, index, src, reduce);
+  check_no_internal_overlap(out);
+  check_no_overlap(out, index);
+  check_no_overlap(out, src);
+  prepare_out(out, self.sizes(), self.dtype());
+  if (!out.is_same(self)) kiln::copy_(out, self);
+  scatter_reduce_into(out, dim, index, src, reduce, include_self);
+  return out;
 }
 
 Tensor scatter_src_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {

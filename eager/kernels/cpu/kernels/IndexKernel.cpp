@@ -3,6 +3,7 @@
 // (eager/kernels/cpu/IndexUtils.h).
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <cstdint>
 #include <type_traits>
@@ -352,6 +353,33 @@ struct PutOps {
       dst = static_cast<T>(dst * src);
     }
   }
+  // scatter_reduce's amax/amin: a NaN on either side wins (as torch's).
+  static void maximum(char* d, const char* v, const T&) {
+    T& dst = *reinterpret_cast<T*>(d);
+    const T src = load<T>(v);
+    if constexpr (std::is_same_v<T, bool>) {
+      dst = dst || src;
+    } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      const C a = static_cast<C>(dst), b = static_cast<C>(src);
+      if (std::isnan(b) || (!std::isnan(a) && b > a)) dst = src;
+    } else {
+      if (src > dst) dst = src;
+    }
+  }
+  static void minimum(char* d, const char* v, const T&) {
+    T& dst = *reinterpret_cast<T*>(d);
+    const T src = load<T>(v);
+    if constexpr (std::is_same_v<T, bool>) {
+      dst = dst && src;
+    } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      const C a = static_cast<C>(dst), b = static_cast<C>(src);
+      if (std::isnan(b) || (!std::isnan(a) && b < a)) dst = src;
+    } else {
+      if (src < dst) dst = src;
+    }
+  }
 };
 
 template <typename T, void (*Op)(char*, const char*, const T&)>
@@ -441,6 +469,8 @@ void with_put_op(TensorIterator& iter, PutReduce reduce, const Scalar& alpha, co
         }
         break;
       case PutReduce::Multiply: run(std::integral_constant<OpFn, &Ops::multiply>{}, a); break;
+      case PutReduce::Max: run(std::integral_constant<OpFn, &Ops::maximum>{}, a); break;
+      case PutReduce::Min: run(std::integral_constant<OpFn, &Ops::minimum>{}, a); break;
     }
   });
 }
