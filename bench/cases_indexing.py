@@ -1,5 +1,5 @@
 """Indexing: x[i], x[a:b] (per-call cost of basic indexing, a view), x[mask],
-x[idx_tensor], x[idx] = v, index_select, gather, scatter_add and nonzero on a
+x[idx_tensor], x[idx] = v, index_select, gather, scatter_add, scatter_reduce and nonzero on a
 1M-element float32 tensor (bandwidth and index-bound work).
 
 kiln is imported inside each case's setup, never at module import. The small
@@ -105,5 +105,7 @@ def cases() -> list[Case]:
         _case(f"x[idx] = v {N_INDEX} rows", _setitem),
         _case(f"index_put_ accumulate {N_INDEX} rows", _accumulate),
         _case("scatter_add(1) 1024x8", lambda x, r, c, m, v: x.scatter_add(1, c, x[:, :8])),
+        _case("scatter_reduce(1) amax 1024x8", lambda x, r, c, m, v: x.scatter_reduce(1, c, x[:, :8], "amax")),
+        _case("scatter_reduce(1) mean 1024x8", lambda x, r, c, m, v: x.scatter_reduce(1, c, x[:, :8], "mean")),
         _case("nonzero 1M (50%)", lambda x, r, c, m, v: m.nonzero()),
     ]
