@@ -1,10 +1,14 @@
 """RNN, LSTM and GRU (multi-layer, bidirectional, batch_first, inter-layer
 dropout) and their cells, with torch's parameter names, shapes, gate orders
 (LSTM: input, forget, cell, output; GRU: reset, update, new) and
-initialisation (uniform in +-1/sqrt(hidden_size)). The input projection of a
-whole sequence is one matmul per layer and direction; the recurrence is a loop
-over time steps of kiln ops, so autograd differentiates it like any other
-graph (no fused kernel yet: see the issue notes)."""
+initialisation (uniform in +-1/sqrt(hidden_size)), LSTM's proj_size, and
+PackedSequence inputs (nn/utils/rnn.py). The input projection of a whole
+sequence is one matmul per layer and direction; the recurrence is a loop over
+time steps of kiln ops, so autograd differentiates it like any other graph (no
+fused kernel yet: see the issue notes). A packed sequence runs on a shrinking
+batch: step t updates the first batch_sizes[t] (longest) sequences and leaves
+the others' state as it was, so each sequence's final state is its own last
+step's (the reverse direction starts each sequence from h0 at its last step)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from kiln.nn import functional as F
 from kiln.nn import init
 from kiln.nn.modules._factory import empty_parameter, factory_kwargs
 from kiln.nn.modules.module import Module
+from kiln.nn.utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -25,14 +30,16 @@ def _f():
     return _C._functions
 
 
-def _cell_step(mode, x_proj, h, c, w_hh, b_hh):
-    """One time step: x_proj = x W_ih^T + b_ih (precomputed); returns (h, c)."""
+def _cell_step(mode, x_proj, h, c, w_hh, b_hh, w_hr=None):
+    """One time step: x_proj = x W_ih^T + b_ih (precomputed); returns (h, c) (LSTM's h
+    projected by w_hr when it has proj_size)."""
     kiln = _f()
     h_proj = F.linear(h, w_hh, b_hh)
     if mode == "LSTM":
         i, f, g, o = (x_proj + h_proj).chunk(4, -1)
         c = kiln.sigmoid(f) * c + kiln.sigmoid(i) * kiln.tanh(g)
-        return kiln.sigmoid(o) * kiln.tanh(c), c
+        h = kiln.sigmoid(o) * kiln.tanh(c)
+        return (h if w_hr is None else F.linear(h, w_hr)), c
     if mode == "GRU":
         xr, xz, xn = x_proj.chunk(3, -1)
         hr, hz, hn = h_proj.chunk(3, -1)
@@ -42,6 +49,54 @@ def _cell_step(mode, x_proj, h, c, w_hh, b_hh):
         return (1 - z) * n + z * h, None
     pre = x_proj + h_proj
     return (kiln.tanh(pre) if mode == "RNN_TANH" else kiln.relu(pre)), None
+
+
+def _steps(projected, batch_sizes, packed):
+    """The per-step slices of a layer's projected input: rows of the packed data, or time steps."""
+    if not packed:
+        return [projected[t] for t in range(projected.shape[0])]
+    steps, start = [], 0
+    for size in batch_sizes:
+        steps.append(projected[start:start + size])
+        start += size
+    return steps
+
+
+def _keep_rest(new, old):
+    """new's rows, then old's rows past them (the sequences that ended keep their state)."""
+    if old is None or new.shape[0] == old.shape[0]:
+        return new
+    return _f().cat([new, old[new.shape[0]:]], 0)
+
+
+def _run_forward(mode, steps, batch_sizes, h, c, w_hh, b_hh, w_hr):
+    """Step 0 to T-1; returns (outputs per step, final h, final c) over the whole batch."""
+    outputs = []
+    for step, size in zip(steps, batch_sizes):
+        h_new, c_new = _cell_step(mode, step, h[:size], c[:size] if c is not None else None, w_hh, b_hh, w_hr)
+        outputs.append(h_new)
+        h = _keep_rest(h_new, h)
+        c = _keep_rest(c_new, c) if c is not None else None
+    return outputs, h, c
+
+
+def _run_reverse(mode, steps, batch_sizes, h0, c0, w_hh, b_hh, w_hr):
+    """Step T-1 down to 0; a sequence joins (from h0) at its own last step."""
+    kiln = _f()
+    outputs = [None] * len(steps)
+    h = c = None
+    for t in range(len(steps) - 1, -1, -1):
+        size = batch_sizes[t]
+        joined = 0 if h is None else h.shape[0]
+        if size > joined:  # sequences whose last step is t start here
+            h = h0[:size] if h is None else kiln.cat([h, h0[joined:size]], 0)
+            if c0 is not None:
+                c = c0[:size] if c is None else kiln.cat([c, c0[joined:size]], 0)
+        h, c = _cell_step(mode, steps[t], h, c, w_hh, b_hh, w_hr)
+        outputs[t] = h
+    if h is None:
+        return outputs, h0, c0
+    return outputs, h, c
 
 
 class RNNBase(Module):
@@ -57,8 +112,12 @@ class RNNBase(Module):
             raise ValueError("hidden_size must be greater than zero")
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
-        if proj_size != 0:
-            raise NotImplementedError("kiln's LSTM does not support proj_size yet")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         self.mode = mode
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -70,18 +129,22 @@ class RNNBase(Module):
         self.proj_size = proj_size
         directions = 2 if bidirectional else 1
         gates = _GATES[mode] * hidden_size
+        real_hidden = proj_size if proj_size > 0 else hidden_size
         self._flat_weights_names = []
         for layer in range(num_layers):
             for direction in range(directions):
-                layer_input = input_size if layer == 0 else hidden_size * directions
+                layer_input = input_size if layer == 0 else real_hidden * directions
                 suffix = f"_l{layer}" + ("_reverse" if direction == 1 else "")
                 names = [f"weight_ih{suffix}", f"weight_hh{suffix}"]
                 setattr(self, names[0], empty_parameter((gates, layer_input), kwargs))
-                setattr(self, names[1], empty_parameter((gates, hidden_size), kwargs))
+                setattr(self, names[1], empty_parameter((gates, real_hidden), kwargs))
                 if bias:
                     names += [f"bias_ih{suffix}", f"bias_hh{suffix}"]
-                    setattr(self, names[2], empty_parameter((gates,), kwargs))
-                    setattr(self, names[3], empty_parameter((gates,), kwargs))
+                    setattr(self, f"bias_ih{suffix}", empty_parameter((gates,), kwargs))
+                    setattr(self, f"bias_hh{suffix}", empty_parameter((gates,), kwargs))
+                if proj_size > 0:
+                    names.append(f"weight_hr{suffix}")
+                    setattr(self, f"weight_hr{suffix}", empty_parameter((proj_size, hidden_size), kwargs))
                 self._flat_weights_names.extend(names)
         self.reset_parameters()
 
@@ -93,59 +156,76 @@ class RNNBase(Module):
     def _weights(self, layer, direction):
         suffix = f"_l{layer}" + ("_reverse" if direction == 1 else "")
         get = lambda name: getattr(self, name + suffix) if self.bias or "weight" in name else None  # noqa: E731
-        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
+        w_hr = getattr(self, "weight_hr" + suffix) if self.proj_size > 0 else None
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), w_hr
 
     def _run(self, input, hx, cx):
         kiln = _f()
-        batched = input.dim() == 3
-        if input.dim() not in (2, 3):
-            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D instead")
-        x = input if batched else input.unsqueeze(1)  # (T, B, F) or (B, T, F)
-        if self.batch_first and batched:
-            x = x.transpose(0, 1)
+        packed = isinstance(input, PackedSequence)
+        if packed:
+            batch_sizes = [int(v) for v in input.batch_sizes.tolist()]
+            x, batched, batch = input.data, True, batch_sizes[0]
+            if x.dim() != 2:
+                raise ValueError(f"{type(self).__name__}: Expected packed input data to be 2D, got {x.dim()}D")
+        else:
+            batched = input.dim() == 3
+            if input.dim() not in (2, 3):
+                raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D instead")
+            x = input if batched else input.unsqueeze(1)  # (T, B, F) or (B, T, F)
+            if self.batch_first and batched:
+                x = x.transpose(0, 1)
+            batch = x.shape[1]
+            batch_sizes = [batch] * x.shape[0]
         if x.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{x.shape[-1]}")
-        steps, batch = x.shape[0], x.shape[1]
         directions = 2 if self.bidirectional else 1
-        state_shape = (self.num_layers * directions, batch, self.hidden_size)
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
 
-        def initial(state):
+        def initial(state, size):
+            shape = (self.num_layers * directions, batch, size)
             if state is None:
-                return kiln.zeros(state_shape, dtype=x.dtype, device=x.device)
+                return kiln.zeros(shape, dtype=x.dtype, device=x.device)
             s = state if batched else state.unsqueeze(1)
-            if tuple(s.shape) != state_shape:
-                raise RuntimeError(f"Expected hidden size {state_shape}, got {list(s.shape)}")
+            if tuple(s.shape) != shape:
+                raise RuntimeError(f"Expected hidden size {shape}, got {list(s.shape)}")
+            if packed and input.sorted_indices is not None:  # the caller's batch order -> sorted
+                s = s.index_select(1, input.sorted_indices)
             return s
 
-        h0 = initial(hx)
-        c0 = initial(cx) if self.mode == "LSTM" else None
+        h0 = initial(hx, real_hidden)
+        c0 = initial(cx, self.hidden_size) if self.mode == "LSTM" else None
         h_last, c_last = [], []
         layer_input = x
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(directions):
-                w_ih, w_hh, b_ih, b_hh = self._weights(layer, direction)
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, direction)
                 index = layer * directions + direction
-                h = h0[index]
-                c = c0[index] if c0 is not None else None
                 projected = F.linear(layer_input, w_ih, b_ih)  # every step at once
-                order = range(steps - 1, -1, -1) if direction == 1 else range(steps)
-                step_outputs = [None] * steps
-                for t in order:
-                    h, c = _cell_step(self.mode, projected[t], h, c, w_hh, b_hh)
-                    step_outputs[t] = h
-                outputs.append(kiln.stack(step_outputs, 0) if steps else projected[..., :self.hidden_size] * 0)
+                steps = _steps(projected, batch_sizes, packed)
+                run = _run_reverse if direction == 1 else _run_forward
+                step_outputs, h, c = run(self.mode, steps, batch_sizes, h0[index],
+                                         c0[index] if c0 is not None else None, w_hh, b_hh, w_hr)
+                if not step_outputs:
+                    outputs.append(kiln.zeros((0, batch, real_hidden), dtype=x.dtype, device=x.device))
+                else:
+                    outputs.append(kiln.cat(step_outputs, 0) if packed else kiln.stack(step_outputs, 0))
                 h_last.append(h)
                 c_last.append(c)
             layer_input = outputs[0] if directions == 1 else kiln.cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)
         output = layer_input
-        if self.batch_first and batched:
-            output = output.transpose(0, 1)
         h_n = kiln.stack(h_last, 0)
         c_n = kiln.stack(c_last, 0) if self.mode == "LSTM" else None
+        if packed:
+            if input.unsorted_indices is not None:  # sorted -> the caller's batch order
+                h_n = h_n.index_select(1, input.unsorted_indices)
+                c_n = c_n.index_select(1, input.unsorted_indices) if c_n is not None else None
+            return input._replace(data=output), h_n, c_n
+        if self.batch_first and batched:
+            output = output.transpose(0, 1)
         if not batched:
             output = output.squeeze(1)
             h_n = h_n.squeeze(1)
@@ -154,6 +234,8 @@ class RNNBase(Module):
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if self.bias is not True:
