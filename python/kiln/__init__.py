@@ -113,6 +113,27 @@ from kiln import _indexing  # noqa: E402
 Tensor.scatter_reduce_ = _indexing.scatter_reduce_
 Tensor.index_reduce = _indexing.index_reduce
 Tensor.index_reduce_ = _indexing.index_reduce_
+from kiln.linalg._matrix_functions import matrix_exp, orgqr, tensor_matrix_exp as _tensor_matrix_exp  # noqa: E402
+
+Tensor.matrix_exp = _tensor_matrix_exp
+Tensor.orgqr = orgqr
+from kiln._numeric_more import frexp, gcd, i0, lcm, ldexp, mvlgamma  # noqa: E402
+from kiln import _numeric_more  # noqa: E402
+
+for _fn in (frexp, gcd, i0, lcm, ldexp, mvlgamma, _numeric_more.gcd_, _numeric_more.i0_, _numeric_more.lcm_,
+            _numeric_more.ldexp_, _numeric_more.mvlgamma_):
+    setattr(Tensor, _fn.__name__, _fn)
+gcd_, i0_, lcm_, ldexp_ = _numeric_more.gcd_, _numeric_more.i0_, _numeric_more.lcm_, _numeric_more.ldexp_
+from kiln._tensor_more import (  # noqa: E402
+    bartlett_window, blackman_window, bucketize, diagonal_scatter, ger, hamming_window, hann_window, isin, renorm,
+    select_scatter, slice_scatter, unravel_index,
+)
+from kiln import _tensor_more  # noqa: E402
+
+for _fn in (renorm, _tensor_more.renorm_, ger, _tensor_more.fill_diagonal_, diagonal_scatter, select_scatter,
+            slice_scatter):
+    if not hasattr(Tensor, _fn.__name__):
+        setattr(Tensor, _fn.__name__, _fn)
 from kiln.linalg import _solve as _linalg_solve_module  # noqa: E402
 
 det = _linalg_solve_module.det

@@ -16,6 +16,7 @@ from kiln.linalg._decompositions import (  # noqa: F401
     cholesky, cholesky_ex, cond, eig, eigh, eigvals, eigvalsh, lstsq, matrix_rank, pinv, qr, solve_triangular, svd,
     svdvals,
 )
+from kiln.linalg._matrix_functions import diagonal, householder_product, matrix_exp, tensorinv, tensorsolve, vander  # noqa: F401,E501
 
 from kiln import _C as _kiln_C
 

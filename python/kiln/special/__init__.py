@@ -120,3 +120,6 @@ def softmax(input, dim, *, dtype=None):
 
 def log_softmax(input, dim, *, dtype=None):
     return _f.log_softmax(input, dim, dtype=dtype)
+
+
+from kiln.special._more import i0, i0e, i1, i1e, multigammaln  # noqa: E402,F401,F811
