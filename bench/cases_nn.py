@@ -5,7 +5,8 @@ over [2 * 256, 768], cross_entropy over [256, 50257] logits, embedding of
 [2, 256] tokens from a [50257, 768] table; sort and topk over [64, 4096] rows and
 one 1M vector; training-mode batch_norm and 8-group group_norm over
 [32, 64, 32, 32]; conv2d (3x3, padding 1) and max_pool2d (2x2) at MNIST-CNN
-shapes, batch 64; forward, and forward + backward.
+shapes, batch 64; LSTM and GRU layers over word-language-model shapes;
+forward, and forward + backward.
 Both sides run on 2 threads (set in make(), put back in notes()).
 
     python bench/run.py --filter nn/ [--quick]
@@ -189,6 +190,28 @@ def _max_pool2d(kiln, torch, backward):
     return (lambda: kpool(kx, 2).backward(kg)), (lambda: tpool(tx, 2).backward(tg))
 
 
+def _recurrent(kind, steps, batch, features, hidden):
+    """An nn.LSTM / nn.GRU (torch's weights copied into kiln's) over [steps, batch, features]."""
+    def build(kiln, torch, backward):
+        tmod = getattr(torch.nn, kind)(features, hidden)
+        kmod = getattr(kiln.nn, kind)(features, hidden)
+        for (_, tp), (_, kp) in zip(tmod.named_parameters(), kmod.named_parameters()):
+            kp.data.copy_(kiln.tensor(tp.detach().numpy()))
+        kx, tx = _inputs(kiln, torch, (steps, batch, features), backward)
+        if not backward:
+            def kiln_fwd():
+                with kiln.no_grad():
+                    return kmod(kx)
+
+            def torch_fwd():
+                with torch.no_grad():
+                    return tmod(tx)
+            return kiln_fwd, torch_fwd
+        return (lambda: kmod(kx)[0].sum().backward()), (lambda: tmod(tx)[0].sum().backward())
+
+    return build
+
+
 def cases() -> list[Case]:
     scores = (2, 12, 256, 256)
     hidden = (512, 768)
@@ -212,5 +235,9 @@ def cases() -> list[Case]:
         "batch_norm train [32,64,32,32]": _batch_norm,
         "group_norm 8 groups [32,64,32,32]": _group_norm,
         **_conv_pool_builders(),
+        # recurrent layers (nn/modules/rnn.py, Note [Fused recurrent cells])
+        "LSTM 256->256 [35,20]": _recurrent("LSTM", 35, 20, 256, 256),
+        "GRU 256->256 [35,20]": _recurrent("GRU", 35, 20, 256, 256),
+        "LSTM 64->128 [100,8]": _recurrent("LSTM", 100, 8, 64, 128),
     }
     return [_case(name, build, backward) for name, build in builders.items() for backward in (False, True)]

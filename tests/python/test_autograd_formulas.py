@@ -279,6 +279,28 @@ def _spd(L, x):
     return x @ x.mT + 3 * L.eye(x.shape[-1], dtype=L.float64)
 
 
+def _lstm_cell(L, gates, c):
+    if L is not torch:
+        return list(L._C._functions._lstm_cell_fused(gates, c))
+    i, f, g, o = gates.chunk(4, -1)  # torch: the same step composed
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return [o.sigmoid() * c.tanh(), c]
+
+
+def _gru_cell(L, x, h, hx):
+    if L is not torch:
+        return L._C._functions._gru_cell_fused(x, h, hx)
+    (xr, xz, xn), (hr, hz, hn) = x.chunk(3, -1), h.chunk(3, -1)
+    r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
+    n = (xn + r * hn).tanh()
+    return (1 - z) * n + z * hx
+
+
+RNN = {
+    "lstm cell": (["_lstm_cell_fused"], [(3, 8), (3, 2)], _lstm_cell),
+    "gru cell": (["_gru_cell_fused"], [(3, 6), (3, 6), (3, 2)], _gru_cell),
+}
+
 LAPACK = {
     "solve": (["_linalg_solve"], [(3, 3), (3, 2)],
               lambda L, a, b: L.linalg.solve(a + 3 * L.eye(3, dtype=L.float64), b)),
@@ -344,12 +366,13 @@ CASES.update(CONV_POOL)
 CASES.update(SORTING)
 CASES.update(SPECIAL)
 CASES.update(LAPACK)
+CASES.update(RNN)
 CASES.update(CORE)
 
 # The families this file covers (and the ops of them that have no gradient here, with why).
 FAMILY_FILES = ("pointwise_binary.yaml", "shape.yaml", "indexing.yaml", "linalg.yaml", "reduction.yaml",
                 "pointwise_unary.yaml", "activation.yaml", "nn.yaml", "conv.yaml", "pool.yaml", "sorting.yaml",
-                "attention.yaml", "conversion.yaml", "ops.yaml", "special.yaml", "lapack.yaml")
+                "attention.yaml", "conversion.yaml", "ops.yaml", "special.yaml", "lapack.yaml", "rnn.yaml")
 NOT_HERE = {
     "floor_divide": "torch has no derivative for it (kiln's is zero)",
     "floor_divide.Scalar": "torch has no derivative for it (kiln's is zero)",

@@ -159,3 +159,32 @@ def test_proj_size_errors():
     for make in (lambda nn: nn.LSTM(4, 3, proj_size=3), lambda nn: nn.LSTM(4, 3, proj_size=-1),
                  lambda nn: nn.GRU(4, 3, proj_size=1)):
         assert_same_failure(raised(lambda: make(kiln.nn)), raised(lambda: make(torch.nn)))
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fused_and_composed_cells_match_torch(name, dtype):
+    # float32 runs the fused cell (Note [Fused recurrent cells]); bfloat16 the composed one
+    tmod = getattr(torch.nn, name)(4, 6, num_layers=2).to(getattr(torch, dtype))
+    kmod = getattr(kiln.nn, name)(4, 6, num_layers=2).to(getattr(kiln, dtype))
+    for (_, tp), (_, kp) in zip(tmod.named_parameters(), kmod.named_parameters()):
+        kp.data.copy_(kiln.from_numpy(tp.detach().float().numpy().copy()).to(getattr(kiln, dtype)))
+    x = np.random.default_rng(6).standard_normal((5, 3, 4))
+    tx = torch.tensor(x, dtype=getattr(torch, dtype), requires_grad=True)
+    kx = kiln.tensor(x, dtype=getattr(kiln, dtype), requires_grad=True)
+    ko, to = kmod(kx)[0], tmod(tx)[0]
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == "float32" else {"rtol": 3e-2, "atol": 3e-2}
+    np.testing.assert_allclose(ko.detach().float().numpy(), to.detach().float().numpy(), **tol)
+    ko.sum().backward()
+    to.sum().backward()
+    np.testing.assert_allclose(kx.grad.float().numpy(), tx.grad.float().numpy(), **tol)
+
+
+def test_fused_cell_checks_its_inputs():
+    F = kiln._C._functions
+    with pytest.raises(RuntimeError, match="_lstm_cell_fused"):
+        F._lstm_cell_fused(kiln.zeros(3, 7), kiln.zeros(3, 2))
+    with pytest.raises(RuntimeError, match="_gru_cell_fused"):
+        F._gru_cell_fused(kiln.zeros(3, 6), kiln.zeros(2, 6), kiln.zeros(3, 2))
+    with pytest.raises(NotImplementedError, match="_lstm_cell_fused"):
+        F._lstm_cell_fused(kiln.zeros(3, 8, dtype=kiln.float16), kiln.zeros(3, 2, dtype=kiln.float16))

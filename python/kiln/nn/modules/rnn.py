@@ -4,8 +4,8 @@ dropout) and their cells, with torch's parameter names, shapes, gate orders
 initialisation (uniform in +-1/sqrt(hidden_size)), LSTM's proj_size, and
 PackedSequence inputs (nn/utils/rnn.py). The input projection of a whole
 sequence is one matmul per layer and direction; the recurrence is a loop over
-time steps of kiln ops, so autograd differentiates it like any other graph (no
-fused kernel yet: see the issue notes). A packed sequence runs on a shrinking
+time steps of kiln ops, so autograd differentiates it like any other graph; the pointwise part of an LSTM or GRU step is one fused op
+(Note [Fused recurrent cells], eager/kernels/cpu/RnnCells.cpp). A packed sequence runs on a shrinking
 batch: step t updates the first batch_sizes[t] (longest) sequences and leaves
 the others' state as it was, so each sequence's final state is its own last
 step's (the reverse direction starts each sequence from h0 at its last step)."""
@@ -26,15 +26,28 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
+def _fused_dtypes():
+    import kiln
+
+    return (kiln.float32, kiln.float64)
+
+
 def _f():
     return _C._functions
 
 
-def _cell_step(mode, x_proj, h, c, w_hh, b_hh, w_hr=None):
-    """One time step: x_proj = x W_ih^T + b_ih (precomputed); returns (h, c) (LSTM's h
-    projected by w_hr when it has proj_size)."""
+def _cell_step(mode, x_proj, h, c, w_hh_t, b_hh, w_hr=None):
+    """One time step: x_proj = x W_ih^T + b_ih (precomputed), w_hh_t = W_hh^T; returns (h, c)
+    (LSTM's h projected by w_hr when it has proj_size)."""
     kiln = _f()
-    h_proj = F.linear(h, w_hh, b_hh)
+    fused = x_proj.dtype in _fused_dtypes() and x_proj.dim() == 2
+    if mode == "LSTM" and fused:  # Note [Fused recurrent cells] (eager/kernels/cpu/RnnCells.cpp)
+        gates = kiln.addmm(x_proj if b_hh is None else x_proj + b_hh, h, w_hh_t)
+        h, c = kiln._lstm_cell_fused(gates, c)
+        return (h if w_hr is None else F.linear(h, w_hr)), c
+    h_proj = kiln.matmul(h, w_hh_t) if b_hh is None else kiln.matmul(h, w_hh_t) + b_hh
+    if mode == "GRU" and fused:
+        return kiln._gru_cell_fused(x_proj, h_proj, h), None
     if mode == "LSTM":
         i, f, g, o = (x_proj + h_proj).chunk(4, -1)
         c = kiln.sigmoid(f) * c + kiln.sigmoid(i) * kiln.tanh(g)
@@ -52,14 +65,12 @@ def _cell_step(mode, x_proj, h, c, w_hh, b_hh, w_hr=None):
 
 
 def _steps(projected, batch_sizes, packed):
-    """The per-step slices of a layer's projected input: rows of the packed data, or time steps."""
+    """The per-step slices of a layer's projected input: rows of the packed data, or time steps.
+    One unbind / split (whose backward is one stack / cat), not a select per step (whose
+    backwards would each write a zero-filled copy of the whole sequence)."""
     if not packed:
-        return [projected[t] for t in range(projected.shape[0])]
-    steps, start = [], 0
-    for size in batch_sizes:
-        steps.append(projected[start:start + size])
-        start += size
-    return steps
+        return list(projected.unbind(0))
+    return list(projected.split(batch_sizes, 0))
 
 
 def _keep_rest(new, old):
@@ -69,18 +80,22 @@ def _keep_rest(new, old):
     return _f().cat([new, old[new.shape[0]:]], 0)
 
 
-def _run_forward(mode, steps, batch_sizes, h, c, w_hh, b_hh, w_hr):
+def _run_forward(mode, steps, batch_sizes, h, c, w_hh_t, b_hh, w_hr):
     """Step 0 to T-1; returns (outputs per step, final h, final c) over the whole batch."""
     outputs = []
     for step, size in zip(steps, batch_sizes):
-        h_new, c_new = _cell_step(mode, step, h[:size], c[:size] if c is not None else None, w_hh, b_hh, w_hr)
+        if size != h.shape[0]:  # a packed batch shrinking: the first `size` sequences go on
+            h_in, c_in = h[:size], (c[:size] if c is not None else None)
+        else:
+            h_in, c_in = h, c
+        h_new, c_new = _cell_step(mode, step, h_in, c_in, w_hh_t, b_hh, w_hr)
         outputs.append(h_new)
         h = _keep_rest(h_new, h)
         c = _keep_rest(c_new, c) if c is not None else None
     return outputs, h, c
 
 
-def _run_reverse(mode, steps, batch_sizes, h0, c0, w_hh, b_hh, w_hr):
+def _run_reverse(mode, steps, batch_sizes, h0, c0, w_hh_t, b_hh, w_hr):
     """Step T-1 down to 0; a sequence joins (from h0) at its own last step."""
     kiln = _f()
     outputs = [None] * len(steps)
@@ -92,7 +107,7 @@ def _run_reverse(mode, steps, batch_sizes, h0, c0, w_hh, b_hh, w_hr):
             h = h0[:size] if h is None else kiln.cat([h, h0[joined:size]], 0)
             if c0 is not None:
                 c = c0[:size] if c is None else kiln.cat([c, c0[joined:size]], 0)
-        h, c = _cell_step(mode, steps[t], h, c, w_hh, b_hh, w_hr)
+        h, c = _cell_step(mode, steps[t], h, c, w_hh_t, b_hh, w_hr)
         outputs[t] = h
     if h is None:
         return outputs, h0, c0
@@ -203,10 +218,13 @@ class RNNBase(Module):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, direction)
                 index = layer * directions + direction
                 projected = F.linear(layer_input, w_ih, b_ih)  # every step at once
+                if self.mode != "GRU" and b_hh is not None:  # (GRU's b_hh sits inside r * (h W_hn + b_hn))
+                    projected, b_hh = projected + b_hh, None
                 steps = _steps(projected, batch_sizes, packed)
                 run = _run_reverse if direction == 1 else _run_forward
+                # W_hh^T laid out once for every step's matmul (a transposed operand is slower for small B)
                 step_outputs, h, c = run(self.mode, steps, batch_sizes, h0[index],
-                                         c0[index] if c0 is not None else None, w_hh, b_hh, w_hr)
+                                         c0[index] if c0 is not None else None, w_hh.t().contiguous(), b_hh, w_hr)
                 if not step_outputs:
                     outputs.append(kiln.zeros((0, batch, real_hidden), dtype=x.dtype, device=x.device))
                 else:
@@ -322,7 +340,7 @@ class RNNCellBase(Module):
         if mode == "LSTM":
             c = kiln.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device) if c is None else (
                 c if batched else c.unsqueeze(0))
-        h, c = _cell_step(mode, F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
+        h, c = _cell_step(mode, F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh.t(), self.bias_hh)
         if not batched:
             h = h.squeeze(0)
             c = c.squeeze(0) if c is not None else None
