@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import kiln
+from test_linalg_decompositions import _pair, _tol
 from test_pointwise_binary import assert_matches, assert_same_failure, raised
 
 DTYPES = ["float32", "float64"]
@@ -20,19 +21,6 @@ DTYPES = ["float32", "float64"]
 
 def _array(shape, seed=0, scale=1.0):
     return np.random.default_rng(seed).standard_normal(shape) * scale
-
-
-def _pair(a, dtype="float64", requires_grad=False):
-    a = np.ascontiguousarray(a).astype(dtype)
-    k, t = kiln.from_numpy(a.copy()), torch.from_numpy(a.copy())
-    if requires_grad:
-        k.requires_grad_(True)
-        t.requires_grad_(True)
-    return k, t
-
-
-def _tol(dtype):
-    return {"rtol": 1e-4, "atol": 1e-4} if dtype == "float32" else {"rtol": 1e-9, "atol": 1e-9}
 
 
 def _close(k, t, dtype="float64", **kw):

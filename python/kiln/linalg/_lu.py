@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from kiln import _C
+from kiln.linalg._decompositions import _out
 
 lu_type = namedtuple("linalg_lu", ["P", "L", "U"])
 lu_unpack_type = namedtuple("lu_unpack", ["P", "L", "U"])
@@ -19,16 +20,6 @@ for _cls in (lu_type, lu_unpack_type, solve_ex_type, inv_ex_type):
 
 def _f():
     return _C._functions
-
-
-def _out(result, out):
-    if out is None:
-        return result
-    if isinstance(result, tuple):
-        for value, target in zip(result, out):
-            _f()._copy_to_out(value, target)
-        return type(result)(*out)
-    return _f()._copy_to_out(result, out)
 
 
 def _rows_permuted(X, perm):

@@ -47,6 +47,22 @@ Vec<A> load_padded(const A* p, int64_t count, A pad) {
   return r;
 }
 
+/// `w` <= size elements from p (a whole vector when w is size).
+template <typename A>
+Vec<A> load(const A* p, int64_t w) {
+  return w == Vec<A>::size ? Vec<A>::loadu(p) : Vec<A>::loadu(p, w);
+}
+
+/// The first `w` <= size lanes of v to p.
+template <typename A>
+void store(Vec<A> v, A* p, int64_t w) {
+  if (w == Vec<A>::size) {
+    v.storeu(p);
+  } else {
+    v.storeu(p, w);
+  }
+}
+
 template <typename A>
 inline constexpr A kNegInf = -std::numeric_limits<A>::infinity();
 

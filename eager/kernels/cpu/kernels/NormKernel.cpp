@@ -24,18 +24,6 @@ void for_chunks(int64_t n, const Fn& fn) {
   if (i < n) fn(i, n - i);
 }
 
-template <typename A>
-V<A> load(const A* p, int64_t w) {
-  return w == V<A>::size ? V<A>::loadu(p) : V<A>::loadu(p, w);
-}
-template <typename A>
-void store(V<A> v, A* p, int64_t w) {
-  if (w == V<A>::size) {
-    v.storeu(p);
-  } else {
-    v.storeu(p, w);
-  }
-}
 
 /// A weight/bias vector as A (converted once), or null.
 template <typename A, typename T>

@@ -21,20 +21,6 @@ V<A> vsigm(V<A> x) {
   return V<A>::splat(1) / (V<A>::splat(1) + vexp(-x));
 }
 
-template <typename A>
-V<A> ld(const A* p, int64_t w) {
-  return w == V<A>::size ? V<A>::loadu(p) : V<A>::loadu(p, w);
-}
-
-template <typename A>
-void st(V<A> v, A* p, int64_t w) {
-  if (w == V<A>::size) {
-    v.storeu(p);
-  } else {
-    v.storeu(p, w);
-  }
-}
-
 /// fn(row, column, width) over B rows of H columns, rows split across threads.
 template <typename A, typename Fn>
 void for_rows(int64_t rows, int64_t hidden, const Fn& fn) {
@@ -56,11 +42,11 @@ void lstm_forward_typed(const Tensor& gates, const Tensor& cx, const Tensor& hy,
   A* c_out = cy.data_ptr<A>();
   for_rows<A>(B, H, [&](int64_t b, int64_t j, int64_t w) {
     const A* row = g + b * 4 * H + j;
-    const V<A> i = vsigm(ld(row, w)), f = vsigm(ld(row + H, w));
-    const V<A> cell = vtanh(ld(row + 2 * H, w)), o = vsigm(ld(row + 3 * H, w));
-    const V<A> c_new = f * ld(c + b * H + j, w) + i * cell;
-    st(c_new, c_out + b * H + j, w);
-    st(o * vtanh(c_new), h_out + b * H + j, w);
+    const V<A> i = vsigm(load(row, w)), f = vsigm(load(row + H, w));
+    const V<A> cell = vtanh(load(row + 2 * H, w)), o = vsigm(load(row + 3 * H, w));
+    const V<A> c_new = f * load(c + b * H + j, w) + i * cell;
+    store(c_new, c_out + b * H + j, w);
+    store(o * vtanh(c_new), h_out + b * H + j, w);
   });
 }
 
@@ -79,18 +65,18 @@ void lstm_backward_typed(const Tensor& grad_hy, const Tensor& grad_cy, const Ten
   for_rows<A>(B, H, [&](int64_t b, int64_t j, int64_t w) {
     const A* row = g + b * 4 * H + j;
     const int64_t at = b * H + j;
-    const V<A> i = vsigm(ld(row, w)), f = vsigm(ld(row + H, w));
-    const V<A> cell = vtanh(ld(row + 2 * H, w)), o = vsigm(ld(row + 3 * H, w));
-    const V<A> tc = vtanh(ld(cn + at, w));
-    const V<A> dh = ld(gh + at, w);
-    const V<A> dcy = ld(gc + at, w) + dh * o * (one - tc * tc);  // through hy = o tanh(cy) and cy itself
-    if (dc != nullptr) st(dcy * f, dc + at, w);
+    const V<A> i = vsigm(load(row, w)), f = vsigm(load(row + H, w));
+    const V<A> cell = vtanh(load(row + 2 * H, w)), o = vsigm(load(row + 3 * H, w));
+    const V<A> tc = vtanh(load(cn + at, w));
+    const V<A> dh = load(gh + at, w);
+    const V<A> dcy = load(gc + at, w) + dh * o * (one - tc * tc);  // through hy = o tanh(cy) and cy itself
+    if (dc != nullptr) store(dcy * f, dc + at, w);
     if (dg == nullptr) return;
     A* out = dg + b * 4 * H + j;
-    st(dcy * cell * i * (one - i), out, w);
-    st(dcy * ld(c + at, w) * f * (one - f), out + H, w);
-    st(dcy * i * (one - cell * cell), out + 2 * H, w);
-    st(dh * tc * o * (one - o), out + 3 * H, w);
+    store(dcy * cell * i * (one - i), out, w);
+    store(dcy * load(c + at, w) * f * (one - f), out + H, w);
+    store(dcy * i * (one - cell * cell), out + 2 * H, w);
+    store(dh * tc * o * (one - o), out + 3 * H, w);
   });
 }
 
@@ -104,9 +90,9 @@ void gru_forward_typed(const Tensor& xg, const Tensor& hg, const Tensor& hx, con
   for_rows<A>(B, H, [&](int64_t b, int64_t j, int64_t w) {
     const A* xr = x + b * 3 * H + j;
     const A* hr = hh + b * 3 * H + j;
-    const V<A> r = vsigm(ld(xr, w) + ld(hr, w)), z = vsigm(ld(xr + H, w) + ld(hr + H, w));
-    const V<A> n = vtanh(ld(xr + 2 * H, w) + r * ld(hr + 2 * H, w));
-    st(n + z * (ld(h + b * H + j, w) - n), out + b * H + j, w);  // (1 - z) n + z h
+    const V<A> r = vsigm(load(xr, w) + load(hr, w)), z = vsigm(load(xr + H, w) + load(hr + H, w));
+    const V<A> n = vtanh(load(xr + 2 * H, w) + r * load(hr + 2 * H, w));
+    store(n + z * (load(h + b * H + j, w) - n), out + b * H + j, w);  // (1 - z) n + z h
   });
 }
 
@@ -126,26 +112,26 @@ void gru_backward_typed(const Tensor& grad_hy, const Tensor& xg, const Tensor& h
     const A* xr = x + b * 3 * H + j;
     const A* hr = hh + b * 3 * H + j;
     const int64_t at = b * H + j;
-    const V<A> hn = ld(hr + 2 * H, w);
-    const V<A> r = vsigm(ld(xr, w) + ld(hr, w)), z = vsigm(ld(xr + H, w) + ld(hr + H, w));
-    const V<A> n = vtanh(ld(xr + 2 * H, w) + r * hn);
-    const V<A> g = ld(gy + at, w);
-    const V<A> hprev = ld(h + at, w);
-    if (dhx != nullptr) st(g * z, dhx + at, w);
+    const V<A> hn = load(hr + 2 * H, w);
+    const V<A> r = vsigm(load(xr, w) + load(hr, w)), z = vsigm(load(xr + H, w) + load(hr + H, w));
+    const V<A> n = vtanh(load(xr + 2 * H, w) + r * hn);
+    const V<A> g = load(gy + at, w);
+    const V<A> hprev = load(h + at, w);
+    if (dhx != nullptr) store(g * z, dhx + at, w);
     const V<A> dn = g * (one - z) * (one - n * n);        // d n's pre-activation
     const V<A> dz = g * (hprev - n) * z * (one - z);       // d z's pre-activation
     const V<A> dr = dn * hn * r * (one - r);               // d r's pre-activation
     if (dx != nullptr) {
       A* o = dx + b * 3 * H + j;
-      st(dr, o, w);
-      st(dz, o + H, w);
-      st(dn, o + 2 * H, w);
+      store(dr, o, w);
+      store(dz, o + H, w);
+      store(dn, o + 2 * H, w);
     }
     if (dh != nullptr) {
       A* o = dh + b * 3 * H + j;
-      st(dr, o, w);
-      st(dz, o + H, w);
-      st(dn * r, o + 2 * H, w);
+      store(dr, o, w);
+      store(dz, o + H, w);
+      store(dn * r, o + 2 * H, w);
     }
   });
 }
