@@ -11,7 +11,8 @@ import pytest
 import torch
 
 import kiln
-from test_pointwise_binary import assert_matches, assert_same_failure, raised
+from test_numeric_more import _same_error
+from test_pointwise_binary import assert_matches, raised
 
 
 def _pair(a, dtype="float64", requires_grad=False):
@@ -23,10 +24,6 @@ def _pair(a, dtype="float64", requires_grad=False):
     return k, t
 
 
-def _same_error(kfn, tfn, message=True):
-    terror = raised(tfn)
-    assert terror is not None, "torch did not raise: the case is wrong"
-    assert_same_failure(raised(kfn), terror, message=message)
 
 
 def _grads_match(kfn, tfn, arrays):

@@ -137,7 +137,7 @@ void gru_backward_typed(const Tensor& grad_hy, const Tensor& xg, const Tensor& h
 }
 
 template <typename Fn>
-void visit_lapack_floating(DType dtype, Fn&& fn) {
+void visit_float_or_double(DType dtype, Fn&& fn) {
   if (dtype == DType::Float64) {
     fn(double{});
   } else {
@@ -146,20 +146,20 @@ void visit_lapack_floating(DType dtype, Fn&& fn) {
 }
 
 void lstm_cell_forward_kernel(const Tensor& gates, const Tensor& cx, const Tensor& hy, const Tensor& cy) {
-  visit_lapack_floating(cx.dtype(), [&](auto tag) { lstm_forward_typed<decltype(tag)>(gates, cx, hy, cy); });
+  visit_float_or_double(cx.dtype(), [&](auto tag) { lstm_forward_typed<decltype(tag)>(gates, cx, hy, cy); });
 }
 void lstm_cell_backward_kernel(const Tensor& grad_hy, const Tensor& grad_cy, const Tensor& gates, const Tensor& cx,
                                const Tensor& cy, const Tensor* grad_gates, const Tensor* grad_cx) {
-  visit_lapack_floating(cx.dtype(), [&](auto tag) {
+  visit_float_or_double(cx.dtype(), [&](auto tag) {
     lstm_backward_typed<decltype(tag)>(grad_hy, grad_cy, gates, cx, cy, grad_gates, grad_cx);
   });
 }
 void gru_cell_forward_kernel(const Tensor& xg, const Tensor& hg, const Tensor& hx, const Tensor& hy) {
-  visit_lapack_floating(hx.dtype(), [&](auto tag) { gru_forward_typed<decltype(tag)>(xg, hg, hx, hy); });
+  visit_float_or_double(hx.dtype(), [&](auto tag) { gru_forward_typed<decltype(tag)>(xg, hg, hx, hy); });
 }
 void gru_cell_backward_kernel(const Tensor& grad_hy, const Tensor& xg, const Tensor& hg, const Tensor& hx,
                               const Tensor* grad_x, const Tensor* grad_h, const Tensor* grad_hx) {
-  visit_lapack_floating(hx.dtype(), [&](auto tag) {
+  visit_float_or_double(hx.dtype(), [&](auto tag) {
     gru_backward_typed<decltype(tag)>(grad_hy, xg, hg, hx, grad_x, grad_h, grad_hx);
   });
 }
