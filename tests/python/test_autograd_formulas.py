@@ -296,8 +296,23 @@ def _gru_cell(L, x, h, hx):
     return (1 - z) * n + z * hx
 
 
+def _lstm_sequence(L, projected, hx, cx, w_hh_t):
+    if L is not torch:
+        run = L._C._functions._lstm_sequence
+        return list(run(projected, hx, cx, w_hh_t, False)[:3]) + list(run(projected, hx, cx, w_hh_t, True)[:3])
+    results = []
+    for steps in (range(projected.shape[0]), reversed(range(projected.shape[0]))):  # torch: the steps composed
+        h, c, outputs = hx, cx, {}
+        for t in steps:
+            h, c = _lstm_cell(L, projected[t] + h @ w_hh_t, c)
+            outputs[t] = h
+        results += [torch.stack([outputs[t] for t in range(projected.shape[0])]), h, c]
+    return results
+
+
 RNN = {
     "lstm cell": (["_lstm_cell_fused"], [(3, 8), (3, 2)], _lstm_cell),
+    "lstm sequence": (["_lstm_sequence"], [(4, 3, 8), (3, 2), (3, 2), (2, 8)], _lstm_sequence),
     "gru cell": (["_gru_cell_fused"], [(3, 6), (3, 6), (3, 2)], _gru_cell),
 }
 

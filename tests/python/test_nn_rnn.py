@@ -130,3 +130,75 @@ ERRORS = [
 def test_errors_match_torch(name, fn):
     assert_same_failure(raised(lambda: fn(kiln)), raised(lambda: fn(torch)), message=name in ("dropout_range",
                                                                                                "nonlinearity"))
+
+
+@pytest.mark.parametrize("name, kwargs, shape", [
+    ("LSTM", {"bidirectional": True}, (4, 3, 4)),        # the whole-sequence op, both directions
+    ("LSTM", {"proj_size": 2}, (4, 3, 4)),               # the per-step loop with the fused cell
+    ("GRU", {}, (4, 3, 4)),                              # the fused GRU cell
+])
+def test_second_derivatives_through_the_fused_recurrent_ops(name, kwargs, shape):
+    """create_graph=True through the fused ops: the gradient of a function of the input gradient reaches
+    the weights, as torch's does."""
+    tmod = getattr(torch.nn, name)(4, 3, **kwargs).double()
+    kmod = getattr(kiln.nn, name)(4, 3, **kwargs).double()
+    _copy_parameters(kmod, tmod)
+    x = _data(shape, 4)
+    results = []
+    for L, mod in ((kiln, kmod), (torch, tmod)):
+        xt = L.tensor(x, requires_grad=True)
+        out, _ = mod(xt)
+        (gx,) = L.autograd.grad((out * out).sum(), xt, create_graph=True)
+        grads = L.autograd.grad((gx * gx).sum(), [xt] + list(mod.parameters()))
+        results.append((gx, grads))
+    (kgx, kgrads), (tgx, tgrads) = results
+    assert_matches(kgx, tgx)
+    for k, t in zip(kgrads, tgrads):
+        assert_matches(k, t)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("steps, batch", [(0, 3), (1, 3), (7, 1), (5, 0)])
+def test_whole_sequence_lstm_edge_sizes_match_torch(dtype, steps, batch):
+    """No steps, one step, one sequence and an empty batch through the whole-sequence op."""
+    tmod = torch.nn.LSTM(4, 3).to(getattr(torch, dtype))
+    kmod = kiln.nn.LSTM(4, 3).to(getattr(kiln, dtype))
+    _copy_parameters(kmod, tmod)
+    x = _data((steps, batch, 4), 5).astype(dtype)
+    h0, c0 = _data((1, batch, 3), 6).astype(dtype), _data((1, batch, 3), 7).astype(dtype)
+    results = []
+    for L, mod in ((kiln, kmod), (torch, tmod)):
+        try:
+            leaves = [L.tensor(v, requires_grad=True) for v in (x, h0, c0)]
+            out, (h, c) = mod(leaves[0], (leaves[1], leaves[2]))
+        except Exception as error:  # torch refuses some empty shapes; kiln must refuse them the same way
+            results.append(error)
+            continue
+        total = (out * 2).sum() + (h * 3).sum() + (c * 5).sum()
+        grads = L.autograd.grad(total, leaves + list(mod.parameters()), allow_unused=True)
+        results.append((out, h, c, grads))
+    if isinstance(results[1], Exception):
+        assert_same_failure(results[0] if isinstance(results[0], Exception) else None, results[1], message=False)
+        return
+    assert not isinstance(results[0], Exception), results[0]
+    for k, t in zip(results[0][:3], results[1][:3]):
+        assert_matches(k, t)
+    for k, t in zip(results[0][3], results[1][3]):
+        if t is None:
+            assert k is None or not k.abs().sum().item()
+        else:
+            assert_matches(k, t)
+
+
+def test_whole_sequence_lstm_rejects_bad_operands():
+    run = kiln._C._functions._lstm_sequence
+    z = kiln.zeros
+    with pytest.raises(RuntimeError, match=r"_lstm_sequence: projected input \[4, 3, 7\] does not match H = 2"):
+        run(z(4, 3, 7), z(3, 2), z(3, 2), z(2, 8), False)
+    with pytest.raises(RuntimeError, match=r"_lstm_sequence: expected cx of size \[3, 2\], got \[2, 2\]"):
+        run(z(4, 3, 8), z(3, 2), z(2, 2), z(2, 8), False)
+    with pytest.raises(RuntimeError, match=r"_lstm_sequence: expected w_hh_t of size \[2, 8\], got \[8, 2\]"):
+        run(z(4, 3, 8), z(3, 2), z(3, 2), z(8, 2), False)
+    with pytest.raises(NotImplementedError, match="_lstm_sequence: not implemented for this dtype"):
+        run(z(4, 3, 8, dtype=kiln.float16), z(3, 2, dtype=kiln.float16), z(3, 2, dtype=kiln.float16),
+            z(2, 8, dtype=kiln.float16), False)

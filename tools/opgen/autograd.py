@@ -19,6 +19,7 @@ ops such as transpose_, which change geometry, not values).
 from __future__ import annotations
 
 import ast
+import re
 
 from cpp import HEADER, argument_type, dispatcher_params, identifier, return_type, struct_name
 from derivatives import HELPERS
@@ -40,7 +41,8 @@ IMPLEMENTED_HELPERS = {"sum_backward", "mean_backward", "amax_backward", "value_
                        "log_softmax_double_backward_output", "mm_mat2_backward",
                        "solve_triangular_backward_self", "solve_triangular_backward_B", "cholesky_backward",
                        "linalg_eigh_backward", "linalg_qr_backward", "svd_backward",
-                       "lu_factor_ex_backward", "scatter_reduce_backward_self", "scatter_reduce_backward_src"}
+                       "lu_factor_ex_backward", "scatter_reduce_backward_self", "scatter_reduce_backward_src",
+                       "lstm_cell_backward", "gru_cell_backward", "lstm_sequence_backward"}
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
 _COMPARISONS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
@@ -415,7 +417,9 @@ def _node(op: Op, name: str, shown_name: str, op_names: set[str]) -> str:
     if "grads" in used and len(op.schema.returns) > 1:
         # See Note [Several outputs]: a formula may read the gradient of an
         # output nothing downstream used; it arrives undefined and is read as zeros.
-        grad = ("    for (size_t i = 0; i < grads.size(); ++i) {\n"
+        # Only the gradients the formulas read are filled in (an op's workspace outputs are never read).
+        read = sorted({int(i) for f in op.derivatives.values() for i in re.findall(r"grads\[(\d+)\]", f)})
+        grad = ("    for (size_t i : {" + ", ".join(f"size_t{{{i}}}" for i in read) + "}) {\n"
                 "      if (!grads[i].defined()) {\n"
                 "        const InputMetadata& m = input_metadata(i);\n"
                 "        grads[i] = kiln::zeros(m.shape, m.dtype, m.device);\n"

@@ -68,6 +68,11 @@ HELPERS = {
     "clamp_backward": "autograd issue: grad where min <= self <= max, else 0",
     "clamp_backward_min": "autograd issue: grad of clamp(Tensor min, Tensor max) w.r.t. min",
     # Reductions and scans (eager/ops/reduction.yaml).
+    # The fused recurrent ops (eager/ops/rnn.yaml; eager/autograd/RnnFormulas.h): the fused backward kernels,
+    # or differentiable kiln ops when the backward itself is recorded (create_graph=True).
+    "lstm_cell_backward": "(grad_gates, grad_cx) of _lstm_cell_fused",
+    "gru_cell_backward": "(grad_input_gates, grad_hidden_gates, grad_hx) of _gru_cell_fused",
+    "lstm_sequence_backward": "(grad_projected, grad_hx, grad_cx, grad_w_hh_t) of _lstm_sequence",
     "sum_backward": "grad broadcast back over the reduced dims",
     "mean_backward": "sum_backward over the number of reduced elements",
     "amax_backward": "grad shared evenly among the elements equal to the result",

@@ -23,9 +23,22 @@ using gru_cell_backward_fn = void (*)(const Tensor& grad_hy, const Tensor& input
                                       const Tensor& hx, const Tensor* grad_input_gates,
                                       const Tensor* grad_hidden_gates, const Tensor* grad_hx);
 
+/// A whole LSTM layer direction (Note [Whole-sequence LSTM], RnnSequence.cpp): projected [T, B, 4H], hx and cx
+/// [B, H], w_hh_t [H, 4H] -> output [T, B, H], the pre-activation gates [T, B, 4H] and the cells [T, B, H].
+using lstm_sequence_forward_fn = void (*)(const Tensor& projected, const Tensor& hx, const Tensor& cx,
+                                          const Tensor& w_hh_t, bool reverse, const Tensor& output,
+                                          const Tensor& gates, const Tensor& cells);
+/// Its backward through the steps: grad_gates [T, B, 4H], and grad_hx, grad_cx [B, H] (which arrive holding
+/// grad_hy and grad_cy). W_hh's gradient is one product afterwards (RnnSequence.cpp).
+using lstm_sequence_backward_fn = void (*)(const Tensor& grad_output, const Tensor& cx, const Tensor& w_hh_t,
+                                           const Tensor& gates, const Tensor& cells, bool reverse,
+                                           const Tensor& grad_gates, const Tensor& grad_hx, const Tensor& grad_cx);
+
 KILN_DECLARE_DISPATCH(lstm_cell_forward_fn, lstm_cell_forward_stub);
 KILN_DECLARE_DISPATCH(lstm_cell_backward_fn, lstm_cell_backward_stub);
 KILN_DECLARE_DISPATCH(gru_cell_forward_fn, gru_cell_forward_stub);
 KILN_DECLARE_DISPATCH(gru_cell_backward_fn, gru_cell_backward_stub);
+KILN_DECLARE_DISPATCH(lstm_sequence_forward_fn, lstm_sequence_forward_stub);
+KILN_DECLARE_DISPATCH(lstm_sequence_backward_fn, lstm_sequence_backward_stub);
 
 }  // namespace kiln::native

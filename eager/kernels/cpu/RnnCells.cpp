@@ -16,10 +16,13 @@
 // di = dcy g i(1-i), df = dcy cx f(1-f), dg = dcy i (1-g^2),
 // do = grad_hy tanh(cy) o(1-o), dcx = dcy f. GRU: dn = grad (1-z)(1-n^2),
 // dz = grad (hx - n) z(1-z), dr = dn hn r(1-r); the hidden gates' n part is
-// dn r, dhx = grad z. The backward ops have no derivatives of their own: a
-// second derivative through a fused cell stops with autograd's "not
-// implemented" error. nn/modules/rnn.py keeps the composed cell for
-// float16/bfloat16.
+// dn r, dhx = grad z. Each backward op computes every input's gradient in one
+// pass. The backward ops have no derivatives of their own: when a backward
+// runs with grad mode on (create_graph=True) the formula helpers in
+// eager/autograd/RnnFormulas.h compute the same gradients with differentiable
+// kiln ops instead, so a second derivative works (PyTorch's
+// _thnn_differentiable_lstm_cell_backward). nn/modules/rnn.py keeps the
+// composed cell for float16/bfloat16.
 #include <tuple>
 
 #include "eager/core/Error.h"
@@ -60,14 +63,14 @@ std::tuple<Tensor, Tensor> lstm_cell_fused_cpu(const Tensor& gates, const Tensor
   return {hy, cy};
 }
 
-Tensor lstm_cell_fused_backward_cpu(const Tensor& grad_hy, const Tensor& grad_cy, const Tensor& gates,
-                                    const Tensor& cx, const Tensor& cy, bool for_gates) {
+std::tuple<Tensor, Tensor> lstm_cell_fused_backward_cpu(const Tensor& grad_hy, const Tensor& grad_cy,
+                                                        const Tensor& gates, const Tensor& cx, const Tensor& cy) {
   check_cell("_lstm_cell_fused_backward", gates, cx, 4);
   const Tensor g = gates.contiguous(), c = cx.contiguous(), cn = cy.contiguous();
   const Tensor gh = grad_hy.contiguous(), gc = grad_cy.contiguous();
-  Tensor out = for_gates ? new_like(g) : new_like(c);
-  if (c.numel() > 0) lstm_cell_backward_stub(gh, gc, g, c, cn, for_gates ? &out : nullptr, for_gates ? nullptr : &out);
-  return out;
+  Tensor grad_gates = new_like(g), grad_cx = new_like(c);
+  if (c.numel() > 0) lstm_cell_backward_stub(gh, gc, g, c, cn, &grad_gates, &grad_cx);
+  return {grad_gates, grad_cx};
 }
 
 Tensor gru_cell_fused_cpu(const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& hx) {
@@ -79,18 +82,14 @@ Tensor gru_cell_fused_cpu(const Tensor& input_gates, const Tensor& hidden_gates,
   return hy;
 }
 
-Tensor gru_cell_fused_backward_cpu(const Tensor& grad_hy, const Tensor& input_gates, const Tensor& hidden_gates,
-                                   const Tensor& hx, int64_t which) {
+std::tuple<Tensor, Tensor, Tensor> gru_cell_fused_backward_cpu(const Tensor& grad_hy, const Tensor& input_gates,
+                                                                const Tensor& hidden_gates, const Tensor& hx) {
   check_cell("_gru_cell_fused_backward", input_gates, hx, 3);
-  KILN_CHECK(which >= 0 && which <= 2, "_gru_cell_fused_backward: which must be 0, 1 or 2, got ", which);
   const Tensor x = input_gates.contiguous(), h = hidden_gates.contiguous(), state = hx.contiguous();
   const Tensor g = grad_hy.contiguous();
-  Tensor out = which == 2 ? new_like(state) : new_like(x);
-  if (state.numel() > 0) {
-    gru_cell_backward_stub(g, x, h, state, which == 0 ? &out : nullptr, which == 1 ? &out : nullptr,
-                           which == 2 ? &out : nullptr);
-  }
-  return out;
+  Tensor grad_x = new_like(x), grad_h = new_like(x), grad_hx = new_like(state);
+  if (state.numel() > 0) gru_cell_backward_stub(g, x, h, state, &grad_x, &grad_h, &grad_hx);
+  return {grad_x, grad_h, grad_hx};
 }
 
 }  // namespace kiln::native

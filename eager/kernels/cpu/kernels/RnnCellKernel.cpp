@@ -1,13 +1,11 @@
 // The fused LSTM and GRU cell loops, compiled per CPU capability: row by row
-// over [B, H] on Vec, float32 and float64 (the op checks the dtype). The
-// formulas are written out in Note [Fused recurrent cells] (RnnCells.cpp).
-#include <algorithm>
+// over [B, H] on Vec (the LSTM loops live in RnnCellMath.h), float32 and
+// float64 (the op checks the dtype). The formulas are written out in
+// Note [Fused recurrent cells] (RnnCells.cpp).
 #include <cstdint>
 
-#include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/RnnCellStubs.h"
-#include "eager/kernels/cpu/kernels/NnVec.h"
-#include "eager/kernels/cpu/vec/VecTanh.h"
+#include "eager/kernels/cpu/kernels/RnnCellMath.h"
 
 namespace kiln::native {
 namespace KILN_CPU_NS {
@@ -17,67 +15,17 @@ template <typename A>
 using V = Vec<A>;
 
 template <typename A>
-V<A> vsigm(V<A> x) {
-  return V<A>::splat(1) / (V<A>::splat(1) + vexp(-x));
-}
-
-/// fn(row, column, width) over B rows of H columns, rows split across threads.
-template <typename A, typename Fn>
-void for_rows(int64_t rows, int64_t hidden, const Fn& fn) {
-  constexpr int64_t W = V<A>::size;
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(hidden, 1));
-  parallel_for(0, rows, grain, [&](int64_t lo, int64_t hi) {
-    for (int64_t b = lo; b < hi; ++b) {
-      for (int64_t j = 0; j < hidden; j += W) fn(b, j, std::min(W, hidden - j));
-    }
-  });
-}
-
-template <typename A>
 void lstm_forward_typed(const Tensor& gates, const Tensor& cx, const Tensor& hy, const Tensor& cy) {
-  const int64_t B = cx.size(0), H = cx.size(1);
-  const A* g = gates.data_ptr<A>();
-  const A* c = cx.data_ptr<A>();
-  A* h_out = hy.data_ptr<A>();
-  A* c_out = cy.data_ptr<A>();
-  for_rows<A>(B, H, [&](int64_t b, int64_t j, int64_t w) {
-    const A* row = g + b * 4 * H + j;
-    const V<A> i = vsigm(load(row, w)), f = vsigm(load(row + H, w));
-    const V<A> cell = vtanh(load(row + 2 * H, w)), o = vsigm(load(row + 3 * H, w));
-    const V<A> c_new = f * load(c + b * H + j, w) + i * cell;
-    store(c_new, c_out + b * H + j, w);
-    store(o * vtanh(c_new), h_out + b * H + j, w);
-  });
+  lstm_forward_rows<A>(gates.data_ptr<A>(), cx.data_ptr<A>(), hy.data_ptr<A>(), cy.data_ptr<A>(), cx.size(0),
+                       cx.size(1));
 }
 
 template <typename A>
 void lstm_backward_typed(const Tensor& grad_hy, const Tensor& grad_cy, const Tensor& gates, const Tensor& cx,
                          const Tensor& cy, const Tensor* grad_gates, const Tensor* grad_cx) {
-  const int64_t B = cx.size(0), H = cx.size(1);
-  const A* gh = grad_hy.data_ptr<A>();
-  const A* gc = grad_cy.data_ptr<A>();
-  const A* g = gates.data_ptr<A>();
-  const A* c = cx.data_ptr<A>();
-  const A* cn = cy.data_ptr<A>();
-  A* dg = grad_gates != nullptr ? grad_gates->data_ptr<A>() : nullptr;
-  A* dc = grad_cx != nullptr ? grad_cx->data_ptr<A>() : nullptr;
-  const V<A> one = V<A>::splat(1);
-  for_rows<A>(B, H, [&](int64_t b, int64_t j, int64_t w) {
-    const A* row = g + b * 4 * H + j;
-    const int64_t at = b * H + j;
-    const V<A> i = vsigm(load(row, w)), f = vsigm(load(row + H, w));
-    const V<A> cell = vtanh(load(row + 2 * H, w)), o = vsigm(load(row + 3 * H, w));
-    const V<A> tc = vtanh(load(cn + at, w));
-    const V<A> dh = load(gh + at, w);
-    const V<A> dcy = load(gc + at, w) + dh * o * (one - tc * tc);  // through hy = o tanh(cy) and cy itself
-    if (dc != nullptr) store(dcy * f, dc + at, w);
-    if (dg == nullptr) return;
-    A* out = dg + b * 4 * H + j;
-    store(dcy * cell * i * (one - i), out, w);
-    store(dcy * load(c + at, w) * f * (one - f), out + H, w);
-    store(dcy * i * (one - cell * cell), out + 2 * H, w);
-    store(dh * tc * o * (one - o), out + 3 * H, w);
-  });
+  lstm_backward_rows<A>(grad_hy.data_ptr<A>(), nullptr, grad_cy.data_ptr<A>(), gates.data_ptr<A>(), cx.data_ptr<A>(),
+                        cy.data_ptr<A>(), grad_gates != nullptr ? grad_gates->data_ptr<A>() : nullptr,
+                        grad_cx != nullptr ? grad_cx->data_ptr<A>() : nullptr, cx.size(0), cx.size(1));
 }
 
 template <typename A>
@@ -134,15 +82,6 @@ void gru_backward_typed(const Tensor& grad_hy, const Tensor& xg, const Tensor& h
       store(dn * r, o + 2 * H, w);
     }
   });
-}
-
-template <typename Fn>
-void visit_float_or_double(DType dtype, Fn&& fn) {
-  if (dtype == DType::Float64) {
-    fn(double{});
-  } else {
-    fn(float{});
-  }
 }
 
 void lstm_cell_forward_kernel(const Tensor& gates, const Tensor& cx, const Tensor& hy, const Tensor& cy) {

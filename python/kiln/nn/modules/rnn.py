@@ -5,7 +5,8 @@ initialisation (uniform in +-1/sqrt(hidden_size)), LSTM's proj_size, and
 PackedSequence inputs (nn/utils/rnn.py). The input projection of a whole
 sequence is one matmul per layer and direction; the recurrence is a loop over
 time steps of kiln ops, so autograd differentiates it like any other graph; the pointwise part of an LSTM or GRU step is one fused op
-(Note [Fused recurrent cells], eager/kernels/cpu/RnnCells.cpp). A packed sequence runs on a shrinking
+(Note [Fused recurrent cells], eager/kernels/cpu/RnnCells.cpp), and an LSTM layer over a fixed batch is
+one op for all its steps (Note [Whole-sequence LSTM], eager/kernels/cpu/RnnSequence.cpp). A packed sequence runs on a shrinking
 batch: step t updates the first batch_sizes[t] (longest) sequences and leaves
 the others' state as it was, so each sequence's final state is its own last
 step's (the reverse direction starts each sequence from h0 at its last step)."""
@@ -62,6 +63,13 @@ def _cell_step(mode, x_proj, h, c, w_hh_t, b_hh, w_hr=None):
         return (1 - z) * n + z * h, None
     pre = x_proj + h_proj
     return (kiln.tanh(pre) if mode == "RNN_TANH" else kiln.relu(pre)), None
+
+
+def _whole_sequence(mode, projected, packed, w_hr):
+    """Whether a layer direction runs as one _lstm_sequence op (eager/kernels/cpu/RnnSequence.cpp): LSTM on
+    the CPU in float32/float64 over a fixed batch, without proj_size."""
+    return (mode == "LSTM" and not packed and w_hr is None and projected.dtype in _fused_dtypes()
+            and projected.device.type == "cpu")
 
 
 def _steps(projected, batch_sizes, packed):
@@ -191,6 +199,8 @@ class RNNBase(Module):
                 x = x.transpose(0, 1)
             batch = x.shape[1]
             batch_sizes = [batch] * x.shape[0]
+            if not batch_sizes:
+                raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         if x.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{x.shape[-1]}")
@@ -220,11 +230,18 @@ class RNNBase(Module):
                 projected = F.linear(layer_input, w_ih, b_ih)  # every step at once
                 if self.mode != "GRU" and b_hh is not None:  # (GRU's b_hh sits inside r * (h W_hn + b_hn))
                     projected, b_hh = projected + b_hh, None
+                # W_hh^T laid out once for every step's matmul (a transposed operand is slower for small B)
+                w_hh_t = w_hh.t().contiguous()
+                if _whole_sequence(self.mode, projected, packed, w_hr):  # Note [Whole-sequence LSTM]
+                    out, h, c = kiln._lstm_sequence(projected, h0[index], c0[index], w_hh_t, direction == 1)[:3]
+                    outputs.append(out)
+                    h_last.append(h)
+                    c_last.append(c)
+                    continue
                 steps = _steps(projected, batch_sizes, packed)
                 run = _run_reverse if direction == 1 else _run_forward
-                # W_hh^T laid out once for every step's matmul (a transposed operand is slower for small B)
                 step_outputs, h, c = run(self.mode, steps, batch_sizes, h0[index],
-                                         c0[index] if c0 is not None else None, w_hh.t().contiguous(), b_hh, w_hr)
+                                         c0[index] if c0 is not None else None, w_hh_t, b_hh, w_hr)
                 if not step_outputs:
                     outputs.append(kiln.zeros((0, batch, real_hidden), dtype=x.dtype, device=x.device))
                 else:
