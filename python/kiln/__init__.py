@@ -152,13 +152,14 @@ qr = _linalg_decompositions.qr_legacy
 svd = _linalg_decompositions.svd_legacy
 pinverse = _linalg_decompositions.pinverse
 from kiln.linalg import _lu as _linalg_lu  # noqa: E402
+from kiln.linalg._raw_factors import geqrf, ormqr  # noqa: E402
 
 lu = _linalg_lu.lu_legacy
 lu_solve = _linalg_lu.lu_solve_legacy
 lu_unpack = _linalg_lu.lu_unpack
 for _name, _fn in (("cholesky", cholesky), ("cholesky_solve", cholesky_solve), ("cholesky_inverse", cholesky_inverse),
                    ("triangular_solve", triangular_solve), ("qr", qr), ("svd", svd), ("pinverse", pinverse),
-                   ("lu", lu), ("lu_solve", lu_solve)):
+                   ("lu", lu), ("lu_solve", lu_solve), ("geqrf", geqrf), ("ormqr", ormqr)):
     setattr(Tensor, _name, _fn)
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
