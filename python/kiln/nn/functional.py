@@ -69,11 +69,16 @@ def _call(name: str, *args, **kwargs):
 
 
 def _inplace(input, name: str, *args):
+    """input.name_(*args): the Tensor method, else the op itself (torch has no Tensor.elu_ or .hardtanh_,
+    only the ops)."""
     method = getattr(input, name, None)
-    if method is None:
+    if method is not None:
+        return method(*args)
+    op = getattr(_C._functions, name, None)
+    if op is None:
         raise NotImplementedError(f"kiln.nn.functional needs the in-place op '{name}', "
                                   "which this build of kiln does not have yet")
-    return method(*args)
+    return op(input, *args)
 
 
 # --- linear -------------------------------------------------------------------------------------

@@ -1,0 +1,276 @@
+"""torch's randomized and iterative decompositions and its removed linear-algebra
+functions, on kiln's linalg: svd_lowrank and pca_lowrank (randomized range
+finder + a small SVD, differentiable through matmul / qr / svd), lobpcg (the
+block LOBPCG iteration for the k extreme eigenpairs of a symmetric matrix,
+B = None), and torch.lstsq / solve / symeig / eig / matrix_rank (and the Tensor
+methods), which torch 2.13 keeps only to raise RuntimeError pointing at their
+linalg replacements; kiln raises the same text with "kiln." for "torch.".
+
+``install`` (called last by kiln/__init__.py) adds the missing names to the
+kiln namespace and to Tensor.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kiln import _C
+
+
+def _kiln():
+    import kiln
+
+    return kiln
+
+
+# --- randomized low-rank SVD and PCA ------------------------------------------------------------
+def _adjoint(x):
+    return x.transpose(-2, -1)
+
+
+def _range_basis(A, q: int, niter: int):
+    """An orthonormal [*, m, q'] basis approximately spanning A's dominant column space: a Gaussian
+    sketch A G, refined by ``niter`` power (subspace) iterations, re-orthonormalized at each step."""
+    kiln = _kiln()
+    n = A.shape[-1]
+    sketch = kiln.randn(*A.shape[:-2], n, q, dtype=A.dtype)
+    basis = kiln.linalg.qr(A.matmul(sketch))[0]
+    for _ in range(niter):
+        basis = kiln.linalg.qr(_adjoint(A).matmul(basis))[0]
+        basis = kiln.linalg.qr(A.matmul(basis))[0]
+    return basis
+
+
+def svd_lowrank(A, q: int = 6, niter: int = 2, M=None):
+    """torch.svd_lowrank: (U, S, V) with A - M ~ U diag(S) V^T for a [*, m, n] A (M broadcast to A; None
+    means 0), from a rank-q randomized range finder with ``niter`` subspace iterations. V, not V^T, as torch.
+    Random: kiln's generator draws the sketch, so the factors differ from torch's, within the method's
+    accuracy. Dense tensors only."""
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype_word(A.dtype)} != float")
+    if q is None:
+        q = 6
+    if q < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {q}: [{A.shape[-1]}, {q}]")
+    matrix = A if M is None else A - M
+    m, n = matrix.shape[-2], matrix.shape[-1]
+    if m < n:  # work on the tall side: the adjoint's factors, swapped
+        V, S, U = _svd_tall(_adjoint(matrix), q, niter)
+        return U, S, V
+    return _svd_tall(matrix, q, niter)
+
+
+def _svd_tall(A, q: int, niter: int):
+    kiln = _kiln()
+    basis = _range_basis(A, q, niter)                       # [*, m, q]
+    small = _adjoint(basis).matmul(A)                       # [*, q, n]
+    u, s, vh = kiln.linalg.svd(small, full_matrices=False)
+    return basis.matmul(u), s, _adjoint(vh)
+
+
+def pca_lowrank(A, q=None, center: bool = True, niter: int = 2):
+    """torch.pca_lowrank: svd_lowrank of A (centred over its rows when ``center``) with q = min(6, m, n) by
+    default: (U, S, V), V's columns the principal directions."""
+    m, n = A.shape[-2:]
+    if q is None:
+        q = min(6, m, n)
+    elif not (q >= 0 and q <= min(m, n)):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, n)={min(m, n)}")
+    if not niter >= 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if not center:
+        return svd_lowrank(A, q, niter=niter, M=None)
+    return svd_lowrank(A - A.mean(-2, keepdim=True), q, niter=niter, M=None)
+
+
+def _dtype_word(dtype) -> str:
+    return {_C.int64: "long int", _C.int32: "int", _C.int16: "short int", _C.int8: "signed char",
+            _C.uint8: "unsigned char", _C.bool: "bool"}.get(dtype, str(dtype).removeprefix("kiln."))
+
+
+# --- LOBPCG -------------------------------------------------------------------------------------
+def _orthonormal_against(block, basis, drop: float):
+    """``block``'s columns made orthogonal to ``basis`` (orthonormal columns, or None) and orthonormal
+    among themselves (twice, for stability), dropping directions whose Gram eigenvalue is below
+    ``drop`` times the largest: the Rayleigh-Ritz basis must stay well conditioned."""
+    kiln = _kiln()
+    for _ in range(2):
+        if basis is not None:
+            block = block - basis.matmul(basis.t().matmul(block))
+        gram = block.t().matmul(block)
+        values, vectors = kiln.linalg.eigh(gram)
+        top = float(values.max()) if values.numel() else 0.0
+        keep = [i for i, v in enumerate(values.tolist()) if v > drop * max(top, 1e-300)]
+        if not keep:
+            return None
+        index = kiln.tensor(keep, dtype=_C.int64)
+        block = block.matmul(vectors.index_select(1, index)) / values.index_select(0, index).sqrt()
+    return block
+
+
+def _ritz(A, basis, n: int, largest: bool):
+    """The n extreme Ritz pairs of A on ``basis``: (values, coefficients), most extreme first."""
+    kiln = _kiln()
+    values, vectors = kiln.linalg.eigh(basis.t().matmul(A.matmul(basis)))
+    order = list(range(values.shape[0] - 1, values.shape[0] - 1 - n, -1)) if largest else list(range(n))
+    index = kiln.tensor(order, dtype=_C.int64)
+    return values.index_select(0, index), vectors.index_select(1, index)
+
+
+def _lobpcg_single(A, X, k: int, n: int, niter: int, tol: float, largest: bool):
+    """LOBPCG on one [m, m] matrix from the [m, n] start X; the first k pairs decide convergence."""
+    kiln = _kiln()
+    eps = 2.220446049250313e-16 if A.dtype == _C.float64 else 1.1920928955078125e-07
+    X = _orthonormal_against(X, None, eps)
+    if X is None or X.shape[1] < n:
+        raise ValueError("kiln.lobpcg: the initial X must have n linearly independent columns")
+    values, coefficients = _ritz(A, X, n, largest)
+    X = X.matmul(coefficients)
+    P = None
+    iteration = 0
+    while niter < 0 or iteration < niter:
+        AX = A.matmul(X)
+        R = AX - X * values
+        residual = kiln.linalg.vector_norm(R, 2, [0]).tolist()
+        scale = [max(abs(v), eps) for v in values.tolist()]
+        if all(r <= tol * s for r, s in zip(residual[:k], scale[:k])):
+            break
+        W = _orthonormal_against(R, X, eps)
+        blocks = [X] + ([W] if W is not None else [])
+        if P is not None:
+            P = _orthonormal_against(P, kiln.cat(blocks, 1), eps)
+            if P is not None:
+                blocks.append(P)
+        basis = kiln.cat(blocks, 1)
+        values, coefficients = _ritz(A, basis, n, largest)
+        X_new = basis.matmul(coefficients)
+        P = basis.narrow(1, n, basis.shape[1] - n).matmul(coefficients.narrow(0, n, basis.shape[1] - n)) \
+            if basis.shape[1] > n else None
+        X = X_new
+        iteration += 1
+    return values, X
+
+
+def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, largest=None, method=None,
+           tracker=None, ortho_iparams=None, ortho_fparams=None, ortho_bparams=None):
+    """torch.lobpcg: (E, X), the k largest (or smallest) eigenvalues of a symmetric [*, m, m] A and their
+    eigenvectors, by block LOBPCG with Rayleigh-Ritz on [X, residuals, previous directions] (kiln runs the
+    same robust orthonormalizing iteration for method 'ortho' and 'basic'). Defaults as torch: k = 1 (or
+    X's columns), n = k, niter = 1000 (-1: until converged), tol = sqrt(dtype eps), largest = True.
+    Kiln limits: B (generalized problems), iK (preconditioner) and tracker are not supported, and the
+    result takes no gradient (the iteration runs without autograd)."""
+    kiln = _kiln()
+    from kiln.autograd.grad_mode import no_grad
+
+    if B is not None or iK is not None or tracker is not None:
+        raise NotImplementedError("kiln.lobpcg: B, iK and tracker are not supported yet")
+    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        raise AssertionError(f"A must be square, got shape {_C.Size(A.shape)}")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype_word(A.dtype)} != float")
+    m = A.shape[-1]
+    if X is not None:
+        n = X.shape[-1]
+        k = n if k is None else k
+    else:
+        k = 1 if k is None else k
+        n = k if n is None else n
+    if m < 3 * n:
+        raise ValueError(f"LOBPCG algorithm is not applicable when the number of A rows (={m}) is smaller than 3 x "
+                         f"the number of requested eigenpairs (={n})")
+    niter = 1000 if niter is None else niter
+    tol = math.sqrt(2.220446049250313e-16 if A.dtype == _C.float64 else 1.1920928955078125e-07) if tol is None \
+        else tol
+    largest = True if largest is None else largest
+    batch = tuple(A.shape[:-2])
+    with no_grad():
+        flat = A.detach().reshape(-1, m, m)
+        starts = X.detach().reshape(-1, m, n) if X is not None else kiln.randn(flat.shape[0], m, n, dtype=A.dtype)
+        values, vectors = [], []
+        for i in range(flat.shape[0]):
+            start = starts[i if starts.shape[0] > 1 else 0]
+            e, v = _lobpcg_single(flat[i], start.to(A.dtype), min(k, n), n, niter, tol, largest)
+            values.append(e.narrow(0, 0, min(k, n)))
+            vectors.append(v.narrow(1, 0, min(k, n)))
+        E = kiln.stack(values, 0).reshape(*batch, -1)
+        V = kiln.stack(vectors, 0).reshape(*batch, m, -1)
+    return E, V
+
+
+# --- the removed functions ----------------------------------------------------------------------
+_REMOVED = "This function was deprecated since version 1.9 and is now removed."
+
+_LSTSQ_MESSAGE = (
+    f"{_REMOVED} `kiln.lstsq` is deprecated in favor of `kiln.linalg.lstsq`.\n"
+    "`kiln.linalg.lstsq` has reversed arguments and does not return the QR decomposition in the returned tuple "
+    "(although it returns other information about the problem).\n\n"
+    "To get the QR decomposition consider using `kiln.linalg.qr`.\n\n"
+    "The returned solution in `kiln.lstsq` stored the residuals of the solution in the last m - n columns of the "
+    "returned value whenever m > n. In kiln.linalg.lstsq, the residuals are in the field 'residuals' of the "
+    "returned named tuple.\n\n"
+    "The unpacking of the solution, as in\nX, _ = kiln.lstsq(B, A).solution[:A.size(1)]\nshould be replaced with:\n"
+    "X = kiln.linalg.lstsq(A, B).solution")
+
+_SOLVE_MESSAGE = (
+    f"{_REMOVED} `kiln.solve` is deprecated in favor of `kiln.linalg.solve`. `kiln.linalg.solve` has its "
+    "arguments reversed and does not return the LU factorization.\n\n"
+    "To get the LU factorization see `kiln.lu`, which can be used with `kiln.lu_solve` or `kiln.lu_unpack`.\n"
+    "X = kiln.solve(B, A).solution should be replaced with:\nX = kiln.linalg.solve(A, B)")
+
+_SYMEIG_MESSAGE = (
+    f"{_REMOVED} The default behavior has changed from using the upper triangular portion of the matrix by default "
+    "to using the lower triangular portion.\n\n"
+    "L, _ = kiln.symeig(A, upper=upper) should be replaced with:\n"
+    "L = kiln.linalg.eigvalsh(A, UPLO='U' if upper else 'L')\n\nand\n\n"
+    "L, V = kiln.symeig(A, eigenvectors=True) should be replaced with:\n"
+    "L, V = kiln.linalg.eigh(A, UPLO='U' if upper else 'L')")
+
+_EIG_MESSAGE = (
+    f"{_REMOVED} `kiln.linalg.eig` returns complex tensors of dtype `cfloat` or `cdouble` rather than real tensors "
+    "mimicking complex tensors.\n\n"
+    "L, _ = kiln.eig(A) should be replaced with:\nL_complex = kiln.linalg.eigvals(A)\n\nand\n\n"
+    "L, V = kiln.eig(A, eigenvectors=True) should be replaced with:\nL_complex, V_complex = kiln.linalg.eig(A)")
+
+_MATRIX_RANK_MESSAGE = (
+    f"{_REMOVED}\nPlease use the `kiln.linalg.matrix_rank` function instead. The parameter 'symmetric' was renamed "
+    "in `kiln.linalg.matrix_rank()` to 'hermitian'.")
+
+
+def lstsq(input, A, *, out=None):
+    """torch.lstsq: removed; raises RuntimeError pointing at kiln.linalg.lstsq."""
+    raise RuntimeError(_LSTSQ_MESSAGE)
+
+
+def solve(input, A, *, out=None):
+    """torch.solve: removed; raises RuntimeError pointing at kiln.linalg.solve."""
+    raise RuntimeError(_SOLVE_MESSAGE)
+
+
+def symeig(input, eigenvectors=False, upper=True, *, out=None):
+    """torch.symeig: removed; raises RuntimeError pointing at kiln.linalg.eigh / eigvalsh."""
+    raise RuntimeError(_SYMEIG_MESSAGE)
+
+
+def eig(self, eigenvectors: bool = False, *, e=None, v=None):
+    """torch.eig: removed; raises RuntimeError pointing at kiln.linalg.eig / eigvals."""
+    raise RuntimeError(_EIG_MESSAGE)
+
+
+def matrix_rank(input, tol=None, symmetric=False, *, out=None):
+    """torch.matrix_rank: removed; raises RuntimeError pointing at kiln.linalg.matrix_rank."""
+    raise RuntimeError(_MATRIX_RANK_MESSAGE)
+
+
+_NAMESPACE = ["svd_lowrank", "pca_lowrank", "lobpcg", "lstsq", "solve", "symeig", "eig", "matrix_rank"]
+_METHODS = ["lstsq", "solve", "symeig", "eig"]  # torch.Tensor has no matrix_rank
+
+
+def install(linalg, kiln_namespace, tensor_class):
+    """Adds this module's functions to the kiln namespace and the removed ones' methods to Tensor (only
+    names that are missing); kiln.linalg already has every torch.linalg name these relate to."""
+    module = globals()
+    for name in _NAMESPACE:
+        kiln_namespace.setdefault(name, module[name])
+    for name in _METHODS:
+        if not hasattr(tensor_class, name):
+            setattr(tensor_class, name, module[name])
