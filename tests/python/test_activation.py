@@ -251,3 +251,16 @@ def test_backward_op_matches_torch(name, call, dtype):
 def test_activation_case_count():
     """The op x dtype x layout table this file runs (reported with the issue)."""
     assert len(ACTIVATION_CASES) == len(ACTIVATIONS) * sum(len(layouts_for(dtype)) for dtype in DTYPE_NAMES)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_hardtanh_op_with_min_above_max_matches_torch(dtype):
+    """torch's kernel is min(max(x, min_val), max_val): max_val wins when min_val > max_val (F.hardtanh
+    refuses such limits; the op itself and its in-place form do not)."""
+    values = [-2, 0, 1, 3] if dtype == "int64" else [-2.0, 0.5, float("nan"), 3.0]
+    k = kiln.tensor(values, dtype=getattr(kiln, dtype))
+    t = torch.tensor(values, dtype=getattr(torch, dtype))
+    np.testing.assert_array_equal(kiln._C._functions.hardtanh(k, 1, 0).numpy(), torch._C._nn.hardtanh(t, 1, 0).numpy())
+    kiln._C._functions.hardtanh_(k, 1, 0)
+    torch._C._nn.hardtanh_(t, 1, 0)
+    np.testing.assert_array_equal(k.numpy(), t.numpy())

@@ -112,12 +112,16 @@ void hardtanh_kernel(TensorIterator& iter, const ActivationArgs& args) {
         using L = lane_t<V>;
         const V vlo = vconst<L>(lo);
         const V vhi = vconst<L>(hi);
-        return select<L>(x.v <= vlo.v, vlo, select<L>(x.v >= vhi.v, vhi, x));
+        const V low_clamped = select<L>(x.v <= vlo.v, vlo, x);  // min(max(x, lo), hi): hi wins when lo > hi
+        return select<L>(low_clamped.v >= vhi.v, vhi, low_clamped);
       });
     } else if constexpr (!std::is_same_v<T, bool>) {
       const T tlo = args.p0.to<T>();
       const T thi = args.p1.to<T>();
-      cpu_kernel(iter, [tlo, thi](T x) -> T { return x < tlo ? tlo : (x > thi ? thi : x); });
+      cpu_kernel(iter, [tlo, thi](T x) -> T {
+        const T low_clamped = x < tlo ? tlo : x;
+        return low_clamped > thi ? thi : low_clamped;
+      });
     }
   });
 }
