@@ -53,17 +53,18 @@ def _spacing(x, y, dim):
 
 
 def trapezoid(y, x=None, *, dx=None, dim=-1):
-    """The trapezoid rule along ``dim``: spacing ``dx`` (default 1) or sample points ``x``."""
+    """The trapezoid rule along ``dim``: spacing ``dx`` (default 1) or sample points ``x``, with torch's
+    checks (the shared core is trapz's, in _numeric_extra.py)."""
+    from kiln import _numeric_extra  # noqa: PLC0415  (it imports kiln)
+
     if x is not None and dx is not None:
         raise TypeError("trapezoid() received an invalid combination of arguments")
-    y = _float_of(y) if x is None or not isinstance(x, _C.TensorBase) else y
-    length = y.shape[dim] if y.dim() else 0
-    if length == 0:
-        return _f().sum(y * 0, dim) if y.dim() else y * 0
     if isinstance(x, _C.TensorBase):
-        return (_spacing(x, y, dim) * (y.narrow(dim, 1, length - 1) + y.narrow(dim, 0, length - 1))).sum(dim) / 2
-    step = 1 if dx is None and x is None else (dx if dx is not None else x)
-    return (y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5) * step
+        return _numeric_extra._trapezoid_x(y, x, dim)
+    if x is not None:
+        raise TypeError("trapezoid() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(x).__name__}), but expected a Tensor x or a keyword dx")
+    return _numeric_extra._trapezoid_dx(y, 1.0 if dx is None else dx, dim)
 
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
