@@ -77,15 +77,6 @@ void gesdd(char jobz, int m, int n, double* a, double* s, double* u, int ldu, do
   dgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info);
 }
 
-/// LAPACK returns a workspace size as a floating value; round it up to an int.
-template <typename T>
-int workspace_size(T query) {
-  return std::max(1, static_cast<int>(query) + 1);
-}
-
-template <typename T>
-constexpr bool is_lapack_type = std::is_same_v<T, float> || std::is_same_v<T, double>;
-
 /// Zeroes the triangle of each column-major n x n matrix a factorisation left unused
 /// (above the diagonal for a lower factor, below it for an upper one).
 template <typename T>

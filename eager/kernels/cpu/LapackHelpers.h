@@ -1,6 +1,6 @@
 // What the LAPACK kernels share (Lapack.cpp: LU and solves; LapackDecompositions.cpp:
-// Cholesky, QR, eigh, SVD): PyTorch's input checks and error prefixes, and the
-// column-major copies LAPACK works in. A row-major matrix's transpose, made
+// Cholesky, QR, eigh, SVD; LapackRawFactors.cpp: geqrf, LDL^T): PyTorch's input checks and error prefixes, and the
+// column-major copies LAPACK works in, workspace queries. A row-major matrix's transpose, made
 // contiguous, is its column-major copy; results come back as transposed views
 // of such buffers (column-major strides, as PyTorch's are).
 #pragma once
@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "eager/core/Error.h"
 #include "eager/kernels/cpu/Factories.h"
@@ -65,6 +66,16 @@ inline Tensor column_major_empty(DimVector batch, int64_t rows, int64_t cols, DT
   batch.push_back(cols);
   batch.push_back(rows);
   return empty(batch, dtype, device);
+}
+
+/// float and double: the element types LAPACK's s and d routines take.
+template <typename T>
+constexpr bool is_lapack_type = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+/// LAPACK returns a workspace size (lwork = -1 query) as a floating value; round it up to an int.
+template <typename T>
+int workspace_size(T query) {
+  return std::max(1, static_cast<int>(query) + 1);
 }
 
 inline int checked_int(int64_t v) {

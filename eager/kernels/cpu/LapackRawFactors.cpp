@@ -63,14 +63,6 @@ void sytrs(int n, int nrhs, const double* a, const int* ipiv, double* b, int* in
   dsytrs_(&uplo, &n, &nrhs, a, &n, ipiv, b, &n, info);
 }
 
-template <typename T>
-constexpr bool is_lapack_type = std::is_same_v<T, float> || std::is_same_v<T, double>;
-
-template <typename T>
-int workspace_size(T query) {
-  return std::max(1, static_cast<int>(query) + 1);
-}
-
 DimVector with_last(DimVector shape, int64_t last) {
   shape.push_back(last);
   return shape;
