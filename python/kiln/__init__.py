@@ -189,10 +189,11 @@ import builtins  # noqa: E402  (for the annotations above, which name the shadow
 from kiln import nn, optim, utils  # noqa: E402  (torch.nn, torch.optim and torch.utils after `import torch`)
 
 # The late additions install themselves last, so they may use everything above (nn.functional included).
-from kiln import _numeric_extra  # noqa: E402
+from kiln import _api_extra, _numeric_extra  # noqa: E402
 from kiln.nn import _nn_extra  # noqa: E402
 from kiln.linalg import _linalg_extra  # noqa: E402
 
+_api_extra.install(globals(), Tensor)
 _numeric_extra.install(globals(), Tensor)
 _nn_extra.install(nn.functional, globals())
 _linalg_extra.install(linalg, globals(), Tensor)
