@@ -100,6 +100,7 @@ from kiln import special  # noqa: E402
 from kiln._tensor_methods import index_copy, put  # noqa: E402
 
 _aliases.install(globals(), Tensor)
+special.install(globals(), Tensor)
 _tensor_factories.install(Tensor)
 _tensor_methods.install(Tensor)
 for _fn in (isclose, allclose, equal, is_floating_point, is_complex, argwhere, tile, diagflat, hsplit, vsplit, dsplit,

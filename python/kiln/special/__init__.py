@@ -1,5 +1,7 @@
 """kiln.special, as torch.special: the special functions under their SciPy-style
-names, each the kiln op it names (or a short composite of ops)."""
+names, each the kiln op it names (or a short composite of ops). The Bessel, gamma, zeta,
+normal-distribution and polynomial families live in _bessel, _gamma, _normal and _polynomials;
+install() attaches the Tensor methods and kiln.* aliases that belong with them."""
 
 from __future__ import annotations
 
@@ -29,11 +31,6 @@ def erfc(input, *, out=None):
 
 def erfinv(input, *, out=None):
     return _f.erfinv(input, out=out) if out is not None else _f.erfinv(input)
-
-
-def erfcx(input):
-    """exp(x^2) erfc(x)."""
-    return _f.exp(input * input) * _f.erfc(input)
 
 
 def gammaln(input, *, out=None):
@@ -69,12 +66,6 @@ def xlog1py(input, other):
     return _f.where((input == 0) & ~_f.isnan(other), result * 0, result)
 
 
-def entr(input):
-    """-x log x for x > 0, 0 at 0, -inf below."""
-    result = -_f.xlogy(input, input)
-    return _f.where(input < 0, _f.full_like(result, -math.inf), result)
-
-
 def sinc(input, *, out=None):
     return _f.sinc(input, out=out) if out is not None else _f.sinc(input)
 
@@ -82,16 +73,6 @@ def sinc(input, *, out=None):
 def ndtr(input):
     """The standard normal CDF."""
     return 0.5 * _f.erfc(-input * (1 / math.sqrt(2)))
-
-
-def ndtri(input):
-    """The inverse of the standard normal CDF."""
-    return math.sqrt(2) * _f.erfinv(2 * input - 1)
-
-
-def log_ndtr(input):
-    """log of the standard normal CDF."""
-    return _f.log(ndtr(input))
 
 
 def expm1(input, *, out=None):
@@ -123,3 +104,34 @@ def log_softmax(input, dim, *, dtype=None):
 
 
 from kiln.special._more import i0, i0e, i1, i1e, multigammaln  # noqa: E402,F401,F811
+from kiln.special._normal import entr, erfcx, log_ndtr, ndtri  # noqa: E402,F401
+from kiln.special._gamma import gammainc, gammaincc, zeta  # noqa: E402,F401
+from kiln.special._bessel import (  # noqa: E402,F401
+    airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, modified_bessel_i0, modified_bessel_i1, modified_bessel_k0,
+    modified_bessel_k1, scaled_modified_bessel_k0, scaled_modified_bessel_k1, spherical_bessel_j0,
+)
+from kiln.special._polynomials import (  # noqa: E402,F401
+    chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w,
+    hermite_polynomial_h, hermite_polynomial_he, laguerre_polynomial_l, legendre_polynomial_p,
+    shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
+    shifted_chebyshev_polynomial_w,
+)
+
+
+def _tensor_polygamma(self, n):
+    """Tensor.polygamma(n): kiln.polygamma(n, self)."""
+    return _f.polygamma(n, self)
+
+
+def install(kiln_namespace, tensor_class):
+    """Adds kiln.igamma / kiln.igammac and the Tensor methods igamma, igamma_, igammac, igammac_ (and
+    polygamma where missing). Idempotent; kiln/__init__.py calls it once kiln.Tensor exists."""
+    from kiln.special import _gamma
+
+    kiln_namespace.setdefault("igamma", _gamma.igamma)
+    kiln_namespace.setdefault("igammac", _gamma.igammac)
+    methods = {"igamma": _gamma.tensor_igamma, "igamma_": _gamma.tensor_igamma_, "igammac": _gamma.tensor_igammac,
+               "igammac_": _gamma.tensor_igammac_, "polygamma": _tensor_polygamma}
+    for name, method in methods.items():
+        if not hasattr(tensor_class, name):
+            setattr(tensor_class, name, method)

@@ -15,6 +15,7 @@ Like torch, i0 and i1 give nan at +-inf; i0e and i1e give +-0 there."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 from kiln import _C
@@ -80,17 +81,9 @@ def _bessel_i(nu, x, scaled):
         return kiln.where(small, near, far).to(x.dtype)
 
 
+@functools.cache
 def _functions():
-    global _FUNCTIONS
-    if _FUNCTIONS is None:
-        _FUNCTIONS = _build_functions()
-    return _FUNCTIONS
-
-
-_FUNCTIONS = None
-
-
-def _build_functions():
+    """The autograd Functions, made on first use (kiln.autograd imports kiln)."""
     import kiln
     from kiln.autograd import Function
 

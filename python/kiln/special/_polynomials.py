@@ -1,0 +1,217 @@
+"""torch.special's orthogonal polynomials: chebyshev_polynomial_t/u/v/w,
+shifted_chebyshev_polynomial_t/u/v/w, hermite_polynomial_h/he,
+laguerre_polynomial_l and legendre_polynomial_p, each f(x, n).
+
+x and n broadcast; either (not both) may be a Python number. The result has
+torch's promoted dtype (integers give the default dtype; float16/bfloat16 raise
+NotImplementedError as torch's CPU kernels do) and is computed in that dtype
+with torch's own case analysis, so float32 results round like torch's:
+
+* the degree is n cast to the result dtype and then truncated to an integer;
+  NaN, +-inf and values beyond int64 count as negative, and a negative degree
+  gives 0;
+* the endpoint values (x = +-1, or x = 0, 1 for the shifted kinds) are exact;
+* for large degrees inside (-1, 1) the Chebyshev kinds use their trigonometric
+  forms (cos(n acos x), ...), as torch does for n > 6 (8 for U, V, W; 4 for the
+  shifted W);
+* otherwise the three-term recurrence runs n - 1 steps per element (the loop
+  runs as many vectorised steps as the largest degree asks for, stopping early
+  once every unfinished element is NaN); Hermite degrees above 128 (float32) or
+  512 (float64) give NaN, as in torch.
+
+Where torch returns an uninitialised value (x = NaN with n >= 2 for some kinds)
+kiln returns NaN. torch records no gradient for these functions and neither
+does kiln: the results never require grad."""
+
+from __future__ import annotations
+
+import math
+
+from kiln.special import _common as c
+
+_INT64_LIMIT = 2.0 ** 63
+
+
+def _operands(op, x, n):
+    k = c.kiln()
+    x, n, dtype = c.binary_operands(f"special_{op}", x, n, kernel=op, names=("x", "n"))
+    valid = k.isfinite(n) & (k.abs(n) < _INT64_LIMIT)
+    degree = k.trunc(k.where(valid, n, k.full_like(n, -1.0))).to(k.int64)
+    return x, degree, dtype
+
+
+def _recurrence(step, p, q, steps):
+    """Applies (p, q) <- (q, step(j, p, q)) for j = 1, 2, ... while j <= steps (elementwise); returns q."""
+    k = c.kiln()
+    total = int(c.max_item(steps, 0))
+    for j in range(1, total + 1):
+        update = steps >= j
+        new = step(j, p, q)
+        p, q = k.where(update, q, p), k.where(update, new, q)
+        if j % 32 == 0 and not c.any_item((steps > j) & ~k.isnan(q)):
+            break
+    return q
+
+
+def _even(degree):
+    return (degree % 2) == 0
+
+
+def _signed(degree, value):
+    """value for even degrees, -value for odd ones."""
+    k = c.kiln()
+    return k.where(_even(degree), value, -value)
+
+
+def _chebyshev(op, x, n, kind, shifted, out):
+    k = c.kiln()
+    x, degree, dtype = _operands(op, x, n)
+    nf = degree.to(dtype)
+    one = k.ones_like(x)
+    y = x + x - 1.0 if shifted else x
+    first = {"t": y, "u": y + y, "v": y + y - 1.0, "w": y + y + 1.0}[kind]
+    threshold = 4 if (shifted and kind == "w") else (6 if shifted or kind == "t" else 8)
+    trig = (degree > threshold) & (k.abs(y) < 1)
+    if shifted:
+        top, bottom = x == 1, x == 0
+    else:
+        top, bottom = x == 1, x == -1
+    ends = top | bottom
+    steps = k.where((degree >= 2) & ~trig & ~ends, degree - 1, k.zeros_like(degree))
+    two_y = y + y
+    result = _recurrence(lambda j, p, q: two_y * q - p, one, first, steps)
+    result = k.where(degree == 1, first, result)
+    result = k.where(degree == 0, one, result)
+    result = k.where(trig, _chebyshev_trig(kind, shifted, k.where(trig, y, k.zeros_like(y)), x, degree, nf), result)
+    result = k.where(ends, _chebyshev_ends(kind, top, degree, nf), result)
+    result = k.where(degree < 0, k.zeros_like(result), result)
+    return c.finish(result, out)
+
+
+def _chebyshev_trig(kind, shifted, y, x, degree, nf):
+    k = c.kiln()
+    theta = k.acos(y)
+    if kind == "t":
+        return k.cos(nf * theta)
+    if kind == "u":
+        s = k.sin(theta)
+        return k.where(s != 0, k.sin((nf + 1) * theta) / s, (nf + 1) * k.cos((nf + 1) * theta) / y)
+    half = theta / 2
+    twice = nf + nf + 1
+    if kind == "v":
+        return k.where(k.sin(half) != 1, k.cos((nf + 0.5) * theta) / k.cos(half), _signed(degree, twice))
+    fallback = _signed(degree, k.ones_like(y))
+    if not shifted:
+        fallback = k.where(x > 0, twice, fallback)
+    return k.where(k.cos(half) != 1, k.sin((nf + 0.5) * theta) / k.sin(half), fallback)
+
+
+def _chebyshev_ends(kind, top, degree, nf):
+    """The values at y = 1 (top) and y = -1."""
+    k = c.kiln()
+    one = k.ones_like(nf)
+    twice = nf + nf + 1
+    at_top = {"t": one, "u": nf + 1, "v": one, "w": twice}[kind]
+    at_bottom = {"t": _signed(degree, one), "u": _signed(degree, nf + 1), "v": _signed(degree, twice),
+                 "w": _signed(degree, one)}[kind]
+    return k.where(top, at_top, at_bottom)
+
+
+def chebyshev_polynomial_t(input, n, *, out=None):
+    """torch.special.chebyshev_polynomial_t: T_n(x)."""
+    return _chebyshev("chebyshev_polynomial_t", input, n, "t", False, out)
+
+
+def chebyshev_polynomial_u(input, n, *, out=None):
+    """torch.special.chebyshev_polynomial_u: U_n(x)."""
+    return _chebyshev("chebyshev_polynomial_u", input, n, "u", False, out)
+
+
+def chebyshev_polynomial_v(input, n, *, out=None):
+    """torch.special.chebyshev_polynomial_v: V_n(x)."""
+    return _chebyshev("chebyshev_polynomial_v", input, n, "v", False, out)
+
+
+def chebyshev_polynomial_w(input, n, *, out=None):
+    """torch.special.chebyshev_polynomial_w: W_n(x)."""
+    return _chebyshev("chebyshev_polynomial_w", input, n, "w", False, out)
+
+
+def shifted_chebyshev_polynomial_t(input, n, *, out=None):
+    """torch.special.shifted_chebyshev_polynomial_t: T_n(2x - 1)."""
+    return _chebyshev("shifted_chebyshev_polynomial_t", input, n, "t", True, out)
+
+
+def shifted_chebyshev_polynomial_u(input, n, *, out=None):
+    """torch.special.shifted_chebyshev_polynomial_u: U_n(2x - 1)."""
+    return _chebyshev("shifted_chebyshev_polynomial_u", input, n, "u", True, out)
+
+
+def shifted_chebyshev_polynomial_v(input, n, *, out=None):
+    """torch.special.shifted_chebyshev_polynomial_v: V_n(2x - 1)."""
+    return _chebyshev("shifted_chebyshev_polynomial_v", input, n, "v", True, out)
+
+
+def shifted_chebyshev_polynomial_w(input, n, *, out=None):
+    """torch.special.shifted_chebyshev_polynomial_w: W_n(2x - 1)."""
+    return _chebyshev("shifted_chebyshev_polynomial_w", input, n, "w", True, out)
+
+
+def _hermite(op, x, n, physicists, out):
+    k = c.kiln()
+    x, degree, dtype = _operands(op, x, n)
+    one = k.ones_like(x)
+    limit = 128 if dtype == k.float32 else 512
+    first = x + x if physicists else x
+    too_high = degree > limit
+    steps = k.where((degree >= 2) & ~too_high, degree - 1, k.zeros_like(degree))
+    if physicists:
+        two_x = x + x
+        result = _recurrence(lambda j, p, q: two_x * q - (2 * j) * p, one, first, steps)
+    else:
+        result = _recurrence(lambda j, p, q: x * q - j * p, one, first, steps)
+    result = k.where(too_high, k.full_like(result, math.nan), result)
+    result = k.where(degree == 1, first, result)
+    result = k.where(degree == 0, one, result)
+    result = k.where(degree < 0, k.zeros_like(result), result)
+    return c.finish(result, out)
+
+
+def hermite_polynomial_h(input, n, *, out=None):
+    """torch.special.hermite_polynomial_h: the physicists' Hermite polynomial H_n(x)."""
+    return _hermite("hermite_polynomial_h", input, n, True, out)
+
+
+def hermite_polynomial_he(input, n, *, out=None):
+    """torch.special.hermite_polynomial_he: the probabilists' Hermite polynomial He_n(x)."""
+    return _hermite("hermite_polynomial_he", input, n, False, out)
+
+
+def laguerre_polynomial_l(input, n, *, out=None):
+    """torch.special.laguerre_polynomial_l: the Laguerre polynomial L_n(x) (1 at x = 0)."""
+    k = c.kiln()
+    x, degree, dtype = _operands("laguerre_polynomial_l", input, n)
+    one = k.ones_like(x)
+    first = 1.0 - x
+    zero = x == 0
+    steps = k.where((degree >= 2) & ~zero, degree - 1, k.zeros_like(degree))
+    result = _recurrence(lambda j, p, q: (((j + j) + first) * q - j * p) / (j + 1), one, first, steps)
+    result = k.where(degree == 1, first, result)
+    result = k.where((degree == 0) | zero, one, result)
+    result = k.where(degree < 0, k.zeros_like(result), result)
+    return c.finish(result, out)
+
+
+def legendre_polynomial_p(input, n, *, out=None):
+    """torch.special.legendre_polynomial_p: the Legendre polynomial P_n(x)."""
+    k = c.kiln()
+    x, degree, dtype = _operands("legendre_polynomial_p", input, n)
+    one = k.ones_like(x)
+    ends = k.abs(x) == 1
+    steps = k.where((degree >= 2) & ~ends, degree - 1, k.zeros_like(degree))
+    result = _recurrence(lambda j, p, q: ((2 * j + 1) * x * q - j * p) / (j + 1), one, x, steps)
+    result = k.where(degree == 1, x, result)
+    result = k.where(degree == 0, one, result)
+    result = k.where(ends, k.where((x > 0) | _even(degree), one, -one), result)
+    result = k.where(degree < 0, k.zeros_like(result), result)
+    return c.finish(result, out)
