@@ -218,10 +218,24 @@ def run_case(case: Case, settings: Settings) -> CaseResult:
             samples[side].append(elapsed / inner_loops[side])
         result.timings = {side: SideTiming(inner_loops[side], samples[side]) for side in SIDES}
         if case.notes is not None:
-            result.notes = case.notes(*args)
+            result.notes = add_rates(case.notes(*args), result.timings)
     except Exception as error:  # noqa: BLE001 - one broken case must not stop the run
         result.error = f"{type(error).__name__}: {error}"
     return result
+
+
+def add_rates(notes: dict, timings: dict) -> dict:
+    """Notes that give a case's "flops" gain each side's GFLOP/s at its median time and, where they
+    also give "fp32_peak_gflops", each side's fraction of that peak."""
+    if "flops" not in notes:
+        return notes
+    notes = dict(notes)
+    for side, timing in timings.items():
+        gflops = notes["flops"] / timing.median_s / 1e9
+        notes[f"{side}_gflops"] = round(gflops, 1)
+        if notes.get("fp32_peak_gflops"):
+            notes[f"{side}_fraction_of_peak"] = round(gflops / notes["fp32_peak_gflops"], 3)
+    return notes
 
 
 def import_kiln():

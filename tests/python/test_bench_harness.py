@@ -176,3 +176,24 @@ def test_core_cases_import_without_kiln():
 def test_parse_args_accepts_the_documented_options():
     args = run.parse_args(["--filter", "creation", "--repeat", "5", "--out", "/tmp/x", "--quick"])
     assert (args.filter, args.repeat, str(args.out), args.quick) == ("creation", 5, "/tmp/x", True)
+
+
+def test_add_rates_gives_each_side_gflops_and_fraction_of_peak():
+    timings = {"kiln": harness.SideTiming(inner_loops=1, samples_s=[0.5, 1.0, 2.0]),
+               "torch": harness.SideTiming(inner_loops=1, samples_s=[2.0, 2.0, 2.0])}
+    notes = harness.add_rates({"flops": 4e9, "fp32_peak_gflops": 8.0}, timings)
+    assert notes["kiln_gflops"] == 4.0 and notes["torch_gflops"] == 2.0
+    assert notes["kiln_fraction_of_peak"] == 0.5 and notes["torch_fraction_of_peak"] == 0.25
+
+
+def test_add_rates_leaves_notes_without_flops_alone():
+    timings = {"kiln": harness.SideTiming(inner_loops=1, samples_s=[1.0])}
+    assert harness.add_rates({"shape": [2, 3]}, timings) == {"shape": [2, 3]}
+    assert "kiln_fraction_of_peak" not in harness.add_rates({"flops": 1e9}, timings)
+
+
+def test_fp32_peak_probe_sums_threads_and_rejects_zero():
+    kiln = pytest.importorskip("kiln", reason="kiln is not built")
+    assert kiln._C._fp32_peak_gflops(0.01, 2) > 0
+    with pytest.raises(RuntimeError, match="threads must be at least 1, got 0"):
+        kiln._C._fp32_peak_gflops(0.01, 0)
