@@ -1,24 +1,34 @@
-"""F.affine_grid and F.grid_sample (4-D input; bilinear and nearest; zeros,
+"""F.affine_grid (4-D and 5-D sizes) and F.grid_sample (4-D input: bilinear,
+nearest and bicubic; 5-D input: bilinear (trilinear) and nearest; zeros,
 border and reflection padding) composed from kiln's ops; re-exported by
 kiln.nn.functional.
 
 Note [grid_sample as gathers]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-The grid's normalised [-1, 1] coordinates become pixel coordinates (with
-align_corners, -1 and 1 are the centres of the corner pixels; without, their
-outer edges), then padding_mode folds them into the input: border clamps,
-reflection mirrors about the edges (the mirrored slope flips the gradient's
-sign) then clamps. Each of the (up to) four neighbours is one gather from the
-[N, C, H * W] input at a detached flat index, times its bilinear weight, which
-is differentiable in the coordinate; a neighbour outside the input (zeros
-padding) is masked out. So the gradient of the input is gather's (a scatter-add
-of the weights) and the grid's is that of the weights, as torch computes them.
-Nearest mode rounds half to even, as torch's nearbyint, and gives the grid a
-zero gradient, as torch does.
+The grid's normalised [-1, 1] coordinates (x, y[, z] for the W, H[, D] dims)
+become pixel coordinates (with align_corners, -1 and 1 are the centres of the
+corner pixels; without, their outer edges), then padding_mode folds them into
+the input: border clamps, reflection mirrors about the edges (the mirrored
+slope flips the gradient's sign) then clamps. Each of the (up to) 2 ** dims
+neighbours is one gather from the flattened [N, C, (D *) H * W] input at a
+detached flat index, times its (bi/tri)linear weight, which is differentiable
+in the coordinate; a neighbour outside the input (zeros padding) is masked out.
+So the gradient of the input is gather's (a scatter-add of the weights) and the
+grid's is that of the weights, as torch computes them. Nearest mode rounds half
+to even, as torch's nearbyint, and gives the grid a zero gradient, as torch does.
+
+Bicubic (4-D only, as in torch) reads the 4 x 4 pixels around the unpadded
+coordinate with Keys' cubic convolution weights (A = -0.75) of its fractional
+part; torch applies the padding mode to each of the 16 tap positions (border
+clamps a tap, reflection mirrors it, zeros drops it), so the padding moves
+which pixel a tap reads but not its weight, and the grid's gradient comes from
+the weights only -- kiln does the same. float16 / bfloat16 are computed in
+float32 and rounded once at the end.
 """
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -93,6 +103,8 @@ def affine_grid(theta, size, align_corners=None):
 
 # --- grid_sample --------------------------------------------------------------------------------
 def _check_grid_sample(input, grid, mode: str, padding_mode: str) -> None:
+    """torch's checks, in its order: the Python layer's mode names, then grid_sampler's common, 2-D / 3-D,
+    bicubic, kernel-dtype and dtype-match checks."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")
@@ -100,30 +112,28 @@ def _check_grid_sample(input, grid, mode: str, padding_mode: str) -> None:
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
     sizes = f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
-    if input.dtype != grid.dtype:
-        raise RuntimeError(f"expected scalar type {_scalar(input.dtype)} but found {_scalar(grid.dtype)}")
     if grid.shape[-1] != input.dim() - 2:
         raise RuntimeError(f"grid_sampler(): expected grid to have size {input.dim() - 2} in last dimension, but got "
                            f"grid with sizes {list(grid.shape)}")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got {sizes}")
-    if input.dim() == 4 and grid.dim() != 4:
-        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of dimensions, but got "
-                           f"{sizes}")
-    if input.dim() not in (4, 5) or grid.dim() != input.dim():
-        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
-                           f"got {sizes}")
     for i in range(2, input.dim()):
         if input.shape[i] == 0:
             raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
                                f"sizes {list(input.shape)} with dimension {i} being empty")
-    if input.dim() == 5:
-        raise NotImplementedError("kiln.nn.functional.grid_sample: 5-D (volumetric) input is not supported yet")
-    if mode == "bicubic":
-        raise NotImplementedError("kiln.nn.functional.grid_sample: mode 'bicubic' is not supported yet")
+    if input.dim() == 4 and grid.dim() != 4:
+        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of dimensions, but got "
+                           f"{sizes}")
+    if input.dim() != 4 and (input.dim() != 5 or grid.dim() != 5):
+        raise RuntimeError(f"grid_sampler(): expected 5D input and grid with same number of dimensions, but got "
+                           f"{sizes}")
+    if input.dim() == 5 and mode == "bicubic":
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"grid_sampler_2d_cpu_kernel_impl" not implemented for '
-                                  f"'{_scalar(input.dtype)}'")
+        kernel = "grid_sampler_2d_cpu_kernel_impl" if input.dim() == 4 else "grid_sampler3d_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar(input.dtype)}\'')
+    if input.dtype != grid.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar(input.dtype)} but found {_scalar(grid.dtype)}")
 
 
 def _scalar(dtype) -> str:
@@ -145,56 +155,122 @@ def _reflect(coord, twice_low: int, twice_high: int):
     return _f().where(even, extra + low, (span - extra) + low)
 
 
-def _source_coordinate(coord, size: int, padding_mode: str, align_corners: bool):
-    """A normalised grid coordinate as a pixel coordinate of a dim of ``size``, after the padding mode."""
+def _unnormalize(coord, size: int, align_corners: bool):
+    """A normalised grid coordinate as a pixel coordinate of a dim of ``size``."""
     if align_corners:
-        coord = (coord + 1) * ((size - 1) / 2)
-    else:
-        coord = ((coord + 1) * size - 1) / 2
+        return (coord + 1) * ((size - 1) / 2)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _pad(coord, size: int, padding_mode: str, align_corners: bool):
+    """torch's compute_coordinates: border clamps, reflection mirrors then clamps, zeros leaves as is."""
     if padding_mode == "border":
-        coord = ops.clamp(coord, 0, size - 1)
-    elif padding_mode == "reflection":
+        return ops.clamp(coord, 0, size - 1)
+    if padding_mode == "reflection":
         coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
-        coord = ops.clamp(coord, 0, size - 1)
-    # Infinite or huge coordinates read nothing (torch's safe_downgrade_to_int_range).
+        return ops.clamp(coord, 0, size - 1)
+    return coord
+
+
+def _safe(coord):
+    """Infinite or huge coordinates read nothing (torch's safe_downgrade_to_int_range)."""
     safe = ops.isfinite(coord) & (ops.abs(coord) < 2.0 ** 30)
     return _f().where(safe, coord, _f().full_like(coord, -100.0))
 
 
-def _gather_corner(flat, ix, iy, width: int, height: int):
-    """input values at the integer (detached) coordinates [N, Ho, Wo], zero outside; and the in-bounds mask."""
+def _gather(flat, coords: list, sizes: list):
+    """input values at the integer (detached) coordinates (x, y[, z]) of shape [N, *out], zero where any is
+    outside its dim of ``sizes`` (W, H[, D]); also that in-bounds mask, [N, 1, *out]."""
     n, c = flat.shape[0], flat.shape[1]
-    inside = (ix >= 0) & (ix <= width - 1) & (iy >= 0) & (iy <= height - 1)
-    index = (ops.clamp(iy, 0, height - 1) * width + ops.clamp(ix, 0, width - 1)).to(_C.int64)
-    out_shape = tuple(ix.shape[1:])
+    inside = None
+    index = None
+    stride = 1
+    for coord, size in zip(coords, sizes):
+        ok = (coord >= 0) & (coord <= size - 1)
+        inside = ok if inside is None else inside & ok
+        term = ops.clamp(coord, 0, size - 1) * stride
+        index = term if index is None else index + term
+        stride *= size
+    index = index.to(_C.int64)
+    out_shape = tuple(coords[0].shape[1:])
     index = index.reshape(n, 1, -1).expand(n, c, index[0].numel())
     values = flat.gather(2, index).reshape(n, c, *out_shape)
-    return values, inside.unsqueeze(1)
+    inside = inside.unsqueeze(1)
+    return _f().where(inside, values, _f().zeros_like(values)), inside
+
+
+def _linear(flat, coords: list, sizes: list):
+    """(Bi/tri)linear: the 2 ** dims neighbours of the padded coordinates, weighted by their opposite volumes."""
+    lows = [ops.floor(c.detach()) for c in coords]
+    out = None
+    for corner in itertools.product((0, 1), repeat=len(coords)):
+        taps, weight = [], None
+        for bit, coord, low in zip(corner, coords, lows):
+            taps.append(low + bit)
+            w = (coord - low) if bit else (low + 1 - coord)
+            weight = w if weight is None else weight * w
+        values, _ = _gather(flat, taps, sizes)
+        term = values * weight.unsqueeze(1)
+        out = term if out is None else out + term
+    return out
+
+
+def _nearest(flat, coords: list, sizes: list):
+    """The nearest pixel (half to even); the grid is linked with a zero gradient, as torch gives it zeros."""
+    values, _ = _gather(flat, [ops.round(c.detach()) for c in coords], sizes)
+    total = None
+    for c in coords:
+        total = c if total is None else total + c
+    link = _f().where(_f().zeros_like(total, dtype=_C.bool), total, _f().zeros_like(total))
+    return values + link.unsqueeze(1)
+
+
+def _cubic_weights(t):
+    """Keys' cubic convolution weights (A = -0.75) of the 4 taps around a point t past the second."""
+    a = -0.75
+
+    def near(x):
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _bicubic(flat, x, y, width: int, height: int, padding_mode: str, align_corners: bool):
+    """4 x 4 taps around the unpadded (x, y); each tap's position is padded on its own (see the Note), and
+    one still outside the int range after that reads nothing."""
+    x0, y0 = ops.floor(x.detach()), ops.floor(y.detach())
+    wx, wy = _cubic_weights(x - x0), _cubic_weights(y - y0)
+    columns = [_safe(_pad(x0 + (j - 1), width, padding_mode, align_corners)) for j in range(4)]
+    out = None
+    for i in range(4):
+        row = _safe(_pad(y0 + (i - 1), height, padding_mode, align_corners))
+        for j in range(4):
+            values, _ = _gather(flat, [columns[j], row], [width, height])
+            term = values * (wx[j] * wy[i]).unsqueeze(1)
+            out = term if out is None else out + term
+    return out
 
 
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners=None):
-    """input [N, C, H, W] sampled at grid [N, Ho, Wo, 2] ((x, y) in [-1, 1]); see Note [grid_sample as gathers]."""
+    """input [N, C, H, W] sampled at grid [N, Ho, Wo, 2] ((x, y) in [-1, 1]), or input [N, C, D, H, W] at grid
+    [N, Do, Ho, Wo, 3] ((x, y, z)); see Note [grid_sample as gathers]."""
     _check_grid_sample(input, grid, mode, padding_mode)
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
-    n, c, height, width = input.shape
-    flat = input.reshape(n, c, height * width)
-    x = _source_coordinate(grid.select(-1, 0), width, padding_mode, align_corners)
-    y = _source_coordinate(grid.select(-1, 1), height, padding_mode, align_corners)
-    if mode == "nearest":
-        values, inside = _gather_corner(flat, ops.round(x.detach()), ops.round(y.detach()), width, height)
-        out = _f().where(inside, values, _f().zeros_like(values))
-        # Link the grid with a zero gradient (torch's nearest mode gives the grid zeros, not None).
-        link = _f().where(_f().zeros_like(x, dtype=_C.bool), x + y, _f().zeros_like(x))
-        return out + link.unsqueeze(1)
-    x0, y0 = ops.floor(x.detach()), ops.floor(y.detach())
-    x1, y1 = x0 + 1, y0 + 1
-    wx1, wy1 = x - x0, y - y0
-    wx0, wy0 = x1 - x, y1 - y
-    out = None
-    for cx, cy, weight in ((x0, y0, wx0 * wy0), (x1, y0, wx1 * wy0), (x0, y1, wx0 * wy1), (x1, y1, wx1 * wy1)):
-        values, inside = _gather_corner(flat, cx, cy, width, height)
-        term = _f().where(inside, values * weight.unsqueeze(1), _f().zeros_like(values))
-        out = term if out is None else out + term
-    return out
+    dtype = input.dtype
+    if dtype in (_C.float16, _C.bfloat16):
+        input, grid = input.to(_C.float32), grid.to(_C.float32)
+    n, c = input.shape[0], input.shape[1]
+    sizes = list(reversed(input.shape[2:]))                      # W, H[, D]: the order of the grid's coordinates
+    flat = input.reshape(n, c, int(np.prod(sizes)))
+    raw = [_unnormalize(grid.select(-1, k), size, align_corners) for k, size in enumerate(sizes)]
+    if mode == "bicubic":
+        out = _bicubic(flat, raw[0], raw[1], sizes[0], sizes[1], padding_mode, align_corners)
+    else:
+        coords = [_safe(_pad(r, size, padding_mode, align_corners)) for r, size in zip(raw, sizes)]
+        out = _nearest(flat, coords, sizes) if mode == "nearest" else _linear(flat, coords, sizes)
+    return out.to(dtype) if out.dtype != dtype else out
