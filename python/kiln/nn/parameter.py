@@ -5,7 +5,8 @@ from __future__ import annotations
 from kiln import _C
 from kiln._tensor import Tensor
 
-__all__ = ["Parameter"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "UninitializedTensorMixin",
+           "is_lazy"]
 
 
 class Parameter(Tensor):
@@ -35,3 +36,20 @@ class Parameter(Tensor):
 
 def _rebuild_parameter(data, requires_grad):
     return Parameter(data, requires_grad)
+
+
+# Buffer and the lazy-module placeholders live in kiln/nn/modules/_parameter_types.py
+# (this file stays the Parameter class alone); torch's spelling reaches them here.
+_MOVED = ("Buffer", "UninitializedParameter", "UninitializedBuffer", "UninitializedTensorMixin", "is_lazy")
+
+
+def __getattr__(name):
+    if name in _MOVED:
+        from kiln.nn.modules import _parameter_types
+
+        return getattr(_parameter_types, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_MOVED))

@@ -36,6 +36,18 @@ from kiln.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNC
 from kiln.nn.modules.transformer import (
     Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
 )
+from kiln.nn.modules.conv_transpose3d import ConvTranspose3d
+from kiln.nn.modules.fractional_pool import FractionalMaxPool2d, FractionalMaxPool3d
+from kiln.nn.modules.loss_extra import NLLLoss2d, TripletMarginWithDistanceLoss
+from kiln.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
+from kiln.nn.modules.cross_map_lrn import CrossMapLRN2d
+from kiln.nn.modules.legacy_container import Container
+from kiln.nn.modules.sync_batchnorm import SyncBatchNorm
+from kiln.nn.modules.lazy_layers import (
+    LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
+    LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear,
+)
+from kiln.nn.modules import lazy  # noqa: F401  (kiln.nn.modules.lazy.LazyModuleMixin, as torch)
 
 __all__ = [name for name in dir() if name[0].isupper()] + [
     "register_module_forward_hook", "register_module_forward_pre_hook"]

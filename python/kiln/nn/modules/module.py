@@ -247,7 +247,9 @@ class Module:
                 modules[name] = value
             else:
                 buffers = self.__dict__.get("_buffers")
-                if buffers is not None and name in buffers:
+                if getattr(value, "_is_buffer", False) is True and isinstance(value, _C.TensorBase):
+                    self.register_buffer(name, value, value.persistent)  # a kiln.nn.Buffer, as torch
+                elif buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, _C.TensorBase):
                         raise TypeError(f"cannot assign '{type(value).__module__}.{type(value).__name__}' as buffer "
                                         f"'{name}' (kiln.Tensor or None expected)")
