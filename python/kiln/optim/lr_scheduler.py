@@ -1,159 +1,149 @@
-"""Learning-rate schedulers with PyTorch's formulas (chainable updates where
-PyTorch uses them, so values match step for step)."""
+"""kiln.optim.lr_scheduler: torch 2.13's learning-rate schedulers.
+
+Each scheduler matches torch's formulas in both forms: the chainable
+``get_lr()`` (from the groups' current lr, so schedulers can be stacked on one
+optimizer) and, where torch has one, the closed form used by
+``step(epoch)``. The base class and its protocol are in ``_lr_base``; the
+cyclic / warm-restart ones in ``_lr_cyclic``; ReduceLROnPlateau in
+``_lr_plateau``; SequentialLR and ChainedScheduler in ``_lr_composite``."""
 
 from __future__ import annotations
 
 import math
-import warnings
+import types
 from bisect import bisect_right
 from collections import Counter
-from typing import Callable
+from typing import Any, Callable
 
-__all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "LambdaLR", "CosineAnnealingLR", "LinearLR",
-           "OneCycleLR", "SequentialLR"]
+from kiln.optim._lr_base import (EPOCH_DEPRECATION_WARNING, LRScheduler, _format_param, _LRScheduler,  # noqa: F401
+                                 _param_groups_val_list, _update_param_group_val, _warn_get_lr_called_within_step)
 
-
-class LRScheduler:
-    def __init__(self, optimizer, last_epoch: int = -1) -> None:
-        self.optimizer = optimizer
-        if last_epoch == -1:
-            for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
-        else:
-            for i, group in enumerate(optimizer.param_groups):
-                if "initial_lr" not in group:
-                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming an "
-                                   "optimizer")
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
-        self.last_epoch = last_epoch
-        self._initial_step()
-
-    def _initial_step(self) -> None:
-        self._step_count = 0
-        self.step()
-
-    def get_lr(self) -> list[float]:
-        raise NotImplementedError
-
-    def get_last_lr(self) -> list[float]:
-        return self._last_lr
-
-    def step(self, epoch: int | None = None) -> None:
-        self._step_count += 1
-        if epoch is None:
-            self.last_epoch += 1
-            values = self.get_lr()
-        else:
-            warnings.warn("The epoch parameter in `scheduler.step()` was not necessary and is being deprecated "
-                          "where possible.", UserWarning, stacklevel=2)
-            self.last_epoch = epoch
-            values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
-
-    def state_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        self.__dict__.update(state_dict)
+__all__ = ["LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",
+           "SequentialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR",
+           "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR", "LRScheduler"]
 
 
-_LRScheduler = LRScheduler
+def _lambdas(optimizer, lr_lambda) -> list:
+    if not isinstance(lr_lambda, (list, tuple)):
+        return [lr_lambda] * len(optimizer.param_groups)
+    if len(lr_lambda) != len(optimizer.param_groups):
+        raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
+    return list(lr_lambda)
 
 
-class LambdaLR(LRScheduler):
-    def __init__(self, optimizer, lr_lambda: Callable[[int], float] | list, last_epoch: int = -1) -> None:
-        self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        super().__init__(optimizer, last_epoch)
+class _LambdaState:
+    """state_dict without the lambdas; a callable object's __dict__ is saved (plain functions are not)."""
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None] * len(self.lr_lambdas)
+        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+                               for fn in self.lr_lambdas]
         return state
 
-    def get_lr(self) -> list[float]:
-        return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        lr_lambdas = state_dict.pop("lr_lambdas")
+        self.__dict__.update(state_dict)
+        state_dict["lr_lambdas"] = lr_lambdas
+        for fn, saved in zip(self.lr_lambdas, lr_lambdas):
+            if saved is not None:
+                fn.__dict__.update(saved)
+
+
+class LambdaLR(_LambdaState, LRScheduler):
+    """lr = initial_lr * lr_lambda(epoch)."""
+
+    def __init__(self, optimizer, lr_lambda: Callable[[int], float] | list, last_epoch: int = -1) -> None:
+        self.optimizer = optimizer
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
+        return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)]
+
+
+class MultiplicativeLR(_LambdaState, LRScheduler):
+    """lr <- lr * lr_lambda(epoch) at every step after the first."""
+
+    def __init__(self, optimizer, lr_lambda: Callable[[int], float] | list, last_epoch: int = -1) -> None:
+        self.optimizer = optimizer
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
+        for fn in self.lr_lambdas:
+            if not callable(fn):
+                raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
+        if self._is_initial:
+            return _param_groups_val_list(self.optimizer, "lr")
+        return [g["lr"] * fn(self.last_epoch)
+                for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)]
 
 
 class StepLR(LRScheduler):
+    """lr * gamma every step_size epochs."""
+
     def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
+    def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
-            return [group["lr"] for group in self.optimizer.param_groups]
-        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+            return _param_groups_val_list(self.optimizer, "lr")
+        return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
 
-    def _get_closed_form_lr(self) -> list[float]:
+    def _get_closed_form_lr(self) -> list:
         return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
 
 
 class MultiStepLR(LRScheduler):
+    """lr * gamma at each milestone (a repeated milestone applies gamma that many times)."""
+
     def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1) -> None:
         self.milestones = Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
+    def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch not in self.milestones:
-            return [group["lr"] for group in self.optimizer.param_groups]
-        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch]
-                for group in self.optimizer.param_groups]
+            return _param_groups_val_list(self.optimizer, "lr")
+        return [g["lr"] * self.gamma ** self.milestones[self.last_epoch] for g in self.optimizer.param_groups]
 
-    def _get_closed_form_lr(self) -> list[float]:
+    def _get_closed_form_lr(self) -> list:
         milestones = sorted(self.milestones.elements())
         return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
 
 
-class ExponentialLR(LRScheduler):
-    def __init__(self, optimizer, gamma: float, last_epoch: int = -1) -> None:
-        self.gamma = gamma
+class ConstantLR(LRScheduler):
+    """lr * factor until total_iters, then lr."""
+
+    def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch: int = -1) -> None:
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
+    def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0:
-            return [group["lr"] for group in self.optimizer.param_groups]
-        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+            return [g["lr"] * self.factor for g in self.optimizer.param_groups]
+        if self.last_epoch != self.total_iters:
+            return _param_groups_val_list(self.optimizer, "lr")
+        return [g["lr"] * (1.0 / self.factor) for g in self.optimizer.param_groups]
 
-    def _get_closed_form_lr(self) -> list[float]:
-        return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
-
-
-class CosineAnnealingLR(LRScheduler):
-    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
-        self.T_max = T_max
-        self.eta_min = eta_min
-        super().__init__(optimizer, last_epoch)
-
-    def get_lr(self) -> list[float]:
-        groups = self.optimizer.param_groups
-        if self.last_epoch == 0:
-            return [group["lr"] for group in groups]
-        if self._step_count == 1 and self.last_epoch > 0:
-            return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max))
-                    / 2 for base_lr in self.base_lrs]
-        if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
-            return [group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
-                    for base_lr, group in zip(self.base_lrs, groups)]
-        return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
-                / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max)) * (group["lr"] - self.eta_min)
-                + self.eta_min for group in groups]
-
-    def _get_closed_form_lr(self) -> list[float]:
-        return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+    def _get_closed_form_lr(self) -> list:
+        return [base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
                 for base_lr in self.base_lrs]
 
 
 class LinearLR(LRScheduler):
+    """The factor moves linearly from start_factor to end_factor over total_iters."""
+
     def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0, total_iters: int = 5,
                  last_epoch: int = -1) -> None:
         if start_factor > 1.0 or start_factor <= 0:
@@ -165,147 +155,88 @@ class LinearLR(LRScheduler):
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float]:
+    def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
         groups = self.optimizer.param_groups
         if self.last_epoch == 0:
-            return [group["lr"] * self.start_factor for group in groups]
-        if self.last_epoch > self.total_iters:
-            return [group["lr"] for group in groups]
-        return [group["lr"] * (1.0 + (self.end_factor - self.start_factor)
-                               / (self.total_iters * self.start_factor
-                                  + (self.last_epoch - 1) * (self.end_factor - self.start_factor)))
-                for group in groups]
+            return [g["lr"] * self.start_factor for g in groups]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _param_groups_val_list(self.optimizer, "lr")
+        span = self.end_factor - self.start_factor
+        ratio = 1.0 + span / (self.total_iters * self.start_factor + (self.last_epoch - 1) * span)
+        return [g["lr"] * ratio for g in groups]
 
-    def _get_closed_form_lr(self) -> list[float]:
+    def _get_closed_form_lr(self) -> list:
         return [base_lr * (self.start_factor + (self.end_factor - self.start_factor)
                            * min(self.total_iters, self.last_epoch) / self.total_iters) for base_lr in self.base_lrs]
 
 
-class OneCycleLR(LRScheduler):
-    def __init__(self, optimizer, max_lr, total_steps: int | None = None, epochs: int | None = None,
-                 steps_per_epoch: int | None = None, pct_start: float = 0.3, anneal_strategy: str = "cos",
-                 cycle_momentum: bool = True, base_momentum: float = 0.85, max_momentum: float = 0.95,
-                 div_factor: float = 25.0, final_div_factor: float = 1e4, three_phase: bool = False,
-                 last_epoch: int = -1) -> None:
-        self.optimizer = optimizer
-        if total_steps is not None:
-            if total_steps <= 0 or not isinstance(total_steps, int):
-                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
-            self.total_steps = total_steps
-        elif epochs is not None and steps_per_epoch is not None:
-            self.total_steps = epochs * steps_per_epoch
-        else:
-            raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
-        if three_phase:
-            self._schedule_phases = [
-                {"end_step": float(pct_start * self.total_steps) - 1, "start_lr": "initial_lr", "end_lr": "max_lr",
-                 "start_momentum": "max_momentum", "end_momentum": "base_momentum"},
-                {"end_step": float(2 * pct_start * self.total_steps) - 2, "start_lr": "max_lr",
-                 "end_lr": "initial_lr", "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
-                {"end_step": self.total_steps - 1, "start_lr": "initial_lr", "end_lr": "min_lr",
-                 "start_momentum": "max_momentum", "end_momentum": "max_momentum"},
-            ]
-        else:
-            self._schedule_phases = [
-                {"end_step": float(pct_start * self.total_steps) - 1, "start_lr": "initial_lr", "end_lr": "max_lr",
-                 "start_momentum": "max_momentum", "end_momentum": "base_momentum"},
-                {"end_step": self.total_steps - 1, "start_lr": "max_lr", "end_lr": "min_lr",
-                 "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
-            ]
-        if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
-            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
-        if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
-        self._anneal_func_type = anneal_strategy
-        max_lrs = list(max_lr) if isinstance(max_lr, (list, tuple)) else [max_lr] * len(optimizer.param_groups)
-        if last_epoch == -1:
-            for lr, group in zip(max_lrs, optimizer.param_groups):
-                group["initial_lr"] = lr / div_factor
-                group["max_lr"] = lr
-                group["min_lr"] = group["initial_lr"] / final_div_factor
-        self.cycle_momentum = cycle_momentum
-        if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
-            for group in optimizer.param_groups:
-                if last_epoch == -1:
-                    if self.use_beta1:
-                        group["betas"] = (max_momentum, *group["betas"][1:])
-                    else:
-                        group["momentum"] = max_momentum
-                    group["max_momentum"] = max_momentum
-                    group["base_momentum"] = base_momentum
+class ExponentialLR(LRScheduler):
+    """lr * gamma every epoch."""
+
+    def __init__(self, optimizer, gamma: float, last_epoch: int = -1) -> None:
+        self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def _anneal(self, start: float, end: float, pct: float) -> float:
-        if self._anneal_func_type == "cos":
-            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
-        return (end - start) * pct + start
+    def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
+        if self._is_initial:
+            return _param_groups_val_list(self.optimizer, "lr")
+        return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
 
-    def get_lr(self) -> list[float]:
-        lrs = []
-        step_num = self.last_epoch
-        if step_num > self.total_steps:
-            raise ValueError(f"Tried to step {step_num} times. The specified number of total steps is "
-                             f"{self.total_steps}")
-        for group in self.optimizer.param_groups:
-            start_step = 0.0
-            computed_lr = computed_momentum = 0.0
-            for i, phase in enumerate(self._schedule_phases):
-                end_step = phase["end_step"]
-                if step_num <= end_step or i == len(self._schedule_phases) - 1:
-                    pct = (step_num - start_step) / (end_step - start_step)
-                    computed_lr = self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct)
-                    if self.cycle_momentum:
-                        computed_momentum = self._anneal(group[phase["start_momentum"]],
-                                                         group[phase["end_momentum"]], pct)
-                    break
-                start_step = phase["end_step"]
-            lrs.append(computed_lr)
-            if self.cycle_momentum:
-                if self.use_beta1:
-                    group["betas"] = (computed_momentum, *group["betas"][1:])
-                else:
-                    group["momentum"] = computed_momentum
-        return lrs
+    def _get_closed_form_lr(self) -> list:
+        return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
 
 
-class SequentialLR(LRScheduler):
-    def __init__(self, optimizer, schedulers: list, milestones: list[int], last_epoch: int = -1) -> None:
-        if len(schedulers) < 1:
-            raise ValueError(f"{self.__class__.__name__} expects at least one scheduler, but got no scheduler.")
-        for i, scheduler in enumerate(schedulers):
-            if scheduler.optimizer is not optimizer:
-                raise ValueError(f"{self.__class__.__name__} expects all schedulers to belong to the same optimizer, "
-                                 f"but got scheduler {scheduler.__class__.__name__} at index {i} has "
-                                 f"{scheduler.optimizer}, which is different from {optimizer}.")
-        if len(milestones) != len(schedulers) - 1:
-            raise ValueError("Sequential Schedulers expects number of schedulers provided to be one more than the "
-                             f"number of milestone points, but got number of schedulers {len(schedulers)} and the "
-                             f"number of milestones to be equal to {len(milestones)}")
-        self._schedulers = schedulers
-        self._milestones = milestones
-        self.last_epoch = last_epoch + 1
-        self.optimizer = optimizer
-        for group in self.optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
-        for scheduler in self._schedulers:
-            scheduler.last_epoch -= 1
-        self._schedulers[0]._initial_step()
-        self._last_lr = schedulers[0].get_last_lr()
+class PolynomialLR(LRScheduler):
+    """lr * (1 - epoch / total_iters) ** power, reaching 0 at total_iters."""
 
-    def step(self) -> None:  # type: ignore[override]
-        self.last_epoch += 1
-        idx = bisect_right(self._milestones, self.last_epoch)
-        scheduler = self._schedulers[idx]
-        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
-            scheduler.step(0)
-        else:
-            scheduler.step()
-        self._last_lr = scheduler.get_last_lr()
+    def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1) -> None:
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
 
-    def state_dict(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
+    def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _param_groups_val_list(self.optimizer, "lr")
+        decay = ((1.0 - self.last_epoch / self.total_iters)
+                 / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [g["lr"] * decay for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+                for base_lr in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Cosine from initial_lr down to eta_min over T_max epochs (and back up, periodically)."""
+
+    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list:
+        _warn_get_lr_called_within_step(self)
+        groups = self.optimizer.param_groups
+        if self._is_initial:
+            return _param_groups_val_list(self.optimizer, "lr")
+        if self._step_count == 1 and self.last_epoch > 0:
+            return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max))
+                    / 2 for base_lr in self.base_lrs]
+        if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
+            return [g["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+                    for base_lr, g in zip(self.base_lrs, groups, strict=True)]
+        return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
+                / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max)) * (g["lr"] - self.eta_min)
+                + self.eta_min for g in groups]
+
+    def _get_closed_form_lr(self) -> list:
+        return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base_lr in self.base_lrs]
+
+
+from kiln.optim._lr_plateau import ReduceLROnPlateau  # noqa: E402
+from kiln.optim._lr_composite import ChainedScheduler, SequentialLR  # noqa: E402
+from kiln.optim._lr_cyclic import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR  # noqa: E402
