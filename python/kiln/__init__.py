@@ -198,3 +198,8 @@ _api_extra.install(globals(), Tensor)
 _numeric_extra.install(globals(), Tensor)
 _nn_extra.install(nn.functional, globals())
 _linalg_extra.install(linalg, globals(), Tensor)
+
+# kiln.func (torch.func: vmap, grad, jacrev, functional_call, ...) and kiln.vmap, after everything they build on.
+from kiln import func  # noqa: E402
+
+vmap = func.vmap

@@ -19,6 +19,7 @@ from kiln.autograd.grad_mode import (
 from kiln.autograd.anomaly_mode import detect_anomaly, set_detect_anomaly
 from kiln.autograd.function import Function, FunctionCtx, once_differentiable
 from kiln.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from kiln.autograd import functional  # torch.autograd.functional: vjp, jvp, jacobian, hessian, vhp, hvp
 
 __all__ = [
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",

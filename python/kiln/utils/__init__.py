@@ -1,5 +1,6 @@
-"""kiln.utils: data loading (kiln.utils.data), as torch.utils."""
+"""kiln.utils: data loading (kiln.utils.data) and activation checkpointing
+(kiln.utils.checkpoint), as torch.utils."""
 
-from kiln.utils import data
+from kiln.utils import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
