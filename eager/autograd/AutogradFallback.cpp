@@ -68,7 +68,7 @@ void autograd_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Sta
   if (!any_requires_grad) return;
   std::shared_ptr<NotImplementedNode> node;
   auto attach = [&](const Tensor& out) {
-    if (!out.defined() || !is_floating_point(out.dtype())) return;
+    if (!out.defined() || !is_differentiable_dtype(out.dtype())) return;
     if (!node) {
       node = std::make_shared<NotImplementedNode>(schema.name().str());
       std::vector<Edge> edges;

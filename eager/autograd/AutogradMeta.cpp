@@ -121,7 +121,7 @@ void move_retain_grad_hook(AutogradMeta& m, Node* old_fn) {
 
 void set_history_if_differentiable(const Tensor& output, const std::shared_ptr<Node>& fn) {
   if (!output.defined()) return;
-  if (is_floating_point(output.dtype())) {
+  if (is_differentiable_dtype(output.dtype())) {
     set_history(output, fn);
   } else {
     (void)fn->add_input_metadata(output);

@@ -28,6 +28,11 @@ namespace kiln::autograd::formula {
   return kiln::add(kiln::zeros(grad.sizes(), grad.dtype(), grad.device()), grad, alpha);
 }
 
+/// The complex conjugate of a complex tensor (recorded, so double backward sees it); a real tensor itself.
+[[nodiscard]] inline Tensor conj_if_complex(const Tensor& t) {
+  return t.defined() && is_complex(t.dtype()) ? kiln::conj_physical(t) : t;
+}
+
 [[nodiscard]] inline Tensor zeros_like(const Tensor& t) { return kiln::zeros(t.sizes(), t.dtype(), t.device()); }
 
 [[nodiscard]] inline Tensor to(const Tensor& t, DType dtype) {

@@ -1,6 +1,7 @@
 // DType: the element types a tensor can hold, their names, sizes and promotion.
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -10,11 +11,13 @@
 
 namespace kiln {
 
-/// Every dtype once: _(C++ type, Enum name, Python name, legacy tensor name, category).
-/// Categories order type promotion: Bool < Integral < Floating.
+/// Every real dtype once: _(C++ type, Enum name, Python name, legacy tensor name, category).
+/// Categories order type promotion: Bool < Integral < Floating < Complex.
 /// Note [One dtype list]: everything that enumerates dtypes (names, sizes,
 /// promotion tables, the Python dtype objects, numpy and DLPack codes) expands
-/// this macro or is checked against kNumDTypes with a static_assert.
+/// KILN_FORALL_DTYPES_AND_COMPLEX or is checked against kNumDTypes with a
+/// static_assert. See Note [Complex dtypes] for why the complex ones are a
+/// second list.
 #define KILN_FORALL_DTYPES(_)                             \
   _(float, Float32, "float32", "FloatTensor", Floating)   \
   _(double, Float64, "float64", "DoubleTensor", Floating) \
@@ -27,18 +30,35 @@ namespace kiln {
   _(uint8_t, UInt8, "uint8", "ByteTensor", Integral)      \
   _(bool, Bool, "bool", "BoolTensor", Bool)
 
+// Note [Complex dtypes]
+// ---------------------
+// complex64 and complex128 hold std::complex<float> / std::complex<double>
+// (real part first, as PyTorch's c10::complex and numpy lay them out). They
+// are enumerated by their own list because most kernels are written for real
+// numbers (ordering, rounding, Vec<T> arithmetic): visit_dtype visits the real
+// dtypes only and raises NotImplementedError ("... not implemented for
+// 'ComplexFloat'") for a complex one, as PyTorch's AT_DISPATCH macros do for
+// a kernel without a complex case. A kernel that handles complex numbers opts
+// in with visit_dtype_and_complex. So adding the dtypes changed no kernel's
+// behaviour for real inputs, and each complex kernel is a deliberate one.
+#define KILN_FORALL_COMPLEX_DTYPES(_)                                                    \
+  _(std::complex<float>, Complex64, "complex64", "ComplexFloatTensor", Complex)         \
+  _(std::complex<double>, Complex128, "complex128", "ComplexDoubleTensor", Complex)
+
+#define KILN_FORALL_DTYPES_AND_COMPLEX(_) KILN_FORALL_DTYPES(_) KILN_FORALL_COMPLEX_DTYPES(_)
+
 enum class DType : int8_t {
 #define KILN_DTYPE_ENUM_(ctype, name, pyname, legacy, cat) name,
-  KILN_FORALL_DTYPES(KILN_DTYPE_ENUM_)
+  KILN_FORALL_DTYPES_AND_COMPLEX(KILN_DTYPE_ENUM_)
 #undef KILN_DTYPE_ENUM_
 };
 
 #define KILN_DTYPE_COUNT_(...) +1
-inline constexpr int kNumDTypes = 0 KILN_FORALL_DTYPES(KILN_DTYPE_COUNT_);
+inline constexpr int kNumDTypes = 0 KILN_FORALL_DTYPES_AND_COMPLEX(KILN_DTYPE_COUNT_);
 #undef KILN_DTYPE_COUNT_
-static_assert(kNumDTypes == 10, "update the promotion table in DType.cpp");
+static_assert(kNumDTypes == 12, "update the promotion table in DType.cpp");
 
-enum class DTypeCategory : int8_t { Bool = 0, Integral = 1, Floating = 2 };
+enum class DTypeCategory : int8_t { Bool = 0, Integral = 1, Floating = 2, Complex = 3 };
 
 /// Size in bytes of one element.
 [[nodiscard]] constexpr int64_t itemsize(DType t) {
@@ -46,7 +66,7 @@ enum class DTypeCategory : int8_t { Bool = 0, Integral = 1, Floating = 2 };
 #define KILN_DTYPE_SIZE_(ctype, name, pyname, legacy, cat) \
   case DType::name:                                         \
     return static_cast<int64_t>(sizeof(ctype));
-    KILN_FORALL_DTYPES(KILN_DTYPE_SIZE_)
+    KILN_FORALL_DTYPES_AND_COMPLEX(KILN_DTYPE_SIZE_)
 #undef KILN_DTYPE_SIZE_
   }
   return 0;
@@ -57,7 +77,7 @@ enum class DTypeCategory : int8_t { Bool = 0, Integral = 1, Floating = 2 };
 #define KILN_DTYPE_CAT_(ctype, name, pyname, legacy, cat) \
   case DType::name:                                      \
     return DTypeCategory::cat;
-    KILN_FORALL_DTYPES(KILN_DTYPE_CAT_)
+    KILN_FORALL_DTYPES_AND_COMPLEX(KILN_DTYPE_CAT_)
 #undef KILN_DTYPE_CAT_
   }
   return DTypeCategory::Bool;
@@ -68,6 +88,25 @@ enum class DTypeCategory : int8_t { Bool = 0, Integral = 1, Floating = 2 };
   return category(t) == DTypeCategory::Integral || (include_bool && t == DType::Bool);
 }
 [[nodiscard]] constexpr bool is_signed(DType t) { return t != DType::UInt8 && t != DType::Bool; }
+[[nodiscard]] constexpr bool is_complex(DType t) { return category(t) == DTypeCategory::Complex; }
+/// Whether tensors of this dtype can require gradients (floating and complex, as in PyTorch).
+[[nodiscard]] constexpr bool is_differentiable_dtype(DType t) {
+  return category(t) == DTypeCategory::Floating || category(t) == DTypeCategory::Complex;
+}
+/// complex64 -> float32, complex128 -> float64; a real dtype is its own.
+[[nodiscard]] constexpr DType to_real_value_type(DType t) {
+  return t == DType::Complex64 ? DType::Float32 : t == DType::Complex128 ? DType::Float64 : t;
+}
+/// float64 -> complex128; every other floating dtype -> complex64 (kiln has no
+/// complex32); a complex dtype is its own.
+[[nodiscard]] constexpr DType to_complex_type(DType t) {
+  return is_complex(t) ? t : t == DType::Float64 ? DType::Complex128 : DType::Complex64;
+}
+
+template <typename T>
+inline constexpr bool is_complex_v = false;
+template <typename T>
+inline constexpr bool is_complex_v<std::complex<T>> = true;
 
 /// "float32", "int64", ...
 [[nodiscard]] std::string_view dtype_name(DType t);
@@ -94,21 +133,37 @@ constexpr DType dtype_of();
   constexpr DType dtype_of<ctype>() {                   \
     return DType::name;                                 \
   }
-KILN_FORALL_DTYPES(KILN_DTYPE_OF_)
+KILN_FORALL_DTYPES_AND_COMPLEX(KILN_DTYPE_OF_)
 #undef KILN_DTYPE_OF_
 
-/// Runs `fn` with a value of the C++ element type of `t`:
-///   visit_dtype(t, [&](auto tag) { using T = decltype(tag); ... });
-template <typename Fn>
-decltype(auto) visit_dtype(DType t, Fn&& fn) {
-  switch (t) {
+/// NotImplementedError "<what> not implemented for 'ComplexFloat'" (visit_dtype's complex case).
+[[noreturn]] void fail_dtype_not_implemented(DType t);
+
 #define KILN_DTYPE_VISIT_(ctype, name, pyname, legacy, cat) \
   case DType::name:                                        \
     return fn(ctype{});
+
+/// Runs `fn` with a value of the C++ element type of real dtype `t`:
+///   visit_dtype(t, [&](auto tag) { using T = decltype(tag); ... });
+/// A complex `t` raises NotImplementedError (Note [Complex dtypes]).
+template <typename Fn>
+decltype(auto) visit_dtype(DType t, Fn&& fn) {
+  switch (t) {
     KILN_FORALL_DTYPES(KILN_DTYPE_VISIT_)
-#undef KILN_DTYPE_VISIT_
+    default:
+      break;
+  }
+  fail_dtype_not_implemented(t);
+}
+
+/// visit_dtype for kernels that also handle std::complex<float> / <double>.
+template <typename Fn>
+decltype(auto) visit_dtype_and_complex(DType t, Fn&& fn) {
+  switch (t) {
+    KILN_FORALL_DTYPES_AND_COMPLEX(KILN_DTYPE_VISIT_)
   }
   return fn(float{});
 }
+#undef KILN_DTYPE_VISIT_
 
 }  // namespace kiln

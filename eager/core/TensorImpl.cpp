@@ -119,7 +119,7 @@ void TensorImpl::refresh_numel_and_contiguity() {
 
 void TensorImpl::set_requires_grad(bool value) {
   if (!value && !autograd_meta_) return;
-  KILN_CHECK(!value || is_floating_point(dtype_),
+  KILN_CHECK(!value || is_differentiable_dtype(dtype_),
              "only Tensors of floating point and complex dtype can require gradients");
   if (!autograd_meta_) autograd_meta_ = g_autograd_meta_factory.load()();
   autograd_meta_->set_requires_grad(value);

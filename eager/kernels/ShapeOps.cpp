@@ -46,6 +46,8 @@ std::string_view typemeta_name(DType dtype) {
     case DType::Int64: return "long int";
     case DType::UInt8: return "unsigned char";
     case DType::Bool: return "bool";
+    case DType::Complex64: return "c10::complex<float>";
+    case DType::Complex128: return "c10::complex<double>";
   }
   return scalar_type_name(dtype);
 }

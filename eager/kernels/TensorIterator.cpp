@@ -135,7 +135,7 @@ void TensorIterator::compute_types(const TensorIteratorConfig& config) {
   } else {
     common_dtype_ = operands_.empty() ? default_dtype() : operands_[0].tensor.dtype();
   }
-  if (config.promote_integer_to_float_ && !is_floating_point(common_dtype_)) common_dtype_ = default_dtype();
+  if (config.promote_integer_to_float_ && !is_floating_point(common_dtype_) && !is_complex(common_dtype_)) common_dtype_ = default_dtype();
 
   if (config.check_same_dtype_) {
     for (const auto& op : operands_) {

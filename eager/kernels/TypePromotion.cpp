@@ -32,9 +32,13 @@ DimVector broadcast_strides(const Tensor& t, IntArrayRef shape) {
 
 namespace {
 
-/// The dtype a lower tier contributes when its category wins.
+/// The dtype a lower tier contributes when its category wins. A complex lower
+/// tier keeps a floating higher tier's precision (float64 tensor * complex64
+/// 0-d is complex128, float32 tensor * complex128 0-d complex64), as in PyTorch.
 DType promote_within_category(DType higher_tier, DType lower_tier) {
-  return category(lower_tier) > category(higher_tier) ? lower_tier : higher_tier;
+  if (category(lower_tier) <= category(higher_tier)) return higher_tier;
+  if (is_complex(lower_tier) && is_floating_point(higher_tier)) return to_complex_type(higher_tier);
+  return lower_tier;
 }
 
 }  // namespace
@@ -45,7 +49,10 @@ void ResultTypeState::update(const Tensor& t) {
   DType d = t.dtype();
   if (tier == 2) {
     // A Python float is the default dtype, a Python int int64, whatever precision the tensor holds.
-    d = is_floating_point(d) ? default_dtype() : (d == DType::Bool ? DType::Bool : DType::Int64);
+    d = is_floating_point(d)  ? default_dtype()
+        : is_complex(d)       ? to_complex_type(default_dtype())
+        : d == DType::Bool    ? DType::Bool
+                              : DType::Int64;
   }
   tiers_[tier] = tiers_[tier] ? promote_types(*tiers_[tier], d) : d;
 }
@@ -78,7 +85,8 @@ DType result_type(const Tensor& a, const Scalar& b) {
 
 bool can_cast(DType from, DType to) {
   // PyTorch's rule: no float -> integral, no non-bool -> bool.
-  if (is_floating_point(from) && !is_floating_point(to)) return false;
+  if (is_complex(from) && !is_complex(to)) return false;
+  if (is_floating_point(from) && !is_floating_point(to) && !is_complex(to)) return false;
   if (from != DType::Bool && to == DType::Bool) return false;
   return true;
 }

@@ -17,6 +17,8 @@ Tensor as_strided_view_(const Tensor& self, IntArrayRef size, IntArrayRef stride
 
 Tensor view_view(const Tensor& self, IntArrayRef size) { return make_view(self, view_geometry(self, size)); }
 Tensor view_dtype_view(const Tensor& self, DType dtype) { return view_dtype_impl(self, dtype); }
+Tensor view_as_real_view(const Tensor& self) { return view_as_real_impl(self); }
+Tensor view_as_complex_view(const Tensor& self) { return view_as_complex_impl(self); }
 
 Tensor transpose_view(const Tensor& self, int64_t dim0, int64_t dim1) {
   return make_view(self, transpose_geometry(self, dim0, dim1));

@@ -49,7 +49,7 @@ Tensor make_view(const Tensor& base, const ViewGeometry& g, std::optional<DType>
     // Every differentiable view visits autograd kernels: its base may gain
     // history after it was made, through another alias, and the view's ops
     // must then record it.
-    if (is_floating_point(impl->dtype())) impl->set_key_set(impl->key_set().add(DispatchKey::Autograd));
+    if (is_differentiable_dtype(impl->dtype())) impl->set_key_set(impl->key_set().add(DispatchKey::Autograd));
   }
   return Tensor(std::move(impl));
 }
@@ -337,6 +337,45 @@ Tensor view_dtype_impl(const Tensor& self, DType dtype) {
   g.sizes[last] /= ratio;
   g.offset /= ratio;
   return make_view(self, g, dtype);
+}
+
+// Note [Complex views]
+// view_as_real and view_as_complex reinterpret the same storage: a complex
+// element is two adjacent reals, so the real view doubles every stride and
+// the offset and adds a last dim of size 2 and stride 1. They are
+// differentiable through their derivative formulas (each one's gradient is the
+// other view of grad); like dtype views they keep no view base, so an in-place
+// write through one does not rebase the other's history.
+Tensor view_as_real_impl(const Tensor& self) {
+  KILN_CHECK(is_complex(self.dtype()), "view_as_real is only supported for complex tensors");
+  ViewGeometry g = geometry_of(self);
+  for (int64_t& stride : g.strides) stride *= 2;
+  g.sizes.push_back(2);
+  g.strides.push_back(1);
+  g.offset *= 2;
+  return make_view(self, g, to_real_value_type(self.dtype()));
+}
+
+Tensor view_as_complex_impl(const Tensor& self) {
+  KILN_CHECK_NOT_IMPLEMENTED(self.dtype() != DType::Float16,
+                             "view_as_complex: kiln has no complex32, so float16 pairs cannot be viewed as complex");
+  KILN_CHECK(self.dtype() == DType::Float32 || self.dtype() == DType::Float64,
+             "view_as_complex is only supported for half, float and double tensors, but got a tensor of scalar type: ",
+             scalar_type_name(self.dtype()));
+  KILN_CHECK(self.dim() != 0, "Input tensor must have one or more dimensions");
+  const int64_t last = self.dim() - 1;
+  KILN_CHECK(self.sizes()[last] == 2, "Tensor must have a last dimension of size 2");
+  KILN_CHECK(self.strides()[last] == 1, "Tensor must have a last dimension with stride 1");
+  ViewGeometry g = geometry_of(self);
+  g.sizes.pop_back();
+  g.strides.pop_back();
+  for (int64_t stride : g.strides) {
+    KILN_CHECK(stride % 2 == 0, "Tensor must have a stride divisible by 2 for all but last dimension");
+  }
+  KILN_CHECK(g.offset % 2 == 0, "Tensor must have a storage_offset divisible by 2");
+  for (int64_t& stride : g.strides) stride /= 2;
+  g.offset /= 2;
+  return make_view(self, g, to_complex_type(self.dtype()));
 }
 
 std::vector<Tensor> split_impl(const Tensor& self, int64_t split_size, int64_t dim) {

@@ -78,6 +78,10 @@ const Tensor& set_geometry_(const Tensor& self, const ViewGeometry& geometry);
 [[nodiscard]] Tensor select_impl(const Tensor& self, int64_t dim, int64_t index);
 /// The same elements read as `dtype` (PyTorch's view(dtype) rules for other element sizes).
 [[nodiscard]] Tensor view_dtype_impl(const Tensor& self, DType dtype);
+/// A complex tensor's real view: sizes + [2], strides doubled + [1] (PyTorch's view_as_real).
+[[nodiscard]] Tensor view_as_real_impl(const Tensor& self);
+/// A [..., 2] float/double tensor as complex: the inverse of view_as_real, with PyTorch's checks.
+[[nodiscard]] Tensor view_as_complex_impl(const Tensor& self);
 /// Pieces of `split_size` along `dim` (the last may be shorter).
 [[nodiscard]] std::vector<Tensor> split_impl(const Tensor& self, int64_t split_size, int64_t dim);
 [[nodiscard]] std::vector<Tensor> split_with_sizes_impl(const Tensor& self, IntArrayRef split_sizes, int64_t dim);

@@ -35,7 +35,7 @@ Device optional_device(py::handle obj, const char* what) {
 
 py::object finish(Tensor t, bool requires_grad) {
   if (requires_grad) {
-    KILN_CHECK(is_floating_point(t.dtype()), "Only Tensors of floating point and complex dtype can require gradients");
+    KILN_CHECK(is_differentiable_dtype(t.dtype()), "Only Tensors of floating point and complex dtype can require gradients");
     t.set_requires_grad(true);
   }
   return py::reinterpret_steal<py::object>(wrap_tensor(std::move(t)));
@@ -85,6 +85,7 @@ DType infer_scalar_type(PyObject* obj) {
   if (is_tensor(obj)) return unwrap_tensor(obj).dtype();
   if (is_numpy_array(obj) || is_numpy_scalar(obj)) return dtype_of_numpy_object(obj);
   if (PyFloat_Check(obj)) return default_dtype();
+  if (PyComplex_Check(obj)) return to_complex_type(default_dtype());
   if (PyBool_Check(obj)) return DType::Bool;
   if (PyLong_Check(obj)) return DType::Int64;
   KILN_CHECK_TYPE(!PyUnicode_Check(obj) && !PyBytes_Check(obj), "new(): invalid data type '", Py_TYPE(obj)->tp_name,
@@ -150,6 +151,27 @@ void recursive_store(PyObject* obj, const DimVector& sizes, size_t dim, T*& out)
   }
 }
 
+/// recursive_store for a complex dtype: each leaf read as a Python complex
+/// (floats and ints too, as PyTorch's store_scalar does).
+template <typename C>
+void recursive_store_complex(PyObject* obj, const DimVector& sizes, size_t dim, C*& out) {
+  if (dim == sizes.size()) {
+    const Py_complex v = PyComplex_AsCComplex(obj);
+    if (v.real == -1.0 && PyErr_Occurred()) throw python_error_already_set();
+    using R = typename C::value_type;
+    *out++ = C(static_cast<R>(v.real), static_cast<R>(v.imag));
+    return;
+  }
+  py::object seq = py::reinterpret_steal<py::object>(PySequence_Fast(obj, "not a sequence"));
+  if (!seq) throw python_error_already_set();
+  const Py_ssize_t length = PySequence_Fast_GET_SIZE(seq.ptr());
+  KILN_CHECK_VALUE(length == sizes[dim], "expected sequence of length ", sizes[dim], " at dim ", dim, " (got ",
+                   length, ")");
+  for (Py_ssize_t i = 0; i < length; ++i) {
+    recursive_store_complex(PySequence_Fast_GET_ITEM(seq.ptr(), i), sizes, dim + 1, out);
+  }
+}
+
 py::object tensor_from_data(py::handle data, py::handle dtype_obj, py::handle device_obj, bool requires_grad) {
   const auto dtype = optional_dtype(dtype_obj, "tensor(): argument 'dtype'");
   const Device device = optional_device(device_obj, "tensor(): argument 'device'");
@@ -171,10 +193,14 @@ py::object tensor_from_data(py::handle data, py::handle dtype_obj, py::handle de
   const DType out_dtype = dtype ? *dtype : infer_scalar_type(obj);
   Tensor t = empty(sizes, out_dtype, device);
   if (t.numel() > 0) {
-    visit_dtype(out_dtype, [&](auto tag) {
+    visit_dtype_and_complex(out_dtype, [&](auto tag) {
       using T = decltype(tag);
       T* out = t.data_ptr<T>();
-      recursive_store<T>(obj, sizes, 0, out);
+      if constexpr (is_complex_v<T>) {
+        recursive_store_complex<T>(obj, sizes, 0, out);
+      } else {
+        recursive_store<T>(obj, sizes, 0, out);
+      }
     });
   }
   return finish(std::move(t), requires_grad);

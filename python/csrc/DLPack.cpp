@@ -34,6 +34,9 @@ DLDataType dl_dtype(DType t) {
     case DTypeCategory::Bool:
       d.code = kDLBoolCode;
       break;
+    case DTypeCategory::Complex:
+      d.code = kDLComplex;
+      break;
   }
   return d;
 }
@@ -61,6 +64,10 @@ DType dtype_from_dl(DLDataType d) {
       break;
     case kDLBoolCode:
       if (bits == 8) return DType::Bool;
+      break;
+    case kDLComplex:
+      if (bits == 64) return DType::Complex64;
+      if (bits == 128) return DType::Complex128;
       break;
     default:
       break;

@@ -35,6 +35,8 @@ std::optional<DType> dtype_from_numpy(const py::dtype& dt) {
     }
   }
   if (dt.kind() == 'u' && dt.itemsize() == 1) return DType::UInt8;
+  if (dt.kind() == 'c' && dt.itemsize() == 8) return DType::Complex64;
+  if (dt.kind() == 'c' && dt.itemsize() == 16) return DType::Complex128;
   return std::nullopt;
 }
 
@@ -43,8 +45,8 @@ DType supported_dtype_from_numpy(const py::dtype& dt) {
   const auto dtype = dtype_from_numpy(dt);
   KILN_CHECK_TYPE(dtype.has_value(), "can't convert np.ndarray of type numpy.",
                   py::str(dt.attr("type").attr("__name__")).cast<std::string>(),
-                  ". The only supported types are: float64, float32, float16, int64, int32, int16, int8, uint8, "
-                  "and bool.");
+                  ". The only supported types are: float64, float32, float16, complex64, complex128, int64, int32, "
+                  "int16, int8, uint8, and bool.");
   return *dtype;
 }
 
@@ -78,6 +80,8 @@ py::dtype numpy_dtype_for(DType t) {
     case DType::Int64: return py::dtype("int64");
     case DType::UInt8: return py::dtype("uint8");
     case DType::Bool: return py::dtype("bool");
+    case DType::Complex64: return py::dtype("complex64");
+    case DType::Complex128: return py::dtype("complex128");
     case DType::BFloat16: break;
   }
   KILN_FAIL(Type, "Got unsupported ScalarType ", dtype_name(t) == "bfloat16" ? "BFloat16" : dtype_name(t));

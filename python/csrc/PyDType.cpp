@@ -22,7 +22,7 @@ DType self_dtype(PyObject* self) { return reinterpret_cast<PyDTypeObject*>(self)
 
 PyObject* get_is_floating_point(PyObject* self, void*) { return PyBool_FromLong(is_floating_point(self_dtype(self))); }
 PyObject* get_is_signed(PyObject* self, void*) { return PyBool_FromLong(is_signed(self_dtype(self))); }
-PyObject* get_is_complex(PyObject*, void*) { Py_RETURN_FALSE; }
+PyObject* get_is_complex(PyObject* self, void*) { return PyBool_FromLong(is_complex(self_dtype(self))); }
 PyObject* get_itemsize(PyObject* self, void*) { return PyLong_FromLongLong(itemsize(self_dtype(self))); }
 
 /// Pickles as the attribute name, so unpickling finds the same singleton.
@@ -89,7 +89,7 @@ void init_dtypes(PyObject* module) {
     add(std::string(dtype_name(obj->dtype)).c_str(), reinterpret_cast<PyObject*>(obj));
   }
   // PyTorch's aliases: kiln.float is kiln.float32, kiln.long is kiln.int64, ...
-  for (const char* alias : {"float", "double", "half", "short", "int", "long"}) {
+  for (const char* alias : {"float", "double", "half", "short", "int", "long", "cfloat", "cdouble"}) {
     add(alias, dtype_object(*dtype_from_name(alias)));
   }
 }

@@ -162,7 +162,7 @@ PyObject* tensor_requires_grad_(PyObject* self, PyObject* args, PyObject* kwargs
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p:requires_grad_", const_cast<char**>(kw), &flag)) {
     return nullptr;
   }
-  KILN_CHECK(flag == 0 || is_floating_point(self_tensor(self).dtype()),
+  KILN_CHECK(flag == 0 || is_differentiable_dtype(self_tensor(self).dtype()),
              "only Tensors of floating point dtype can require gradients");
   self_tensor(self).set_requires_grad(flag != 0);
   Py_INCREF(self);

@@ -10,8 +10,12 @@ from kiln._C import (  # noqa: F401  (dtypes and core types are re-exported)
     OutOfMemoryError,
     bfloat16,
     bool,
+    cdouble,
+    cfloat,
     channels_last,
     channels_last_3d,
+    complex64,
+    complex128,
     contiguous_format,
     default_generator,
     device,
@@ -195,6 +199,9 @@ from kiln.nn import _nn_extra  # noqa: E402
 from kiln.linalg import _linalg_extra  # noqa: E402
 
 _api_extra.install(globals(), Tensor)
+from kiln import _complex  # noqa: E402  (after _api_extra: its complex-aware real/imag/conj/... replace the real-only ones)
+
+_complex.install(globals(), Tensor)
 _numeric_extra.install(globals(), Tensor)
 _nn_extra.install(nn.functional, globals())
 _linalg_extra.install(linalg, globals(), Tensor)

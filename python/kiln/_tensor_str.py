@@ -49,6 +49,8 @@ _FLOATING_DTYPE_NAMES = frozenset({"float16", "bfloat16", "float32", "float64"})
 
 # Dtypes never named in the dtype= suffix of a non-empty tensor, besides the default float dtype.
 _IMPLICIT_DTYPE_NAMES = frozenset({"int64", "bool"})
+# Each complex dtype and the default float dtype under which it goes unnamed, as in PyTorch.
+_COMPLEX_DTYPE_NAMES = {"complex64": "float32", "complex128": "float64"}
 
 _TENSOR_PREFIX = "tensor("
 
@@ -188,6 +190,24 @@ class _ElementFormatter:
         return text.rjust(self.max_width)
 
 
+class _ComplexFormatter:
+    """Formats complex values as PyTorch does: the real parts aligned by one formatter,
+    the imaginary parts formatted by another, signed and followed by ``j`` (``1.+2.j``)."""
+
+    def __init__(self, shown_values: np.ndarray):
+        self.real = _ElementFormatter(shown_values.real, True)
+        self.imag = _ElementFormatter(shown_values.imag, True)
+
+    def width(self) -> int:
+        return self.real.width() + self.imag.width() + 1  # and the "j"
+
+    def format(self, value) -> str:
+        value = complex(value)
+        real_str = self.real.format(value.real)
+        imag_str = (self.imag.format(value.imag) + "j").lstrip()
+        return real_str + imag_str if imag_str[0] in "+-" else real_str + "+" + imag_str
+
+
 def _widest_candidates(values: np.ndarray) -> list[float]:
     """The values whose printed form can be the widest, in fixed or scientific notation.
 
@@ -274,7 +294,7 @@ def _values_str(values: np.ndarray, indent: int, is_floating: bool) -> str:
     """The bracketed values of a non-empty tensor, summarised past the threshold."""
     summarize = values.size > PRINT_OPTS.threshold
     shown = _summarised_values(values) if summarize else values
-    formatter = _ElementFormatter(shown, is_floating)
+    formatter = _ComplexFormatter(shown) if np.iscomplexobj(shown) else _ElementFormatter(shown, is_floating)
     return _nested_str(values, indent, summarize, formatter)
 
 
@@ -340,6 +360,8 @@ def format_tensor(
     is_floating = dtype_name in _FLOATING_DTYPE_NAMES
     if is_floating:
         values = values.astype(np.float64, copy=False)  # exact for every float format
+    elif dtype_name in _COMPLEX_DTYPE_NAMES:
+        values = values.astype(np.complex128, copy=False)
     indent = len(_TENSOR_PREFIX)
     dtype_suffix = f"dtype=kiln.{dtype_name}"
 
@@ -357,7 +379,8 @@ def format_tensor(
     else:
         if not PRINT_OPTS.edgeitems:
             suffixes.append(f"size={shape}")
-        if dtype_name != default_dtype_name and dtype_name not in _IMPLICIT_DTYPE_NAMES:
+        implicit_complex = _COMPLEX_DTYPE_NAMES.get(dtype_name) == default_dtype_name
+        if dtype_name != default_dtype_name and dtype_name not in _IMPLICIT_DTYPE_NAMES and not implicit_complex:
             suffixes.append(dtype_suffix)
         tensor_str = _values_str(values, indent, is_floating)
 

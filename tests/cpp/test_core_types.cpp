@@ -27,6 +27,7 @@ TEST(DType, NamesSizesAndCategories) {
       {DType::Int8, "int8", 1, DTypeCategory::Integral},       {DType::Int16, "int16", 2, DTypeCategory::Integral},
       {DType::Int32, "int32", 4, DTypeCategory::Integral},     {DType::Int64, "int64", 8, DTypeCategory::Integral},
       {DType::UInt8, "uint8", 1, DTypeCategory::Integral},     {DType::Bool, "bool", 1, DTypeCategory::Bool},
+      {DType::Complex64, "complex64", 8, DTypeCategory::Complex}, {DType::Complex128, "complex128", 16, DTypeCategory::Complex},
   };
   static_assert(std::size(cases) == kNumDTypes);
   for (const auto& c : cases) {
@@ -37,7 +38,8 @@ TEST(DType, NamesSizesAndCategories) {
   }
   EXPECT_EQ(dtype_from_name("long"), DType::Int64);
   EXPECT_EQ(dtype_from_name("half"), DType::Float16);
-  EXPECT_FALSE(dtype_from_name("complex64").has_value());
+  EXPECT_EQ(dtype_from_name("cfloat"), DType::Complex64);
+  EXPECT_FALSE(dtype_from_name("complex32").has_value());
 }
 
 TEST(DType, PromotionFollowsPyTorch) {
@@ -49,7 +51,8 @@ TEST(DType, PromotionFollowsPyTorch) {
       {DType::UInt8, DType::Bool, DType::UInt8},        {DType::Int32, DType::Int64, DType::Int64},
       {DType::Int64, DType::Float16, DType::Float16},   {DType::Float16, DType::BFloat16, DType::Float32},
       {DType::BFloat16, DType::Int64, DType::BFloat16}, {DType::Float32, DType::Float64, DType::Float64},
-      {DType::Bool, DType::Bool, DType::Bool},
+      {DType::Bool, DType::Bool, DType::Bool},          {DType::Complex64, DType::Float64, DType::Complex128},
+      {DType::Int64, DType::Complex64, DType::Complex64}, {DType::Complex64, DType::Complex128, DType::Complex128},
   };
   for (const auto& c : cases) {
     EXPECT_EQ(promote_types(c.a, c.b), c.expected) << c.a << " + " << c.b;
@@ -185,4 +188,23 @@ TEST(Error, CheckMacrosCarryKindAndMessage) {
     EXPECT_STREQ(e.what(), "index 5 is out of bounds for size 3");
   }
   EXPECT_NO_THROW(KILN_CHECK(true, "never"));
+}
+
+TEST(DType, VisitDtypeRefusesComplexAndTheComplexVisitorTakesIt) {
+  // Note [Complex dtypes]: real-only kernels raise NotImplementedError naming the dtype.
+  try {
+    visit_dtype(DType::Complex64, [](auto) {});
+    FAIL() << "visit_dtype visited a complex dtype";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::NotImplemented);
+    EXPECT_NE(std::string(e.what()).find("ComplexFloat"), std::string::npos);
+  }
+  const int64_t size = visit_dtype_and_complex(DType::Complex128, [](auto tag) {
+    return static_cast<int64_t>(sizeof(tag));
+  });
+  EXPECT_EQ(size, 16);
+  EXPECT_TRUE(is_complex_v<std::complex<float>>);
+  EXPECT_FALSE(is_complex_v<float>);
+  EXPECT_EQ(to_complex_type(DType::Float64), DType::Complex128);
+  EXPECT_EQ(to_real_value_type(DType::Complex64), DType::Float32);
 }

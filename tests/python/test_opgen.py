@@ -130,11 +130,21 @@ def test_a_good_file_generates_every_output():
     assert "Tensor add_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha);" in files["NativeFunctions.h"]
     reg = files["RegisterOps.cpp"]
     assert 'm.def("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", {"pointwise"});' in reg
-    assert 'm.impl("add.out", &native::add_out_cpu);' in reg
+    # Note [Kernels that refuse complex tensors]: an op neither a view nor tagged complex refuses them.
+    assert 'm.impl("add.out", &native::RealOnly<&native::add_out_cpu, kadd_out_name>::call);' in reg
+    assert 'constexpr char kadd_out_name[] = "add";' in reg
     assert "BackendSelect" not in reg  # no factories here
     table = files["OpTable.cpp"]
     assert '{"other", 1, "maybe_multiply(grad, alpha)"}' in table
     assert "static_assert(std::size(kOps) == 3" in table
+
+
+def test_ops_tagged_complex_register_their_kernels_directly():
+    tagged = ADD.replace("tags: [pointwise]", "tags: [pointwise, complex]")
+    assert "complex" in tagged
+    reg = generate(tagged)["RegisterOps.cpp"]
+    assert "RealOnly<&native::add_cpu," not in reg
+    assert 'm.impl("add.Tensor", &native::add_cpu);' in reg
 
 
 def test_types_map_to_cpp():

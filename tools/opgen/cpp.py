@@ -313,7 +313,7 @@ def native_functions_h(ops: list[Op]) -> str:
 
 def register_ops_cpp(ops: list[Op]) -> str:
     out = [HEADER.format(what=": dispatcher registrations"),
-           '#include "eager/dispatch/Library.h"\n#include "kiln/generated/Functions.h"\n'
+           '#include "eager/dispatch/Library.h"\n#include "eager/dispatch/RealOnly.h"\n#include "kiln/generated/Functions.h"\n'
            '#include "kiln/generated/NativeFunctions.h"\n\nnamespace kiln {\n']
     selects = [op for op in ops if op.is_factory and op.backend_kernels]
     if selects:
@@ -337,11 +337,24 @@ def register_ops_cpp(ops: list[Op]) -> str:
         if op.composite_kernel:
             out.append(f'  m.impl("{op.full_name}", &native::{op.composite_kernel});\n')
     out.append("}\n")
+    # Note [Kernels that refuse complex tensors] (eager/dispatch/RealOnly.h).
+    real_only = [op for op in ops if op.backend_kernels and "view" not in op.tags and "complex" not in op.tags]
+    if real_only:
+        out.append("\nnamespace {\n\n// The op names RealOnly's errors print.\n")
+        out.extend(f"constexpr char k{struct_name(op)}_name[] = {cpp_string(op.schema.name)};\n" for op in real_only)
+        out.append("\n}  // namespace\n")
+    real_only_names = {op.full_name for op in real_only}
+
+    def kernel_ref(op: Op, kernel: str) -> str:
+        if op.full_name in real_only_names:
+            return f"&native::RealOnly<&native::{kernel}, k{struct_name(op)}_name>::call"
+        return f"&native::{kernel}"
+
     for key in BACKEND_KEYS:
         kernels = [(op, op.dispatch[key]) for op in ops if key in op.dispatch]
         if kernels:
             out.append(f"\nKILN_LIBRARY_IMPL(kiln, {key}, m) {{\n")
-            out.extend(f'  m.impl("{op.full_name}", &native::{k});\n' for op, k in kernels)
+            out.extend(f'  m.impl("{op.full_name}", {kernel_ref(op, k)});\n' for op, k in kernels)
             out.append("}\n")
     if selects:
         out.append("\nKILN_LIBRARY_IMPL(kiln, BackendSelect, m) {\n")

@@ -17,7 +17,7 @@ TYPE_NAMES = ("Tensor", "int", "SymInt", "float", "bool", "str", "Scalar", "Scal
               "MemoryFormat", "Generator")
 # Tags an entry may carry (eager/ops/README.md). Their order fixes the bits of
 # OpInfo::tags, so append new ones at the end.
-TAGS = ("pointwise", "reduction", "view", "inplace", "random", "nondeterministic", "factory")
+TAGS = ("pointwise", "reduction", "view", "inplace", "random", "nondeterministic", "factory", "complex")
 BACKEND_KEYS = ("CPU", "CUDA", "Meta")
 COMPOSITE_KEY = "CompositeImplicit"
 VARIANTS = ("function", "method")

@@ -249,7 +249,7 @@ def _tuple_out_case(sig: PySignature, index: dict[str, int], locals_: dict[str, 
 
 def _requires_grad(index: dict[str, int]) -> list[str]:
     return [f"if (r.to_bool({index['requires_grad']})) {{",
-            "  KILN_CHECK(is_floating_point(result.dtype()), "
+            "  KILN_CHECK(is_differentiable_dtype(result.dtype()), "
             "\"Only Tensors of floating point and complex dtype can require gradients\");",
             "  result.set_requires_grad(true);", "}"]
 

@@ -44,7 +44,7 @@ Tensor scalar_operand(const Scalar& value, const Tensor& like) {
   // A bool stays bool: sub's checks read it (float_tensor - True is an error).
   const DType dtype = value.is_bool() ? DType::Bool : result_type(like, value);
   Tensor t = empty({}, dtype, like.device());
-  visit_dtype(dtype, [&](auto tag) {
+  visit_dtype_and_complex(dtype, [&](auto tag) {
     using T = decltype(tag);
     T v;
     if (value.is_floating_point()) {
@@ -147,6 +147,8 @@ std::string_view type_meta_name(DType dtype) {
     case DType::Int64: return "long int";
     case DType::UInt8: return "unsigned char";
     case DType::Bool: return "bool";
+    case DType::Complex64: return "c10::complex<float>";
+    case DType::Complex128: return "c10::complex<double>";
   }
   return "unknown";
 }
@@ -175,7 +177,7 @@ namespace {
 
 void check_alpha(DType dtype, const Scalar& alpha) {
   KILN_CHECK(!alpha.is_bool() || dtype == DType::Bool, "Boolean alpha only supported for Boolean results.");
-  KILN_CHECK(is_floating_point(dtype) || alpha.is_integral() || alpha.is_bool(),
+  KILN_CHECK(is_floating_point(dtype) || is_complex(dtype) || alpha.is_integral() || alpha.is_bool(),
              "For integral input tensors, argument alpha must not be a floating point number.");
 }
 

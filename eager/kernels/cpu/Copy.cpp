@@ -61,8 +61,9 @@ void copy_(const Tensor& dst, const Tensor& src) {
     native::copy_strided(static_cast<char*>(dst.data_ptr()), dst.strides(), static_cast<const char*>(src.data_ptr()),
                          src.strides(), dst.sizes(), dst.itemsize());
   } else {
-    visit_dtype(dst.dtype(), [&](auto dtag) {
-      visit_dtype(src.dtype(), [&](auto stag) { strided_convert<decltype(dtag), decltype(stag)>(dst, src); });
+    visit_dtype_and_complex(dst.dtype(), [&](auto dtag) {
+      visit_dtype_and_complex(src.dtype(),
+                              [&](auto stag) { strided_convert<decltype(dtag), decltype(stag)>(dst, src); });
     });
   }
   dst.impl()->bump_version();

@@ -90,6 +90,8 @@ std::string_view cpp_type_name(DType dtype) {
     case DType::Int64: return "int64_t";
     case DType::UInt8: return "uint8_t";
     case DType::Bool: return "bool";
+    case DType::Complex64: return "c10::complex<float>";
+    case DType::Complex128: return "c10::complex<double>";
   }
   return "unknown";
 }
@@ -102,6 +104,8 @@ bool overflows(const Scalar& value, DType dtype) {
     case DType::BFloat16: lowest = -3.3895313892515355e38, highest = 3.3895313892515355e38; break;
     case DType::Float32: lowest = std::numeric_limits<float>::lowest(), highest = std::numeric_limits<float>::max(); break;
     case DType::Float64: return false;
+    case DType::Complex64: lowest = std::numeric_limits<float>::lowest(), highest = std::numeric_limits<float>::max(); break;
+    case DType::Complex128: return false;
     default:
       visit_dtype(dtype, [&](auto tag) {
         using T = decltype(tag);
@@ -113,7 +117,7 @@ bool overflows(const Scalar& value, DType dtype) {
   }
   if (value.is_floating_point()) {
     const double v = value.to_double();
-    if (is_floating_point(dtype)) return std::isfinite(v) && (v < lowest || v > highest);
+    if (is_floating_point(dtype) || is_complex(dtype)) return std::isfinite(v) && (v < lowest || v > highest);
     if (std::isnan(v)) return true;
     // 2^63 is the first double past int64's range; max() itself rounds up to it.
     if (dtype == DType::Int64) return v < -9.2233720368547758e18 || v >= 9.2233720368547758e18;
@@ -162,7 +166,7 @@ void fill_contiguous(T* dst, int64_t n, T v) {
 }  // namespace
 
 void native::fill_impl(const Tensor& self, const Scalar& value) {
-  visit_dtype(self.dtype(), [&](auto tag) {
+  visit_dtype_and_complex(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T v = checked_scalar_to<T>(value);
     if (self.is_contiguous()) {

@@ -182,7 +182,32 @@ void check_nonempty_dims(const Tensor& self, const ReducePlan& p, const char* na
 
 // --- sum, mean, prod -----------------------------------------------------------------------
 
+namespace {
+
+/// A complex sum as the sum of the [..., 2] real view over the same dims (the
+/// real and imaginary parts add independently), viewed back as complex.
+Tensor complex_sum(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<DType> dtype) {
+  KILN_CHECK(!dtype || is_complex(*dtype), "sum(): the dtype of a complex sum must be complex, got ",
+             scalar_type_name(*dtype));
+  const Tensor source = dtype && *dtype != self.dtype() ? to_dtype_copy(self, *dtype) : self;
+  if (self.dim() == 0) {
+    if (dim) for (int64_t d : *dim) (void)wrap_dim(d, 1);
+    return source.clone();
+  }
+  DimVector dims;
+  if (dim && !dim->empty()) {
+    for (int64_t d : *dim) dims.push_back(wrap_dim(d, self.dim()));
+  } else {
+    for (int64_t d = 0; d < self.dim(); ++d) dims.push_back(d);
+  }
+  const Tensor real_sum = sum_dim_cpu(view_as_real_impl(source), IntArrayRef(dims), keepdim, std::nullopt);
+  return view_as_complex_impl(real_sum.contiguous());
+}
+
+}  // namespace
+
 Tensor sum_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<DType> dtype) {
+  if (is_complex(self.dtype())) return complex_sum(self, dim, keepdim, dtype);
   const ReducePlan p = plan(self, dim, keepdim);
   const DType result = sum_result_dtype(self, dtype);
   const DType work = accumulate_dtype(result);

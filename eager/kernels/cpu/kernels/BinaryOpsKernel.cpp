@@ -25,9 +25,12 @@ auto in_float(const F& f) {
 // --- add, mul, div --------------------------------------------------------------------
 
 void add_kernel(TensorIterator& iter, const Scalar& alpha) {
-  visit_dtype(iter.common_dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.common_dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (is_complex_v<T>) {
+      const T a = alpha.to<T>();
+      cpu_kernel(iter, [a](T x, T y) -> T { return x + a * y; });
+    } else if constexpr (std::is_same_v<T, bool>) {
       const bool a = alpha.to<bool>();
       cpu_kernel(iter, [a](bool x, bool y) -> bool { return x || (a && y); });
     } else if constexpr (is_reduced_float_v<T>) {
@@ -57,9 +60,11 @@ void add_kernel(TensorIterator& iter, const Scalar& alpha) {
 }
 
 void mul_kernel(TensorIterator& iter) {
-  visit_dtype(iter.common_dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.common_dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (is_complex_v<T>) {
+      cpu_kernel(iter, [](T x, T y) -> T { return x * y; });
+    } else if constexpr (std::is_same_v<T, bool>) {
       cpu_kernel(iter, [](bool x, bool y) -> bool { return x && y; });
     } else if constexpr (is_reduced_float_v<T>) {
       cpu_kernel(iter, in_float<T>([](float x, float y) { return x * y; }));
@@ -74,9 +79,11 @@ void mul_kernel(TensorIterator& iter) {
 
 /// True division: the common dtype is always floating (integers were promoted).
 void div_true_kernel(TensorIterator& iter) {
-  visit_dtype(iter.common_dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.common_dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (is_reduced_float_v<T>) {
+    if constexpr (is_complex_v<T>) {
+      cpu_kernel(iter, [](T x, T y) -> T { return x / y; });
+    } else if constexpr (is_reduced_float_v<T>) {
       cpu_kernel(iter, in_float<T>([](float x, float y) { return x / y; }));
     } else if constexpr (std::is_floating_point_v<T>) {
       binary_kernel_vec_streaming<T>(iter, [](T x, T y) -> T { return x / y; },

@@ -184,6 +184,13 @@ T integer_sign(T x) {
 }
 
 void neg_kernel(TensorIterator& iter) {
+  if (is_complex(iter.common_dtype())) {
+    visit_dtype_and_complex(iter.common_dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (is_complex_v<T>) cpu_kernel(iter, [](T x) -> T { return -x; });
+    });
+    return;
+  }
   same_dtype_kernel(iter, [](auto x) { return -x; }, [](auto x) { return wrapping_neg(x); });
 }
 void abs_kernel(TensorIterator& iter) {
