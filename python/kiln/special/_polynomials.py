@@ -100,9 +100,10 @@ def _chebyshev_trig(kind, shifted, y, x, degree, nf):
     twice = nf + nf + 1
     if kind == "v":
         return k.where(k.sin(half) != 1, k.cos((nf + 0.5) * theta) / k.cos(half), _signed(degree, twice))
-    fallback = _signed(degree, k.ones_like(y))
-    if not shifted:
-        fallback = k.where(x > 0, twice, fallback)
+    # cos(theta / 2) rounds to 1 only next to y = +-1, where W_n is 2n + 1 at the top and +-1 at the bottom.
+    # torch's kernel returns +-1 at both ends (and reaches it at the top only where its cos rounds to 1, which
+    # std::cos does not for x = 1 - 1e-16 but a vector cos may); kiln gives the top its limit, 2n + 1.
+    fallback = k.where(y > 0, twice, _signed(degree, k.ones_like(y)))
     return k.where(k.cos(half) != 1, k.sin((nf + 0.5) * theta) / k.sin(half), fallback)
 
 
