@@ -33,6 +33,18 @@ namespace kiln::autograd::formula {
   return t.defined() && is_complex(t.dtype()) ? kiln::conj_physical(t) : t;
 }
 
+/// sgn's gradient: zero for a real input. For a complex z with s = z/|z| only the
+/// motion along the unit circle survives: (g - s Re(conj(s) g)) / |z|, 0 where z is 0.
+[[nodiscard]] inline Tensor sgn_backward(const Tensor& self, const Tensor& grad, const Tensor& result) {
+  if (!is_complex(self.dtype())) return kiln::zeros(grad.sizes(), grad.dtype(), grad.device());
+  const Tensor magnitude = kiln::abs(self);
+  const Tensor inverse = kiln::where(kiln::eq(magnitude, Scalar(0.0)),
+                                     kiln::zeros(magnitude.sizes(), magnitude.dtype(), magnitude.device()),
+                                     kiln::reciprocal(magnitude));
+  const Tensor radial = kiln::view_as_real(kiln::mul(kiln::conj_physical(result), grad)).select(-1, 0);
+  return kiln::mul(kiln::sub(grad, kiln::mul(result, radial)), inverse);
+}
+
 [[nodiscard]] inline Tensor zeros_like(const Tensor& t) { return kiln::zeros(t.sizes(), t.dtype(), t.device()); }
 
 [[nodiscard]] inline Tensor to(const Tensor& t, DType dtype) {

@@ -6,8 +6,9 @@ The C++ core holds complex64 and complex128 tensors and has complex kernels for 
 fills, add/sub/mul/div, neg, sum and the conjugate; gradients follow PyTorch's
 convention (the conjugate Wirtinger derivative). What this module adds is composed from
 those and from the real view, so it is differentiable with no formulas of its own:
-real and imag are selects of view_as_real, abs is the norm of each (re, im) pair, angle
-is atan2(im, re), polar and complex stack two real tensors and view the pairs as complex.
+real and imag are selects of view_as_real, angle is atan2(im, re), polar and complex
+stack two real tensors and view the pairs as complex. (abs and sgn of complex tensors
+are C++ kernels with formulas: eager/kernels/cpu/ComplexOps.cpp.)
 
 Knowing differences from torch: conj() of a complex tensor returns a new tensor (kiln has
 no lazy conjugate bit), so writing into it does not write into its input and is_conj()
@@ -106,24 +107,10 @@ def resolve_conj(input):
 
 # --- magnitude and phase ------------------------------------------------------------------------
 
-def abs_complex(input):
-    """|z| of each element of a complex tensor, in its real dtype (gradient z/|z|, 0 at 0)."""
-    return _functions.linalg_vector_norm(_functions.view_as_real(input), 2, [-1], False)
-
-
 def angle_complex(input):
     """arg(z) of each element of a complex tensor: atan2(imag, real), in its real dtype."""
     pairs = _functions.view_as_real(input)
     return _functions.atan2(pairs.select(-1, 1), pairs.select(-1, 0))
-
-
-def sgn_complex(input):
-    """z/|z| for each element of a complex tensor, 0 where z is 0 (torch.sgn)."""
-    pairs = _functions.view_as_real(input)
-    magnitude = abs_complex(input).unsqueeze(-1)
-    safe = _functions.where(magnitude == 0, _functions.ones_like(magnitude), magnitude)
-    unit = _functions.where(magnitude != 0, pairs / safe, _functions.zeros_like(pairs))
-    return _functions.view_as_complex(unit.contiguous())
 
 
 def isreal(input):
@@ -223,16 +210,14 @@ FUNCTIONS = {fn.__name__: fn for fn in (view_as_real, view_as_complex, real, ima
 
 def install(namespace, tensor_class):
     """Puts the complex-aware functions in the kiln namespace and on Tensor (replacing the
-    real-only versions), and gives abs, angle, sgn, item and tolist their complex cases."""
+    real-only versions), and gives angle, item and tolist their complex cases."""
     namespace.update(FUNCTIONS)
-    for name, complex_fn in (("abs", abs_complex), ("absolute", abs_complex), ("angle", angle_complex),
-                             ("sgn", sgn_complex)):
+    for name, complex_fn in (("angle", angle_complex),):
         if name in namespace:
             namespace[name] = _with_complex_case(namespace[name], _unary_complex(complex_fn))
         method = getattr(tensor_class, name, None)
         if method is not None:
             setattr(tensor_class, name, _with_complex_case(method, complex_fn))
-    tensor_class.__abs__ = _with_complex_case(tensor_class.__abs__, abs_complex)
     for name in ("conj", "conj_physical", "conj_physical_", "resolve_conj", "isreal"):
         setattr(tensor_class, name, FUNCTIONS[name])
     tensor_class.is_complex = lambda self: self.dtype.is_complex

@@ -236,6 +236,20 @@ def test_abs_angle_sgn_isreal_match_torch():
     _close(abs(k), abs(t))
 
 
+def test_abs_in_place_of_a_complex_tensor_is_torchs_error():
+    with pytest.raises(RuntimeError, match="In-place abs is not supported for complex tensors."):
+        kiln.ones(2, dtype=kiln.complex64).abs_()
+
+
+def test_gradient_of_sgn_matches_torch():
+    z = torch.tensor([3 + 4j, -1j, 0j, 1e-3 - 5j], dtype=torch.complex128)
+    kz, tz = _both(z)
+    weights = torch.tensor([1 + 2j, -3j, 2.0, 0.5 + 0.5j], dtype=torch.complex128)
+    kiln.view_as_real(kiln.sgn(kz) * _k(weights)).sum().backward()
+    torch.view_as_real(torch.sgn(tz) * weights).sum().backward()
+    _close(kz.grad, tz.grad, rtol=1e-10, atol=1e-12)
+
+
 def test_polar_and_complex_match_torch():
     r, theta = torch.rand(4, dtype=torch.float64), torch.randn(4, dtype=torch.float64)
     _close(kiln.polar(_k(r), _k(theta)), torch.polar(r, theta))

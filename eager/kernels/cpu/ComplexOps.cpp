@@ -1,6 +1,12 @@
 // The complex conjugate (conj_physical). See Note [Complex dtypes] (eager/core/DType.h).
+#include "eager/kernels/cpu/ComplexOps.h"
+
+#include <cmath>
+
 #include "eager/core/Error.h"
+#include "eager/kernels/Resize.h"
 #include "eager/kernels/cpu/Copy.h"
+#include "eager/kernels/cpu/Factories.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -17,6 +23,48 @@ Tensor conj_physical_cpu(const Tensor& self) {
     }
   });
   return out;
+}
+
+namespace {
+
+/// out[i] = f(z[i]) over a contiguous copy of complex `self`, into a new tensor of `out_dtype`.
+template <typename F>
+Tensor map_complex(const Tensor& self, DType out_dtype, F f) {
+  const Tensor src = self.contiguous();
+  Tensor result = empty(self.sizes(), out_dtype, self.device());
+  visit_dtype_and_complex(self.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (is_complex_v<T>) {
+      const T* in = src.data_ptr<T>();
+      using Out = decltype(f(T{}));
+      Out* o = result.data_ptr<Out>();
+      for (int64_t i = 0, n = src.numel(); i < n; ++i) o[i] = f(in[i]);
+    }
+  });
+  return result;
+}
+
+Tensor finish_into(ResultInto into, const Tensor& out, Tensor result) {
+  return into == ResultInto::Out ? copy_castable_to_out(result, out) : result;
+}
+
+}  // namespace
+
+Tensor complex_abs_into(ResultInto into, const Tensor& out, const Tensor& self) {
+  KILN_CHECK(into != ResultInto::InPlace, "In-place abs is not supported for complex tensors.");
+  return finish_into(into, out, map_complex(self, to_real_value_type(self.dtype()), [](auto z) { return std::abs(z); }));
+}
+
+Tensor complex_sgn_into(ResultInto into, const Tensor& out, const Tensor& self) {
+  Tensor result = map_complex(self, self.dtype(), [](auto z) {
+    const auto magnitude = std::abs(z);
+    return magnitude == 0 ? decltype(z)(0) : z / magnitude;
+  });
+  if (into == ResultInto::InPlace) {
+    copy_(self, result);
+    return self;
+  }
+  return finish_into(into, out, result);
 }
 
 }  // namespace kiln::native

@@ -3,6 +3,7 @@
 // checks and the TensorIterator set-up, compiled once; the loops are in
 // kernels/UnaryOpsKernel.cpp.
 #include "eager/kernels/cpu/UnaryOps.h"
+#include "eager/kernels/cpu/ComplexOps.h"
 
 #include <limits>
 #include <optional>
@@ -93,6 +94,9 @@ void check_same_dtype_op(const char* name, const Tensor& self) {
 
 #define KILN_UNARY_SAME_DTYPE_INTO_(op)                                              \
   Tensor op##_into(ResultInto into, const Tensor& out, const Tensor& self) {         \
+    if (#op == std::string_view("abs") && is_complex(self.dtype())) {                 \
+      return complex_abs_into(into, out, self);                                       \
+    }                                                                                 \
     if (#op != std::string_view("neg") && into == ResultInto::InPlace) {               \
       check_inplace(self, {}); /* PyTorch checks overlap first, neg's bool rule before */ \
     }                                                                                 \
@@ -116,7 +120,9 @@ KILN_UNARY_SAME_DTYPE_INTO_(frac)
 #undef KILN_UNARY_SAME_DTYPE_INTO_
 
 /// sgn of a real tensor is sign.
-Tensor sgn_into(ResultInto into, const Tensor& out, const Tensor& self) { return sign_into(into, out, self); }
+Tensor sgn_into(ResultInto into, const Tensor& out, const Tensor& self) {
+  return is_complex(self.dtype()) ? complex_sgn_into(into, out, self) : sign_into(into, out, self);
+}
 
 /// square is pow(self, 2): bool squares as int64, and out= takes any safe cast.
 Tensor square_into(ResultInto into, const Tensor& out, const Tensor& self) {
