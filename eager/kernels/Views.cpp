@@ -365,8 +365,17 @@ Tensor view_as_complex_impl(const Tensor& self) {
   KILN_CHECK(self.dim() != 0, "Input tensor must have one or more dimensions");
   const int64_t last = self.dim() - 1;
   KILN_CHECK(self.sizes()[last] == 2, "Tensor must have a last dimension of size 2");
-  KILN_CHECK(self.strides()[last] == 1, "Tensor must have a last dimension with stride 1");
   ViewGeometry g = geometry_of(self);
+  if (self.numel() == 0) {
+    // No element to place: any strides are as good as the contiguous ones (an empty
+    // gradient reaching view_as_real's backward may carry the strides of an expand).
+    g.sizes.pop_back();
+    g.strides = DimVector(g.sizes.size(), 1);
+    for (size_t d = g.sizes.size(); d-- > 1;) g.strides[d - 1] = g.strides[d] * std::max<int64_t>(g.sizes[d], 1);
+    g.offset = 0;
+    return make_view(self, g, to_complex_type(self.dtype()));
+  }
+  KILN_CHECK(self.strides()[last] == 1, "Tensor must have a last dimension with stride 1");
   g.sizes.pop_back();
   g.strides.pop_back();
   for (int64_t stride : g.strides) {

@@ -333,3 +333,45 @@ def test_complex_cannot_be_cast_to_a_real_out_tensor():
     z = kiln.ones(2, dtype=kiln.complex64)
     with pytest.raises(RuntimeError, match="can't be cast to the desired output type Float"):
         kiln.add(z, z, out=kiln.empty(2))
+
+
+# --- matrix products (cgemm / zgemm) ----------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("shapes", [((3, 4), (4, 5)), ((4,), (4,)), ((3, 4), (4,)), ((2, 3, 4), (4, 2)),
+                                    ((2, 3, 4), (2, 4, 5)), ((1, 3, 4), (5, 4, 2)), ((0, 4), (4, 3)), ((3, 0), (0, 2))])
+def test_matmul_values_and_gradients_match_torch(dtype, shapes):
+    a, b = _rand(shapes[0], dtype, seed=10), _rand(shapes[1], dtype, seed=11)
+    ka, ta = _both(a)
+    kb, tb = _both(b)
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == torch.complex64 else dict(rtol=1e-10, atol=1e-12)
+    kout, tout = ka @ kb, ta @ tb
+    _close(kout, tout, **tol)
+    weights = _rand(tuple(tout.shape), dtype, seed=12)
+    if tout.numel() == 0:  # torch 2.13's view_as_real backward fails on an empty gradient ("stride 1"); kiln's doesn't
+        kiln.view_as_real(kout * _k(weights)).sum().backward()
+        assert tuple(ka.grad.shape) == tuple(a.shape) and not ka.grad.abs().sum().item()
+        assert tuple(kb.grad.shape) == tuple(b.shape) and not kb.grad.abs().sum().item()
+        return
+    kiln.view_as_real(kout * _k(weights)).sum().backward()
+    torch.view_as_real(tout * weights).sum().backward()
+    _close(ka.grad, ta.grad, **tol)
+    _close(kb.grad, tb.grad, **tol)
+
+
+def test_transposed_operands_and_addmm_outer_linear_match_torch():
+    a, b, c = _rand((4, 3), seed=13), _rand((5, 4), seed=14), _rand((3, 5), seed=15)
+    _close(kiln.mm(_k(a).t(), _k(b).t()), torch.mm(a.t(), b.t()), rtol=1e-4, atol=1e-5)
+    _close(kiln.addmm(_k(c), _k(a).t(), _k(b).t(), beta=0.5, alpha=2.0),
+           torch.addmm(c, a.t(), b.t(), beta=0.5, alpha=2.0), rtol=1e-4, atol=1e-5)
+    _close(kiln.outer(_k(a[:, 0]), _k(b[0])), torch.outer(a[:, 0], b[0]), rtol=1e-5)
+    w = _rand((2, 3), seed=16)
+    _close(kiln.nn.functional.linear(_k(a), _k(w)), torch.nn.functional.linear(a, w), rtol=1e-4, atol=1e-5)
+
+
+def test_product_of_complex_and_real_operands_is_torchs_dtype_error():
+    with pytest.raises(RuntimeError) as expected:
+        torch.mm(torch.ones(2, 2, dtype=torch.complex64), torch.ones(2, 2))
+    with pytest.raises(RuntimeError) as got:
+        kiln.mm(kiln.ones(2, 2, dtype=kiln.complex64), kiln.ones(2, 2))
+    assert str(got.value) == str(expected.value).replace("c10::complex<float>", "c10::complex<float>")

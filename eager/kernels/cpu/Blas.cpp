@@ -124,6 +124,27 @@ void gemm_into(const Tensor& a, const Tensor& b, const Tensor& c, const Scalar& 
     });
     return;
   }
+  if (is_complex(dtype)) {
+    // cgemm / zgemm: a transposed operand is a plain transpose (kiln has no conjugate bit).
+    const BlasOperand A = as_blas_operand(a, dtype), B = as_blas_operand(b, dtype);
+    visit_dtype_and_complex(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (is_complex_v<T>) {
+        const T alpha_c = alpha.to<T>(), beta_c = beta.to<T>();
+        const auto M = static_cast<blasint>(m), N = static_cast<blasint>(n), K = static_cast<blasint>(k);
+        const auto lda = static_cast<blasint>(A.ld), ldb = static_cast<blasint>(B.ld);
+        sync_blas_threads();
+        if constexpr (std::is_same_v<T, std::complex<float>>) {
+          cblas_cgemm(CblasRowMajor, A.trans, B.trans, M, N, K, &alpha_c, A.tensor.data_ptr<T>(), lda,
+                      B.tensor.data_ptr<T>(), ldb, &beta_c, c.data_ptr<T>(), N);
+        } else {
+          cblas_zgemm(CblasRowMajor, A.trans, B.trans, M, N, K, &alpha_c, A.tensor.data_ptr<T>(), lda,
+                      B.tensor.data_ptr<T>(), ldb, &beta_c, c.data_ptr<T>(), N);
+        }
+      }
+    });
+    return;
+  }
   if (dtype == DType::Float16 || dtype == DType::BFloat16) {
     // Computed in float32, as PyTorch does on the CPU.
     Tensor c32 = to_dtype_copy(c, DType::Float32);
