@@ -45,6 +45,18 @@ namespace kiln::autograd::formula {
   return kiln::mul(kiln::sub(grad, kiln::mul(result, radial)), inverse);
 }
 
+/// tanh's gradient: tanh_backward for real results, grad * conj(1 - y^2) through ops for complex ones.
+[[nodiscard]] inline Tensor tanh_grad(const Tensor& grad, const Tensor& result) {
+  if (!is_complex(result.dtype())) return kiln::tanh_backward(grad, result);
+  return kiln::mul(grad, kiln::conj_physical(kiln::rsub(kiln::mul(result, result), Scalar(1.0))));
+}
+
+/// sigmoid's gradient: sigmoid_backward for real results, grad * conj(y (1 - y)) through ops for complex ones.
+[[nodiscard]] inline Tensor sigmoid_grad(const Tensor& grad, const Tensor& result) {
+  if (!is_complex(result.dtype())) return kiln::sigmoid_backward(grad, result);
+  return kiln::mul(grad, kiln::conj_physical(kiln::mul(result, kiln::rsub(result, Scalar(1.0)))));
+}
+
 [[nodiscard]] inline Tensor zeros_like(const Tensor& t) { return kiln::zeros(t.sizes(), t.dtype(), t.device()); }
 
 [[nodiscard]] inline Tensor to(const Tensor& t, DType dtype) {

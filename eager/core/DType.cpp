@@ -94,7 +94,7 @@ void set_default_dtype(DType t) {
 
 void fail_dtype_not_implemented(DType t) {
   KILN_FAIL(NotImplemented, "this operation is not implemented for '", scalar_type_name(t),
-            "' tensors (kiln's complex support covers creation, views, copies and elementwise arithmetic so far)");
+            "' tensors yet");
 }
 
 std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }

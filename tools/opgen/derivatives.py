@@ -31,6 +31,8 @@ HELPERS = {
     # Defined by the autograd issue (not ops yet; the autograd codegen supplies them).
     "maybe_multiply": "autograd issue: grad * alpha, skipped when alpha is 1",
     "zeros_like": "autograd issue: zeros of the same shape, dtype and device",
+    "tanh_grad": "tanh's gradient: the tanh_backward op for real results, grad * conj(1 - y^2) for complex ones",
+    "sigmoid_grad": "sigmoid's gradient: the sigmoid_backward op for real results, grad * conj(y(1 - y)) for complex",
     "sgn_backward": "sgn's gradient: zero for real inputs, the unit-circle projection over |z| for complex ones",
     "conj_if_complex": "the complex conjugate of a complex tensor, a real tensor itself (Note [Complex dtypes])",
     "sum_to": "autograd issue: sums a broadcast gradient back to an input's sizes",

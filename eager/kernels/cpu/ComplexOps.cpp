@@ -2,6 +2,8 @@
 #include "eager/kernels/cpu/ComplexOps.h"
 
 #include <cmath>
+#include <string_view>
+#include <type_traits>
 
 #include "eager/core/Error.h"
 #include "eager/kernels/Resize.h"
@@ -35,10 +37,12 @@ Tensor map_complex(const Tensor& self, DType out_dtype, F f) {
   visit_dtype_and_complex(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_complex_v<T>) {
-      const T* in = src.data_ptr<T>();
-      using Out = decltype(f(T{}));
-      Out* o = result.data_ptr<Out>();
-      for (int64_t i = 0, n = src.numel(); i < n; ++i) o[i] = f(in[i]);
+      if constexpr (std::is_invocable_v<F, T>) {  // a typed function pointer serves one complex type
+        const T* in = src.data_ptr<T>();
+        using Out = decltype(f(T{}));
+        Out* o = result.data_ptr<Out>();
+        for (int64_t i = 0, n = src.numel(); i < n; ++i) o[i] = f(in[i]);
+      }
     }
   });
   return result;
@@ -49,6 +53,48 @@ Tensor finish_into(ResultInto into, const Tensor& out, Tensor result) {
 }
 
 }  // namespace
+
+namespace {
+
+template <typename C>
+using ComplexFn = C (*)(C);
+
+/// The std::complex form of a unary floating op, or nullptr.
+template <typename C>
+ComplexFn<C> complex_function(std::string_view op) {
+  if (op == "reciprocal") return [](C z) { return C(1) / z; };
+  if (op == "sqrt") return [](C z) { return std::sqrt(z); };
+  if (op == "rsqrt") return [](C z) { return C(1) / std::sqrt(z); };
+  if (op == "exp") return [](C z) { return std::exp(z); };
+  if (op == "log") return [](C z) { return std::log(z); };
+  if (op == "sin") return [](C z) { return std::sin(z); };
+  if (op == "cos") return [](C z) { return std::cos(z); };
+  if (op == "tan") return [](C z) { return std::tan(z); };
+  if (op == "sinh") return [](C z) { return std::sinh(z); };
+  if (op == "cosh") return [](C z) { return std::cosh(z); };
+  if (op == "tanh") return [](C z) { return std::tanh(z); };
+  if (op == "sigmoid") return [](C z) { return C(1) / (C(1) + std::exp(-z)); };
+  return nullptr;
+}
+
+}  // namespace
+
+Tensor complex_unary_into(const char* op, ResultInto into, const Tensor& out, const Tensor& self) {
+  Tensor result;
+  visit_dtype_and_complex(self.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (is_complex_v<T>) {
+      const ComplexFn<T> fn = complex_function<T>(op);
+      KILN_CHECK_NOT_IMPLEMENTED(fn != nullptr, "\"", op, "\" not implemented for '", scalar_type_name(self.dtype()), "'");
+      result = map_complex(self, self.dtype(), fn);
+    }
+  });
+  if (into == ResultInto::InPlace) {
+    copy_(self, result);
+    return self;
+  }
+  return finish_into(into, out, result);
+}
 
 Tensor complex_abs_into(ResultInto into, const Tensor& out, const Tensor& self) {
   KILN_CHECK(into != ResultInto::InPlace, "In-place abs is not supported for complex tensors.");

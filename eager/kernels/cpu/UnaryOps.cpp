@@ -70,6 +70,7 @@ namespace {
 
 #define KILN_UNARY_FLOAT_INTO_(op)                                                   \
   Tensor op##_into(ResultInto into, const Tensor& out, const Tensor& self) {         \
+    if (is_complex(self.dtype())) return complex_unary_into(#op, into, out, self);  \
     auto iter = unary_float_iterator(#op, into, out, self);                          \
     op##_stub(iter);                                                                  \
     return finish(iter, into);                                                        \
