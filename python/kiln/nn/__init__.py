@@ -10,3 +10,6 @@ from kiln.nn import functional, init, utils
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "DataParallel", "factory_kwargs",
            "functional", "init", "utils", *_modules_all]
+
+# torch.nn.attention, torch.nn.parallel, torch.nn.grad and torch.nn.common_types.
+from kiln.nn import attention, common_types, grad, parallel  # noqa: E402

@@ -185,3 +185,102 @@ def orthogonal_(tensor, gain: float = 1, generator=None):
         values = _C.from_numpy(np.ascontiguousarray(q * gain, dtype=np.float64))
         tensor.copy_(values.reshape(tuple(tensor.shape)))
     return tensor
+
+
+# --- torch.nn.init's remaining names: dirac_, sparse_, the no_grad helpers and the deprecated aliases ---
+
+
+def dirac_(tensor, groups: int = 1):
+    """The Dirac delta for a 3-, 4- or 5-d convolution weight: in each of the ``groups``, output
+    channel d passes input channel d through at the kernel's centre (as many as the smaller
+    channel count allows); everything else zero."""
+    dimensions = tensor.dim()
+    if dimensions not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tuple(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_chans_per_group = sizes[0] // groups
+    min_dim = min(out_chans_per_group, sizes[1])
+    centre = tuple(size // 2 for size in sizes[2:])
+    with no_grad():
+        tensor.zero_()
+        for g in range(groups):
+            for d in range(min_dim):
+                tensor[(g * out_chans_per_group + d, d, *centre)] = 1
+    return tensor
+
+
+def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
+    """A 2-d sparse matrix: Normal(0, std) values (drawn from ``generator``), then in every column
+    ceil(sparsity * rows) entries, at rows of a random permutation, set to zero. As in torch, the
+    permutations come from the default generator, not ``generator``."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tuple(tensor.shape)
+    num_zeros = math.ceil(sparsity * rows)
+    with no_grad():
+        tensor.normal_(0, std, **_gen_kwargs(generator))
+        for col in range(cols):
+            zero_rows = _C._functions.randperm(rows)[:num_zeros]
+            tensor[zero_rows, col] = 0
+    return tensor
+
+
+# torch's private helpers, which some libraries call directly (timm's trunc_normal_ used to).
+def _no_grad_uniform_(tensor, a, b, generator=None):
+    return uniform_(tensor, a, b, generator)
+
+
+def _no_grad_normal_(tensor, mean, std, generator=None):
+    return normal_(tensor, mean, std, generator)
+
+
+def _no_grad_trunc_normal_(tensor, mean, std, a, b, generator=None):
+    return trunc_normal_(tensor, mean, std, a, b, generator)
+
+
+def _no_grad_fill_(tensor, val):
+    return constant_(tensor, val)
+
+
+def _no_grad_zero_(tensor):
+    return zeros_(tensor)
+
+
+def _make_deprecate(method):
+    """The old spelling of an in-place initialiser (no trailing underscore): FutureWarning, then the new one."""
+    new_name = method.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.", FutureWarning,
+                      stacklevel=2)
+        return method(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = f"{old_name}(...): deprecated in favor of kiln.nn.init.{new_name}."
+    return deprecated_init
+
+
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)
+
+__all__ += ["dirac_", "sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+            "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
+
+# torch.nn.init's annotation types for the ``mode`` and ``nonlinearity`` arguments.
+from typing import Literal as _Literal  # noqa: E402
+
+_FanMode = _Literal["fan_in", "fan_out"]
+_NonlinearityType = _Literal["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                             "conv_transpose3d", "sigmoid", "tanh", "relu", "leaky_relu", "selu"]
