@@ -1,0 +1,70 @@
+"""Uniform(low, high) on [low, high), as torch.distributions.Uniform."""
+
+from __future__ import annotations
+
+import kiln
+from kiln.distributions import constraints
+from kiln.distributions._helpers import batch_shape_of, expand_params
+from kiln.distributions.distribution import Distribution
+from kiln.distributions.utils import broadcast_all
+
+__all__ = ["Uniform"]
+
+
+class Uniform(Distribution):
+    """The continuous uniform distribution on the half-open interval [low, high)."""
+
+    has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
+
+    def __init__(self, low, high, validate_args=None):
+        self.low, self.high = broadcast_all(low, high)
+        super().__init__(batch_shape_of((low, high), self.low), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return expand_params(self, Uniform, batch_shape, ("low", "high"), _instance)
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.interval(self.low, self.high)
+
+    @property
+    def mean(self):
+        return (self.high + self.low) / 2
+
+    @property
+    def mode(self):
+        return float("nan") * self.high
+
+    @property
+    def stddev(self):
+        return (self.high - self.low) / 12 ** 0.5
+
+    @property
+    def variance(self):
+        return (self.high - self.low).pow(2) / 12
+
+    def rsample(self, sample_shape=kiln.Size()):
+        shape = self._extended_shape(sample_shape)
+        u = kiln.rand(shape, dtype=self.low.dtype)
+        return self.low + u * (self.high - self.low)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        inside = self.low.le(value).type_as(self.low) * self.high.gt(value).type_as(self.low)
+        return kiln.log(inside) - kiln.log(self.high - self.low)
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return ((value - self.low) / (self.high - self.low)).clamp(min=0, max=1)
+
+    def icdf(self, value):
+        return value * (self.high - self.low) + self.low
+
+    def entropy(self):
+        return kiln.log(self.high - self.low)
