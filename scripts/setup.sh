@@ -18,6 +18,7 @@ APT_PACKAGES=(
   libeigen3-dev               # float tanh at AVX-512 (header-only; chosen by measurement, eager/kernels/README.md)
   libopenblas-dev             # BLAS for float64 matrix products
   libdnnl-dev                 # oneDNN: float32 matrix products and conv2d (Note [float32 GEMM on oneDNN])
+  libfftw3-dev                # kiln.fft (Note [FFTs on FFTW])
   ccache                      # fast rebuilds, including CI's fresh clones
 )
 PIP_PACKAGES=(

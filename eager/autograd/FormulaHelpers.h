@@ -57,6 +57,42 @@ namespace kiln::autograd::formula {
   return kiln::mul(grad, kiln::conj_physical(kiln::mul(result, kiln::rsub(result, Scalar(1.0)))));
 }
 
+// The FFTs' gradients (eager/ops/fft.yaml), as PyTorch's: each is the adjoint transform.
+/// _fft_c2c: the transform in the other direction with the same normalization.
+[[nodiscard]] inline Tensor fft_c2c_backward(const Tensor& grad, IntArrayRef dim, int64_t normalization,
+                                             bool forward) {
+  return kiln::_fft_c2c(grad, dim, normalization, !forward);
+}
+
+/// _fft_r2c: a onesided gradient padded with zeros to the input's length, transformed back, real part.
+[[nodiscard]] inline Tensor fft_r2c_backward(const Tensor& grad, IntArrayRef dim, int64_t normalization,
+                                             bool onesided, IntArrayRef self_sizes) {
+  Tensor full = grad;
+  const int64_t last = wrap_dim(dim.back(), grad.dim());
+  if (onesided && self_sizes[static_cast<size_t>(last)] > grad.size(last)) {
+    DimVector pad_sizes(grad.sizes());
+    pad_sizes[static_cast<size_t>(last)] = self_sizes[static_cast<size_t>(last)] - grad.size(last);
+    const Tensor parts[] = {grad, kiln::zeros(pad_sizes, grad.dtype(), grad.device())};
+    full = kiln::cat(parts, last);
+  }
+  return kiln::view_as_real(kiln::_fft_c2c(full, dim, normalization, false)).select(-1, 0);
+}
+
+/// _fft_c2r: the onesided r2c of grad, with the entries whose mirror images the forward
+/// filled in by conjugate symmetry (1 .. n - onesided length) counted twice.
+[[nodiscard]] inline Tensor fft_c2r_backward(const Tensor& grad, IntArrayRef dim, int64_t normalization) {
+  Tensor result = kiln::_fft_r2c(grad, dim, normalization, true);
+  const int64_t last = wrap_dim(dim.back(), grad.dim());
+  const int64_t doubled = grad.size(last) - result.size(last);
+  if (doubled <= 0) return result;
+  DimVector weight_sizes(static_cast<size_t>(result.dim()), 1);
+  weight_sizes[static_cast<size_t>(last)] = result.size(last);
+  const DType real_dtype = to_real_value_type(result.dtype());
+  Tensor weights = kiln::ones(weight_sizes, real_dtype, result.device());
+  weights.narrow(last, 1, doubled).fill_(Scalar(2.0));
+  return kiln::mul(result, weights);
+}
+
 [[nodiscard]] inline Tensor zeros_like(const Tensor& t) { return kiln::zeros(t.sizes(), t.dtype(), t.device()); }
 
 [[nodiscard]] inline Tensor to(const Tensor& t, DType dtype) {

@@ -207,6 +207,13 @@ _nn_extra.install(nn.functional, globals())
 _linalg_extra.install(linalg, globals(), Tensor)
 
 # kiln.func (torch.func: vmap, grad, jacrev, functional_call, ...) and kiln.vmap, after everything they build on.
-from kiln import func  # noqa: E402
+from kiln import fft, func  # noqa: E402  (kiln.fft: torch.fft on FFTW)
 
 vmap = func.vmap
+
+# kiln.testing (torch.testing) and kiln.amp (torch.amp: autocast, GradScaler); kiln.autocast is torch.autocast.
+from kiln import testing, amp  # noqa: E402
+
+autocast = amp.autocast
+GradScaler = amp.GradScaler
+from kiln import distributions  # noqa: E402

@@ -417,3 +417,12 @@ def test_second_derivative_through_complex_exp_matches_torch():
     kiln.view_as_real(kg).sum().backward()
     torch.view_as_real(tg).sum().backward()
     _close(kz.grad, tz.grad, rtol=1e-10, atol=1e-12)
+
+
+def test_real_to_complex_conversion_carries_the_gradient():
+    x = torch.randn(4, dtype=torch.float64)
+    kx, tx = _k(x).requires_grad_(), x.clone().requires_grad_()
+    w = _rand((4,), torch.complex128, seed=30)
+    kiln.view_as_real(kx.to(kiln.complex128) * _k(w)).sum().backward()
+    torch.view_as_real(tx.to(torch.complex128) * w).sum().backward()
+    _close(kx.grad, tx.grad, rtol=1e-12)

@@ -31,7 +31,7 @@ bool to_will_alias(const Tensor& self, std::optional<DType> dtype, std::optional
 Tensor to_impl(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device, bool non_blocking,
                bool copy, std::optional<MemoryFormat> memory_format) {
   if (to_will_alias(self, dtype, device, copy, memory_format)) return self;
-  if (dtype && !is_floating_point(*dtype)) {
+  if (dtype && !is_differentiable_dtype(*dtype)) {
     // An integer or bool result has no gradient (PyTorch: not differentiable), so no history.
     autograd::NoGradGuard no_grad;
     return kiln::_to_copy(self, dtype, device, non_blocking, memory_format);

@@ -1,0 +1,209 @@
+// The discrete Fourier transforms (eager/ops/fft.yaml) on FFTW.
+//
+// Note [FFTs on FFTW]
+// -------------------
+// FFTW 3 (Debian's libfftw3, single and double precision) computes every
+// transform: its guru interface takes any number of transformed dims and any
+// number of batch ("howmany") dims, each with its own input and output
+// strides, so one plan covers a whole call. It was the one candidate here:
+// Debian's other FFT library (KissFFT) is built for float only, and the
+// PocketFFT that numpy and PyTorch use ships no headers. (FFTW is GPL-2+: a
+// build of kiln that links it is distributed under the GPL.)
+// - Plans use FFTW_ESTIMATE, which plans from the sizes alone without running
+//   trial transforms (tens of microseconds), so no plan cache is kept yet.
+//   Planning is not thread-safe in FFTW; a mutex serialises it, and
+//   fftw_execute_dft on a made plan is.
+// - Inputs are made contiguous first and outputs are fresh contiguous tensors.
+//   c2r destroys its input in FFTW, so it always runs on a copy.
+// - Normalization is applied after the transform, on the output, with the
+//   mode codes PyTorch's internal ops take: 0 none, 1 1/sqrt(n), 2 1/n, where
+//   n is the product of the signal sizes over the transformed dims.
+#include <fftw3.h>
+
+#include <cmath>
+#include <complex>
+#include <mutex>
+#include <vector>
+
+#include "eager/core/Error.h"
+#include "eager/kernels/cpu/Copy.h"
+#include "eager/kernels/cpu/Factories.h"
+#include "kiln/generated/NativeFunctions.h"
+
+namespace kiln::native {
+
+namespace {
+
+std::mutex& planner_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+/// The transformed dims (wrapped, checked) and the batch dims of a `rank`-D tensor.
+struct FftDims {
+  std::vector<int64_t> signal;
+  std::vector<int64_t> batch;
+};
+
+FftDims fft_dims(const char* op, int64_t rank, IntArrayRef dim) {
+  FftDims d;
+  std::vector<bool> used(static_cast<size_t>(rank), false);
+  KILN_CHECK(!dim.empty(), op, ": expects at least one dim to transform");
+  for (int64_t raw : dim) {
+    const int64_t w = wrap_dim(raw, rank);
+    KILN_CHECK(!used[static_cast<size_t>(w)], op, ": dims must be unique, got ", dim);
+    used[static_cast<size_t>(w)] = true;
+    d.signal.push_back(w);
+  }
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!used[static_cast<size_t>(i)]) d.batch.push_back(i);
+  }
+  return d;
+}
+
+/// FFTW's iodims for `dims` of a tensor with the given sizes and in/out strides (in elements).
+std::vector<fftw_iodim64> iodims(const std::vector<int64_t>& dims, IntArrayRef sizes, IntArrayRef in_strides,
+                                 IntArrayRef out_strides) {
+  std::vector<fftw_iodim64> out;
+  for (int64_t d : dims) {
+    out.push_back({static_cast<ptrdiff_t>(sizes[d]), static_cast<ptrdiff_t>(in_strides[d]),
+                   static_cast<ptrdiff_t>(out_strides[d])});
+  }
+  return out;
+}
+
+/// The scale a normalization code asks for, n the product of the signal sizes.
+double norm_scale(int64_t normalization, double n) {
+  KILN_CHECK(normalization >= 0 && normalization <= 2, "fft: unknown normalization mode ", normalization);
+  if (normalization == 0 || n == 0) return 1.0;
+  return normalization == 1 ? 1.0 / std::sqrt(n) : 1.0 / n;
+}
+
+double signal_size(const std::vector<int64_t>& dims, IntArrayRef sizes) {
+  double n = 1;
+  for (int64_t d : dims) n *= static_cast<double>(sizes[d]);
+  return n;
+}
+
+void scale_in_place(const Tensor& t, double scale) {
+  if (scale == 1.0 || t.numel() == 0) return;
+  visit_dtype_and_complex(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (is_complex_v<T> || std::is_floating_point_v<T>) {
+      T* p = t.data_ptr<T>();
+      for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] *= static_cast<decltype(std::abs(T{}))>(scale);
+    }
+  });
+}
+
+/// One FFTW plan made, run and destroyed, in float (fftwf_) or double (fftw_).
+/// kind: 0 c2c, 1 r2c, 2 c2r. `in` and `out` are contiguous.
+void run_plan(bool single, int kind, int sign, const std::vector<fftw_iodim64>& dims,
+              const std::vector<fftw_iodim64>& howmany, void* in, void* out) {
+  const int rank = static_cast<int>(dims.size()), batch_rank = static_cast<int>(howmany.size());
+  if (single) {
+    fftwf_plan plan;
+    {
+      std::lock_guard<std::mutex> lock(planner_mutex());
+      auto* d = reinterpret_cast<const fftwf_iodim64*>(dims.data());
+      auto* h = reinterpret_cast<const fftwf_iodim64*>(howmany.data());
+      if (kind == 0) {
+        plan = fftwf_plan_guru64_dft(rank, d, batch_rank, h, static_cast<fftwf_complex*>(in),
+                                     static_cast<fftwf_complex*>(out), sign, FFTW_ESTIMATE);
+      } else if (kind == 1) {
+        plan = fftwf_plan_guru64_dft_r2c(rank, d, batch_rank, h, static_cast<float*>(in),
+                                         static_cast<fftwf_complex*>(out), FFTW_ESTIMATE);
+      } else {
+        plan = fftwf_plan_guru64_dft_c2r(rank, d, batch_rank, h, static_cast<fftwf_complex*>(in),
+                                         static_cast<float*>(out), FFTW_ESTIMATE);
+      }
+    }
+    KILN_CHECK(plan != nullptr, "fft: FFTW could not plan this transform");
+    fftwf_execute(plan);
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    fftwf_destroy_plan(plan);
+    return;
+  }
+  fftw_plan plan;
+  {
+    std::lock_guard<std::mutex> lock(planner_mutex());
+    if (kind == 0) {
+      plan = fftw_plan_guru64_dft(rank, dims.data(), batch_rank, howmany.data(), static_cast<fftw_complex*>(in),
+                                  static_cast<fftw_complex*>(out), sign, FFTW_ESTIMATE);
+    } else if (kind == 1) {
+      plan = fftw_plan_guru64_dft_r2c(rank, dims.data(), batch_rank, howmany.data(), static_cast<double*>(in),
+                                      static_cast<fftw_complex*>(out), FFTW_ESTIMATE);
+    } else {
+      plan = fftw_plan_guru64_dft_c2r(rank, dims.data(), batch_rank, howmany.data(), static_cast<fftw_complex*>(in),
+                                      static_cast<double*>(out), FFTW_ESTIMATE);
+    }
+  }
+  KILN_CHECK(plan != nullptr, "fft: FFTW could not plan this transform");
+  fftw_execute(plan);
+  std::lock_guard<std::mutex> lock(planner_mutex());
+  fftw_destroy_plan(plan);
+}
+
+}  // namespace
+
+Tensor fft_c2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, bool forward) {
+  KILN_CHECK(is_complex(self.dtype()), "_fft_c2c: expects a complex input tensor, but got ",
+             scalar_type_name(self.dtype()));
+  const FftDims d = fft_dims("_fft_c2c", self.dim(), dim);
+  const Tensor in = self.contiguous();
+  Tensor out = empty(self.sizes(), self.dtype(), self.device());
+  if (out.numel() == 0) return out;
+  const DimVector strides = contiguous_strides(self.sizes());
+  run_plan(self.dtype() == DType::Complex64, 0, forward ? FFTW_FORWARD : FFTW_BACKWARD,
+           iodims(d.signal, self.sizes(), strides, strides), iodims(d.batch, self.sizes(), strides, strides),
+           in.data_ptr(), out.data_ptr());
+  scale_in_place(out, norm_scale(normalization, signal_size(d.signal, self.sizes())));
+  return out;
+}
+
+Tensor fft_r2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, bool onesided) {
+  KILN_CHECK(self.dtype() == DType::Float32 || self.dtype() == DType::Float64,
+             "_fft_r2c: expects a floating point input tensor, but got ", scalar_type_name(self.dtype()));
+  if (!onesided) {
+    return fft_c2c_cpu(to_dtype_copy(self, to_complex_type(self.dtype())), dim, normalization, true);
+  }
+  const FftDims d = fft_dims("_fft_r2c", self.dim(), dim);
+  const int64_t last = d.signal.back();
+  DimVector out_sizes(self.sizes());
+  out_sizes[last] = self.size(last) / 2 + 1;
+  Tensor out = empty(out_sizes, to_complex_type(self.dtype()), self.device());
+  if (self.numel() == 0) {
+    if (out.numel() > 0) native::fill_impl(out, Scalar(0.0));
+    return out;
+  }
+  const Tensor in = self.contiguous();
+  const DimVector in_strides = contiguous_strides(self.sizes()), out_strides = contiguous_strides(out_sizes);
+  // FFTW's r2c dims are the real (input) sizes; the output's last dim is n/2 + 1.
+  run_plan(self.dtype() == DType::Float32, 1, 0, iodims(d.signal, self.sizes(), in_strides, out_strides),
+           iodims(d.batch, self.sizes(), in_strides, out_strides), in.data_ptr(), out.data_ptr());
+  scale_in_place(out, norm_scale(normalization, signal_size(d.signal, self.sizes())));
+  return out;
+}
+
+Tensor fft_c2r_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, int64_t last_dim_size) {
+  KILN_CHECK(is_complex(self.dtype()), "_fft_c2r: expects a complex input tensor, but got ",
+             scalar_type_name(self.dtype()));
+  KILN_CHECK(last_dim_size >= 1, "Invalid number of data points (", last_dim_size, ") specified");
+  const FftDims d = fft_dims("_fft_c2r", self.dim(), dim);
+  const int64_t last = d.signal.back();
+  KILN_CHECK(self.size(last) == last_dim_size / 2 + 1, "_fft_c2r: expected the last transformed dim to have ",
+             last_dim_size / 2 + 1, " elements for last_dim_size ", last_dim_size, ", got ", self.size(last));
+  DimVector out_sizes(self.sizes());
+  out_sizes[last] = last_dim_size;
+  Tensor out = empty(out_sizes, to_real_value_type(self.dtype()), self.device());
+  if (out.numel() == 0) return out;
+  const Tensor in = to_dtype_copy(self, self.dtype());  // FFTW's c2r overwrites its input
+  const DimVector in_strides = contiguous_strides(self.sizes()), out_strides = contiguous_strides(out_sizes);
+  // FFTW's c2r dims are the real (output) sizes.
+  run_plan(self.dtype() == DType::Complex64, 2, 0, iodims(d.signal, out_sizes, in_strides, out_strides),
+           iodims(d.batch, out_sizes, in_strides, out_strides), in.data_ptr(), out.data_ptr());
+  scale_in_place(out, norm_scale(normalization, signal_size(d.signal, out_sizes)));
+  return out;
+}
+
+}  // namespace kiln::native

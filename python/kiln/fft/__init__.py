@@ -1,0 +1,290 @@
+"""kiln.fft: torch.fft's discrete Fourier transforms, on FFTW through three ops
+(_fft_c2c, _fft_r2c, _fft_c2r; eager/ops/fft.yaml, Note [FFTs on FFTW]).
+
+Each function resizes the signal dims first as torch does (``n`` / ``s`` trim with a
+narrow or zero-pad at the end), promotes integer and bool inputs to the default float
+dtype (float16/bfloat16 compute in float32: kiln has no complex32), maps ``norm``
+("backward", "ortho", "forward") to the ops' normalization codes, and is differentiable
+through the ops' formulas. hfft/ihfft are irfft/rfft of the conjugate with the opposite
+normalization, as numpy defines them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+from kiln import _C
+
+_F = _C._functions
+
+__all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
+           "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+
+_NORM_NONE, _NORM_ROOT_N, _NORM_N = 0, 1, 2
+
+
+def _norm_code(norm: Optional[str], forward: bool) -> int:
+    if norm is None or norm == "backward":
+        return _NORM_NONE if forward else _NORM_N
+    if norm == "forward":
+        return _NORM_N if forward else _NORM_NONE
+    if norm == "ortho":
+        return _NORM_ROOT_N
+    raise ValueError(f"Invalid normalization mode: {norm}")
+
+
+def _swap_norm(norm: Optional[str]) -> str:
+    return {"backward": "forward", None: "forward", "forward": "backward", "ortho": "ortho"}[norm]
+
+
+def _require_tensor(x, name):
+    if not isinstance(x, _C.TensorBase):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+
+
+def _floating(x):
+    """x in a dtype the transforms take: float32/float64 or complex64/complex128."""
+    if x.dtype.is_complex or x.dtype in (_C.float32, _C.float64):
+        return x
+    if x.dtype in (_C.float16, _C.bfloat16):
+        return x.to(_C.float32)
+    return x.to(_C.get_default_dtype())
+
+
+def _complex(x):
+    x = _floating(x)
+    return x if x.dtype.is_complex else x.to(_C.complex128 if x.dtype is _C.float64 else _C.complex64)
+
+
+def _wrap(d: int, rank: int, name: str) -> int:
+    if not -rank <= d < rank:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got {d})")
+    return d % rank
+
+
+def _resize(x, dims, sizes, name):
+    """x with each dim in dims trimmed or zero-padded (at the end) to its size."""
+    for d, n in zip(dims, sizes):
+        if n == -1:
+            continue
+        if n < 1:
+            raise RuntimeError(f"Invalid number of data points ({n}) specified")
+        have = x.shape[d]
+        if n < have:
+            x = x.narrow(d, 0, n)
+        elif n > have:
+            pad_shape = list(x.shape)
+            pad_shape[d] = n - have
+            x = _F.cat([x, _F.zeros(pad_shape, dtype=x.dtype)], d)
+    return x
+
+
+def _dims_and_sizes(x, s, dim, name, default_all: bool):
+    rank = x.dim()
+    if dim is None:
+        if s is None:
+            dims = list(range(rank)) if default_all else list(range(max(rank - 2, 0), rank))
+        else:
+            dims = list(range(rank - len(s), rank))
+    else:
+        dims = [_wrap(int(d), rank, name) for d in ([dim] if isinstance(dim, int) else dim)]
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"{name} dims must be unique")
+    if s is None:
+        sizes = [-1] * len(dims)
+    else:
+        sizes = [int(n) for n in s]
+        if len(sizes) != len(dims):
+            raise RuntimeError(f"When given, dim and shape arguments must have the same length")
+        if len(dims) > rank:
+            raise RuntimeError(f"Got shape with {len(sizes)} values but input tensor only has {rank} dimensions.")
+    return dims, sizes
+
+
+def _write_out(result, out):
+    if out is None:
+        return result
+    out.resize_(result.shape)
+    out.copy_(result)
+    return out
+
+
+# --- complex to complex -----------------------------------------------------------------------
+
+def _c2c(name, x, s, dim, norm, forward, default_all, out):
+    _require_tensor(x, name)
+    dims, sizes = _dims_and_sizes(x, s, dim, name, default_all)
+    x = _resize(_complex(x), dims, sizes, name)
+    return _write_out(_F._fft_c2c(x, dims, _norm_code(norm, forward), forward), out)
+
+
+def fft(input, n=None, dim=-1, norm=None, *, out=None):
+    """torch.fft.fft: the 1-D discrete Fourier transform along ``dim``."""
+    return _c2c("fft", input, None if n is None else [n], [dim], norm, True, True, out)
+
+
+def ifft(input, n=None, dim=-1, norm=None, *, out=None):
+    """torch.fft.ifft: the 1-D inverse transform along ``dim``."""
+    return _c2c("ifft", input, None if n is None else [n], [dim], norm, False, True, out)
+
+
+def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return _c2c("fft2", input, s, dim, norm, True, False, out)
+
+
+def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return _c2c("ifft2", input, s, dim, norm, False, False, out)
+
+
+def fftn(input, s=None, dim=None, norm=None, *, out=None):
+    return _c2c("fftn", input, s, dim, norm, True, True, out)
+
+
+def ifftn(input, s=None, dim=None, norm=None, *, out=None):
+    return _c2c("ifftn", input, s, dim, norm, False, True, out)
+
+
+# --- real to complex and back ----------------------------------------------------------------
+
+def _r2c(name, x, s, dim, norm, default_all, out):
+    _require_tensor(x, name)
+    if x.dtype.is_complex:
+        raise RuntimeError(f"{name} expects a real input tensor, but got {_scalar_type_name(x.dtype)}")
+    dims, sizes = _dims_and_sizes(x, s, dim, name, default_all)
+    x = _resize(_floating(x), dims, sizes, name)
+    return _write_out(_F._fft_r2c(x, dims, _norm_code(norm, True), True), out)
+
+
+def _c2r(name, x, s, dim, norm, default_all, out):
+    _require_tensor(x, name)
+    dims, sizes = _dims_and_sizes(x, s, dim, name, default_all)
+    last = dims[-1]
+    last_size = sizes[-1] if sizes[-1] != -1 else 2 * (x.shape[last] - 1)
+    if last_size < 1:
+        raise RuntimeError(f"Invalid number of data points ({last_size}) specified")
+    sizes = sizes[:-1] + [last_size // 2 + 1]
+    x = _resize(_complex(x), dims, sizes, name)
+    return _write_out(_F._fft_c2r(x, dims, _norm_code(norm, False), last_size), out)
+
+
+def rfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """torch.fft.rfft: the one-sided transform of a real signal along ``dim``."""
+    return _r2c("rfft", input, None if n is None else [n], [dim], norm, True, out)
+
+
+def irfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """torch.fft.irfft: the real signal of a one-sided spectrum (length ``n``, default 2*(m-1))."""
+    return _c2r("irfft", input, None if n is None else [n], [dim], norm, True, out)
+
+
+def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return _r2c("rfft2", input, s, dim, norm, False, out)
+
+
+def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return _c2r("irfft2", input, s, dim, norm, False, out)
+
+
+def rfftn(input, s=None, dim=None, norm=None, *, out=None):
+    return _r2c("rfftn", input, s, dim, norm, True, out)
+
+
+def irfftn(input, s=None, dim=None, norm=None, *, out=None):
+    return _c2r("irfftn", input, s, dim, norm, True, out)
+
+
+def _conj(x):
+    x = _complex(x)
+    return _F.conj_physical(x)
+
+
+def hfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """torch.fft.hfft: the real spectrum of a Hermitian-symmetric signal given by its first half."""
+    _require_tensor(input, "hfft")
+    return irfft(_conj(input), n, dim, _swap_norm(norm), out=out)
+
+
+def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
+    """torch.fft.ihfft: the inverse of hfft (one-sided)."""
+    _require_tensor(input, "ihfft")
+    return _write_out(_F.conj_physical(rfft(input, n, dim, _swap_norm(norm))), out)
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    _require_tensor(input, "hfft2")
+    return irfft2(_conj(input), s, dim, _swap_norm(norm), out=out)
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    _require_tensor(input, "ihfft2")
+    return _write_out(_F.conj_physical(rfft2(input, s, dim, _swap_norm(norm))), out)
+
+
+def hfftn(input, s=None, dim=None, norm=None, *, out=None):
+    _require_tensor(input, "hfftn")
+    return irfftn(_conj(input), s, dim, _swap_norm(norm), out=out)
+
+
+def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
+    _require_tensor(input, "ihfftn")
+    return _write_out(_F.conj_physical(rfftn(input, s, dim, _swap_norm(norm))), out)
+
+
+# --- frequencies and shifts ------------------------------------------------------------------
+
+def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """torch.fft.fftfreq: [0, 1, ..., ceil(n/2)-1, -floor(n/2), ..., -1] / (d * n)."""
+    dtype = dtype or _C.get_default_dtype()
+    values = [i if i < (n + 1) // 2 else i - n for i in range(n)]
+    result = _C._tensor(values, _C.float64, None, False).div(d * n).to(dtype) if n else _F.zeros([0], dtype=dtype)
+    return _finish_freq(result, out, requires_grad)
+
+
+def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """torch.fft.rfftfreq: [0, 1, ..., n//2] / (d * n)."""
+    dtype = dtype or _C.get_default_dtype()
+    result = _C._tensor(list(range(n // 2 + 1)), _C.float64, None, False).div(d * n).to(dtype)
+    return _finish_freq(result, out, requires_grad)
+
+
+def _finish_freq(result, out, requires_grad):
+    result = _write_out(result, out)
+    if requires_grad:
+        result.requires_grad_()
+    return result
+
+
+def _shift_dims(x, dim):
+    if dim is None:
+        return list(range(x.dim()))
+    return [_wrap(int(d), x.dim(), "fftshift") for d in ([dim] if isinstance(dim, int) else dim)]
+
+
+def _roll(x, dims, shift_of):
+    """x rolled along each dim by shift_of(size), as two narrowed pieces joined (complex included)."""
+    for d in dims:
+        size = x.shape[d]
+        r = shift_of(size) % size if size else 0
+        if r:
+            x = _F.cat([x.narrow(d, size - r, r), x.narrow(d, 0, size - r)], d)
+    return x
+
+
+def fftshift(input, dim=None):
+    """torch.fft.fftshift: rolls the zero frequency to the centre of each dim."""
+    _require_tensor(input, "fftshift")
+    return _roll(input, _shift_dims(input, dim), lambda n: n // 2)
+
+
+def ifftshift(input, dim=None):
+    """torch.fft.ifftshift: the inverse of fftshift."""
+    _require_tensor(input, "ifftshift")
+    return _roll(input, _shift_dims(input, dim), lambda n: -(n // 2))
+
+
+_SCALAR_TYPE_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def _scalar_type_name(dtype):
+    return _SCALAR_TYPE_NAMES.get(str(dtype).removeprefix("kiln."), str(dtype))

@@ -1,0 +1,125 @@
+"""kiln.fft against torch.fft: every transform's values over dims, sizes (trimmed and
+padded), norms and dtypes; gradients (complex and real inputs); frequencies, shifts and
+the errors."""
+
+import numpy as np
+import pytest
+import torch
+
+import kiln
+
+
+def _k(t):
+    return kiln.from_numpy(t.detach().resolve_conj().numpy().copy())
+
+
+def _close(k, t, rtol=1e-5, atol=1e-6):
+    assert str(k.dtype).removeprefix("kiln.") == str(t.dtype).removeprefix("torch.")
+    assert tuple(k.shape) == tuple(t.shape)
+    np.testing.assert_allclose(k.detach().numpy(), t.detach().resolve_conj().numpy(), rtol=rtol, atol=atol)
+
+
+def _input(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, dtype=dtype, generator=g)
+
+
+def _tol(dtype):
+    return dict(rtol=1e-4, atol=1e-4) if dtype in (torch.float32, torch.complex64) else dict(rtol=1e-10, atol=1e-10)
+
+
+ONE_D = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
+N_D = ["fft2", "ifft2", "fftn", "ifftn", "rfft2", "irfft2", "rfftn", "irfftn", "hfft2", "ihfft2", "hfftn", "ihfftn"]
+REAL_ONLY = {"rfft", "ihfft", "rfft2", "ihfft2", "rfftn", "ihfftn"}
+
+
+def _dtypes(name):
+    return [torch.float32, torch.float64] if name in REAL_ONLY else [torch.float64, torch.complex64, torch.complex128]
+
+
+@pytest.mark.parametrize("name", ONE_D)
+@pytest.mark.parametrize("norm", [None, "backward", "ortho", "forward"])
+@pytest.mark.parametrize("n", [None, 5, 8, 12])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_one_dimensional_transforms_match_torch(name, norm, n, dim):
+    for dtype in _dtypes(name):
+        x = _input((8, 6), dtype)
+        _close(getattr(kiln.fft, name)(_k(x), n=n, dim=dim, norm=norm),
+               getattr(torch.fft, name)(x, n=n, dim=dim, norm=norm), **_tol(dtype))
+
+
+@pytest.mark.parametrize("name", N_D)
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+@pytest.mark.parametrize("s,dim", [(None, None), ((4, 6), None), ((3, 8), (0, 2)), (None, (1, 0)), ((5,), (1,))])
+def test_multi_dimensional_transforms_match_torch(name, norm, s, dim):
+    kwargs = {"norm": norm}
+    if s is not None:
+        kwargs["s"] = s
+    if dim is not None:
+        kwargs["dim"] = dim
+    for dtype in _dtypes(name):
+        x = _input((4, 5, 6), dtype, seed=1)
+        _close(getattr(kiln.fft, name)(_k(x), **kwargs), getattr(torch.fft, name)(x, **kwargs), **_tol(dtype))
+
+
+def test_strided_and_integer_inputs():
+    x = _input((6, 8), torch.complex128)[::2, 1::2]
+    _close(kiln.fft.fft(_k(x).t(), dim=0), torch.fft.fft(x.t(), dim=0), rtol=1e-10, atol=1e-10)
+    i = torch.arange(10)
+    _close(kiln.fft.fft(_k(i)), torch.fft.fft(i), rtol=1e-5, atol=1e-5)
+    _close(kiln.fft.rfft(_k(i)), torch.fft.rfft(i), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,dtype,kwargs", [
+    ("fft", torch.complex128, {}), ("ifft", torch.complex128, {"norm": "ortho"}), ("fft", torch.float64, {"n": 9}),
+    ("rfft", torch.float64, {}), ("rfft", torch.float64, {"n": 7}), ("irfft", torch.complex128, {}),
+    ("irfft", torch.complex128, {"n": 9}), ("hfft", torch.complex128, {}), ("ihfft", torch.float64, {}),
+    ("fft2", torch.complex128, {}), ("rfft2", torch.float64, {"norm": "forward"}), ("irfftn", torch.complex128, {}),
+    ("rfftn", torch.float64, {"s": (3, 5)}),
+])
+def test_gradients_match_torch(name, dtype, kwargs):
+    x = _input((4, 6), dtype, seed=2)
+    kx = _k(x).requires_grad_()
+    tx = x.clone().requires_grad_()
+    kout, tout = getattr(kiln.fft, name)(kx, **kwargs), getattr(torch.fft, name)(tx, **kwargs)
+    weights = _input(tuple(tout.shape), tout.dtype, seed=3)
+    kloss = kout * _k(weights)
+    tloss = tout * weights
+    (kiln.view_as_real(kloss) if kloss.dtype.is_complex else kloss).sum().backward()
+    (torch.view_as_real(tloss) if tloss.dtype.is_complex else tloss).sum().backward()
+    _close(kx.grad, tx.grad, rtol=1e-9, atol=1e-9)
+
+
+def test_frequencies_and_shifts_match_torch():
+    for n in (1, 4, 7):
+        _close(kiln.fft.fftfreq(n), torch.fft.fftfreq(n))
+        _close(kiln.fft.rfftfreq(n, d=0.5), torch.fft.rfftfreq(n, d=0.5))
+    _close(kiln.fft.fftfreq(6, dtype=kiln.float64), torch.fft.fftfreq(6, dtype=torch.float64))
+    x = _input((4, 5), torch.complex64, seed=4)
+    for dim in (None, 0, (1,), (-1, 0)):
+        _close(kiln.fft.fftshift(_k(x), dim=dim), torch.fft.fftshift(x, dim=dim))
+        _close(kiln.fft.ifftshift(_k(x), dim=dim), torch.fft.ifftshift(x, dim=dim))
+    spectrum = kiln.fft.fftshift(kiln.fft.fft(_k(x)))
+    _close(kiln.fft.ifft(kiln.fft.ifftshift(spectrum)), x.to(torch.complex64), rtol=1e-5, atol=1e-6)
+
+
+def test_round_trips():
+    x = _input((3, 10), torch.float64, seed=5)
+    _close(kiln.fft.irfft(kiln.fft.rfft(_k(x)), n=10), x, rtol=1e-12, atol=1e-12)
+    z = _input((3, 10), torch.complex128, seed=6)
+    _close(kiln.fft.ifftn(kiln.fft.fftn(_k(z))), z, rtol=1e-12, atol=1e-12)
+
+
+def test_errors_match_torch():
+    with pytest.raises(ValueError, match="Invalid normalization mode: bogus"):
+        kiln.fft.fft(kiln.ones(4), norm="bogus")
+    with pytest.raises(RuntimeError, match=r"Invalid number of data points \(0\) specified"):
+        kiln.fft.fft(kiln.ones(4), n=0)
+    with pytest.raises(RuntimeError, match="Invalid number of data points"):
+        kiln.fft.irfft(kiln.ones(1, dtype=kiln.complex64))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        kiln.fft.fft(kiln.ones(4), dim=2)
+    with pytest.raises(RuntimeError, match="expects a real input tensor"):
+        kiln.fft.rfft(kiln.ones(4, dtype=kiln.complex64))
+    with pytest.raises(TypeError):
+        kiln.fft.fft([1.0, 2.0])
