@@ -208,6 +208,9 @@ _linalg_extra.install(linalg, globals(), Tensor)
 
 # kiln.func (torch.func: vmap, grad, jacrev, functional_call, ...) and kiln.vmap, after everything they build on.
 from kiln import fft, func  # noqa: E402  (kiln.fft: torch.fft on FFTW)
+from kiln import _stft  # noqa: E402  (stft / istft on kiln.fft)
+
+_stft.install(globals(), Tensor)
 
 vmap = func.vmap
 

@@ -426,3 +426,11 @@ def test_real_to_complex_conversion_carries_the_gradient():
     kiln.view_as_real(kx.to(kiln.complex128) * _k(w)).sum().backward()
     torch.view_as_real(tx.to(torch.complex128) * w).sum().backward()
     _close(kx.grad, tx.grad, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (21, 64), (70, 90)])
+def test_transposed_complex128_copies_are_exact(shape):
+    """16-byte elements take the element-wise copy, not the transpose tiles (which were for 1-8 bytes)."""
+    z = _rand(shape, torch.complex128, seed=31)
+    _close(_k(z).t().contiguous(), z.t().contiguous(), rtol=0, atol=0)
+    _close(_k(z)[:, 1:].t().clone(), z[:, 1:].t().clone(), rtol=0, atol=0)

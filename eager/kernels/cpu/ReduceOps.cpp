@@ -225,6 +225,13 @@ Tensor sum_cpu(const Tensor& self, std::optional<DType> dtype) { return sum_dim_
 
 Tensor mean_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<DType> dtype) {
   const DType result = dtype.value_or(self.dtype());
+  if (is_complex(self.dtype()) || is_complex(result)) {
+    // The complex sum (over the real view) divided by the count.
+    const ReducePlan p = plan(self, dim, keepdim);
+    const Tensor total = complex_sum(is_complex(self.dtype()) ? self : to_dtype_copy(self, result), dim, keepdim,
+                                     is_complex(result) ? std::optional<DType>(result) : std::nullopt);
+    return kiln::div(total, static_cast<double>(p.len));
+  }
   KILN_CHECK(is_floating(result),
              "mean(): could not infer output dtype. ",
              dtype ? "Optional dtype must be either a floating point or complex dtype. Got: "

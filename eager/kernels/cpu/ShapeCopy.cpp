@@ -88,7 +88,8 @@ StridedCopyPlan plan_strided_copy(char* dst, IntArrayRef dst_strides, const char
       plan.src_strides[d] = -plan.src_strides[d];
     }
   }
-  plan.tiled = n >= 2 && plan.dst_strides[n - 1] == itemsize && plan.src_strides[n - 1] != itemsize &&
+  // Tiles are for the 1/2/4/8-byte element loops; wider elements (complex128) copy element by element.
+  plan.tiled = itemsize <= 8 && n >= 2 && plan.dst_strides[n - 1] == itemsize && plan.src_strides[n - 1] != itemsize &&
                plan.src_strides[n - 2] == itemsize && plan.dst_strides[n - 2] != 0 &&
                plan.sizes[n - 1] >= kTransposeTile && plan.sizes[n - 2] >= kTransposeTile;
   return plan;

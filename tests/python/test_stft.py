@@ -1,0 +1,106 @@
+"""kiln.stft / kiln.istft against torch: spectra, round trips, gradients, errors; and the
+complex mean they rely on."""
+
+import numpy as np
+import pytest
+import torch
+
+import kiln
+
+
+def _k(t):
+    return kiln.from_numpy(t.detach().resolve_conj().numpy().copy())
+
+
+def _close(k, t, rtol=1e-10, atol=1e-10):
+    assert str(k.dtype).removeprefix("kiln.") == str(t.dtype).removeprefix("torch.")
+    assert tuple(k.shape) == tuple(t.shape)
+    np.testing.assert_allclose(k.detach().numpy(), t.detach().resolve_conj().numpy(), rtol=rtol, atol=atol)
+
+
+SIGNAL = torch.randn(2, 1000, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+
+CASES = [
+    dict(n_fft=256, hop_length=64, window=256),
+    dict(n_fft=256, window=256, normalized=True),
+    dict(n_fft=200, win_length=150, window=150, hop_length=40),
+    dict(n_fft=128, window=128, center=False),
+    dict(n_fft=256, window=256, onesided=False),
+    dict(n_fft=64, hop_length=16, window=64, pad_mode="constant"),
+]
+
+
+def _args(case, m):
+    out = dict(case)
+    if "window" in out:
+        out["window"] = m.hann_window(out["window"], dtype=m.float64)
+    return out
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("batched", [True, False])
+def test_stft_matches_torch_and_istft_inverts_it(case, batched):
+    x = SIGNAL if batched else SIGNAL[0]
+    kspec = kiln.stft(_k(x), return_complex=True, **_args(case, kiln))
+    tspec = torch.stft(x, return_complex=True, **_args(case, torch))
+    _close(kspec, tspec)
+    icase = {k: v for k, v in case.items() if k != "pad_mode"}
+    if not icase.get("center", True):
+        return  # a Hann window is zero at the ends, so torch's istft refuses center=False (see the error test)
+    ky = kiln.istft(kspec, length=1000, **_args(icase, kiln))
+    ty = torch.istft(tspec, length=1000, **_args(icase, torch))
+    _close(ky, ty)
+    _close(ky, x)
+
+
+def test_stft_gradient_matches_torch():
+    x = SIGNAL[:1]
+    kx, tx = _k(x).requires_grad_(), x.clone().requires_grad_()
+    case = dict(n_fft=128, hop_length=32)
+    kspec = kiln.stft(kx, window=kiln.hann_window(128, dtype=kiln.float64), return_complex=True, **case)
+    tspec = torch.stft(tx, window=torch.hann_window(128, dtype=torch.float64), return_complex=True, **case)
+    kiln.abs(kspec).pow(2).sum().backward()
+    torch.abs(tspec).pow(2).sum().backward()
+    _close(kx.grad, tx.grad, rtol=1e-8, atol=1e-8)
+
+
+def test_stft_return_complex_false_and_missing_window():
+    x = SIGNAL[0]
+    with pytest.warns(UserWarning, match="return_complex=False is deprecated"):
+        k = kiln.stft(_k(x), 128, window=kiln.hann_window(128, dtype=kiln.float64), return_complex=False)
+    with pytest.warns(UserWarning):
+        t = torch.stft(x, 128, window=torch.hann_window(128, dtype=torch.float64), return_complex=False)
+    _close(k, t)
+    with pytest.warns(UserWarning, match="A window was not provided"):
+        k = kiln.stft(_k(x), 64, return_complex=True)
+    with pytest.warns(UserWarning):
+        t = torch.stft(x, 64, return_complex=True)
+    _close(k, t)
+
+
+def test_errors_match_torch():
+    x = _k(SIGNAL[0])
+    with pytest.raises(RuntimeError, match="stft requires the return_complex parameter be given for real inputs"):
+        kiln.stft(x, 64)
+    with pytest.raises(RuntimeError, match="expected 0 < n_fft"):
+        kiln.stft(x[:10], 64, center=False, return_complex=True)
+    with pytest.raises(RuntimeError, match="istft requires a complex-valued input tensor"):
+        kiln.istft(kiln.ones(33, 4), 64)
+    spec = kiln.stft(x, 200, win_length=150, window=kiln.hann_window(150, dtype=kiln.float64), center=False,
+                     return_complex=True)
+    with pytest.raises(RuntimeError, match="window overlap add min"):
+        kiln.istft(spec, 200, win_length=150, window=kiln.hann_window(150, dtype=kiln.float64), center=False)
+
+
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (0, False), (1, True), ((0, 1), False)])
+def test_complex_mean_matches_torch(dim, keepdim):
+    z = torch.randn(3, 4, 5, dtype=torch.complex128, generator=torch.Generator().manual_seed(1))
+    kz = _k(z).requires_grad_()
+    tz = z.clone().requires_grad_()
+    kout = kz.mean() if dim is None else kz.mean(dim, keepdim=keepdim)
+    tout = tz.mean() if dim is None else tz.mean(dim, keepdim=keepdim)
+    _close(kout, tout)
+    kiln.view_as_real(kout).sum().backward()
+    torch.view_as_real(tout).sum().backward()
+    _close(kz.grad, tz.grad)
+    _close(kiln.mean(_k(z.real), dtype=kiln.complex128), torch.mean(z.real, dtype=torch.complex128))
