@@ -17,8 +17,9 @@
 //   0.07; measured, a 256x256 2-D transform went from 1.7 ms to 0.37 (the bound
 //   at 0.05 s left it at 1.65, and 2 s found no better plan than 0.2 s does for
 //   it but took 2.2 s to plan 2^20 points). Planning is not thread-safe in FFTW;
-//   a mutex serialises it, and executing a made plan is. Transforms run on one
-//   thread (FFTW's threads library is not used yet).
+//   a mutex serialises it, and executing a made plan is. Transforms of 2^19
+//   elements or more run on kiln's thread count through FFTW's threads library
+//   (plans are cached per thread count); smaller ones on one thread.
 // - Inputs are made contiguous first and outputs are fresh contiguous tensors.
 //   c2r destroys its input in FFTW, so it always runs on a copy.
 // - Normalization is applied after the transform, on the output, with the
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
 #include "kiln/generated/NativeFunctions.h"
@@ -110,10 +112,12 @@ struct PlanKey {
   bool single;
   int kind;
   int sign;
+  int threads;
   std::vector<ptrdiff_t> dims;  // (n, is, os) per transformed dim, then per batch dim
   size_t rank;
   bool operator<(const PlanKey& o) const {
-    return std::tie(single, kind, sign, rank, dims) < std::tie(o.single, o.kind, o.sign, o.rank, o.dims);
+    return std::tie(single, kind, sign, threads, rank, dims) <
+           std::tie(o.single, o.kind, o.sign, o.threads, o.rank, o.dims);
   }
 };
 
@@ -123,6 +127,20 @@ struct CachedPlan {
 };
 
 constexpr size_t kMaxCachedPlans = 512;
+/// Transforms over at least this many elements run on kiln's thread count
+/// (FFTW's threads library); smaller ones on one thread, where starting the
+/// workers would cost more than they save.
+constexpr ptrdiff_t kThreadedElements = ptrdiff_t{1} << 19;
+
+int plan_threads(const std::vector<fftw_iodim64>& dims, const std::vector<fftw_iodim64>& howmany) {
+  ptrdiff_t elements = 1;
+  for (const auto* list : {&dims, &howmany}) {
+    for (const auto& d : *list) elements *= d.n;
+  }
+  if (elements < kThreadedElements || in_parallel_region()) return 1;
+  static const bool ready = fftw_init_threads() != 0 && fftwf_init_threads() != 0;
+  return ready ? get_num_threads() : 1;
+}
 /// Planning with FFTW_MEASURE times candidate algorithms; this bounds it per plan
 /// (Note [FFTs on FFTW]).
 constexpr double kPlanningSeconds = 0.2;
@@ -156,7 +174,8 @@ Plan cached_plan(const PlanKey& key, Make make) {
 void run_plan(bool single, int kind, int sign, const std::vector<fftw_iodim64>& dims,
               const std::vector<fftw_iodim64>& howmany, void* in, void* out) {
   const int rank = static_cast<int>(dims.size()), batch_rank = static_cast<int>(howmany.size());
-  PlanKey key{single, kind, sign, {}, dims.size()};
+  const int threads = plan_threads(dims, howmany);
+  PlanKey key{single, kind, sign, threads, {}, dims.size()};
   for (const auto* list : {&dims, &howmany}) {
     for (const auto& d : *list) key.dims.insert(key.dims.end(), {d.n, d.is, d.os});
   }
@@ -166,6 +185,7 @@ void run_plan(bool single, int kind, int sign, const std::vector<fftw_iodim64>& 
   if (single) {
     auto plan = cached_plan<fftwf_plan>(key, [&] {
       fftwf_set_timelimit(kPlanningSeconds);
+      fftwf_plan_with_nthreads(threads);
       auto* a = static_cast<fftwf_complex*>(fftwf_malloc(sizeof(fftwf_complex) * in_span));
       auto* b = static_cast<fftwf_complex*>(fftwf_malloc(sizeof(fftwf_complex) * out_span));
       auto* d = reinterpret_cast<const fftwf_iodim64*>(dims.data());
@@ -186,6 +206,7 @@ void run_plan(bool single, int kind, int sign, const std::vector<fftw_iodim64>& 
   }
   auto plan = cached_plan<fftw_plan>(key, [&] {
     fftw_set_timelimit(kPlanningSeconds);
+    fftw_plan_with_nthreads(threads);
     auto* a = static_cast<fftw_complex*>(fftw_malloc(sizeof(fftw_complex) * in_span));
     auto* b = static_cast<fftw_complex*>(fftw_malloc(sizeof(fftw_complex) * out_span));
     fftw_plan p = kind == 0   ? fftw_plan_guru64_dft(rank, dims.data(), batch_rank, howmany.data(), a, b, sign, flags)
