@@ -370,8 +370,7 @@ Tensor view_as_complex_impl(const Tensor& self) {
     // No element to place: any strides are as good as the contiguous ones (an empty
     // gradient reaching view_as_real's backward may carry the strides of an expand).
     g.sizes.pop_back();
-    g.strides = DimVector(g.sizes.size(), 1);
-    for (size_t d = g.sizes.size(); d-- > 1;) g.strides[d - 1] = g.strides[d] * std::max<int64_t>(g.sizes[d], 1);
+    g.strides = contiguous_strides(g.sizes);
     g.offset = 0;
     return make_view(self, g, to_complex_type(self.dtype()));
   }

@@ -21,10 +21,12 @@ namespace {
 const Tensor& self_tensor(PyObject* self) { return unwrap_tensor(self); }
 
 PyObject* element_to_python(const void* p, DType dtype) {
-  return visit_dtype(dtype, [p](auto tag) -> PyObject* {
+  return visit_dtype_and_complex(dtype, [p](auto tag) -> PyObject* {
     using T = decltype(tag);
     const T v = *static_cast<const T*>(p);
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (is_complex_v<T>) {
+      return PyComplex_FromDoubles(static_cast<double>(v.real()), static_cast<double>(v.imag()));
+    } else if constexpr (std::is_same_v<T, bool>) {
       return PyBool_FromLong(v);
     } else if constexpr (std::is_integral_v<T>) {
       return PyLong_FromLongLong(static_cast<long long>(v));

@@ -1,6 +1,6 @@
-"""Complex tensors at the Python level: torch.real / imag / conj / angle / abs / polar /
+"""Complex tensors at the Python level: torch.real / imag / conj / angle / polar /
 complex / view_as_real / view_as_complex, the Tensor.real and Tensor.imag views, and
-item() / tolist() for complex tensors. See Note [Complex dtypes] (eager/core/DType.h).
+Tensor.__complex__. See Note [Complex dtypes] (eager/core/DType.h).
 
 The C++ core holds complex64 and complex128 tensors and has complex kernels for copies,
 fills, add/sub/mul/div, neg, sum and the conjugate; gradients follow PyTorch's
@@ -21,13 +21,10 @@ from __future__ import annotations
 import builtins
 
 from kiln import _C
+from kiln._api_extra2 import _require_tensor, _write_out
+from kiln._comparison import scalar_type_name as _scalar_type_name
 
 _functions = _C._functions
-
-
-def _require_tensor(value, name):
-    if not isinstance(value, _C.TensorBase):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(value).__name__}")
 
 
 def _is_complex(t) -> bool:
@@ -84,11 +81,7 @@ def conj(input):
 def conj_physical(input, *, out=None):
     """torch.conj_physical: the conjugate of a complex tensor; a real tensor itself, as in torch."""
     _require_tensor(input, "conj_physical")
-    result = _functions.conj_physical(input) if _is_complex(input) else input
-    if out is not None:
-        out.copy_(result)
-        return out
-    return result
+    return _write_out(_functions.conj_physical(input) if _is_complex(input) else input, out)
 
 
 def conj_physical_(input):
@@ -137,31 +130,13 @@ def complex(real, imag, *, out=None):
 
 def _check_parts(name, first, second):
     _require_tensor(first, name)
-    if not isinstance(second, _C.TensorBase):
-        raise TypeError(f"{name}(): argument 'imag' (position 2) must be Tensor, not {type(second).__name__}")
+    _require_tensor(second, name, "imag", 2)
     if first.dtype not in (_C.float32, _C.float64):
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
                            f"{_scalar_type_name(first.dtype)} and {_scalar_type_name(second.dtype)}")
     if second.dtype is not first.dtype:
         raise RuntimeError(f"Expected object of scalar type {_scalar_type_name(first.dtype)} but got scalar type "
                            f"{_scalar_type_name(second.dtype)} for second argument")
-
-
-_SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-                      "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte",
-                      "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
-def _scalar_type_name(dtype):
-    return _SCALAR_TYPE_NAMES[str(dtype).removeprefix("kiln.")]
-
-
-def _write_out(result, out):
-    if out is None:
-        return result
-    out.resize_(result.shape)
-    out.copy_(result)
-    return out
 
 
 # --- wrapping the real ops that have a complex meaning -----------------------------------------
@@ -184,33 +159,14 @@ def _unary_complex(fn):
     return complex_case
 
 
-def _item(real_item):
-    def item(self):
-        if self.dtype.is_complex:
-            if self.numel() != 1:
-                raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
-            return builtins.complex(self.detach().numpy().reshape(-1)[0])
-        return real_item(self)
-
-    return item
-
-
-def _tolist(real_tolist):
-    def tolist(self):
-        if self.dtype.is_complex:
-            return self.detach().numpy().tolist()
-        return real_tolist(self)
-
-    return tolist
-
-
 FUNCTIONS = {fn.__name__: fn for fn in (view_as_real, view_as_complex, real, imag, conj, conj_physical,
                                         conj_physical_, resolve_conj, polar, complex, isreal)}
 
 
 def install(namespace, tensor_class):
     """Puts the complex-aware functions in the kiln namespace and on Tensor (replacing the
-    real-only versions), and gives angle, item and tolist their complex cases."""
+    real-only versions), and gives angle its complex case (item and tolist handle complex
+    tensors in C++)."""
     namespace.update(FUNCTIONS)
     for name, complex_fn in (("angle", angle_complex),):
         if name in namespace:
@@ -221,8 +177,6 @@ def install(namespace, tensor_class):
     for name in ("conj", "conj_physical", "conj_physical_", "resolve_conj", "isreal"):
         setattr(tensor_class, name, FUNCTIONS[name])
     tensor_class.is_complex = lambda self: self.dtype.is_complex
-    tensor_class.item = _item(tensor_class.item)
-    tensor_class.tolist = _tolist(tensor_class.tolist)
     tensor_class.__complex__ = lambda self: builtins.complex(self.item())
     real_property, imag_property = _part_properties()
     tensor_class.real = real_property

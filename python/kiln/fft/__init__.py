@@ -15,6 +15,8 @@ import math
 from typing import Optional, Sequence
 
 from kiln import _C
+from kiln._api_extra2 import _require_tensor, _write_out
+from kiln._comparison import scalar_type_name as _scalar_type_name
 
 _F = _C._functions
 
@@ -36,11 +38,6 @@ def _norm_code(norm: Optional[str], forward: bool) -> int:
 
 def _swap_norm(norm: Optional[str]) -> str:
     return {"backward": "forward", None: "forward", "forward": "backward", "ortho": "ortho"}[norm]
-
-
-def _require_tensor(x, name):
-    if not isinstance(x, _C.TensorBase):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
 
 
 def _floating(x):
@@ -100,14 +97,6 @@ def _dims_and_sizes(x, s, dim, name, default_all: bool):
         if len(dims) > rank:
             raise RuntimeError(f"Got shape with {len(sizes)} values but input tensor only has {rank} dimensions.")
     return dims, sizes
-
-
-def _write_out(result, out):
-    if out is None:
-        return result
-    out.resize_(result.shape)
-    out.copy_(result)
-    return out
 
 
 # --- complex to complex -----------------------------------------------------------------------
@@ -281,10 +270,3 @@ def ifftshift(input, dim=None):
     """torch.fft.ifftshift: the inverse of fftshift."""
     _require_tensor(input, "ifftshift")
     return _roll(input, _shift_dims(input, dim), lambda n: -(n // 2))
-
-
-_SCALAR_TYPE_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
-def _scalar_type_name(dtype):
-    return _SCALAR_TYPE_NAMES.get(str(dtype).removeprefix("kiln."), str(dtype))
