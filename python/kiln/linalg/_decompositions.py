@@ -6,9 +6,11 @@ Note [Decomposition gradients] (eager/autograd/LinalgFormulas.h)."""
 
 from __future__ import annotations
 
+import functools
 from collections import namedtuple
 
 from kiln import _C
+from kiln._comparison import scalar_type_name
 from kiln.linalg._solve import LinAlgError, _check_square
 
 cholesky_ex_type = namedtuple("linalg_cholesky_ex", ["L", "info"])
@@ -76,10 +78,76 @@ def cholesky_legacy(input, upper=False, *, out=None):
 
 
 def cholesky_solve(B, L, upper=False, *, out=None):
-    """X with A X = B, from A's Cholesky factor L (lower, or upper when ``upper``); batches broadcast."""
+    """X with A X = B, from A's Cholesky factor L (lower, or upper when ``upper``); batches broadcast.
+
+    The value reads only L's triangle. The gradient is torch's, which differentiates A = L L^H (U^H U) as
+    if all of L were used, so d/dL is nonzero in the unread triangle too; it is built from differentiable
+    ops (cholesky_solve and matmul), so double backward works."""
+    _check_cholesky_solve(B, L)
     L, B = _broadcast_batches("cholesky_solve", L, B)
+    return _out(_cholesky_solve_function().apply(B, L, upper), out)
+
+
+def _check_cholesky_solve(B, L):
+    """torch's checks of cholesky_solve, in its order and with its messages."""
+    name = scalar_type_name
+    for tensor, letter in ((B, "b"), (L, "u")):
+        if tensor.dim() < 2:
+            raise RuntimeError(f"{letter} should have at least 2 dimensions, but has {tensor.dim()} dimensions instead")
+    if B.dtype != L.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {name(B.dtype)} and A of "
+                           f"type {name(L.dtype)} instead.")
+    if L.shape[-1] != L.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {L.shape[-2]} by {L.shape[-1]} "
+                           "matrices")
+    if L.shape[-1] != B.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is {L.shape[-2]} by "
+                           f"{L.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
+    b_batch, l_batch = tuple(B.shape[:-2]), tuple(L.shape[:-2])
+    width = max(len(b_batch), len(l_batch))
+    for i in range(width):
+        x = b_batch[i - width + len(b_batch)] if i >= width - len(b_batch) else 1
+        y = l_batch[i - width + len(l_batch)] if i >= width - len(l_batch) else 1
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton "
+                               f"dimension {i}")
+    if L.dtype not in (_C.float32, _C.float64, _C.complex64, _C.complex128):
+        raise NotImplementedError(f"\"cholesky_solve_cpu\" not implemented for '{name(L.dtype)}'")
+
+
+def _cholesky_solve_values(B, L, upper):
+    """The two triangular solves (no gradient of their own: the Function below supplies it)."""
     first = solve_triangular(L.mT if upper else L, B, upper=False)
-    return _out(solve_triangular(L if upper else L.mT, first, upper=True), out)
+    return solve_triangular(L if upper else L.mT, first, upper=True)
+
+
+@functools.cache
+def _cholesky_solve_function():
+    """The autograd Function of cholesky_solve (made on first use: kiln.autograd imports kiln).
+
+    With X the result and G its gradient: grad_B = cholesky_solve(G, L); S = grad_B X^H + X grad_B^H;
+    grad_L = -S L for a lower factor, -L S for an upper one (torch's formula, checked against its autograd)."""
+    from kiln.autograd import Function
+
+    class CholeskySolve(Function):
+        @staticmethod
+        def forward(ctx, B, L, upper):
+            result = _cholesky_solve_values(B, L, upper)
+            ctx.upper = upper
+            ctx.save_for_backward(L, result)
+            return result
+
+        @staticmethod
+        def backward(ctx, grad):
+            L, result = ctx.saved_tensors
+            grad_B = cholesky_solve(grad, L, ctx.upper)
+            grad_L = None
+            if ctx.needs_input_grad[1]:
+                common = grad_B.matmul(result.mH) + result.matmul(grad_B.mH)
+                grad_L = -L.matmul(common) if ctx.upper else -common.matmul(L)
+            return grad_B if ctx.needs_input_grad[0] else None, grad_L, None
+
+    return CholeskySolve
 
 
 def cholesky_inverse(L, upper=False, *, out=None):

@@ -1,10 +1,11 @@
 """torch's randomized and iterative decompositions and its removed linear-algebra
 functions, on kiln's linalg: svd_lowrank and pca_lowrank (randomized range
 finder + a small SVD, differentiable through matmul / qr / svd), lobpcg (the
-block LOBPCG iteration for the k extreme eigenpairs of a symmetric matrix,
-B = None), and torch.lstsq / solve / symeig / eig / matrix_rank (and the Tensor
-methods), which torch 2.13 keeps only to raise RuntimeError pointing at their
-linalg replacements; kiln raises the same text with "kiln." for "torch.".
+block LOBPCG iteration for the k extreme eigenpairs of a symmetric pencil
+A x = lambda B x, with torch's gradient for B = None), and torch.lstsq /
+solve / symeig / eig / matrix_rank (and the Tensor methods), which torch
+2.13 keeps only to raise RuntimeError pointing at their linalg replacements;
+kiln raises the same text with "kiln." for "torch.".
 
 ``install`` (called last by kiln/__init__.py) adds the missing names to the
 kiln namespace and to Tensor.
@@ -12,6 +13,7 @@ kiln namespace and to Tensor.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from kiln import _C
@@ -85,19 +87,26 @@ def pca_lowrank(A, q=None, center: bool = True, niter: int = 2):
 
 def _dtype_word(dtype) -> str:
     return {_C.int64: "long int", _C.int32: "int", _C.int16: "short int", _C.int8: "signed char",
-            _C.uint8: "unsigned char", _C.bool: "bool"}.get(dtype, str(dtype).removeprefix("kiln."))
+            _C.uint8: "unsigned char", _C.bool: "bool", _C.float32: "float", _C.float64: "double",
+            _C.float16: "c10::Half", _C.bfloat16: "c10::BFloat16"}.get(dtype, str(dtype).removeprefix("kiln."))
 
 
 # --- LOBPCG -------------------------------------------------------------------------------------
-def _orthonormal_against(block, basis, drop: float):
-    """``block``'s columns made orthogonal to ``basis`` (orthonormal columns, or None) and orthonormal
+def _times(B, x):
+    """B x, with B = None standing for the identity."""
+    return x if B is None else B.matmul(x)
+
+
+def _orthonormal_against(block, basis, drop: float, B=None):
+    """``block``'s columns made B-orthogonal to ``basis`` (B-orthonormal columns, or None) and B-orthonormal
     among themselves (twice, for stability), dropping directions whose Gram eigenvalue is below
-    ``drop`` times the largest: the Rayleigh-Ritz basis must stay well conditioned."""
+    ``drop`` times the largest: the Rayleigh-Ritz basis must stay well conditioned. B = None: the
+    ordinary inner product."""
     kiln = _kiln()
     for _ in range(2):
         if basis is not None:
-            block = block - basis.matmul(basis.t().matmul(block))
-        gram = block.t().matmul(block)
+            block = block - basis.matmul(basis.t().matmul(_times(B, block)))
+        gram = block.t().matmul(_times(B, block))
         values, vectors = kiln.linalg.eigh(gram)
         top = float(values.max()) if values.numel() else 0.0
         keep = [i for i, v in enumerate(values.tolist()) if v > drop * max(top, 1e-300)]
@@ -109,7 +118,8 @@ def _orthonormal_against(block, basis, drop: float):
 
 
 def _ritz(A, basis, n: int, largest: bool):
-    """The n extreme Ritz pairs of A on ``basis``: (values, coefficients), most extreme first."""
+    """The n extreme Ritz pairs of A on the (B-orthonormal) ``basis``: (values, coefficients), most
+    extreme first."""
     kiln = _kiln()
     values, vectors = kiln.linalg.eigh(basis.t().matmul(A.matmul(basis)))
     order = list(range(values.shape[0] - 1, values.shape[0] - 1 - n, -1)) if largest else list(range(n))
@@ -117,11 +127,12 @@ def _ritz(A, basis, n: int, largest: bool):
     return values.index_select(0, index), vectors.index_select(1, index)
 
 
-def _lobpcg_single(A, X, k: int, n: int, niter: int, tol: float, largest: bool):
-    """LOBPCG on one [m, m] matrix from the [m, n] start X; the first k pairs decide convergence."""
+def _lobpcg_single(A, B, X, k: int, n: int, niter: int, tol: float, largest: bool):
+    """LOBPCG on one [m, m] pencil (A, B) (B None: the identity) from the [m, n] start X; the first k
+    pairs decide convergence: |A x - lambda B x| <= tol |lambda| |B x| (|B x| = 1 when B is None)."""
     kiln = _kiln()
     eps = 2.220446049250313e-16 if A.dtype == _C.float64 else 1.1920928955078125e-07
-    X = _orthonormal_against(X, None, eps)
+    X = _orthonormal_against(X, None, eps, B)
     if X is None or X.shape[1] < n:
         raise ValueError("kiln.lobpcg: the initial X must have n linearly independent columns")
     values, coefficients = _ritz(A, X, n, largest)
@@ -129,16 +140,18 @@ def _lobpcg_single(A, X, k: int, n: int, niter: int, tol: float, largest: bool):
     P = None
     iteration = 0
     while niter < 0 or iteration < niter:
-        AX = A.matmul(X)
-        R = AX - X * values
+        BX = _times(B, X)
+        R = A.matmul(X) - BX * values
         residual = kiln.linalg.vector_norm(R, 2, [0]).tolist()
         scale = [max(abs(v), eps) for v in values.tolist()]
+        if B is not None:
+            scale = [s * b for s, b in zip(scale, kiln.linalg.vector_norm(BX, 2, [0]).tolist())]
         if all(r <= tol * s for r, s in zip(residual[:k], scale[:k])):
             break
-        W = _orthonormal_against(R, X, eps)
+        W = _orthonormal_against(R, X, eps, B)
         blocks = [X] + ([W] if W is not None else [])
         if P is not None:
-            P = _orthonormal_against(P, kiln.cat(blocks, 1), eps)
+            P = _orthonormal_against(P, kiln.cat(blocks, 1), eps, B)
             if P is not None:
                 blocks.append(P)
         basis = kiln.cat(blocks, 1)
@@ -151,23 +164,102 @@ def _lobpcg_single(A, X, k: int, n: int, niter: int, tol: float, largest: bool):
     return values, X
 
 
-def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, largest=None, method=None,
-           tracker=None, ortho_iparams=None, ortho_fparams=None, ortho_bparams=None):
-    """torch.lobpcg: (E, X), the k largest (or smallest) eigenvalues of a symmetric [*, m, m] A and their
-    eigenvectors, by block LOBPCG with Rayleigh-Ritz on [X, residuals, previous directions] (kiln runs the
-    same robust orthonormalizing iteration for method 'ortho' and 'basic'). Defaults as torch: k = 1 (or
-    X's columns), n = k, niter = 1000 (-1: until converged), tol = sqrt(dtype eps), largest = True.
-    Kiln limits: B (generalized problems), iK (preconditioner) and tracker are not supported, and the
-    result takes no gradient (the iteration runs without autograd)."""
+def _lobpcg_values(A, B, X, k: int, n: int, niter: int, tol: float, largest: bool):
+    """(E, V) of every matrix of the batch, without autograd: [*, k] and [*, m, k]."""
     kiln = _kiln()
     from kiln.autograd.grad_mode import no_grad
 
-    if B is not None or iK is not None or tracker is not None:
-        raise NotImplementedError("kiln.lobpcg: B, iK and tracker are not supported yet")
+    m = A.shape[-1]
+    batch = tuple(A.shape[:-2])
+    with no_grad():
+        flat = A.detach().reshape(-1, m, m)
+        flat_B = B.detach().reshape(-1, m, m) if B is not None else None
+        starts = X.detach().reshape(-1, m, n) if X is not None else kiln.randn(flat.shape[0], m, n, dtype=A.dtype)
+        values, vectors = [], []
+        for i in range(flat.shape[0]):
+            start = starts[i if starts.shape[0] > 1 else 0]
+            e, v = _lobpcg_single(flat[i], flat_B[i] if flat_B is not None else None, start.to(A.dtype), min(k, n),
+                                  n, niter, tol, largest)
+            values.append(e.narrow(0, 0, min(k, n)))
+            vectors.append(v.narrow(1, 0, min(k, n)))
+        E = kiln.stack(values, 0).reshape(*batch, -1)
+        V = kiln.stack(vectors, 0).reshape(*batch, m, -1)
+    return E, V
+
+
+def _partial_eigh_backward(E_grad, V_grad, A, E, V):
+    """d loss / d A for k eigenpairs (E, V) of a symmetric A, V's columns orthonormal ([*, m, k]).
+
+    Inside span(V) it is eigh's formula, V (diag(E_grad) + (V^T V_grad) * F) V^T with F_ij = 1/(e_j - e_i)
+    off the diagonal; the rest comes from each eigenvector moving out of span(V): -y_j v_j^T, y_j solving
+    (P (A - e_j) P + V V^T) y_j = P g_j with P = I - V V^T, g_j V_grad's column (the shifted system is
+    invertible while e_j is not an eigenvalue of A off span(V)). torch solves the same Sylvester equation
+    with a characteristic-polynomial series; the two agree to the accuracy of the eigenpairs. Built from
+    differentiable ops."""
+    kiln = _kiln()
+    m, k = V.shape[-2], V.shape[-1]
+    Vt = V.mT
+    same = kiln.eye(k, dtype=_C.bool)
+    gaps = E.unsqueeze(-2) - E.unsqueeze(-1)
+    F = kiln.where(same, kiln.zeros_like(gaps), 1.0 / kiln.where(same, kiln.ones_like(gaps), gaps))
+    inside = V.matmul((kiln.diag_embed(E_grad) + Vt.matmul(V_grad) * F).matmul(Vt))
+    span = V.matmul(Vt)
+    P = kiln.eye(m, dtype=A.dtype) - span
+    PAP = P.matmul(A).matmul(P)
+    systems = PAP.unsqueeze(-3) - E.unsqueeze(-1).unsqueeze(-1) * P.unsqueeze(-3) + span.unsqueeze(-3)
+    rhs = P.matmul(V_grad).mT.unsqueeze(-1)                            # [*, k, m, 1]
+    Y = kiln.linalg.solve(systems, rhs).squeeze(-1).mT                 # [*, m, k]
+    return inside - Y.matmul(Vt)
+
+
+@functools.cache
+def _lobpcg_function():
+    """The autograd Function of lobpcg (made on first use: kiln.autograd imports kiln)."""
+    from kiln.autograd import Function
+
+    class LOBPCG(Function):
+        @staticmethod
+        def forward(ctx, A, B, X, k, n, niter, tol, largest):
+            E, V = _lobpcg_values(A, B, X, k, n, niter, tol, largest)
+            ctx.has_B = B is not None
+            ctx.save_for_backward(A, E, V)
+            return E, V
+
+        @staticmethod
+        def backward(ctx, E_grad, V_grad):
+            if ctx.has_B:
+                raise ValueError("lobpcg.backward does not support backward with B != I yet.")
+            A, E, V = ctx.saved_tensors
+            return _partial_eigh_backward(E_grad, V_grad, A, E, V), None, None, None, None, None, None, None
+
+    return LOBPCG
+
+
+def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, largest=None, method=None,
+           tracker=None, ortho_iparams=None, ortho_fparams=None, ortho_bparams=None):
+    """torch.lobpcg: (E, X), the k largest (or smallest) eigenvalues of the symmetric [*, m, m] pencil
+    A x = lambda B x (B symmetric positive definite, same shape as A; None: the identity) and their
+    B-orthonormal eigenvectors, by block LOBPCG with Rayleigh-Ritz on [X, residuals, previous directions]
+    (kiln runs the same robust orthonormalizing iteration for method 'ortho' and 'basic'). Defaults as
+    torch: k = 1 (or X's columns), n = k, niter = 1000 (-1: until converged), tol = sqrt(dtype eps),
+    largest = True.
+
+    Gradient as torch's: when A or B requires grad, both are symmetrized ((A + A^T) / 2) first, so A.grad
+    is symmetric; d/dA is the partial-eigenspace formula of _partial_eigh_backward, and with a B the
+    backward raises torch's ValueError (torch has no B != I backward). X gets no gradient.
+    Kiln limits: iK (preconditioner) and tracker are not supported (NotImplementedError); dense real
+    tensors only."""
+    if iK is not None or tracker is not None:
+        raise NotImplementedError("kiln.lobpcg: iK and tracker are not supported yet")
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
         raise AssertionError(f"A must be square, got shape {_C.Size(A.shape)}")
+    if B is not None and tuple(A.shape) != tuple(B.shape):
+        raise AssertionError(f"A and B must have same shape, got {_C.Size(A.shape)} vs {_C.Size(B.shape)}")
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype_word(A.dtype)} != float")
+    if B is not None and B.dtype != A.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype_word(B.dtype)} != "
+                           f"{_dtype_word(A.dtype)}")
     m = A.shape[-1]
     if X is not None:
         n = X.shape[-1]
@@ -182,19 +274,11 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     tol = math.sqrt(2.220446049250313e-16 if A.dtype == _C.float64 else 1.1920928955078125e-07) if tol is None \
         else tol
     largest = True if largest is None else largest
-    batch = tuple(A.shape[:-2])
-    with no_grad():
-        flat = A.detach().reshape(-1, m, m)
-        starts = X.detach().reshape(-1, m, n) if X is not None else kiln.randn(flat.shape[0], m, n, dtype=A.dtype)
-        values, vectors = [], []
-        for i in range(flat.shape[0]):
-            start = starts[i if starts.shape[0] > 1 else 0]
-            e, v = _lobpcg_single(flat[i], start.to(A.dtype), min(k, n), n, niter, tol, largest)
-            values.append(e.narrow(0, 0, min(k, n)))
-            vectors.append(v.narrow(1, 0, min(k, n)))
-        E = kiln.stack(values, 0).reshape(*batch, -1)
-        V = kiln.stack(vectors, 0).reshape(*batch, m, -1)
-    return E, V
+    if _C.is_grad_enabled() and (A.requires_grad or (B is not None and B.requires_grad)):
+        A_sym = (A + A.mT) / 2
+        B_sym = (B + B.mT) / 2 if B is not None else None
+        return _lobpcg_function().apply(A_sym, B_sym, X, k, n, niter, tol, largest)
+    return _lobpcg_values(A, B, X, k, n, niter, tol, largest)
 
 
 # --- the removed functions ----------------------------------------------------------------------
