@@ -19,11 +19,10 @@
 
 namespace kiln::autograd::formula {
 
-/// grad * alpha, skipped when alpha is 1.
+/// grad * conj(alpha) (the Wirtinger convention of Note [Complex dtypes]), skipped when alpha is 1.
 [[nodiscard]] inline Tensor maybe_multiply(const Tensor& grad, const Scalar& alpha) {
-  if ((alpha.is_integral() && alpha.to_int64() == 1) || (alpha.is_floating_point() && alpha.to_double() == 1.0)) {
-    return grad;
-  }
+  if (alpha.equals(1.0)) return grad;
+  if (alpha.is_complex()) return kiln::mul(grad, Scalar(std::conj(alpha.to_complex_double())));
   // alpha * grad as 0 + alpha * grad: add's alpha path, the one multiply-by-scalar every build has.
   return kiln::add(kiln::zeros(grad.sizes(), grad.dtype(), grad.device()), grad, alpha);
 }
@@ -31,6 +30,10 @@ namespace kiln::autograd::formula {
 /// The complex conjugate of a complex tensor (recorded, so double backward sees it); a real tensor itself.
 [[nodiscard]] inline Tensor conj_if_complex(const Tensor& t) {
   return t.defined() && is_complex(t.dtype()) ? kiln::conj_physical(t) : t;
+}
+/// The same for a number argument (mul.Scalar's other): a complex Scalar conjugated.
+[[nodiscard]] inline Scalar conj_if_complex(const Scalar& s) {
+  return s.is_complex() ? Scalar(std::conj(s.to_complex_double())) : s;
 }
 
 /// sgn's gradient: zero for a real input. For a complex z with s = z/|z| only the
@@ -338,10 +341,9 @@ template <typename PieceSizes>
 [[nodiscard]] inline double as_double(double d) { return d; }
 
 namespace detail {
-[[nodiscard]] inline bool is_zero(const Scalar& s) {
-  return s.is_floating_point() ? s.to_double() == 0.0 : s.is_bool() ? !s.to_bool() : s.to_int64() == 0;
-}
+[[nodiscard]] inline bool is_zero(const Scalar& s) { return s.is_bool() ? !s.to_bool() : s.equals(0.0); }
 [[nodiscard]] inline Scalar minus_one(const Scalar& s) {
+  if (s.is_complex()) return Scalar(s.to_complex_double() - 1.0);
   return s.is_floating_point() ? Scalar(s.to_double() - 1.0) : Scalar(s.to_int64() - 1);
 }
 }  // namespace detail
@@ -349,12 +351,12 @@ namespace detail {
 /// d/dself of self ** exponent (a number): exponent * self ** (exponent - 1), zeros for exponent 0.
 [[nodiscard]] inline Tensor pow_backward(const Tensor& grad, const Tensor& self, const Scalar& exponent) {
   if (detail::is_zero(exponent)) return formula::zeros_like(grad);
-  return kiln::mul(grad, kiln::mul(kiln::pow(self, detail::minus_one(exponent)), exponent));
+  return kiln::mul(grad, conj_if_complex(kiln::mul(kiln::pow(self, detail::minus_one(exponent)), exponent)));
 }
 
 /// d/dself of self ** exponent (a tensor): 0 where the exponent is 0 (so 0 ** 0 has gradient 0, as torch).
 [[nodiscard]] inline Tensor pow_backward_self(const Tensor& grad, const Tensor& self, const Tensor& exponent) {
-  const Tensor derivative = kiln::mul(exponent, kiln::pow(self, kiln::sub(exponent, 1)));
+  const Tensor derivative = conj_if_complex(kiln::mul(exponent, kiln::pow(self, kiln::sub(exponent, 1))));
   return kiln::where(kiln::eq(exponent, 0), 0, kiln::mul(grad, derivative));
 }
 
@@ -362,6 +364,12 @@ namespace detail {
 /// the exponent is not negative (torch's convention: 0 ** e has no log term).
 [[nodiscard]] inline Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tensor& exponent,
                                                   const Tensor& result) {
+  if (is_complex(self.dtype()) || is_complex(exponent.dtype())) {
+    // complex numbers are unordered: 0 ** e has no log term where e's real part is not negative
+    const Tensor e = is_complex(exponent.dtype()) ? kiln::select(kiln::view_as_real(exponent), -1, 0) : exponent;
+    const Tensor no_log_term = kiln::logical_and(kiln::eq(self, 0), kiln::ge(e, 0));
+    return kiln::mul(grad, conj_if_complex(kiln::where(no_log_term, 0, kiln::mul(result, kiln::log(self)))));
+  }
   const Tensor no_log_term = kiln::logical_and(kiln::eq(self, 0), kiln::ge(exponent, 0));
   return kiln::mul(grad, kiln::where(no_log_term, 0, kiln::mul(result, kiln::log(self))));
 }
@@ -369,6 +377,9 @@ namespace detail {
 /// d/dexponent of base ** exponent for a number base.
 [[nodiscard]] inline Tensor pow_backward_exponent(const Tensor& grad, const Scalar& self, const Tensor& exponent,
                                                   const Tensor& result) {
+  if (self.is_complex() || is_complex(exponent.dtype())) {
+    return kiln::mul(grad, conj_if_complex(kiln::mul(result, Scalar(std::log(self.to_complex_double())))));
+  }
   if (self.to_double() == 0.0) {
     return kiln::mul(grad, kiln::where(kiln::ge(exponent, 0), 0, kiln::mul(result, -INFINITY)));
   }
@@ -574,7 +585,7 @@ template <typename Dims>
   const Tensor zero_count = d.empty() ? kiln::sum(zeros) : kiln::sum(zeros, IntArrayRef(d), true);
   const Tensor others = d.empty() ? kiln::prod(nonzero) : kiln::prod(nonzero, d[0], true);
   const Tensor at_zero = kiln::where(kiln::eq(zero_count, 1), others, 0);
-  return kiln::mul(g, kiln::where(is_zero, at_zero, kiln::div(r, nonzero)));
+  return kiln::mul(g, conj_if_complex(kiln::where(is_zero, at_zero, kiln::div(r, nonzero))));
 }
 
 /// Gradient of var over dims: 2 (x - mean) / (N - correction), times grad.
@@ -610,15 +621,16 @@ template <typename Dims>
   const DimVector d = detail::reduced_dims(dims, self.dim());
   const Tensor g = detail::restore_reduced_dims(grad, self.sizes(), d, keepdim);
   const Tensor norm = detail::restore_reduced_dims(result, self.sizes(), d, keepdim);
-  if (p == 1) return kiln::mul(kiln::sign(self), g);
+  const Tensor sign = is_complex(self.dtype()) ? kiln::sgn(self) : kiln::sign(self);  // z / |z| for complex
+  if (p == 1) return kiln::mul(sign, g);
   if (std::isinf(p)) {
     const Tensor mask = formula::to(kiln::eq(kiln::abs(self), norm), self.dtype());
     const Tensor count = d.empty() ? kiln::sum(mask) : kiln::sum(mask, IntArrayRef(d), true);
-    return kiln::mul(kiln::mul(kiln::sign(self), mask), kiln::div(g, count));
+    return kiln::mul(kiln::mul(sign, mask), kiln::div(g, count));
   }
   const Tensor zero_norm = kiln::eq(norm, 0);
   if (p == 2) return kiln::where(zero_norm, 0, kiln::mul(self, kiln::div(g, norm)));
-  Tensor scaled = kiln::mul(kiln::sign(self), kiln::pow(kiln::abs(self), p - 1));
+  Tensor scaled = kiln::mul(sign, kiln::pow(kiln::abs(self), p - 1));
   if (p < 1) scaled = kiln::where(kiln::eq(self, 0), 0, scaled);  // |0|^(p-1) is inf: 0, as PyTorch
   return kiln::where(zero_norm, 0, kiln::mul(scaled, kiln::div(g, kiln::pow(norm, p - 1))));
 }
@@ -635,7 +647,7 @@ template <typename Dims>
 /// quotient rule, exact except at the zeros themselves.)
 [[nodiscard]] inline Tensor cumprod_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& result) {
   if (grad.dim() == 0) return grad;
-  return kiln::div(cumsum_backward(kiln::mul(grad, result), dim), self);
+  return kiln::div(cumsum_backward(kiln::mul(grad, conj_if_complex(result)), dim), conj_if_complex(self));
 }
 
 /// Gradient of as_strided(input, size, stride, storage_offset): every element

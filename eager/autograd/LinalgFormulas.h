@@ -1,6 +1,7 @@
 // Backward formulas of the triangular solve and of the LAPACK decompositions
 // (eager/ops/lapack.yaml), written with kiln ops so they record for a second
-// derivative. Real matrices only (kiln has no complex dtypes).
+// derivative. Real matrices, except linalg_eig's (complex by nature) and the
+// complex solve's.
 //
 // Note [Decomposition gradients]
 // ------------------------------
@@ -31,6 +32,11 @@
 //     gA = U [skew(U^T gU) / E S + S skew(V^T gV) / E + diag(gS)] V^T
 //          + (I - U U^T) gU S^-1 V^T + U S^-1 gV^T (I - V V^T);
 //     full_matrices' extra columns do not enter (they are narrowed off first).
+// Complex matrices: every ^T above is ^H (mH), and copy_upper keeps the
+// mirrored diagonal real (PyTorch's syminvadj). eig, A = V diag(L) V^-1:
+//   gA = V^-H (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(E)) V^H with
+//   E_ij = L_j - L_i; a real A takes the real part. The complex SVD's gradient
+//   (which needs the imaginary diagonal of U^H gU) is not implemented: it raises.
 // Undefined incoming gradients arrive as zeros (the generated nodes fill them).
 #pragma once
 
@@ -45,6 +51,8 @@ namespace kiln::autograd::formula {
 namespace linalg_detail {
 
 [[nodiscard]] inline Tensor mT(const Tensor& t) { return kiln::transpose(t, -2, -1); }
+/// The conjugate transpose: mT for real matrices; the formulas' ^T is ^H for complex ones.
+[[nodiscard]] inline Tensor mH(const Tensor& t) { return kiln::adjoint(t); }
 
 /// A boolean identity of size n, broadcastable against (..., n, n).
 [[nodiscard]] inline Tensor identity_mask(int64_t n, const Tensor& like) {
@@ -58,21 +66,28 @@ namespace linalg_detail {
 }
 
 /// (M + M^T) with M's upper triangle mirrored into its lower one (diagonal once).
-[[nodiscard]] inline Tensor copy_upper(const Tensor& m) { return kiln::add(kiln::triu(m), mT(kiln::triu(m, 1))); }
+[[nodiscard]] inline Tensor copy_upper(const Tensor& m) {
+  if (!is_complex(m.dtype())) return kiln::add(kiln::triu(m), mT(kiln::triu(m, 1)));
+  // X + X^H - Re(diag X) with X = triu(m): the mirrored matrix is Hermitian, so its diagonal is real.
+  const Tensor X = kiln::triu(m);
+  const Tensor d = kiln::diagonal(X, 0, -2, -1).contiguous();
+  const Tensor real_d = kiln::select(kiln::view_as_real(d), -1, 0);
+  return kiln::sub(kiln::add(X, mH(X)), kiln::diag_embed(real_d, 0, -2, -1));
+}
 
 /// gA of A = Q R for m >= n (Q m x n, R n x n upper).
 [[nodiscard]] inline Tensor qr_backward_tall(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R) {
-  const Tensor M = kiln::sub(kiln::matmul(gR, mT(R)), kiln::matmul(mT(Q), gQ));
+  const Tensor M = kiln::sub(kiln::matmul(gR, mH(R)), kiln::matmul(mH(Q), gQ));
   const Tensor B = kiln::add(gQ, kiln::matmul(Q, copy_upper(M)));
-  // B R^-T: solve X R^T = B with R^T lower triangular.
-  return kiln::linalg_solve_triangular(mT(R), B, /*upper=*/false, /*left=*/false, /*unitriangular=*/false);
+  // B R^-H: solve X R^H = B with R^H lower triangular.
+  return kiln::linalg_solve_triangular(mH(R), B, /*upper=*/false, /*left=*/false, /*unitriangular=*/false);
 }
 
 /// L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T for square L (unit lower) and U (upper).
 [[nodiscard]] inline Tensor lu_square_backward(const Tensor& gL, const Tensor& gU, const Tensor& L, const Tensor& U) {
-  const Tensor M = kiln::add(kiln::tril(kiln::matmul(mT(L), gL), -1), kiln::triu(kiln::matmul(gU, mT(U))));
-  const Tensor left = kiln::linalg_solve_triangular(mT(L), M, /*upper=*/true, /*left=*/true, /*unitriangular=*/true);
-  return kiln::linalg_solve_triangular(mT(U), left, /*upper=*/false, /*left=*/false, false);
+  const Tensor M = kiln::add(kiln::tril(kiln::matmul(mH(L), gL), -1), kiln::triu(kiln::matmul(gU, mH(U))));
+  const Tensor left = kiln::linalg_solve_triangular(mH(L), M, /*upper=*/true, /*left=*/true, /*unitriangular=*/true);
+  return kiln::linalg_solve_triangular(mH(U), left, /*upper=*/false, /*left=*/false, false);
 }
 
 }  // namespace linalg_detail
@@ -90,14 +105,14 @@ namespace linalg_detail {
     permuted = lu_square_backward(gL, gU, L, U);
   } else if (m > n) {
     const Tensor L1 = kiln::narrow(L, -2, 0, n), L2 = kiln::narrow(L, -2, n, m - n);
-    const Tensor g2 = kiln::linalg_solve_triangular(mT(U), kiln::narrow(gL, -2, n, m - n), false, false, false);
-    const Tensor g1 = lu_square_backward(kiln::narrow(gL, -2, 0, n), kiln::sub(gU, kiln::matmul(mT(L2), g2)), L1, U);
+    const Tensor g2 = kiln::linalg_solve_triangular(mH(U), kiln::narrow(gL, -2, n, m - n), false, false, false);
+    const Tensor g1 = lu_square_backward(kiln::narrow(gL, -2, 0, n), kiln::sub(gU, kiln::matmul(mH(L2), g2)), L1, U);
     const Tensor parts[2] = {g1, g2};
     permuted = kiln::cat(TensorList(parts, 2), -2);
   } else {
     const Tensor U1 = kiln::narrow(U, -1, 0, m), U2 = kiln::narrow(U, -1, m, n - m);
-    const Tensor g2 = kiln::linalg_solve_triangular(mT(L), kiln::narrow(gU, -1, m, n - m), true, true, true);
-    const Tensor g1 = lu_square_backward(kiln::sub(gL, kiln::matmul(g2, mT(U2))), kiln::narrow(gU, -1, 0, m), L, U1);
+    const Tensor g2 = kiln::linalg_solve_triangular(mH(L), kiln::narrow(gU, -1, m, n - m), true, true, true);
+    const Tensor g1 = lu_square_backward(kiln::sub(gL, kiln::matmul(g2, mH(U2))), kiln::narrow(gU, -1, 0, m), L, U1);
     const Tensor parts[2] = {g1, g2};
     permuted = kiln::cat(TensorList(parts, 2), -1);
   }
@@ -111,25 +126,25 @@ namespace linalg_detail {
 [[nodiscard]] inline Tensor solve_triangular_backward_self(const Tensor& grad, const Tensor& A, const Tensor& result,
                                                            bool upper, bool left, bool unitriangular) {
   using namespace linalg_detail;
-  const Tensor gB = kiln::linalg_solve_triangular(mT(A), grad, !upper, left, unitriangular);
-  const Tensor gA = left ? kiln::matmul(gB, mT(result)) : kiln::matmul(mT(result), gB);
+  const Tensor gB = kiln::linalg_solve_triangular(mH(A), grad, !upper, left, unitriangular);
+  const Tensor gA = left ? kiln::matmul(gB, mH(result)) : kiln::matmul(mH(result), gB);
   return keep_triangle(kiln::neg(gA), upper, unitriangular);
 }
 
 /// d linalg_solve_triangular / d B.
 [[nodiscard]] inline Tensor solve_triangular_backward_B(const Tensor& grad, const Tensor& A, bool upper, bool left,
                                                         bool unitriangular) {
-  return kiln::linalg_solve_triangular(linalg_detail::mT(A), grad, !upper, left, unitriangular);
+  return kiln::linalg_solve_triangular(linalg_detail::mH(A), grad, !upper, left, unitriangular);
 }
 
 /// d linalg_cholesky_ex / d self, from the factor's gradient.
 [[nodiscard]] inline Tensor cholesky_backward(const Tensor& grad, bool upper, const Tensor& factor) {
   using namespace linalg_detail;
-  const Tensor L = upper ? mT(factor) : factor;
-  const Tensor gL = upper ? mT(grad) : grad;
-  const Tensor M = kiln::tril(kiln::matmul(mT(L), gL));
-  const Tensor S = kiln::mul(kiln::add(M, mT(kiln::tril(M, -1))), 0.5);
-  const Tensor left = kiln::linalg_solve_triangular(mT(L), S, /*upper=*/true, /*left=*/true, false);
+  const Tensor L = upper ? mH(factor) : factor;
+  const Tensor gL = upper ? mH(grad) : grad;
+  const Tensor M = kiln::tril(kiln::matmul(mH(L), gL));
+  const Tensor S = kiln::mul(kiln::add(M, mH(kiln::tril(M, -1))), 0.5);
+  const Tensor left = kiln::linalg_solve_triangular(mH(L), S, /*upper=*/true, /*left=*/true, false);
   return kiln::linalg_solve_triangular(L, left, /*upper=*/false, /*left=*/false, false);
 }
 
@@ -141,12 +156,39 @@ namespace linalg_detail {
              "differentiate through linalg.eigh instead");
   const Tensor& V = vectors;
   const int64_t n = values.size(-1);
-  const Tensor VtgV = kiln::matmul(mT(V), g_vectors);
-  const Tensor skew_half = kiln::mul(kiln::sub(VtgV, mT(VtgV)), 0.5);
+  const Tensor VtgV = kiln::matmul(mH(V), g_vectors);
+  const Tensor skew_half = kiln::mul(kiln::sub(VtgV, mH(VtgV)), 0.5);
   const Tensor mask = identity_mask(n, values);
   const Tensor gaps = kiln::where(mask, 1.0, kiln::sub(kiln::unsqueeze(values, -2), kiln::unsqueeze(values, -1)));
   const Tensor inner = kiln::add(kiln::div(skew_half, gaps), kiln::diag_embed(g_values, 0, -2, -1));
-  return kiln::matmul(kiln::matmul(V, inner), mT(V));
+  return kiln::matmul(kiln::matmul(V, inner), mH(V));
+}
+
+/// d _linalg_eig / d A (Note [Decomposition gradients]): with V's columns of unit norm,
+///   gA = V^-H (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(E)) V^H, E_ij = L_j - L_i,
+/// the second term's diagonal replaced by gL's. A real A takes the real part.
+[[nodiscard]] inline Tensor linalg_eig_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const Tensor& V,
+                                                const Tensor& A, bool compute_v) {
+  using namespace linalg_detail;
+  KILN_CHECK(compute_v, "linalg_eig_backward: torch.linalg.eigvals: the eigenvectors were not computed; "
+             "differentiate through linalg.eig instead");
+  const int64_t n = L.size(-1);
+  const Tensor Vh = kiln::adjoint(V);
+  const Tensor VhgV = kiln::matmul(Vh, gV);
+  const Tensor diag_VhgV = kiln::diagonal(VhgV, 0, -2, -1);
+  const Tensor real_diag = kiln::select(kiln::view_as_real(diag_VhgV.contiguous()), -1, 0);
+  // The loss must not depend on each eigenvector's phase (V -> V e^{i phi} leaves the decomposition valid).
+  const Tensor imag_diag = kiln::select(kiln::view_as_real(diag_VhgV.contiguous()), -1, 1);
+  KILN_CHECK(*kiln::all(kiln::le(kiln::abs(imag_diag), 1e-2)).data_ptr<bool>(),
+             "linalg_eig_backward: The eigenvectors in the complex case are specified up to multiplication by "
+             "e^{i phi}. The specified loss function depends on this quantity, so it is ill-defined.");
+  Tensor inner = kiln::sub(VhgV, kiln::matmul(Vh, kiln::mul(V, kiln::unsqueeze(real_diag, -2))));
+  const Tensor Lc = kiln::conj_physical(L);
+  const Tensor mask = identity_mask(n, L);
+  const Tensor gaps = kiln::where(mask, 1.0, kiln::sub(kiln::unsqueeze(Lc, -2), kiln::unsqueeze(Lc, -1)));
+  inner = kiln::add(kiln::where(mask, 0, kiln::div(inner, gaps)), kiln::diag_embed(gL, 0, -2, -1));
+  const Tensor gA = kiln::_linalg_solve(Vh, kiln::matmul(inner, Vh), "linalg.eig");
+  return is_complex(A.dtype()) ? gA : kiln::select(kiln::view_as_real(gA.contiguous()), -1, 0).contiguous();
 }
 
 /// d linalg_qr / d A.
@@ -163,7 +205,7 @@ namespace linalg_detail {
   const Tensor U = kiln::narrow(R, -1, 0, m), gU = kiln::narrow(gR, -1, 0, m);
   const Tensor gV = kiln::narrow(gR, -1, m, n - m);
   const Tensor Y = kiln::matmul(Q, kiln::narrow(R, -1, m, n - m));
-  const Tensor gX = qr_backward_tall(kiln::add(gQ, kiln::matmul(Y, mT(gV))), gU, Q, U);
+  const Tensor gX = qr_backward_tall(kiln::add(gQ, kiln::matmul(Y, mH(gV))), gU, Q, U);
   const Tensor gY = kiln::matmul(Q, gV);
   const Tensor parts[2] = {gX, gY};
   return kiln::cat(TensorList(parts, 2), -1);
@@ -176,6 +218,8 @@ namespace linalg_detail {
   using namespace linalg_detail;
   KILN_CHECK(compute_uv, "linalg.svd: the singular vectors were not computed (compute_uv=False); differentiate "
              "through linalg.svd or linalg.svdvals");
+  KILN_CHECK_NOT_IMPLEMENTED(!is_complex(S.dtype()) && !is_complex(U_full.dtype()),
+                             "linalg.svd: the gradient of a complex SVD is not implemented in kiln yet");
   const int64_t k = S.size(-1);
   const Tensor U = full_matrices ? kiln::narrow(U_full, -1, 0, k) : U_full;
   const Tensor Vh = full_matrices ? kiln::narrow(Vh_full, -2, 0, k) : Vh_full;

@@ -30,6 +30,24 @@ std::string_view legacy_tensor_name(DType t) {
   return "Tensor";
 }
 
+std::string_view cpp_type_name(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+    case DType::Float16: return "kiln::Half";
+    case DType::BFloat16: return "kiln::BFloat16";
+    case DType::Int8: return "int8_t";
+    case DType::Int16: return "int16_t";
+    case DType::Int32: return "int";
+    case DType::Int64: return "int64_t";
+    case DType::UInt8: return "uint8_t";
+    case DType::Bool: return "bool";
+    case DType::Complex64: return "c10::complex<float>";
+    case DType::Complex128: return "c10::complex<double>";
+  }
+  return "unknown";
+}
+
 std::string_view scalar_type_name(DType t) {
   std::string_view legacy = legacy_tensor_name(t);
   legacy.remove_suffix(std::string_view("Tensor").size());

@@ -41,6 +41,14 @@ namespace kiln {
 // a kernel without a complex case. A kernel that handles complex numbers opts
 // in with visit_dtype_and_complex. So adding the dtypes changed no kernel's
 // behaviour for real inputs, and each complex kernel is a deliberate one.
+//
+// Python complex numbers reach ops as a Scalar of kind Complex (Scalar.h): it
+// promotes by category like a wrapped number (float32 tensor * 1j is
+// complex64, float64 * 1j complex128), and reading one as a real number with a
+// nonzero imaginary part fails (float_tensor.fill_(1j)), as in PyTorch.
+// Kernels that move elements by size (indexing, tril, repeat) take complex128
+// as a 16-byte word (ElementWord.h). There is no lazy conjugate bit: conj, mH,
+// H and adjoint of a complex tensor return conjugated copies, not views.
 #define KILN_FORALL_COMPLEX_DTYPES(_)                                                    \
   _(std::complex<float>, Complex64, "complex64", "ComplexFloatTensor", Complex)         \
   _(std::complex<double>, Complex128, "complex128", "ComplexDoubleTensor", Complex)
@@ -112,6 +120,9 @@ inline constexpr bool is_complex_v<std::complex<T>> = true;
 [[nodiscard]] std::string_view dtype_name(DType t);
 /// "Float", "Long", "Half", ... (PyTorch's ScalarType names, used in error messages).
 [[nodiscard]] std::string_view scalar_type_name(DType t);
+
+/// The C++ name PyTorch's overflow messages use for a dtype: "uint8_t", "int", "float", ...
+[[nodiscard]] std::string_view cpp_type_name(DType dtype);
 /// "FloatTensor", "LongTensor", ... (used in autograd error messages).
 [[nodiscard]] std::string_view legacy_tensor_name(DType t);
 /// Parses "float32" and PyTorch's aliases ("float", "double", "half", "long", "int", ...).

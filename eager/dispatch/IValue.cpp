@@ -19,6 +19,7 @@ std::string_view IValue::tag_name() const {
     case Tag::DType: return "ScalarType";
     case Tag::Device: return "Device";
     case Tag::Generator: return "Generator";
+    case Tag::ComplexDouble: return "complex";
   }
   return "?";
 }
@@ -33,6 +34,7 @@ Scalar IValue::to_scalar() const {
     case Tag::Double: return Scalar(std::get<double>(v_));
     case Tag::Int: return Scalar(std::get<int64_t>(v_));
     case Tag::Bool: return Scalar(std::get<bool>(v_));
+    case Tag::ComplexDouble: return Scalar(std::get<std::complex<double>>(v_));
     default: break;
   }
   KILN_FAIL(Runtime, "IValue: expected Scalar but got ", tag_name());
@@ -48,6 +50,7 @@ std::ostream& operator<<(std::ostream& os, const IValue& v) {
     case IValue::Tag::Double: return os << v.to_double();
     case IValue::Tag::Int: return os << v.to_int();
     case IValue::Tag::Bool: return os << (v.to_bool() ? "True" : "False");
+    case IValue::Tag::ComplexDouble: return os << Scalar(v.to_complex_double());
     case IValue::Tag::String: return os << '"' << v.to_string() << '"';
     case IValue::Tag::IntList: return os << v.to_int_list();
     case IValue::Tag::DType: return os << v.to_dtype();

@@ -3,6 +3,7 @@
 // one function can handle every op (fallbacks such as Capture and profiling).
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -24,7 +25,7 @@ class IValue {
  public:
   enum class Tag : uint8_t {
     None, Tensor, Double, Int, Bool, String, IntList, DoubleList, BoolList, TensorList, OptionalTensorList, DType,
-    Device, Generator
+    Device, Generator, ComplexDouble
   };
 
   IValue() = default;
@@ -45,11 +46,13 @@ class IValue {
   IValue(DType t) : v_(t) {}                         // NOLINT
   IValue(Device d) : v_(d) {}                        // NOLINT
   IValue(Generator g) : v_(std::move(g)) {}          // NOLINT
+  IValue(std::complex<double> c) : v_(c) {}          // NOLINT
   IValue(const Scalar& s) {                          // NOLINT: stored by its kind
     switch (s.kind()) {
       case Scalar::Kind::Bool: v_ = s.to_bool(); break;
       case Scalar::Kind::Int: v_ = s.to_int64(); break;
       case Scalar::Kind::Double: v_ = s.to_double(); break;
+      case Scalar::Kind::Complex: v_ = s.to_complex_double(); break;
     }
   }
   template <typename T>
@@ -61,7 +64,9 @@ class IValue {
   [[nodiscard]] std::string_view tag_name() const;
   [[nodiscard]] bool is_none() const { return tag() == Tag::None; }
   [[nodiscard]] bool is_tensor() const { return tag() == Tag::Tensor; }
-  [[nodiscard]] bool is_scalar() const { return tag() == Tag::Double || tag() == Tag::Int || tag() == Tag::Bool; }
+  [[nodiscard]] bool is_scalar() const {
+    return tag() == Tag::Double || tag() == Tag::Int || tag() == Tag::Bool || tag() == Tag::ComplexDouble;
+  }
 
   [[nodiscard]] const Tensor& to_tensor() const { return get<Tensor>("Tensor"); }
   [[nodiscard]] Tensor& to_tensor() { return const_cast<Tensor&>(std::as_const(*this).to_tensor()); }
@@ -79,6 +84,7 @@ class IValue {
   [[nodiscard]] DType to_dtype() const { return get<DType>("ScalarType"); }
   [[nodiscard]] Device to_device() const { return get<Device>("Device"); }
   [[nodiscard]] const Generator& to_generator() const { return get<Generator>("Generator"); }
+  [[nodiscard]] std::complex<double> to_complex_double() const { return get<std::complex<double>>("complex"); }
   [[nodiscard]] Scalar to_scalar() const;
 
  private:
@@ -91,7 +97,8 @@ class IValue {
 
   // Order matches Tag.
   std::variant<std::monostate, Tensor, double, int64_t, bool, std::string, DimVector, std::vector<double>,
-               std::vector<bool>, std::vector<Tensor>, std::vector<std::optional<Tensor>>, DType, Device, Generator>
+               std::vector<bool>, std::vector<Tensor>, std::vector<std::optional<Tensor>>, DType, Device, Generator,
+               std::complex<double>>
       v_;
 };
 

@@ -7,9 +7,10 @@ namespace kiln::native {
 
 void fail_complex_not_implemented(const char* op, DType dtype) {
   KILN_FAIL(NotImplemented, "\"", op, "\" not implemented for '", scalar_type_name(dtype),
-            "' (kiln's complex support covers creation, views, copies, arithmetic, sum, matrix products, "
-            "abs, sgn, exp/log/sqrt/reciprocal, the trigonometric and hyperbolic functions, sigmoid and the "
-            "conjugate so far)");
+            "' (kiln's complex support covers creation and random factories, views, copies, indexing, "
+            "arithmetic, pow, equality, sum/mean/prod, cumsum/cumprod, var/std, vector norms, matrix products, "
+            "the elementwise functions with a complex form, and the conjugate so far; not yet the complex "
+            "LAPACK decompositions)");
 }
 
 }  // namespace kiln::native

@@ -125,7 +125,9 @@ Tensor adjoint(const Tensor& self) {
     }
     return self;
   }
-  return kiln::transpose(self, -2, -1);
+  // A complex adjoint is a conjugated copy: kiln has no lazy conjugate bit (Note [Complex dtypes]).
+  const Tensor transposed = kiln::transpose(self, -2, -1);
+  return is_complex(self.dtype()) ? kiln::conj_physical(transposed) : transposed;
 }
 
 Tensor movedim(const Tensor& self, IntArrayRef source, IntArrayRef destination) {

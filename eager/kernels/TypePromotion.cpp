@@ -79,8 +79,7 @@ DType result_type(const Tensor& a, const Tensor& b) {
 }
 
 DType result_type(const Tensor& a, const Scalar& b) {
-  const DType scalar_type = b.is_floating_point() ? default_dtype() : (b.is_bool() ? DType::Bool : DType::Int64);
-  return promote_within_category(a.dtype(), scalar_type);
+  return promote_within_category(a.dtype(), b.natural_dtype());
 }
 
 bool can_cast(DType from, DType to) {

@@ -204,6 +204,8 @@ PyObject* ivalue_to_python(const IValue& v) {
       return device_object(v.to_device());
     case IValue::Tag::Generator:
       return generator_object(v.to_generator());
+    case IValue::Tag::ComplexDouble:
+      return PyComplex_FromDoubles(v.to_complex_double().real(), v.to_complex_double().imag());
     case IValue::Tag::IntList: {
       const DimVector& l = v.to_int_list();
       PyObject* out = PyList_New(static_cast<Py_ssize_t>(l.size()));

@@ -187,6 +187,10 @@ bool is_numpy_number(PyObject* obj) {
   return is_numpy_scalar_type(type) &&
          (type->tp_as_number->nb_index != nullptr || type->tp_as_number->nb_float != nullptr);
 }
+bool is_numpy_complex(PyObject* obj) {
+  PyTypeObject* type = Py_TYPE(obj);
+  return is_numpy_scalar_type(type) && std::strncmp(type->tp_name + 6, "complex", 7) == 0;
+}
 
 /// PyTorch's THPUtils_checkLong: an int that is not a bool, or a NumPy integer.
 bool is_int_object(PyObject* obj) {
@@ -474,6 +478,8 @@ bool FunctionParameter::check(PyObject* obj, int argnum, int64_t* failed_idx) co
     case ParamType::Tensor:
       return is_tensor(obj);
     case ParamType::Scalar:
+      if (PyComplex_Check(obj)) return true;
+      [[fallthrough]];
     case ParamType::Double:
       if (PyFloat_Check(obj) || PyLong_Check(obj)) return true;  // bool too, as PyTorch
       if (is_tensor(obj)) {
@@ -849,10 +855,10 @@ Scalar tensor_item(const Tensor& t, const FunctionSignature& sig, int i) {
   // TODO(cuda): read device tensors through a copy once CUDA copies exist.
   KILN_CHECK_NOT_IMPLEMENTED(t.device().is_cpu(), sig.name, "(): argument '", sig.params[static_cast<size_t>(i)].name,
                              "': reading a ", t.device(), " tensor as a number is not supported yet");
-  return visit_dtype(t.dtype(), [&](auto tag) {
+  return visit_dtype_and_complex(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T v = *t.data_ptr<T>();
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (std::is_same_v<T, bool> || is_complex_v<T>) {
       return Scalar(v);
     } else if constexpr (std::is_integral_v<T>) {
       return Scalar(static_cast<int64_t>(v));
@@ -924,6 +930,11 @@ Scalar scalar_from(PyObject* obj, const FunctionSignature& sig, int i) {
   if (PyFloat_Check(obj)) return Scalar(PyFloat_AS_DOUBLE(obj));
   if (is_tensor(obj)) return tensor_item(unwrap_tensor(obj), sig, i);
   if (is_numpy_integer(obj)) return Scalar(unpack_index(obj));
+  if (PyComplex_Check(obj) || is_numpy_complex(obj)) {
+    const Py_complex c = PyComplex_AsCComplex(obj);
+    if (c.real == -1.0 && PyErr_Occurred()) throw python_error_already_set();
+    return Scalar(std::complex<double>(c.real, c.imag));
+  }
   const double v = PyFloat_AsDouble(obj);
   if (v == -1.0 && PyErr_Occurred()) throw python_error_already_set();
   return Scalar(v);

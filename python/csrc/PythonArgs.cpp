@@ -67,7 +67,9 @@ DimVector int_list_from_args(PyObject* args, const char* fn, const char* arg) {
   return int_list_from_object(args, fn, arg);
 }
 
-bool is_scalar_object(PyObject* obj) { return PyLong_Check(obj) || PyFloat_Check(obj) || PyBool_Check(obj); }
+bool is_scalar_object(PyObject* obj) {
+  return PyLong_Check(obj) || PyFloat_Check(obj) || PyBool_Check(obj) || PyComplex_Check(obj);
+}
 
 Scalar scalar_from_object(PyObject* obj, const char* fn, const char* arg) {
   if (PyBool_Check(obj)) return Scalar(obj == Py_True);
@@ -81,11 +83,12 @@ Scalar scalar_from_object(PyObject* obj, const char* fn, const char* arg) {
     return Scalar(static_cast<int64_t>(v));
   }
   if (PyFloat_Check(obj)) return Scalar(PyFloat_AS_DOUBLE(obj));
+  if (PyComplex_Check(obj)) return Scalar(std::complex<double>(PyComplex_RealAsDouble(obj), PyComplex_ImagAsDouble(obj)));
   if (is_tensor(obj)) {
     const Tensor& t = unwrap_tensor(obj);
     KILN_CHECK(t.numel() == 1, fn, "(): argument '", arg, "': a Tensor with ", t.numel(),
                " elements cannot be converted to Scalar");
-    return visit_dtype(t.dtype(), [&](auto tag) { return Scalar(*t.data_ptr<decltype(tag)>()); });
+    return visit_dtype_and_complex(t.dtype(), [&](auto tag) { return Scalar(*t.data_ptr<decltype(tag)>()); });
   }
   if (is_numpy_scalar(obj)) {  // np.int32(3), np.float32(2.5), np.bool_(True), ...
     // Integers stay integers; everything else, np.bool_ included, is read through

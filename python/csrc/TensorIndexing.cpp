@@ -341,6 +341,10 @@ Tensor value_to_tensor(const Tensor& self, PyObject* value) {
     return full(IntArrayRef{}, Scalar(unpack_int(value)), self.dtype(), self.device());
   }
   if (PyFloat_Check(value)) return full(IntArrayRef{}, Scalar(PyFloat_AS_DOUBLE(value)), self.dtype(), self.device());
+  if (PyComplex_Check(value)) {
+    const Scalar z(std::complex<double>(PyComplex_RealAsDouble(value), PyComplex_ImagAsDouble(value)));
+    return full(IntArrayRef{}, z, self.dtype(), self.device());
+  }
   KILN_FAIL(Type, "can't assign a ", Py_TYPE(value)->tp_name, " to a kiln.", legacy_tensor_name(self.dtype()));
 }
 

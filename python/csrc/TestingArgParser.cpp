@@ -71,6 +71,10 @@ PyObject* scalar_to_python(const Scalar& s) {
       return PyLong_FromLongLong(s.to_int64());
     case Scalar::Kind::Double:
       return PyFloat_FromDouble(s.to_double());
+    case Scalar::Kind::Complex: {
+      const std::complex<double> c = s.to_complex_double();
+      return PyComplex_FromDoubles(c.real(), c.imag());
+    }
   }
   Py_RETURN_NONE;
 }

@@ -38,7 +38,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
     close = _C._functions.eq(input, other)
-    floating = input.dtype.is_floating_point
+    floating = input.dtype.is_floating_point or input.dtype.is_complex
     if equal_nan and floating:
         close = close | (_C._functions.isnan(input) & _C._functions.isnan(other))
     if (rtol == 0 and atol == 0) or input.dtype == _C.bool:

@@ -18,7 +18,7 @@ def _empty_like_for_promotion(value):
         if value.dim() == 0:
             return _C._functions.empty([], dtype=value.dtype)
         return _C._functions.empty([0], dtype=value.dtype)
-    if isinstance(value, (builtins.bool, builtins.int, builtins.float)):
+    if isinstance(value, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
         return value
     raise TypeError(f"result_type(): argument must be a Tensor or a Number, not {type(value).__name__}")
 
@@ -31,6 +31,8 @@ def result_type(tensor1, tensor2):
     if isinstance(b, _C.TensorBase):
         return _C._functions.add(b, a).dtype
     # two numbers: the category of the higher one, floats in the default dtype
+    if isinstance(a, builtins.complex) or isinstance(b, builtins.complex):
+        return _C.complex128 if _C.get_default_dtype() is _C.float64 else _C.complex64
     if isinstance(a, builtins.float) or isinstance(b, builtins.float):
         import kiln
 
@@ -47,7 +49,9 @@ def promote_types(type1, type2):
 
 def can_cast(from_, to):
     """Whether PyTorch's casting rules allow ``from_`` to ``to`` (no float to integer, nothing but bool to bool)."""
-    if from_.is_floating_point and not to.is_floating_point:
+    if from_.is_complex and not to.is_complex:
+        return False
+    if from_.is_floating_point and not (to.is_floating_point or to.is_complex):
         return False
     if from_ != _C.bool and to == _C.bool:
         return False
@@ -81,6 +85,7 @@ class finfo:
 
         dtype = kiln.get_default_dtype() if type is None else type
         name = _dtype_name(dtype)
+        name = {"complex64": "float32", "complex128": "float64"}.get(name, name)  # a complex dtype's parts
         if name not in _FLOAT_LAYOUT:
             raise TypeError("kiln.finfo() requires a floating point input type. Use kiln.iinfo to handle 'kiln.finfo'")
         mantissa, exponent, precision = _FLOAT_LAYOUT[name]

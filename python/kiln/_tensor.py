@@ -154,8 +154,10 @@ class Tensor(_C.TensorBase):
 
     @property
     def mH(self) -> "Tensor":
-        """The conjugate transpose of a batch of matrices (a transpose for real dtypes)."""
-        return self._matrix_transpose("mH", "Consider using x.conj().")
+        """The conjugate transpose of a batch of matrices (a transpose for real dtypes).
+        For a complex tensor it is a new tensor, not a view: kiln has no lazy conjugate bit."""
+        out = self._matrix_transpose("mH", "Consider using x.conj().")
+        return out.conj_physical() if self.dtype.is_complex and self.dim() != 0 else out
 
     @property
     def H(self) -> "Tensor":
@@ -169,7 +171,8 @@ class Tensor(_C.TensorBase):
                 f"tensor.H is only supported on matrices (2-D tensors). Got {n}-D tensor."
                 + (" For batches of matrices, consider using tensor.mH" if n > 2 else "")
             )
-        return self.transpose(-2, -1)
+        out = self.transpose(-2, -1)
+        return out.conj_physical() if self.dtype.is_complex else out
 
     def _matrix_transpose(self, name: str, zero_dim_hint: str) -> "Tensor":
         n = self.dim()
@@ -223,8 +226,8 @@ _TensorBase = _C.TensorBase
 
 
 def _is_operand(value) -> bool:
-    """Whether an operator takes `value` on its other side: a tensor or a real number."""
-    return isinstance(value, (_TensorBase, numbers.Real, np.generic))
+    """Whether an operator takes `value` on its other side: a tensor or a (real or complex) number."""
+    return isinstance(value, (_TensorBase, numbers.Complex, np.generic))
 
 
 def _operator(method, name: str):
@@ -257,7 +260,13 @@ def _reflected(function, name: str):
     return operator
 
 
+_COMPLEX_OF = {_C.float16: _C.complex64, _C.bfloat16: _C.complex64, _C.float32: _C.complex64,
+               _C.float64: _C.complex128}
+
+
 def _dtype_category(dtype) -> int:
+    if dtype.is_complex:
+        return 3
     return 2 if dtype.is_floating_point else (0 if dtype is _C.bool else 1)
 
 
@@ -275,10 +284,14 @@ def _scalar_operand(value, like):
         value, natural, category = builtins.int(value), _C.int64, 1
     elif isinstance(value, numbers.Real):
         value, natural, category = builtins.float(value), _C.float64, 2
+    elif isinstance(value, numbers.Complex):
+        value, natural, category = builtins.complex(value), _C.complex128, 3
     else:
         raise TypeError(f"unsupported operand type: {type(value).__name__}")
-    if category > _dtype_category(like.dtype):
-        target = _C.get_default_dtype() if category == 2 else natural
+    if category == 3 and like.dtype.is_floating_point:
+        target = _COMPLEX_OF[like.dtype]  # a complex number keeps a float tensor's precision
+    elif category > _dtype_category(like.dtype):
+        target = {2: _C.get_default_dtype(), 3: _COMPLEX_OF.get(_C.get_default_dtype())}.get(category, natural)
     else:
         target = like.dtype
     exact = _C._functions.full([], value, dtype=natural, device=like.device)

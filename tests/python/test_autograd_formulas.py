@@ -331,6 +331,10 @@ LAPACK = {
     # vectors squared: the loss does not depend on each vector's sign
     "eigh": (["_linalg_eigh"], [(3, 3)],
              lambda L, x: [L.linalg.eigh(x + x.mT)[0], L.linalg.eigh(x + x.mT)[1] ** 2]),
+    # order- and phase-invariant: eigenpairs may come in another order, eigenvectors with another phase
+    "eig": (["_linalg_eig"], [(3, 3)],
+            lambda L, x: [(L.linalg.eigvals(x).abs() ** 2).sum().reshape(1),
+                          (L.linalg.eig(x)[1].abs() ** 2 * L.linalg.eig(x)[0].real.unsqueeze(-2)).sum().reshape(1)]),
     "svd": (["_linalg_svd"], [(4, 3)],
             lambda L, a: [L.linalg.svd(a, full_matrices=False)[0] ** 2, L.linalg.svdvals(a),
                           L.linalg.svd(a)[2] ** 2]),

@@ -91,8 +91,7 @@ def test_factories_and_conversions():
         _close(kiln.full((2,), 2.5, dtype=k_dtype), torch.full((2,), 2.5, dtype=t_dtype))
     _close(kiln.ones(2) * kiln.tensor(1j), torch.ones(2) * 1j)
     _close(kiln.ones(2, dtype=kiln.float64) + kiln.tensor(1j), torch.ones(2, dtype=torch.float64) + 1j)
-    with pytest.raises(TypeError, match="must be Number, not complex"):
-        kiln.full((2,), 1 + 1j)
+    _close(kiln.full((2,), 1 + 1j), torch.full((2,), 1 + 1j))
     x = torch.tensor([1.5, -2.0, 3.0])
     _close(_k(x).to(kiln.complex64), x.to(torch.complex64))
     z = _rand((5,), torch.complex128)
@@ -187,11 +186,6 @@ def test_binary_arithmetic_matches_torch(op, other_kind, dtype):
     else:
         b = 1.5 - 2j
     kb = _k(b) if isinstance(b, torch.Tensor) else b
-    if isinstance(b, complex):  # kiln's C++ Scalar is real so far: a 0-d complex tensor stands in
-        _close(getattr(kiln, op)(_k(a), kiln.tensor(b)), getattr(torch, op)(a, b), rtol=1e-5)
-        with pytest.raises(TypeError):
-            getattr(kiln, op)(_k(a), b)
-        return
     _close(getattr(kiln, op)(_k(a), kb), getattr(torch, op)(a, b), rtol=1e-5)
     if isinstance(b, torch.Tensor):
         _close(getattr(kiln, op)(kb, _k(a)), getattr(torch, op)(b, a), rtol=1e-5)
@@ -323,9 +317,9 @@ def test_complex_leaf_accumulates_gradients_across_uses():
 def test_unsupported_op_raises_not_implemented_naming_the_dtype():
     z = kiln.ones(3, dtype=kiln.complex64)
     with pytest.raises(NotImplementedError, match="ComplexFloat"):
-        kiln.asin(z)
+        kiln.sinc(z)
     with pytest.raises(NotImplementedError, match="ComplexDouble"):
-        kiln.ones(2, dtype=kiln.complex128).cumsum(0)
+        kiln.sinc(kiln.ones(2, dtype=kiln.complex128))
     assert z.sum().item() == 3  # and nothing is left broken
 
 

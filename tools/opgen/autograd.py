@@ -40,7 +40,7 @@ IMPLEMENTED_HELPERS = {"sum_backward", "mean_backward", "amax_backward", "value_
                        "last_sizes", "softmax_double_backward", "log_softmax_double_backward_grad_output",
                        "log_softmax_double_backward_output", "mm_mat2_backward",
                        "solve_triangular_backward_self", "solve_triangular_backward_B", "cholesky_backward",
-                       "linalg_eigh_backward", "linalg_qr_backward", "svd_backward",
+                       "linalg_eigh_backward", "linalg_eig_backward", "linalg_qr_backward", "svd_backward",
                        "lu_factor_ex_backward", "scatter_reduce_backward_self", "scatter_reduce_backward_src",
                        "lstm_cell_backward", "gru_cell_backward", "lstm_sequence_backward"}
 

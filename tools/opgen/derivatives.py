@@ -104,6 +104,7 @@ HELPERS = {
     "solve_triangular_backward_B": "A^-T grad (left) or grad A^-T (right)",
     "cholesky_backward": "L^-T sym(tril(L^T gL)) L^-1",
     "linalg_eigh_backward": "V (diag(gw) + skew(V^T gV) / 2 / (w_j - w_i)) V^T",
+    "linalg_eig_backward": "V^-H (diag(gL) + (V^H gV - V^H V Re diag(V^H gV)) / conj(L_j - L_i)) V^H",
     "linalg_qr_backward": "(gQ + Q copy_upper(gR R^T - Q^T gQ)) R^-T; wide matrices split as [X | Y]",
     "lu_factor_ex_backward": "P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T, with the rows or columns past "
                              "the square part",

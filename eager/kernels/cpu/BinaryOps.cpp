@@ -47,7 +47,9 @@ Tensor scalar_operand(const Scalar& value, const Tensor& like) {
   visit_dtype_and_complex(dtype, [&](auto tag) {
     using T = decltype(tag);
     T v;
-    if (value.is_floating_point()) {
+    if (value.is_complex()) {
+      v = value.to<T>();  // real T only when the imaginary part is 0 (to<T> checks)
+    } else if (value.is_floating_point()) {
       v = convert_element<T>(value.to_double());
     } else if (value.is_bool()) {
       v = convert_element<T>(value.to_bool());
@@ -177,7 +179,10 @@ namespace {
 
 void check_alpha(DType dtype, const Scalar& alpha) {
   KILN_CHECK(!alpha.is_bool() || dtype == DType::Bool, "Boolean alpha only supported for Boolean results.");
-  KILN_CHECK(is_floating_point(dtype) || is_complex(dtype) || alpha.is_integral() || alpha.is_bool(),
+  KILN_CHECK(!alpha.is_complex() || is_complex(dtype),
+             "For non-complex input tensors, argument alpha must not be a complex number.");
+  KILN_CHECK(is_floating_point(dtype) || is_complex(dtype) || alpha.is_integral() || alpha.is_bool() ||
+                 alpha.is_complex(),
              "For integral input tensors, argument alpha must not be a floating point number.");
 }
 
@@ -191,7 +196,7 @@ void check_sub(const Tensor& self, const Tensor& other) {
 }
 
 Scalar negated(const Scalar& alpha) {
-  if (alpha.is_floating_point()) return Scalar(-alpha.to_double());
+  if (alpha.is_floating_point() || alpha.is_complex()) return alpha.negated();
   // Two's-complement negation without signed overflow.
   return Scalar(static_cast<int64_t>(0 - static_cast<uint64_t>(alpha.to_int64())));
 }
@@ -256,7 +261,7 @@ Tensor pow_into(ResultInto into, const Tensor& out, const Tensor& base, const Te
 }
 
 /// PyTorch's Scalar::equal: a bool scalar equals only a bool.
-bool scalar_equals(const Scalar& s, double value) { return !s.is_bool() && s.to_double() == value; }
+bool scalar_equals(const Scalar& s, double value) { return !s.is_bool() && s.equals(value); }
 
 Tensor pow_scalar_exponent_into(ResultInto into, const Tensor& out, const Tensor& base, const Scalar& exponent) {
   KILN_CHECK(!(is_integral(base.dtype(), /*include_bool=*/true) && exponent.is_integral() && exponent.to_int64() < 0),

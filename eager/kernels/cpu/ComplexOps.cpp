@@ -59,6 +59,23 @@ namespace {
 template <typename C>
 using ComplexFn = C (*)(C);
 
+/// log(1 + z) without the cancellation of forming 1 + z: |1 + z|^2 = 1 + (x(2 + x) + y^2).
+template <typename C>
+C complex_log1p(C z) {
+  using V = typename C::value_type;
+  const V x = z.real(), y = z.imag();
+  return {V(0.5) * std::log1p(x * (V(2) + x) + y * y), std::atan2(y, V(1) + x)};
+}
+
+/// exp(z) - 1 without cancellation: (expm1(x) cos y - 2 sin^2(y/2)) + i e^x sin y.
+template <typename C>
+C complex_expm1(C z) {
+  using V = typename C::value_type;
+  const V x = z.real(), y = z.imag();
+  const V half_sin = std::sin(y / V(2));
+  return {std::expm1(x) * std::cos(y) - V(2) * half_sin * half_sin, std::exp(x) * std::sin(y)};
+}
+
 /// The std::complex form of a unary floating op, or nullptr.
 template <typename C>
 ComplexFn<C> complex_function(std::string_view op) {
@@ -74,6 +91,18 @@ ComplexFn<C> complex_function(std::string_view op) {
   if (op == "cosh") return [](C z) { return std::cosh(z); };
   if (op == "tanh") return [](C z) { return std::tanh(z); };
   if (op == "sigmoid") return [](C z) { return C(1) / (C(1) + std::exp(-z)); };
+  if (op == "square") return [](C z) { return z * z; };
+  if (op == "exp2") return [](C z) { return std::exp(z * typename C::value_type(0.6931471805599453)); };
+  if (op == "log2") return [](C z) { return std::log(z) / typename C::value_type(0.6931471805599453); };
+  if (op == "log10") return [](C z) { return std::log10(z); };
+  if (op == "log1p") return &complex_log1p<C>;
+  if (op == "expm1") return &complex_expm1<C>;
+  if (op == "asin") return [](C z) { return std::asin(z); };
+  if (op == "acos") return [](C z) { return std::acos(z); };
+  if (op == "atan") return [](C z) { return std::atan(z); };
+  if (op == "asinh") return [](C z) { return std::asinh(z); };
+  if (op == "acosh") return [](C z) { return std::acosh(z); };
+  if (op == "atanh") return [](C z) { return std::atanh(z); };
   return nullptr;
 }
 

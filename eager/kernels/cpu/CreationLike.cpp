@@ -162,7 +162,7 @@ Tensor eye_m_out_cpu(int64_t n, int64_t m, const Tensor& out) {
   }
   kiln::fill_(out, Scalar(int64_t{0}));
   const int64_t diagonal_stride = out.stride(0) + out.stride(1);
-  visit_dtype(out.dtype(), [&](auto tag) {
+  visit_dtype_and_complex(out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* data = out.data_ptr<T>();
     const T one = static_cast<T>(1);

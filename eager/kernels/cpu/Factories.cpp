@@ -78,26 +78,15 @@ void for_each_element(const Tensor& t, Fn fn) {
 
 }  // namespace
 
-std::string_view cpp_type_name(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return "float";
-    case DType::Float64: return "double";
-    case DType::Float16: return "kiln::Half";
-    case DType::BFloat16: return "kiln::BFloat16";
-    case DType::Int8: return "int8_t";
-    case DType::Int16: return "int16_t";
-    case DType::Int32: return "int";
-    case DType::Int64: return "int64_t";
-    case DType::UInt8: return "uint8_t";
-    case DType::Bool: return "bool";
-    case DType::Complex64: return "c10::complex<float>";
-    case DType::Complex128: return "c10::complex<double>";
-  }
-  return "unknown";
-}
-
 bool overflows(const Scalar& value, DType dtype) {
   if (dtype == DType::Bool || value.is_bool()) return false;
+  if (value.is_complex()) {
+    // Into a complex dtype each part must fit; into a real one the imaginary part
+    // must be 0 and the real part fit (PyTorch's checked_convert).
+    const std::complex<double> c = value.to_complex_double();
+    if (is_complex(dtype)) return overflows(Scalar(c.real()), dtype) || overflows(Scalar(c.imag()), dtype);
+    return c.imag() != 0.0 || overflows(Scalar(c.real()), dtype);
+  }
   double lowest = 0, highest = 0;  // the range of dtype's finite values
   switch (dtype) {
     case DType::Float16: lowest = -65504.0, highest = 65504.0; break;
@@ -242,7 +231,13 @@ void linspace_values(T* out, const Scalar& start_value, const Scalar& end_value,
   const T start = checked_scalar_to<T>(start_value);
   const T end = checked_scalar_to<T>(end_value);
   const int64_t halfway = steps / 2;
-  if constexpr (std::is_integral_v<T>) {
+  if constexpr (is_complex_v<T>) {
+    using V = typename T::value_type;
+    const T step = (end - start) / static_cast<V>(steps - 1);
+    for (int64_t i = 0; i < steps; ++i) {
+      out[i] = i < halfway ? start + step * static_cast<V>(i) : end - step * static_cast<V>(steps - i - 1);
+    }
+  } else if constexpr (std::is_integral_v<T>) {
     const double s = static_cast<double>(start), e = static_cast<double>(end);
     const double step = (e - s) / static_cast<double>(steps - 1);
     for (int64_t i = 0; i < steps; ++i) {
@@ -327,7 +322,11 @@ Tensor native::linspace_impl(const Scalar& start, const Scalar& end, int64_t ste
                              Device device) {
   check_cpu(device, "linspace");
   KILN_CHECK(steps >= 0, "number of steps must be non-negative");
-  const DType out_dtype = dtype.value_or(default_dtype());
+  const bool complex_bounds = start.is_complex() || end.is_complex();
+  const DType out_dtype = dtype.value_or(complex_bounds ? to_complex_type(default_dtype()) : default_dtype());
+  KILN_CHECK(!complex_bounds || is_complex(out_dtype), "kiln.linspace(): inferred dtype ",
+             cpp_type_name(to_complex_type(default_dtype())), " can't be safely cast to passed dtype ",
+             scalar_type_name(out_dtype));
   KILN_CHECK_NOT_IMPLEMENTED(out_dtype != DType::Bool, "\"linspace_cpu\" not implemented for 'Bool'");
   Tensor t = empty({steps}, out_dtype, device);
   if (steps == 0) return t;
@@ -335,7 +334,7 @@ Tensor native::linspace_impl(const Scalar& start, const Scalar& end, int64_t ste
     native::fill_impl(t, start);
     return t;
   }
-  visit_dtype(out_dtype, [&](auto tag) {
+  visit_dtype_and_complex(out_dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>) linspace_values<T>(t.data_ptr<T>(), start, end, steps);
   });

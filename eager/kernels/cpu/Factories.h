@@ -42,9 +42,6 @@ namespace native {
 /// infinities and NaN, bool takes anything.
 [[nodiscard]] bool overflows(const Scalar& value, DType dtype);
 
-/// The C++ name PyTorch's overflow messages use for a dtype: "uint8_t", "int", "float", ...
-[[nodiscard]] std::string_view cpp_type_name(DType dtype);
-
 /// `value` as a T, with PyTorch's Scalar::to<T> check: RuntimeError "value cannot be
 /// converted to type int8_t without overflow".
 template <typename T>

@@ -106,10 +106,10 @@ Tensor clone_preserving_strides(const Tensor& t) {
 
 Scalar item(const Tensor& t) {
   KILN_CHECK(t.numel() == 1, "a Tensor with ", t.numel(), " elements cannot be converted to Scalar");
-  return visit_dtype(t.dtype(), [&](auto tag) -> Scalar {
+  return visit_dtype_and_complex(t.dtype(), [&](auto tag) -> Scalar {
     using T = decltype(tag);
     const T v = *t.data_ptr<T>();
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (std::is_same_v<T, bool> || is_complex_v<T>) {
       return Scalar(v);
     } else if constexpr (std::is_integral_v<T>) {
       return Scalar(static_cast<int64_t>(v));

@@ -11,6 +11,7 @@
 // inv(A)^T) are Python over these two ops (python/kiln/linalg/_solve.py). Only
 // _linalg_solve has a derivative formula (dB = solve(A^T, g), dA = -dB X^T);
 // every other gradient is a composition of differentiable ops around it.
+#include <complex>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -32,6 +33,13 @@ void dgetrf_(const int* m, const int* n, double* a, const int* lda, int* ipiv, i
 void sgesv_(const int* n, const int* nrhs, float* a, const int* lda, int* ipiv, float* b, const int* ldb, int* info);
 void dgesv_(const int* n, const int* nrhs, double* a, const int* lda, int* ipiv, double* b, const int* ldb,
             int* info);
+// The complex forms: std::complex<T> has Fortran COMPLEX's layout.
+void cgetrf_(const int* m, const int* n, std::complex<float>* a, const int* lda, int* ipiv, int* info);
+void zgetrf_(const int* m, const int* n, std::complex<double>* a, const int* lda, int* ipiv, int* info);
+void cgesv_(const int* n, const int* nrhs, std::complex<float>* a, const int* lda, int* ipiv, std::complex<float>* b,
+            const int* ldb, int* info);
+void zgesv_(const int* n, const int* nrhs, std::complex<double>* a, const int* lda, int* ipiv,
+            std::complex<double>* b, const int* ldb, int* info);
 }
 
 namespace kiln::native {
@@ -46,13 +54,26 @@ void gesv(int n, int nrhs, float* a, int* ipiv, float* b, int* info) { sgesv_(&n
 void gesv(int n, int nrhs, double* a, int* ipiv, double* b, int* info) {
   dgesv_(&n, &nrhs, a, &n, ipiv, b, &n, info);
 }
+void getrf(int m, int n, std::complex<float>* a, int* ipiv, int* info) { cgetrf_(&m, &n, a, &m, ipiv, info); }
+void getrf(int m, int n, std::complex<double>* a, int* ipiv, int* info) { zgetrf_(&m, &n, a, &m, ipiv, info); }
+void gesv(int n, int nrhs, std::complex<float>* a, int* ipiv, std::complex<float>* b, int* info) {
+  cgesv_(&n, &nrhs, a, &n, ipiv, b, &n, info);
+}
+void gesv(int n, int nrhs, std::complex<double>* a, int* ipiv, std::complex<double>* b, int* info) {
+  zgesv_(&n, &nrhs, a, &n, ipiv, b, &n, info);
+}
+
+/// The element types the getrf/gesv overloads take: float, double and their complex forms.
+template <typename T>
+constexpr bool is_lu_type = is_lapack_type<T> || std::is_same_v<T, std::complex<float>> ||
+                            std::is_same_v<T, std::complex<double>>;
 
 }  // namespace
 
 std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex_cpu(const Tensor& A, bool pivot, bool check_errors) {
   KILN_CHECK(A.dim() >= 2, "kiln.lu_factor: Expected tensor with 2 or more dimensions. Got size: ", A.sizes(),
              " instead");
-  KILN_CHECK_NOT_IMPLEMENTED(A.dtype() == DType::Float32 || A.dtype() == DType::Float64,
+  KILN_CHECK_NOT_IMPLEMENTED(A.dtype() == DType::Float32 || A.dtype() == DType::Float64 || is_complex(A.dtype()),
                              "\"lu_cpu\" not implemented for '", dtype_word(A.dtype()), "'");
   KILN_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
@@ -63,9 +84,9 @@ std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex_cpu(const Tensor& A, bool
   Tensor pivots = empty(pivot_shape, DType::Int32, A.device());
   Tensor info = zeros(batch_shape(A), DType::Int32, A.device());
   sync_blas_threads();
-  visit_dtype(A.dtype(), [&](auto tag) {
+  visit_dtype_and_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if constexpr (is_lu_type<T>) {
       for (int64_t b = 0; b < batches && k > 0; ++b) {
         int status = 0;
         getrf(checked_int(m), checked_int(n), lu.data_ptr<T>() + b * m * n, pivots.data_ptr<int32_t>() + b * k,
@@ -112,7 +133,10 @@ Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B, std::string_view calle
     KILN_CHECK(A.dtype() != DType::Float16 && A.dtype() != DType::BFloat16,
                "linalg.inv: Low precision dtypes not supported. Got ", dtype_word(A.dtype()));
   }
-  check_square_float(caller, "lu_cpu", A);
+  KILN_CHECK(A.dim() >= 2, caller, ": The input tensor A must have at least 2 dimensions.");
+  KILN_CHECK(A.size(-1) == A.size(-2), caller, ": A must be batches of square matrices, but they are ", A.size(-2),
+             " by ", A.size(-1), " matrices");
+  check_float_or_complex_matrices(caller, "lu_cpu", A);
   KILN_CHECK(B.dim() == A.dim() && B.dtype() == A.dtype(), caller, ": internal: B must be a batch of matrices of A's "
              "dtype and batch shape");
   const int64_t n = A.size(-1);
@@ -128,9 +152,9 @@ Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B, std::string_view calle
   if (n == 0 || k == 0) return kiln::transpose(x, -2, -1);
   Tensor pivots = empty({n}, DType::Int32, A.device());
   sync_blas_threads();
-  visit_dtype(A.dtype(), [&](auto tag) {
+  visit_dtype_and_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if constexpr (is_lu_type<T>) {
       for (int64_t b = 0; b < batches; ++b) {
         int status = 0;
         gesv(checked_int(n), checked_int(k), a.data_ptr<T>() + b * n * n, pivots.data_ptr<int32_t>(),
@@ -158,6 +182,16 @@ void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_DIAG diag, int rows, int cols,
           double* x) {
   cblas_dtrsm(CblasRowMajor, side, uplo, CblasNoTrans, diag, rows, cols, 1.0, a, lda, x, std::max(cols, 1));
 }
+void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_DIAG diag, int rows, int cols, const std::complex<float>* a,
+          int lda, std::complex<float>* x) {
+  const std::complex<float> one(1.0f, 0.0f);
+  cblas_ctrsm(CblasRowMajor, side, uplo, CblasNoTrans, diag, rows, cols, &one, a, lda, x, std::max(cols, 1));
+}
+void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_DIAG diag, int rows, int cols, const std::complex<double>* a,
+          int lda, std::complex<double>* x) {
+  const std::complex<double> one(1.0, 0.0);
+  cblas_ztrsm(CblasRowMajor, side, uplo, CblasNoTrans, diag, rows, cols, &one, a, lda, x, std::max(cols, 1));
+}
 
 }  // namespace
 
@@ -171,7 +205,7 @@ Tensor linalg_solve_triangular_cpu(const Tensor& A, const Tensor& B, bool upper,
              " matrices");
   KILN_CHECK(left ? rows == n : cols == n, caller, ": Incompatible shapes of A and B for the equation ",
              left ? "AX = B" : "XA = B", " (", n, "x", n, " and ", rows, "x", cols, ")");
-  KILN_CHECK_NOT_IMPLEMENTED(A.dtype() == DType::Float32 || A.dtype() == DType::Float64,
+  KILN_CHECK_NOT_IMPLEMENTED(A.dtype() == DType::Float32 || A.dtype() == DType::Float64 || is_complex(A.dtype()),
                              "\"triangular_solve_cpu\" not implemented for '", dtype_word(A.dtype()), "'");
   KILN_CHECK(B.dtype() == A.dtype() && batch_shape(A) == batch_shape(B), caller,
              ": internal: B must be a batch of matrices of A's dtype and batch shape");
@@ -184,9 +218,9 @@ Tensor linalg_solve_triangular_cpu(const Tensor& A, const Tensor& B, bool upper,
   const CBLAS_UPLO uplo = upper ? CblasUpper : CblasLower;
   const CBLAS_DIAG diag = unitriangular ? CblasUnit : CblasNonUnit;
   sync_blas_threads();
-  visit_dtype(A.dtype(), [&](auto tag) {
+  visit_dtype_and_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if constexpr (is_lu_type<T>) {
       for (int64_t b = 0; b < batches; ++b) {
         trsm(side, uplo, diag, checked_int(rows), checked_int(cols), a.data_ptr<T>() + b * n * n, checked_int(n),
              x.data_ptr<T>() + b * rows * cols);

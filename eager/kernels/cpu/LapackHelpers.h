@@ -28,6 +28,8 @@ inline const char* dtype_word(DType dtype) {
     case DType::Int8: return "Char";
     case DType::UInt8: return "Byte";
     case DType::Bool: return "Bool";
+    case DType::Complex64: return "ComplexFloat";
+    case DType::Complex128: return "ComplexDouble";
     default: return "Float";
   }
 }
@@ -41,6 +43,15 @@ inline void check_float_matrices(std::string_view caller, std::string_view kerne
              dtype_word(A.dtype()));
   KILN_CHECK_NOT_IMPLEMENTED(A.dtype() == DType::Float32 || A.dtype() == DType::Float64, "\"", kernel,
                              "\" not implemented for '", dtype_word(A.dtype()), "'");
+}
+
+/// As check_float_matrices, complex64/complex128 accepted too (the kernels with complex LAPACK calls).
+inline void check_float_or_complex_matrices(std::string_view caller, std::string_view kernel, const Tensor& A) {
+  if (is_complex(A.dtype())) {
+    KILN_CHECK(A.dim() >= 2, caller, ": The input tensor A must have at least 2 dimensions.");
+    return;
+  }
+  check_float_matrices(caller, kernel, A);
 }
 
 /// As check_float_matrices, and every matrix square.
@@ -75,7 +86,11 @@ constexpr bool is_lapack_type = std::is_same_v<T, float> || std::is_same_v<T, do
 /// LAPACK returns a workspace size (lwork = -1 query) as a floating value; round it up to an int.
 template <typename T>
 int workspace_size(T query) {
-  return std::max(1, static_cast<int>(query) + 1);
+  if constexpr (is_complex_v<T>) {
+    return std::max(1, static_cast<int>(query.real()) + 1);  // complex routines return it as the real part
+  } else {
+    return std::max(1, static_cast<int>(query) + 1);
+  }
 }
 
 inline int checked_int(int64_t v) {

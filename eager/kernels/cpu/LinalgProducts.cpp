@@ -107,8 +107,7 @@ Tensor inner(const Tensor& self, const Tensor& other) {
 }
 
 Tensor vdot(const Tensor& self, const Tensor& other) {
-  // kiln has no complex dtypes, so the conjugate of self is self.
-  return kiln::dot(self, other);
+  return kiln::dot(is_complex(self.dtype()) ? kiln::conj_physical(self) : self, other);
 }
 
 Tensor trace(const Tensor& self) {

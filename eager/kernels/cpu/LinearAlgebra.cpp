@@ -85,7 +85,7 @@ Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, con
   const std::vector<int64_t> shape{m, n};
   // out starts as beta * self broadcast to [m, n] (beta == 0 ignores self, nan included).
   Tensor out = zeros(shape, mat1.dtype());
-  const bool use_self = !(beta.is_floating_point() ? beta.to_double() == 0.0 : beta.to_int64() == 0);
+  const bool use_self = !beta.equals(0.0);
   if (use_self) {
     KILN_CHECK(self.dim() <= 2, "addmm: self must be broadcastable to ", IntArrayRef(shape), ", got ", self.sizes());
     const size_t lead = 2 - static_cast<size_t>(self.dim());
@@ -197,8 +197,8 @@ Tensor matmul(const Tensor& self, const Tensor& other) {
 }
 
 namespace {
-bool is_zero(const Scalar& s) { return s.is_floating_point() ? s.to_double() == 0.0 : s.to_int64() == 0; }
-bool is_one(const Scalar& s) { return s.is_floating_point() ? s.to_double() == 1.0 : s.to_int64() == 1; }
+bool is_zero(const Scalar& s) { return s.equals(0.0); }
+bool is_one(const Scalar& s) { return s.equals(1.0); }
 }  // namespace
 
 Tensor scaled_sum(const Tensor& self, const Tensor& product, const Scalar& beta, const Scalar& alpha) {

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/Views.h"
 #include "eager/kernels/ShapeOps.h"
 #include "eager/core/Warning.h"
 #include "eager/kernels/Resize.h"
@@ -222,6 +223,10 @@ void normal_affine(const Tensor& out, const Tensor& mean, const Tensor& std) {
 // --- in-place samplers ------------------------------------------------------------
 
 Tensor uniform_cpu_(const Tensor& self, double from, double to, const std::optional<Generator>& generator) {
+  if (is_complex(self.dtype())) {  // each part uniform in [from, to), as PyTorch
+    uniform_cpu_(view_as_real_impl(self), from, to, generator);
+    return self;
+  }
   const DType dtype = self.dtype();
   check_floating(dtype, "check_uniform_bounds");
   const double max = floating_max(dtype);
@@ -236,6 +241,11 @@ Tensor uniform_cpu_(const Tensor& self, double from, double to, const std::optio
 
 Tensor normal_cpu_(const Tensor& self, double mean, double std, const std::optional<Generator>& generator) {
   check_normal_std(std);
+  if (is_complex(self.dtype())) {
+    // Each part normal with std / sqrt(2), so |z - mean|^2 has expectation std^2 (PyTorch's complex normal).
+    normal_cpu_(view_as_real_impl(self), mean, std / std::sqrt(2.0), generator);
+    return self;
+  }
   if (self.numel() == 0) return self;
   check_floating(self.dtype(), "normal_kernel_cpu");
   draw_into(self, float_words(self.dtype()), generator, [&](const RandomFill& f) { normal_fill_stub(f, mean, std); });

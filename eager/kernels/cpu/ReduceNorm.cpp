@@ -33,6 +33,13 @@ bool is_reduced_float(DType t) { return t == DType::Float16 || t == DType::BFloa
 
 Tensor linalg_vector_norm_cpu(const Tensor& self, const Scalar& ord, std::optional<IntArrayRef> dim, bool keepdim,
                               std::optional<DType> dtype) {
+  if (is_complex(self.dtype())) {
+    // The norm of complex values is the norm of their magnitudes (a real result).
+    KILN_CHECK(!dtype || is_complex(*dtype), "linalg.vector_norm: dtype should be complex for a complex input, but got ",
+               scalar_type_name(*dtype));
+    const Tensor source = dtype && *dtype != self.dtype() ? to_dtype_copy(self, *dtype) : self;
+    return linalg_vector_norm_cpu(kiln::abs(source), ord, dim, keepdim, std::nullopt);
+  }
   KILN_CHECK(is_floating_point(self.dtype()),
              "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
              scalar_type_name(self.dtype()));

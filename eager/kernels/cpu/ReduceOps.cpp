@@ -204,6 +204,28 @@ Tensor complex_sum(const Tensor& self, std::optional<IntArrayRef> dim, bool keep
   return view_as_complex_impl(real_sum.contiguous());
 }
 
+Tensor scan(const Tensor& self, int64_t dim, std::optional<DType> dtype, bool product);
+
+/// A complex product as the last element of the cumulative product along the dim
+/// (complex multiplication mixes the parts, so the real view cannot serve as for sum).
+Tensor complex_prod(const Tensor& self, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
+  KILN_CHECK(!dtype || is_complex(*dtype), "prod(): the dtype of a complex product must be complex, got ",
+             scalar_type_name(*dtype));
+  const Tensor source = dtype && *dtype != self.dtype() ? to_dtype_copy(self, *dtype) : self;
+  if (!dim) {
+    if (source.numel() == 0) return kiln::ones({}, source.dtype(), source.device());
+    const Tensor running = scan(kiln::reshape(source, {-1}), 0, std::nullopt, true);
+    return kiln::select(running, 0, -1).clone();
+  }
+  const int64_t d = wrap_dim(*dim, std::max<int64_t>(self.dim(), 1));
+  if (self.dim() == 0) return source.clone();
+  const ReducePlan p = plan(self, IntArrayRef(&d, 1), keepdim);
+  if (self.size(d) == 0) return kiln::ones(p.out_shape, source.dtype(), source.device());
+  const Tensor running = scan(source, d, std::nullopt, true);
+  const Tensor last = kiln::narrow(running, d, self.size(d) - 1, 1);
+  return (keepdim ? last : kiln::squeeze(last, d)).contiguous();
+}
+
 }  // namespace
 
 Tensor sum_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<DType> dtype) {
@@ -248,6 +270,7 @@ Tensor mean_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool kee
 Tensor mean_cpu(const Tensor& self, std::optional<DType> dtype) { return mean_dim_cpu(self, std::nullopt, false, dtype); }
 
 Tensor prod_dim_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional<DType> dtype) {
+  if (is_complex(self.dtype())) return complex_prod(self, dim, keepdim, dtype);
   const int64_t dims[1] = {dim};
   const ReducePlan p = plan(self, IntArrayRef(dims, 1), keepdim);
   const DType result = sum_result_dtype(self, dtype);
@@ -256,6 +279,7 @@ Tensor prod_dim_cpu(const Tensor& self, int64_t dim, bool keepdim, std::optional
 }
 
 Tensor prod_cpu(const Tensor& self, std::optional<DType> dtype) {
+  if (is_complex(self.dtype())) return complex_prod(self, std::nullopt, false, dtype);
   const ReducePlan p = plan(self, std::nullopt, false);
   const DType result = sum_result_dtype(self, dtype);
   if (result == DType::Bool) return reduce(as_bool(self), p, RowReduce::All, DType::Bool, result);  // as sum's
@@ -365,6 +389,12 @@ Tensor any_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) { return logic
 
 Tensor var_correction_cpu(const Tensor& self, std::optional<IntArrayRef> dim, const std::optional<Scalar>& correction,
                           bool keepdim) {
+  if (is_complex(self.dtype())) {
+    // The variance of a complex tensor is that of its real part plus that of its imaginary part (real).
+    const Tensor parts = view_as_real_impl(self);
+    return kiln::add(kiln::var(kiln::select(parts, -1, 0), dim, correction, keepdim),
+                     kiln::var(kiln::select(parts, -1, 1), dim, correction, keepdim));
+  }
   KILN_CHECK(is_floating(self.dtype()), "std and var only support floating point and complex dtypes");
   const ReducePlan p = plan(self, dim, keepdim);
   const double c = correction ? correction->to_double() : 1.0;
@@ -447,8 +477,9 @@ namespace {
 Tensor scan(const Tensor& self, int64_t dim, std::optional<DType> dtype, bool product) {
   const int64_t nd = std::max<int64_t>(self.dim(), 1);
   const int64_t d = wrap_dim(dim, nd);
-  const DType result = sum_result_dtype(self, dtype);
-  const DType work = accumulate_dtype(result);
+  // A complex scan keeps its dtype and accumulates in it (the real and imaginary parts together).
+  const DType result = is_complex(self.dtype()) && !dtype ? self.dtype() : sum_result_dtype(self, dtype);
+  const DType work = is_complex(result) ? result : accumulate_dtype(result);
   const Tensor x = contiguous_values(self.dtype() == work ? self : to_dtype_copy(self, work));
   Tensor out = kiln::empty(self.sizes(), work, self.device());
   int64_t outer = 1, inner = 1;

@@ -32,14 +32,9 @@ KILN_DEFINE_DISPATCH(ternary_scalar_fn, masked_fill_stub);
 
 namespace {
 
-/// The dtype a Python number takes alone: the default float dtype, int64 or bool.
-DType natural_dtype(const Scalar& s) {
-  return s.is_floating_point() ? default_dtype() : (s.is_bool() ? DType::Bool : DType::Int64);
-}
-
 /// A tensor dtype promoted with a Python number, by category (Note [Promotion by category]).
 DType promote_with_scalar(DType t, const Scalar& s) {
-  const DType scalar = natural_dtype(s);
+  const DType scalar = s.natural_dtype();
   return category(scalar) > category(t) ? scalar : t;
 }
 
@@ -268,7 +263,7 @@ Tensor where_scalar_self_cpu(const Tensor& condition, const Scalar& self, const 
 }
 Tensor where_scalars_cpu(const Tensor& condition, const Scalar& self, const Scalar& other) {
   // Two Python numbers: the result dtype is theirs alone (1 and 2.5 give the default float dtype).
-  const DType self_dtype = natural_dtype(self), other_dtype = natural_dtype(other);
+  const DType self_dtype = self.natural_dtype(), other_dtype = other.natural_dtype();
   const DType result = category(self_dtype) >= category(other_dtype) ? self_dtype : other_dtype;
   return where_into(ResultInto::NewTensor, Tensor(), condition, full({}, self, result, condition.device()),
                     full({}, other, result, condition.device()));

@@ -128,6 +128,7 @@ Tensor sgn_into(ResultInto into, const Tensor& out, const Tensor& self) {
 /// square is pow(self, 2): bool squares as int64, and out= takes any safe cast.
 Tensor square_into(ResultInto into, const Tensor& out, const Tensor& self) {
   if (into == ResultInto::InPlace) check_inplace(self, {});
+  if (is_complex(self.dtype())) return complex_unary_into("square", into, out, self);
   const Tensor input = self.dtype() == DType::Bool ? to_dtype_copy(self, DType::Int64) : self;
   auto iter = TensorIteratorConfig()
                   .set_op_name("square")

@@ -103,7 +103,8 @@ class Function:
 
         node = _C._make_function_node(cls.__name__ + "Backward", backward, ctx._release, tensor_args)
         for o in outs:
-            if isinstance(o, _C.TensorBase) and id(o) not in ctx._non_differentiable and o.dtype.is_floating_point:
+            if (isinstance(o, _C.TensorBase) and id(o) not in ctx._non_differentiable
+                    and (o.dtype.is_floating_point or o.dtype.is_complex)):
                 _C._set_history(o, node)
         del Tensor
         return outputs

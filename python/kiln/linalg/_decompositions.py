@@ -16,12 +16,13 @@ from kiln.linalg._solve import LinAlgError, _check_square
 cholesky_ex_type = namedtuple("linalg_cholesky_ex", ["L", "info"])
 qr_type = namedtuple("linalg_qr", ["Q", "R"])
 eigh_type = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+eig_type = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
 svd_type = namedtuple("linalg_svd", ["U", "S", "Vh"])
 old_svd_type = namedtuple("svd", ["U", "S", "V"])
 old_qr_type = namedtuple("qr", ["Q", "R"])
 lstsq_type = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 triangular_solve_type = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
-for _cls in (cholesky_ex_type, qr_type, eigh_type, svd_type, old_svd_type, old_qr_type, lstsq_type,
+for _cls in (cholesky_ex_type, qr_type, eigh_type, eig_type, svd_type, old_svd_type, old_qr_type, lstsq_type,
              triangular_solve_type):
     _cls.__module__ = "kiln.return_types"
 
@@ -219,13 +220,16 @@ def eigvalsh(A, UPLO="L", *, out=None):
 
 
 def eig(A, *, out=None):
-    raise NotImplementedError("linalg.eig: the eigenvalues of a general matrix are complex, and kiln has no complex "
-                              "dtypes; use linalg.eigh for symmetric matrices")
+    """(eigenvalues, eigenvectors as columns) of each square matrix of A, both complex (LAPACK's geev):
+    eigenvectors of unit norm, in LAPACK's order, as torch returns them."""
+    result = _as_linalg_error(lambda: _f()._linalg_eig(A, True))
+    return _out(eig_type(*result), out)
 
 
 def eigvals(A, *, out=None):
-    raise NotImplementedError("linalg.eigvals: the eigenvalues of a general matrix are complex, and kiln has no "
-                              "complex dtypes; use linalg.eigvalsh for symmetric matrices")
+    """The (complex) eigenvalues of each square matrix of A (eigenvectors computed only for a gradient)."""
+    values, _ = _as_linalg_error(lambda: _f()._linalg_eig(A, _needs_grad(A)))
+    return _out(values, out)
 
 
 # --- SVD --------------------------------------------------------------------------------------------------
@@ -263,7 +267,7 @@ def svd_legacy(input, some=True, compute_uv=True, *, out=None):
         V = kiln.zeros(*batch, n, n, dtype=input.dtype)
         return _out(old_svd_type(U, S, V), out)
     U, S, Vh = svd(input, full_matrices=not some)
-    return _out(old_svd_type(U, S, Vh.mT), out)
+    return _out(old_svd_type(U, S, Vh.mH), out)
 
 
 # --- Composites over the SVD ------------------------------------------------------------------------------
@@ -293,7 +297,7 @@ def _check_float(caller, A):
         raise TypeError(f"linalg.{caller}(): argument 'input' must be Tensor, not {type(A).__name__}")
     if A.dim() < 2:
         raise RuntimeError(f"linalg.{caller}: The input tensor A must have at least 2 dimensions.")
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         word = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
                 "bool": "Bool"}[str(A.dtype).removeprefix("kiln.")]
         raise RuntimeError(f"linalg.{caller}: Expected a floating point or complex tensor as input. Got {word}")
@@ -311,11 +315,11 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
         magnitude = values.abs()
         keep = magnitude > _tolerance(magnitude, m, n, atol, rtol, A.dtype)
         inverse = kiln.where(keep, 1.0 / values, kiln.zeros_like(values))
-        return _out((vectors * inverse.unsqueeze(-2)) @ vectors.mT, out)
+        return _out((vectors * inverse.unsqueeze(-2)) @ vectors.mH, out)
     U, S, Vh = svd(A, full_matrices=False)
     keep = S > _tolerance(S, m, n, atol, rtol, A.dtype)
     inverse = kiln.where(keep, 1.0 / S, kiln.zeros_like(S))
-    return _out((Vh.mT * inverse.unsqueeze(-2)) @ U.mT, out)
+    return _out((Vh.mH * inverse.unsqueeze(-2)) @ U.mH, out)
 
 
 def pinverse(input, rcond=1e-15):
@@ -393,6 +397,6 @@ def _full_rank_lstsq(A, b, m, n):
     """Through QR: R^-1 Q^T b when m >= n; the minimum-norm Q R^-T b of A^T = Q R when m < n."""
     if m >= n:
         Q, R = qr(A)
-        return solve_triangular(R, Q.mT @ b, upper=True)
+        return solve_triangular(R, Q.mH @ b, upper=True)
     Q, R = qr(A.mT)
     return Q @ solve_triangular(R.mT, b, upper=False)

@@ -83,7 +83,8 @@ def _identity_like(A):
 def inv(A, *, out=None):
     """The inverse of each square matrix of A (a solve against the identity); singular A: LinAlgError."""
     _check_square("linalg.inv", A)
-    result = _solve_raw(A, _identity_like(A) if A.dtype.is_floating_point else A, "linalg.inv")
+    numeric = A.dtype.is_floating_point or A.dtype.is_complex
+    result = _solve_raw(A, _identity_like(A) if numeric else A, "linalg.inv")
     if out is not None:
         return _C._functions._copy_to_out(result, out)
     return result
@@ -125,8 +126,8 @@ def _det_function():
         @staticmethod
         def backward(ctx, grad):
             A, result = ctx.saved_tensors
-            # d det(A) / dA = det(A) inv(A)^T
-            return (grad * result).unsqueeze(-1).unsqueeze(-1) * inv(A).mT
+            # d det(A) / dA = det(A) inv(A)^T, conjugated for complex A (Note [Complex dtypes])
+            return (grad * result.conj()).unsqueeze(-1).unsqueeze(-1) * inv(A).mH
 
     return Det
 
@@ -139,7 +140,7 @@ def _slogdet_function():
         @staticmethod
         def forward(ctx, A):
             sign, diagonal = _lu_sign_and_diagonal(A)
-            sign = sign * kiln.sign(diagonal).prod(-1)
+            sign = sign * kiln.sgn(diagonal).prod(-1)  # a unit complex number for complex A
             logabsdet = kiln.log(kiln.abs(diagonal)).sum(-1)
             ctx.save_for_backward(A)
             ctx.mark_non_differentiable(sign)
@@ -150,7 +151,7 @@ def _slogdet_function():
             # (only logabsdet is differentiable: its gradient comes last)
             grad_logabsdet = grads[-1]
             (A,) = ctx.saved_tensors
-            return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
+            return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * inv(A).mH
 
     return Slogdet
 

@@ -35,9 +35,10 @@ void compare_floating(TensorIterator& iter, const Cmp& cmp, const VecCmp& vcmp) 
 
 /// Runs `cmp` (a generic lambda on two values of one type, also applied to the
 /// Vec registers' native vectors) in the inputs' dtype.
-template <typename Cmp>
+/// Equality (kEquality) also takes complex inputs; the orderings do not (complex numbers are unordered).
+template <bool kEquality, typename Cmp>
 void compare_with(TensorIterator& iter, const Cmp& cmp) {
-  visit_dtype(iter.input(0).dtype(), [&](auto tag) {
+  auto run = [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       compare_floating<T>(iter, cmp, [&](Vec<T> a, Vec<T> b) { return cmp(a.v, b.v); });
@@ -46,17 +47,22 @@ void compare_with(TensorIterator& iter, const Cmp& cmp) {
     } else {
       cpu_kernel(iter, [&](T a, T b) -> bool { return cmp(a, b); });
     }
-  });
+  };
+  if constexpr (kEquality) {
+    visit_dtype_and_complex(iter.input(0).dtype(), run);
+  } else {
+    visit_dtype(iter.input(0).dtype(), run);
+  }
 }
 
 void compare_kernel(TensorIterator& iter, CompareOp op) {
   switch (op) {
-    case CompareOp::Eq: return compare_with(iter, [](auto a, auto b) { return a == b; });
-    case CompareOp::Ne: return compare_with(iter, [](auto a, auto b) { return a != b; });
-    case CompareOp::Lt: return compare_with(iter, [](auto a, auto b) { return a < b; });
-    case CompareOp::Le: return compare_with(iter, [](auto a, auto b) { return a <= b; });
-    case CompareOp::Gt: return compare_with(iter, [](auto a, auto b) { return a > b; });
-    case CompareOp::Ge: return compare_with(iter, [](auto a, auto b) { return a >= b; });
+    case CompareOp::Eq: return compare_with<true>(iter, [](auto a, auto b) { return a == b; });
+    case CompareOp::Ne: return compare_with<true>(iter, [](auto a, auto b) { return a != b; });
+    case CompareOp::Lt: return compare_with<false>(iter, [](auto a, auto b) { return a < b; });
+    case CompareOp::Le: return compare_with<false>(iter, [](auto a, auto b) { return a <= b; });
+    case CompareOp::Gt: return compare_with<false>(iter, [](auto a, auto b) { return a > b; });
+    case CompareOp::Ge: return compare_with<false>(iter, [](auto a, auto b) { return a >= b; });
   }
 }
 

@@ -9,6 +9,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "eager/kernels/cpu/BinaryOps.h"
+#include "eager/kernels/cpu/ElementWord.h"
 #include "eager/kernels/cpu/IndexStubs.h"
 #include "eager/kernels/cpu/Loops.h"
 
@@ -120,26 +122,10 @@ void index_gather_kernel(TensorIterator& iter) {
             std::memcpy(out, src + *reinterpret_cast<const int64_t*>(off), static_cast<size_t>(n0 * item));
             continue;
           }
-          switch (item) {
-            case 1: gather_row<uint8_t>(out, src, off, s, n0); break;
-            case 2: gather_row<uint16_t>(out, src, off, s, n0); break;
-            case 4: gather_row<uint32_t>(out, src, off, s, n0); break;
-            default: gather_row<uint64_t>(out, src, off, s, n0); break;
-          }
+          with_element_word(item, [&](auto word) { gather_row<decltype(word)>(out, src, off, s, n0); });
         }
       },
       kGrainSize);
-}
-
-/// Calls fn(Word{}) with the unsigned integer type of `item` bytes (1, 2, 4, else 8).
-template <typename Fn>
-decltype(auto) with_word(int64_t item, const Fn& fn) {
-  switch (item) {
-    case 1: return fn(uint8_t{});
-    case 2: return fn(uint16_t{});
-    case 4: return fn(uint32_t{});
-    default: return fn(uint64_t{});
-  }
 }
 
 /// Whether every index of a dense run is in range (wrapped as W).
@@ -268,7 +254,7 @@ bool gather_direct_loop(TensorIterator& iter, int64_t size, int64_t stride) {
         if (n1 > 1 && W != IndexWrap::Modular) {
           // Whole blocks of rows: one index run shared by every row, or runs that
           // continue from row to row (both checked before anything is read).
-          const bool done = with_word(item, [&](auto word) {
+          const bool done = with_element_word(item, [&](auto word) {
             using Word = decltype(word);
             if (!is_dense_run<IndexT, Word, W>(s)) return false;
             if (s[5] == 0) {
@@ -297,7 +283,7 @@ bool gather_direct_loop(TensorIterator& iter, int64_t size, int64_t stride) {
             std::memcpy(out, src + offset, static_cast<size_t>(n0 * item));
             continue;
           }
-          with_word(item, [&](auto word) {
+          with_element_word(item, [&](auto word) {
             gather_direct_row<IndexT, decltype(word), W>(out, src, idx, s, n0, size, stride, ok);
           });
         }
@@ -359,6 +345,8 @@ struct PutOps {
     const T src = load<T>(v);
     if constexpr (std::is_same_v<T, bool>) {
       dst = dst || src;
+    } else if constexpr (is_complex_v<T>) {
+      fail_not_implemented("scatter_reduce", dtype_of<T>());  // complex numbers are not ordered
     } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
       using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
       const C a = static_cast<C>(dst), b = static_cast<C>(src);
@@ -372,6 +360,8 @@ struct PutOps {
     const T src = load<T>(v);
     if constexpr (std::is_same_v<T, bool>) {
       dst = dst && src;
+    } else if constexpr (is_complex_v<T>) {
+      fail_not_implemented("scatter_reduce", dtype_of<T>());
     } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
       using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
       const C a = static_cast<C>(dst), b = static_cast<C>(src);
@@ -454,7 +444,7 @@ void put_direct_loop(TensorIterator& iter, int64_t stride, const T& alpha) {
 /// op a std::integral_constant holding it, over the dtype of the iterator's operand 0.
 template <typename Run>
 void with_put_op(TensorIterator& iter, PutReduce reduce, const Scalar& alpha, const Run& run) {
-  visit_dtype(iter.input(0).dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     using Ops = PutOps<T>;
     using OpFn = void (*)(char*, const char*, const T&);
@@ -462,7 +452,7 @@ void with_put_op(TensorIterator& iter, PutReduce reduce, const Scalar& alpha, co
     switch (reduce) {
       case PutReduce::Assign: run(std::integral_constant<OpFn, &Ops::assign>{}, a); break;
       case PutReduce::Add:
-        if (alpha.to_double() == 1.0 && !alpha.is_bool()) {
+        if (alpha.equals(1.0) && !alpha.is_bool()) {
           run(std::integral_constant<OpFn, &Ops::add_one>{}, a);
         } else {
           run(std::integral_constant<OpFn, &Ops::add>{}, a);

@@ -25,7 +25,7 @@ inline bool is_nonzero(const T& v) {
 void nonzero_count_kernel(const Tensor& self, int64_t chunk, int64_t* counts) {
   const int64_t numel = self.numel();
   const int64_t n_chunks = (numel + chunk - 1) / chunk;
-  visit_dtype(self.dtype(), [&](auto tag) {
+  visit_dtype_and_complex(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* data = self.data_ptr<T>();
     parallel_for(0, n_chunks, 1, [&](int64_t cb, int64_t ce) {
@@ -47,7 +47,7 @@ void nonzero_fill_kernel(const Tensor& self, int64_t chunk, const int64_t* first
   int64_t* out_data = out.data_ptr<int64_t>();
   const int64_t row_stride = out.dim() == 2 ? out.stride(0) : 0;
   const int64_t col_stride = out.dim() == 2 ? out.stride(1) : 0;
-  visit_dtype(self.dtype(), [&](auto tag) {
+  visit_dtype_and_complex(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* data = self.data_ptr<T>();
     parallel_for(0, n_chunks, 1, [&](int64_t cb, int64_t ce) {

@@ -22,7 +22,7 @@ bool truth(T v) {
 }
 
 void logical_kernel(TensorIterator& iter, LogicalOp op) {
-  visit_dtype(iter.input(0).dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     switch (op) {
       case LogicalOp::And: return cpu_kernel(iter, [](T a, T b) -> bool { return truth(a) && truth(b); });
@@ -33,7 +33,7 @@ void logical_kernel(TensorIterator& iter, LogicalOp op) {
 }
 
 void logical_not_kernel(TensorIterator& iter) {
-  visit_dtype(iter.input(0).dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.input(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     cpu_kernel(iter, [](T a) -> bool { return !truth(a); });
   });

@@ -42,9 +42,11 @@ Vec<T> vpow_of(Vec<T> a, Vec<T> b) {
 }
 
 void pow_tensor_tensor_kernel(TensorIterator& iter) {
-  visit_dtype(iter.common_dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.common_dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (is_complex_v<T>) {
+      cpu_kernel(iter, [](T a, T b) -> T { return std::pow(a, b); });
+    } else if constexpr (std::is_same_v<T, bool>) {
       fail_not_implemented("pow", DType::Bool);
     } else if constexpr (is_reduced_float_v<T>) {
       cpu_kernel(iter, [](T a, T b) -> T { return T(std::pow(static_cast<float>(a), static_cast<float>(b))); });
@@ -93,10 +95,25 @@ void pow_floating_scalar(TensorIterator& iter, T exp) {
   }
 }
 
+/// complex base, scalar exponent: PyTorch's special exponents as products and roots, else std::pow.
+template <typename T>
+void pow_complex_scalar(TensorIterator& iter, const Scalar& exp_scalar) {
+  if (exp_scalar.equals(0.5)) return cpu_kernel(iter, [](T a) -> T { return std::sqrt(a); });
+  if (exp_scalar.equals(2.0)) return cpu_kernel(iter, [](T a) -> T { return a * a; });
+  if (exp_scalar.equals(3.0)) return cpu_kernel(iter, [](T a) -> T { return a * a * a; });
+  if (exp_scalar.equals(-0.5)) return cpu_kernel(iter, [](T a) -> T { return T(1) / std::sqrt(a); });
+  if (exp_scalar.equals(-1.0)) return cpu_kernel(iter, [](T a) -> T { return T(1) / a; });
+  if (exp_scalar.equals(-2.0)) return cpu_kernel(iter, [](T a) -> T { return T(1) / (a * a); });
+  const T exp = exp_scalar.to<T>();
+  cpu_kernel(iter, [exp](T a) -> T { return std::pow(a, exp); });
+}
+
 void pow_tensor_scalar_kernel(TensorIterator& iter, const Scalar& exp_scalar) {
-  visit_dtype(iter.common_dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.common_dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (is_complex_v<T>) {
+      pow_complex_scalar<T>(iter, exp_scalar);
+    } else if constexpr (std::is_same_v<T, bool>) {
       fail_not_implemented("pow", DType::Bool);
     } else if constexpr (is_reduced_float_v<T>) {
       // PyTorch rounds the exponent to the tensor's type first, then computes in

@@ -5,6 +5,7 @@
 // do not depend on the thread count.
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -480,6 +481,8 @@ void scan_kernel(const Tensor& in, const Tensor& out, int64_t outer, int64_t len
     case DType::Float32: return scan_typed<float>(in, out, outer, len, inner, product);
     case DType::Float64: return scan_typed<double>(in, out, outer, len, inner, product);
     case DType::Int64: return scan_typed<int64_t>(in, out, outer, len, inner, product);
+    case DType::Complex64: return scan_typed<std::complex<float>>(in, out, outer, len, inner, product);
+    case DType::Complex128: return scan_typed<std::complex<double>>(in, out, outer, len, inner, product);
     default: KILN_FAIL(Runtime, "scan: unexpected dtype ", in.dtype());
   }
 }

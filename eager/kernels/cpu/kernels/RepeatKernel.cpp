@@ -2,6 +2,8 @@
 // written repeats[i] times (memcpy for long blocks, a fill for single elements).
 #include <cstring>
 
+#include "eager/kernels/cpu/ElementWord.h"
+
 #include "eager/kernels/cpu/Repeat.h"
 
 namespace kiln::native {
@@ -29,12 +31,7 @@ void interleave_blocks(const InterleavePlan& p, int64_t begin, int64_t end) {
 }
 
 void interleave_blocks_kernel(const InterleavePlan& p, int64_t begin, int64_t end) {
-  switch (p.itemsize) {
-    case 1: return interleave_blocks<uint8_t>(p, begin, end);
-    case 2: return interleave_blocks<uint16_t>(p, begin, end);
-    case 4: return interleave_blocks<uint32_t>(p, begin, end);
-    default: return interleave_blocks<uint64_t>(p, begin, end);
-  }
+  with_element_word(p.itemsize, [&](auto word) { interleave_blocks<decltype(word)>(p, begin, end); });
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ void where_floating(TensorIterator& iter) {
 }
 
 void where_kernel(TensorIterator& iter) {
-  visit_dtype(iter.common_dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.common_dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_vec_float_v<T>) {
       where_floating<T>(iter);
@@ -145,7 +145,12 @@ void clamp_max_scalar_kernel(TensorIterator& iter, const Scalar& max) { clamp_on
 /// for |w| < 0.5, else end - (end - self) * (1 - w), as one expression.
 template <typename T>
 T lerp_value(T self, T end, T w) {
-  const bool small = (w < T(0) ? -w : w) < T(0.5);
+  bool small;
+  if constexpr (is_complex_v<T>) {
+    small = std::abs(w) < typename T::value_type(0.5);  // |w|, as PyTorch's complex lerp
+  } else {
+    small = (w < T(0) ? -w : w) < T(0.5);
+  }
   const T coeff = small ? w : w - T(1);
   const T base = small ? self : end;
   return coeff * (end - self) + base;
@@ -161,9 +166,12 @@ Vec<T> lerp_vec(Vec<T> self, Vec<T> end, Vec<T> w) {
 }
 
 void lerp_scalar_kernel(TensorIterator& iter, const Scalar& weight) {
-  visit_dtype(iter.common_dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.common_dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (is_reduced_float_v<T>) {
+    if constexpr (is_complex_v<T>) {
+      const T w = weight.to<T>();
+      cpu_kernel(iter, [w](T s, T e) -> T { return lerp_value(s, e, w); });
+    } else if constexpr (is_reduced_float_v<T>) {
       const float w = checked_scalar_to<float>(weight);
       cpu_kernel(iter, [w](T s, T e) -> T { return T(lerp_value(static_cast<float>(s), static_cast<float>(e), w)); });
     } else if constexpr (is_vec_float_v<T>) {
@@ -178,9 +186,11 @@ void lerp_scalar_kernel(TensorIterator& iter, const Scalar& weight) {
 }
 
 void lerp_tensor_kernel(TensorIterator& iter) {
-  visit_dtype(iter.common_dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.common_dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (is_reduced_float_v<T>) {
+    if constexpr (is_complex_v<T>) {
+      cpu_kernel(iter, [](T s, T e, T w) -> T { return lerp_value(s, e, w); });
+    } else if constexpr (is_reduced_float_v<T>) {
       cpu_kernel(iter, [](T s, T e, T w) -> T {
         return T(lerp_value(static_cast<float>(s), static_cast<float>(e), static_cast<float>(w)));
       });
@@ -196,9 +206,12 @@ void lerp_tensor_kernel(TensorIterator& iter) {
 // --- addcmul, addcdiv ------------------------------------------------------------------------
 
 void addcmul_kernel(TensorIterator& iter, const Scalar& value) {
-  visit_dtype(iter.common_dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.common_dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (is_complex_v<T>) {
+      const T v = value.to<T>();
+      cpu_kernel(iter, [v](T s, T a, T b) -> T { return s + v * a * b; });
+    } else if constexpr (std::is_same_v<T, bool>) {
       fail_not_implemented("addcmul_cpu_out", DType::Bool);
     } else if constexpr (is_reduced_float_v<T>) {
       const float v = checked_scalar_to<float>(value);
@@ -219,9 +232,12 @@ void addcmul_kernel(TensorIterator& iter, const Scalar& value) {
 
 /// Integer operands never reach here (addcdiv refuses integer division first).
 void addcdiv_kernel(TensorIterator& iter, const Scalar& value) {
-  visit_dtype(iter.common_dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.common_dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (is_reduced_float_v<T>) {
+    if constexpr (is_complex_v<T>) {
+      const T v = value.to<T>();
+      cpu_kernel(iter, [v](T s, T a, T b) -> T { return s + v * a / b; });
+    } else if constexpr (is_reduced_float_v<T>) {
       const float v = checked_scalar_to<float>(value);
       cpu_kernel(iter, [v](T s, T a, T b) -> T {
         return T(static_cast<float>(s) + v * static_cast<float>(a) / static_cast<float>(b));
@@ -240,7 +256,7 @@ void addcdiv_kernel(TensorIterator& iter, const Scalar& value) {
 // --- masked_fill -------------------------------------------------------------------------------
 
 void masked_fill_kernel(TensorIterator& iter, const Scalar& value) {
-  visit_dtype(iter.common_dtype(), [&](auto tag) {
+  visit_dtype_and_complex(iter.common_dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T v = checked_scalar_to<T>(value);
     cpu_kernel(iter, [v](T self, bool mask) -> T { return mask ? v : self; });

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "eager/kernels/cpu/ElementWord.h"
+
 #include "eager/kernels/cpu/Tri.h"
 
 namespace kiln::native {
@@ -54,12 +56,7 @@ void tri_rows(const TriPlan& p, int64_t begin, int64_t end) {
 }
 
 void tri_rows_kernel(const TriPlan& p, int64_t begin, int64_t end) {
-  switch (p.itemsize) {
-    case 1: return tri_rows<uint8_t>(p, begin, end);
-    case 2: return tri_rows<uint16_t>(p, begin, end);
-    case 4: return tri_rows<uint32_t>(p, begin, end);
-    default: return tri_rows<uint64_t>(p, begin, end);
-  }
+  with_element_word(p.itemsize, [&](auto word) { tri_rows<decltype(word)>(p, begin, end); });
 }
 
 }  // namespace

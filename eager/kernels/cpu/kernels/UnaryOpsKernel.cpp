@@ -239,16 +239,20 @@ void round_decimals_kernel(TensorIterator& iter, int64_t decimals) {
 
 // --- predicates -----------------------------------------------------------------------------------
 
-/// Writes pred(x) as bool for every element; integers and bool through `int_pred`.
-template <typename FloatPred, typename IntPred>
-void predicate_kernel(TensorIterator& iter, const FloatPred& float_pred, const IntPred& int_pred) {
-  visit_dtype(iter.dtype(1), [&](auto tag) {
+/// Writes pred(x) as bool for every element; integers and bool through `int_pred`,
+/// complex numbers (where complex_pred is given) through `complex_pred`.
+template <typename FloatPred, typename IntPred, typename ComplexPred = std::nullptr_t>
+void predicate_kernel(TensorIterator& iter, const FloatPred& float_pred, const IntPred& int_pred,
+                      const ComplexPred& complex_pred = nullptr) {
+  auto run = [&](auto tag) {
     using T = decltype(tag);
     for_each_row(iter, [&](char* const* data, const int64_t* s, int64_t n) {
       for (int64_t i = 0; i < n; ++i) {
         const T x = load_at<T>(data[1], s[1], i);
         bool r;
-        if constexpr (is_reduced_float_v<T>) {
+        if constexpr (is_complex_v<T>) {
+          r = complex_pred(x);
+        } else if constexpr (is_reduced_float_v<T>) {
           r = float_pred(static_cast<float>(x));
         } else if constexpr (std::is_floating_point_v<T>) {
           r = float_pred(x);
@@ -258,17 +262,25 @@ void predicate_kernel(TensorIterator& iter, const FloatPred& float_pred, const I
         data[0][i * s[0]] = r;
       }
     });
-  });
+  };
+  if constexpr (std::is_same_v<ComplexPred, std::nullptr_t>) {
+    visit_dtype(iter.dtype(1), run);
+  } else {
+    visit_dtype_and_complex(iter.dtype(1), run);
+  }
 }
 
 void isnan_kernel(TensorIterator& iter) {
-  predicate_kernel(iter, [](auto x) { return x != x; }, [](auto) { return false; });
+  predicate_kernel(iter, [](auto x) { return x != x; }, [](auto) { return false; },
+                   [](auto z) { return std::isnan(z.real()) || std::isnan(z.imag()); });
 }
 void isinf_kernel(TensorIterator& iter) {
-  predicate_kernel(iter, [](auto x) { return std::isinf(x); }, [](auto) { return false; });
+  predicate_kernel(iter, [](auto x) { return std::isinf(x); }, [](auto) { return false; },
+                   [](auto z) { return std::isinf(z.real()) || std::isinf(z.imag()); });
 }
 void isfinite_kernel(TensorIterator& iter) {
-  predicate_kernel(iter, [](auto x) { return std::isfinite(x); }, [](auto) { return true; });
+  predicate_kernel(iter, [](auto x) { return std::isfinite(x); }, [](auto) { return true; },
+                   [](auto z) { return std::isfinite(z.real()) && std::isfinite(z.imag()); });
 }
 void isposinf_kernel(TensorIterator& iter) {
   predicate_kernel(iter, [](auto x) { return std::isinf(x) && x > 0; }, [](auto) { return false; });
