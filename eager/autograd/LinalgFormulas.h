@@ -35,12 +35,13 @@
 // Complex matrices: every ^T above is ^H (mH), and copy_upper keeps the
 // mirrored diagonal real (PyTorch's syminvadj). eig, A = V diag(L) V^-1:
 //   gA = V^-H (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(E)) V^H with
-//   E_ij = L_j - L_i; a real A takes the real part. The complex SVD's gradient
-//   (which needs the imaginary diagonal of U^H gU) is not implemented: it raises.
+//   E_ij = L_j - L_i; a real A takes the real part. The complex SVD adds
+//   i Im(diag(U^H gU)) / S to the inner diagonal (each singular pair's phase).
 // Undefined incoming gradients arrive as zeros (the generated nodes fill them).
 #pragma once
 
 #include <algorithm>
+#include <complex>
 #include <string_view>
 
 #include "eager/core/Error.h"
@@ -218,32 +219,40 @@ namespace linalg_detail {
   using namespace linalg_detail;
   KILN_CHECK(compute_uv, "linalg.svd: the singular vectors were not computed (compute_uv=False); differentiate "
              "through linalg.svd or linalg.svdvals");
-  KILN_CHECK_NOT_IMPLEMENTED(!is_complex(S.dtype()) && !is_complex(U_full.dtype()),
-                             "linalg.svd: the gradient of a complex SVD is not implemented in kiln yet");
   const int64_t k = S.size(-1);
   const Tensor U = full_matrices ? kiln::narrow(U_full, -1, 0, k) : U_full;
   const Tensor Vh = full_matrices ? kiln::narrow(Vh_full, -2, 0, k) : Vh_full;
   const Tensor gU = full_matrices ? kiln::narrow(gU_full, -1, 0, k) : gU_full;
-  const Tensor gV = mT(full_matrices ? kiln::narrow(gVh_full, -2, 0, k) : gVh_full);
-  const Tensor V = mT(Vh);
+  const Tensor gV = mH(full_matrices ? kiln::narrow(gVh_full, -2, 0, k) : gVh_full);
+  const Tensor V = mH(Vh);
   const int64_t m = U.size(-2), n = V.size(-2);
-  const Tensor UtgU = kiln::matmul(mT(U), gU);
-  const Tensor VtgV = kiln::matmul(mT(V), gV);
+  const Tensor UtgU = kiln::matmul(mH(U), gU);
+  const Tensor VtgV = kiln::matmul(mH(V), gV);
   const Tensor S2 = kiln::mul(S, S);
-  const Tensor gaps = kiln::where(identity_mask(k, S), 1.0, kiln::sub(kiln::unsqueeze(S2, -2), kiln::unsqueeze(S2, -1)));
+  const Tensor mask = identity_mask(k, S);
+  const Tensor gaps = kiln::where(mask, 1.0, kiln::sub(kiln::unsqueeze(S2, -2), kiln::unsqueeze(S2, -1)));
   const Tensor S_row = kiln::unsqueeze(S, -2);  // scales columns: X diag(S)
   const Tensor S_col = kiln::unsqueeze(S, -1);  // scales rows: diag(S) X
-  Tensor inner = kiln::mul(kiln::div(kiln::sub(UtgU, mT(UtgU)), gaps), S_row);
-  inner = kiln::add(inner, kiln::mul(S_col, kiln::div(kiln::sub(VtgV, mT(VtgV)), gaps)));
+  // skew(X) / E off the diagonal (a complex skew-Hermitian X has an imaginary diagonal: handled below)
+  auto off_diagonal = [&](const Tensor& X) { return kiln::where(mask, 0, kiln::div(kiln::sub(X, mH(X)), gaps)); };
+  Tensor inner = kiln::mul(off_diagonal(UtgU), S_row);
+  inner = kiln::add(inner, kiln::mul(S_col, off_diagonal(VtgV)));
   inner = kiln::add(inner, kiln::diag_embed(gS, 0, -2, -1));
+  if (is_complex(U.dtype())) {
+    // + i Im(diag(U^H gU)) / S on the diagonal: the phase of each singular pair.
+    const Tensor d = kiln::diagonal(UtgU, 0, -2, -1).contiguous();
+    const Tensor imag_d = kiln::select(kiln::view_as_real(d), -1, 1);
+    const Tensor phase = kiln::mul(kiln::div(imag_d, S), Scalar(std::complex<double>(0.0, 1.0)));
+    inner = kiln::add(inner, kiln::diag_embed(phase, 0, -2, -1));
+  }
   Tensor gA = kiln::matmul(kiln::matmul(U, inner), Vh);
   if (m > k) {
-    const Tensor outside = kiln::sub(gU, kiln::matmul(U, UtgU));  // (I - U U^T) gU
+    const Tensor outside = kiln::sub(gU, kiln::matmul(U, UtgU));  // (I - U U^H) gU
     gA = kiln::add(gA, kiln::matmul(kiln::div(outside, S_row), Vh));
   }
   if (n > k) {
-    const Tensor outside = kiln::sub(gV, kiln::matmul(V, VtgV));  // (I - V V^T) gV
-    gA = kiln::add(gA, kiln::matmul(U, mT(kiln::div(outside, S_row))));
+    const Tensor outside = kiln::sub(gV, kiln::matmul(V, VtgV));  // (I - V V^H) gV
+    gA = kiln::add(gA, kiln::matmul(U, mH(kiln::div(outside, S_row))));
   }
   return gA;
 }

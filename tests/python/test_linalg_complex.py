@@ -225,7 +225,24 @@ def test_complex_decomposition_gradients():
         _close(ka.grad, a.grad, rtol=1e-8, atol=1e-10)
 
 
-def test_complex_svd_gradient_is_refused_rather_than_wrong():
-    A = kiln.randn(3, 3, dtype=kiln.complex128).requires_grad_()
-    with pytest.raises(NotImplementedError, match="complex SVD"):
-        kiln.linalg.svdvals(A).sum().backward()
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4)])
+@pytest.mark.parametrize("full", [False, True])
+def test_complex_svd_gradients_match_torch(shape, full):
+    A = _matrix(shape, torch.complex128, seed=13).requires_grad_()
+    kA = _k(A)
+    k = min(shape)
+    w_u, w_v = torch.linspace(0.3, 1.7, shape[0] * k).reshape(shape[0], k), torch.linspace(1.1, 0.2, k * shape[1])
+
+    def loss(module, M, wu, wv):
+        U, S, Vh = module.linalg.svd(M, full_matrices=full)
+        # invariant to each singular pair's phase (u -> u e^{i phi}, v -> v e^{i phi})
+        return (S ** 2).sum() + (U[..., :k].abs() ** 2 * wu).sum() + (Vh[..., :k, :].abs() ** 2 * wv.reshape(k, -1)).sum()
+
+    loss(torch, A, w_u, w_v).backward()
+    loss(kiln, kA, _k(w_u), _k(w_v)).backward()
+    _close(kA.grad, A.grad, rtol=1e-8, atol=1e-10)
+    B = A.detach().clone().requires_grad_()
+    kB = _k(B)
+    torch.linalg.svdvals(B).sum().backward()
+    kiln.linalg.svdvals(kB).sum().backward()
+    _close(kB.grad, B.grad, rtol=1e-8, atol=1e-10)
