@@ -67,14 +67,25 @@ class Tensor(_C.TensorBase):
             raise ValueError("only one element tensors can be converted to Python scalars")
         return self.item()
 
+    def _real_python_scalar(self, type_name: str):
+        value = self._python_scalar()
+        if isinstance(value, complex):
+            if value.imag != 0:  # torch's Scalar conversion error
+                raise RuntimeError(f"value cannot be converted to type {type_name} without overflow")
+            value = value.real
+        return value
+
     def __float__(self) -> float:
-        return float(self._python_scalar())
+        return float(self._real_python_scalar("double"))
 
     def __int__(self) -> int:
-        return int(self._python_scalar())
+        return int(self._real_python_scalar("int64_t"))
+
+    def __complex__(self) -> complex:
+        return complex(self._python_scalar())
 
     def __index__(self) -> int:
-        if self.numel() != 1 or self.dtype.is_floating_point or self.dtype is _C.bool:
+        if self.numel() != 1 or self.dtype.is_floating_point or self.dtype.is_complex or self.dtype is _C.bool:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 

@@ -368,3 +368,20 @@ def test_linspace_with_complex_bounds():
         _close(kiln.linspace(start, end, steps), torch.linspace(start, end, steps))
     _close(kiln.linspace(0, 2j, 4, dtype=kiln.complex128), torch.linspace(0, 2j, 4, dtype=torch.complex128))
     _same_error(lambda: kiln.linspace(0, 1j, 3, dtype=kiln.float32), lambda: torch.linspace(0, 1j, 3, dtype=torch.float32))
+
+
+def test_python_conversions_of_a_complex_tensor():
+    for value in (1 + 2j, 3 + 0j, -2j):
+        t, k = torch.tensor(value), kiln.tensor(value)
+        assert complex(k) == complex(t)
+        for convert in (float, int):
+            try:
+                expected = convert(t)
+            except RuntimeError as error:
+                with pytest.raises(RuntimeError, match="without overflow"):
+                    convert(k)
+                assert "without overflow" in str(error)
+            else:
+                assert convert(k) == expected
+    with pytest.raises(TypeError):
+        [1, 2, 3][kiln.tensor(1j)]
