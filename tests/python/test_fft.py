@@ -123,3 +123,22 @@ def test_errors_match_torch():
         kiln.fft.rfft(kiln.ones(4, dtype=kiln.complex64))
     with pytest.raises(TypeError):
         kiln.fft.fft([1.0, 2.0])
+
+
+def test_measured_plans_persist_as_fftw_wisdom(tmp_path):
+    # Note [FFTs on FFTW]: what FFTW_MEASURE learns is saved under the cache dir and read back
+    import os
+    import subprocess
+    import sys
+
+    script = ("import kiln; x = kiln.randn(6, 96); "
+              "y = kiln.fft.irfft(kiln.fft.rfft(x), n=96); print(float((y - x).abs().max()))")
+    env = dict(os.environ, KILN_CACHE_DIR=str(tmp_path / "on"))
+    for _ in range(2):  # the second process starts from the first one's wisdom
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        assert float(out.stdout) < 1e-5
+    wisdom = (tmp_path / "on" / "fftw-wisdom-float").read_text()
+    assert wisdom.startswith("(fftw-3") and "fftwf_wisdom" in wisdom
+    env = dict(os.environ, KILN_CACHE_DIR=str(tmp_path / "off"), KILN_FFT_WISDOM="0")
+    subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert not (tmp_path / "off").exists()
