@@ -1,6 +1,7 @@
 """Discrete Fourier transforms: kiln.fft (FFTW, Note [FFTs on FFTW]) against torch.fft
 in one run, at audio- and image-like shapes. The first call of each layout plans (up to
-0.2 s per plan in kiln), so the harness's warm-up keeps planning out of the samples."""
+1 s per plan in kiln, once per machine: the plans persist as FFTW wisdom), so the
+harness's warm-up keeps planning out of the samples."""
 
 from __future__ import annotations
 

@@ -142,3 +142,29 @@ def test_measured_plans_persist_as_fftw_wisdom(tmp_path):
     env = dict(os.environ, KILN_CACHE_DIR=str(tmp_path / "off"), KILN_FFT_WISDOM="0")
     subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     assert not (tmp_path / "off").exists()
+
+
+@pytest.mark.parametrize("shape,dim", [((64, 1024), -1), ((1024, 64), 0), ((3, 4096, 5), 1), ((33, 2050), -1),
+                                       ((2, 8, 64, 64), (-2, -1)), ((70, 999), -1)])
+def test_batches_split_over_threads_match_torch(shape, dim):
+    # batches of 2^15 elements or more run as runs of transforms on kiln's threads (Fft.cpp, run_batched)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape)
+    z = x + 1j * rng.standard_normal(shape)
+    previous = kiln.get_num_threads()
+    kiln.set_num_threads(2)
+    try:
+        dims = dim if isinstance(dim, tuple) else (dim,)
+        for dtype_r, dtype_c, tol in ((np.float32, np.complex64, 1e-3), (np.float64, np.complex128, 1e-9)):
+            kx, tx = kiln.from_numpy(x.astype(dtype_r)), torch.from_numpy(x.astype(dtype_r))
+            kz, tz = kiln.from_numpy(z.astype(dtype_c)), torch.from_numpy(z.astype(dtype_c))
+            pairs = [(kiln.fft.fftn(kz, dim=dims), torch.fft.fftn(tz, dim=dims)),
+                     (kiln.fft.rfftn(kx, dim=dims), torch.fft.rfftn(tx, dim=dims)),
+                     (kiln.fft.irfftn(kz, dim=dims), torch.fft.irfftn(tz, dim=dims)),
+                     (kiln.fft.ifftn(kz, dim=dims, norm="ortho"), torch.fft.ifftn(tz, dim=dims, norm="ortho"))]
+            for k, t in pairs:
+                assert tuple(k.shape) == tuple(t.shape)
+                scale = np.abs(t.numpy()).max()
+                np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=tol, atol=tol * scale)
+    finally:
+        kiln.set_num_threads(previous)
