@@ -8,29 +8,12 @@ import pytest
 import torch
 
 import kiln
+from complex_compare import assert_close as _close
+from complex_compare import dtype_name as _name
+from complex_compare import seeded_randn as _rand
+from complex_compare import to_kiln as _k
 
 COMPLEX = [torch.complex64, torch.complex128]
-
-
-def _k(t):
-    """A kiln copy of a torch tensor (complex included), with the same requires_grad."""
-    k = kiln.from_numpy(t.detach().resolve_conj().numpy().copy())
-    return k.requires_grad_() if t.requires_grad else k
-
-
-def _name(dtype):
-    return str(dtype).split(".")[-1]
-
-
-def _close(k, t, rtol=1e-5, atol=1e-6):
-    assert _name(k.dtype) == _name(t.dtype), (k.dtype, t.dtype)
-    assert tuple(k.shape) == tuple(t.shape)
-    np.testing.assert_allclose(k.detach().numpy(), t.detach().resolve_conj().numpy(), rtol=rtol, atol=atol)
-
-
-def _rand(shape, dtype=torch.complex64, seed=0, requires_grad=False):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, dtype=dtype, generator=g).requires_grad_(requires_grad)
 
 
 def _same_error(k_fn, t_fn):

@@ -1,34 +1,19 @@
 """Complex linear algebra against torch: the general eigendecomposition (linalg.eig, eigvals;
-complex results for real input too), and solve, inv, det and slogdet of complex matrices,
-with their gradients."""
+complex results for real input too); solve, inv, det, slogdet, lu_factor, cholesky, qr,
+eigh, svd and solve_triangular of complex matrices; and their gradients."""
 
 import numpy as np
 import pytest
 import torch
 
 import kiln
+from complex_compare import as_numpy as _np
+from complex_compare import assert_close as _close
+from complex_compare import dtype_name as _name
+from complex_compare import to_kiln as _k
 
 FLOATS = [torch.float32, torch.float64]
 COMPLEX = [torch.complex64, torch.complex128]
-
-
-def _k(t):
-    k = kiln.from_numpy(t.detach().resolve_conj().numpy().copy())
-    return k.requires_grad_() if t.requires_grad else k
-
-
-def _name(dtype):
-    return str(dtype).split(".")[-1]
-
-
-def _np(t):
-    return t.detach().numpy() if isinstance(t, kiln.Tensor) else t.detach().resolve_conj().numpy()
-
-
-def _close(k, t, rtol=1e-5, atol=1e-6):
-    assert _name(k.dtype) == _name(t.dtype), (k.dtype, t.dtype)
-    assert tuple(k.shape) == tuple(t.shape)
-    np.testing.assert_allclose(_np(k), _np(t), rtol=rtol, atol=atol)
 
 
 def _matrix(shape, dtype, seed=0):
