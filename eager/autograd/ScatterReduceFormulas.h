@@ -16,6 +16,8 @@
 
 #include <string_view>
 
+#include "eager/core/Error.h"
+
 #include "kiln/generated/Functions.h"
 
 namespace kiln::autograd::formula {
@@ -39,6 +41,12 @@ namespace scatter_reduce_detail {
   return kiln::div(grad, kiln::scatter_add(self_ties, dim, index, src_ties));
 }
 
+/// torch refuses complex scatter_reduce gradients (at the forward); kiln raises at the backward.
+inline void check_real(const Tensor& grad) {
+  KILN_CHECK(!is_complex(grad.dtype()),
+             "scatter_reduce does not support automatic differentiation for outputs with complex dtype.");
+}
+
 }  // namespace scatter_reduce_detail
 
 /// d scatter_reduce.two / d self.
@@ -47,6 +55,7 @@ namespace scatter_reduce_detail {
                                                          std::string_view reduce, bool include_self,
                                                          const Tensor& result) {
   using namespace scatter_reduce_detail;
+  check_real(grad);
   Tensor g = grad;
   if (reduce == "mean") {
     g = kiln::div(grad, counts(self, dim, index, src, include_self));
@@ -68,6 +77,7 @@ namespace scatter_reduce_detail {
                                                         std::string_view reduce, bool include_self,
                                                         const Tensor& result) {
   using namespace scatter_reduce_detail;
+  check_real(grad);
   if (reduce == "sum") return kiln::gather(grad, dim, index);
   if (reduce == "mean") return kiln::gather(kiln::div(grad, counts(self, dim, index, src, include_self)), dim, index);
   if (reduce == "prod") {

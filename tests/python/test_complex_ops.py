@@ -368,3 +368,37 @@ def test_python_conversions_of_a_complex_tensor():
                 assert convert(k) == expected
     with pytest.raises(TypeError):
         [1, 2, 3][kiln.tensor(1j)]
+
+
+def test_nan_to_num_scatter_reduce_matrix_exp_and_normalize_on_complex():
+    z = torch.tensor([complex(float("nan"), 1), complex(float("inf"), float("-inf")), 2 + 3j, complex(0, float("nan"))])
+    for kwargs in ({}, {"nan": 5.0, "posinf": 1.0, "neginf": -2.0}):
+        _close(kiln.nan_to_num(_k(z), **kwargs), torch.nan_to_num(z, **kwargs))
+        k = _k(z)
+        k.nan_to_num_(**kwargs)
+        _close(k, torch.nan_to_num(z, **kwargs))
+    out = kiln.empty(4, dtype=kiln.complex64)
+    kiln.nan_to_num(_k(z), out=out)
+    _close(out, torch.nan_to_num(z))
+
+    src = _rand((3, 5), torch.complex128, seed=20)
+    index = torch.tensor([[0, 1, 0, 2, 1], [2, 2, 0, 0, 1], [1, 0, 1, 0, 0]])
+    for reduce in ("sum", "prod", "mean"):
+        for include_self in (True, False):
+            base = _rand((3, 3), torch.complex128, seed=21)
+            s = src.clone()
+            kb, ks = _k(base), _k(s)
+            t_out = base.scatter_reduce(1, index, s, reduce, include_self=include_self)
+            k_out = kb.scatter_reduce(1, _k(index), ks, reduce, include_self=include_self)
+            _close(k_out, t_out, rtol=1e-12)
+    # torch refuses complex scatter_reduce gradients (at the forward; kiln at the backward)
+    with pytest.raises(RuntimeError, match="does not support automatic differentiation"):
+        _k(src).requires_grad_().scatter_reduce(1, _k(index), _k(src), "sum").abs().sum().backward()
+    with pytest.raises(NotImplementedError):
+        _k(src).scatter_reduce(1, _k(index), _k(src), "amax")
+
+    A = _rand((2, 3, 3), torch.complex128, seed=22)
+    _close(kiln.linalg.matrix_exp(_k(A)), torch.linalg.matrix_exp(A), rtol=1e-10)
+    x = _rand((4, 6), torch.complex64, seed=23)
+    _close(kiln.nn.functional.normalize(_k(x), dim=-1), torch.nn.functional.normalize(x, dim=-1))
+    _close(kiln.nn.functional.normalize(_k(x), p=1, dim=0), torch.nn.functional.normalize(x, p=1, dim=0))

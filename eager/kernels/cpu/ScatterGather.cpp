@@ -237,12 +237,14 @@ void scatter_reduce_into(const Tensor& target, int64_t dim, const Tensor& index,
   if (!mean) return;
   // mean: the sum over the count of values reduced into each position (self counting once
   // when included; positions nothing lands on keep self's value).
-  const Tensor counts = kiln::full(target.sizes(), Scalar(int64_t{include_self ? 1 : 0}), target.dtype());
-  const Tensor ones = kiln::ones_like(src);
+  // (counted in the real dtype for a complex target: counts are real, and clamp_min needs an order)
+  const DType count_dtype = is_complex(target.dtype()) ? to_real_value_type(target.dtype()) : target.dtype();
+  const Tensor counts = kiln::full(target.sizes(), Scalar(int64_t{include_self ? 1 : 0}), count_dtype);
+  const Tensor ones = kiln::ones(src.sizes(), count_dtype, src.device());
   scatter_into(counts, dim, index, &ones, std::nullopt, PutReduce::Add);
   const Tensor divisor = kiln::clamp_min(counts, Scalar(int64_t{1}));
-  const Tensor quotient = is_floating_point(target.dtype()) ? kiln::div(target, divisor)
-                                                            : kiln::div(target, divisor, "floor");
+  const bool exact = is_floating_point(target.dtype()) || is_complex(target.dtype());
+  const Tensor quotient = exact ? kiln::div(target, divisor) : kiln::div(target, divisor, "floor");
   kiln::copy_(target, quotient);
 }
 

@@ -9,6 +9,8 @@
 #include <optional>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/Resize.h"
+#include "eager/kernels/Views.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/UnaryOpsStubs.h"
 #include "kiln/generated/Functions.h"
@@ -163,6 +165,15 @@ Tensor nan_to_num_into(ResultInto into, const Tensor& out, const Tensor& self, s
                        std::optional<double> posinf, std::optional<double> neginf) {
   KILN_CHECK(!out.defined() || out.dtype() == self.dtype(), "nan_to_num: dtype of out: ",
              scalar_type_name(out.dtype()), " should be same as input: ", scalar_type_name(self.dtype()));
+  if (is_complex(self.dtype())) {
+    // The real and imaginary parts each, as PyTorch: on the [..., 2] real views.
+    if (into == ResultInto::InPlace) check_inplace(self, {});
+    Tensor result = into == ResultInto::InPlace ? self : empty(self.sizes(), self.dtype(), self.device());
+    nan_to_num_into(ResultInto::Out, view_as_real_impl(result), view_as_real_impl(self.contiguous()), nan, posinf,
+                    neginf);
+    if (into == ResultInto::InPlace) self.impl()->bump_version();
+    return into == ResultInto::Out ? copy_castable_to_out(result, out) : result;
+  }
   if (!is_floating_point(self.dtype())) {  // nothing to replace: PyTorch copies (in place: self onto itself)
     if (into == ResultInto::InPlace) {
       self.impl()->bump_version();

@@ -20,9 +20,7 @@ import operator
 from fractions import Fraction
 
 from kiln import _C
-
-_DTYPE_WORDS = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+from kiln._comparison import scalar_type_name
 
 # theta_m: the largest 1-norm for which the [m/m] Pade approximant's backward error is below 2^-53
 _PADE_THETA = ((3, 1.495585217958292e-2), (5, 2.539398330063230e-1), (7, 9.504178996162932e-1),
@@ -30,7 +28,7 @@ _PADE_THETA = ((3, 1.495585217958292e-2), (5, 2.539398330063230e-1), (7, 9.50417
 
 
 def _word(dtype):
-    return _DTYPE_WORDS[str(dtype).removeprefix("kiln.")]
+    return scalar_type_name(dtype)
 
 
 def _require_tensor(caller, name, value, position=None):
@@ -91,7 +89,7 @@ def matrix_exp(A):
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{caller}: A must be batches of square matrices, but they are {A.shape[-2]} by "
                            f"{A.shape[-1]} matrices")
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"{caller}: Expected a floating point or complex tensor as input. Got {_word(A.dtype)}")
     if A.dtype in (kiln.float16, kiln.bfloat16):
         return matrix_exp(A.to(kiln.float32)).to(A.dtype)
@@ -190,7 +188,7 @@ def vander(x, *, N=None):
     _require_tensor("linalg_vander", "x", x, 1)
     if x.dtype == kiln.bool:
         raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(kiln.int64)  # torch widens integer inputs
     if x.dim() == 0:
         x = x.reshape(1)
@@ -221,7 +219,7 @@ def tensorinv(A, ind=2, *, out=None):
     if rows != columns:
         raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                            f"prod(self.shape[:ind]), but got {columns} != {rows}")
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"linalg.inv: Expected a floating point or complex tensor as input. Got {_word(A.dtype)}")
     try:
         inverse = kiln.linalg.inv(A.reshape(rows, columns))
@@ -250,7 +248,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
     if rows != columns:  # torch's words, though the count it compares is B's
         raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
                            f"prod(self.shape[:other.ndim]), but got {columns} != {rows}")
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"linalg.solve: Expected a floating point or complex tensor as input. "
                            f"Got {_word(A.dtype)}")
     if A.dtype != B.dtype:

@@ -490,6 +490,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def _norm(input, p: float, dim, keepdim: bool):
+    if input.dtype.is_complex:
+        input = _call("abs", input)  # the norm of complex values is that of their magnitudes
     if p == 2:
         return _call("sqrt", reduce_sum(input * input, dim, keepdim))
     if p == 1:
