@@ -402,3 +402,46 @@ def test_nan_to_num_scatter_reduce_matrix_exp_and_normalize_on_complex():
     x = _rand((4, 6), torch.complex64, seed=23)
     _close(kiln.nn.functional.normalize(_k(x), dim=-1), torch.nn.functional.normalize(x, dim=-1))
     _close(kiln.nn.functional.normalize(_k(x), p=1, dim=0), torch.nn.functional.normalize(x, p=1, dim=0))
+
+
+# --- convolutions -------------------------------------------------------------------------------
+
+CONVS = {
+    "conv1d": ((2, 3, 10), (4, 3, 3), {"padding": 1, "stride": 2}),
+    "conv2d": ((2, 2, 6, 5), (3, 2, 3, 2), {"padding": "same"}),
+    "conv2d_groups": ((1, 4, 5, 5), (4, 2, 3, 3), {"groups": 2, "dilation": 2, "padding": 2}),
+    "conv3d": ((1, 2, 4, 4, 4), (2, 2, 2, 2, 2), {}),
+    "conv_transpose1d": ((2, 3, 6), (3, 2, 3), {"stride": 2}),
+    "conv_transpose2d": ((1, 2, 4, 4), (2, 3, 3, 3), {"padding": 1, "output_padding": 1, "stride": 2}),
+}
+
+
+@pytest.mark.parametrize("name", list(CONVS))
+@pytest.mark.parametrize("mixed", ["complex", "real_input", "real_weight"])
+def test_complex_convolutions_match_torch(name, mixed):
+    in_shape, w_shape, kwargs = CONVS[name]
+    fn = name.removesuffix("_groups")
+    x = _rand(in_shape, torch.complex128, seed=30)
+    w = _rand(w_shape, torch.complex128, seed=31)
+    if mixed == "real_input":
+        x = x.real.contiguous()
+    if mixed == "real_weight":
+        w = w.real.contiguous()
+    bias_size = w_shape[1] * kwargs.get("groups", 1) if "transpose" in name else w_shape[0]
+    b = _rand((bias_size,), torch.complex128, seed=32)
+    if mixed != "complex":  # torch does not promote a real operand of a complex convolution
+        with pytest.raises(RuntimeError):
+            getattr(torch.nn.functional, fn)(x, w, b, **kwargs)
+        with pytest.raises(RuntimeError, match="should be the same"):
+            getattr(kiln.nn.functional, fn)(_k(x), _k(w), _k(b), **kwargs)
+        return
+    x.requires_grad_(), w.requires_grad_(), b.requires_grad_()
+    kx, kw, kb = _k(x), _k(w), _k(b)
+    t_out = getattr(torch.nn.functional, fn)(x, w, b, **kwargs)
+    k_out = getattr(kiln.nn.functional, fn)(kx, kw, kb, **kwargs)
+    _close(k_out, t_out, rtol=1e-10, atol=1e-12)
+    g = _rand(tuple(t_out.shape), torch.complex128, seed=33)
+    (t_out * g).real.sum().backward()
+    (k_out * _k(g)).real.sum().backward()
+    for k_t, t_t in ((kx, x), (kw, w), (kb, b)):
+        _close(k_t.grad, t_t.grad, rtol=1e-10, atol=1e-12)

@@ -81,7 +81,10 @@ def _check_conv3d(input, weight, bias, stride, pads, dilation, groups) -> None:
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of a [N, C, D, H, W] (or unbatched [C, D, H, W]) input; see Note [conv3d as one conv2d]."""
     from kiln.nn import functional as F
+    from kiln.nn._complex_conv import complex_conv, involves_complex
 
+    if involves_complex(input, weight, bias):
+        return complex_conv(conv3d, input, weight, bias, stride, padding, dilation, groups)
     if input.dim() not in (4, 5):
         raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got input of size: "
                            f"{list(input.shape)}")

@@ -15,6 +15,10 @@ def _tuple(value, n):
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution: input (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out / groups, kH, kW)."""
+    from kiln.nn._complex_conv import complex_conv, involves_complex
+
+    if involves_complex(input, weight, bias):
+        return complex_conv(conv_transpose2d, input, weight, bias, stride, padding, output_padding, groups, dilation)
     unbatched = input.dim() == 3
     if input.dim() not in (3, 4):
         raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input of size: "

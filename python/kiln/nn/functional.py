@@ -56,6 +56,7 @@ from kiln.nn._losses_more import (  # noqa: F401  (re-exported)
     cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss, multi_margin_loss,
     multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss, triplet_margin_loss,
 )
+from kiln.nn._complex_conv import complex_conv, involves_complex
 from kiln.nn._rearrange_shrink import (  # noqa: F401  (re-exported)
     channel_shuffle, hardshrink, instance_norm, pixel_shuffle, pixel_unshuffle, prelu, softshrink,
 )
@@ -528,10 +529,14 @@ def _stride(stride):
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if involves_complex(input, weight, bias):
+        return complex_conv(conv1d, input, weight, bias, stride, padding, dilation, groups)
     return _call("conv1d", input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if involves_complex(input, weight, bias):
+        return complex_conv(conv2d, input, weight, bias, stride, padding, dilation, groups)
     return _call("conv2d", input, weight, bias, stride, padding, dilation, groups)
 
 

@@ -1,0 +1,35 @@
+"""Convolutions of complex tensors (torch.nn.functional.conv1d/2d/3d and conv_transpose1d/2d
+with a complex input, weight or bias), as four real convolutions of the parts:
+
+    (xr + i xi) * (wr + i wi) = (xr * wr - xi * wi) + i (xr * wi + xi * wr),
+
+bias.real joining the first product and bias.imag the third. Each convolution is a real
+one, so values and gradients (through the real/imag views and kiln.complex) are the real
+kernels'. As in torch, every operand must have the same dtype: a real one meeting a complex
+one is a RuntimeError, not a promotion."""
+
+from __future__ import annotations
+
+
+def involves_complex(input, weight, bias) -> bool:
+    return input.dtype.is_complex or weight.dtype.is_complex or (bias is not None and bias.dtype.is_complex)
+
+
+def _check_same_dtype(input, weight, bias) -> None:
+    from kiln._comparison import scalar_type_name
+
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.dtype != input.dtype:
+            raise RuntimeError(f"Input type ({scalar_type_name(input.dtype)}) and {name} type "
+                               f"({scalar_type_name(t.dtype)}) should be the same")
+
+
+def complex_conv(conv, input, weight, bias, *args):
+    """conv(input, weight, bias, *args) for complex operands, from four calls of the real `conv`."""
+    import kiln
+
+    _check_same_dtype(input, weight, bias)
+    xr, xi, wr, wi = input.real, input.imag, weight.real, weight.imag
+    real = conv(xr, wr, None if bias is None else bias.real, *args) - conv(xi, wi, None, *args)
+    imag = conv(xr, wi, None if bias is None else bias.imag, *args) + conv(xi, wr, None, *args)
+    return kiln.complex(real, imag)
