@@ -266,7 +266,7 @@ MATH_OPS = {
     "log10": lambda m, x: x.log10(), "exp2": lambda m, x: m.exp2(x), "asin": lambda m, x: x.asin(),
     "acos": lambda m, x: x.acos(), "atan": lambda m, x: x.atan(), "asinh": lambda m, x: x.asinh(),
     "acosh": lambda m, x: x.acosh(), "atanh": lambda m, x: x.atanh(), "arcsin": lambda m, x: m.arcsin(x),
-    "square": lambda m, x: x.square(),
+    "square": lambda m, x: x.square(), "sinc": lambda m, x: m.sinc(x),
     "pow_2": lambda m, x: x ** 2, "pow_3": lambda m, x: x.pow(3), "pow_half": lambda m, x: x ** 0.5,
     "pow_minus_1": lambda m, x: x ** -1, "pow_minus_2": lambda m, x: x ** -2, "pow_1_7": lambda m, x: x ** 1.7,
     "pow_complex": lambda m, x: x ** (0.5 + 1j), "pow_tensor": lambda m, x: x ** x.flip(0),

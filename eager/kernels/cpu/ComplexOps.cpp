@@ -103,6 +103,13 @@ ComplexFn<C> complex_function(std::string_view op) {
   if (op == "asinh") return [](C z) { return std::asinh(z); };
   if (op == "acosh") return [](C z) { return std::acosh(z); };
   if (op == "atanh") return [](C z) { return std::atanh(z); };
+  if (op == "sinc") {
+    return [](C z) {
+      using V = typename C::value_type;
+      const C x = z * V(3.14159265358979323846);
+      return z == C(0) ? C(1) : std::sin(x) / x;
+    };
+  }
   return nullptr;
 }
 

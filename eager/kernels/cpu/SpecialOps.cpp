@@ -9,6 +9,7 @@
 // logaddexp2 and nextafter keep the common dtype and are not implemented for
 // integers; heaviside needs both dtypes equal and works on every dtype.
 #include "eager/core/Error.h"
+#include "eager/kernels/cpu/ComplexOps.h"
 #include "eager/kernels/cpu/BinaryOps.h"
 #include "eager/kernels/cpu/SpecialOpsStubs.h"
 #include "eager/kernels/cpu/UnaryOps.h"
@@ -28,6 +29,7 @@ namespace {
 
 #define KILN_SPECIAL_UNARY_INTO_(op)                                           \
   Tensor op##_into(ResultInto into, const Tensor& out, const Tensor& self) {   \
+    if (is_complex(self.dtype())) return complex_unary_into(#op, into, out, self); \
     auto iter = unary_float_iterator(#op, into, out, self);                    \
     op##_stub(iter);                                                            \
     return finish(iter, into);                                                  \
