@@ -93,13 +93,14 @@ class Scalar {
     }
   }
 
-  /// This value with its sign flipped, in the same kind.
+  /// This value with its sign flipped: the same kind, except that a bool negates as an int
+  /// (-True is -1); integers in two's complement without signed overflow (-INT64_MIN wraps).
   [[nodiscard]] Scalar negated() const {
     switch (kind_) {
       case Kind::Complex: return Scalar(-to_complex_double());
       case Kind::Double: return Scalar(-v_.d);
-      case Kind::Bool: return Scalar(-v_.i);  // as an int, as -True is -1
-      case Kind::Int: return Scalar(-v_.i);
+      case Kind::Bool:
+      case Kind::Int: return Scalar(static_cast<int64_t>(0 - static_cast<uint64_t>(v_.i)));
     }
     return *this;
   }

@@ -133,12 +133,19 @@ Scalar leaf_value(PyObject* obj, DType dtype) {
 template <typename T>
 void recursive_store(PyObject* obj, const DimVector& sizes, size_t dim, T*& out) {
   if (dim == sizes.size()) {
-    const Scalar value = leaf_value(obj, dtype_of<T>());
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      KILN_CHECK(!overflows(value, dtype_of<T>()), "value cannot be converted to type ", dtype_name(dtype_of<T>()),
-                 " without overflow");
+    if constexpr (is_complex_v<T>) {  // a complex leaf: a Python complex (floats and ints too, as PyTorch)
+      const Py_complex v = PyComplex_AsCComplex(obj);
+      if (v.real == -1.0 && PyErr_Occurred()) throw python_error_already_set();
+      using R = typename T::value_type;
+      *out++ = T(static_cast<R>(v.real), static_cast<R>(v.imag));
+    } else {
+      const Scalar value = leaf_value(obj, dtype_of<T>());
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        KILN_CHECK(!overflows(value, dtype_of<T>()), "value cannot be converted to type ",
+                   dtype_name(dtype_of<T>()), " without overflow");
+      }
+      *out++ = value.to<T>();
     }
-    *out++ = value.to<T>();
     return;
   }
   py::object seq = py::reinterpret_steal<py::object>(PySequence_Fast(obj, "not a sequence"));
@@ -148,27 +155,6 @@ void recursive_store(PyObject* obj, const DimVector& sizes, size_t dim, T*& out)
                    length, ")");
   for (Py_ssize_t i = 0; i < length; ++i) {
     recursive_store(PySequence_Fast_GET_ITEM(seq.ptr(), i), sizes, dim + 1, out);
-  }
-}
-
-/// recursive_store for a complex dtype: each leaf read as a Python complex
-/// (floats and ints too, as PyTorch's store_scalar does).
-template <typename C>
-void recursive_store_complex(PyObject* obj, const DimVector& sizes, size_t dim, C*& out) {
-  if (dim == sizes.size()) {
-    const Py_complex v = PyComplex_AsCComplex(obj);
-    if (v.real == -1.0 && PyErr_Occurred()) throw python_error_already_set();
-    using R = typename C::value_type;
-    *out++ = C(static_cast<R>(v.real), static_cast<R>(v.imag));
-    return;
-  }
-  py::object seq = py::reinterpret_steal<py::object>(PySequence_Fast(obj, "not a sequence"));
-  if (!seq) throw python_error_already_set();
-  const Py_ssize_t length = PySequence_Fast_GET_SIZE(seq.ptr());
-  KILN_CHECK_VALUE(length == sizes[dim], "expected sequence of length ", sizes[dim], " at dim ", dim, " (got ",
-                   length, ")");
-  for (Py_ssize_t i = 0; i < length; ++i) {
-    recursive_store_complex(PySequence_Fast_GET_ITEM(seq.ptr(), i), sizes, dim + 1, out);
   }
 }
 
@@ -196,11 +182,7 @@ py::object tensor_from_data(py::handle data, py::handle dtype_obj, py::handle de
     visit_dtype_and_complex(out_dtype, [&](auto tag) {
       using T = decltype(tag);
       T* out = t.data_ptr<T>();
-      if constexpr (is_complex_v<T>) {
-        recursive_store_complex<T>(obj, sizes, 0, out);
-      } else {
-        recursive_store<T>(obj, sizes, 0, out);
-      }
+      recursive_store<T>(obj, sizes, 0, out);
     });
   }
   return finish(std::move(t), requires_grad);

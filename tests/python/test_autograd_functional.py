@@ -8,6 +8,7 @@ import torch
 import torch.autograd.functional as TF
 
 import kiln
+from torch_compare import assert_same_error as same_error
 import kiln.autograd.functional as KF
 
 
@@ -26,14 +27,6 @@ def close(k, t, rtol=1e-5, atol=1e-5):
         assert type(k) is type(t) and type(t) in (tuple, list) and len(k) == len(t), (type(k), type(t))
         for a, b in zip(k, t):
             close(a, b, rtol, atol)
-
-
-def same_error(k_call, t_call):
-    with pytest.raises(Exception) as te:
-        t_call()
-    with pytest.raises(type(te.value)) as ke:
-        k_call()
-    assert str(ke.value) == str(te.value).replace("torch.", "kiln.")
 
 
 def one(lib):

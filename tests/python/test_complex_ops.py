@@ -12,16 +12,9 @@ from complex_compare import assert_close as _close
 from complex_compare import dtype_name as _name
 from complex_compare import seeded_randn as _rand
 from complex_compare import to_kiln as _k
+from torch_compare import assert_same_error as _same_error
 
 COMPLEX = [torch.complex64, torch.complex128]
-
-
-def _same_error(k_fn, t_fn):
-    with pytest.raises(Exception) as t_err:
-        t_fn()
-    with pytest.raises(type(t_err.value)) as k_err:
-        k_fn()
-    assert str(k_err.value) == str(t_err.value).replace("torch", "kiln")
 
 
 # --- Python complex numbers as operands ------------------------------------------------------

@@ -10,6 +10,7 @@ import torch
 import torch.func as tf
 
 import kiln
+from torch_compare import assert_same_error as same_error
 import kiln.func as kf
 from kiln.func import _pytree as kp
 
@@ -43,14 +44,6 @@ def close(k, t, rtol=1e-5, atol=1e-5):
             close(a, b, rtol, atol)
     else:
         assert k == t
-
-
-def same_error(k_call, t_call):
-    with pytest.raises(Exception) as te:
-        t_call()
-    with pytest.raises(type(te.value)) as ke:
-        k_call()
-    assert str(ke.value) == str(te.value).replace("torch.", "kiln.")
 
 
 # --- pytrees ---------------------------------------------------------------------------------------------------------

@@ -195,12 +195,6 @@ void check_sub(const Tensor& self, const Tensor& other) {
              "mask, use the `~` or `logical_not()` operator instead.");
 }
 
-Scalar negated(const Scalar& alpha) {
-  if (alpha.is_floating_point() || alpha.is_complex()) return alpha.negated();
-  // Two's-complement negation without signed overflow.
-  return Scalar(static_cast<int64_t>(0 - static_cast<uint64_t>(alpha.to_int64())));
-}
-
 /// out = self + alpha * other.
 Tensor add_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& other, const Scalar& alpha) {
   auto iter = binary_op_iterator("add", into, out, self, other);
@@ -214,7 +208,7 @@ Tensor sub_into(ResultInto into, const Tensor& out, const Tensor& self, const Te
   check_sub(self, other);
   auto iter = binary_op_iterator("sub", into, out, self, other);
   check_alpha(iter.common_dtype(), alpha);
-  add_stub(iter, negated(alpha));
+  add_stub(iter, alpha.negated());
   return finish(iter, into);
 }
 
