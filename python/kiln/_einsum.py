@@ -79,6 +79,22 @@ def _parse(equation: str, operands) -> tuple[list[list[str]], list[str]]:
     return parsed, out
 
 
+def _check_label_sizes(operands, parsed: list[list[str]]) -> None:
+    """Every label's sizes across operands broadcast (equal, or 1), with PyTorch's message."""
+    seen: dict[str, int] = {}
+    for i, (op, labels) in enumerate(zip(operands, parsed)):
+        for label, size in zip(labels, op.shape):
+            previous = seen.get(label, 1)
+            if size != 1 and previous != 1 and size != previous:
+                # labels within one operand (diagonals) are checked where the diagonal is taken
+                if labels.count(label) > 1:
+                    continue
+                raise RuntimeError(f"einsum(): subscript {label} has size {size} for operand {i} which does not "
+                                   f"broadcast with previously seen size {previous}")
+            if size != 1:
+                seen[label] = size
+
+
 def _take_diagonals(t, labels: list[str]):
     """A label repeated within one operand takes that operand's diagonal."""
     while True:
@@ -151,6 +167,11 @@ def _contract(a, la: list[str], b, lb: list[str], keep: set[str]):
             n *= v
         return n
 
+    if not contracted:
+        # Nothing to sum: a broadcast multiply, which promotes mixed dtypes as PyTorch's sumproduct_pair does.
+        a = a.reshape(batch_shape + a_shape + [1] * len(b_shape))
+        b = b.reshape(batch_shape + [1] * len(a_shape) + b_shape)
+        return a * b, batch + a_only + b_only
     nb, m, k, n = prod(batch_shape), prod(a_shape), prod(k_shape), prod(b_shape)
     out = _C._functions.bmm(a.reshape(nb, m, k), b.reshape(nb, k, n))
     return out.reshape(batch_shape + a_shape + b_shape), batch + a_only + b_only
@@ -167,6 +188,7 @@ def einsum(*args):
     if not isinstance(equation, str):
         raise TypeError("einsum(): the sublist format is not supported by kiln; pass an equation string")
     parsed, out = _parse(equation, operands)
+    _check_label_sizes(operands, parsed)
     terms = []
     for t, labels in zip(operands, parsed):
         t, labels = _take_diagonals(t, labels)

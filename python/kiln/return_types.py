@@ -5,6 +5,7 @@ whose members are the out tensors passed in."""
 
 from __future__ import annotations
 
+import inspect
 from collections import namedtuple
 
 max = namedtuple("max", ["values", "indices"])  # noqa: A001  (torch's name)
@@ -36,5 +37,10 @@ def _named(result_type, fn, out_type=None):
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
-    wrapper.__text_signature__ = getattr(fn, "__text_signature__", None)
+    # A plain function's __text_signature__ is read literally, so a builtin's
+    # "($module, ...)" would show a 'module' parameter: resolve it on fn itself.
+    try:
+        wrapper.__signature__ = inspect.signature(fn)
+    except (TypeError, ValueError):
+        pass
     return wrapper

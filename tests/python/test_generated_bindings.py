@@ -170,6 +170,16 @@ def test_signatures_are_introspectable():
     assert "add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)" in kiln.add.__doc__
 
 
+@pytest.mark.parametrize("name", ["topk", "sort", "max", "min", "aminmax"])
+def test_named_tuple_ops_keep_the_builtin_signature(name):
+    # These are Python wrappers (kiln.return_types._named) around the generated
+    # builtins; their signature must be the builtin's, without its $module.
+    sig = inspect.signature(getattr(kiln, name))
+    assert "module" not in sig.parameters and next(iter(sig.parameters)) == "input"
+    assert str(inspect.signature(kiln.topk)) == "(input, k, dim=-1, largest=True, sorted=True, *, out=None)"
+    assert str(inspect.signature(kiln.Tensor.topk)) == "(self, /, k, dim=-1, largest=True, sorted=True)"
+
+
 def test_creation_functions_are_the_generated_dispatcher_bindings():
     # The foundation's creation functions now run through ops.yaml and the
     # dispatcher (BackendSelect picks the backend); only tensor() stays

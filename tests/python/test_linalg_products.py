@@ -326,3 +326,84 @@ ERRORS = [
 def test_errors_match_torch(case):
     fn = ERRORS[case]
     assert_same_error(lambda: fn(kiln), lambda: fn(torch))
+
+
+# --- dtype mismatches: each product raises with PyTorch's own wording (they differ per op) ---------------------
+
+
+def _ones(L, shape, dtype="float32"):
+    return L.ones(*shape, dtype=getattr(L, dtype))
+
+
+DTYPE_ERRORS = {
+    "mm": lambda L: L.mm(_ones(L, (2, 2)), _ones(L, (2, 2), "float64")),
+    "addmm mat2": lambda L: L.addmm(_ones(L, (2, 2)), _ones(L, (2, 2)), _ones(L, (2, 2), "float64")),
+    "addmm mat1": lambda L: L.addmm(_ones(L, (2, 2)), _ones(L, (2, 2), "float64"), _ones(L, (2, 2))),
+    "addmm self, beta=0": lambda L: L.addmm(_ones(L, (2, 2), "float64"), _ones(L, (2, 2)), _ones(L, (2, 2)), beta=0),
+    "bmm": lambda L: L.bmm(_ones(L, (1, 2, 2)), _ones(L, (1, 2, 2), "float64")),
+    "baddbmm self": lambda L: L.baddbmm(_ones(L, (1, 2, 2), "float64"), _ones(L, (1, 2, 2)), _ones(L, (1, 2, 2))),
+    "baddbmm int self, beta=0": lambda L: L.baddbmm(_ones(L, (1, 2, 2), "int64"), _ones(L, (1, 2, 2)),
+                                                    _ones(L, (1, 2, 2)), beta=0),
+    "baddbmm batch2": lambda L: L.baddbmm(_ones(L, (1, 2, 2)), _ones(L, (1, 2, 2)), _ones(L, (1, 2, 2), "float64")),
+    "addbmm self": lambda L: L.addbmm(_ones(L, (2, 2), "float64"), _ones(L, (1, 2, 2)), _ones(L, (1, 2, 2))),
+    "addbmm batch1": lambda L: L.addbmm(_ones(L, (2, 2)), _ones(L, (1, 2, 2), "float64"), _ones(L, (1, 2, 2))),
+    "mv": lambda L: L.mv(_ones(L, (2, 2), "float64"), _ones(L, (2,))),
+    "addmv self": lambda L: L.addmv(_ones(L, (2,), "float64"), _ones(L, (2, 2)), _ones(L, (2,))),
+    "addmv vec": lambda L: L.addmv(_ones(L, (2,)), _ones(L, (2, 2)), _ones(L, (2,), "float64")),
+    "dot": lambda L: L.dot(_ones(L, (2,)), _ones(L, (2,), "float64")),
+    "matmul 3d@1d": lambda L: L.matmul(_ones(L, (3, 2, 2), "float64"), _ones(L, (2,))),
+    "matmul 1d@3d": lambda L: L.matmul(_ones(L, (2,)), _ones(L, (3, 2, 2), "float64")),
+    "matmul 3d@3d": lambda L: L.matmul(_ones(L, (3, 2, 2)), _ones(L, (3, 2, 2), "float64")),
+    "linear weight": lambda L: L.nn.functional.linear(_ones(L, (2, 2)), _ones(L, (2, 2), "float64")),
+    "linear bias": lambda L: L.nn.functional.linear(_ones(L, (2, 2)), _ones(L, (2, 2)), _ones(L, (2,), "float64")),
+    "linear 3d bias": lambda L: L.nn.functional.linear(_ones(L, (3, 2, 2)), _ones(L, (2, 2)),
+                                                       _ones(L, (2,), "float64")),
+    "linear contiguous 4d bias": lambda L: L.nn.functional.linear(_ones(L, (2, 1, 2, 2)), _ones(L, (3, 2)),
+                                                                  L.arange(3, dtype=L.float64)),
+    "linear 1d bias": lambda L: L.nn.functional.linear(_ones(L, (2,)), _ones(L, (2, 2)), _ones(L, (2,), "float64")),
+    "bilinear weight": lambda L: L.nn.functional.bilinear(_ones(L, (2, 2)), _ones(L, (2, 2)),
+                                                          _ones(L, (3, 2, 2), "float64")),
+    "bilinear bias": lambda L: L.nn.functional.bilinear(_ones(L, (2, 2)), _ones(L, (2, 2)), _ones(L, (3, 2, 2)),
+                                                        _ones(L, (3,), "float64")),
+    "einsum contraction": lambda L: L.einsum("bij,bjk->bik", _ones(L, (2, 2, 2), "float64"), _ones(L, (2, 2, 2))),
+    "einsum three operands": lambda L: L.einsum("i,i,i->", _ones(L, (2,)), _ones(L, (2,)), _ones(L, (2,), "float64")),
+    "einsum int and float": lambda L: L.einsum("ij,jk->ik", _ones(L, (2, 2), "int64"), _ones(L, (2, 2))),
+    "einsum sizes": lambda L: L.einsum("ij,jk->ik", _ones(L, (2, 3)), _ones(L, (4, 5))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DTYPE_ERRORS))
+def test_dtype_errors_match_torch(name):
+    assert_same_error(lambda: DTYPE_ERRORS[name](kiln), lambda: DTYPE_ERRORS[name](torch))
+
+
+PROMOTING = {
+    # outer and an einsum with nothing to sum are broadcast multiplies in PyTorch, so they promote.
+    "outer int, float": lambda L: L.outer(L.arange(3), _ones(L, (2,)) * 1.5),
+    "outer bool": lambda L: L.outer(L.tensor([True, False]), L.tensor([True, True, False])),
+    "outer bool, int": lambda L: L.outer(L.tensor([True, False]), L.arange(3, dtype=L.int32)),
+    "ger float, double": lambda L: L.ger(_ones(L, (2,)) * 2, L.arange(3, dtype=L.float64)),
+    "einsum outer": lambda L: L.einsum("i,j->ij", L.arange(3, dtype=L.float32), L.arange(2, dtype=L.float64)),
+    "einsum batch, no sum": lambda L: L.einsum("bi,bj->bij", L.arange(6).reshape(2, 3), _ones(L, (2, 2)) / 3),
+    "linear, non-contiguous 4d input: the bias keeps the product's dtype": lambda L: L.nn.functional.linear(
+        _ones(L, (2, 1, 2, 2)).transpose(0, 2), _ones(L, (3, 2)), L.arange(3, dtype=L.float64)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROMOTING))
+def test_promoting_products_match_torch(name):
+    k, t = PROMOTING[name](kiln), PROMOTING[name](torch)
+    assert str(k.dtype).removeprefix("kiln.") == str(t.dtype).removeprefix("torch.")
+    np.testing.assert_allclose(k.numpy().astype(np.float64), t.numpy().astype(np.float64))
+
+
+def test_outer_of_mixed_dtypes_has_gradients_of_each_input_dtype():
+    a, b = kiln.tensor([1.0, 2.0], requires_grad=True), kiln.tensor([3.0, 4.0, 5.0], dtype=kiln.float64,
+                                                                      requires_grad=True)
+    ta, tb = torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([3.0, 4.0, 5.0], dtype=torch.float64,
+                                                                         requires_grad=True)
+    kiln.outer(a, b).pow(2).sum().backward()
+    torch.outer(ta, tb).pow(2).sum().backward()
+    assert a.grad.dtype == kiln.float32 and b.grad.dtype == kiln.float64
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-12)

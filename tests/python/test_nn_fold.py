@@ -133,6 +133,9 @@ UNFOLD_ERRORS = [
     ((2, 3, 5, 5), {"kernel_size": 0, "stride": 0}),                      # the first failing check wins
     ((2, 3, 5, 5), {"kernel_size": 6}),
     ((2, 3, 5, 5), {"kernel_size": 2, "dilation": 5}),
+    # a window one wider than the input, with stride 2: (4 - 5) / 2 + 1 blocks is 0 (floor), not 1 (truncation)
+    ((1, 1, 6, 4), {"kernel_size": (2, 3), "dilation": 2, "stride": 2}),
+    ((1, 1, 4, 6), {"kernel_size": 5, "stride": 3}),
     ((2, 3, 0, 5), {"kernel_size": 2}),
     ((2, 0, 5, 5), {"kernel_size": 2}),
     ((0, 5, 5), {"kernel_size": 2}),

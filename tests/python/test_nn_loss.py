@@ -66,6 +66,20 @@ def test_nll_loss_empty_batch():
 
 
 @pytest.mark.parametrize("reduction", list(REDUCTIONS))
+@pytest.mark.parametrize("shape", [(0, 4), (0, 3, 5)])
+def test_nll_loss_empty_batch_backward(reduction, shape):
+    # The per-element gradient of an empty batch is empty: nothing may read its first element.
+    x = kiln.zeros(*shape, dtype=kiln.float64, requires_grad=True)
+    target = kiln.zeros(shape[:1] + shape[2:], dtype=kiln.int64)
+    tx = torch.zeros(*shape, dtype=torch.float64, requires_grad=True)
+    ttarget = torch.zeros(shape[:1] + shape[2:], dtype=torch.int64)
+    kloss, tloss = kiln.nn.functional.nll_loss(x, target, reduction=reduction), TF.nll_loss(tx, ttarget, reduction=reduction)
+    (kgrad,) = kiln.autograd.grad(kloss, [x], kiln.ones(tuple(kloss.shape), dtype=kiln.float64))
+    (tgrad,) = torch.autograd.grad(tloss, [tx], torch.ones(tloss.shape, dtype=torch.float64))
+    close(kgrad, tgrad)
+
+
+@pytest.mark.parametrize("reduction", list(REDUCTIONS))
 @pytest.mark.parametrize("dtype", FLOATS + REDUCED)
 @pytest.mark.parametrize("weighted", [False, True])
 def test_cross_entropy(reduction, dtype, weighted):

@@ -9,6 +9,14 @@
 
 namespace kiln::native {
 
+/// a / b rounded toward negative infinity (C++ rounds toward zero): sliding-window
+/// counts use it so that a window larger than its padded input counts 0 blocks,
+/// not 1, as PyTorch's div_rtn.
+[[nodiscard]] constexpr int64_t floor_div(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
 /// One 2-d convolution over a batched [batch, in_channels, height, width] input
 /// and an [out_channels, in_channels / groups, kernel_h, kernel_w] weight.
 struct Conv2dGeometry {

@@ -56,7 +56,7 @@ FoldArgs fold_args(IntArrayRef kernel, IntArrayRef dilation, IntArrayRef padding
 
 /// Sliding blocks along one dim of `size` (may be below one).
 int64_t blocks(int64_t size, int64_t pad, int64_t dilation, int64_t kernel, int64_t stride) {
-  return (size + 2 * pad - (dilation * (kernel - 1) + 1)) / stride + 1;
+  return floor_div(size + 2 * pad - (dilation * (kernel - 1) + 1), stride) + 1;
 }
 
 /// The geometry the im2col/col2im loops read: one group, batch samples of

@@ -42,6 +42,7 @@ Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Sca
   KILN_CHECK(mat.size(1) == vec.size(0) && (self.dim() == 0 || self.size(0) == 1 || self.size(0) == mat.size(0)),
              "size mismatch, got input (", self.dim() == 0 ? 1 : self.size(0), "), mat (", mat.size(0), "x",
              mat.size(1), "), vec (", vec.size(0), ")");
+  check_addmv_dtypes(self, mat, vec);
   return scaled_sum(self, kiln::mv(mat, vec), beta, alpha);
 }
 

@@ -1,5 +1,5 @@
-// mm, bmm, addmm, dot, mv, outer, and the composites matmul, linear, baddbmm
-// and addbmm. More products: LinalgProducts.cpp; out= forms: LinalgOut.cpp.
+// mm, bmm, addmm, dot, mv, and the composites outer, matmul, linear, baddbmm
+// and addbmm. Dtype errors are worded as PyTorch's, which differ per op. More products: LinalgProducts.cpp; out= forms: LinalgOut.cpp.
 #include <sstream>
 
 #include "eager/core/Error.h"
@@ -32,6 +32,19 @@ void check_dtypes(const Tensor& a, const Tensor& b, const char* op) {
 
 }  // namespace
 
+void check_addmm_dtypes(const Tensor& self, const Tensor& mat1, const Tensor& mat2) {
+  KILN_CHECK(self.dtype() == mat2.dtype(), "self and mat2 must have the same dtype, but got ",
+             scalar_type_name(self.dtype()), " and ", scalar_type_name(mat2.dtype()));
+  KILN_CHECK(mat1.dtype() == mat2.dtype(), "mat1 and mat2 must have the same dtype, but got ",
+             scalar_type_name(mat1.dtype()), " and ", scalar_type_name(mat2.dtype()));
+}
+
+void check_addmv_dtypes(const Tensor& self, const Tensor& mat, const Tensor& vec) {
+  KILN_CHECK(self.dtype() == mat.dtype() && mat.dtype() == vec.dtype(),
+             "addmv input tensors must have the same dtype, but got ", scalar_type_name(self.dtype()), ", ",
+             scalar_type_name(mat.dtype()), ", and ", scalar_type_name(vec.dtype()));
+}
+
 Tensor mm_cpu(const Tensor& self, const Tensor& mat2) {
   KILN_CHECK(self.dim() == 2, "self must be a matrix");
   KILN_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
@@ -49,6 +62,8 @@ Tensor bmm_cpu(const Tensor& self, const Tensor& mat2) {
   KILN_CHECK(mat2.dim() == 3, "batch2 must be a 3D tensor");
   KILN_CHECK(self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1), "Expected size for first two dimensions of batch2 tensor to be: [",
              self.size(0), ", ", self.size(2), "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
+  KILN_CHECK(self.dtype() == mat2.dtype(), "expected scalar type ", scalar_type_name(self.dtype()), " but found ",
+             scalar_type_name(mat2.dtype()));
   check_dtypes(self, mat2, "bmm");
   const int64_t b = self.size(0), m = self.size(1), n = mat2.size(2), k = self.size(2);
   // beta = 0: gemm_into writes every element (k = 0 included) without reading it, so no zero fill.
@@ -78,9 +93,8 @@ Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, con
   KILN_CHECK(mat2.dim() == 2, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
   KILN_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", shape_text(mat1), " and ",
              shape_text(mat2), ")");
+  check_addmm_dtypes(self, mat1, mat2);
   check_dtypes(mat1, mat2, "addmm_impl_cpu_");
-  KILN_CHECK(self.dtype() == mat1.dtype(), "self and mat2 must have the same dtype, but got ",
-             typemeta_name(self.dtype()), " and ", typemeta_name(mat1.dtype()));
   const int64_t m = mat1.size(0), n = mat2.size(1);
   const std::vector<int64_t> shape{m, n};
   // out starts as beta * self broadcast to [m, n] (beta == 0 ignores self, nan included).
@@ -127,24 +141,13 @@ Tensor mv_cpu(const Tensor& self, const Tensor& vec) {
              self.dim(), ", ", vec.dim());
   KILN_CHECK(self.size(1) == vec.size(0), "size mismatch, got input (", self.size(0), "), mat (", self.size(0), "x",
              self.size(1), "), vec (", vec.size(0), ")");
+  check_addmv_dtypes(vec, self, vec);  // PyTorch's mv makes its result from vec, so that comes first
   check_dtypes(self, vec, "addmv_impl_cpu");
   Tensor out = zeros({self.size(0), 1}, self.dtype());
   gemm_into(self, as_strided_impl(vec, std::vector<int64_t>{vec.size(0), 1}, std::vector<int64_t>{vec.stride(0), 1},
                                   vec.storage_offset()),
             out, Scalar(int64_t{1}), Scalar(int64_t{0}));
   return kiln::view(out, std::vector<int64_t>{self.size(0)});
-}
-
-Tensor outer_cpu(const Tensor& self, const Tensor& vec2) {
-  KILN_CHECK(self.dim() == 1 && vec2.dim() == 1, "outer: expected 1-D tensors, got ", self.dim(), "-D and ",
-             vec2.dim(), "-D");
-  check_dtypes(self, vec2, "outer");
-  const int64_t m = self.size(0), n = vec2.size(0);
-  Tensor out = zeros({m, n}, self.dtype());
-  gemm_into(as_strided_impl(self, std::vector<int64_t>{m, 1}, std::vector<int64_t>{self.stride(0), 1}, self.storage_offset()),
-            as_strided_impl(vec2, std::vector<int64_t>{1, n}, std::vector<int64_t>{1, vec2.stride(0)}, vec2.storage_offset()),
-            out, Scalar(int64_t{1}), Scalar(int64_t{0}));
-  return out;
 }
 
 // --- composites: their parts go through the dispatcher (autograd, capture) ---
@@ -166,10 +169,10 @@ Tensor matmul(const Tensor& self, const Tensor& other) {
   if (da == 1 && db == 2) return kiln::mm(self.unsqueeze(0), other).squeeze(0);
   if (da == 2 && db == 2) return kiln::mm(self, other);
   if (da >= 3 && db <= 2) {
-    // Fold the batch into rows: [..., m, k] @ [k, n] -> [(...m), k] @ [k, n].
+    // Fold the batch into rows: [..., m, k] @ [k, n] -> [(...m), k] @ [k, n] (mv for a 1-D right operand).
     const int64_t k = self.size(-1);
-    const Tensor rhs = db == 2 ? other : other.unsqueeze(1);
-    const Tensor flat = kiln::mm(kiln::reshape(self, std::vector<int64_t>{-1, k}), rhs);
+    const Tensor folded = kiln::reshape(self, std::vector<int64_t>{-1, k});
+    const Tensor flat = db == 2 ? kiln::mm(folded, other) : kiln::mv(folded, other);
     DimVector shape(self.sizes());
     if (db == 2) {
       shape.back() = other.size(1);
@@ -211,10 +214,18 @@ Tensor scaled_sum(const Tensor& self, const Tensor& product, const Scalar& beta,
   return kiln::add(is_one(beta) ? self : kiln::mul(self, beta), scaled);
 }
 
+Tensor outer(const Tensor& self, const Tensor& vec2) {
+  KILN_CHECK(self.dim() == 1 && vec2.dim() == 1, "outer: expected 1-D tensors, got ", self.dim(), "-D and ",
+             vec2.dim(), "-D");
+  return kiln::mul(self.unsqueeze(1), vec2);
+}
+
 Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
                const Scalar& alpha) {
   KILN_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
   KILN_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
+  KILN_CHECK(self.dtype() == batch1.dtype(), "Input dtypes must be the same, got: input ", typemeta_name(self.dtype()),
+             ", batch1: ", typemeta_name(batch1.dtype()), ", batch2: ", typemeta_name(batch2.dtype()));
   return scaled_sum(self, kiln::bmm(batch1, batch2), beta, alpha);
 }
 
@@ -226,6 +237,7 @@ Tensor addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, co
              batch1.size(0), " and ", batch2.size(0));
   KILN_CHECK(batch1.size(2) == batch2.size(1), "Incompatible matrix sizes for bmm (", batch1.size(1), "x",
              batch1.size(2), " and ", batch2.size(1), "x", batch2.size(2), ")");
+  check_addmm_dtypes(self, batch1, batch2);  // PyTorch runs addbmm as an addmm
   // The sum over the batch of batch1[b] @ batch2[b] is one mm of the batch laid side by side:
   // [n, (B k)] @ [(B k), p].
   const int64_t n = batch1.size(1), k = batch1.size(2), p = batch2.size(2), b = batch1.size(0);
@@ -235,9 +247,14 @@ Tensor addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, co
 }
 
 Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
+  const bool has_bias = bias && bias->defined();
+  // PyTorch runs a 1-D or 2-D input, or a contiguous one, with a bias as one addmm (bias, input folded to
+  // rows, weight^T), so it meets addmm's dtype checks.
+  if (has_bias && (input.dim() <= 2 || input.is_contiguous())) check_addmm_dtypes(*bias, input, weight);
   Tensor out = kiln::matmul(input, kiln::transpose(weight, 0, 1));
-  if (bias && bias->defined()) out = kiln::add(out, *bias);
-  return out;
+  if (!has_bias) return out;
+  // Otherwise PyTorch adds the bias in place, so the result keeps the product's dtype.
+  return kiln::add(out, bias->dtype() == out.dtype() ? *bias : bias->to(out.dtype()));
 }
 
 

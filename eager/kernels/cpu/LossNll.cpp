@@ -130,8 +130,9 @@ Tensor nll_loss_backward_cpu(const Tensor& grad_output, const Tensor& self, cons
     const T* wp = has_weight ? w.data_ptr<T>() : nullptr;
     const T* gp = g.data_ptr<T>();
     T* gi = grad_input.data_ptr<T>();
-    A scale = static_cast<A>(gp[0]);
-    if (reduction == kMean) scale /= static_cast<A>(contiguous_values(total_weight).data_ptr<T>()[0]);
+    // A per-element gradient may be empty (a zero batch): gp[0] exists only for the reduced forms.
+    A scale = per_element ? A(0) : static_cast<A>(gp[0]);
+    if (!per_element && reduction == kMean) scale /= static_cast<A>(contiguous_values(total_weight).data_ptr<T>()[0]);
     for (int64_t i = 0; i < s.batch; ++i) {
       const int64_t t = targets[static_cast<size_t>(i)];
       if (t == ignore_index) continue;

@@ -8,6 +8,7 @@
 
 #include "eager/autograd/GradMode.h"
 #include "eager/core/Error.h"
+#include "eager/kernels/cpu/ConvShape.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
 #include "eager/kernels/cpu/PoolStubs.h"
@@ -59,11 +60,6 @@ PoolArgs pool_args(const char* op, IntArrayRef kernel_size, IntArrayRef stride, 
   const IntArrayRef s = stride.empty() ? kernel_size : stride;
   return {pick(kernel_size, 0), pick(kernel_size, 1), pick(s, 0), pick(s, 1), pick(padding, 0),
           pick(padding, 1), pick(dilation, 0), pick(dilation, 1)};
-}
-
-int64_t floor_div(int64_t a, int64_t b) {
-  const int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
 /// PyTorch's pooling_output_shape.

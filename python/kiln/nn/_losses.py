@@ -182,12 +182,20 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
     return _reduce(loss, reduction)
 
 
+def _check_unit_interval(t, what: str) -> None:
+    """torch's binary_cross_entropy check: every element in [0, 1] (NaN fails it)."""
+    if t.numel() and not bool(((t >= 0) & (t <= 1)).all()):
+        raise RuntimeError(f"all elements of {what} should be between 0 and 1")
+
+
 def binary_cross_entropy(input, target, weight=None, size_average: Optional[bool] = None,
                          reduce: Optional[bool] = None, reduction: str = "mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({_C.Size(target.shape)}) that is different to the input size "
                          f"({_C.Size(input.shape)}) is deprecated. Please ensure they have the same size.")
+    _check_unit_interval(input, "input")
+    _check_unit_interval(target, "target")
     fn = native("binary_cross_entropy")
     if fn is not None:
         return fn(input, target, weight, _REDUCTION_ENUM[reduction])

@@ -90,6 +90,13 @@ def linear(input, weight, bias=None):
 
 def bilinear(input1, input2, weight, bias=None):
     """y[..., o] = input1 @ weight[o] @ input2 + bias[o], composed from matmul."""
+    dtypes = [input1.dtype, input2.dtype, weight.dtype] + ([bias.dtype] if bias is not None else [])
+    if any(d != dtypes[0] for d in dtypes):
+        from kiln._numeric_extra import _type_word
+
+        names = ["input1", "input2", "weight", "bias"]
+        listed = ", ".join(f"{n}: {_type_word(d)}" for n, d in zip(names, dtypes))
+        raise RuntimeError(f"All tensors must have the same dtype, got {listed}")
     if weight.dim() != 3:
         raise RuntimeError(f"bilinear(): weight must be 3-dimensional, but got {weight.dim()} dimensions")
     out_features, in1, in2 = weight.shape
