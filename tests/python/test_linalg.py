@@ -111,7 +111,10 @@ def test_gradients_of_mm_bmm_addmm_linear_match_torch():
 
 
 @pytest.mark.parametrize("a,b", [((2, 1, 3, 4), (3, 4, 5)), ((4,), (2, 4, 3)), ((2, 3, 4), (4,)), ((5, 3, 4), (1, 4, 2)),
-                                 ((2, 3, 4), (4, 5)), ((1, 2, 3), (2, 1, 3, 4))])
+                                 ((2, 3, 4), (4, 5)), ((1, 2, 3), (2, 1, 3, 4)),
+                                 # empty contractions and batches: the folded row count must not come from -1
+                                 ((2, 3, 0), (0, 5)), ((2, 3, 0), (0,)), ((0, 3, 0), (0, 2)), ((0, 3, 4), (4,)),
+                                 ((2, 0, 4), (4, 5)), ((2, 3, 0), (2, 0, 5))])
 def test_matmul_broadcasts_batch_dimensions_as_torch(a, b):
     rng = np.random.default_rng(len(a) * 10 + len(b))
     x, y = rng.standard_normal(a).astype(np.float32), rng.standard_normal(b).astype(np.float32)

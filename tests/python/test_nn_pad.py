@@ -52,3 +52,20 @@ def test_pad_errors():
     assert_same_error(lambda: KF.pad(k, (3, 3), mode="reflect"), lambda: TF.pad(t, (3, 3), mode="reflect"))
     assert_same_error(lambda: KF.pad(k, (4, 0), mode="circular"), lambda: TF.pad(t, (4, 0), mode="circular"))
     assert_same_error(lambda: KF.pad(k, (1, 1), mode="foo"), lambda: TF.pad(t, (1, 1), mode="foo"))
+
+
+EMPTY_CASES = [((2, 0, 3), (1, 1)), ((0, 2, 3), (1, 1)), ((2, 0, 3, 3), (1, 1, 1, 1)), ((2, 3, 0, 3), (1, 1, 1, 1)),
+               ((0, 3), (1, 1)), ((3, 0), (0, 0)), ((1, 2, 0, 3, 3), (1, 1, 1, 1, 1, 1)), ((0, 2, 3, 3), (1, 1, 1, 1))]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("shape,pad", EMPTY_CASES)
+def test_pad_of_empty_inputs_matches_torch(mode, shape, pad):
+    # reflect and replicate refuse an empty non-batch dim; only the batch dim may be 0.
+    k, t = kiln.ones(shape), torch.ones(shape)
+    try:
+        expected = TF.pad(t, pad, mode=mode)
+    except RuntimeError:
+        assert_same_error(lambda: KF.pad(k, pad, mode=mode), lambda: TF.pad(t, pad, mode=mode))
+        return
+    assert tuple(KF.pad(k, pad, mode=mode).shape) == tuple(expected.shape)

@@ -171,7 +171,9 @@ Tensor matmul(const Tensor& self, const Tensor& other) {
   if (da >= 3 && db <= 2) {
     // Fold the batch into rows: [..., m, k] @ [k, n] -> [(...m), k] @ [k, n] (mv for a 1-D right operand).
     const int64_t k = self.size(-1);
-    const Tensor folded = kiln::reshape(self, std::vector<int64_t>{-1, k});
+    // The row count is explicit: with k = 0, [-1, 0] would not say how many rows there are.
+    const int64_t rows = product(self.sizes().subspan(0, self.dim() - 1));
+    const Tensor folded = kiln::reshape(self, std::vector<int64_t>{rows, k});
     const Tensor flat = db == 2 ? kiln::mm(folded, other) : kiln::mv(folded, other);
     DimVector shape(self.sizes());
     if (db == 2) {

@@ -624,6 +624,14 @@ def _check_pad_dims(input, length: int) -> None:
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
 
 
+def _check_pad_nonempty(input, k: int) -> None:
+    """reflect and replicate need every dim but the batch dim non-empty (torch's check and words)."""
+    sizes = list(input.shape)
+    if 0 in (sizes[1:] if input.dim() == k + 2 else sizes):
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                           f"non-zero dimensions for input, but got: {sizes}")
+
+
 def _pad_by_index(input, pad: list, mode: str):
     """reflect / replicate / circular padding as one index_select per padded dim
     (exact in value and gradient: index_select's backward accumulates with index_add)."""
@@ -673,6 +681,8 @@ def pad(input, pad: list, mode: str = "constant", value: Optional[float] = None)
         if value is not None and value != 0:
             raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
         _check_pad_dims(input, len(pad))
+        if mode != "circular":
+            _check_pad_nonempty(input, len(pad) // 2)
         op = f"{_PAD_OPS[mode]}{len(pad) // 2}d"
         fn = native(op)
         if fn is not None:
