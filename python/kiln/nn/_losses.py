@@ -92,6 +92,11 @@ def nll_loss(input, target, weight=None, size_average: Optional[bool] = None, ig
     return reduce_sum(loss) / reduce_sum(weights)
 
 
+def _per_class(label_smoothing: float, classes: int) -> float:
+    """label_smoothing / classes with C++'s double division (torch's): zero classes give inf, not an exception."""
+    return label_smoothing / classes if classes else float("inf")
+
+
 def cross_entropy(input, target, weight=None, size_average: Optional[bool] = None, ignore_index: int = -100,
                   reduce: Optional[bool] = None, reduction: str = "mean", label_smoothing: float = 0.0):
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -113,7 +118,7 @@ def cross_entropy(input, target, weight=None, size_average: Optional[bool] = Non
         if tuple(target.shape) != tuple(input.shape):
             raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}")
         if label_smoothing > 0:
-            target = target * (1 - label_smoothing) + label_smoothing / classes
+            target = target * (1 - label_smoothing) + _per_class(label_smoothing, classes)
         terms = log_probs * target
         if weight is not None:
             terms = terms * weight.reshape(weight_shape)
@@ -136,7 +141,7 @@ def cross_entropy(input, target, weight=None, size_average: Optional[bool] = Non
             smooth = reduce_sum(smooth) / reduce_sum(kept)
     elif reduction == "sum":
         smooth = reduce_sum(smooth)
-    return nll * (1 - label_smoothing) + smooth * (label_smoothing / classes)
+    return nll * (1 - label_smoothing) + smooth * _per_class(label_smoothing, classes)
 
 
 def mse_loss(input, target, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
