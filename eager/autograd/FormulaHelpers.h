@@ -60,6 +60,14 @@ namespace kiln::autograd::formula {
   return kiln::mul(grad, kiln::conj_physical(kiln::mul(result, kiln::rsub(result, Scalar(1.0)))));
 }
 
+/// silu's gradient; for complex z, grad * conj(d/dz z sigmoid(z)) = grad * conj(s (1 + z (1 - s))), s = sigmoid(z).
+[[nodiscard]] inline Tensor silu_grad(const Tensor& grad, const Tensor& self) {
+  if (!is_complex(self.dtype())) return kiln::silu_backward(grad, self);
+  const Tensor s = kiln::sigmoid(self);
+  const Tensor slope = kiln::mul(s, kiln::add(kiln::mul(self, kiln::rsub(s, Scalar(1.0))), Scalar(1.0)));
+  return kiln::mul(grad, kiln::conj_physical(slope));
+}
+
 // The FFTs' gradients (eager/ops/fft.yaml), as PyTorch's: each is the adjoint transform.
 /// _fft_c2c: the transform in the other direction with the same normalization.
 [[nodiscard]] inline Tensor fft_c2c_backward(const Tensor& grad, IntArrayRef dim, int64_t normalization,

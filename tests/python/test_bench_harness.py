@@ -184,6 +184,8 @@ def test_add_rates_gives_each_side_gflops_and_fraction_of_peak():
     notes = harness.add_rates({"flops": 4e9, "fp32_peak_gflops": 8.0}, timings)
     assert notes["kiln_gflops"] == 4.0 and notes["torch_gflops"] == 2.0
     assert notes["kiln_fraction_of_peak"] == 0.5 and notes["torch_fraction_of_peak"] == 0.25
+    # at the best sample: 4 GFLOP in 0.5 s is 8 GFLOP/s, all of the peak
+    assert notes["kiln_best_fraction_of_peak"] == 1.0 and notes["torch_best_fraction_of_peak"] == 0.25
 
 
 def test_add_rates_leaves_notes_without_flops_alone():

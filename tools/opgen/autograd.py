@@ -33,7 +33,7 @@ IMPLEMENTED_HELPERS = {"sum_backward", "mean_backward", "amax_backward", "value_
                        "linalg_vector_norm_backward", "split_backward", "split_with_sizes_backward", "unbind_backward", "cat_tensors_backward",
                        "repeat_backward", "diagonal_backward", "take_backward", "masked_scatter_backward",
                        "repeat_interleave_backward", "pow_backward_exponent", "pow_backward", "pow_backward_self", "clamp_backward", "clamp_backward_min",
-                       "clamp_backward_max", "maybe_multiply", "zeros_like", "conj_if_complex", "sgn_backward", "tanh_grad", "sigmoid_grad", "fft_c2c_backward", "fft_r2c_backward", "fft_c2r_backward", "to", "reshape", "sum_to", "select_backward",
+                       "clamp_backward_max", "maybe_multiply", "zeros_like", "conj_if_complex", "sgn_backward", "tanh_grad", "sigmoid_grad", "silu_grad", "fft_c2c_backward", "fft_r2c_backward", "fft_c2r_backward", "to", "reshape", "sum_to", "select_backward",
                        "slice_backward", "permute_backwards", "negated", "sizes", "strides", "dtype", "device", "dim",
                        "numel", "gelu_double_backward", "mish_double_backward", "softplus_double_backward",
                        "elu_double_backward", "logit_double_backward", "as_strided_backward", "storage_offset",

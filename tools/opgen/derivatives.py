@@ -33,6 +33,7 @@ HELPERS = {
     "zeros_like": "autograd issue: zeros of the same shape, dtype and device",
     "tanh_grad": "tanh's gradient: the tanh_backward op for real results, grad * conj(1 - y^2) for complex ones",
     "sigmoid_grad": "sigmoid's gradient: the sigmoid_backward op for real results, grad * conj(y(1 - y)) for complex",
+    "silu_grad": "silu's gradient: the silu_backward op for real inputs, grad * conj(s(1 + z(1 - s))) for complex",
     "fft_c2c_backward": "_fft_c2c's gradient: the transform in the other direction, same normalization",
     "fft_r2c_backward": "_fft_r2c's gradient: zero-padded to the input length, inverse c2c, real part",
     "fft_c2r_backward": "_fft_c2r's gradient: onesided r2c with the mirrored entries doubled",

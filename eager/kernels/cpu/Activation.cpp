@@ -7,6 +7,7 @@
 
 #include "eager/core/Error.h"
 #include "eager/kernels/cpu/ActivationStubs.h"
+#include "eager/kernels/cpu/ComplexOps.h"
 #include "eager/kernels/cpu/UnaryOps.h"
 #include "kiln/generated/Functions.h"
 #include "kiln/generated/NativeFunctions.h"
@@ -103,7 +104,6 @@ Tensor threshold_into(ResultInto into, const Tensor& out, const Tensor& self, co
     return run_activation(op##_stub, #op, kernel_name, Accepts::Floating, into, out, self, args);          \
   }
 KILN_FLOATING_ACTIVATION_INTO_(gelu, "GeluKernelImpl")
-KILN_FLOATING_ACTIVATION_INTO_(silu, "silu_cpu")
 KILN_FLOATING_ACTIVATION_INTO_(mish, "mish_cpu")
 KILN_FLOATING_ACTIVATION_INTO_(softplus, "softplus_cpu")
 KILN_FLOATING_ACTIVATION_INTO_(leaky_relu, "leaky_relu_cpu")
@@ -111,6 +111,12 @@ KILN_FLOATING_ACTIVATION_INTO_(elu, "elu_cpu")
 KILN_FLOATING_ACTIVATION_INTO_(hardsigmoid, "hardsigmoid_cpu")
 KILN_FLOATING_ACTIVATION_INTO_(hardswish, "hardswish_cpu")
 #undef KILN_FLOATING_ACTIVATION_INTO_
+
+/// silu also takes complex tensors: z sigmoid(z) on std::complex (ComplexOps.cpp).
+Tensor silu_into(ResultInto into, const Tensor& out, const Tensor& self, const ActivationArgs& args) {
+  if (is_complex(self.dtype())) return complex_unary_into("silu", into, out, self);
+  return run_activation(silu_stub, "silu", "silu_cpu", Accepts::Floating, into, out, self, args);
+}
 
 ActivationArgs gelu_args(std::string_view approximate) { return {Scalar(), Scalar(), Scalar(), gelu_is_tanh(approximate)}; }
 

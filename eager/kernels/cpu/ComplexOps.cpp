@@ -91,6 +91,7 @@ ComplexFn<C> complex_function(std::string_view op) {
   if (op == "cosh") return [](C z) { return std::cosh(z); };
   if (op == "tanh") return [](C z) { return std::tanh(z); };
   if (op == "sigmoid") return [](C z) { return C(1) / (C(1) + std::exp(-z)); };
+  if (op == "silu") return [](C z) { return z / (C(1) + std::exp(-z)); };
   if (op == "square") return [](C z) { return z * z; };
   if (op == "exp2") return [](C z) { return std::exp(z * typename C::value_type(0.6931471805599453)); };
   if (op == "log2") return [](C z) { return std::log(z) / typename C::value_type(0.6931471805599453); };
