@@ -11,7 +11,8 @@ namespace kiln {
 DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b) {
   const size_t n = std::max(a.size(), b.size());
   DimVector out(n);
-  for (size_t i = 0; i < n; ++i) {
+  // From the last dim, as PyTorch's infer_size: with several mismatches the error names the last one.
+  for (size_t i = n; i-- > 0;) {
     const size_t from_end = n - 1 - i;
     const int64_t sa = from_end < a.size() ? a[a.size() - 1 - from_end] : 1;
     const int64_t sb = from_end < b.size() ? b[b.size() - 1 - from_end] : 1;

@@ -629,3 +629,51 @@ def test_functional_inplace_flag_writes_the_input_like_torch(name, args):
     tr = getattr(torch.nn.functional, name)(t, *args, inplace=True)
     assert kr is k and tr is t
     np.testing.assert_allclose(k.numpy(), t.numpy(), rtol=1e-6)
+
+
+CONV_TRANSPOSE_ERRORS = {
+    "2d output too small": lambda F, L: F.conv_transpose2d(L.ones(1, 2, 1, 1), L.ones(2, 3, 1, 2), padding=1),
+    "1d output too small": lambda F, L: F.conv_transpose1d(L.ones(1, 2, 3), L.ones(2, 3, 1), padding=2),
+    "1d weight below groups": lambda F, L: F.conv_transpose1d(L.ones(1, 4, 3), L.ones(0, 3, 1), groups=2),
+    "1d weight not divisible by groups": lambda F, L: F.conv_transpose1d(L.ones(1, 3, 3), L.ones(3, 3, 1), groups=2),
+    "2d weight not divisible by groups": lambda F, L: F.conv_transpose2d(L.ones(1, 3, 3, 3), L.ones(3, 3, 1, 1),
+                                                                       groups=2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONV_TRANSPOSE_ERRORS))
+def test_conv_transpose_errors(name):
+    assert_same_error(lambda: CONV_TRANSPOSE_ERRORS[name](KF, kiln), lambda: CONV_TRANSPOSE_ERRORS[name](TF, torch))
+
+
+COSINE_CASES = {
+    "ints are refused": (lambda L: L.tensor([[1, 2], [3, 4]]), lambda L: L.tensor([[1, 0], [0, 1]])),
+    "float with int": (lambda L: L.tensor([[1.0, 2.0]]), lambda L: L.tensor([[1, 0]])),
+    "shapes that do not broadcast": (lambda L: L.ones(2, 3), lambda L: L.ones(3, 2)),
+    "float16 keeps its precision": (lambda L: L.ones(2, 3, dtype=L.float16), lambda L: L.ones(2, 3)),
+    "broadcast along dim": (lambda L: L.arange(12.0).reshape(2, 3, 2), lambda L: L.ones(2, 1, 2)),
+    "a zero vector": (lambda L: L.zeros(2, 3), lambda L: L.ones(2, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COSINE_CASES))
+def test_cosine_similarity_matches_torch(name):
+    a, b = COSINE_CASES[name]
+    try:
+        want = TF.cosine_similarity(a(torch), b(torch))
+    except RuntimeError:
+        assert_same_error(lambda: KF.cosine_similarity(a(kiln), b(kiln)), lambda: TF.cosine_similarity(a(torch), b(torch)))
+        return
+    got = KF.cosine_similarity(a(kiln), b(kiln))
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.double().numpy(), want.double().numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.0, 4.0, float("inf")])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_normalize_accumulates_reduced_precision_in_float32(p, dtype):
+    # |0.064|^4 is a float16 subnormal: a norm accumulated in float16 comes out 0.1% short of torch's
+    x = [[0.064, 0.0], [0.5, -0.3], [1e-3, 2e-3]]
+    got = KF.normalize(kiln.tensor(x).to(getattr(kiln, dtype)), p=p, dim=-1)
+    want = TF.normalize(torch.tensor(x).to(getattr(torch, dtype)), p=p, dim=-1)
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())

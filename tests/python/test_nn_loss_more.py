@@ -61,6 +61,11 @@ ERRORS = [
     ("multi_margin_p", lambda L: L.nn.MultiMarginLoss(p=3)),
     ("gaussian_negative_var", lambda L: L.nn.functional.gaussian_nll_loss(L.ones(3), L.ones(3), -L.ones(3))),
     ("gaussian_var_size", lambda L: L.nn.functional.gaussian_nll_loss(L.ones(3, 4), L.ones(3, 4), L.ones(2))),
+    ("multi_margin_empty", lambda L: L.nn.functional.multi_margin_loss(L.ones(0, 0), L.zeros(0, dtype=L.int64))),
+    ("multi_margin_3d", lambda L: L.nn.functional.multi_margin_loss(L.ones(2, 3, 1), L.tensor([0, 1]))),
+    ("multi_margin_target_range", lambda L: L.nn.functional.multi_margin_loss(L.ones(2, 3), L.tensor([0, 3]))),
+    ("multi_margin_negative_target", lambda L: L.nn.functional.multi_margin_loss(L.ones(2, 3), L.tensor([0, -1]))),
+    ("multi_margin_target_size", lambda L: L.nn.functional.multi_margin_loss(L.ones(2, 3), L.tensor([0, 1, 2]))),
 ]
 
 

@@ -13,6 +13,7 @@
 #include "eager/kernels/ShapeOps.h"
 #include "eager/core/Warning.h"
 #include "eager/kernels/Resize.h"
+#include "eager/kernels/TypePromotion.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
 #include "kiln/generated/Functions.h"
@@ -173,20 +174,6 @@ void check_expandable(const Tensor& t, IntArrayRef target) {
                target[static_cast<size_t>(i)], ") must match the existing size (", size,
                ") at non-singleton dimension ", i, ".  Target sizes: ", target, ".  Tensor sizes: ", t.sizes());
   }
-}
-
-/// PyTorch's infer_size: the broadcast shape, or "The size of tensor a (3) must match ...".
-DimVector infer_size(IntArrayRef a, IntArrayRef b) {
-  const size_t ndim = std::max(a.size(), b.size());
-  DimVector out(ndim);
-  for (size_t i = 0; i < ndim; ++i) {
-    const int64_t sa = i < ndim - a.size() ? 1 : a[i - (ndim - a.size())];
-    const int64_t sb = i < ndim - b.size() ? 1 : b[i - (ndim - b.size())];
-    KILN_CHECK(sa == sb || sa == 1 || sb == 1, "The size of tensor a (", sa, ") must match the size of tensor b (", sb,
-               ") at non-singleton dimension ", i);
-    out[i] = sa == 1 ? sb : sa;
-  }
-  return out;
 }
 
 /// "normal expects all elements of std >= 0.0" unless every std is >= 0 (NaN is not).
@@ -368,7 +355,7 @@ Tensor bernoulli_p_cpu(const Tensor& self, double p, const std::optional<Generat
 Tensor normal_tensor_tensor_out_cpu(const Tensor& mean, const Tensor& std, const std::optional<Generator>& generator,
                                     const Tensor& out) {
   check_normal_std_tensor(std);
-  resize_output(out, infer_size(mean.sizes(), std.sizes()));
+  resize_output(out, broadcast_shapes(mean.sizes(), std.sizes()));
   normal_cpu_(out, 0.0, 1.0, generator);
   normal_affine(out, mean, std);
   return out;
@@ -377,7 +364,7 @@ Tensor normal_tensor_tensor_out_cpu(const Tensor& mean, const Tensor& std, const
 Tensor normal_tensor_float_out_cpu(const Tensor& mean, double std, const std::optional<Generator>& generator,
                                    const Tensor& out) {
   check_normal_std(std);
-  resize_output(out, infer_size(mean.sizes(), out.sizes()));  // PyTorch broadcasts mean with out here
+  resize_output(out, broadcast_shapes(mean.sizes(), out.sizes()));  // PyTorch broadcasts mean with out here
   normal_cpu_(out, 0.0, 1.0, generator);
   normal_affine(out, mean, wrapped_scalar_tensor(Scalar(std), out.device()));
   return out;

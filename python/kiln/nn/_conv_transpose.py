@@ -13,6 +13,17 @@ def _tuple(value, n):
     return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
 
 
+def _check_groups(weight, groups: int) -> None:
+    """torch's weight checks for groups, in its words (its divisibility message prints the size in two brackets)."""
+    shape = list(weight.shape)
+    if shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
+                           f"weight of size {shape} instead")
+    if groups and shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{shape}] instead")
+
+
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution: input (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out / groups, kH, kW)."""
     from kiln.nn._complex_conv import complex_conv, involves_complex
@@ -28,6 +39,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     output_padding, dilation = _tuple(output_padding, 2), _tuple(dilation, 2)
     if weight.dim() != 4:
         raise RuntimeError(f"weight should have 4 dimensions for a 2-D transposed convolution, got {weight.dim()}")
+    _check_groups(weight, groups)
     if x.shape[1] != weight.shape[0]:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input{list(x.shape)} to "
                            f"have {weight.shape[0]} channels, but got {x.shape[1]} channels instead")
@@ -42,6 +54,9 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     for i in range(2):
         size.append((x.shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (weight.shape[2 + i] - 1)
                     + output_padding[i] + 1)
+    if min(size[2:]) < 1:
+        raise RuntimeError(f"Given input size per channel: ({x.shape[2]} x {x.shape[3]}). Calculated output size per "
+                           f"channel: ({size[2]} x {size[3]}). Output size is too small")
     out = _C._functions._conv2d_backward_input(x, weight, size, list(stride), list(padding), list(dilation), groups)
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1)
@@ -55,6 +70,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            f"{list(input.shape)}")
     if weight.dim() != 3:
         raise RuntimeError(f"weight should have 3 dimensions for a 1-D transposed convolution, got {weight.dim()}")
+    _check_groups(weight, groups)  # before the 2-D form, so the message shows the 3-D weight
     out = conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _tuple(stride, 1)[0]),
                            (0, _tuple(padding, 1)[0]), (0, _tuple(output_padding, 1)[0]), groups,
                            (1, _tuple(dilation, 1)[0]))

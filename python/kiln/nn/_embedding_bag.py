@@ -12,6 +12,20 @@ def _f():
     return _C._functions
 
 
+def _check_offsets(starts, n: int) -> None:
+    """torch's offsets checks: they start at 0, never decrease, and end within the input."""
+    if starts.numel() == 0:
+        return
+    first, last = int(starts[0]), int(starts[-1])
+    if first != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
+                           f"position 0. However, got {first}\n[ kiln.LongTensor{{}} ]")  # torch prints the 0-d tensor
+    if last > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of {last}")
+    if starts.numel() > 1 and bool((starts[1:] < starts[:-1]).any()):
+        raise RuntimeError(f"embedding_bag: offsets must not decrease, but got {starts.tolist()}")
+
+
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float = 2, scale_grad_by_freq: bool = False,
                   mode: str = "mean", sparse: bool = False, per_sample_weights=None,
                   include_last_offset: bool = False, padding_idx=None):
@@ -53,15 +67,19 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
             raise RuntimeError(f"Index {position} of input takes value {int(index[position])} which is not in the "
                                f"valid range [0, {num})")
     starts = offsets.to(_C.int64)
+    _check_offsets(starts, n)
     bags = starts.numel() - 1 if include_last_offset else starts.numel()
     if include_last_offset:
         starts = starts[:-1]
     if bags == 0 or n == 0:
-        return kiln.zeros(bags, dim, dtype=weight.dtype)
+        # zeros that still hang off weight, so a backward pass reaches it (with zero gradients), as torch's
+        return weight.narrow(0, 0, 0).sum(0).unsqueeze(0).expand(bags, dim).contiguous()
     positions = kiln.arange(n)
     bag_of = kiln.searchsorted(starts, positions, right=True) - 1
     valid = bag_of >= 0
     if include_last_offset:
+        # The last bag ends at offsets[-1], as torch's float32 path (and its documentation) has it; torch's
+        # float64 path runs the last bag to the end of the input instead. They agree when offsets[-1] == n.
         valid = valid & (positions < int(offsets[-1]))
     if padding_idx is not None:
         valid = valid & (index != (padding_idx % num))

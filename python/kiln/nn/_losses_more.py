@@ -121,12 +121,29 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
+def _check_multi_margin(input, target) -> None:
+    """torch's multi_margin_loss checks and words: a non-empty vector or [batch, classes] matrix, one target per
+    sample, each a class index."""
+    nd, shape = input.dim(), list(input.shape)
+    if not ((nd == 2 and shape[1] != 0) or (nd == 1 and shape[0] != 0) or nd == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: {shape}")
+    batch = shape[0] if nd == 2 else 1
+    classes = shape[-1] if nd else 1
+    if target.dim() > 1 or target.numel() != batch:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{batch}], but got {list(target.shape)}. "
+                           f"Input has shape {shape}.")
+    if target.numel() and not bool(((target >= 0) & (target < classes)).all()):
+        raise RuntimeError("target out of range")
+
+
 def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None, size_average=None, reduce=None,
                       reduction: str = "mean"):
     """sum over i != y of max(0, margin - x[y] + x[i])^p / C, per sample (y the target class)."""
     kiln = _f()
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    _check_multi_margin(input, target)
     x = input if input.dim() == 2 else input.reshape(1, -1)
     y = target.reshape(-1, 1)
     picked = x.gather(1, y)

@@ -25,6 +25,7 @@ from numbers import Number
 from typing import Optional
 
 from kiln import _C
+from kiln._comparison import scalar_type_name
 from kiln.autograd.grad_mode import no_grad
 from kiln.nn._ops import detached_amax, native, ops, reduce_mean, reduce_sum
 from kiln.nn._losses import (  # noqa: F401  (re-exported: F.cross_entropy and friends)
@@ -498,15 +499,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def _norm(input, p: float, dim, keepdim: bool):
-    if input.dtype.is_complex:
-        input = _call("abs", input)  # the norm of complex values is that of their magnitudes
-    if p == 2:
-        return _call("sqrt", reduce_sum(input * input, dim, keepdim))
-    if p == 1:
-        return reduce_sum(_call("abs", input), dim, keepdim)
-    if p == math.inf:
-        return _call("amax", _call("abs", input), dim, keepdim)
-    return reduce_sum(_call("abs", input) ** p, dim, keepdim) ** (1.0 / p)
+    """The p-norm over dim, as torch's Tensor.norm: linalg_vector_norm, which accumulates float16 and bfloat16 in
+    float32, takes complex values by magnitude and has torch's gradient at a zero vector (0, not nan)."""
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return _C._functions.linalg_vector_norm(input, float(p), dims, keepdim)
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
@@ -523,10 +519,24 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-06, keepdim: bool 
 
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-08):
-    dot = reduce_sum(x1 * x2, dim, False)
-    n1 = _call("sqrt", reduce_sum(x1 * x1, dim, False))
-    n2 = _call("sqrt", reduce_sum(x2 * x2, dim, False))
-    return dot / (n1 * n2).clamp_min(eps)
+    """As torch's: the operands broadcast first (a size-1 dim of x2 along `dim` counts once per element of
+    x1's), each is divided by its own norm clamped to eps (the clamp outside autograd), then summed."""
+    from kiln import result_type
+
+    common = result_type(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{scalar_type_name(common)}")
+    # Only integer and bool operands are cast (the norms need floats); a float16 one keeps its precision.
+    x1, x2 = (x if x.dtype.is_floating_point else x.to(common) for x in (x1, x2))
+    x1, x2 = _C._functions.broadcast_tensors([x1, x2])
+    # clones: the in-place clamp must not touch the norms their own backward saved
+    n1 = _C._functions.linalg_vector_norm(x1, 2, [dim], True).clone()
+    n2 = _C._functions.linalg_vector_norm(x2, 2, [dim], True).clone()
+    with no_grad():
+        n1.clamp_min_(eps)
+        n2.clamp_min_(eps)
+    return reduce_sum((x1 / n1) * (x2 / n2), dim, False)
 
 
 # --- convolution and pooling --------------------------------------------------------------------
