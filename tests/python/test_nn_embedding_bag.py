@@ -70,6 +70,8 @@ ERRORS = [
     ("no_offsets", lambda L: L.nn.functional.embedding_bag(L.tensor([1, 2]), L.ones(7, 3))),
     ("3d_input", lambda L: L.nn.functional.embedding_bag(L.ones(2, 2, 2, dtype=L.int64), L.ones(7, 3))),
     ("first_offset_not_0", lambda L: L.nn.functional.embedding_bag(L.tensor([0, 1, 2]), L.ones(5, 2), L.tensor([1]))),
+    ("include_last_offset_without_offsets", lambda L: L.nn.functional.embedding_bag(
+        L.tensor([0, 1]), L.ones(5, 2), L.tensor([], dtype=L.int64), include_last_offset=True)),
     ("last_offset_past_input", lambda L: L.nn.functional.embedding_bag(L.tensor([0, 1, 2]), L.ones(5, 2),
                                                                       L.tensor([0, 4]))),
     ("last_offset_past_input_include_last", lambda L: L.nn.functional.embedding_bag(

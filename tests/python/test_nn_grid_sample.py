@@ -242,3 +242,24 @@ def test_affine_grid_errors(case):
     kt = kiln.zeros(*theta_shape, dtype=getattr(kiln, dtype))
     tt = torch.zeros(*theta_shape, dtype=getattr(torch, dtype))
     assert_same_error(lambda: KF.affine_grid(kt, size, False), lambda: TF.affine_grid(tt, size, False))
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_grid_sample_of_an_empty_batch(mode):
+    kx, tx = kiln.ones(0, 2, 3, 3), torch.ones(0, 2, 3, 3)
+    kg, tg = kiln.zeros(0, 4, 1, 2), torch.zeros(0, 4, 1, 2)
+    got = kiln.nn.functional.grid_sample(kx, kg, mode=mode, align_corners=True)
+    want = torch.nn.functional.grid_sample(tx, tg, mode=mode, align_corners=True)
+    assert tuple(got.shape) == tuple(want.shape)
+
+
+def test_affine_grid_with_a_unit_size_and_align_corners_skips_the_size_check_as_torch():
+    # torch warns about the unit-size grid and then (elif) never checks the other sizes
+    theta = [[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]] * 3
+    with pytest.warns(UserWarning, match="unit-size grids"):
+        got = kiln.nn.functional.affine_grid(kiln.tensor(theta), [3, 0, 1, 3], align_corners=True)
+    with pytest.warns(UserWarning):
+        want = torch.nn.functional.affine_grid(torch.tensor(theta), [3, 0, 1, 3], align_corners=True)
+    np.testing.assert_allclose(got.numpy(), want.numpy())
+    with pytest.raises(ValueError, match="Expected non-zero, positive output size"):
+        kiln.nn.functional.affine_grid(kiln.tensor(theta), [3, 0, 2, 3], align_corners=True)

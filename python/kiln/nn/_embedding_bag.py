@@ -67,6 +67,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
             raise RuntimeError(f"Index {position} of input takes value {int(index[position])} which is not in the "
                                f"valid range [0, {num})")
     starts = offsets.to(_C.int64)
+    if include_last_offset and starts.numel() < 1:
+        raise RuntimeError("include_last_offset: number of offset should be at least 1")
     _check_offsets(starts, n)
     bags = starts.numel() - 1 if include_last_offset else starts.numel()
     if include_last_offset:

@@ -85,7 +85,7 @@ def affine_grid(theta, size, align_corners=None):
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
                       "align_corners=True. This is not an intended use case of affine_grid. See the documentation "
                       "of affine_grid for details.", stacklevel=2)
-    if min(size) <= 0:
+    elif min(size) <= 0:  # torch skips this check when it warns about a unit-size grid
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     n = size[0]
     if theta.shape[0] != n:
@@ -193,7 +193,8 @@ def _gather(flat, coords: list, sizes: list):
         stride *= size
     index = index.to(_C.int64)
     out_shape = tuple(coords[0].shape[1:])
-    index = index.reshape(n, 1, -1).expand(n, c, index[0].numel())
+    points = int(np.prod(out_shape))  # explicit: with n = 0, -1 would not say how many
+    index = index.reshape(n, 1, points).expand(n, c, points)
     values = flat.gather(2, index).reshape(n, c, *out_shape)
     inside = inside.unsqueeze(1)
     return _f().where(inside, values, _f().zeros_like(values)), inside
