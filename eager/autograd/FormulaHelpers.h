@@ -607,7 +607,9 @@ template <typename Dims>
   const double c = correction ? correction->to_double() : 1.0;
   const Tensor g = detail::restore_reduced_dims(grad, self.sizes(), d, keepdim);
   const Tensor mean = d.empty() ? kiln::mean(self) : kiln::mean(self, IntArrayRef(d), true);
-  return kiln::mul(kiln::mul(g, kiln::sub(self, mean)), 2.0 / std::max(0.0, static_cast<double>(count) - c));
+  // PyTorch's 2 / (N - correction), unclamped: a correction past N gives a negative factor (and -0 gradients at
+  // a single element), one equal to N gives inf (nan gradients), as torch's.
+  return kiln::mul(kiln::mul(g, kiln::sub(self, mean)), 2.0 / (static_cast<double>(count) - c));
 }
 
 /// Gradient of aminmax: amax_backward of the min's and of the max's gradient, summed.

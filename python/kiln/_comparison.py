@@ -41,8 +41,11 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     floating = input.dtype.is_floating_point or input.dtype.is_complex
     if equal_nan and floating:
         close = close | (_C._functions.isnan(input) & _C._functions.isnan(other))
-    if (rtol == 0 and atol == 0) or input.dtype == _C.bool:
+    if rtol == 0 and atol == 0:
         return close
+    if input.dtype == _C.bool:  # torch measures booleans' distance in the default float dtype
+        input, other = input.to(_C.get_default_dtype()), other.to(_C.get_default_dtype())
+        floating = True
     allowed = _C._functions.abs(other * rtol) + atol
     actual = _C._functions.abs(input - other)
     if floating:

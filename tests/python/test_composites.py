@@ -349,3 +349,12 @@ def test_resize_matches_torch():
     assert tuple(k.resize_(4, 5).shape) == (4, 5)
     assert_same_failure(raised(lambda: kiln.ones(2).resize_(-1)), raised(lambda: torch.ones(2).resize_(-1)),
                         message=False)
+
+
+@pytest.mark.parametrize("tolerances", [dict(rtol=0.5, atol=1), {}, dict(rtol=1.0, atol=0), dict(rtol=0, atol=0.99)])
+def test_isclose_of_booleans_measures_distance_as_torch(tolerances):
+    # torch casts booleans to the default float dtype, so a wide enough tolerance calls False close to True
+    a, b = [[True], [False], [False]], [[True], [True], [False]]
+    got = kiln.isclose(kiln.tensor(a), kiln.tensor(b), **tolerances)
+    want = torch.isclose(torch.tensor(a), torch.tensor(b), **tolerances)
+    assert got.tolist() == want.tolist()

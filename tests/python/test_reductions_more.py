@@ -6,6 +6,7 @@ every reduction (dtype rules, resizing, errors). Values, gradients, errors."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -272,3 +273,23 @@ def test_out_forms_match_torch(name, out_dtype, out_shape):
 def test_out_resize_warns_like_torch():
     with pytest.warns(UserWarning, match="resized"):
         kiln.sum(kiln.ones(3, 4), 0, out=kiln.zeros(5))
+
+
+@pytest.mark.parametrize("correction", [0, 1, 2, 3])
+@pytest.mark.parametrize("op", ["var", "std", "var_mean"])
+def test_variance_gradients_with_a_correction_at_or_past_the_count(op, correction):
+    # torch's 2 / (N - correction) is not clamped: past N the factor turns negative, at N it is infinite
+    values = [[2.0], [1.0]]
+    k = kiln.tensor(values, dtype=kiln.float64, requires_grad=True)
+    t = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+
+    def run(lib, x):
+        out = lib.var_mean(x, dim=0, correction=correction)[0] if op == "var_mean" else getattr(x, op)(
+            dim=0, correction=correction)
+        return out.sum()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (kg,) = kiln.autograd.grad(run(kiln, k), [k])
+        (tg,) = torch.autograd.grad(run(torch, t), [t])
+    np.testing.assert_array_equal(kg.numpy(), tg.numpy())
