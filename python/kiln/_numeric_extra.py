@@ -279,43 +279,17 @@ def _check_mode_out(out, input):
 
 def mode(input, dim=-1, keepdim=False, *, out=None):
     """torch.mode: the most frequent value along ``dim`` (the smallest of equally frequent ones)
-    and an index where it occurs. The index is its last occurrence, which is what torch's CPU
-    kernel returns for dims of up to 16 elements; beyond that torch's (unstable std::sort) index
-    is some occurrence, so there the two may pick different occurrences of the same value.
-    NaNs sort last and each counts once (torch's result with NaNs follows its sort's comparisons
-    against NaN and is not reproduced)."""
-    kiln = _kiln()
+    and an index where it occurs, the same index torch's CPU kernel reports (the _mode op runs
+    its std::sort; Note [mode's index] in eager/kernels/cpu/Mode.cpp, which also says how rows
+    with NaN differ)."""
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise TypeError(f"mode(): argument 'dim' must be int, not {type(dim).__name__}")
     d = _wrap_dim(dim, input.dim())
     if out is not None:
         _check_mode_out(out, input)
-    if input.dim() == 0:
-        values, indices = input.clone(), kiln.zeros((), dtype=kiln.int64)
-    else:
-        n = input.shape[d]
-        if n == 0:
-            raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
-        x = input.movedim(d, -1)
-        if x.numel() == 0:
-            index = kiln.zeros(tuple(x.shape[:-1]) + (1,), dtype=kiln.int64)
-        else:
-            with kiln.no_grad():
-                ordered, order = kiln.sort(x, dim=-1, stable=True)
-                new_run = kiln.cat([kiln.ones(tuple(x.shape[:-1]) + (1,), dtype=kiln.bool),
-                                    ordered[..., 1:] != ordered[..., :-1]], -1)
-                position = kiln.arange(n, dtype=kiln.int64).expand(x.shape)
-                run_start = kiln.cummax(kiln.where(new_run, position, kiln.zeros_like(position)), -1).values
-                # The first place the running count reaches its maximum ends the smallest most frequent value's run.
-                end = (position - run_start + 1).argmax(-1, keepdim=True)
-                index = order.gather(-1, end)
-        shape = list(input.shape)
-        shape[d] = 1
-        if not keepdim:
-            del shape[d]
-        # Contiguous results, as torch's.
-        values = x.gather(-1, index).squeeze(-1).contiguous().reshape(shape)
-        indices = index.squeeze(-1).contiguous().reshape(shape)
+    if input.dim() and input.shape[d] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    values, indices = _C._functions._mode(input, d, keepdim)
     if out is not None:
         _C._functions._copy_to_out(values, out[0])
         _C._functions._copy_to_out(indices, out[1])
