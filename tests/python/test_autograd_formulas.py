@@ -344,6 +344,8 @@ SORTING = {
     "sort and topk": (["sort.stable", "topk"], [(3, 5)],
                       lambda L, a: [a.sort(1)[0], L.sort(a, dim=0, descending=True, stable=True)[0], a.topk(2)[0],
                                     a.topk(2, 0, largest=False)[0]]),
+    # distinct values: every count is 1, so the mode is the smallest value and a small step keeps it so
+    "mode": (["_mode"], [(3, 5)], lambda L, a: [L.mode(a, 1)[0], a.mode(0, keepdim=True)[0]]),
 }
 
 def _inplace_writes(L, x, z):
