@@ -1,4 +1,5 @@
-"""Randomly drawn cases of the neural-network and product ops against torch.
+"""Randomly drawn cases of the neural-network and product ops against torch
+(the Draw and the runner: random_cases.py).
 
 Each (op, seed) pair draws its own shapes (zero sizes included), dtype,
 contiguity and arguments from a seeded generator, runs kiln and torch on the
@@ -9,54 +10,13 @@ nll_loss backward that read past an empty gradient, and unfold's block count
 for a window wider than its input).
 """
 
-import warnings
-
-import numpy as np
 import pytest
 import torch
-import torch.nn.functional as TF
 
 import kiln
-import kiln.nn.functional as KF
+from random_cases import Draw, check_gradients, run_case
 
 SEEDS = range(6)
-TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "bfloat16": 4e-2, "float16": 5e-3}
-
-
-class Draw:
-    """One case's random choices: sizes, dtype, layout, and the operands made from them."""
-
-    def __init__(self, seed: int, name: str, dtypes=("float64", "float64", "float32"), grads=True):
-        self.rng = np.random.default_rng([seed, sum(map(ord, name))])
-        sizes = self.rng.integers(0, 4, 4)
-        if self.rng.random() < 0.75:
-            sizes = sizes + 1  # most cases non-empty, a quarter may have an empty dim
-        self.B, self.C, self.H, self.W = (int(s) for s in sizes)
-        self.dtype = str(self.rng.choice(list(dtypes)))
-        self.grads = grads
-        self.noncontiguous = bool(self.rng.integers(0, 2))
-        self.tol = TOLERANCE[self.dtype]
-
-    def int(self, low: int, high: int) -> int:
-        return int(self.rng.integers(low, high))
-
-    def tensor(self, *shape, grad=True, dtype=None, noncontiguous=None):
-        """A (kiln, torch) pair with equal values; noncontiguous ones are transposed copies."""
-        dtype = dtype or self.dtype
-        values = torch.tensor(self.rng.standard_normal(shape)).to(getattr(torch, dtype))
-        k = kiln.from_numpy(values.double().numpy()).to(getattr(kiln, dtype))
-        t = values
-        if (self.noncontiguous if noncontiguous is None else noncontiguous) and t.dim() >= 2:
-            t = t.transpose(0, -1).contiguous().transpose(0, -1)
-            k = k.transpose(0, -1).contiguous().transpose(0, -1)
-        if grad and self.grads:
-            k.requires_grad_()
-            t.requires_grad_()
-        return k, t
-
-    def index(self, *shape, high: int):
-        values = self.rng.integers(0, max(high, 1), size=shape)
-        return kiln.from_numpy(values.copy()), torch.from_numpy(values.copy())
 
 
 # Every random choice is drawn before the lambdas, which run twice (torch, then kiln).
@@ -236,55 +196,13 @@ GROUPS = [_norms, _losses, _attention, _convolutions, _shapes, _products, _more_
 NAMES = [(group, name) for group in GROUPS for name in group(Draw(0, ""))]
 
 
-def _as_numpy(x):
-    return x.detach().double().numpy()
-
-
-def _compare(name, got, want, tol):
-    got = got if isinstance(got, tuple) else (got,)
-    want = want if isinstance(want, tuple) else (want,)
-    for k, t in zip(got, want):
-        assert str(k.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], f"{name}: dtype {k.dtype} vs {t.dtype}"
-        np.testing.assert_allclose(_as_numpy(k), _as_numpy(t), rtol=tol, atol=tol, err_msg=name)
-
-
-def _run(d, group, name):
-    """Runs one drawn case on both sides; returns (kiln result, torch result, operands), or None where both raised."""
-    fn, operands = group(d)[name]
-    ks, ts = [k for k, _ in operands], [t for _, t in operands]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            want = fn(torch, TF, *ts)
-        except Exception as error:  # torch refuses these operands: kiln must too, with the same type
-            with pytest.raises(type(error)):
-                fn(kiln, KF, *ks)
-            return None
-        got = fn(kiln, KF, *ks)
-    _compare(name, got, want, d.tol)
-    return got, want, operands
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("group,name", NAMES, ids=[name for _, name in NAMES])
 def test_random_case_matches_torch(group, name, seed):
     d = Draw(seed, name)
-    ran = _run(d, group, name)
-    if ran is None:
-        return
-    got, want, operands = ran
-    ks, ts = [k for k, _ in operands], [t for _, t in operands]
-    if not (isinstance(want, torch.Tensor) and want.requires_grad):
-        return
-    seed_grad = d.rng.standard_normal(tuple(want.shape))
-    t_inputs = [t for t in ts if t.requires_grad]
-    k_inputs = [k for k in ks if k.requires_grad]
-    t_grads = torch.autograd.grad(want, t_inputs, torch.tensor(seed_grad).to(want.dtype), allow_unused=True)
-    k_grads = kiln.autograd.grad(got, k_inputs, kiln.tensor(seed_grad).to(got.dtype), allow_unused=True)
-    for i, (kg, tg) in enumerate(zip(k_grads, t_grads)):
-        assert (kg is None) == (tg is None), f"{name}: gradient {i} is None on one side only"
-        if kg is not None:
-            _compare(f"{name} gradient {i}", kg, tg, d.tol * 10)
+    ran = run_case(d, group, name)
+    if ran is not None:
+        check_gradients(d, name, ran)
 
 
 # torch refuses these in float16 and bfloat16 ("not implemented for 'Half'"); kiln computes them in float32.
@@ -295,4 +213,4 @@ REDUCED_NAMES = [(group, name) for group, name in NAMES if name not in ("cdist",
 @pytest.mark.parametrize("group,name", REDUCED_NAMES, ids=[name for _, name in REDUCED_NAMES])
 def test_random_case_in_reduced_precision_matches_torch(group, name, seed):
     """The same draws in float16 and bfloat16, forward only (torch computes these in float32 too)."""
-    _run(Draw(seed, name, dtypes=("float16", "bfloat16"), grads=False), group, name)
+    run_case(Draw(seed, name, dtypes=("float16", "bfloat16"), grads=False), group, name)
