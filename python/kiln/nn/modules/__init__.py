@@ -39,6 +39,7 @@ from kiln.nn.modules.transformer import (
 from kiln.nn.modules.conv_transpose3d import ConvTranspose3d
 from kiln.nn.modules.fractional_pool import FractionalMaxPool2d, FractionalMaxPool3d
 from kiln.nn.modules.loss_extra import NLLLoss2d, TripletMarginWithDistanceLoss
+from kiln.nn.modules.linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions
 from kiln.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
 from kiln.nn.modules.cross_map_lrn import CrossMapLRN2d
 from kiln.nn.modules.legacy_container import Container
