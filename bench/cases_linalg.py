@@ -1,4 +1,5 @@
-"""Matrix products: sgemm at square sizes 64..2048 and at the seed MLP's shapes,
+"""Matrix products: sgemm at square sizes 64..2048, at the seed MLP's shapes and at
+GPT-small's linear layers,
 kiln (OpenBLAS) against torch (MKL) in one run. The JSON notes carry each side's
 GFLOP/s and its fraction of the machine's FP32 peak, measured in the same run
 (kiln._C._fp32_peak_gflops: fused multiply-adds at the widest vector width, on
@@ -14,6 +15,8 @@ from harness import Case
 
 SQUARE = (64, 128, 256, 512, 1024, 2048)
 MLP = ((64, 784, 128), (64, 128, 10), (784, 64, 128))  # (m, k, n): forward and a weight gradient
+# GPT-small's linear layers over 512 tokens: attention projections, MLP up and down.
+GPT_SMALL = ((512, 768, 768), (512, 768, 3072), (512, 3072, 768))
 
 
 def _gemm_case(m: int, k: int, n: int) -> Case:
@@ -41,4 +44,4 @@ def _gemm_case(m: int, k: int, n: int) -> Case:
 
 
 def cases() -> list[Case]:
-    return [_gemm_case(s, s, s) for s in SQUARE] + [_gemm_case(*shape) for shape in MLP]
+    return [_gemm_case(s, s, s) for s in SQUARE] + [_gemm_case(*shape) for shape in MLP + GPT_SMALL]
