@@ -54,6 +54,7 @@ from kiln.nn._nn_more import (  # noqa: F401  (re-exported)
 )
 from kiln.nn._embedding_bag import embedding_bag  # noqa: F401  (re-exported)
 from kiln.nn._linear_cross_entropy import linear_cross_entropy  # noqa: F401  (re-exported)
+from kiln.nn._grouped_mm import grouped_mm  # noqa: F401  (re-exported)
 from kiln.nn._losses_more import (  # noqa: F401  (re-exported)
     cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss, margin_ranking_loss, multi_margin_loss,
     multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss, triplet_margin_loss,
