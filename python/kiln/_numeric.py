@@ -85,8 +85,15 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 def _cross(input, other, dim):
     import kiln
 
+    from kiln._comparison import scalar_type_name
+
     if input.dim() != other.dim():
-        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if input.dtype != other.dtype:  # torch's kernel takes one dtype, it does not promote
+        raise RuntimeError(f"expected scalar type {scalar_type_name(input.dtype)} but found "
+                           f"{scalar_type_name(other.dtype)}")
+    if input.dtype == kiln.bool:
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
     a, b = kiln.broadcast_tensors(input, other)
     if a.shape[dim] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[dim]} and "

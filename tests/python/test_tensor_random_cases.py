@@ -115,6 +115,7 @@ def _pointwise(d):
         "round to decimals": (lambda L, F, x: L.round(x, decimals=1), [d.tensor(d.B, d.C)]),
         "heaviside": (lambda L, F, x, y: L.heaviside(x, y), [d.tensor(d.B, d.C, grad=False), d.tensor(d.C, grad=False)]),
         "sort stable": (lambda L, F, x: L.sort(x, dim=-1, descending=True, stable=True), [d.tensor(d.B, d.C)]),
+        "linalg.cross": (lambda L, F, x, y: L.linalg.cross(x, y), [d.tensor(d.B, 3), d.tensor(d.B, 3)]),
     }
 
 
