@@ -270,6 +270,13 @@ def test_batch_norm_group_norm_errors():
                       lambda: TF.batch_norm(torch.ones(1, 3), None, None, training=True))
 
 
+@pytest.mark.parametrize("shape,groups", [((1, 1, 1, 1), 1), ((1, 2, 1), 2), ((2, 2, 1), 4), ((1, 2), 2)])
+def test_group_norm_of_one_value_per_group_is_refused_as_torch(shape, groups):
+    # torch's _verify_batch_size over [N * C // G, G, *spatial], before the divisibility check
+    assert_same_error(lambda: kiln.nn.functional.group_norm(kiln.ones(shape), groups),
+                      lambda: TF.group_norm(torch.ones(shape), groups))
+
+
 def test_norm_backward_ops_check_their_inputs():
     # The backward ops index grad_out and the saved statistics: mismatched sizes raise, never read out of bounds.
     k, _ = pair((4, 3, 5))

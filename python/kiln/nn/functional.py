@@ -444,6 +444,10 @@ def _finfo_eps(dtype) -> float:
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-05):
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    # torch's _verify_batch_size over [N * C // G, G, *spatial]: a group of one value cannot be normalized
+    grouped_size = [input.shape[0] * input.shape[1] // num_groups, num_groups] + list(input.shape[2:])
+    if math.prod(grouped_size[:1] + grouped_size[2:]) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {grouped_size}")
     channels = input.shape[1]
     if channels % num_groups != 0:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input "
