@@ -287,9 +287,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
     d = _wrap_dim(dim, input.dim())
     if out is not None:
         _check_mode_out(out, input)
-    if input.dim() and input.shape[d] == 0:
-        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
-    values, indices = _C._functions._mode(input, d, keepdim)
+    values, indices = _C._functions._mode(input, d, keepdim)  # it raises torch's IndexError for an empty dim
     if out is not None:
         _C._functions._copy_to_out(values, out[0])
         _C._functions._copy_to_out(indices, out[1])

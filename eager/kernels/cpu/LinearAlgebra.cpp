@@ -1,5 +1,6 @@
 // mm, bmm, addmm, dot, mv, and the composites outer, matmul, linear, baddbmm
-// and addbmm. Dtype errors are worded as PyTorch's, which differ per op. More products: LinalgProducts.cpp; out= forms: LinalgOut.cpp.
+// and addbmm. Dtype errors are worded as PyTorch's, which differ per op.
+// More products: LinalgProducts.cpp; out= forms: LinalgOut.cpp.
 #include <sstream>
 
 #include "eager/core/Error.h"
@@ -24,10 +25,10 @@ std::string shape_text(const Tensor& t) {
   return os.str();
 }
 
-void check_dtypes(const Tensor& a, const Tensor& b, const char* op) {
-  KILN_CHECK(a.dtype() == b.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
-             typemeta_name(a.dtype()), " != ", typemeta_name(b.dtype()));
-  KILN_CHECK_NOT_IMPLEMENTED(a.dtype() != DType::Bool, "\"", op, "\" not implemented for 'Bool'");
+/// The BLAS-backed products take no bool operands. Each op checks its operands share a dtype first, in its own
+/// words, so one operand's dtype stands for both.
+void check_not_bool(const Tensor& t, const char* op) {
+  KILN_CHECK_NOT_IMPLEMENTED(t.dtype() != DType::Bool, "\"", op, "\" not implemented for 'Bool'");
 }
 
 }  // namespace
@@ -50,7 +51,9 @@ Tensor mm_cpu(const Tensor& self, const Tensor& mat2) {
   KILN_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
   KILN_CHECK(self.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", shape_text(self), " and ",
              shape_text(mat2), ")");
-  check_dtypes(self, mat2, "addmm_impl_cpu_");
+  KILN_CHECK(self.dtype() == mat2.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
+             typemeta_name(self.dtype()), " != ", typemeta_name(mat2.dtype()));
+  check_not_bool(self, "addmm_impl_cpu_");
   Tensor out = self.size(1) == 0 ? zeros({self.size(0), mat2.size(1)}, self.dtype())
                                  : empty({self.size(0), mat2.size(1)}, self.dtype());
   gemm_into(self, mat2, out, Scalar(int64_t{1}), Scalar(int64_t{0}));
@@ -64,7 +67,7 @@ Tensor bmm_cpu(const Tensor& self, const Tensor& mat2) {
              self.size(0), ", ", self.size(2), "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
   KILN_CHECK(self.dtype() == mat2.dtype(), "expected scalar type ", scalar_type_name(self.dtype()), " but found ",
              scalar_type_name(mat2.dtype()));
-  check_dtypes(self, mat2, "bmm");
+  check_not_bool(self, "bmm");
   const int64_t b = self.size(0), m = self.size(1), n = mat2.size(2), k = self.size(2);
   // beta = 0: gemm_into writes every element (k = 0 included) without reading it, so no zero fill.
   Tensor out = empty({b, m, n}, self.dtype());
@@ -94,7 +97,7 @@ Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, con
   KILN_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (", shape_text(mat1), " and ",
              shape_text(mat2), ")");
   check_addmm_dtypes(self, mat1, mat2);
-  check_dtypes(mat1, mat2, "addmm_impl_cpu_");
+  check_not_bool(mat1, "addmm_impl_cpu_");
   const int64_t m = mat1.size(0), n = mat2.size(1);
   const std::vector<int64_t> shape{m, n};
   // out starts as beta * self broadcast to [m, n] (beta == 0 ignores self, nan included).
@@ -142,7 +145,7 @@ Tensor mv_cpu(const Tensor& self, const Tensor& vec) {
   KILN_CHECK(self.size(1) == vec.size(0), "size mismatch, got input (", self.size(0), "), mat (", self.size(0), "x",
              self.size(1), "), vec (", vec.size(0), ")");
   check_addmv_dtypes(vec, self, vec);  // PyTorch's mv makes its result from vec, so that comes first
-  check_dtypes(self, vec, "addmv_impl_cpu");
+  check_not_bool(self, "addmv_impl_cpu");
   Tensor out = zeros({self.size(0), 1}, self.dtype());
   gemm_into(self, as_strided_impl(vec, std::vector<int64_t>{vec.size(0), 1}, std::vector<int64_t>{vec.stride(0), 1},
                                   vec.storage_offset()),

@@ -12,8 +12,8 @@
 // contains NaN is the exception: PyTorch's comparator is then not a strict weak
 // order (undefined behaviour for std::sort), so kiln sorts such rows with NaN
 // above every number instead, each NaN its own run, and its index there may
-// differ from PyTorch's. python/kiln/_numeric_extra.py (kiln.mode) does the
-// argument checks and the out= forms.
+// differ from PyTorch's. python/kiln/_numeric_extra.py (kiln.mode) checks dim's
+// type and the out= tensors and writes them.
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -85,9 +85,8 @@ std::tuple<Tensor, Tensor> _mode_cpu(const Tensor& self, int64_t dim, bool keepd
   const int64_t d = wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   const Tensor rows = self.dim() == 0 ? self.reshape(std::vector<int64_t>{1, 1})
                                       : kiln::movedim(self, d, -1).contiguous();
-  const int64_t n = rows.size(-1);
-  KILN_CHECK_INDEX(n > 0 || rows.numel() == 0 || self.dim() == 0, "mode(): Expected reduction dim ", d,
-                   " to have non-zero size.");
+  const int64_t n = rows.size(-1);  // 1 for a 0-d self
+  KILN_CHECK_INDEX(n > 0, "mode(): Expected reduction dim ", d, " to have non-zero size.");
   std::vector<int64_t> out_sizes;
   for (int64_t i = 0; i < self.dim(); ++i) {
     if (i != d) {
@@ -100,7 +99,6 @@ std::tuple<Tensor, Tensor> _mode_cpu(const Tensor& self, int64_t dim, bool keepd
   Tensor indices = empty(out_sizes, DType::Int64);
   const int64_t count = values.numel();
   if (count == 0) return {values, indices};
-  KILN_CHECK_INDEX(n > 0, "mode(): Expected reduction dim ", d, " to have non-zero size.");
   visit_dtype(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* in = rows.data_ptr<T>();

@@ -14,6 +14,7 @@ conv2d's, narrow's, pad's and permute's.
 from __future__ import annotations
 
 from kiln import _C
+from kiln.nn._conv_checks import check_weight_groups
 from kiln.nn._ops import ops
 
 
@@ -58,12 +59,7 @@ def _check_conv3d(input, weight, bias, stride, pads, dilation, groups) -> None:
     if weight.dim() != input.dim():
         raise RuntimeError(f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional weight {w}, "
                            f"but got {input.dim()}-dimensional input of size {list(input.shape)} instead")
-    if w[0] < groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
-                           f"weight of size {w} instead")
-    if w[0] % groups != 0:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
-                           f"got weight of size [{w}] instead")
+    check_weight_groups(weight, groups)
     if input.shape[1] != w[1] * groups:
         raise RuntimeError(f"Given groups={groups}, weight of size {w}, expected input{list(input.shape)} to have "
                            f"{w[1] * groups} channels, but got {input.shape[1]} channels instead")

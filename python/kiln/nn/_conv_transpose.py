@@ -7,21 +7,11 @@ gradient of one for the weight). Re-exported by kiln.nn.functional."""
 from __future__ import annotations
 
 from kiln import _C
+from kiln.nn._conv_checks import check_weight_groups
 
 
 def _tuple(value, n):
     return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
-
-
-def _check_groups(weight, groups: int) -> None:
-    """torch's weight checks for groups, in its words (its divisibility message prints the size in two brackets)."""
-    shape = list(weight.shape)
-    if shape[0] < groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
-                           f"weight of size {shape} instead")
-    if groups and shape[0] % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
-                           f"got weight of size [{shape}] instead")
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
@@ -39,7 +29,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     output_padding, dilation = _tuple(output_padding, 2), _tuple(dilation, 2)
     if weight.dim() != 4:
         raise RuntimeError(f"weight should have 4 dimensions for a 2-D transposed convolution, got {weight.dim()}")
-    _check_groups(weight, groups)
+    check_weight_groups(weight, groups)
     if x.shape[1] != weight.shape[0]:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input{list(x.shape)} to "
                            f"have {weight.shape[0]} channels, but got {x.shape[1]} channels instead")
@@ -70,7 +60,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            f"{list(input.shape)}")
     if weight.dim() != 3:
         raise RuntimeError(f"weight should have 3 dimensions for a 1-D transposed convolution, got {weight.dim()}")
-    _check_groups(weight, groups)  # before the 2-D form, so the message shows the 3-D weight
+    check_weight_groups(weight, groups)  # before the 2-D form, so the message shows the 3-D weight
     out = conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _tuple(stride, 1)[0]),
                            (0, _tuple(padding, 1)[0]), (0, _tuple(output_padding, 1)[0]), groups,
                            (1, _tuple(dilation, 1)[0]))

@@ -537,8 +537,8 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-08):
     x1, x2 = (x if x.dtype.is_floating_point else x.to(common) for x in (x1, x2))
     x1, x2 = _C._functions.broadcast_tensors([x1, x2])
     # clones: the in-place clamp must not touch the norms their own backward saved
-    n1 = _C._functions.linalg_vector_norm(x1, 2, [dim], True).clone()
-    n2 = _C._functions.linalg_vector_norm(x2, 2, [dim], True).clone()
+    n1 = _norm(x1, 2, dim, True).clone()
+    n2 = _norm(x2, 2, dim, True).clone()
     with no_grad():
         n1.clamp_min_(eps)
         n2.clamp_min_(eps)
