@@ -60,3 +60,8 @@ def matrix_power(A, n, *, out=None):
     if out is None:
         return result
     return _C._functions._copy_to_out(result, out)
+
+
+def ger(input, vec2, *, out=None):
+    """torch.ger: the outer product (kiln.outer)."""
+    return _C._functions.outer(input, vec2, out=out) if out is not None else _C._functions.outer(input, vec2)

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from kiln import _C, _indexing
+from kiln import _C, _indexing, autograd
 from kiln._tensor_str import format_tensor
 
 
@@ -126,8 +126,6 @@ class Tensor(_C.TensorBase):
     # --- autograd ---
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulates the gradient of this tensor w.r.t. the graph leaves into their ``.grad``."""
-        from kiln import autograd
-
         autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def register_hook(self, hook):

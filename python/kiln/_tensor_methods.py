@@ -149,10 +149,3 @@ def put_(self, index, source, accumulate=False):
 def put(self, index, source, accumulate=False):
     """put_ on a copy of ``self``."""
     return put_(self.clone(), index, source, accumulate)
-
-
-def install(tensor_class) -> None:
-    for fn in (unfold, sum_to_size, cumsum_, cumprod_, is_nonzero, is_same_size, is_signed, get_device, is_pinned,
-               pin_memory, index_copy_, index_copy, put_, put):
-        if not hasattr(tensor_class, fn.__name__):
-            setattr(tensor_class, fn.__name__, fn)
