@@ -17,6 +17,7 @@ def _require_tensor(value, function, argument="input", position=1):
         raise TypeError(f"{function}(): argument '{argument}' (position {position}) must be Tensor, not "
                         f"{type(value).__name__}")
 
+
 def _require_bool(value, function, argument, position=None):
     """torch's argument parser's TypeError for a non-bool."""
     if not isinstance(value, bool_):

@@ -16,10 +16,12 @@ import threading
 import warnings
 
 from kiln import _C
-from kiln._arguments import _require_bool, bool_
+from kiln._arguments import _require_bool
 from kiln._conversion import _DTYPES_BY_TYPE_NAME
 from kiln._version import __version__
 from kiln.autograd import grad_mode
+
+bool_ = builtins.bool
 
 
 def show_config(print_out: bool = True) -> str:
@@ -48,6 +50,7 @@ _STATE = {
     "warn_always": False, "anomaly_check_nan": True, "interop_threads": None, "default_device": None,
 }
 
+
 def set_float32_matmul_precision(precision):
     """torch.set_float32_matmul_precision: 'highest', 'high' or 'medium' (anything else
     warns and changes nothing, as torch does). kiln records it; its matmuls are unaffected."""
@@ -59,9 +62,11 @@ def set_float32_matmul_precision(precision):
         return
     _STATE["matmul_precision"] = precision
 
+
 def get_float32_matmul_precision():
     """torch.get_float32_matmul_precision: the precision last set ('highest' by default)."""
     return _STATE["matmul_precision"]
+
 
 def use_deterministic_algorithms(mode, *, warn_only=False):
     """torch.use_deterministic_algorithms: records the mode. kiln's kernels are all
@@ -71,13 +76,16 @@ def use_deterministic_algorithms(mode, *, warn_only=False):
     _STATE["deterministic"] = mode
     _STATE["deterministic_warn_only"] = warn_only
 
+
 def are_deterministic_algorithms_enabled():
     """torch.are_deterministic_algorithms_enabled."""
     return _STATE["deterministic"]
 
+
 def is_deterministic_algorithms_warn_only_enabled():
     """torch.is_deterministic_algorithms_warn_only_enabled."""
     return _STATE["deterministic_warn_only"]
+
 
 def set_deterministic_debug_mode(debug_mode):
     """torch.set_deterministic_debug_mode: 0/'default' (off), 1/'warn', 2/'error'."""
@@ -93,11 +101,13 @@ def set_deterministic_debug_mode(debug_mode):
         raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}")
     use_deterministic_algorithms(debug_mode != 0, warn_only=debug_mode == 1)
 
+
 def get_deterministic_debug_mode():
     """torch.get_deterministic_debug_mode: 0, 1 (warn only) or 2."""
     if not _STATE["deterministic"]:
         return 0
     return 1 if _STATE["deterministic_warn_only"] else 2
+
 
 def set_warn_always(b):
     """torch.set_warn_always: when True, kiln's warn-once warnings (frombuffer's, asarray's)
@@ -106,13 +116,16 @@ def set_warn_always(b):
         raise RuntimeError(f"setWarnOnlyOnce expects a bool, but got {type(b).__name__}")
     _STATE["warn_always"] = b
 
+
 def is_warn_always_enabled():
     """torch.is_warn_always_enabled."""
     return _STATE["warn_always"]
 
+
 def is_anomaly_enabled():
     """torch.is_anomaly_enabled: kiln.autograd's anomaly mode."""
     return _C.is_anomaly_enabled()
+
 
 def set_anomaly_enabled(enabled, check_nan=True):
     """torch.set_anomaly_enabled: turns kiln.autograd's anomaly mode on or off. kiln's
@@ -123,10 +136,12 @@ def set_anomaly_enabled(enabled, check_nan=True):
     _C._set_anomaly_enabled(enabled)
     _STATE["anomaly_check_nan"] = check_nan
 
+
 def is_anomaly_check_nan_enabled():
     """torch.is_anomaly_check_nan_enabled: the check_nan last given to set_anomaly_enabled
     (True by default; kiln.autograd.detect_anomaly's check_nan is not recorded)."""
     return _STATE["anomaly_check_nan"]
+
 
 def get_num_interop_threads():
     """torch.get_num_interop_threads: kiln has no separate inter-op pool; this is the
@@ -134,14 +149,17 @@ def get_num_interop_threads():
     value = _STATE["interop_threads"]
     return value if value is not None else _C.get_num_threads()
 
+
 def set_num_interop_threads(num):
     """torch.set_num_interop_threads: recorded (kiln runs ops on one inter-op thread)."""
     if not isinstance(num, builtins.int) or isinstance(num, bool_) or num <= 0:
         raise RuntimeError("set_num_interop_threads expects a positive integer")
     _STATE["interop_threads"] = num
 
+
 def init_num_threads():
     """torch.init_num_threads: nothing to initialise in kiln."""
+
 
 def set_flush_denormal(mode):
     """torch.set_flush_denormal: kiln cannot set the CPU's denormal mode, so this returns
@@ -150,17 +168,21 @@ def set_flush_denormal(mode):
         raise RuntimeError(f"flush_denormal expects a bool, but got {type(mode).__name__}")
     return False
 
+
 def compiled_with_cxx11_abi():
     """torch.compiled_with_cxx11_abi: kiln is built with the C++11 ABI."""
     return True
+
 
 def is_vulkan_available():
     """torch.is_vulkan_available: kiln has no Vulkan backend."""
     return False
 
+
 def get_default_device():
     """torch.get_default_device: where factories put tensors (always the CPU in kiln)."""
     return _C.device("cpu")
+
 
 def set_default_device(device):
     """torch.set_default_device: kiln's factories honour only the CPU, so None and 'cpu'
@@ -173,6 +195,7 @@ def set_default_device(device):
         raise NotImplementedError(f"kiln.set_default_device({device!r}): kiln's factories can only default to the "
                                   "CPU; pass device= to each factory instead")
     _STATE["default_device"] = parsed
+
 
 def set_default_tensor_type(t):
     """torch.set_default_tensor_type (deprecated): 'kiln.FloatTensor' / 'kiln.DoubleTensor'
@@ -194,12 +217,15 @@ def set_default_tensor_type(t):
         raise TypeError("only floating-point types are supported as the default type")
     _C.set_default_dtype(dtype)
 
+
 _INFERENCE = threading.local()
+
 
 def _inference_stack():
     if not hasattr(_INFERENCE, "stack"):
         _INFERENCE.stack = []
     return _INFERENCE.stack
+
 
 def _track_inference_mode(cls) -> None:
     """Wraps kiln.inference_mode's enter/exit to record the modes in force (kiln's
@@ -220,6 +246,7 @@ def _track_inference_mode(cls) -> None:
         return leave(self, *exc)
 
     cls.__enter__, cls.__exit__, cls._kiln_records_mode = __enter__, __exit__, True
+
 
 def is_inference_mode_enabled():
     """torch.is_inference_mode_enabled: whether the innermost kiln.inference_mode in

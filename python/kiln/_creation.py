@@ -14,11 +14,11 @@ import warnings
 import numpy as np
 
 from kiln import _C
-from kiln._arguments import _require_tensor, _write_out, bool_
+from kiln._arguments import _require_tensor, _write_out
 from kiln._comparison import scalar_type_name
 from kiln._config import is_warn_always_enabled
 
-int_, float_ = builtins.int, builtins.float
+bool_, int_, float_ = builtins.bool, builtins.int, builtins.float
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
@@ -28,6 +28,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
 
 _WARNED = set()
 
+
 def _warn_once(key, message, stacklevel=3):
     """A UserWarning shown once per process (every time under kiln.set_warn_always(True))."""
     if key in _WARNED and not is_warn_always_enabled():
@@ -35,11 +36,13 @@ def _warn_once(key, message, stacklevel=3):
     _WARNED.add(key)
     warnings.warn(message, UserWarning, stacklevel=stacklevel)
 
+
 def _same_device(tensor, device) -> bool_:
     if device is None:
         return True
     wanted = _C.device(device) if isinstance(device, (str, _C.device)) else _C.device("cuda", device)
     return wanted.type == tensor.device.type and (wanted.index is None or wanted.index == tensor.device.index)
+
 
 def as_tensor(data, dtype=None, device=None):
     """torch.as_tensor: ``data`` itself when it is a kiln tensor of that dtype and device,
@@ -52,6 +55,7 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, np.ndarray):
         return as_tensor(_C.from_numpy(data), dtype, device)
     return tensor(data, dtype=dtype, device=device)
+
 
 def _asarray_tensor(tensor, dtype, device, copy, requires_grad):
     """asarray's rules for a tensor: alias when possible and allowed, else copy."""
@@ -77,6 +81,7 @@ def _asarray_tensor(tensor, dtype, device, copy, requires_grad):
         tensor.requires_grad_(requires_grad)  # torch changes the flag of the tensor it returns
     return tensor
 
+
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
     """torch.asarray: ``obj`` as a tensor, sharing memory where it can (tensors, numpy
     arrays, DLPack capsules' owners, buffer-protocol objects read as ``dtype`` or the
@@ -100,6 +105,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
         result.requires_grad_(True)
     return result
 
+
 def _has_buffer(obj) -> bool_:
     try:
         memoryview(obj).release()
@@ -107,11 +113,13 @@ def _has_buffer(obj) -> bool_:
         return False
     return True
 
+
 _NUMPY_DTYPES = {
     _C.float32: np.float32, _C.float64: np.float64, _C.float16: np.float16, _C.bfloat16: np.int16,
     _C.int8: np.int8, _C.int16: np.int16, _C.int32: np.int32, _C.int64: np.int64, _C.uint8: np.uint8,
     _C.bool: np.bool_,
 }
+
 
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     """torch.frombuffer: a 1-D tensor over ``count`` elements of ``buffer`` from byte
@@ -152,8 +160,10 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
         result.requires_grad_(True)
     return result
 
+
 def _python_number(value):
     return value.item() if isinstance(value, _C.TensorBase) else value
+
 
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
     """torch.scalar_tensor: a 0-d tensor holding ``s``, of the default dtype unless told."""
@@ -162,6 +172,7 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None, r
     if requires_grad:
         result.requires_grad_(True)
     return result
+
 
 def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,  # noqa: A001
           requires_grad=False):
@@ -190,6 +201,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
         result.requires_grad_(True)
     return _write_out(result, out)
 
+
 def fill(input, value):
     """torch.fill: a copy of ``input`` with every element ``value`` (a number or a 0-d
     tensor); gradient flows to a tensor ``value`` (and zero to ``input``)."""
@@ -201,6 +213,7 @@ def fill(input, value):
                                "dimensions.")
         return result.copy_(value.expand(input.shape))
     return result.fill_(value)
+
 
 def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
                    pin_memory=False):

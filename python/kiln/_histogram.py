@@ -48,10 +48,12 @@ def _outer_edges(points, range):
             low[d], high[d] = low[d] - 0.5, high[d] + 0.5
     return low, high
 
+
 def _check_bin_counts(counts):
     for d, count in enumerate(counts):
         if count <= 0:
             raise RuntimeError(f"kiln.histogram(): bins must be > 0, but got {count} for dimension {d}")
+
 
 def _edges_from_counts(points, counts, range, check_counts):
     """Equal-width edges; histogram checks the counts first, histogramdd only once binning."""
@@ -61,6 +63,7 @@ def _edges_from_counts(points, counts, range, check_counts):
     if len(counts) != points.shape[1]:
         raise RuntimeError("histogramdd: The size of bins must be equal to the innermost dimension of the input.")
     return [_F.linspace(low[d], high[d], counts[d] + 1, dtype=points.dtype) for d in builtins.range(len(counts))]
+
 
 def _check_inputs(points, edges, weight, shape):
     """torch's histogramdd_check_inputs, on the (M, N) points of an input of this shape and its weight."""
@@ -88,6 +91,7 @@ def _check_inputs(points, edges, weight, shape):
             raise RuntimeError(f"kiln.histogramdd: if weight tensor is provided it should have the same shape as the "
                                f"input tensor excluding its innermost dimension, but got input with shape "
                                f"{list(shape)} and weight with shape {list(weight.shape)}")
+
 
 def _bin_points(points, edges, weight, density):
     """The (K_0-1, ..., K_{N-1}-1) histogram of the (M, N) points: each coordinate lands in the
@@ -121,12 +125,14 @@ def _bin_points(points, edges, weight, density):
             hist = hist / e.diff().reshape(shape)
     return hist
 
+
 def _bins_type_error(op, input, bins, extra):
     got = ", ".join([type(input).__name__, type(bins).__name__] + [f"{k}={type(v).__name__}" for k, v in extra])
     return TypeError(f"{op}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
                      f" * (Tensor input, Tensor bins, *, Tensor weight = None, bool density = False, tuple of Tensors "
                      f"out = None)\n * (Tensor input, int bins = 100, *, tuple of floats range = None, Tensor weight = "
                      f"None, bool density = False, tuple of Tensors out = None)\n")
+
 
 def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
     """torch.histogram: the histogram of the flattened ``input`` over ``bins`` equal-width bins
@@ -157,6 +163,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
         _C._functions._copy_to_out(bin_edges, edges_out)
         return _RESULT_TYPES["histogram_out"](hist_out, edges_out)
     return _RESULT_TYPES["histogram"](hist, bin_edges)
+
 
 def histogramdd(input, bins, range=None, weight=None, density=False):
     """torch.histogramdd: the N-dimensional histogram of the points in ``input``'s last dim (all

@@ -110,6 +110,7 @@ def unravel_index(indices, shape):
         rest = _F.div(rest, size, rounding_mode="floor") if size else rest
     return tuple(reversed(coordinates))
 
+
 def fill_diagonal_(self, fill_value, wrap=False):
     """Fills the main diagonal (all dims equal past 2-D; a tall 2-D matrix restarts it every n + 1 rows with wrap)."""
     if self.dim() < 2:
@@ -126,10 +127,12 @@ def fill_diagonal_(self, fill_value, wrap=False):
     self[index] = fill_value
     return self
 
+
 def _check_slice_size(src, view):
     if tuple(src.shape) != tuple(view.shape):
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
                            f"slice size = {list(view.shape)}")
+
 
 def _scatter_into(input, src, pick):
     result = input.clone()
@@ -138,13 +141,16 @@ def _scatter_into(input, src, pick):
     view.copy_(src)
     return result
 
+
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     """A copy of input with the diagonal (offset, dim1, dim2) replaced by src."""
     return _scatter_into(input, src, lambda t: _C._functions.diagonal(t, offset, dim1, dim2))
 
+
 def select_scatter(input, src, dim, index):
     """A copy of input with input.select(dim, index) replaced by src."""
     return _scatter_into(input, src, lambda t: t.select(dim, index))
+
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """A copy of input with input[..., start:end:step, ...] (along dim) replaced by src."""

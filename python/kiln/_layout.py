@@ -7,7 +7,8 @@ from __future__ import annotations
 import builtins
 
 from kiln import _C
-from kiln._arguments import bool_
+
+bool_ = builtins.bool
 
 
 class layout:
@@ -24,13 +25,17 @@ class layout:
     def __reduce__(self):
         return self._name
 
+
 strided = layout("strided")
+
 
 def _false_flag(name):
     return property(lambda self: False, doc=f"Tensor.{name}: False (kiln has no such tensors).")
 
+
 _BACKEND_FLAGS = ("is_meta", "is_sparse", "is_sparse_csr", "is_quantized", "is_mkldnn", "is_nested", "is_xpu",
                   "is_ipu", "is_mps", "is_mtia", "is_maia", "is_vulkan", "is_xla")
+
 
 def _contiguous_in_order(sizes, strides, order) -> bool_:
     """Whether the dims in ``order`` (outermost first) are densely packed, size-1 dims free."""
@@ -42,6 +47,7 @@ def _contiguous_in_order(sizes, strides, order) -> bool_:
             expected *= sizes[dim]
     return True
 
+
 def _is_contiguous_as(sizes, strides, memory_format) -> bool_:
     ndim = len(sizes)
     if memory_format == _C.contiguous_format:
@@ -50,6 +56,7 @@ def _is_contiguous_as(sizes, strides, memory_format) -> bool_:
     if wanted is None or ndim != wanted:
         return False
     return _contiguous_in_order(sizes, strides, [0, *builtins.range(2, ndim), 1])
+
 
 def _stride_order(sizes, strides, check=False):
     """The logical-to-physical permutation (dims sorted outermost, largest stride, first;
@@ -84,6 +91,7 @@ def _stride_order(sizes, strides, check=False):
                 break
     ambiguous = check and any(outer(a, b) != -1 for a, b in zip(order, order[1:]))
     return list(reversed(order)), ambiguous
+
 
 def dim_order(self, *, ambiguity_check=False):
     """Tensor.dim_order: the dims from outermost to innermost in memory. With

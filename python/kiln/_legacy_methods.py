@@ -11,11 +11,10 @@ import operator
 import numpy as np
 
 from kiln import _C, cuda as _cuda
-from kiln._arguments import bool_
 from kiln._creation import _NUMPY_DTYPES, tensor
 from kiln._messages import _options_text
 
-int_, float_ = builtins.int, builtins.float
+bool_, int_, float_ = builtins.bool, builtins.int, builtins.float
 
 
 def new(self, *args, device=None):
@@ -41,6 +40,7 @@ def new(self, *args, device=None):
                             f"\"type must be tuple of ints,but got {type(value).__name__}\"")
     return _C._functions.empty([operator.index(s) for s in size], dtype=self.dtype, device=device)
 
+
 def resize_as_(self, the_template, *, memory_format=None):
     """Tensor.resize_as_: ``self.resize_(the_template.shape)``."""
     if self.requires_grad:
@@ -48,6 +48,7 @@ def resize_as_(self, the_template, *, memory_format=None):
     if memory_format is None:
         return self.resize_(the_template.shape)
     return self.resize_(the_template.shape, memory_format=memory_format)
+
 
 def _element(value, dtype):
     """A callable's result as a ``dtype`` element, with torch's type and overflow checks."""
@@ -66,6 +67,7 @@ def _element(value, dtype):
         raise RuntimeError(f"value cannot be converted to type {str(dtype).removeprefix('kiln.')} without overflow")
     return whole % (int_(info.max) + 1) if info.min == 0 else whole
 
+
 def _map_in_place(self, name, others, fn):
     """self[i] = fn(self[i], *(other[i] ...)) for every element, on the CPU."""
     if self.device.type != "cpu":
@@ -78,18 +80,22 @@ def _map_in_place(self, name, others, fn):
         self.copy_(tensor(values, dtype=self.dtype).reshape(self.shape))
     return self
 
+
 def _check_same_type(self, name, tensor, argument):
     if tensor.dtype != self.dtype:
         raise TypeError(f"{name}: expected {self.type()} for {argument} (got {tensor.type()})")
     return tensor.expand(self.shape)
 
+
 def apply_(self, callable):  # noqa: A002 - torch's name
     """Tensor.apply_: replaces each element ``x`` with ``callable(x)`` (CPU only, slow)."""
     return _map_in_place(self, "apply_", [], callable)
 
+
 def map_(self, tensor, callable):  # noqa: A002 - torch's name
     """Tensor.map_: ``self[i] = callable(self[i], tensor[i])``, ``tensor`` broadcast to ``self``."""
     return _map_in_place(self, "map_", [_check_same_type(self, "map_", tensor, "'other'")], callable)
+
 
 def map2_(self, x, y, callable):  # noqa: A002 - torch's name
     """Tensor.map2_: ``self[i] = callable(self[i], x[i], y[i])``, ``x`` and ``y`` broadcast."""
@@ -97,18 +103,22 @@ def map2_(self, x, y, callable):  # noqa: A002 - torch's name
     y = _check_same_type(self, "map2_", y, "argument 'y'")
     return _map_in_place(self, "map2_", [x, y], callable)
 
+
 def share_memory_(self):
     """Tensor.share_memory_: kiln cannot move tensors into inter-process shared memory,
     so this does nothing and returns ``self`` (is_shared stays False)."""
     return self
 
+
 def is_shared(self):
     """Tensor.is_shared: False (kiln has no inter-process shared memory)."""
     return False
 
+
 def const_data_ptr(self):
     """Tensor.const_data_ptr: the address of the first element, as data_ptr."""
     return self.data_ptr()
+
 
 def cuda(self, device=None, non_blocking=False, memory_format=_C.preserve_format):
     """Tensor.cuda: ``self`` on a CUDA device, when kiln.cuda.is_available(); otherwise

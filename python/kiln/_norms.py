@@ -29,6 +29,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
 
 def _spectral_norm(A, ord, dim, keepdim):
     """ord 2 / -2 (largest / smallest singular value) or 'nuc' (their sum) over the two dims `dim`."""
+    # Imported here, not at the top: kiln.linalg imports this module (its norm, vector_norm and
+    # matrix_norm live here), so a module-level import of kiln.linalg would be a loop.
     from kiln.linalg._decompositions import svdvals
 
     d0, d1 = (d % A.dim() for d in dim)
@@ -120,6 +122,7 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     factor = _F.where(norm > maxnorm, maxnorm / (norm + 1e-7), _F.ones_like(norm))
     result = input * factor
     return result if out is None else _C._functions._copy_to_out(result, out)
+
 
 def renorm_(self, p, dim, maxnorm):
     return self.copy_(renorm(self, p, dim, maxnorm))

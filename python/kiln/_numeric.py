@@ -222,11 +222,14 @@ def _trapz_type_error(y, x, dx):
     return TypeError(f"trapz() received an invalid combination of arguments - got ({got}), but expected one of:\n"
                      f" * (Tensor y, *, float dx = 1, int dim = -1)\n * (Tensor y, Tensor x, *, int dim = -1)\n")
 
+
 def _slice_along(t, dim, start, stop):
     return t[(slice(None),) * dim + (slice(start, stop),)]
 
+
 def _empty_integral(y, dim):
     return _F.zeros(tuple(s for i, s in enumerate(y.shape) if i != dim), dtype=y.dtype)
+
 
 def _trapezoid_x(y, x, dim):
     """torch's trapezoid(y, x, dim): x 1-D (one point per sample) or broadcasting against y."""
@@ -247,6 +250,7 @@ def _trapezoid_x(y, x, dim):
     n = y.shape[dim]
     return ((y.narrow(dim, 0, n - 1) + y.narrow(dim, 1, n - 1)) * dx).sum(dim) / 2.0
 
+
 def _trapezoid_dx(y, dx, dim):
     """torch's trapezoid(y, dx, dim) for a real scalar spacing."""
     dim = _wrap_dim(dim, y.dim(), wrap_scalar=False)
@@ -255,6 +259,7 @@ def _trapezoid_dx(y, dx, dim):
     if y.dtype == _C.bool:
         raise RuntimeError("trapezoid: received a bool input for `y`, but bool is not supported")
     return (y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5) * float(dx)
+
 
 def trapz(y, x=None, *, dx=None, dim=-1):
     """torch.trapz, trapezoid's legacy alias: trapz(y, x, *, dim=-1) with sample points x, or
@@ -266,8 +271,10 @@ def trapz(y, x=None, *, dx=None, dim=-1):
         return _trapezoid_x(y, x, dim)
     return _trapezoid_dx(y, 1.0 if dx is None else dx, dim)
 
+
 def _is_number(value):
     return isinstance(value, (int, float)) or (isinstance(value, _C.TensorBase) and value.dim() == 0)
+
 
 def _gradient_arguments(input, spacing, dim):
     """(dims, spacing list, coordinates?) from gradient's overloads, with torch's argument checks."""
@@ -290,6 +297,7 @@ def _gradient_arguments(input, spacing, dim):
                         f"not {type(spacing).__name__}")
     dims = None if dim is None else [dim] if isinstance(dim, int) else list(dim)
     return dims, spacing_list
+
 
 def _check_gradient(input, spacing_size, dims, edge_order):
     """torch's pre_check_gradient."""
@@ -316,6 +324,7 @@ def _check_gradient(input, spacing_size, dims, edge_order):
             raise RuntimeError("kiln.gradient expected each dimension size to be at least edge_order+1")
     return checked
 
+
 def _gradient_uniform(f, d, h, edge_order):
     """One dim of torch's gradient for a scalar spacing h (central differences inside)."""
     center = (_slice_along(f, d, 2, None) - _slice_along(f, d, 0, -2)) / h
@@ -327,6 +336,7 @@ def _gradient_uniform(f, d, h, edge_order):
         last = (_slice_along(f, d, -3, -2) * 0.5 + _slice_along(f, d, -2, -1) * -2
                 + _slice_along(f, d, -1, None) * 1.5) / h
     return _F.cat([first, center / 2, last], d)
+
 
 def _gradient_coordinates(f, d, coordinates, edge_order):
     """One dim of torch's gradient for sample coordinates along it (non-uniform differences)."""
@@ -354,6 +364,7 @@ def _gradient_coordinates(f, d, coordinates, edge_order):
                 - (g1 + g2) / (g1 * g2) * _slice_along(f, d, -2, -1)
                 + (2 * g1 + g2) / (g1 * (g1 + g2)) * _slice_along(f, d, -1, None))
     return _F.cat([first, center, last], d)
+
 
 def gradient(input, *, spacing=1, dim=None, edge_order=1):
     """torch.gradient: the derivative estimate along each of ``dim`` (default every dim) by

@@ -12,16 +12,19 @@ def is_nonzero(input):
     _require_tensor(input, "is_nonzero")
     return input.is_nonzero()
 
+
 def is_same_size(input, other):
     """torch.is_same_size."""
     _require_tensor(input, "is_same_size")
     _require_tensor(other, "is_same_size", "other", 2)
     return input.is_same_size(other)
 
+
 def is_signed(input):
     """torch.is_signed: whether ``input``'s dtype is signed."""
     _require_tensor(input, "is_signed")
     return input.is_signed()
+
 
 def is_inference(input):
     """torch.is_inference: kiln has no inference tensors (its inference_mode is
@@ -41,14 +44,17 @@ def typename(obj):
         module, name = type(obj).__module__ or "", type(obj).__qualname__
     return name if module in ("", "builtins") else f"{module}.{name}"
 
+
 def get_device(input):
     """torch.get_device: -1 for a CPU tensor, else its CUDA index."""
     _require_tensor(input, "get_device")
     return input.get_device()
 
+
 def is_storage(obj):
     """torch.is_storage: False (kiln has no storage objects)."""
     return False
+
 
 def is_distributed(input):
     """torch.is_distributed: False (kiln has no distributed tensors)."""

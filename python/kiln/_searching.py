@@ -20,6 +20,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
         kwargs["out"] = out
     return _C._functions.searchsorted(boundaries, input, **kwargs)
 
+
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each element of ``elements`` occurs in ``test_elements`` (either may be a scalar)."""
     if not isinstance(elements, _C.TensorBase) and not isinstance(test_elements, _C.TensorBase):

@@ -18,6 +18,7 @@ _REDUCTIONS = {"sum": "sum", "mean": "mean", "max": "max", "amax": "max", "min":
 _DIM_CHECK = ("Expected data.dim() >= {}.dim() to be true, but got false.  (Could this error message be improved?  "
               "If so, please report an enhancement request to PyTorch.)")
 
+
 def _segment_offsets(data, axis, lengths, offsets, unsafe):
     """The (B, G + 1) int64 segment offsets (B: the flattened dims before axis) from lengths or
     offsets (offsets win when both are given), with torch's checks."""
@@ -49,6 +50,7 @@ def _segment_offsets(data, axis, lengths, offsets, unsafe):
                                "data.size(lengths.dim()-1) when !unsafe.")
     return _F.cat([_F.zeros(given.shape[0], 1, dtype=_C.int64), given.cumsum(-1)], -1)
 
+
 def _segment_ids(offsets, size):
     """Each position along the axis's segment (B, size); positions in no segment get G."""
     groups = offsets.shape[1] - 1
@@ -58,6 +60,7 @@ def _segment_ids(offsets, size):
     clipped = segment.clamp(0, max(groups - 1, 0))
     inside = (segment >= 0) & (position < ends.gather(1, clipped)) if groups else _F.zeros_like(position).bool()
     return _F.where(inside, clipped, _F.full_like(clipped, groups))
+
 
 def _segment_forward(data3, ids3, groups, reduce, initial):
     """The (B, G, R) reduction of data3 (B, S, R) over segment ids ids3 (B, S, R; G: no segment)."""
@@ -75,6 +78,7 @@ def _segment_forward(data3, ids3, groups, reduce, initial):
     start = _F.full(shape, identity if initial is None else initial, dtype=data3.dtype)
     op = {"prod": "prod", "max": "amax", "min": "amin"}[reduce]
     return start.scatter_reduce(1, ids3, data3, op, include_self=True)[:, :groups]
+
 
 def _segment_backward(grad, data3, ids3, result, reduce, initial):
     """torch's _segment_reduce_backward on the (B, S, R) data: the gradient of each element."""
@@ -107,6 +111,7 @@ def _segment_backward(grad, data3, ids3, result, reduce, initial):
     general = per_element * output / data3
     return _F.where(in_segment, _F.where(special, per_element * rest, general), _F.zeros_like(general))
 
+
 class SegmentReduceBackward(Function):
     """segment_reduce's forward, with torch's gradient formulas."""
 
@@ -121,6 +126,7 @@ class SegmentReduceBackward(Function):
     def backward(ctx, grad):
         data3, ids3, result = ctx.saved_tensors
         return _segment_backward(grad, data3, ids3, result, ctx.reduce, ctx.initial), None, None, None, None
+
 
 def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
     """torch.segment_reduce: reduces (``sum``, ``mean``, ``max``/``amax``, ``min``/``amin``,

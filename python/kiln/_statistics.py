@@ -41,7 +41,6 @@ for _cls, _name in ((median_type, "median"), (nanmedian_type, "nanmedian"), (kth
     _cls.__module__ = "kiln.return_types"
 
 
-
 def _wrap_dim(dim, ndim):
     n = max(ndim, 1)
     if not -n <= dim < n:
@@ -348,10 +347,11 @@ def _type_name(dtype):
 
 def _check_mode_out(out, input):
     values_out, indices_out = out
-    for tensor, dtype, label in ((values_out, input.dtype, "values"), (indices_out, _C.int64, "indices")):
-        if tensor.dtype != dtype:
-            raise RuntimeError(f"expected scalar type '{_scalar_name(dtype)}' but got '{_scalar_name(tensor.dtype)}' "
+    for value, dtype, label in ((values_out, input.dtype, "values"), (indices_out, _C.int64, "indices")):
+        if value.dtype != dtype:
+            raise RuntimeError(f"expected scalar type '{_scalar_name(dtype)}' but got '{_scalar_name(value.dtype)}' "
                                f"for {label} output")
+
 
 def mode(input, dim=-1, keepdim=False, *, out=None):
     """torch.mode: the most frequent value along ``dim`` (the smallest of equally frequent ones)

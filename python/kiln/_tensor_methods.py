@@ -5,7 +5,6 @@ is_pinned/pin_memory."""
 
 from __future__ import annotations
 
-from kiln import _C
 
 
 def unfold(self, dimension: int, size: int, step: int):

@@ -25,6 +25,7 @@ def _window(name, window_length, periodic, dtype, requires_grad, terms):
         result = terms(k, n - 1).to(dtype)
     return result.requires_grad_(requires_grad) if requires_grad else result
 
+
 def _cosine_sum(coefficients):
     def terms(k, span):
         total = _F.full_like(k, coefficients[0])
@@ -34,18 +35,22 @@ def _cosine_sum(coefficients):
 
     return terms
 
+
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                 requires_grad=False):
     return _window("hann_window", window_length, periodic, dtype, requires_grad, _cosine_sum((0.5, 0.5)))
+
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
                    pin_memory=False, requires_grad=False):
     return _window("hamming_window", window_length, periodic, dtype, requires_grad, _cosine_sum((alpha, beta)))
 
+
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                     requires_grad=False):
     return _window("blackman_window", window_length, periodic, dtype, requires_grad,
                    _cosine_sum((0.42, 0.5, 0.08)))
+
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                     requires_grad=False):

@@ -3,9 +3,11 @@ differences, in float64, like torch.autograd.gradcheck."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from kiln import _C
+from kiln import _C, autograd  # autograd: kiln.autograd.grad, defined once the package has loaded
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -49,8 +51,6 @@ def _numerical_jacobians(func, inputs, eps):
 
 
 def _analytical_jacobians(func, inputs):
-    from kiln import autograd
-
     idx = _differentiable(inputs)
     outputs = _flat_outputs(func, inputs)
     jacs = [[np.zeros((inputs[i].numel(), o.numel())) for o in outputs] for i in idx]
@@ -77,8 +77,6 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     inputs = _as_tuple(inputs)
     for i in _differentiable(inputs):
         if inputs[i].dtype is not _C.float64:
-            import warnings
-
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
                           "This check will likely fail if all the inputs are not of double precision floating point. ")
     numerical = _numerical_jacobians(func, inputs, eps)
@@ -100,8 +98,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
                   check_undefined_grad: bool = True, check_grad_dtypes: bool = False, check_batched_grad: bool = False,
                   check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode: bool = False, masked=False) -> bool:
     """gradcheck of the gradient itself (second derivatives)."""
-    from kiln import autograd
-
     inputs = _as_tuple(inputs)
     idx = _differentiable(inputs)
     if grad_outputs is None:

@@ -43,10 +43,8 @@ def assign_scalar(dst, value) -> None:
     """``dst.copy_(torch.as_tensor(value))``: a number is first rounded to the
     default dtype, whatever dst's dtype (it is float64 after a load_state_dict
     onto float64 parameters); a tensor (from a tensor lr) is copied as is."""
-    import kiln
-
     if not isinstance(value, _C.TensorBase):
-        value = _C._functions.full((), float(value), dtype=kiln.get_default_dtype())
+        value = _C._functions.full((), float(value), dtype=_C.get_default_dtype())
     dst.copy_(value)
 
 
