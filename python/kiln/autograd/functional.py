@@ -18,7 +18,8 @@ mode's is.
 
 from __future__ import annotations
 
-from kiln import _C, autograd  # autograd: kiln.autograd.grad, defined once the package has loaded
+from kiln import _C
+from kiln.autograd._engine import grad as _engine_grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -115,7 +116,7 @@ def _grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=N
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o is not None and o.requires_grad]
     if not pairs:
         return (None,) * len(inputs)
-    return autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True,
+    return _engine_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True,
                          create_graph=create_graph, retain_graph=retain_graph)
 
 
