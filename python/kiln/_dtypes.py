@@ -62,7 +62,7 @@ def is_floating_point(input) -> bool:
 
 
 def is_complex(input) -> bool:
-    """Whether ``input``'s dtype is complex (kiln has no complex dtypes: always False)."""
+    """Whether ``input``'s dtype is complex (complex64 or complex128)."""
     return input.dtype.is_complex
 
 

@@ -1,6 +1,8 @@
 """The indexing functions whose Python signature is not one op: ``nonzero``
 with ``as_tuple`` (the ``nonzero`` and ``nonzero_numpy`` ops underneath),
-Tensor.scatter_reduce_ and index_reduce(_) over the scatter_reduce op."""
+Tensor.scatter_reduce_ and index_reduce(_) over the scatter_reduce op; and the
+composites unravel_index, Tensor.fill_diagonal_ and diagonal_scatter /
+select_scatter / slice_scatter (a copy of the input with one view overwritten)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """torch.norm, Tensor.norm and torch.linalg's norms over the linalg_vector_norm
 op (eager/ops/reduction.yaml) and the reductions; matrix norms that need the
-singular values (ord 2, -2, "nuc") come from linalg.svdvals."""
+singular values (ord 2, -2, "nuc") come from linalg.svdvals; and renorm (renorm_),
+each slice scaled down to a maximum norm."""
 
 from __future__ import annotations
 

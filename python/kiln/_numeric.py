@@ -1,5 +1,5 @@
-"""Numerical composites PyTorch builds from other ops: diff, trapezoid,
-cumulative_trapezoid, cross (and linalg.cross), nanmean, cov, corrcoef,
+"""Numerical composites PyTorch builds from other ops: diff, gradient, trapezoid,
+trapz, cumulative_trapezoid, cross (and linalg.cross), nanmean, cov, corrcoef,
 dist, float_power and vander. Written over kiln's ops, so their gradients
 are those ops' gradients."""
 
@@ -57,7 +57,7 @@ def _spacing(x, y, dim):
 
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoid rule along ``dim``: spacing ``dx`` (default 1) or sample points ``x``, with torch's
-    checks (the shared core is trapz's, in _numeric_extra.py)."""
+    checks (the shared core is trapz's, below)."""
     if x is not None and dx is not None:
         raise TypeError("trapezoid() received an invalid combination of arguments")
     if isinstance(x, _C.TensorBase):

@@ -1,4 +1,4 @@
-"""More of torch's elementwise numerics as composites over kiln's ops: frexp,
+"""torch's elementwise numerics that kiln composes over its ops: frexp,
 ldexp (and ldexp_), gcd and lcm (and gcd_, lcm_), i0 (and i0_) and mvlgamma
 (and mvlgamma_). frexp reads the exponent from the float64 bit pattern (exact
 for every finite value, subnormals included) and scales the mantissa by two

@@ -1,6 +1,7 @@
 """torch.tensordot, torch.chain_matmul and torch.linalg.multi_dot / matrix_power
 over the ops of eager/ops/linalg.yaml; this file only reads their Python-level
-arguments (tensordot's `dims` forms, chain_matmul's varargs)."""
+arguments (tensordot's `dims` forms, chain_matmul's varargs); and ger, the outer
+product (torch's deprecated name)."""
 
 from __future__ import annotations
 

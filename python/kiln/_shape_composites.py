@@ -1,7 +1,7 @@
 """Shape functions PyTorch composes from other ops (torch/functional.py and
 aten's CompositeImplicit kernels): tile, atleast_1d/2d/3d, hsplit/vsplit/
-dsplit, block_diag, diagflat, cartesian_prod, meshgrid, tril_indices,
-triu_indices and argwhere. They are views or copies made by kiln's ops, so
+dsplit, block_diag, diagflat, cartesian_prod, combinations, meshgrid,
+tril_indices, triu_indices and argwhere. They are views or copies made by kiln's ops, so
 autograd sees those ops."""
 
 from __future__ import annotations

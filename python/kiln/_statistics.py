@@ -1,6 +1,6 @@
 """Order statistics and counting ops PyTorch has as kernels and kiln composes
 from sort, gather, cumulative ops and scatter: median, nanmedian, kthvalue,
-quantile, nanquantile, cummax, cummin, logcumsumexp, unique,
+quantile, nanquantile, mode, cummax, cummin, logcumsumexp, unique,
 unique_consecutive, bincount and histc.
 
 Note [Order statistics through a stable sort]

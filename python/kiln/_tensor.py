@@ -140,8 +140,8 @@ class Tensor(_C.TensorBase):
         return _Handle()
     # --- shape properties ------------------------------------------------------
     # PyTorch's T, mT, mH and H are properties over ops it does not expose as
-    # methods (numpy_T, mT, mH, matrix_H); kiln has no complex dtypes, so the
-    # conjugating ones are transposes. Warnings and errors in PyTorch's words.
+    # methods (numpy_T, mT, mH, matrix_H); mH and H conjugate complex tensors
+    # (into a new tensor: kiln has no lazy conjugate bit). Warnings and errors in PyTorch's words.
     @property
     def T(self) -> "Tensor":
         """The dims in reverse order (deprecated for tensors other than 2-D)."""
