@@ -61,7 +61,9 @@ for _name in ("elu", "elu_", "elu_backward", "gelu", "gelu_backward", "hardsigmo
               "softplus_backward", "tanh_backward", "threshold_backward"):
     globals().pop(_name, None)
 
-from kiln._creation import as_tensor, asarray, empty_permuted, fill, frombuffer, range, scalar_tensor, tensor  # noqa: E402,A004,E501
+from kiln._creation import (  # noqa: E402
+    as_tensor, asarray, empty_permuted, fill, frombuffer, range, scalar_tensor, tensor,  # noqa: A004
+)
 from kiln import random  # noqa: E402
 from kiln.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402
 from kiln._shape import broadcast_shapes, broadcast_tensors, split  # noqa: E402

@@ -67,5 +67,6 @@ FUNCTIONS = {alias: _function(alias, op) for alias, op in {**ALIASES, **FUNCTION
 FUNCTIONS.update({name: _forward_to_method(name) for name in INPLACE_FUNCTIONS})
 FUNCTIONS["positive"] = positive
 
-METHODS = {alias + suffix: _method(alias + suffix, op + suffix) for alias, op in ALIASES.items() for suffix in ("", "_")}
+METHODS = {alias + suffix: _method(alias + suffix, op + suffix)
+           for alias, op in ALIASES.items() for suffix in ("", "_")}
 METHODS["positive"] = positive
