@@ -46,7 +46,9 @@ from kiln._C import (  # noqa: F401  (dtypes and core types are re-exported)
 from kiln._tensor import Tensor
 from kiln import _tensor_bindings
 
-_tensor_bindings.bind(Tensor)  # every Python-level Tensor method and property, in one place
+# Every Python-level Tensor method and property, in one place, before anything below can use them
+# (importing _tensor_bindings loads the topic modules, and through _stft kiln.fft and kiln.nn.functional).
+_tensor_bindings.bind(Tensor)
 
 # The ops generated from ops.yaml (tools/opgen): every public name of
 # kiln._C._functions. Imported before the hand-written Python functions below,
