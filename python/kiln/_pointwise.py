@@ -1,4 +1,4 @@
-"""More of torch's elementwise numerics as composites over kiln's ops: frexp,
+"""torch's elementwise numerics that kiln composes over its ops: frexp,
 ldexp (and ldexp_), gcd and lcm (and gcd_, lcm_), i0 (and i0_) and mvlgamma
 (and mvlgamma_). frexp reads the exponent from the float64 bit pattern (exact
 for every finite value, subnormals included) and scales the mantissa by two
@@ -11,6 +11,13 @@ from __future__ import annotations
 from collections import namedtuple
 
 from kiln import _C, return_types
+from kiln._comparison import scalar_type_name
+from kiln.special import _more
+from kiln._dtypes import promote_types, result_type
+from kiln._shape import broadcast_shapes, broadcast_tensors
+from kiln.autograd.grad_mode import no_grad
+
+_F = _C._functions
 
 frexp_type = namedtuple("frexp", ["mantissa", "exponent"])
 frexp_out_type = namedtuple("frexp_out", ["mantissa", "exponent"])
@@ -21,8 +28,6 @@ _INTEGER_NAMES = {"uint8", "int8", "int16", "int32", "int64"}
 
 
 def _word(dtype):
-    from kiln._comparison import scalar_type_name
-
     return scalar_type_name(dtype)
 
 
@@ -46,31 +51,27 @@ def _check_inplace_shape(self, shape):
 
 def _frexp_exponent(input):
     """The int32 exponent e of each element (x = m 2^e, 0.5 <= |m| < 1); 0 for 0, inf and nan."""
-    import kiln
-
-    with kiln.no_grad():
-        x = input.detach().to(kiln.float64).contiguous()
+    with no_grad():
+        x = input.detach().to(_C.float64).contiguous()
         size = x.abs()
         subnormal = (size < 2.0 ** -1022) & (size > 0)
-        x = kiln.where(subnormal, x * 2.0 ** 54, x)
-        field = (x.contiguous().view(kiln.int64) >> 52) & 0x7FF
-        exponent = field - 1022 - kiln.where(subnormal, kiln.full_like(field, 54), kiln.zeros_like(field))
-        special = (size == 0) | ~kiln.isfinite(size)
-        return kiln.where(special, kiln.zeros_like(exponent), exponent).to(kiln.int32)
+        x = _F.where(subnormal, x * 2.0 ** 54, x)
+        field = (x.contiguous().view(_C.int64) >> 52) & 0x7FF
+        exponent = field - 1022 - _F.where(subnormal, _F.full_like(field, 54), _F.zeros_like(field))
+        special = (size == 0) | ~_F.isfinite(size)
+        return _F.where(special, _F.zeros_like(exponent), exponent).to(_C.int32)
 
 
 def frexp(input, *, out=None):
     """(mantissa, exponent) with input = mantissa * 2^exponent, |mantissa| in [0.5, 1), exponent int32;
     0, inf and nan keep their value with exponent 0."""
-    import kiln
-
     _check_tensor("frexp", 1, "input", input)
     if not input.dtype.is_floating_point:
         raise RuntimeError("kiln.frexp() only supports floating-point dtypes")
     exponent = _frexp_exponent(input)
-    with kiln.no_grad():
+    with no_grad():
         first = exponent >> 1  # 2^-e as two factors: each fits the dtype even where 2^-e alone does not
-        scales = [kiln.exp2(-part.to(kiln.float64)).to(input.dtype) for part in (first, exponent - first)]
+        scales = [_F.exp2(-part.to(_C.float64)).to(input.dtype) for part in (first, exponent - first)]
     mantissa = input * scales[0] * scales[1]
     if out is not None:
         mantissa_out, exponent_out = out
@@ -83,27 +84,23 @@ def frexp(input, *, out=None):
 def ldexp(input, other, *, out=None):
     """input * 2^other in the operands' promoted dtype (the default float dtype for integers); float16 and
     bfloat16 are computed in float32 and rounded once, as torch's."""
-    import kiln
-
     _check_tensor("ldexp", 1, "input", input)
     _check_tensor("ldexp", 2, "other", other)
-    dtype = kiln.result_type(input, other)
+    dtype = result_type(input, other)
     if not dtype.is_floating_point:
-        dtype = kiln.get_default_dtype()
-    compute = kiln.float32 if dtype in (kiln.float16, kiln.bfloat16) else dtype
-    result = input.to(compute) * kiln.pow(2.0, other.to(compute))
+        dtype = _C.get_default_dtype()
+    compute = _C.float32 if dtype in (_C.float16, _C.bfloat16) else dtype
+    result = input.to(compute) * _F.pow(2.0, other.to(compute))
     return _copy_out(result.to(dtype), out)
 
 
 def ldexp_(self, other):
     """In place: self *= 2^other (self must be floating point)."""
-    import kiln
-
     _check_tensor("ldexp_", 1, "other", other)
     if not self.dtype.is_floating_point:
         raise RuntimeError(f"ldexp can't be cast to the desired output type {_word(self.dtype)}")
     result = ldexp(self, other)
-    _check_inplace_shape(self, kiln.broadcast_shapes(tuple(self.shape), tuple(other.shape)))
+    _check_inplace_shape(self, broadcast_shapes(tuple(self.shape), tuple(other.shape)))
     return self.copy_(result)
 
 
@@ -111,27 +108,23 @@ def ldexp_(self, other):
 
 
 def _integer_operands(op, input, other):
-    import kiln
-
     _check_tensor(op, 1, "input", input)
     _check_tensor(op, 2, "other", other)
-    dtype = kiln.promote_types(input.dtype, other.dtype)
+    dtype = promote_types(input.dtype, other.dtype)
     if str(dtype).removeprefix("kiln.") not in _INTEGER_NAMES:
         raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{_word(dtype)}'")
-    return kiln.broadcast_tensors(input.to(dtype), other.to(dtype))
+    return broadcast_tensors(input.to(dtype), other.to(dtype))
 
 
 def _gcd(a, b):
-    import kiln
-
     a, b = a.abs(), b.abs()
-    one = kiln.ones_like(a)
+    one = _F.ones_like(a)
     while True:
         active = a != 0
         if not bool(active.any()):
             return b
-        remainder = kiln.fmod(b, kiln.where(active, a, one))  # C's %: b % a
-        a, b = kiln.where(active, remainder, a), kiln.where(active, a, b)
+        remainder = _F.fmod(b, _F.where(active, a, one))  # C's %: b % a
+        a, b = _F.where(active, remainder, a), _F.where(active, a, b)
 
 
 def gcd(input, other, *, out=None):
@@ -141,15 +134,13 @@ def gcd(input, other, *, out=None):
 
 
 def _lcm(a, b):
-    import kiln
-
     dtype = a.dtype
-    if dtype in (kiln.int8, kiln.int16, kiln.uint8):  # C promotes these to int for a / g * b
-        a, b = a.to(kiln.int32), b.to(kiln.int32)
+    if dtype in (_C.int8, _C.int16, _C.uint8):  # C promotes these to int for a / g * b
+        a, b = a.to(_C.int32), b.to(_C.int32)
     g = _gcd(a, b)
     zero = g == 0
-    quotient = kiln.div(a, kiln.where(zero, kiln.ones_like(g), g), rounding_mode="trunc")
-    result = kiln.where(zero, kiln.zeros_like(g), (quotient * b).abs())
+    quotient = _F.div(a, _F.where(zero, _F.ones_like(g), g), rounding_mode="trunc")
+    result = _F.where(zero, _F.zeros_like(g), (quotient * b).abs())
     return result.to(dtype)
 
 
@@ -176,8 +167,6 @@ def lcm_(self, other):
 
 def i0(input, *, out=None):
     """torch.i0: the modified Bessel function of the first kind of order 0 (kiln.special.i0)."""
-    from kiln.special import _more
-
     return _more.i0(input, out=out, _op="i0")
 
 
@@ -191,8 +180,6 @@ def i0_(self):
 
 def mvlgamma(input, p, *, out=None):
     """torch.mvlgamma: the multivariate log-gamma function of dimension p (kiln.special.multigammaln)."""
-    from kiln.special import _more
-
     return _more.multigammaln(input, p, out=out, _op="mvlgamma")
 
 
