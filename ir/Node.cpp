@@ -80,19 +80,12 @@ void Node::add_input(Value* v) {
   inputs_.push_back(v);
 }
 
-namespace {
-void drop_use(Value* v, Node* user, size_t index) {
-  auto it = std::find(v->uses().begin(), v->uses().end(), Use{user, index});
-  KILN_INTERNAL_ASSERT(it != v->uses().end(), "use list out of sync");
-}
-}  // namespace
-
 void Node::replace_input(size_t i, Value* v) {
   KILN_CHECK(v != nullptr, "ir: ", kind_name(), ": input is null");
   KILN_CHECK(&v->owning_graph() == graph_, "ir: ", kind_name(), ": input belongs to another graph");
   Value* old = input(i);
-  drop_use(old, this, i);
-  std::erase(old->uses_, Use{this, i});
+  const size_t dropped = std::erase(old->uses_, Use{this, i});
+  KILN_INTERNAL_ASSERT(dropped == 1, "use list out of sync");
   inputs_[i] = v;
   v->uses_.push_back(Use{this, i});
 }

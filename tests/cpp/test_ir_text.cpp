@@ -83,6 +83,16 @@ const char* const kRoundTripGraphs[] = {
     "  %0 : Tensor?[] = prim::ListConstruct(%i)\n"
     "  %1 : f32[2] = kiln::index.Tensor(%x, %0)\n"
     "  return ()\n",
+    // the example of ir/README.md
+    "graph(%x : f32[s0, 4]{4, 1} requires_grad, %w : f32[4], %n : int):\n"
+    "  %0 : f32[s0, 4] = kiln::add.Tensor(%x, %x, alpha=2)\n"
+    "  %y : f32[s0, 4], %1 : f32[s0, 1], %2 : f32[s0, 1] = kiln::native_layer_norm(%0, normalized_shape=[4], "
+    "weight=%w, bias=None, eps=1e-05)\n"
+    "  %three : int = prim::Constant(value=3)\n"
+    "  %shape : int[] = prim::ListConstruct(%n, %three)\n"
+    "  %r : Tensor = kiln::reshape(%y, %shape)\n"
+    "  %values : f32[s0, 4], %indices : i64[s0, 4] = kiln::sort(%y, dim=-1, descending=True)\n"
+    "  return (%r, %values)\n",
     // an empty graph and a pass-through
     "graph():\n"
     "  return ()\n",
@@ -253,6 +263,8 @@ TEST(IrText, FuzzedTextsYieldAVerifiedGraphOrAKilnError) {
       ++errors;
     }
   }
+  RecordProperty("verified_graphs", static_cast<int>(graphs));
+  RecordProperty("kiln_errors", static_cast<int>(errors));
   EXPECT_GT(graphs, 0u);
   EXPECT_GT(errors, 0u);
 }
