@@ -4,6 +4,7 @@
 // kiln error may come out).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -229,42 +230,121 @@ TEST(IrText, ParsedButIllFormedGraphsFailVerification) {
 
 // Note [IR fuzzing]: mutations of valid texts must end in a verified graph or
 // a kiln::Error; anything else (a crash, another exception, UB caught by the
-// sanitizers) fails. The generator is seeded, so a failure reproduces.
-TEST(IrText, FuzzedTextsYieldAVerifiedGraphOrAKilnError) {
-  const std::vector<std::string> tokens = {"%",  "%0",     "%x",  "(",     ")",  "[",     "]",     ",",    "=",
-                                           ":",  "::",     "?",   "@",     "*",  "{",     "}",     "\"",   "\\",
-                                           "\n", "-",      "1e",  "-inf",  "99999999999999999999", "f32[", "Tensor",
-                                           "[]", "prim::", "kiln::add.Tensor", "None", "return", "graph", "s0",
-                                           "cuda:", "complex(", "requires_grad", "\xff", "#"};
-  std::mt19937_64 rng(20261206);
-  size_t graphs = 0, errors = 0;
-  for (int iter = 0; iter < 4000; ++iter) {
-    std::string text = kRoundTripGraphs[rng() % std::size(kRoundTripGraphs)];
-    const int mutations = 1 + static_cast<int>(rng() % 3);
-    for (int m = 0; m < mutations && !text.empty(); ++m) {
-      const size_t at = rng() % (text.size() + 1);
-      switch (rng() % 4) {
-        case 0: text.resize(at); break;  // truncation
-        case 1:
-          if (at < text.size()) text[at] = static_cast<char>(rng() % 256);  // byte flip
-          break;
-        case 2: text.insert(at, tokens[rng() % tokens.size()]); break;  // inserted token
-        case 3: text.erase(at, 1 + rng() % 8); break;                    // deletion
-      }
+// sanitizers) fails. Byte-level mutations (truncations, byte flips, inserted
+// tokens, deletions) exercise the lexer and parser; line-level ones (a line
+// deleted, duplicated or moved, a value reference swapped) produce texts that
+// parse but break SSA or schemas, which exercises the verifier. The generator
+// is seeded, so a failure reproduces.
+namespace {
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = text.find('\n', start);
+    lines.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end + 1 - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string join(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines) out += l;
+  return out;
+}
+
+void mutate_bytes(std::string& text, std::mt19937_64& rng) {
+  static const std::vector<std::string> tokens = {
+      "%",  "%0",     "%x",     "(",     ")",  "[",     "]",     ",",    "=",    ":",      "::",
+      "?",  "@",      "*",      "{",     "}",  "\"",    "\\",    "\n",   "-",    "1e",     "-inf",
+      "99999999999999999999",  "f32[",  "Tensor", "[]", "prim::", "kiln::add.Tensor", "None", "return",
+      "graph", "s0", "cuda:", "complex(", "requires_grad", "\xff", "#"};
+  const size_t at = rng() % (text.size() + 1);
+  switch (rng() % 4) {
+    case 0: text.resize(at); break;
+    case 1:
+      if (at < text.size()) text[at] = static_cast<char>(rng() % 256);
+      break;
+    case 2: text.insert(at, tokens[rng() % tokens.size()]); break;
+    case 3: text.erase(at, 1 + rng() % 8); break;
+  }
+}
+
+void mutate_lines(std::string& text, std::mt19937_64& rng) {
+  std::vector<std::string> lines = split_lines(text);
+  if (lines.size() < 2) return;
+  const size_t i = rng() % lines.size();
+  const size_t j = rng() % lines.size();
+  switch (rng() % 6) {
+    case 0: lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(i)); break;
+    case 1: lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(i), lines[j]); break;
+    case 2: std::swap(lines[i], lines[j]); break;
+    case 3: {  // point one value reference of line i at a value named on line j
+      const size_t from = lines[i].find('%', rng() % (lines[i].size() + 1));
+      const size_t to = lines[j].find('%');
+      if (from == std::string::npos || to == std::string::npos) break;
+      auto name_end = [](const std::string& l, size_t p) {
+        size_t e = p + 1;
+        while (e < l.size() && (std::isalnum(static_cast<unsigned char>(l[e])) || l[e] == '_')) ++e;
+        return e;
+      };
+      const std::string name = lines[j].substr(to, name_end(lines[j], to) - to);
+      lines[i].replace(from, name_end(lines[i], from) - from, name);
+      break;
     }
-    try {
-      auto g = parse(text);
-      verify(*g);
-      // A graph that verifies round-trips exactly.
-      const std::string printed = print(*g);
-      ASSERT_EQ(print(*parse(printed)), printed) << "from mutated text:\n" << text;
-      ++graphs;
-    } catch (const Error&) {
-      ++errors;
+    case 4:
+    case 5: {  // retype one value: its annotation runs from " : " to the next ", %", " = " or ")"
+      static const char* const kTypes[] = {"int", "Tensor", "f32[2]", "i64[*]{1}", "Tensor[]", "float",
+                                           "b8[2] requires_grad", "int[]", "Tensor?[]", "None"};
+      const size_t colon = lines[i].find(" : ", rng() % (lines[i].size() + 1));
+      if (colon == std::string::npos) break;
+      size_t end = lines[i].size();
+      for (const char* stop : {", %", " = ", ")"}) end = std::min(end, lines[i].find(stop, colon + 3));
+      lines[i].replace(colon + 3, end - colon - 3, kTypes[rng() % std::size(kTypes)]);
+      break;
     }
   }
-  RecordProperty("verified_graphs", static_cast<int>(graphs));
-  RecordProperty("kiln_errors", static_cast<int>(errors));
-  EXPECT_GT(graphs, 0u);
-  EXPECT_GT(errors, 0u);
+  text = join(lines);
+}
+
+}  // namespace
+
+TEST(IrText, FuzzedTextsYieldAVerifiedGraphOrAKilnError) {
+  std::mt19937_64 rng(20261206);
+  int verified = 0, verify_errors = 0, parse_errors = 0;
+  for (int iter = 0; iter < 6000; ++iter) {
+    std::string text = kRoundTripGraphs[rng() % std::size(kRoundTripGraphs)];
+    const int mutations = 1 + static_cast<int>(rng() % 3);
+    const bool by_lines = iter % 2 == 1;
+    for (int m = 0; m < mutations; ++m) {
+      if (by_lines) mutate_lines(text, rng);
+      else mutate_bytes(text, rng);
+    }
+    std::unique_ptr<Graph> g;
+    try {
+      g = parse(text);
+    } catch (const ParseError&) {
+      ++parse_errors;
+      continue;
+    }
+    try {
+      verify(*g);
+    } catch (const Error&) {
+      ++verify_errors;
+      (void)print(*g);  // a broken graph still prints
+      continue;
+    }
+    // A graph that verifies round-trips exactly.
+    const std::string printed = print(*g);
+    ASSERT_EQ(print(*parse(printed)), printed) << "from mutated text:\n" << text;
+    ++verified;
+  }
+  RecordProperty("verified_graphs", verified);
+  RecordProperty("verify_errors", verify_errors);
+  RecordProperty("parse_errors", parse_errors);
+  EXPECT_GT(verified, 100);
+  EXPECT_GT(verify_errors, 100);
+  EXPECT_GT(parse_errors, 100);
 }
