@@ -195,7 +195,6 @@ from kiln import nn, optim, utils  # noqa: E402  (torch.nn, torch.optim and torc
 
 # The late additions install themselves last, so they may use everything above (nn.functional included).
 from kiln import _api_extra, _numeric_extra  # noqa: E402
-from kiln.nn import _nn_extra  # noqa: E402
 from kiln.linalg import _linalg_extra  # noqa: E402
 
 _api_extra.install(globals(), Tensor)
@@ -203,7 +202,24 @@ from kiln import _complex  # noqa: E402  (after _api_extra: its complex-aware re
 
 _complex.install(globals(), Tensor)
 _numeric_extra.install(globals(), Tensor)
-_nn_extra.install(nn.functional, globals())
+from kiln.nn._torch_spellings import (  # noqa: E402  (torch's spellings of nn ops: ATen argument lists)
+    adaptive_max_pool1d, affine_grid_generator, alpha_dropout, alpha_dropout_, batch_norm_backward_elemt,
+    batch_norm_backward_reduce, batch_norm_elemt, batch_norm_gather_stats, batch_norm_gather_stats_with_counts,
+    batch_norm_stats, batch_norm_update_stats, binary_cross_entropy_with_logits, constant_pad_nd, convolution,
+    cosine_embedding_loss, ctc_loss, embedding_bag, embedding_renorm_, feature_alpha_dropout,
+    feature_alpha_dropout_, feature_dropout, feature_dropout_, frobenius_norm, grid_sampler, grid_sampler_2d,
+    grid_sampler_3d, gru, gru_cell, hinge_embedding_loss, instance_norm, kl_div, lstm, lstm_cell,
+    margin_ranking_loss, max_pool3d, native_norm, norm_except_dim, nuclear_norm, poisson_nll_loss, rnn_relu,
+    rnn_relu_cell, rnn_tanh, rnn_tanh_cell, rrelu, rrelu_, triplet_margin_loss,
+)
+from kiln.nn.functional import (  # noqa: E402  (torch.X is F.X for these)
+    bilinear, channel_shuffle, conv3d, conv_tbc, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+    cosine_similarity, hardshrink, native_channel_shuffle, pairwise_distance, pdist, pixel_shuffle, pixel_unshuffle,
+    prelu,
+)
+from kiln.nn import _tensor_methods as _nn_tensor_methods  # noqa: E402
+
+_nn_tensor_methods.bind(Tensor)
 _linalg_extra.install(linalg, globals(), Tensor)
 
 # kiln.func (torch.func: vmap, grad, jacrev, functional_call, ...) and kiln.vmap, after everything they build on.

@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from kiln import _C
+from kiln._creation import tensor
 from kiln.nn._losses import _check_reduction
 from kiln.nn._ops import ops
 
@@ -37,8 +38,6 @@ def _f():
 
 
 def _tensor(values, dtype):
-    from kiln._creation import tensor
-
     return tensor(values, dtype=dtype)
 
 

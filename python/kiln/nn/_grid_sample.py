@@ -34,6 +34,7 @@ import warnings
 import numpy as np
 
 from kiln import _C
+from kiln._creation import tensor
 from kiln.nn._ops import ops
 
 _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
@@ -46,8 +47,6 @@ def _f():
 
 
 def _tensor(values, dtype):
-    from kiln._creation import tensor
-
     return tensor(values, dtype=dtype)
 
 
