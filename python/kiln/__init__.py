@@ -101,10 +101,12 @@ from kiln._statistics import (  # noqa: E402
 )
 from kiln import _aliases, _numeric, _tensor_factories, _tensor_methods  # noqa: E402
 from kiln import special  # noqa: E402
+from kiln.special import _tensor_methods as _special_tensor_methods  # noqa: E402
+from kiln.special._gamma import igamma, igammac  # noqa: E402  (torch.igamma / igammac)
 from kiln._tensor_methods import index_copy, put  # noqa: E402
 
 _aliases.install(globals(), Tensor)
-special.install(globals(), Tensor)
+_special_tensor_methods.bind(Tensor)
 _tensor_factories.install(Tensor)
 _tensor_methods.install(Tensor)
 for _fn in (isclose, allclose, equal, is_floating_point, is_complex, argwhere, tile, diagflat, hsplit, vsplit, dsplit,
@@ -139,33 +141,19 @@ for _fn in (renorm, _tensor_more.renorm_, ger, _tensor_more.fill_diagonal_, diag
             slice_scatter):
     if not hasattr(Tensor, _fn.__name__):
         setattr(Tensor, _fn.__name__, _fn)
-from kiln.linalg import _solve as _linalg_solve_module  # noqa: E402
-
-det = _linalg_solve_module.det
-inverse = _linalg_solve_module.inv
-slogdet = _linalg_solve_module.slogdet
-logdet = _linalg_solve_module.logdet
-for _name, _fn in (("det", det), ("inverse", inverse), ("slogdet", slogdet), ("logdet", logdet)):
-    setattr(Tensor, _name, _fn)
-from kiln.linalg import _decompositions as _linalg_decompositions  # noqa: E402
-
-cholesky = _linalg_decompositions.cholesky_legacy
-cholesky_solve = _linalg_decompositions.cholesky_solve
-cholesky_inverse = _linalg_decompositions.cholesky_inverse
-triangular_solve = _linalg_decompositions.triangular_solve
-qr = _linalg_decompositions.qr_legacy
-svd = _linalg_decompositions.svd_legacy
-pinverse = _linalg_decompositions.pinverse
-from kiln.linalg import _lu as _linalg_lu  # noqa: E402
+from kiln.linalg._solve import det, logdet, slogdet  # noqa: E402  (torch's legacy linalg spellings)
+from kiln.linalg._solve import inv as inverse  # noqa: E402
+from kiln.linalg._decompositions import (  # noqa: E402
+    cholesky_inverse, cholesky_solve, pinverse, triangular_solve,
+)
+from kiln.linalg._decompositions import cholesky_legacy as cholesky  # noqa: E402
+from kiln.linalg._decompositions import qr_legacy as qr  # noqa: E402
+from kiln.linalg._decompositions import svd_legacy as svd  # noqa: E402
+from kiln.linalg._lu import lu_legacy as lu, lu_solve_legacy as lu_solve, lu_unpack  # noqa: E402
 from kiln.linalg._raw_factors import geqrf, ormqr  # noqa: E402
+from kiln.linalg import _tensor_methods as _linalg_tensor_methods  # noqa: E402
 
-lu = _linalg_lu.lu_legacy
-lu_solve = _linalg_lu.lu_solve_legacy
-lu_unpack = _linalg_lu.lu_unpack
-for _name, _fn in (("cholesky", cholesky), ("cholesky_solve", cholesky_solve), ("cholesky_inverse", cholesky_inverse),
-                   ("triangular_solve", triangular_solve), ("qr", qr), ("svd", svd), ("pinverse", pinverse),
-                   ("lu", lu), ("lu_solve", lu_solve), ("geqrf", geqrf), ("ormqr", ormqr)):
-    setattr(Tensor, _name, _fn)
+_linalg_tensor_methods.bind(Tensor)
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats
 from kiln._config import show_config
 from kiln.serialization import load, save
@@ -195,7 +183,6 @@ from kiln import nn, optim, utils  # noqa: E402  (torch.nn, torch.optim and torc
 
 # The late additions install themselves last, so they may use everything above (nn.functional included).
 from kiln import _api_extra, _numeric_extra  # noqa: E402
-from kiln.linalg import _linalg_extra  # noqa: E402
 
 _api_extra.install(globals(), Tensor)
 from kiln import _complex  # noqa: E402  (after _api_extra: its complex-aware real/imag/conj/... replace the real-only ones)
@@ -220,7 +207,8 @@ from kiln.nn.functional import (  # noqa: E402  (torch.X is F.X for these)
 from kiln.nn import _tensor_methods as _nn_tensor_methods  # noqa: E402
 
 _nn_tensor_methods.bind(Tensor)
-_linalg_extra.install(linalg, globals(), Tensor)
+from kiln.linalg._lowrank import lobpcg, pca_lowrank, svd_lowrank  # noqa: E402  (torch keeps them top-level)
+from kiln.linalg._removed import eig, lstsq, matrix_rank, solve, symeig  # noqa: E402  (raise torch's errors)
 
 # kiln.func (torch.func: vmap, grad, jacrev, functional_call, ...) and kiln.vmap, after everything they build on.
 from kiln import fft, func  # noqa: E402  (kiln.fft: torch.fft on FFTW)

@@ -176,9 +176,9 @@ def lcm_(self, other):
 
 def i0(input, *, out=None):
     """torch.i0: the modified Bessel function of the first kind of order 0 (kiln.special.i0)."""
-    from kiln.special import _more
+    from kiln import special
 
-    return _more.i0(input, out=out, _op="i0")
+    return special.i0(input, out=out, _op="i0")
 
 
 def i0_(self):
@@ -191,9 +191,9 @@ def i0_(self):
 
 def mvlgamma(input, p, *, out=None):
     """torch.mvlgamma: the multivariate log-gamma function of dimension p (kiln.special.multigammaln)."""
-    from kiln.special import _more
+    from kiln import special
 
-    return _more.multigammaln(input, p, out=out, _op="mvlgamma")
+    return special.multigammaln(input, p, out=out, _op="mvlgamma")
 
 
 def mvlgamma_(self, p):
