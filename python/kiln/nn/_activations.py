@@ -153,7 +153,6 @@ def softmin(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=None):
     return softmax(input * -1.0, dim, dtype=dtype)
 
 
-
 # --- in-place forms torch.nn.functional spells with a trailing underscore -------------------------
 def elu_(input, alpha: float = 1.0):
     """F.elu_: elu in place (the C++ op elu_)."""
@@ -183,7 +182,6 @@ def leaky_relu_(input, negative_slope: float = 0.01):
 def threshold_(input, threshold: float, value: float):
     """F.threshold_: x where x > threshold, else value, in place."""
     return _functions.threshold_(input, threshold, value)
-
 
 
 # --- randomized activations -------------------------------------------------------------------

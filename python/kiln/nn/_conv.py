@@ -40,7 +40,6 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                  _pair(stride))
 
 
-
 def conv_tbc(input, weight, bias, pad: int = 0):
     """F.conv_tbc: a 1-D convolution of a (time, batch, channels) input with a (kernel, in, out) weight,
     zero padded by ``pad`` steps on both ends (a negative pad crops); conv1d underneath."""

@@ -42,7 +42,6 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-08):
     return reduce_sum((x1 / n1) * (x2 / n2), dim, False)
 
 
-
 def pdist(input, p: float = 2):
     """The p-norm distances between the rows of an [N, M] input, for i < j in row-major order: [N (N - 1) / 2]."""
     if input.dim() != 2:

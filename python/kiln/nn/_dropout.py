@@ -26,7 +26,6 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     return _functions.dropout_(input, p, training) if inplace else _functions.dropout(input, p, training)
 
 
-
 # Channel-wise (feature) dropout and alpha dropout, composed as ATen composes them: one
 # Bernoulli(1 - p) draw per (sample, channel) broadcast over the spatial dims; alpha dropout
 # sets dropped elements to SELU's negative saturation and rescales so that a zero-mean,

@@ -389,7 +389,6 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return loss.mean() if reduction == "mean" else loss
 
 
-
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     """sum over the target classes j (up to the first -1) and the other classes i of
     max(0, 1 - (x[j] - x[i])), divided by the class count."""

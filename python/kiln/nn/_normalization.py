@@ -68,7 +68,6 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
     return input / denom
 
 
-
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5):
     """Normalises each (sample, channel) slice over its spatial dims: batch_norm of the
@@ -85,7 +84,6 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if running_var is not None and use_input_stats:
         running_var.copy_(var.reshape(n, c).mean(0))
     return out.reshape(input.shape)
-
 
 
 def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):

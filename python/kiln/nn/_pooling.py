@@ -67,7 +67,6 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
     return result if return_indices else result[0]
 
 
-
 # --- the *_with_indices forms: (values, indices) whatever return_indices says --------------------
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                             return_indices: bool = False):
@@ -102,7 +101,6 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices: bool = 
     return adaptive_max_pool3d(input, output_size, True)
 
 
-
 # --- power-average pooling ----------------------------------------------------------------------
 def _ntuple(value, n: int) -> tuple:
     return (int(value),) * n if isinstance(value, int) else tuple(int(v) for v in value)
@@ -129,7 +127,6 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode: bool = Fals
 
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
     return _lp_pool(avg_pool3d, 3, input, norm_type, kernel_size, stride, ceil_mode)
-
 
 
 # --- max_unpool ---------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 
+import kiln
 from kiln import _C
 from kiln.nn.parameter import Parameter, UninitializedParameter
 
@@ -18,8 +19,6 @@ __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
 
 def _norm_except_dim(v, dim: int):
-    import kiln
-
     return kiln.norm_except_dim(v, 2, dim)
 
 
