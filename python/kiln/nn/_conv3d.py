@@ -17,7 +17,7 @@ from kiln import _C
 from kiln.nn._complex_conv import complex_conv, involves_complex
 from kiln.nn._conv_checks import check_weight_groups
 from kiln.nn._padding import pad
-from kiln.nn._ops import ops
+from kiln.nn._ops import functions as _functions
 
 
 def _triple(name: str, value, dims: int = 3) -> list:
@@ -109,5 +109,5 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     stacked = stacked.reshape(n, groups, c_per_group, kd, od, h, w).permute(0, 4, 1, 3, 2, 5, 6)
     stacked = stacked.reshape(n * od, groups * kd * c_per_group, h, w)
     folded = weight.permute(0, 2, 1, 3, 4).reshape(out_c, kd * c_per_group, weight.shape[3], weight.shape[4])
-    out = ops.conv2d(stacked, folded, bias, stride[1:], [pads[1][0], pads[2][0]], dilation[1:], groups)
+    out = _functions.conv2d(stacked, folded, bias, stride[1:], [pads[1][0], pads[2][0]], dilation[1:], groups)
     return out.reshape(n, od, out_c, out.shape[2], out.shape[3]).permute(0, 2, 1, 3, 4).contiguous()

@@ -15,7 +15,8 @@ from kiln._creation import tensor
 from kiln._dtypes import result_type
 from kiln.autograd.grad_mode import no_grad
 from kiln.nn._normalization import _norm
-from kiln.nn._ops import ops, reduce_sum
+from kiln.nn._ops import reduce_sum
+from kiln.nn._ops import functions as _functions
 
 
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-06, keepdim: bool = False):
@@ -53,5 +54,5 @@ def pdist(input, p: float = 2):
     rows, cols = np.triu_indices(input.shape[0], 1)
     first = input.index_select(0, tensor(rows.tolist(), dtype=_C.int64))
     second = input.index_select(0, tensor(cols.tolist(), dtype=_C.int64))
-    return ops.linalg_vector_norm(first - second, float(p), [1], False)
+    return _functions.linalg_vector_norm(first - second, float(p), [1], False)
 

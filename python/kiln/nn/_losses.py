@@ -19,7 +19,7 @@ from typing import Optional
 from kiln import _C
 from kiln.nn._activations import log_softmax, logsigmoid
 from kiln.nn._distances import pairwise_distance
-from kiln.nn._ops import _scalar_name, native, ops, reduce_mean, reduce_sum
+from kiln.nn._ops import _scalar_name, native, reduce_mean, reduce_sum
 from kiln.nn._ops import functions as _functions
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
@@ -137,7 +137,7 @@ def l1_loss(input, target, size_average: Optional[bool] = None, reduce: Optional
             reduction: str = "mean", weight=None):
     _check_same_size("l1_loss", input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    loss = ops.abs(input - target)
+    loss = _functions.abs(input - target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -149,7 +149,7 @@ def smooth_l1_loss(input, target, size_average: Optional[bool] = None, reduce: O
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    diff = ops.abs(input - target)
+    diff = _functions.abs(input - target)
     if beta == 0:
         return _reduce(diff, reduction)
     loss = _C._functions.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta)
@@ -158,7 +158,7 @@ def smooth_l1_loss(input, target, size_average: Optional[bool] = None, reduce: O
 
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
     _check_same_size("huber_loss", input, target)
-    diff = ops.abs(input - target)
+    diff = _functions.abs(input - target)
     loss = _C._functions.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
     if weight is not None:
         loss = loss * weight
@@ -182,8 +182,8 @@ def binary_cross_entropy(input, target, weight=None, size_average: Optional[bool
     fn = native("binary_cross_entropy")
     if fn is not None:
         return fn(input, target, weight, _REDUCTION_ENUM[reduction])
-    log_p = ops.log(input).clamp_min(-100.0)
-    log_q = ops.log(1 - input).clamp_min(-100.0)
+    log_p = _functions.log(input).clamp_min(-100.0)
+    log_q = _functions.log(1 - input).clamp_min(-100.0)
     loss = -(target * log_p + (1 - target) * log_q)
     if weight is not None:
         loss = loss * weight
@@ -201,7 +201,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average: O
     if fn is not None:
         return fn(input, target, weight, pos_weight, _REDUCTION_ENUM[reduction])
     # log(1 + exp(-|x|)) + max(-x, 0) is log(1 + exp(-x)) without overflow.
-    softplus_neg = ops.log1p(ops.exp(-ops.abs(input))) + ops.relu(-input)
+    softplus_neg = _functions.log1p(_functions.exp(-_functions.abs(input))) + _functions.relu(-input)
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input + log_weight * softplus_neg
@@ -220,9 +220,9 @@ def kl_div(input, target, size_average: Optional[bool] = None, reduce: Optional[
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
     if log_target:
-        loss = ops.exp(target) * (target - input)
+        loss = _functions.exp(target) * (target - input)
     else:
-        loss = ops.xlogy(target, target) - target * input
+        loss = _functions.xlogy(target, target) - target * input
     if reduction == "batchmean":
         return reduce_sum(loss) / input.shape[0] if input.dim() else reduce_sum(loss)
     return _reduce(loss, reduction)
@@ -410,7 +410,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     labels = y.clamp_min(0)
     is_target = _functions.zeros(tuple(x.shape), dtype=_C.int64).scatter_add(1, labels, valid) > 0
     picked = x.gather(1, labels)                                      # [N, T]
-    margins = ops.clamp_min(1 - picked.unsqueeze(2) + x.unsqueeze(1), 0)  # [N, T, C]
+    margins = _functions.clamp_min(1 - picked.unsqueeze(2) + x.unsqueeze(1), 0)  # [N, T, C]
     keep = (valid > 0).unsqueeze(2) & ~is_target.unsqueeze(1)
     loss = _functions.where(keep, margins, margins * 0).sum((1, 2)) / classes
     if input.dim() < 2:

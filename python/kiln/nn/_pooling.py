@@ -12,7 +12,7 @@ import numpy as np
 
 from kiln import _C
 from kiln.nn import _pool3d
-from kiln.nn._ops import _call, _scalar_name, native, ops
+from kiln.nn._ops import _call, _scalar_name, native
 from kiln.nn._ops import functions as _functions
 from kiln.nn._pool3d import adaptive_max_pool1d, adaptive_max_pool3d, avg_pool3d, max_pool3d
 
@@ -114,7 +114,7 @@ def _lp_pool(pool, dims: int, input, norm_type, kernel_size, stride, ceil_mode):
     else:
         pooled = pool(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
     # sign * relu(abs): the value unchanged, no gradient where a window's power sum is exactly zero.
-    return (ops.sign(pooled) * ops.relu(ops.abs(pooled)) * area).pow(1.0 / norm_type)
+    return (_functions.sign(pooled) * _functions.relu(_functions.abs(pooled)) * area).pow(1.0 / norm_type)
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
