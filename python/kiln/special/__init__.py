@@ -103,9 +103,19 @@ from kiln.special._bessel import (  # noqa: E402,F401
     airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, modified_bessel_i0, modified_bessel_i1, modified_bessel_k0,
     modified_bessel_k1, scaled_modified_bessel_k0, scaled_modified_bessel_k1, spherical_bessel_j0,
 )
+from kiln.special import _gamma, _tensor_methods  # noqa: E402
 from kiln.special._polynomials import (  # noqa: E402,F401
     chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w,
     hermite_polynomial_h, hermite_polynomial_he, laguerre_polynomial_l, legendre_polynomial_p,
     shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
     shifted_chebyshev_polynomial_w,
 )
+
+
+def install(kiln_namespace, tensor_class):
+    """kiln.igamma / kiln.igammac where ``kiln_namespace`` lacks them, and the Tensor methods of
+    _tensor_methods.bind. Idempotent. kiln/__init__.py imports those names plainly and calls bind
+    itself; this stays for callers that install into another namespace."""
+    kiln_namespace.setdefault("igamma", _gamma.igamma)
+    kiln_namespace.setdefault("igammac", _gamma.igammac)
+    _tensor_methods.bind(tensor_class)
