@@ -16,6 +16,7 @@
 #include "eager/kernels/cpu/Factories.h"
 #include "eager/kernels/cpu/IndexUtils.h"
 #include "kiln/generated/Functions.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -254,10 +255,45 @@ void check_scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, 
   (void)scatter_reduction(reduce);
 }
 
-ScatterArgs src_args(const Tensor& src) { return ScatterArgs{&src, std::nullopt, std::nullopt}; }
-ScatterArgs value_args(const Scalar& value) { return ScatterArgs{nullptr, value, std::nullopt}; }
+/// scatter's three forms over one set of arguments.
+Tensor scatter_with(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                    const ScatterArgs& a) {
+  switch (into) {
+    case ResultInto::NewTensor: return scatter_functional(self, dim, index, a);
+    case ResultInto::InPlace: return scatter_inplace(self, dim, index, a);
+    case ResultInto::Out: break;
+  }
+  return scatter_out(self, dim, index, a, out);
+}
 
 }  // namespace
+
+// --- scatter and scatter_add: the kernels indexing.yaml's kernel_into names -------------------
+// (Note [Generated entry points], tools/opgen/into.py)
+
+Tensor scatter_src_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                        const Tensor& src) {
+  return scatter_with(into, out, self, dim, index, ScatterArgs{&src, std::nullopt, std::nullopt});
+}
+Tensor scatter_value_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                          const Scalar& value) {
+  return scatter_with(into, out, self, dim, index, ScatterArgs{nullptr, value, std::nullopt});
+}
+Tensor scatter_src_reduce_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim,
+                               const Tensor& index, const Tensor& src, std::string_view reduce) {
+  warn_reduce_with_src();
+  return scatter_with(into, out, self, dim, index, ScatterArgs{&src, std::nullopt, reduce});
+}
+Tensor scatter_value_reduce_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim,
+                                 const Tensor& index, const Scalar& value, std::string_view reduce) {
+  return scatter_with(into, out, self, dim, index, ScatterArgs{nullptr, value, reduce});
+}
+Tensor scatter_add_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                        const Tensor& src) {
+  return scatter_with(into, out, self, dim, index, ScatterArgs{&src, std::nullopt, "add"});
+}
+
+// --- gather, scatter_reduce ------------------------------------------------------------------
 
 Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index, bool /*sparse_grad*/) {
   return gather_into(Tensor(), self, dim, index);
@@ -267,22 +303,6 @@ Tensor gather_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, bool
   gather_into(out, self, dim, index);
   out.impl()->bump_version();
   return out;
-}
-
-Tensor scatter_src_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_functional(self, dim, index, src_args(src));
-}
-Tensor scatter_value_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-  return scatter_functional(self, dim, index, value_args(value));
-}
-Tensor scatter_reduce_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                          std::string_view reduce) {
-  warn_reduce_with_src();
-  return scatter_functional(self, dim, index, ScatterArgs{&src, std::nullopt, reduce});
-}
-Tensor scatter_value_reduce_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
-                                std::string_view reduce) {
-  return scatter_functional(self, dim, index, ScatterArgs{nullptr, value, reduce});
 }
 
 Tensor scatter_reduce_two_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
@@ -305,51 +325,6 @@ Tensor scatter_reduce_two_out_cpu(const Tensor& self, int64_t dim, const Tensor&
   if (!out.is_same(self)) kiln::copy_(out, self);
   scatter_reduce_into(out, dim, index, src, reduce, include_self);
   return out;
-}
-
-Tensor scatter_src_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_inplace(self, dim, index, src_args(src));
-}
-Tensor scatter_value_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-  return scatter_inplace(self, dim, index, value_args(value));
-}
-Tensor scatter_reduce_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                           std::string_view reduce) {
-  warn_reduce_with_src();
-  return scatter_inplace(self, dim, index, ScatterArgs{&src, std::nullopt, reduce});
-}
-Tensor scatter_value_reduce_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
-                                 std::string_view reduce) {
-  return scatter_inplace(self, dim, index, ScatterArgs{nullptr, value, reduce});
-}
-
-Tensor scatter_src_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                           const Tensor& out) {
-  return scatter_out(self, dim, index, src_args(src), out);
-}
-Tensor scatter_value_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
-                             const Tensor& out) {
-  return scatter_out(self, dim, index, value_args(value), out);
-}
-Tensor scatter_reduce_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                              std::string_view reduce, const Tensor& out) {
-  warn_reduce_with_src();
-  return scatter_out(self, dim, index, ScatterArgs{&src, std::nullopt, reduce}, out);
-}
-Tensor scatter_value_reduce_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
-                                    std::string_view reduce, const Tensor& out) {
-  return scatter_out(self, dim, index, ScatterArgs{nullptr, value, reduce}, out);
-}
-
-Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_functional(self, dim, index, ScatterArgs{&src, std::nullopt, "add"});
-}
-Tensor scatter_add_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_inplace(self, dim, index, ScatterArgs{&src, std::nullopt, "add"});
-}
-Tensor scatter_add_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                           const Tensor& out) {
-  return scatter_out(self, dim, index, ScatterArgs{&src, std::nullopt, "add"}, out);
 }
 
 // --- composites ----------------------------------------------------------------------------
