@@ -61,8 +61,10 @@ def error_of(text: str) -> str:
 def test_one_kernel_declared_and_the_three_forms_generated():
     files = generate(ADD)
     h = files["IntoKernels.h"]
-    assert ("Tensor add_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& other, "
-            "const Scalar& alpha);") in h
+    # Hidden: the entry points call it directly, not through kiln_core's PLT.
+    assert ("KILN_INTO_KERNEL Tensor add_into(ResultInto into, const Tensor& out, const Tensor& self, "
+            "const Tensor& other, const Scalar& alpha);") in h
+    assert '#define KILN_INTO_KERNEL __attribute__((visibility("hidden")))' in h
     cpp = files["IntoKernels.cpp"]
     assert "return add_into(ResultInto::NewTensor, Tensor(), self, other, alpha);" in cpp
     assert "return add_into(ResultInto::NewTensor, Tensor(), self, scalar_operand(other, self), alpha);" in cpp

@@ -32,9 +32,11 @@ the family takes as a Scalar), else its first Tensor argument
 (where.ScalarOther wraps `other` like `self`, not like `condition`). Any other
 difference between the overloads' types is an error.
 
-The wrappers are out-of-line functions in their own file, one direct call to
-the kernel, as the hand-written ones were (the kernel was already out of line
-in its own file for most of them)."""
+The wrappers are out-of-line functions in their own file, each one direct call
+to the kernel, as the hand-written ones were (the kernel was out of line there
+too). The kernels are declared with hidden visibility (KILN_INTO_KERNEL), so
+that call does not go through the PLT, as the call to a file-local kernel did
+not."""
 
 from __future__ import annotations
 
@@ -127,12 +129,15 @@ def into_kernels_h(ops: list[Op]) -> str:
            "// is defined, so its signature is checked there.\n#pragma once\n\n#include <optional>\n"
            "#include <string_view>\n\n#include \"eager/core/Scalar.h\"\n#include \"eager/core/Tensor.h\"\n"
            "#include \"eager/core/GeneratorImpl.h\"\n#include \"eager/kernels/cpu/ResultInto.h\"\n\n"
+           "// Not exported from kiln_core: the entry points below call them directly, not\n"
+           "// through the PLT, as the hand-written entry points called a file-local kernel.\n"
+           "#define KILN_INTO_KERNEL __attribute__((visibility(\"hidden\")))\n\n"
            "namespace kiln::native {\n"]
     for k in families(ops):
         first = k.ops[0]
         params = "".join(f", {argument_type(t, first.label)} {identifier(n)}" for n, t in k.params)
         users = ", ".join(op.full_name for op in k.ops)
-        out.append(f"\n// {users}\nTensor {k.name}(ResultInto into, const Tensor& out{params});\n")
+        out.append(f"\n// {users}\nKILN_INTO_KERNEL Tensor {k.name}(ResultInto into, const Tensor& out{params});\n")
     out.append("\n}  // namespace kiln::native\n")
     return "".join(out)
 
