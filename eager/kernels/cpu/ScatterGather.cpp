@@ -83,7 +83,7 @@ Tensor checked_offsets(const Tensor& t, int64_t dim, const Tensor& index) {
 
 // --- gather ----------------------------------------------------------------------------
 
-Tensor gather_into(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
+Tensor gather_write(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
   dim = wrap_dim(dim, self.dim());
   Tensor result = out;
   if (result.defined()) {
@@ -295,12 +295,10 @@ Tensor scatter_add_into(ResultInto into, const Tensor& out, const Tensor& self, 
 
 // --- gather, scatter_reduce ------------------------------------------------------------------
 
-Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index, bool /*sparse_grad*/) {
-  return gather_into(Tensor(), self, dim, index);
-}
-
-Tensor gather_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, bool /*sparse_grad*/, const Tensor& out) {
-  gather_into(out, self, dim, index);
+Tensor gather_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                   bool /*sparse_grad*/) {
+  if (into == ResultInto::NewTensor) return gather_write(Tensor(), self, dim, index);
+  gather_write(out, self, dim, index);
   out.impl()->bump_version();
   return out;
 }
