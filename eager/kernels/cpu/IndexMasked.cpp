@@ -100,7 +100,9 @@ Tensor masked_select_into(ResultInto into, const Tensor& out, const Tensor& self
   return out;
 }
 
-Tensor masked_scatter_cpu_(const Tensor& self, const Tensor& mask, const Tensor& source) {
+namespace {
+
+Tensor masked_scatter_inplace(const Tensor& self, const Tensor& mask, const Tensor& source) {
   check_no_internal_overlap(self);
   KILN_CHECK(self.dtype() == source.dtype(), "masked_scatter: expected self and source to have same dtypes but got",
              scalar_type_name(self.dtype()), " and ", scalar_type_name(source.dtype()));
@@ -121,15 +123,22 @@ Tensor masked_scatter_cpu_(const Tensor& self, const Tensor& mask, const Tensor&
   return self;
 }
 
-Tensor masked_scatter_cpu(const Tensor& self, const Tensor& mask, const Tensor& source) {
+Tensor masked_scatter_functional(const Tensor& self, const Tensor& mask, const Tensor& source) {
   const DimVector shape = broadcast_shapes(mask.sizes(), self.sizes());
   const Tensor result = clone_contiguous(expand_to(self, shape));
-  return masked_scatter_cpu_(result, expand_to(mask, shape), source);
+  return masked_scatter_inplace(result, expand_to(mask, shape), source);
 }
 
-Tensor masked_scatter_out_cpu(const Tensor& self, const Tensor& mask, const Tensor& source, const Tensor& out) {
-  const Tensor result = masked_scatter_cpu(self, mask, source);
-  return copy_to_out(result, out);
+}  // namespace
+
+Tensor masked_scatter_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& mask,
+                           const Tensor& source) {
+  switch (into) {
+    case ResultInto::NewTensor: return masked_scatter_functional(self, mask, source);
+    case ResultInto::InPlace: return masked_scatter_inplace(self, mask, source);
+    case ResultInto::Out: break;
+  }
+  return copy_to_out(masked_scatter_functional(self, mask, source), out);
 }
 
 }  // namespace kiln::native

@@ -220,8 +220,10 @@ Tensor take_into(ResultInto into, const Tensor& out, const Tensor& self, const T
   return out;
 }
 
-Tensor index_add_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
-                      const Scalar& alpha) {
+namespace {
+
+Tensor index_add_inplace(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                         const Scalar& alpha) {
   dim = wrap_dim(dim, self.dim());
   check_index_add(self, dim, index, source);
   check_no_internal_overlap(self);
@@ -232,8 +234,8 @@ Tensor index_add_cpu_(const Tensor& self, int64_t dim, const Tensor& index, cons
   return self;
 }
 
-Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
-                     const Scalar& alpha) {
+Tensor index_add_functional(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                            const Scalar& alpha) {
   dim = wrap_dim(dim, self.dim());
   check_index_add(self, dim, index, source);
   const Tensor result = clone_contiguous(self);
@@ -241,8 +243,8 @@ Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const
   return result;
 }
 
-Tensor index_add_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
-                         const Scalar& alpha, const Tensor& out) {
+Tensor index_add_to_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                        const Scalar& alpha, const Tensor& out) {
   dim = wrap_dim(dim, self.dim());
   check_index_add(self, dim, index, source);
   prepare_out(out, self.sizes(), self.dtype());
@@ -253,6 +255,18 @@ Tensor index_add_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, c
   index_add_into(out, dim, index, source, alpha);
   out.impl()->bump_version();
   return out;
+}
+
+}  // namespace
+
+Tensor index_add_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                      const Tensor& source, const Scalar& alpha) {
+  switch (into) {
+    case ResultInto::NewTensor: return index_add_functional(self, dim, index, source, alpha);
+    case ResultInto::InPlace: return index_add_inplace(self, dim, index, source, alpha);
+    case ResultInto::Out: break;
+  }
+  return index_add_to_out(self, dim, index, source, alpha, out);
 }
 
 Tensor index_fill_scalar_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {

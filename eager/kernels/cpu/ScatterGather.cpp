@@ -303,17 +303,10 @@ Tensor gather_into(ResultInto into, const Tensor& out, const Tensor& self, int64
   return out;
 }
 
-Tensor scatter_reduce_two_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                              std::string_view reduce, bool include_self) {
-  dim = wrap_dim(dim, self.dim());
-  check_scatter_reduce(self, dim, index, src, reduce);
-  const Tensor result = clone_contiguous(self);
-  scatter_reduce_into(result, dim, index, src, reduce, include_self);
-  return result;
-}
+namespace {
 
-Tensor scatter_reduce_two_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                                  std::string_view reduce, bool include_self, const Tensor& out) {
+Tensor scatter_reduce_two_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                              std::string_view reduce, bool include_self, const Tensor& out) {
   dim = wrap_dim(dim, self.dim());
   check_scatter_reduce(self, dim, index, src, reduce);
   check_no_internal_overlap(out);
@@ -323,6 +316,18 @@ Tensor scatter_reduce_two_out_cpu(const Tensor& self, int64_t dim, const Tensor&
   if (!out.is_same(self)) kiln::copy_(out, self);
   scatter_reduce_into(out, dim, index, src, reduce, include_self);
   return out;
+}
+
+}  // namespace
+
+Tensor scatter_reduce_two_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim,
+                               const Tensor& index, const Tensor& src, std::string_view reduce, bool include_self) {
+  if (into == ResultInto::Out) return scatter_reduce_two_out(self, dim, index, src, reduce, include_self, out);
+  dim = wrap_dim(dim, self.dim());
+  check_scatter_reduce(self, dim, index, src, reduce);
+  const Tensor result = clone_contiguous(self);
+  scatter_reduce_into(result, dim, index, src, reduce, include_self);
+  return result;
 }
 
 // --- composites ----------------------------------------------------------------------------
