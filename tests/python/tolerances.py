@@ -1,0 +1,34 @@
+"""The one table of comparison tolerances the tests take per dtype.
+
+The defaults are torch.testing.assert_close's own per dtype (integers and bool
+compare exactly). An op widens them only through WIDENED, each entry with the
+reason written beside it: a tolerance that lets a wrong answer pass (a product
+of 0, a dropped factor) is a hole in the suite, not a convenience.
+"""
+
+from __future__ import annotations
+
+# dtype name -> (rtol, atol): torch.testing.assert_close's defaults.
+DEFAULT = {
+    "float16": (1e-3, 1e-5),
+    "bfloat16": (1.6e-2, 1e-5),
+    "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7),
+    "complex32": (1e-3, 1e-5),
+    "complex64": (1.3e-6, 1e-5),
+    "complex128": (1e-7, 1e-7),
+}
+
+# (op, dtype name) -> ((rtol, atol), reason). Nothing else widens a tolerance.
+WIDENED: dict = {}
+
+
+def tolerance(dtype: str, op: str | None = None) -> dict:
+    """rtol/atol for comparing a ``dtype`` result of ``op`` (keyword arguments for assert_close / allclose);
+    zero for integer and bool dtypes."""
+    dtype = dtype.removeprefix("torch.").removeprefix("kiln.")
+    if op is not None and (op, dtype) in WIDENED:
+        rtol, atol = WIDENED[op, dtype][0]
+    else:
+        rtol, atol = DEFAULT.get(dtype, (0.0, 0.0))
+    return {"rtol": rtol, "atol": atol}
