@@ -20,7 +20,13 @@ DEFAULT = {
 }
 
 # (op, dtype name) -> ((rtol, atol), reason). Nothing else widens a tolerance.
-WIDENED: dict = {}
+_PROD_REASON = ("torch's CPU prod rounds every partial product to the 16-bit dtype, kiln keeps them in float32: over "
+                "test_reductions' 120 factors torch lands up to 3.2e-3 (float16) / 1.5e-2 (bfloat16) from the float64 "
+                "product, kiln within 4e-4 / 3.5e-3")
+WIDENED = {
+    ("prod", "float16"): ((5e-3, 1e-5), _PROD_REASON),
+    ("prod", "bfloat16"): ((3e-2, 1e-5), _PROD_REASON),
+}
 
 
 def tolerance(dtype: str, op: str | None = None) -> dict:
