@@ -16,10 +16,10 @@ import torch.nn.functional as TF
 
 import kiln
 import kiln.nn.functional as KF
+from tolerances import DRAWN_COMPOSITE_TOLERANCE
 from torch_compare import as_kiln_text, raised
 
-TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "bfloat16": 4e-2, "float16": 5e-3, "int64": 0, "int32": 0,
-             "bool": 0}
+TOLERANCE = DRAWN_COMPOSITE_TOLERANCE  # rtol = atol per dtype, with its reason in tolerances.py
 
 
 class Draw:
@@ -104,7 +104,8 @@ def first_clause(error: BaseException) -> str:
 
 def assert_refused_alike(name, kiln_error, torch_error) -> None:
     """kiln raised where torch did: the same exception type and the same first clause of the message."""
-    assert kiln_error is not None, f"{name}: kiln did not raise; torch raised {type(torch_error).__name__}: {torch_error}"
+    assert kiln_error is not None, (
+        f"{name}: kiln did not raise; torch raised {type(torch_error).__name__}: {torch_error}")
     assert isinstance(kiln_error, type(torch_error)), (
         f"{name}: kiln raised {type(kiln_error).__name__}: {kiln_error}; torch raised "
         f"{type(torch_error).__name__}: {torch_error}")

@@ -425,8 +425,8 @@ def test_complex_convolutions_match_torch(name, mixed):
         # torch's text depends on the backend it picks ("expected scalar type ...", c10 type names): kiln's is one
         error = _same_error(lambda: getattr(kiln.nn.functional, fn)(_k(x), _k(w), _k(b), **kwargs),
                             lambda: getattr(torch.nn.functional, fn)(x, w, b, **kwargs), message=False)
-        assert str(error) == ("Input type (Double) and weight type (ComplexDouble) should be the same" if mixed ==
-                              "real_input" else "Input type (ComplexDouble) and weight type (Double) should be the same")
+        types = ("Double", "ComplexDouble") if mixed == "real_input" else ("ComplexDouble", "Double")
+        assert str(error) == f"Input type ({types[0]}) and weight type ({types[1]}) should be the same"
         return
     x.requires_grad_(), w.requires_grad_(), b.requires_grad_()
     kx, kw, kb = _k(x), _k(w), _k(b)
