@@ -41,12 +41,13 @@ def tolerance(dtype: str, op: str | None = None) -> dict:
 
 
 # The random-case runner (random_cases.py) compares drawn composites (norms, convolutions, interpolation,
-# grid_sample, batched products) over drawn sizes: rtol = atol = the value per dtype. Wider than DEFAULT in
-# float32 and the 16-bit dtypes because torch and kiln sum in different orders and round 16-bit intermediates at
-# different steps, and drawn values land near zero where only an atol holds: with DEFAULT, 20 of the 1,092 drawn
-# cases differ (float32: a one-element layer_norm's rounding-level mean difference times 1/sqrt(eps), 1.5e-5;
+# grid_sample, batched products) over drawn sizes: (rtol, atol) per dtype, gradients ten times that. Wider than
+# DEFAULT in the 16-bit dtypes (and float32's atol) because torch and kiln sum in different orders and round 16-bit
+# intermediates at different steps, and drawn values land near zero where only an atol holds: with DEFAULT, 19 of
+# the 1,092 drawn cases differ (a 20th was a kiln bug, pow's exponent gradient, fixed), float32: a one-element
+# layer_norm's rounding-level mean difference times 1/sqrt(eps), 1.5e-5;
 # float16 up to 1.5e-3 and bfloat16 up to 8e-3 absolute in batch_norm, bicubic, conv_transpose, baddbmm, linear;
 # bfloat16 grid_sample up to 4.3e-2, where kiln and torch are each 2.6e-2 from the float64 result: the tanh'd
 # bfloat16 grid moves the sampling points). float64 is tighter than DEFAULT.
-DRAWN_COMPOSITE_TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "bfloat16": 4e-2, "float16": 5e-3, "int64": 0,
-                             "int32": 0, "bool": 0}
+DRAWN_COMPOSITE_TOLERANCE = {"float64": (1e-9, 1e-9), "float32": (1.3e-6, 5e-5), "bfloat16": (4e-2, 4e-2),
+                             "float16": (5e-3, 5e-3), "int64": (0, 0), "int32": (0, 0), "bool": (0, 0)}
