@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import kiln
+from tolerances import tolerance
 from torch_compare import assert_same_error
 
 
@@ -26,7 +27,7 @@ def _input(shape, dtype, seed=0):
 
 
 def _tol(dtype):
-    return dict(rtol=1e-4, atol=1e-4) if dtype in (torch.float32, torch.complex64) else dict(rtol=1e-10, atol=1e-10)
+    return tolerance(str(dtype), "fft")
 
 
 ONE_D = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
