@@ -85,3 +85,15 @@ def test_the_rule_catches_a_bare_raises(tmp_path):
     sample.write_text("import pytest\n\ndef test_a():\n    with pytest.raises(ValueError):\n        f()\n\n"
                       "def test_b():\n    with pytest.raises(ValueError, match='bad'):\n        f()\n")
     assert raises_without_match(sample) == ["test_sample_errors.py:4"]
+
+
+def test_the_skip_budget_allows_only_its_reasons():
+    from conftest import skip_is_allowed
+
+    assert skip_is_allowed("no GPU: CUDA is not available")
+    assert skip_is_allowed("optional package mpmath is not installed (the high-precision reference)")
+    assert skip_is_allowed("could not import 'scipy': No module named 'scipy'")
+    assert skip_is_allowed("CPU lacks the instruction set of the avx512 build: no avx512f in /proc/cpuinfo")
+    for reason in ("needs relu (branch i4-unary not merged)", "every op of this check is in this build",
+                   "kiln is not built", "torch.nn.functional.max_pool2d is a dispatcher wrapper without a signature"):
+        assert not skip_is_allowed(reason), reason
