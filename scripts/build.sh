@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds kiln (C++ core, kiln._C, C++ tests and benchmarks) and installs it in
 # editable mode into this checkout's .venv, so `.venv/bin/python -c "import kiln"`
-# picks up this checkout. Incremental: the CMake
+# picks up this checkout. The C++ tests are on (KILN_BUILD_TESTS): a missing
+# GoogleTest fails the configure step. Incremental: the CMake
 # build directory (build/release) and ccache survive between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
 log=$(mktemp)
 if ! "$PYTHON" -m pip install --no-build-isolation --no-deps --disable-pip-version-check -e . \
-     -Cbuild-dir="$BUILD_DIR" >"$log" 2>&1; then
+     -Cbuild-dir="$BUILD_DIR" -Ccmake.define.KILN_BUILD_TESTS=ON >"$log" 2>&1; then
   cat "$log"
   echo "build: FAILED (full log above)" >&2
   exit 1

@@ -379,7 +379,9 @@ namespace detail {
     return kiln::mul(grad, conj_if_complex(kiln::where(no_log_term, 0, kiln::mul(result, kiln::log(self)))));
   }
   const Tensor no_log_term = kiln::logical_and(kiln::eq(self, 0), kiln::ge(exponent, 0));
-  return kiln::mul(grad, kiln::where(no_log_term, 0, kiln::mul(result, kiln::log(self))));
+  // log in the result's dtype, as torch: a bfloat16 base under a float32 exponent takes a float32 log
+  const Tensor log_self = kiln::log(to(self, result.dtype()));
+  return kiln::mul(grad, kiln::where(no_log_term, 0, kiln::mul(result, log_self)));
 }
 
 /// d/dexponent of base ** exponent for a number base.

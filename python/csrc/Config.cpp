@@ -1,8 +1,12 @@
-// Build and host facts for kiln.show_config(): versions, LLVM's view of the CPU.
+// Build and host facts for kiln.show_config(): versions, LLVM's view of the CPU,
+// and the instruction set the eager CPU kernels run with.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <string>
+
 #include "codegen/llvm/HostInfo.h"
+#include "eager/kernels/cpu/CpuCapability.h"
 
 namespace py = pybind11;
 
@@ -19,6 +23,9 @@ void init_config(PyObject* module) {
     out["cpu_features"] = h.features;
     return out;
   });
+  // The build of the CPU kernels that runs (Note [One kernel source, several instruction sets]):
+  // "default", "avx2" or "avx512", the best this CPU has, capped by KILN_CPU_CAPABILITY.
+  m.def("_cpu_capability", [] { return std::string(cpu_capability_name(cpu_capability())); });
   py::dict build;
   build["compiler"] = __VERSION__;
   build["cxx_standard"] = __cplusplus;

@@ -36,6 +36,7 @@ def show_config(print_out: bool = True) -> str:
         f"  LLVM: {host['llvm_version']} (target {host['target_triple']})",
         f"  host CPU (LLVM): {host['cpu_name']}, {os.cpu_count()} logical cores, {platform.machine()}",
         f"  CPU features: {len(features)} enabled; SIMD: {' '.join(simd) if simd else 'none'}",
+        f"  CPU kernels: {_C._cpu_capability()} (KILN_CPU_CAPABILITY=default|avx2|avx512 caps it)",
         f"  memory caching: {'on' if _C._caching_enabled() else 'off (KILN_NO_MEMORY_CACHING)'}",
         "  CUDA: not available (no driver on this machine)",
     ]

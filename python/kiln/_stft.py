@@ -54,7 +54,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         x = nnf.pad(x.unsqueeze(1), [pad, pad], mode=pad_mode).squeeze(1)
     length = x.shape[-1]
     if not 0 < n_fft <= length:
-        raise RuntimeError(f"stft: expected 0 < n_fft <= {length}, but got n_fft={n_fft}")
+        # torch's text says "<" though it allows n_fft == length
+        raise RuntimeError(f"stft: expected 0 < n_fft < {length}, but got n_fft={n_fft}")
     if window is None:
         warnings.warn("A window was not provided. A rectangular window will be applied,which is known to cause "
                       "spectral leakage. Other windows such as kiln.hann_window or kiln.hamming_window are "
@@ -135,7 +136,8 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     stop = min(end, expected)
     y, envelope = y[:, start:stop], envelope[start:stop]
     if envelope.numel() and float(envelope.abs().min()) < 1e-11:
-        raise RuntimeError(f"istft(...): window overlap add min: {float(envelope.abs().min()):g}")
+        # torch prints its check's result, (min < 1e-11) == 1, not the minimum
+        raise RuntimeError("istft(...): window overlap add min: 1")
     y = y / envelope
     if end > expected:
         y = _F.cat([y, _F.zeros([y.shape[0], end - expected], dtype=y.dtype)], 1)

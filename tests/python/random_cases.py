@@ -11,15 +11,15 @@ run twice.
 import warnings
 
 import numpy as np
-import pytest
 import torch
 import torch.nn.functional as TF
 
 import kiln
 import kiln.nn.functional as KF
+from tolerances import DRAWN_COMPOSITE_TOLERANCE
+from torch_compare import as_kiln_text, raised
 
-TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "bfloat16": 4e-2, "float16": 5e-3, "int64": 0, "int32": 0,
-             "bool": 0}
+TOLERANCE = DRAWN_COMPOSITE_TOLERANCE  # (rtol, atol) per dtype, with its reason in tolerances.py
 
 
 class Draw:
@@ -70,12 +70,14 @@ def as_numpy(x):
 def compare(name, got, want, tol):
     got = got if isinstance(got, tuple) else (got,)
     want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want), f"{name}: kiln returned {len(got)} results, torch {len(want)}"
     for k, t in zip(got, want):
         dtype = str(t.dtype).split(".")[-1]
         assert str(k.dtype).split(".")[-1] == dtype, f"{name}: dtype {k.dtype} vs {t.dtype}"
+        assert tuple(k.shape) == tuple(t.shape), f"{name}: shape {tuple(k.shape)} vs {tuple(t.shape)}"
         # at least the result dtype's tolerance: integer operands may promote to a floating result
-        limit = max(tol, TOLERANCE.get(dtype, 0))
-        np.testing.assert_allclose(as_numpy(k), as_numpy(t), rtol=limit, atol=limit, err_msg=name)
+        rtol, atol = (max(a, b) for a, b in zip(tol, TOLERANCE.get(dtype, (0, 0))))
+        np.testing.assert_allclose(as_numpy(k), as_numpy(t), rtol=rtol, atol=atol, err_msg=name)
 
 
 def run_case(d, group, name):
@@ -86,13 +88,29 @@ def run_case(d, group, name):
         warnings.simplefilter("ignore")
         try:
             want = fn(torch, TF, *ts)
-        except Exception as error:  # torch refuses these operands: kiln must too, with the same type
-            with pytest.raises(type(error)):
-                fn(kiln, KF, *ks)
+        except Exception as error:  # noqa: BLE001 - torch refuses these operands: kiln must too, for the same reason
+            assert_refused_alike(name, raised(lambda: fn(kiln, KF, *ks)), error)
             return None
         got = fn(kiln, KF, *ks)
     compare(name, got, want, d.tol)
     return got, want, operands
+
+
+def first_clause(error: BaseException) -> str:
+    """The first line of an exception's message: what was refused (later lines may list the overloads tried)."""
+    text = str(error)
+    return text.splitlines()[0] if text else ""
+
+
+def assert_refused_alike(name, kiln_error, torch_error) -> None:
+    """kiln raised where torch did: the same exception type and the same first clause of the message."""
+    assert kiln_error is not None, (
+        f"{name}: kiln did not raise; torch raised {type(torch_error).__name__}: {torch_error}")
+    assert isinstance(kiln_error, type(torch_error)), (
+        f"{name}: kiln raised {type(kiln_error).__name__}: {kiln_error}; torch raised "
+        f"{type(torch_error).__name__}: {torch_error}")
+    assert first_clause(kiln_error) == as_kiln_text(first_clause(torch_error)), (
+        f"{name}: kiln refused with {first_clause(kiln_error)!r}, torch with {first_clause(torch_error)!r}")
 
 
 def check_gradients(d, name, ran):
@@ -111,4 +129,4 @@ def check_gradients(d, name, ran):
     for i, (kg, tg) in enumerate(zip(k_grads, t_grads)):
         assert (kg is None) == (tg is None), f"{name}: gradient {i} is None on one side only"
         if kg is not None:
-            compare(f"{name} gradient {i}", kg, tg, d.tol * 10)
+            compare(f"{name} gradient {i}", kg, tg, tuple(10 * t for t in d.tol))

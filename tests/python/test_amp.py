@@ -67,7 +67,7 @@ def test_autocast_is_amp_autocast_and_returns_itself():
 
 def test_state_restored_after_an_exception():
     for T in (kiln, torch):
-        with pytest.raises(KeyError):
+        with pytest.raises(KeyError, match="inside"):
             with T.autocast("cpu", dtype=T.float16):
                 raise KeyError("inside")
         assert state(T) == (False, "bfloat16", True)

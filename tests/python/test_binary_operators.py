@@ -111,8 +111,6 @@ def test_invert_and_positive(dtype):
         assert +k is k  # as torch: positive() returns the tensor itself
 
 
-@pytest.mark.skipif(not hasattr(kiln.Tensor, "neg") or not hasattr(kiln.Tensor, "abs"),
-                    reason="neg and abs are the unary pointwise ops, merged from their own branch")
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_negative_and_abs(dtype):
     rng = np.random.default_rng(2)

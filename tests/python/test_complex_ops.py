@@ -78,7 +78,7 @@ def test_complex_number_into_a_real_tensor_is_refused_as_torch_does():
         x[0] = 1j
     _same_error(lambda: assign(kiln), lambda: assign(torch))
     x = kiln.arange(4.0)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^result type ComplexFloat can't be cast to the desired output type Float$"):
         x.mul_(1j)
     assert x.tolist() == [0.0, 1.0, 2.0, 3.0]  # nothing written before the error
 
@@ -359,8 +359,7 @@ def test_python_conversions_of_a_complex_tensor():
                 assert "without overflow" in str(error)
             else:
                 assert convert(k) == expected
-    with pytest.raises(TypeError):
-        [1, 2, 3][kiln.tensor(1j)]
+    _same_error(lambda: [1, 2, 3][kiln.tensor(1j)], lambda: [1, 2, 3][torch.tensor(1j)])
 
 
 def test_nan_to_num_scatter_reduce_matrix_exp_and_normalize_on_complex():
@@ -387,8 +386,8 @@ def test_nan_to_num_scatter_reduce_matrix_exp_and_normalize_on_complex():
     # torch refuses complex scatter_reduce gradients (at the forward; kiln at the backward)
     with pytest.raises(RuntimeError, match="does not support automatic differentiation"):
         _k(src).requires_grad_().scatter_reduce(1, _k(index), _k(src), "sum").abs().sum().backward()
-    with pytest.raises(NotImplementedError):
-        _k(src).scatter_reduce(1, _k(index), _k(src), "amax")
+    _same_error(lambda: _k(src).scatter_reduce(1, _k(index), _k(src), "amax"),
+                lambda: src.scatter_reduce(1, index, src, "amax"))
 
     A = _rand((2, 3, 3), torch.complex128, seed=22)
     _close(kiln.linalg.matrix_exp(_k(A)), torch.linalg.matrix_exp(A), rtol=1e-10)
@@ -423,10 +422,11 @@ def test_complex_convolutions_match_torch(name, mixed):
     bias_size = w_shape[1] * kwargs.get("groups", 1) if "transpose" in name else w_shape[0]
     b = _rand((bias_size,), torch.complex128, seed=32)
     if mixed != "complex":  # torch does not promote a real operand of a complex convolution
-        with pytest.raises(RuntimeError):
-            getattr(torch.nn.functional, fn)(x, w, b, **kwargs)
-        with pytest.raises(RuntimeError, match="should be the same"):
-            getattr(kiln.nn.functional, fn)(_k(x), _k(w), _k(b), **kwargs)
+        # torch's text depends on the backend it picks ("expected scalar type ...", c10 type names): kiln's is one
+        error = _same_error(lambda: getattr(kiln.nn.functional, fn)(_k(x), _k(w), _k(b), **kwargs),
+                            lambda: getattr(torch.nn.functional, fn)(x, w, b, **kwargs), message=False)
+        types = ("Double", "ComplexDouble") if mixed == "real_input" else ("ComplexDouble", "Double")
+        assert str(error) == f"Input type ({types[0]}) and weight type ({types[1]}) should be the same"
         return
     x.requires_grad_(), w.requires_grad_(), b.requires_grad_()
     kx, kw, kb = _k(x), _k(w), _k(b)

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import kiln
+from tolerances import tolerance
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 
@@ -44,7 +45,7 @@ def test_every_dtype_combination_matches_torch(op, x_dtype):
         k = outcome(kiln, op, x_dtype, dtype, out_dtype)
         t = outcome(torch, op, x_dtype, dtype, out_dtype)
         same = k[:2] == t[:2] and (k[0] == "error" and k[2] == t[2] or
-                                   k[0] == "ok" and np.allclose(k[2], t[2], rtol=1e-2, equal_nan=True))
+                                   k[0] == "ok" and np.allclose(k[2], t[2], **tolerance(out_dtype, op), equal_nan=True))
         if not same:
             mismatches.append((dtype, out_dtype, k, t))
     assert not mismatches, mismatches[:5]

@@ -532,10 +532,10 @@ def test_functional_call_dict_tuple_kwargs_and_restore():
         pass
 
     def hook(module, args):
-        raise Boom()
+        raise Boom("the pre-hook refuses")
 
     handle = kmodel.register_forward_pre_hook(hook)
-    with pytest.raises(Boom):
+    with pytest.raises(Boom, match="^the pre-hook refuses$"):
         kf.functional_call(kmodel, kp_, kx)
     handle.remove()
     assert kmodel[0].weight is before

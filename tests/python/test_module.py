@@ -95,7 +95,7 @@ def test_always_call_hook_runs_when_forward_raises():
         seen = []
         m = Boom()
         m.register_forward_hook(lambda mod, args, out: seen.append(out), always_call=True)
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="^boom$"):
             m(lib.ones(1))
         assert seen == [None]
 

@@ -195,7 +195,7 @@ def test_enable_gqa_errors():
     bad = [pair(s, seed=i) for i, s in enumerate([(2, 6, 5, 4), (2, 4, 7, 4), (2, 4, 7, 4)])]
     with pytest.raises(RuntimeError, match="must divide the number of heads"):
         KF.scaled_dot_product_attention(*[p[0] for p in bad], enable_gqa=True)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="must divide the number of heads"):
         TF.scaled_dot_product_attention(*[p[1] for p in bad], enable_gqa=True)
 
 

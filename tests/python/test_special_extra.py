@@ -23,7 +23,8 @@ import torch
 import kiln
 from torch_compare import assert_same_error
 
-mpmath = pytest.importorskip("mpmath", reason="mpmath, installed with torch, is the high-precision reference")
+mpmath = pytest.importorskip("mpmath", reason="optional package mpmath is not installed "
+                             "(installed with torch; the high-precision reference)")
 mpmath.mp.dps = 40
 kiln.special.install(vars(kiln), kiln.Tensor)
 

@@ -4,14 +4,12 @@ against torch's and a float64 reference over a dense sweep and the special
 values, contiguous and through the float16/bfloat16 and backward paths."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+
+from cpu_capabilities import CAPABILITIES, run_under
 
 _SCRIPT = r"""
 import json, numpy as np, kiln
@@ -25,10 +23,7 @@ print(json.dumps(out))
 
 
 def _run(capability):
-    env = dict(os.environ, KILN_CPU_CAPABILITY=capability)
-    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True,
-                          cwd=Path(__file__).parent, check=True)
-    return json.loads(done.stdout)
+    return json.loads(run_under(capability, _SCRIPT))
 
 
 def _inputs():
@@ -36,7 +31,7 @@ def _inputs():
                            [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 3e38, 7.9988, 8.0]]).astype(np.float32)
 
 
-@pytest.mark.parametrize("capability", ["default", "avx2", "avx512"])
+@pytest.mark.parametrize("capability", CAPABILITIES)
 def test_tanh_each_build_against_torch_and_float64(capability):
     got = _run(capability)
     x = _inputs()

@@ -292,6 +292,13 @@ namespace {
 
 Tensor extreme(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, bool is_max, const char* name) {
   const ReducePlan p = plan(self, dim, keepdim);
+  if (dim && !dim->empty() && self.numel() == 0 && self.dim() > 0) {
+    // amax/amin name an empty dim as the caller gave it (-1 stays -1), the first in the caller's order, as torch
+    for (const int64_t d : *dim) {
+      KILN_CHECK_INDEX(self.size(wrap_dim(d, self.dim())) != 0, name, "(): Expected reduction dim ", d,
+                       " to have non-zero size.");
+    }
+  }
   check_nonempty_dims(self, p, name);
   return reduce(self, p, is_max ? RowReduce::Max : RowReduce::Min, compute_dtype(self.dtype()), self.dtype());
 }
@@ -420,6 +427,8 @@ Tensor std(const Tensor& self, bool unbiased) {
 
 std::tuple<Tensor, Tensor> var_mean_correction(const Tensor& self, std::optional<IntArrayRef> dim,
                                                const std::optional<Scalar>& correction, bool keepdim) {
+  KILN_CHECK(is_floating(self.dtype()) || is_complex(self.dtype()),
+             "var_mean only support floating point and complex dtypes");  // named as torch names it
   return {kiln::var(self, dim, correction, keepdim), kiln::mean(self, dim, keepdim)};
 }
 std::tuple<Tensor, Tensor> var_mean_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased,
@@ -431,6 +440,8 @@ std::tuple<Tensor, Tensor> var_mean(const Tensor& self, bool unbiased) {
 }
 std::tuple<Tensor, Tensor> std_mean_correction(const Tensor& self, std::optional<IntArrayRef> dim,
                                                const std::optional<Scalar>& correction, bool keepdim) {
+  KILN_CHECK(is_floating(self.dtype()) || is_complex(self.dtype()),
+             "std_mean only support floating point and complex dtypes");  // named as torch names it
   return {kiln::std(self, dim, correction, keepdim), kiln::mean(self, dim, keepdim)};
 }
 std::tuple<Tensor, Tensor> std_mean_dim(const Tensor& self, std::optional<IntArrayRef> dim, bool unbiased,

@@ -232,6 +232,10 @@ void scatter_reduce_into(const Tensor& target, int64_t dim, const Tensor& index,
   const bool mean = reduce == "mean";
   KILN_CHECK_NOT_IMPLEMENTED(!(mean && target.dtype() == DType::Bool),
                              "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
+  // complex numbers are not ordered: refused before any write, naming torch's kernel
+  KILN_CHECK_NOT_IMPLEMENTED(!(is_complex(target.dtype()) && (reduce == "amax" || reduce == "amin")),
+                             "\"scatter_gather_tensor_cpu_reduce_", reduce, "\" not implemented for '",
+                             scalar_type_name(target.dtype()), "'");
   if (!include_self) scatter_into(target, dim, index, nullptr, reduction_identity(reduce, target.dtype()),
                                   PutReduce::Assign);
   scatter_into(target, dim, index, &src, std::nullopt, put);

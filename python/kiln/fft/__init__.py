@@ -33,7 +33,12 @@ def _norm_code(norm: Optional[str], forward: bool) -> int:
         return _NORM_N if forward else _NORM_NONE
     if norm == "ortho":
         return _NORM_ROOT_N
-    raise ValueError(f"Invalid normalization mode: {norm}")
+    raise RuntimeError(f'Invalid normalization mode: "{norm}"')
+
+
+def _require_fft_tensor(value, name: str) -> None:
+    """torch's TypeError for a non-tensor, naming the function as torch's parser does (fft_<name>)."""
+    _require_tensor(value, "fft_" + name)
 
 
 def _swap_norm(norm: Optional[str]) -> str:
@@ -102,7 +107,7 @@ def _dims_and_sizes(x, s, dim, name, default_all: bool):
 # --- complex to complex -----------------------------------------------------------------------
 
 def _c2c(name, x, s, dim, norm, forward, default_all, out):
-    _require_tensor(x, name)
+    _require_fft_tensor(x, name)
     dims, sizes = _dims_and_sizes(x, s, dim, name, default_all)
     x = _resize(_complex(x), dims, sizes, name)
     return _write_out(_F._fft_c2c(x, dims, _norm_code(norm, forward), forward), out)
@@ -137,7 +142,7 @@ def ifftn(input, s=None, dim=None, norm=None, *, out=None):
 # --- real to complex and back ----------------------------------------------------------------
 
 def _r2c(name, x, s, dim, norm, default_all, out):
-    _require_tensor(x, name)
+    _require_fft_tensor(x, name)
     if x.dtype.is_complex:
         raise RuntimeError(f"{name} expects a real input tensor, but got {_scalar_type_name(x.dtype)}")
     dims, sizes = _dims_and_sizes(x, s, dim, name, default_all)
@@ -146,7 +151,7 @@ def _r2c(name, x, s, dim, norm, default_all, out):
 
 
 def _c2r(name, x, s, dim, norm, default_all, out):
-    _require_tensor(x, name)
+    _require_fft_tensor(x, name)
     dims, sizes = _dims_and_sizes(x, s, dim, name, default_all)
     last = dims[-1]
     last_size = sizes[-1] if sizes[-1] != -1 else 2 * (x.shape[last] - 1)
@@ -190,33 +195,33 @@ def _conj(x):
 
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     """torch.fft.hfft: the real spectrum of a Hermitian-symmetric signal given by its first half."""
-    _require_tensor(input, "hfft")
+    _require_fft_tensor(input, "hfft")
     return irfft(_conj(input), n, dim, _swap_norm(norm), out=out)
 
 
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     """torch.fft.ihfft: the inverse of hfft (one-sided)."""
-    _require_tensor(input, "ihfft")
+    _require_fft_tensor(input, "ihfft")
     return _write_out(_F.conj_physical(rfft(input, n, dim, _swap_norm(norm))), out)
 
 
 def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
-    _require_tensor(input, "hfft2")
+    _require_fft_tensor(input, "hfft2")
     return irfft2(_conj(input), s, dim, _swap_norm(norm), out=out)
 
 
 def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
-    _require_tensor(input, "ihfft2")
+    _require_fft_tensor(input, "ihfft2")
     return _write_out(_F.conj_physical(rfft2(input, s, dim, _swap_norm(norm))), out)
 
 
 def hfftn(input, s=None, dim=None, norm=None, *, out=None):
-    _require_tensor(input, "hfftn")
+    _require_fft_tensor(input, "hfftn")
     return irfftn(_conj(input), s, dim, _swap_norm(norm), out=out)
 
 
 def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
-    _require_tensor(input, "ihfftn")
+    _require_fft_tensor(input, "ihfftn")
     return _write_out(_F.conj_physical(rfftn(input, s, dim, _swap_norm(norm))), out)
 
 
@@ -262,11 +267,11 @@ def _roll(x, dims, shift_of):
 
 def fftshift(input, dim=None):
     """torch.fft.fftshift: rolls the zero frequency to the centre of each dim."""
-    _require_tensor(input, "fftshift")
+    _require_fft_tensor(input, "fftshift")
     return _roll(input, _shift_dims(input, dim), lambda n: n // 2)
 
 
 def ifftshift(input, dim=None):
     """torch.fft.ifftshift: the inverse of fftshift."""
-    _require_tensor(input, "ifftshift")
+    _require_fft_tensor(input, "ifftshift")
     return _roll(input, _shift_dims(input, dim), lambda n: -(n // 2))

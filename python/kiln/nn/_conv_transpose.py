@@ -44,6 +44,9 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                f"output_padding_height: {output_padding[0]} output_padding_width: {output_padding[1]} "
                                f"stride_height: {stride[0]} stride_width: {stride[1]} dilation_height: {dilation[0]} "
                                f"dilation_width: {dilation[1]}")
+    if x.numel() == 0 and x.shape[0] != 0 and x.shape[1] != 0:  # as torch's backend choice, before any size
+        raise RuntimeError("Only zero batch or zero channel inputs are supported, but got input shape: "
+                           f"{list(x.shape)}")
     out_channels = weight.shape[1] * groups
     size = [x.shape[0], out_channels]
     for i in range(2):

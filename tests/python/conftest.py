@@ -1,0 +1,64 @@
+"""The suite's skip budget: a test may skip only for a reason on ALLOWED_SKIPS.
+
+A skip that is not on the list reports as a failure naming its reason, so a
+skip cannot hide a regression (a lost binding, an op that stopped raising, a
+case that no longer applies). A case that does not apply is not generated; a
+known kiln bug is an xfail with strict=True and its reason, never a skip.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+# Each reason a test may skip for, and the one way of writing it.
+ALLOWED_SKIPS = {
+    "no GPU": re.compile(r"^no GPU\b"),
+    "an optional package is missing (naming it)": re.compile(
+        r"^(optional package [\w.\-]+ is not installed|could not import '[\w.\-]+')"),
+    "the CPU lacks an instruction set": re.compile(r"^CPU lacks the instruction set\b"),
+}
+
+
+def skip_reason(report) -> str:
+    """The text a skipped report gives as its reason."""
+    if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    return str(report.longrepr)
+
+
+def skip_is_allowed(reason: str) -> bool:
+    return any(pattern.search(reason) for pattern in ALLOWED_SKIPS.values())
+
+
+def fail_unallowed_skip(report) -> None:
+    """Turns a skipped report whose reason is not allowed into a failure that says so."""
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    reason = skip_reason(report)
+    if not skip_is_allowed(reason):
+        report.outcome = "failed"
+        report.longrepr = (f"skipped for a reason outside the allow-list (tests/python/conftest.py ALLOWED_SKIPS: "
+                           f"{'; '.join(ALLOWED_SKIPS)}): {reason}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    fail_unallowed_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """A module that skips as a whole (a module-level importorskip) is held to the same list."""
+    outcome = yield
+    fail_unallowed_skip(outcome.get_result())
+
+
+def pytest_collection_modifyitems(config, items):
+    """An xfail must be strict (an unexpected pass fails) and say why."""
+    for item in items:
+        for mark in item.iter_markers("xfail"):
+            if mark.kwargs.get("strict") is not True or not mark.kwargs.get("reason"):
+                raise pytest.UsageError(f"{item.nodeid}: xfail needs strict=True and a reason")
