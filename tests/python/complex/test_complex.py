@@ -9,28 +9,14 @@ import pytest
 import torch
 
 import kiln
+from complex_compare import assert_close as _close, seeded_randn as _rand
+from torch_compare import to_kiln as _k
 
 COMPLEX = [(kiln.complex64, torch.complex64), (kiln.complex128, torch.complex128)]
 REAL_AND_COMPLEX = [
     (kiln.float32, torch.float32), (kiln.float64, torch.float64), (kiln.float16, torch.float16),
     (kiln.bfloat16, torch.bfloat16), (kiln.int8, torch.int8), (kiln.int16, torch.int16), (kiln.int32, torch.int32),
     (kiln.int64, torch.int64), (kiln.uint8, torch.uint8), (kiln.bool, torch.bool)] + COMPLEX
-
-
-def _k(t):
-    """A kiln copy of a torch tensor (complex included)."""
-    return kiln.from_numpy(t.detach().numpy().copy())
-
-
-def _close(k, t, rtol=1e-5, atol=1e-6):
-    assert str(k.dtype).removeprefix("kiln.") == str(t.dtype).removeprefix("torch.")
-    assert tuple(k.shape) == tuple(t.shape)
-    np.testing.assert_allclose(k.detach().numpy(), t.detach().resolve_conj().numpy(), rtol=rtol, atol=atol)
-
-
-def _rand(shape, dtype=torch.complex64, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, dtype=dtype, generator=g)
 
 
 # --- dtypes and promotion ---------------------------------------------------------------------

@@ -13,6 +13,7 @@ kiln's random streams differ from torch's, so no test compares samples draw for 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import warnings
 import zlib
@@ -24,6 +25,7 @@ import torch
 import kiln
 import kiln.distributions as KD
 import torch.distributions as TD
+from torch_compare import float64_values as as_np, raised, to_kiln
 
 RNG = np.random.default_rng(1234)
 
@@ -138,16 +140,6 @@ def values_for(case, dtype="float64"):
         warnings.simplefilter("ignore")
         x = d.sample((2,))
     return x
-
-
-def as_np(t):
-    if isinstance(t, torch.Tensor):
-        return t.detach().double().numpy()
-    return np.asarray(t.detach().to(kiln.float64).numpy())
-
-
-def to_kiln(t):
-    return kiln.from_numpy(t.detach().numpy().copy())
 
 
 def close(k, t, rtol, atol):
@@ -689,14 +681,7 @@ def test_kl_errors_and_registration():
         KD.kl._KL_MEMOIZE.clear()
 
 
-def _raised(fn):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fn()
-    except Exception as error:  # noqa: BLE001 - the exception is the result under test
-        return error
-    return None
+_raised = functools.partial(raised, ignore_warnings=True)
 
 
 f64 = "float64"

@@ -18,6 +18,7 @@ import torch
 import kiln
 import kiln.distributions as KD
 import torch.distributions as TD
+from torch_compare import float64_values as as_np, raised as _raised
 
 RNG = np.random.default_rng(77)
 KC, TC = KD.constraints, TD.constraints
@@ -26,12 +27,6 @@ KC, TC = KD.constraints, TD.constraints
 def pair(a, dtype="float64"):
     a = np.asarray(a, dtype=np.float64)
     return kiln.tensor(a.tolist(), dtype=getattr(kiln, dtype)), torch.tensor(a, dtype=getattr(torch, dtype))
-
-
-def as_np(t):
-    if isinstance(t, torch.Tensor):
-        return t.detach().double().numpy()
-    return np.asarray(t.detach().to(kiln.float64).numpy())
 
 
 def close(k, t, rtol=1e-10, atol=1e-12):
@@ -232,14 +227,6 @@ def test_transform_cache_equality_and_errors():
         assert type(k_err) is type(t_err), (k_err, t_err)
         if t_err is not None:
             assert str(k_err) == str(t_err).replace("torch", "kiln")
-
-
-def _raised(fn):
-    try:
-        fn()
-    except Exception as error:  # noqa: BLE001 - the exception is the result under test
-        return error
-    return None
 
 
 # ---------------------------------------------------------------- constraints

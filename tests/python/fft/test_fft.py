@@ -7,16 +7,8 @@ import pytest
 import torch
 
 import kiln
-
-
-def _k(t):
-    return kiln.from_numpy(t.detach().resolve_conj().numpy().copy())
-
-
-def _close(k, t, rtol=1e-5, atol=1e-6):
-    assert str(k.dtype).removeprefix("kiln.") == str(t.dtype).removeprefix("torch.")
-    assert tuple(k.shape) == tuple(t.shape)
-    np.testing.assert_allclose(k.detach().numpy(), t.detach().resolve_conj().numpy(), rtol=rtol, atol=atol)
+from complex_compare import assert_close as _close
+from torch_compare import to_kiln as _k
 
 
 def _input(shape, dtype, seed=0):

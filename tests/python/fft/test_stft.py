@@ -1,21 +1,17 @@
 """kiln.stft / kiln.istft against torch: spectra, round trips, gradients, errors; and the
 complex mean they rely on."""
 
-import numpy as np
+import functools
+
 import pytest
 import torch
 
 import kiln
+from complex_compare import assert_close
+from torch_compare import to_kiln as _k
 
 
-def _k(t):
-    return kiln.from_numpy(t.detach().resolve_conj().numpy().copy())
-
-
-def _close(k, t, rtol=1e-10, atol=1e-10):
-    assert str(k.dtype).removeprefix("kiln.") == str(t.dtype).removeprefix("torch.")
-    assert tuple(k.shape) == tuple(t.shape)
-    np.testing.assert_allclose(k.detach().numpy(), t.detach().resolve_conj().numpy(), rtol=rtol, atol=atol)
+_close = functools.partial(assert_close, rtol=1e-10, atol=1e-10)
 
 
 SIGNAL = torch.randn(2, 1000, dtype=torch.float64, generator=torch.Generator().manual_seed(0))

@@ -1,5 +1,6 @@
-"""Helpers the complex-tensor tests share (test_complex_ops.py, test_linalg_complex.py):
-kiln copies of torch tensors, complex included, and value comparisons of either."""
+"""Helpers the complex-tensor tests share (test_complex.py, test_complex_ops.py,
+test_linalg_complex.py, test_fft.py, test_stft.py): kiln copies of torch tensors
+(torch_compare.to_kiln), complex included, and value comparisons of either."""
 
 from __future__ import annotations
 
@@ -7,12 +8,7 @@ import numpy as np
 import torch
 
 import kiln
-
-
-def to_kiln(t: torch.Tensor) -> kiln.Tensor:
-    """A kiln copy of a torch tensor (complex and conjugate-bit ones included), with its requires_grad."""
-    k = kiln.from_numpy(t.detach().resolve_conj().numpy().copy())
-    return k.requires_grad_() if t.requires_grad else k
+from torch_compare import to_kiln  # noqa: F401 - the complex tests take it from here
 
 
 def dtype_name(dtype) -> str:

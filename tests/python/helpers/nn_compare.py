@@ -44,6 +44,11 @@ def close(k, t, **kw):
     torch.testing.assert_close(as_torch(k), t.detach(), equal_nan=True, **kw)
 
 
+def exact(k, t):
+    """close, bit for bit."""
+    close(k, t, rtol=0, atol=0)
+
+
 def as_torch(k):
     dtype = getattr(torch, str(k.dtype).removeprefix("kiln."))
     if k.dtype in (kiln.float16, kiln.bfloat16):

@@ -6,6 +6,8 @@ difference kiln allows itself.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 
@@ -30,10 +32,15 @@ def as_kiln_text(text: str) -> str:
     return text.replace("torch", "kiln")
 
 
-def raised(fn):
-    """The exception ``fn()`` raises, or None."""
+def raised(fn, *, ignore_warnings: bool = False):
+    """The exception ``fn()`` raises, or None (with ignore_warnings, the warnings it gives are dropped)."""
     try:
-        fn()
+        if ignore_warnings:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fn()
+        else:
+            fn()
     except Exception as error:  # noqa: BLE001 - any exception is the result under test
         return error
     return None
@@ -64,6 +71,29 @@ def values(t) -> np.ndarray:
     if t.dtype in (kiln.bfloat16, kiln.float16):
         return np.array(t.tolist(), dtype=np.float64).reshape(tuple(t.shape))
     return t.numpy(force=True)
+
+
+def float64_values(t) -> np.ndarray:
+    """A kiln or torch tensor's values as float64 numpy data (detached)."""
+    if isinstance(t, torch.Tensor):
+        return t.detach().double().numpy()
+    return np.asarray(t.detach().to(kiln.float64).numpy())
+
+
+def to_kiln(t: torch.Tensor) -> kiln.Tensor:
+    """A kiln copy of a torch tensor (complex and conjugate-bit ones included), with its requires_grad."""
+    k = kiln.from_numpy(t.detach().resolve_conj().numpy().copy())
+    return k.requires_grad_() if t.requires_grad else k
+
+
+def torch_copy(k) -> torch.Tensor:
+    """A kiln tensor's values as a torch tensor, copied through numpy (the dtypes numpy holds)."""
+    return torch.from_numpy(np.array(k.detach().numpy(), copy=True))
+
+
+def numpy_pair(a):
+    """(kiln tensor, torch tensor), each holding its own copy of the array ``a`` (made contiguous)."""
+    return kiln.from_numpy(np.ascontiguousarray(a).copy()), torch.from_numpy(np.ascontiguousarray(a).copy())
 
 
 def assert_same_tensor(k, t, *, check_stride: bool = True, check_values: bool = True) -> None:

@@ -12,16 +12,10 @@ import pytest
 import torch
 
 import kiln
-from torch_compare import assert_same_error
+from torch_compare import assert_same_error, float64_values as as_np
 
 KDT = {"float32": kiln.float32, "float64": kiln.float64}
 TDT = {"float32": torch.float32, "float64": torch.float64}
-
-
-def as_np(t):
-    if isinstance(t, torch.Tensor):
-        return t.detach().double().numpy()
-    return np.asarray(t.detach().to(kiln.float64).numpy())
 
 
 def pair(array, dtype="float64", requires_grad=False):

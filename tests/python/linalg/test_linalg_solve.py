@@ -13,7 +13,7 @@ import torch
 
 import kiln
 from tolerant_compare import assert_matches, assert_same_failure
-from torch_compare import raised
+from torch_compare import numpy_pair as _pair, raised
 
 
 def _matrix(shape, seed=0, dtype="float64"):
@@ -22,10 +22,6 @@ def _matrix(shape, seed=0, dtype="float64"):
     if len(shape) >= 2 and shape[-1] == shape[-2]:
         a = a + 2 * np.eye(shape[-1])  # well conditioned
     return a.astype(dtype)
-
-
-def _pair(a):
-    return kiln.from_numpy(np.ascontiguousarray(a).copy()), torch.from_numpy(np.ascontiguousarray(a).copy())
 
 
 SOLVE_SHAPES = [((4, 4), (4, 2)), ((4, 4), (4,)), ((3, 4, 4), (3, 4, 1)), ((3, 4, 4), (4, 2)), ((4, 4), (2, 4, 3)),

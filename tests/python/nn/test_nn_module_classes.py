@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import kiln
-from torch_compare import as_kiln_text, assert_same_error, raised
+from torch_compare import as_kiln_text, assert_same_error, raised, torch_copy as T
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -24,10 +24,6 @@ def K(t):
     """A torch tensor's values as a kiln tensor (same dtype), without history."""
     a = np.array(t.detach().numpy(), copy=True)
     return kiln.from_numpy(a).reshape(tuple(t.shape)) if a.ndim == 0 else kiln.from_numpy(a)
-
-
-def T(k):
-    return torch.from_numpy(np.array(k.detach().numpy(), copy=True))
 
 
 def close(k, t, **kw):

@@ -16,15 +16,11 @@ import torch.nn.utils.prune as tprune
 
 import kiln
 import kiln.nn.utils.prune as kprune
-from torch_compare import assert_same_error
+from torch_compare import assert_same_error, torch_copy as T
 
 
 def K(t):
     return kiln.from_numpy(np.array(t.detach().numpy(), copy=True))
-
-
-def T(k):
-    return torch.from_numpy(np.array(k.detach().numpy(), copy=True))
 
 
 def close(k, t, **kw):

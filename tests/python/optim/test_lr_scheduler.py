@@ -13,7 +13,7 @@ import torch
 
 import kiln
 import kiln.optim as ko
-from torch_compare import assert_same_error
+from torch_compare import assert_same_error, raised as _raised
 
 LIBS = ((kiln, ko), (torch, torch.optim))
 
@@ -290,14 +290,6 @@ def test_composite_errors_match_torch():
         if "which is different from" in tmsg:  # the message names the optimizer's repr
             tmsg, kmsg = tmsg.split(" has ")[0], kmsg.split(" has ")[0]
         assert kmsg == tmsg
-
-
-def _raised(fn):
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001
-        return e
-    return None
 
 
 CTOR_ERRORS = [

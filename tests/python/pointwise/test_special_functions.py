@@ -21,7 +21,7 @@ import pytest
 import torch
 
 import kiln
-from torch_compare import assert_same_error
+from torch_compare import assert_same_error, float64_values as _values
 
 mpmath = pytest.importorskip("mpmath", reason="mpmath, installed with torch, is the high-precision reference")
 mpmath.mp.dps = 40
@@ -35,12 +35,6 @@ def _pair(values, dtype):
     with np.errstate(over="ignore"):  # huge float64 values become +-inf in float32, as intended
         a = np.asarray(values, dtype=dtype)
     return kiln.from_numpy(a.copy()), torch.from_numpy(a.copy())
-
-
-def _values(t):
-    if isinstance(t, torch.Tensor):
-        return t.detach().double().numpy()
-    return np.asarray(t.detach().to(kiln.float64).numpy())
 
 
 def _close(k, t, rtol, atol=0.0, envelope=None):

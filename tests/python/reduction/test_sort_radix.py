@@ -8,15 +8,11 @@ import pytest
 import torch
 
 import kiln
-from nn_compare import close
+from nn_compare import close, exact
 from torch_compare import kiln_dtype, torch_dtype
 
 FLOATS = ["float32", "float64", "float16", "bfloat16"]
 INTS = ["int8", "int16", "int32", "int64", "uint8"]
-
-
-def exact(k, t):
-    close(k, t, rtol=0, atol=0)
 
 
 def pair(values, dtype):

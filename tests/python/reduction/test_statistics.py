@@ -13,7 +13,7 @@ import torch
 
 import kiln
 from tolerant_compare import assert_matches, assert_same_failure
-from torch_compare import raised
+from torch_compare import numpy_pair as _pair, raised
 
 
 def _data(shape, seed=0, dtype="float64", nan=False, ties=True):
@@ -24,10 +24,6 @@ def _data(shape, seed=0, dtype="float64", nan=False, ties=True):
     if nan and values.size >= 4:
         values.flat[rng.choice(values.size, max(1, values.size // 5), replace=False)] = np.nan
     return values
-
-
-def _pair(a):
-    return kiln.from_numpy(np.ascontiguousarray(a).copy()), torch.from_numpy(np.ascontiguousarray(a).copy())
 
 
 def _check_indices_point_at_values(kx, dim, keepdim, values, indices):

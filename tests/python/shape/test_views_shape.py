@@ -15,7 +15,7 @@ import torch
 
 import kiln
 from shape_cases import DTYPES, compare_outcome, make
-from torch_compare import as_kiln_text, assert_same_error, values
+from torch_compare import as_kiln_text, assert_same_error, raised as _raises, values
 
 
 def _same(k, t):
@@ -210,14 +210,6 @@ def test_out_forms(case, out_kind):
         k_result = _out_call(kiln, name, args_fn, ka, kb, k_out)
     assert k_result is k_out
     _same(k_out, t_out)
-
-
-def _raises(fn):
-    try:
-        fn()
-    except Exception as error:  # noqa: BLE001 - the error is the result under test
-        return error
-    return None
 
 
 def raised_again(error):

@@ -9,11 +9,7 @@ import torch
 
 import kiln
 from tolerant_compare import assert_matches, assert_same_failure
-from torch_compare import raised
-
-
-def _pair(a):
-    return kiln.from_numpy(np.ascontiguousarray(a).copy()), torch.from_numpy(np.ascontiguousarray(a).copy())
+from torch_compare import numpy_pair as _pair, raised
 
 
 @pytest.mark.parametrize("dimension, size, step", [(0, 2, 1), (1, 3, 2), (-1, 1, 4), (2, 4, 1), (1, 5, 5)])
