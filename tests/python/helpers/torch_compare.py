@@ -1,4 +1,5 @@
-"""Helpers the foundation tests share: kiln <-> torch dtype mapping and comparisons.
+"""Helpers every suite shares: kiln <-> torch dtype mapping, copies between the two
+libraries, and exact comparisons of results and errors.
 
 Every comparison reads torch's text with "torch" replaced by "kiln", the only
 difference kiln allows itself.
