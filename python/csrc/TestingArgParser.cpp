@@ -1,4 +1,4 @@
-// Test-only bindings over PythonArgParser (tests/python/test_arg_parser.py):
+// Test-only bindings over PythonArgParser (tests/python/tooling/test_arg_parser.py):
 //   _test_parse_args(signatures, *args, **kwargs) -> (index, [values])
 //   _test_arg_parser_builtin(signatures, parse_only=False) -> a METH_FASTCALL
 //       builtin with a __text_signature__, called like a generated binding

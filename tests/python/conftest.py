@@ -1,4 +1,10 @@
-"""The suite's skip budget: a test may skip only for a reason on ALLOWED_SKIPS.
+"""pytest's setup for the Python suite.
+
+It puts helpers/ on sys.path, so a test in any area folder imports the shared helpers
+by module name (``from torch_compare import assert_same_error``), whether pytest runs the
+whole tree or one file.
+
+It keeps the skip budget: a test may skip only for a reason on ALLOWED_SKIPS.
 
 A skip that is not on the list reports as a failure naming its reason, so a
 skip cannot hide a regression (a lost binding, an op that stopped raising, a
@@ -9,8 +15,14 @@ known kiln bug is an xfail with strict=True and its reason, never a skip.
 from __future__ import annotations
 
 import re
+import sys
+from pathlib import Path
 
 import pytest
+
+_HELPERS = str(Path(__file__).resolve().parent / "helpers")
+if _HELPERS not in sys.path:
+    sys.path.insert(0, _HELPERS)
 
 # Each reason a test may skip for, and the one way of writing it.
 ALLOWED_SKIPS = {
