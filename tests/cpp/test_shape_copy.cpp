@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "eager/kernels/Views.h"
-#include "eager/kernels/cpu/Factories.h"
-#include "eager/kernels/cpu/ShapeCopy.h"
+#include "eager/kernels/cpu/copy/ShapeCopy.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 
 using namespace kiln;
 using namespace kiln::native;

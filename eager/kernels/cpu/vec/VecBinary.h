@@ -29,7 +29,7 @@
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/TensorIterator.h"
 #include "eager/kernels/cpu/Loops.h"
-#include "eager/kernels/cpu/StreamingThreshold.h"
+#include "eager/kernels/cpu/vec/StreamingThreshold.h"
 #include "eager/kernels/cpu/vec/Vec.h"
 
 namespace kiln::native::KILN_CPU_NS {
