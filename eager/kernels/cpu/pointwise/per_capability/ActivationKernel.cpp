@@ -8,6 +8,7 @@
 
 #include "eager/core/Error.h"
 #include "eager/kernels/cpu/Loops.h"
+#include "eager/kernels/cpu/PointwiseLoops.h"
 #include "eager/kernels/cpu/pointwise/ActivationStubs.h"
 #include "eager/kernels/cpu/pointwise/BinaryOps.h"
 #include "eager/kernels/cpu/vec/VecBinary.h"

@@ -10,6 +10,7 @@
 
 #include "eager/core/Error.h"
 #include "eager/kernels/cpu/Loops.h"
+#include "eager/kernels/cpu/PointwiseLoops.h"
 #include "eager/kernels/cpu/pointwise/BinaryOps.h"
 #include "eager/kernels/cpu/pointwise/SpecialFunctions.h"
 #include "eager/kernels/cpu/pointwise/SpecialOpsStubs.h"
