@@ -1,4 +1,5 @@
-// The floating-point peak probe's dispatch stub (see kernels/PeakKernel.cpp).
+// The floating-point peak probe's dispatch stub (see per_capability/PeakKernel.cpp),
+// defined in PeakStub.cpp; both are built into kiln._C (bench/probe/README.md).
 #pragma once
 
 #include "eager/kernels/cpu/CpuCapability.h"

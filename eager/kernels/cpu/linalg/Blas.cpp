@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cblas.h>
 
-#include "bench/probe/PeakStub.h"
 #include "eager/core/Error.h"
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/CpuCapability.h"
@@ -14,8 +13,6 @@
 #include "eager/kernels/cpu/linalg/GemmOneDnn.h"
 
 namespace kiln::native {
-
-KILN_DEFINE_DISPATCH(fp32_peak_fn, fp32_peak_stub);
 
 namespace {
 
