@@ -6,7 +6,7 @@
 
 #include <type_traits>
 
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln {
 

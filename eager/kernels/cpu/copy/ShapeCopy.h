@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "eager/core/MemoryFormat.h"
-#include "eager/core/Tensor.h"
 #include "eager/kernels/cpu/CpuCapability.h"
 #include "eager/kernels/cpu/vec/StreamingThreshold.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

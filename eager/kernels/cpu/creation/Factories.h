@@ -9,7 +9,7 @@
 
 #include "eager/core/Error.h"
 #include "eager/core/Scalar.h"
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 // kiln::fill_, arange, linspace (and the factories taking an optional dtype and
 // device) are the dispatcher API generated from ops.yaml; native::*_impl below
 // are their CPU implementations.

@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "eager/core/Scalar.h"
-#include "eager/core/Tensor.h"
 #include "eager/kernels/cpu/indexing/IndexStubs.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native::indexing {
 

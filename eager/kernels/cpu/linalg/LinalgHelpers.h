@@ -2,7 +2,7 @@
 #pragma once
 
 #include "eager/core/Scalar.h"
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

@@ -3,8 +3,8 @@
 // its backward ops. See Note [Convolution on oneDNN] (ConvOneDnn.cpp).
 #pragma once
 
-#include "eager/core/Tensor.h"
 #include "eager/kernels/cpu/nn/ConvShape.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

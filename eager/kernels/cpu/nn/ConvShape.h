@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

@@ -4,8 +4,8 @@
 // Note [Fused recurrent cells] (RnnCells.cpp).
 #pragma once
 
-#include "eager/core/Tensor.h"
 #include "eager/kernels/cpu/CpuCapability.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "eager/core/Tensor.h"
 #include "eager/kernels/cpu/CpuCapability.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

@@ -18,8 +18,8 @@
 #include <string_view>
 
 #include "eager/core/Scalar.h"
-#include "eager/core/Tensor.h"
 #include "eager/kernels/TensorIterator.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

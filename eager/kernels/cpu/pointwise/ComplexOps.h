@@ -1,8 +1,8 @@
 // The complex cases of real ops' entry points (abs, sgn). See Note [Complex dtypes] (eager/core/DType.h).
 #pragma once
 
-#include "eager/core/Tensor.h"
 #include "eager/kernels/cpu/pointwise/BinaryOps.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

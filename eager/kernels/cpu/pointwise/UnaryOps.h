@@ -3,9 +3,9 @@
 // TensorIterator. See Note [Three ways to write a result] (BinaryOps.h).
 #pragma once
 
-#include "eager/core/Tensor.h"
 #include "eager/kernels/TensorIterator.h"
 #include "eager/kernels/cpu/pointwise/BinaryOps.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

@@ -6,10 +6,10 @@
 #include <string>
 
 #include "eager/core/GeneratorImpl.h"
-#include "eager/core/Tensor.h"
 #include "eager/kernels/TensorIterator.h"
 #include "eager/kernels/cpu/copy/ShapeCopy.h"  // check_no_internal_overlap
 #include "eager/kernels/cpu/random/RandomStubs.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

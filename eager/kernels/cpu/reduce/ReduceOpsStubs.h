@@ -2,8 +2,8 @@
 // eager/kernels/cpu/kernels/ReduceOpsKernel.cpp). See Note [Reductions as rows].
 #pragma once
 
-#include "eager/core/Tensor.h"
 #include "eager/kernels/cpu/CpuCapability.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

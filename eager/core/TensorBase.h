@@ -1,36 +1,36 @@
-// Tensor: the user-facing handle, an intrusive reference to a TensorImpl.
-// Copying a Tensor shares the same impl (like a Python reference), never data.
+// TensorBase: the tensor handle without the op methods, an intrusive reference
+// to a TensorImpl. Copying one shares the same impl (like a Python reference),
+// never data. kiln::Tensor (eager/ops/Tensor.h) adds the methods opgen
+// generates from the op list; see Note [Tensor above the op list].
 #pragma once
 
-#include <optional>
-#include <span>
-#include <string_view>
-#include <tuple>
 #include <utility>
-#include <vector>
 
-#include "eager/core/GeneratorImpl.h"  // op methods take Generator? and MemoryFormat? arguments
-#include "eager/core/MemoryFormat.h"
-#include "eager/core/Scalar.h"
 #include "eager/core/TensorImpl.h"
 
 namespace kiln {
 
-class Tensor;
-/// Op arguments of schema type Tensor[] and Tensor?[] (see tools/opgen).
-using TensorList = std::span<const Tensor>;
-using OptionalTensorList = std::span<const std::optional<Tensor>>;
-
-class Tensor {
+// Note [Tensor above the op list]
+// -------------------------------
+// The core sits below the registry (DESIGN.md, decision 12): nothing in
+// eager/core includes generated code. So the handle is split as PyTorch splits
+// c10's TensorBase from ATen's generated TensorBody: TensorBase (here) holds
+// the impl and the accessors that need no op (sizes, dtype, data_ptr,
+// requires_grad, ...); kiln::Tensor (eager/ops/Tensor.h) derives from it,
+// adds no data, and declares the op methods (add, view, ...) that tools/opgen
+// writes into kiln/generated/TensorMethodDecls.inc. Code below the registry
+// that needs only the handle takes a TensorBase; everything else keeps using
+// Tensor, which converts to TensorBase for free (a reference to its base).
+class TensorBase {
  public:
-  Tensor() = default;
-  explicit Tensor(intrusive_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  TensorBase() = default;
+  explicit TensorBase(intrusive_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   [[nodiscard]] bool defined() const { return static_cast<bool>(impl_); }
   [[nodiscard]] TensorImpl* impl() const { return impl_.get(); }
   [[nodiscard]] const intrusive_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   /// True when both handles refer to the same TensorImpl.
-  [[nodiscard]] bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  [[nodiscard]] bool is_same(const TensorBase& other) const { return impl_ == other.impl_; }
   [[nodiscard]] uint32_t use_count() const { return impl_.use_count(); }
 
   [[nodiscard]] IntArrayRef sizes() const { return impl_->sizes(); }
@@ -57,10 +57,6 @@ class Tensor {
   [[nodiscard]] bool requires_grad() const { return impl_->requires_grad(); }
   void set_requires_grad(bool value) const { impl_->set_requires_grad(value); }
   [[nodiscard]] uint32_t version() const { return impl_->version(); }
-
-  // The op methods (add, view, transpose, ...), generated from eager/ops/ops.yaml
-  // by tools/opgen into the build directory; defined in its TensorMethods.cpp.
-#include "kiln/generated/TensorMethodDecls.inc"
 
  private:
   intrusive_ptr<TensorImpl> impl_;
