@@ -280,7 +280,7 @@ def _check_mode_out(out, input):
 def mode(input, dim=-1, keepdim=False, *, out=None):
     """torch.mode: the most frequent value along ``dim`` (the smallest of equally frequent ones)
     and an index where it occurs, the same index torch's CPU kernel reports (the _mode op runs
-    its std::sort; Note [mode's index] in eager/kernels/cpu/Mode.cpp, which also says how rows
+    its std::sort; Note [mode's index] in eager/kernels/cpu/sort/Mode.cpp, which also says how rows
     with NaN differ)."""
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise TypeError(f"mode(): argument 'dim' must be int, not {type(dim).__name__}")

@@ -1,4 +1,4 @@
-// Layout copies (eager/kernels/cpu/ShapeCopy.h): planning (dims ordered by the
+// Layout copies (eager/kernels/cpu/copy/ShapeCopy.h): planning (dims ordered by the
 // destination, dense neighbours merged, transposes tiled), the copy itself
 // against a reference loop, and PyTorch's layout rules for new tensors.
 #include <gtest/gtest.h>

@@ -64,7 +64,7 @@ void binary_kernel_vec_streaming(TensorIterator& iter, const Op& op, const VOp& 
 /// cpu_kernel_vec over a Vec function of one Vec<T> (T float or double), the
 /// scalar tail through lane0. Outputs of kStreamingBytes or more that are
 /// dense, with a dense input of the same dtype, are written with streaming
-/// stores (Note [Streaming stores], VecBinary.h).
+/// stores (Note [Streaming stores], vec/VecBinary.h).
 template <typename T, typename VFn>
 void unary_kernel_vec(TensorIterator& iter, const VFn& vfn) {
   const auto op = [&](T x) -> T { return lane0(vfn, x); };

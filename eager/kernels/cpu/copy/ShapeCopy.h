@@ -23,7 +23,7 @@ namespace kiln::native {
 // backwards (flip builds it with negative strides) or broadcast (stride 0:
 // repeat, expand) has its own loop; a 2-D transpose (contiguous() of a .t())
 // copies in cache-sized tiles. Copies that convert dtypes (cat across dtypes)
-// go through copy_ (eager/kernels/cpu/Copy.h), which owns conversions.
+// go through copy_ (eager/kernels/cpu/copy/Copy.h), which owns conversions.
 // Strides here are in bytes and may be negative or zero on the source side;
 // the destination never overlaps itself.
 
@@ -90,7 +90,7 @@ void check_no_overlap(const Tensor& out, const Tensor& input);
 /// RuntimeError when `out` writes one memory location twice (a broadcast out=).
 void check_no_internal_overlap(const Tensor& out);
 
-// --- the loops (eager/kernels/cpu/kernels/ShapeCopyKernel.cpp) -------------------
+// --- the loops (eager/kernels/cpu/copy/per_capability/ShapeCopyKernel.cpp) -------------------
 
 /// Edge of the square tiles of a tiled (transposing) plan, in elements.
 inline constexpr int64_t kTransposeTile = 16;

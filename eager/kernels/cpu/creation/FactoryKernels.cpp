@@ -1,6 +1,6 @@
 // The creation ops' kernels (ops.yaml: empty, zeros, ones, full, arange,
 // linspace, fill_, zero_, copy_): thin adapters from the schema's signatures
-// (optional dtype and device) to the implementations in Factories.h and Copy.h,
+// (optional dtype and device) to the implementations in Factories.h and copy/Copy.h,
 // plus the composite overloads written with the generated kiln:: API.
 #include "eager/kernels/MemorySpan.h"
 #include "eager/kernels/cpu/copy/Copy.h"

@@ -1,6 +1,6 @@
 // searchsorted: PyTorch's checks (Bucketization.cpp searchsorted_pre_check) in
 // its order and words, operands promoted to a common dtype and made contiguous,
-// then the binary search in kernels/IndexSearchsortedKernel.cpp.
+// then the binary search in per_capability/IndexSearchsortedKernel.cpp.
 #include <algorithm>
 #include <climits>
 #include <optional>

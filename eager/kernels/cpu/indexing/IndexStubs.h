@@ -1,5 +1,5 @@
 // Dispatch stubs of the indexing loops (defined per capability in
-// eager/kernels/cpu/kernels/Index*Kernel.cpp). See Note [Indexing by byte offsets].
+// eager/kernels/cpu/indexing/per_capability/Index*Kernel.cpp). See Note [Indexing by byte offsets].
 #pragma once
 
 #include <cstdint>

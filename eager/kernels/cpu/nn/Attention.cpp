@@ -1,6 +1,6 @@
 // The fused scaled dot-product attention ops on the CPU (eager/ops/attention.yaml):
 // argument checks with PyTorch's words, the compute dtype, the operands'
-// layouts and the plan the loops in kernels/AttentionKernel.cpp run; compiled once.
+// layouts and the plan the loops in per_capability/AttentionKernel.cpp run; compiled once.
 #include <algorithm>
 #include <cmath>
 #include <optional>

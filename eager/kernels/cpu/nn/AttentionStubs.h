@@ -1,4 +1,4 @@
-// Dispatch stubs of the fused attention loops (kernels/AttentionKernel.cpp).
+// Dispatch stubs of the fused attention loops (per_capability/AttentionKernel.cpp).
 // Attention.cpp checks the arguments, widens float16/bfloat16 to float32 and
 // fills an AttentionPlan; the loops read every [B, H, seq, dim] operand
 // through its batch, head and row strides (unit stride along dim). See Note

@@ -1,6 +1,6 @@
 // batch_norm and group_norm (forward and backward): argument checks, the
 // [N, C, HxW] layout and the per-channel coefficients, compiled once; the loops
-// are in kernels/ChannelNormKernel.cpp.
+// are in per_capability/ChannelNormKernel.cpp.
 #include <algorithm>
 #include <cmath>
 #include <limits>

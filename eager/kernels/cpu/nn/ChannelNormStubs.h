@@ -1,5 +1,5 @@
 // Dispatch stubs of the per-channel loops batch_norm and group_norm share
-// (kernels/ChannelNormKernel.cpp). Tensors are contiguous [n, c, hw] in one
+// (per_capability/ChannelNormKernel.cpp). Tensors are contiguous [n, c, hw] in one
 // floating dtype; per-channel numbers are double arrays of c elements. See
 // Note [Channel statistics] (BatchNormOps.cpp).
 #pragma once

@@ -1,6 +1,6 @@
 // The 2-d convolution kernel and its three backward ops on the CPU: argument
 // checks, dtypes and the im2col + GEMM schedule, compiled once; the loops are
-// in kernels/ConvKernel.cpp, the products in the BLAS (Blas.h).
+// in per_capability/ConvKernel.cpp, the products in the BLAS (linalg/Blas.h).
 #include <algorithm>
 #include <cstdlib>
 #include <optional>

@@ -1,4 +1,4 @@
-// Dispatch stubs of the convolution loops (kernels/ConvKernel.cpp): im2col,
+// Dispatch stubs of the convolution loops (per_capability/ConvKernel.cpp): im2col,
 // col2im, the moves between NCHW and the GEMM's [channels, samples * L]
 // layout, and the bias gradient, float32/float64 only (the op widens
 // float16/bfloat16 first); a direct int64 convolution for integer dtypes. Every

@@ -1,6 +1,6 @@
 // im2col and col2im, the ops behind F.unfold and F.fold: PyTorch's shape
 // checks and messages, dtypes, and the per-sample calls of the convolution's
-// im2col/col2im loops (kernels/ConvKernel.cpp).
+// im2col/col2im loops (per_capability/ConvKernel.cpp).
 #include <cstdint>
 
 #include "eager/core/Error.h"

@@ -1,5 +1,5 @@
 // layer_norm and rms_norm (forward and backward): shape checks and the
-// [M, N] view, compiled once; the loops are in kernels/NormKernel.cpp.
+// [M, N] view, compiled once; the loops are in per_capability/NormKernel.cpp.
 #include <cmath>
 #include <limits>
 #include <optional>

@@ -1,4 +1,4 @@
-// Dispatch stubs of the layer_norm / rms_norm loops (kernels/NormKernel.cpp).
+// Dispatch stubs of the layer_norm / rms_norm loops (per_capability/NormKernel.cpp).
 // Every tensor is contiguous; the input is [M, N] with N the normalized
 // elements; mean and rstd hold M values. See Note [Norm statistics] (NormOps.cpp).
 #pragma once

@@ -1,6 +1,6 @@
 // max_pool2d (with indices), avg_pool2d, adaptive_avg_pool2d and their backward
 // ops on the CPU: PyTorch's argument checks and output sizes, compiled once;
-// the loops are in kernels/PoolKernel.cpp. The 1-d forms and max_pool2d
+// the loops are in per_capability/PoolKernel.cpp. The 1-d forms and max_pool2d
 // without indices are composites at the end.
 #include <algorithm>
 #include <optional>

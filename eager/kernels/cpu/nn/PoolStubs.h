@@ -1,4 +1,4 @@
-// Dispatch stubs of the pooling loops (kernels/PoolKernel.cpp). Every tensor
+// Dispatch stubs of the pooling loops (per_capability/PoolKernel.cpp). Every tensor
 // is contiguous and viewed as `planes` planes of [height, width]; floating
 // dtypes (max_pool2d's forward: integers too), float16/bfloat16 computed in
 // float. See Note [Pooling windows]

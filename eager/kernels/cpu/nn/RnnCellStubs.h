@@ -1,4 +1,4 @@
-// Dispatch stubs of the fused recurrent-cell loops (kernels/RnnCellKernel.cpp):
+// Dispatch stubs of the fused recurrent-cell loops (per_capability/RnnCellKernel.cpp):
 // the pointwise part of one LSTM or GRU step, after the gate matmuls. Every
 // tensor is contiguous float32 or float64, [B, k*H] or [B, H]; see
 // Note [Fused recurrent cells] (RnnCells.cpp).

@@ -1,6 +1,6 @@
 // softmax and log_softmax (forward and backward): argument checks, dtype
 // handling and the [outer, dim, inner] view, compiled once; the loops are in
-// kernels/SoftmaxKernel.cpp.
+// per_capability/SoftmaxKernel.cpp.
 #include <optional>
 
 #include "eager/core/Error.h"

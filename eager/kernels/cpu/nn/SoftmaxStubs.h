@@ -1,4 +1,4 @@
-// Dispatch stubs of the softmax loops (kernels/SoftmaxKernel.cpp). Every
+// Dispatch stubs of the softmax loops (per_capability/SoftmaxKernel.cpp). Every
 // tensor is contiguous and viewed as [outer, dim, inner]; float16/bfloat16
 // compute in float. See Note [Softmax computes in float] (SoftmaxOps.cpp).
 #pragma once

@@ -1,6 +1,6 @@
 // Activations and their backward ops: dtype and argument checks (PyTorch's
 // messages) and the TensorIterator set-up, compiled once; the loops are in
-// kernels/ActivationKernel.cpp. relu6, selu and celu are CompositeImplicit
+// per_capability/ActivationKernel.cpp. relu6, selu and celu are CompositeImplicit
 // over hardtanh and elu, as in PyTorch.
 #include <optional>
 #include <string_view>

@@ -1,5 +1,5 @@
 // Dispatch stubs of the activation kernels and their backward ops (defined per
-// capability in eager/kernels/cpu/kernels/ActivationKernel.cpp). Every stub
+// capability in eager/kernels/cpu/pointwise/per_capability/ActivationKernel.cpp). Every stub
 // takes the op's non-tensor arguments as ActivationArgs; each op's comment
 // says which field holds what.
 #pragma once

@@ -1,7 +1,7 @@
 // Binary arithmetic ops (add, sub, rsub, mul, div, true_divide, floor_divide,
 // remainder, fmod, pow, maximum, minimum, fmax, fmin): argument checks and the
 // TensorIterator set-up, compiled once; the loops are in
-// kernels/BinaryOpsKernel.cpp and kernels/PowKernel.cpp. Also the set-up
+// per_capability/BinaryOpsKernel.cpp and per_capability/PowKernel.cpp. Also the set-up
 // helpers every binary/ternary op file shares (BinaryOps.h).
 #include "eager/kernels/cpu/pointwise/BinaryOps.h"
 

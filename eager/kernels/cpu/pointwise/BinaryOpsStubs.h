@@ -1,5 +1,5 @@
 // Dispatch stubs of the binary arithmetic kernels (defined per capability in
-// eager/kernels/cpu/kernels/BinaryOpsKernel.cpp and PowKernel.cpp). Each loop
+// eager/kernels/cpu/pointwise/per_capability/BinaryOpsKernel.cpp and PowKernel.cpp). Each loop
 // computes in the iterator's common dtype; float16/bfloat16 compute in float.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Dispatch stub of the comparison kernels (eq, ne, lt, le, gt, ge), defined
-// per capability in eager/kernels/cpu/kernels/CompareOpsKernel.cpp.
+// per capability in eager/kernels/cpu/pointwise/per_capability/CompareOpsKernel.cpp.
 #pragma once
 
 #include <cstdint>

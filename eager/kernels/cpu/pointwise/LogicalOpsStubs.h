@@ -1,5 +1,5 @@
 // Dispatch stubs of the logical and bitwise kernels, defined per capability in
-// eager/kernels/cpu/kernels/LogicalOpsKernel.cpp.
+// eager/kernels/cpu/pointwise/per_capability/LogicalOpsKernel.cpp.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // digamma, trigamma, the Hurwitz zeta function and polygamma, and nextafter
 // for any IEEE binary format (float16 and bfloat16 step in their own bits).
 // Templates over float and double, header-only so each CPU capability's
-// kernels inline them (kernels/SpecialOpsKernel.cpp).
+// kernels inline them (per_capability/SpecialOpsKernel.cpp).
 //
 // Note [Special functions and PyTorch's edge values]
 // --------------------------------------------------

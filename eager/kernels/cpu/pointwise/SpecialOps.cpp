@@ -2,7 +2,7 @@
 // polygamma, sinc, deg2rad, rad2deg; atan2, hypot, logaddexp, logaddexp2,
 // copysign, nextafter, xlogy, heaviside. Argument checks and the
 // TensorIterator set-up, compiled once; the loops are in
-// kernels/SpecialOpsKernel.cpp.
+// per_capability/SpecialOpsKernel.cpp.
 //
 // Promotion follows PyTorch op by op: atan2, copysign and xlogy compute
 // integer and bool inputs in the default float dtype; hypot, logaddexp,

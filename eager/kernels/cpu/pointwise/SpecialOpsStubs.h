@@ -1,7 +1,7 @@
 // Dispatch stubs of the special-function and two-argument float pointwise ops
 // (lgamma, digamma, polygamma, sinc, deg2rad, rad2deg; atan2, hypot,
 // logaddexp, logaddexp2, copysign, nextafter, xlogy, heaviside), defined per
-// capability in kernels/SpecialOpsKernel.cpp. X-macros as in UnaryOpsStubs.h.
+// capability in per_capability/SpecialOpsKernel.cpp. X-macros as in UnaryOpsStubs.h.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Ternary and scalar-parameterised pointwise ops: where, clamp/clip (scalar
 // and tensor bounds), clamp_min, clamp_max, lerp, addcmul, addcdiv and
 // masked_fill, with PyTorch's dtype rules and errors. Loops in
-// kernels/TernaryOpsKernel.cpp.
+// per_capability/TernaryOpsKernel.cpp.
 #include <cmath>
 #include <limits>
 #include <mutex>

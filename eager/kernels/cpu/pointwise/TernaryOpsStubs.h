@@ -1,6 +1,6 @@
 // Dispatch stubs of the ternary and scalar-parameterised pointwise kernels
 // (where, clamp, lerp, addcmul, addcdiv, masked_fill), defined per capability
-// in eager/kernels/cpu/kernels/TernaryOpsKernel.cpp. Loops compute in the
+// in eager/kernels/cpu/pointwise/per_capability/TernaryOpsKernel.cpp. Loops compute in the
 // iterator's common dtype (float16/bfloat16 in float).
 #pragma once
 

@@ -1,7 +1,7 @@
 // Unary pointwise math ops (neg, abs, sign, exp, log, trigonometric, rounding,
 // the predicates isnan/isinf/..., nan_to_num, logit, round.decimals): dtype
 // checks and the TensorIterator set-up, compiled once; the loops are in
-// kernels/UnaryOpsKernel.cpp.
+// per_capability/UnaryOpsKernel.cpp.
 #include "eager/kernels/cpu/pointwise/ComplexOps.h"
 #include "eager/kernels/cpu/pointwise/UnaryOps.h"
 

@@ -1,5 +1,5 @@
 // Dispatch stubs of the unary pointwise kernels (defined per capability in
-// eager/kernels/cpu/kernels/UnaryOpsKernel.cpp). The op lists are X-macros so
+// eager/kernels/cpu/pointwise/per_capability/UnaryOpsKernel.cpp). The op lists are X-macros so
 // the stubs, their definitions and their registrations are written once each.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Random ops (eager/ops/random.yaml), compiled once: PyTorch's argument checks,
 // the draws from the generator, and the composite forms (factories, *_like,
-// out=). The loops are in kernels/RandomKernel.cpp and DistributionKernel.cpp;
+// out=). The loops are in per_capability/RandomKernel.cpp and DistributionKernel.cpp;
 // multinomial and randperm are in Distributions.cpp.
 #include "eager/kernels/cpu/copy/ShapeCopy.h"
 #include "eager/kernels/cpu/random/Random.h"

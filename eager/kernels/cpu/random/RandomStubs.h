@@ -1,5 +1,5 @@
 // Dispatch stubs of the random kernels (defined per capability in
-// eager/kernels/cpu/kernels/RandomKernel.cpp and DistributionKernel.cpp), and
+// eager/kernels/cpu/random/per_capability/RandomKernel.cpp and DistributionKernel.cpp), and
 // the word counts both sides must agree on. See Note [Random groups]
 // (eager/kernels/random/Philox.h).
 #pragma once

@@ -1,6 +1,6 @@
 // Reductions and scans (eager/ops/reduction.yaml): dims, output shapes and
 // dtypes, PyTorch's errors, and the reshaping into rows; the loops are in
-// kernels/ReduceOpsKernel.cpp. Also the composites (var/std overloads,
+// per_capability/ReduceOpsKernel.cpp. Also the composites (var/std overloads,
 // logsumexp, nansum, max/min of two tensors).
 #include <algorithm>
 #include <cmath>

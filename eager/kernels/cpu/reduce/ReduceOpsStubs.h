@@ -1,5 +1,5 @@
 // Dispatch stubs of the reduction and scan loops (defined per capability in
-// eager/kernels/cpu/kernels/ReduceOpsKernel.cpp). See Note [Reductions as rows].
+// eager/kernels/cpu/reduce/per_capability/ReduceOpsKernel.cpp). See Note [Reductions as rows].
 #pragma once
 
 #include "eager/kernels/cpu/CpuCapability.h"

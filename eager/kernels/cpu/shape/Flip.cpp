@@ -1,6 +1,6 @@
 // flip and roll: layout copies whose source is read backwards (flip: negative
 // strides from the last element) or in rotated blocks (roll: two blocks per
-// rolled dim). See Note [Layout copies] in ShapeCopy.h.
+// rolled dim). See Note [Layout copies] in copy/ShapeCopy.h.
 #include <vector>
 
 #include "eager/core/Error.h"

@@ -1,6 +1,6 @@
 // repeat (tile the whole tensor) and repeat_interleave (repeat each element or
 // slice along a dim). repeat is one layout copy from a broadcast view of self;
-// repeat_interleave copies blocks (kernels/RepeatKernel.cpp).
+// repeat_interleave copies blocks (per_capability/RepeatKernel.cpp).
 #include "eager/kernels/cpu/shape/Repeat.h"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // repeat_interleave's copy loop: the plan Repeat.cpp builds and the kernel in
-// kernels/RepeatKernel.cpp runs (per CPU capability).
+// per_capability/RepeatKernel.cpp runs (per CPU capability).
 #pragma once
 
 #include <cstdint>

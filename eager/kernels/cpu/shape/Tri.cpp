@@ -1,5 +1,5 @@
 // tril, triu (functional, in-place, out=) and diag_embed. The row loop is
-// kernels/TriKernel.cpp; diag_embed writes self into the diagonal view of zeros.
+// per_capability/TriKernel.cpp; diag_embed writes self into the diagonal view of zeros.
 #include "eager/kernels/cpu/shape/Tri.h"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // tril/triu's row loop: the plan the ops in Tri.cpp build and the kernel in
-// kernels/TriKernel.cpp runs (per CPU capability).
+// per_capability/TriKernel.cpp runs (per CPU capability).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // sort, argsort, msort and topk (eager/ops/sorting.yaml): argument checks, the
 // row plan and the composite forms, compiled once; the loop is in
-// kernels/SortKernel.cpp.
+// per_capability/SortKernel.cpp.
 #include <optional>
 #include <tuple>
 

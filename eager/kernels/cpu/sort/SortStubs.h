@@ -1,4 +1,4 @@
-// Dispatch stub of the sort / topk loop (kernels/SortKernel.cpp) and the row
+// Dispatch stub of the sort / topk loop (per_capability/SortKernel.cpp) and the row
 // plan both sides share. See Note [Sort order] (SortOps.cpp).
 #pragma once
 

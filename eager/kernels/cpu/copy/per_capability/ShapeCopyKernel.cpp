@@ -1,5 +1,5 @@
 // Layout copy loops, compiled per CPU capability. See Note [Layout copies]
-// (eager/kernels/cpu/ShapeCopy.h): rows of a plan as memcpy, reversed,
+// (eager/kernels/cpu/copy/ShapeCopy.h): rows of a plan as memcpy, reversed,
 // broadcast or strided loops by element width, and tiled transposes.
 #include <algorithm>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Indexing loops, compiled per CPU capability: index -> byte offsets, gather
 // through offsets, put through offsets. See Note [Indexing by byte offsets]
-// (eager/kernels/cpu/IndexUtils.h).
+// (eager/kernels/cpu/indexing/IndexUtils.h).
 #include <algorithm>
 #include <atomic>
 #include <cmath>

@@ -1,7 +1,7 @@
 // The LSTM cell's pointwise loops on raw row-major buffers, shared by the
 // fused cell ops (RnnCellKernel.cpp) and the whole-sequence LSTM
 // (RnnSequenceKernel.cpp). The formulas are written out in
-// Note [Fused recurrent cells] (eager/kernels/cpu/RnnCells.cpp). Only for
+// Note [Fused recurrent cells] (eager/kernels/cpu/nn/RnnCells.cpp). Only for
 // files compiled per CPU capability.
 #pragma once
 

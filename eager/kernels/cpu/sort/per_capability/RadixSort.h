@@ -1,5 +1,5 @@
 // A stable LSD radix sort of one row's (key, index) pairs, for the full sorts
-// of kernels/SortKernel.cpp. Only for files compiled per CPU capability.
+// of per_capability/SortKernel.cpp. Only for files compiled per CPU capability.
 //
 // Note [Radix sort keys]
 // ----------------------
@@ -21,7 +21,7 @@
 #include <vector>
 
 #ifndef KILN_CPU_NS
-#error "RadixSort.h is only for kernel files compiled per CPU capability (eager/kernels/cpu/kernels/)"
+#error "RadixSort.h is only for kernel files compiled per CPU capability (eager/kernels/cpu/*/per_capability/)"
 #endif
 
 namespace kiln::native::KILN_CPU_NS {
