@@ -4,7 +4,7 @@
 #include <unordered_map>
 
 #include "eager/core/Error.h"
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 #include "ir/ArgumentBinding.h"
 
 namespace kiln::ir {

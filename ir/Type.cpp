@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "eager/core/Error.h"
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::ir {
 

@@ -4,7 +4,7 @@
 
 #include "eager/dispatch/Dispatcher.h"
 #include "eager/dispatch/Library.h"
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 #include "kiln/generated/Functions.h"
 
 namespace {

@@ -2,7 +2,7 @@
 #include <benchmark/benchmark.h>
 
 #include "eager/kernels/Views.h"
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::autograd {
 

@@ -2,8 +2,8 @@
 // fused kernels when the backward runs without grad mode, the same gradients
 // from differentiable kiln ops when it runs with it (create_graph=True), so a
 // second derivative goes through them. See Note [Fused recurrent cells]
-// (eager/kernels/cpu/RnnCells.cpp) for the formulas and Note [Whole-sequence
-// LSTM] (eager/kernels/cpu/RnnSequence.cpp) for the sequence op.
+// (eager/kernels/cpu/nn/RnnCells.cpp) for the formulas and Note [Whole-sequence
+// LSTM] (eager/kernels/cpu/nn/RnnSequence.cpp) for the sequence op.
 #pragma once
 
 #include <tuple>

@@ -2,7 +2,7 @@
 // arithmetic the engine does on gradients (accumulate, reduce to a shape).
 #pragma once
 
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::autograd {
 

@@ -16,7 +16,7 @@
 
 namespace kiln {
 
-// TensorList and OptionalTensorList live in eager/core/Tensor.h (Tensor's methods take them).
+// TensorList and OptionalTensorList live in eager/ops/Tensor.h (Tensor's methods take them).
 
 // Note [Two calling conventions]
 // ------------------------------

@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "eager/core/ArrayRef.h"
-#include "eager/core/Device.h"
 #include "eager/core/DType.h"
+#include "eager/core/Device.h"
 #include "eager/core/Error.h"
 #include "eager/core/GeneratorImpl.h"
 #include "eager/core/Scalar.h"
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln {
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "eager/core/DType.h"
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

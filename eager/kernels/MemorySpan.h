@@ -5,7 +5,7 @@
 
 #include <utility>
 
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln {
 

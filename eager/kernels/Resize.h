@@ -1,7 +1,7 @@
 // Resizing out= tensors as PyTorch does.
 #pragma once
 
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

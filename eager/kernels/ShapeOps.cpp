@@ -11,7 +11,7 @@
 #include "eager/kernels/ShapeOps.h"
 #include "eager/kernels/TypePromotion.h"
 #include "eager/kernels/Views.h"
-#include "eager/kernels/cpu/ShapeCopy.h"
+#include "eager/kernels/cpu/copy/ShapeCopy.h"
 #include "kiln/generated/Functions.h"
 #include "kiln/generated/NativeFunctions.h"
 

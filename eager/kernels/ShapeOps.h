@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

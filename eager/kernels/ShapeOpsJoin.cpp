@@ -7,7 +7,7 @@
 #include "eager/kernels/Resize.h"
 #include "eager/kernels/ShapeOps.h"
 #include "eager/kernels/TypePromotion.h"
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 #include "kiln/generated/Functions.h"
 #include "kiln/generated/NativeFunctions.h"
 

@@ -7,10 +7,10 @@
 #include "eager/core/Error.h"
 #include "eager/kernels/MemorySpan.h"
 #include "eager/kernels/Parallel.h"
-#include "eager/kernels/TypePromotion.h"
-#include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/Resize.h"
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/TypePromotion.h"
+#include "eager/kernels/cpu/copy/Copy.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 
 namespace kiln {
 

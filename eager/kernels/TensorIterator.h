@@ -18,7 +18,7 @@
 
 #include "eager/core/Scalar.h"
 #include "eager/core/StaticVector.h"
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln {
 

@@ -6,7 +6,7 @@
 #include <span>
 
 #include "eager/core/Scalar.h"
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln {
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 // kiln::as_strided, transpose, slice, ... are the dispatcher API generated from
 // ops.yaml (the same names and parameters); the bodies below are the
 // implementations their view kernels (ViewKernels.cpp) call.

@@ -8,8 +8,8 @@
 
 #include <pybind11/pybind11.h>
 
-#include "eager/kernels/cpu/Copy.h"
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/copy/Copy.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/Numpy.h"
 #include "python/csrc/PyDType.h"

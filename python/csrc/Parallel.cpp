@@ -5,9 +5,9 @@
 #include <thread>
 #include <vector>
 
+#include "bench/probe/PeakStub.h"
 #include "eager/core/Error.h"
 #include "eager/kernels/Parallel.h"
-#include "eager/kernels/cpu/PeakStub.h"
 
 namespace py = pybind11;
 

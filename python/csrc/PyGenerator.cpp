@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 #include "eager/kernels/random/Generator.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyDevice.h"

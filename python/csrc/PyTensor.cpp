@@ -4,7 +4,7 @@
 #include <new>
 #include <string>
 
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 #include "python/csrc/Exceptions.h"
 
 namespace kiln::python {

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::python {
 

@@ -17,7 +17,7 @@
 #include "eager/core/GeneratorImpl.h"
 #include "eager/core/MemoryFormat.h"
 #include "eager/core/Scalar.h"
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 #include "python/csrc/PyTensor.h"
 
 // Note [Parsing arguments by PyTorch's rules]

@@ -6,8 +6,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "eager/kernels/cpu/Copy.h"
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/copy/Copy.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyDType.h"
 #include "python/csrc/PyTensor.h"

@@ -9,7 +9,7 @@
 
 #include "eager/core/Error.h"
 #include "eager/core/Warning.h"
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 #include "kiln/generated/Functions.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/Numpy.h"

@@ -9,7 +9,7 @@ convention (the conjugate Wirtinger derivative). What this module adds is compos
 those and from the real view, so it is differentiable with no formulas of its own:
 real and imag are selects of view_as_real, angle is atan2(im, re), polar and complex
 stack two real tensors and view the pairs as complex. (abs and sgn of complex tensors
-are C++ kernels with formulas: eager/kernels/cpu/ComplexOps.cpp.)
+are C++ kernels with formulas: eager/kernels/cpu/pointwise/ComplexOps.cpp.)
 
 Knowing differences from torch: conj() of a complex tensor returns a new tensor (kiln has
 no lazy conjugate bit), so writing into it does not write into its input and is_conj()

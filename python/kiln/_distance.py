@@ -1,5 +1,5 @@
 """kiln.cdist: torch.cdist's signature (compute_mode as a string) over the C++ op
-cdist (eager/ops/nn.yaml; Note [cdist] in eager/kernels/cpu/DistanceOps.cpp)."""
+cdist (eager/ops/nn.yaml; Note [cdist] in eager/kernels/cpu/nn/DistanceOps.cpp)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@
 #include "eager/autograd/Node.h"
 #include "eager/autograd/Variable.h"
 #include "eager/core/Error.h"
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 
 using namespace kiln;
 using namespace kiln::autograd;

@@ -9,7 +9,7 @@
 #include "eager/core/Error.h"
 #include "eager/dispatch/Dispatcher.h"
 #include "eager/dispatch/Library.h"
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 
 using namespace kiln;
 

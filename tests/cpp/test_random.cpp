@@ -10,7 +10,7 @@
 #include "eager/core/Error.h"
 #include "eager/dispatch/Boxing.h"
 #include "eager/kernels/Parallel.h"
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 #include "eager/kernels/random/Generator.h"
 #include "eager/kernels/random/Philox.h"
 

@@ -1,4 +1,4 @@
-// Layout copies (eager/kernels/cpu/ShapeCopy.h): planning (dims ordered by the
+// Layout copies (eager/kernels/cpu/copy/ShapeCopy.h): planning (dims ordered by the
 // destination, dense neighbours merged, transposes tiled), the copy itself
 // against a reference loop, and PyTorch's layout rules for new tensors.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "eager/kernels/Views.h"
-#include "eager/kernels/cpu/Factories.h"
-#include "eager/kernels/cpu/ShapeCopy.h"
+#include "eager/kernels/cpu/copy/ShapeCopy.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 
 using namespace kiln;
 using namespace kiln::native;

@@ -4,10 +4,10 @@
 #include <vector>
 
 #include "eager/core/Error.h"
-#include "eager/core/Tensor.h"
 #include "eager/kernels/Views.h"
-#include "eager/kernels/cpu/Copy.h"
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/copy/Copy.h"
+#include "eager/kernels/cpu/creation/Factories.h"
+#include "eager/ops/Tensor.h"
 
 using namespace kiln;
 

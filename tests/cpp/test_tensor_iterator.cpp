@@ -9,8 +9,8 @@
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/TensorIterator.h"
 #include "eager/kernels/Views.h"
-#include "eager/kernels/cpu/Copy.h"
-#include "eager/kernels/cpu/Factories.h"
+#include "eager/kernels/cpu/copy/Copy.h"
+#include "eager/kernels/cpu/creation/Factories.h"
 
 using namespace kiln;
 

@@ -217,7 +217,7 @@ def functions_h(ops: list[Op]) -> str:
            "// ops::<overload> is each overload's dispatcher entry point (call, redispatch);\n"
            "// the free functions below are the API with defaults, as at::add / at::add_out.\n"
            "#pragma once\n\n#include <limits>\n#include <optional>\n#include <string_view>\n#include <tuple>\n"
-           "#include <vector>\n\n#include \"eager/core/Scalar.h\"\n#include \"eager/core/Tensor.h\"\n"
+           "#include <vector>\n\n#include \"eager/core/Scalar.h\"\n#include \"eager/ops/Tensor.h\"\n"
            "#include \"eager/core/GeneratorImpl.h\"\n#include \"eager/core/MemoryFormat.h\"\n"
            "#include \"eager/dispatch/Dispatcher.h\"\n\nnamespace kiln {\nnamespace ops {\n"]
     for op in ops:
@@ -259,7 +259,7 @@ def functions_cpp(ops: list[Op]) -> str:
 
 
 def tensor_method_decls(ops: list[Op]) -> str:
-    out = [HEADER.format(what=": Tensor's op methods"), "// Included inside class Tensor (eager/core/Tensor.h).\n"]
+    out = [HEADER.format(what=": Tensor's op methods"), "// Included inside class Tensor (eager/ops/Tensor.h).\n"]
     for sig in method_sigs(ops):
         nodiscard = "[[nodiscard]] " if is_functional(sig.op) else ""
         out.append(f"/// {sig.op.schema}\n{nodiscard}{return_type(sig.op)} {sig.name}({sig.decl()}) const;\n")
@@ -268,7 +268,7 @@ def tensor_method_decls(ops: list[Op]) -> str:
 
 def tensor_methods_cpp(ops: list[Op]) -> str:
     out = [HEADER.format(what=": Tensor's op methods"),
-           '#include "eager/core/Tensor.h"\n#include "kiln/generated/Functions.h"\n\nnamespace kiln {\n']
+           '#include "eager/ops/Tensor.h"\n#include "kiln/generated/Functions.h"\n\nnamespace kiln {\n']
     functions = {sig.op.full_name: sig for sig in function_sigs(ops)}
     for sig in method_sigs(ops):
         fn = functions.get(sig.op.full_name)
@@ -293,7 +293,7 @@ def native_functions_h(ops: list[Op]) -> str:
            "// Every kernel named under `dispatch:`; kiln_core links with --no-undefined,\n"
            "// so a kernel named here but not written fails the build.\n#pragma once\n\n#include <optional>\n"
            "#include <string_view>\n#include <tuple>\n#include <vector>\n\n#include \"eager/core/Scalar.h\"\n"
-           "#include \"eager/core/Tensor.h\"\n#include \"eager/core/GeneratorImpl.h\"\n"
+           "#include \"eager/ops/Tensor.h\"\n#include \"eager/core/GeneratorImpl.h\"\n"
            "#include \"eager/core/MemoryFormat.h\"\n\nnamespace kiln::native {\n"]
     seen: dict[str, str] = {}
     for op in ops:

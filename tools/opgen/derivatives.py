@@ -20,7 +20,7 @@ from model import Op, OpgenError
 
 # The one list of names a formula may use besides ops and arguments.
 HELPERS = {
-    # Tensor metadata, read as Tensor's accessors (eager/core/Tensor.h).
+    # Tensor metadata, read as Tensor's accessors (TensorBase's, eager/core/TensorBase.h).
     "sizes": "Tensor::sizes()",
     "strides": "Tensor::strides()",
     "dtype": "Tensor::dtype()",

@@ -127,7 +127,7 @@ def into_kernels_h(ops: list[Op]) -> str:
            "// One kernel per op family, writing into a new, the in-place or the out= tensor\n"
            "// (Note [Generated entry points], tools/opgen/into.py). Include it where the kernel\n"
            "// is defined, so its signature is checked there.\n#pragma once\n\n#include <optional>\n"
-           "#include <string_view>\n\n#include \"eager/core/Scalar.h\"\n#include \"eager/core/Tensor.h\"\n"
+           "#include <string_view>\n\n#include \"eager/core/Scalar.h\"\n#include \"eager/ops/Tensor.h\"\n"
            "#include \"eager/core/GeneratorImpl.h\"\n#include \"eager/kernels/cpu/ResultInto.h\"\n\n"
            "// Not exported from kiln_core: the entry points below call them directly, not\n"
            "// through the PLT, as the hand-written entry points called a file-local kernel.\n"

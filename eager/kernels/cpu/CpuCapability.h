@@ -9,7 +9,7 @@ namespace kiln {
 
 // Note [One kernel source, several instruction sets]
 // --------------------------------------------------
-// Files under eager/kernels/cpu/kernels/ are compiled once per capability
+// Files under eager/kernels/cpu/*/per_capability/ are compiled once per capability
 // (DEFAULT: baseline x86-64; AVX2: +AVX2/FMA/F16C; AVX512: +AVX-512 F/BW/VL/DQ),
 // each inside its own namespace kiln::native::<capability> so their inline
 // templates (Vec, loops) never collide. Each build registers its kernels into a

@@ -165,4 +165,24 @@ void cpu_kernel_vec(TensorIterator& iter, const Op& op, const VOp& vop, int64_t 
   iter.cast_outputs();
 }
 
+/// A row loop for kernels whose operands have different element types (comparisons, where).
+/// Runs row(data, strides, n) over every row of the iterator (rows of the inner
+/// dimension; strides are the inner byte strides, outputs first), in parallel
+/// above the grain size, then copies temporaries back into out= tensors.
+template <typename Row>
+void for_each_row(TensorIterator& iter, const Row& row, int64_t grain_size = kGrainSize) {
+  const int nt = iter.ntensors();
+  iter.for_each(
+      [&](char** base, const int64_t* strides, int64_t size0, int64_t size1) {
+        char* data[8];
+        for (int k = 0; k < nt; ++k) data[k] = base[k];
+        for (int64_t j = 0; j < size1; ++j) {
+          row(data, strides, size0);
+          for (int k = 0; k < nt; ++k) data[k] += strides[nt + k];
+        }
+      },
+      grain_size);
+  iter.cast_outputs();
+}
+
 }  // namespace kiln::native::KILN_CPU_NS

@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "eager/core/Scalar.h"
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 
 namespace kiln::native {
 

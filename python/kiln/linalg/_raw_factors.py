@@ -1,7 +1,7 @@
 """LAPACK's raw factors as torch exposes them: torch.geqrf (the reflectors and tau, an op on LAPACK's geqrf),
 torch.ormqr (a product with the Q they describe, composed of householder_product and matmul so that it has
 gradients, as torch's does), and torch.linalg.ldl_factor(_ex) / ldl_solve (LAPACK's sytrf / sytrs; ops in
-eager/kernels/cpu/LapackRawFactors.cpp), with the batch broadcasting torch's ldl_solve does."""
+eager/kernels/cpu/linalg/LapackRawFactors.cpp), with the batch broadcasting torch's ldl_solve does."""
 
 from __future__ import annotations
 

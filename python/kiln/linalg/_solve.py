@@ -1,7 +1,7 @@
 """linalg.solve, inv, det, slogdet, lu_factor(_ex) and their torch-level
 aliases (torch.inverse, det, logdet, slogdet), over the LAPACK ops
 linalg_lu_factor_ex and _linalg_solve (eager/ops/lapack.yaml). See
-Note [Linear algebra through one solve] (eager/kernels/cpu/Lapack.cpp)."""
+Note [Linear algebra through one solve] (eager/kernels/cpu/linalg/Lapack.cpp)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 _FUSED = "_scaled_dot_product_flash_attention_for_cpu"
 # With dropout: the same loop, the keep-mask drawn from the default generator as
 # the composite's dropout draws it (Note [Dropout in fused attention],
-# eager/kernels/cpu/Attention.cpp).
+# eager/kernels/cpu/nn/Attention.cpp).
 _FUSED_DROPOUT = "_scaled_dot_product_flash_attention_dropout_for_cpu"
 
 
@@ -83,7 +83,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
                                  scale: Optional[float] = None, enable_gqa: bool = False):
     """torch.nn.functional.scaled_dot_product_attention. 3-d and 4-d CPU inputs
     with a mask that needs no gradient run the fused CPU op (eager/ops/attention.yaml;
-    Note [Flash attention on the CPU] in eager/kernels/cpu/Attention.cpp), its
+    Note [Flash attention on the CPU] in eager/kernels/cpu/nn/Attention.cpp), its
     dropout form when dropout_p > 0 (the same mask the composite would draw);
     everything else the composite below (matmul, softmax, dropout)."""
     fn = native("scaled_dot_product_attention")

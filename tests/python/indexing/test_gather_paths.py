@@ -1,4 +1,4 @@
-"""The gather loops' fast paths against torch (eager/kernels/cpu/kernels/IndexKernel.cpp):
+"""The gather loops' fast paths against torch (eager/kernels/cpu/indexing/per_capability/IndexKernel.cpp):
 rows sharing one index run (index_select and x[:, idx] along the last dim), blocks of
 short rows whose indices are checked at once (gather along the last dim), each over
 element widths 1 to 8, int32 and int64 indices, negative indices where torch takes

@@ -1,5 +1,5 @@
 """torch.geqrf, torch.ormqr and torch.linalg.ldl_factor(_ex) / ldl_solve (python/kiln/linalg/_raw_factors.py,
-eager/kernels/cpu/LapackRawFactors.cpp) against torch: the factors themselves (LAPACK's algorithms are the
+eager/kernels/cpu/linalg/LapackRawFactors.cpp) against torch: the factors themselves (LAPACK's algorithms are the
 same in OpenBLAS and MKL), their layouts, products, solves, gradients and errors."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Dropout inside the fused CPU scaled_dot_product_attention
 (_scaled_dot_product_flash_attention_dropout_for_cpu, Note [Dropout in fused
-attention] in eager/kernels/cpu/Attention.cpp). torch draws its mask from
+attention] in eager/kernels/cpu/nn/Attention.cpp). torch draws its mask from
 another stream, so these tests check what must hold whatever the stream: the
 fraction kept and the 1/(1-p) scaling (read back through an identity value),
 gradients against torch's composite run with the mask the fused forward used

@@ -1,4 +1,4 @@
-"""Across-rows max/min (kernels/ReduceOpsKernel.cpp's extreme_columns, four
+"""Across-rows max/min (per_capability/ReduceOpsKernel.cpp's extreme_columns, four
 rows combined in registers): amax/amin/max/min over a dim whose rows are
 strided in memory, row counts around multiples of four, NaN in any of the
 four, integer dtypes, widths around the vector width, against torch."""

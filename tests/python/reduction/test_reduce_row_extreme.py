@@ -1,4 +1,4 @@
-"""Contiguous-row max/min (kernels/ReduceOpsKernel.cpp's extreme_span, Note
+"""Contiguous-row max/min (per_capability/ReduceOpsKernel.cpp's extreme_span, Note
 [NaN in a streamed max]): the vector loop keeps plain max/min accumulators and
 a running sum that turns NaN when a NaN was read, so these tests put a NaN at
 every kind of position (first vector, a loop step, the scalar tail), and feed

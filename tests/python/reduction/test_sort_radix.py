@@ -1,5 +1,5 @@
 """Full sorts of rows of 64 or more elements (the radix path of
-kernels/SortKernel.cpp, Note [Radix sort keys]) against torch's stable sort:
+per_capability/SortKernel.cpp, Note [Radix sort keys]) against torch's stable sort:
 every dtype, ties, NaN, signed zeros and infinities, descending, strided rows,
 argsort, topk with k equal to the row length, and the gradient."""
 

@@ -1,5 +1,5 @@
 """copy_ between strided tensors of one dtype (the layout-copy path of
-eager/kernels/cpu/Copy.cpp) against torch: sliced, transposed, expanded,
+eager/kernels/cpu/copy/Copy.cpp) against torch: sliced, transposed, expanded,
 flipped-stride and channels-last sources and destinations, rows shorter and
 longer than a vector, and a destination that overlaps its source (the element
 loop keeps that case)."""

@@ -11,7 +11,9 @@
 #include <immintrin.h>
 #endif
 
-#include "eager/kernels/cpu/CpuCapability.h"
+#ifndef KILN_CPU_NS
+#error "StreamingCopy.h is only for kernel files compiled per CPU capability (eager/kernels/cpu/*/per_capability/)"
+#endif
 
 namespace kiln::native::KILN_CPU_NS {
 

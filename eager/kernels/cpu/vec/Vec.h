@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #ifndef KILN_CPU_NS
-#error "Vec.h is only for kernel files compiled per CPU capability (eager/kernels/cpu/kernels/)"
+#error "Vec.h is only for kernel files compiled per CPU capability (eager/kernels/cpu/*/per_capability/)"
 #endif
 
 namespace kiln::native::KILN_CPU_NS {

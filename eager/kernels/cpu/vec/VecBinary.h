@@ -1,9 +1,8 @@
-// Helpers of the binary and ternary pointwise loops (kernels/BinaryOpsKernel.cpp,
-// CompareOpsKernel.cpp, LogicalOpsKernel.cpp, TernaryOpsKernel.cpp,
-// PowKernel.cpp): opmath types, wrapping integer arithmetic, NaN-propagating
-// maximum/minimum, masks between Vec lanes and bool bytes, and a row loop for
-// kernels whose operands have different element types (comparisons, where).
-// Only for files compiled per CPU capability.
+// Element primitives of the binary and ternary pointwise loops
+// (pointwise/per_capability/): opmath types, wrapping integer arithmetic,
+// NaN-propagating maximum/minimum, masks between Vec lanes and bool bytes,
+// loads from strided rows and non-temporal stores. The loops themselves are
+// ../Loops.h and ../PointwiseLoops.h. Only for files compiled per CPU capability.
 //
 // Note [Scalar and Vec agree]
 // ---------------------------
@@ -26,10 +25,6 @@
 #include <type_traits>
 
 #include "eager/core/Half.h"
-#include "eager/kernels/Parallel.h"
-#include "eager/kernels/TensorIterator.h"
-#include "eager/kernels/cpu/Loops.h"
-#include "eager/kernels/cpu/StreamingThreshold.h"
 #include "eager/kernels/cpu/vec/Vec.h"
 
 namespace kiln::native::KILN_CPU_NS {
@@ -139,26 +134,7 @@ void store_mask_as_bools(vec_mask_t<T> mask, bool* p) {
   std::memcpy(p, &bytes, sizeof(bytes));
 }
 
-// --- a row loop for operands of several element types --------------------------------
-
-/// Runs row(data, strides, n) over every row of the iterator (rows of the inner
-/// dimension; strides are the inner byte strides, outputs first), in parallel
-/// above the grain size, then copies temporaries back into out= tensors.
-template <typename Row>
-void for_each_row(TensorIterator& iter, const Row& row, int64_t grain_size = kGrainSize) {
-  const int nt = iter.ntensors();
-  iter.for_each(
-      [&](char** base, const int64_t* strides, int64_t size0, int64_t size1) {
-        char* data[8];
-        for (int k = 0; k < nt; ++k) data[k] = base[k];
-        for (int64_t j = 0; j < size1; ++j) {
-          row(data, strides, size0);
-          for (int k = 0; k < nt; ++k) data[k] += strides[nt + k];
-        }
-      },
-      grain_size);
-  iter.cast_outputs();
-}
+// --- loads from strided rows ------------------------------------------------------------
 
 /// The element at index i of a row operand with byte stride `stride` (0: broadcast).
 template <typename T>
@@ -185,7 +161,8 @@ Vec<T> load_vec_at(const char* p, int64_t stride, int64_t i) {
 // inputs. They only pay off when the output cannot stay cached anyway, so only
 // outputs of kStreamingBytes or more take them; smaller ones stay in cache for
 // the next op. Results are unchanged (the same scalar and Vec lambdas run).
-// (kStreamingBytes is eager/kernels/cpu/StreamingThreshold.h's, shared with the layout copies.)
+// (kStreamingBytes is vec/StreamingThreshold.h's, shared with the layout copies;
+// the loops that take these stores are ../PointwiseLoops.h's.)
 
 /// A non-temporal store of a whole Vec to a kVecBytes-aligned address.
 inline void stream_store(float* p, Vec<float> v) {
@@ -205,39 +182,6 @@ inline void stream_store(double* p, Vec<double> v) {
 #else
   _mm_stream_pd(p, reinterpret_cast<__m128d>(v.v));
 #endif
-}
-
-/// cpu_kernel_vec for a float/double binary op whose output is large, dense
-/// and of the inputs' dtype: dense or broadcast inputs, Vec at a time, written
-/// with non-temporal stores (after an aligning scalar prologue). Other shapes
-/// and small outputs take cpu_kernel_vec.
-template <typename T, typename Op, typename VOp>
-void binary_kernel_vec_streaming(TensorIterator& iter, const Op& op, const VOp& vop) {
-  const bool big = iter.numel() * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes;
-  if (!big || iter.iteration_shape().size() != 1 || iter.dtype(0) != iter.dtype(1)) {
-    cpu_kernel_vec(iter, op, vop);
-    return;
-  }
-  for_each_row(iter, [&](char* const* data, const int64_t* s, int64_t n) {
-    constexpr int64_t W = Vec<T>::size;
-    const auto dense_or_broadcast = [](int64_t stride) { return stride == 0 || stride == sizeof(T); };
-    T* out = reinterpret_cast<T*>(data[0]);
-    int64_t i = 0;
-    if (s[0] == sizeof(T) && dense_or_broadcast(s[1]) && dense_or_broadcast(s[2])) {
-      for (; i < n && reinterpret_cast<uintptr_t>(out + i) % kVecBytes != 0; ++i) {
-        out[i] = op(load_at<T>(data[1], s[1], i), load_at<T>(data[2], s[2], i));
-      }
-      for (; i + W <= n; i += W) {
-        const Vec<T> r = vop(load_vec_at<T>(data[1], s[1], i), load_vec_at<T>(data[2], s[2], i));
-        stream_store(out + i, r);
-      }
-      _mm_sfence();  // order the streaming stores before the threads join
-    }
-    for (; i < n; ++i) {
-      const T v = op(load_at<T>(data[1], s[1], i), load_at<T>(data[2], s[2], i));
-      std::memcpy(data[0] + i * s[0], &v, sizeof(T));
-    }
-  });
 }
 
 }  // namespace kiln::native::KILN_CPU_NS

@@ -5,8 +5,8 @@ initialisation (uniform in +-1/sqrt(hidden_size)), LSTM's proj_size, and
 PackedSequence inputs (nn/utils/rnn.py). The input projection of a whole
 sequence is one matmul per layer and direction; the recurrence is a loop over
 time steps of kiln ops, so autograd differentiates it like any other graph; the pointwise part of an LSTM or GRU step is one fused op
-(Note [Fused recurrent cells], eager/kernels/cpu/RnnCells.cpp), and an LSTM layer over a fixed batch is
-one op for all its steps (Note [Whole-sequence LSTM], eager/kernels/cpu/RnnSequence.cpp). A packed sequence runs on a shrinking
+(Note [Fused recurrent cells], eager/kernels/cpu/nn/RnnCells.cpp), and an LSTM layer over a fixed batch is
+one op for all its steps (Note [Whole-sequence LSTM], eager/kernels/cpu/nn/RnnSequence.cpp). A packed sequence runs on a shrinking
 batch: step t updates the first batch_sizes[t] (longest) sequences and leaves
 the others' state as it was, so each sequence's final state is its own last
 step's (the reverse direction starts each sequence from h0 at its last step)."""
@@ -41,7 +41,7 @@ def _cell_step(mode, x_proj, h, c, w_hh_t, b_hh, w_hr=None):
     (LSTM's h projected by w_hr when it has proj_size)."""
     kiln = _f()
     fused = x_proj.dtype in _fused_dtypes() and x_proj.dim() == 2
-    if mode == "LSTM" and fused:  # Note [Fused recurrent cells] (eager/kernels/cpu/RnnCells.cpp)
+    if mode == "LSTM" and fused:  # Note [Fused recurrent cells] (eager/kernels/cpu/nn/RnnCells.cpp)
         gates = kiln.addmm(x_proj if b_hh is None else x_proj + b_hh, h, w_hh_t)
         h, c = kiln._lstm_cell_fused(gates, c)
         return (h if w_hr is None else F.linear(h, w_hr)), c
@@ -65,7 +65,7 @@ def _cell_step(mode, x_proj, h, c, w_hh_t, b_hh, w_hr=None):
 
 
 def _whole_sequence(mode, projected, packed, w_hr):
-    """Whether a layer direction runs as one _lstm_sequence op (eager/kernels/cpu/RnnSequence.cpp): LSTM on
+    """Whether a layer direction runs as one _lstm_sequence op (eager/kernels/cpu/nn/RnnSequence.cpp): LSTM on
     the CPU in float32/float64 over a fixed batch, without proj_size."""
     return (mode == "LSTM" and not packed and w_hr is None and projected.dtype in _fused_dtypes()
             and projected.device.type == "cpu")
