@@ -1,6 +1,7 @@
 """Complex tensors at the Python level: torch.real / imag / conj / angle / polar /
-complex / view_as_real / view_as_complex, the Tensor.real and Tensor.imag views, and
-Tensor.__complex__. See Note [Complex dtypes] (eager/core/DType.h).
+complex / view_as_real / view_as_complex / isreal, resolve_neg / is_conj / is_neg (kiln
+has no conjugate or negative bits), the Tensor.real and Tensor.imag views, and
+Tensor.is_complex / __complex__. See Note [Complex dtypes] (eager/core/DType.h).
 
 The C++ core holds complex64 and complex128 tensors and has complex kernels for copies,
 fills, add/sub/mul/div, neg, sum and the conjugate; gradients follow PyTorch's
@@ -19,10 +20,12 @@ values (TypeError, since kiln's C++ Scalar is real): write ``z * kiln.tensor(1j)
 from __future__ import annotations
 
 import builtins
+import math
 
 from kiln import _C
-from kiln._api_extra2 import _require_tensor, _write_out
+from kiln._arguments import _require_tensor, _write_out
 from kiln._comparison import scalar_type_name as _scalar_type_name
+from kiln.autograd.function import Function
 
 _functions = _C._functions
 
@@ -139,45 +142,72 @@ def _check_parts(name, first, second):
                            f"{_scalar_type_name(second.dtype)} for second argument")
 
 
-# --- wrapping the real ops that have a complex meaning -----------------------------------------
+# --- angle ---------------------------------------------------------------------------------------
 
-def _with_complex_case(real_fn, complex_fn):
-    def function(input, *args, **kwargs):
-        if isinstance(input, _C.TensorBase) and input.dtype.is_complex:
-            return complex_fn(input, *args, **kwargs)
-        return real_fn(input, *args, **kwargs)
+class Angle(Function):
+    """angle of a real tensor: pi below zero, 0 elsewhere, NaN kept; its gradient is zero."""
 
-    function.__name__ = function.__qualname__ = getattr(real_fn, "__name__", complex_fn.__name__)
-    function.__doc__ = getattr(real_fn, "__doc__", None)
-    return function
+    @staticmethod
+    def forward(ctx, x):
+        result = _functions.zeros_like(x).masked_fill(x < 0, math.pi)
+        return _functions.where(x.isnan(), x, result)
 
-
-def _unary_complex(fn):
-    def complex_case(input, *, out=None):
-        return _write_out(fn(input), out)
-
-    return complex_case
+    @staticmethod
+    def backward(ctx, grad):
+        return _functions.zeros_like(grad)
 
 
-FUNCTIONS = {fn.__name__: fn for fn in (view_as_real, view_as_complex, real, imag, conj, conj_physical,
-                                        conj_physical_, resolve_conj, polar, complex, isreal)}
+def angle(input, *, out=None):
+    """torch.angle: arg(z) of a complex tensor (atan2(imag, real), in its real dtype); for a
+    real tensor pi where ``input`` < 0, 0 elsewhere (-0.0 included), NaN where NaN, with
+    integer and bool inputs giving the default dtype and a zero gradient."""
+    if isinstance(input, _C.TensorBase) and input.dtype.is_complex:
+        return _write_out(angle_complex(input), out)
+    _require_tensor(input, "angle")
+    x = input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
+    return _write_out(Angle.apply(x), out)
 
 
-def install(namespace, tensor_class):
-    """Puts the complex-aware functions in the kiln namespace and on Tensor (replacing the
-    real-only versions), and gives angle its complex case (item and tolist handle complex
-    tensors in C++)."""
-    namespace.update(FUNCTIONS)
-    for name, complex_fn in (("angle", angle_complex),):
-        if name in namespace:
-            namespace[name] = _with_complex_case(namespace[name], _unary_complex(complex_fn))
-        method = getattr(tensor_class, name, None)
-        if method is not None:
-            setattr(tensor_class, name, _with_complex_case(method, complex_fn))
-    for name in ("conj", "conj_physical", "conj_physical_", "resolve_conj", "isreal"):
-        setattr(tensor_class, name, FUNCTIONS[name])
-    tensor_class.is_complex = lambda self: self.dtype.is_complex
-    tensor_class.__complex__ = lambda self: builtins.complex(self.item())
-    real_property, imag_property = _part_properties()
-    tensor_class.real = real_property
-    tensor_class.imag = imag_property
+# --- the bits kiln does not have ------------------------------------------------------------------
+
+def resolve_neg(input):
+    """torch.resolve_neg: ``input`` itself (no negative bit to resolve)."""
+    _require_tensor(input, "resolve_neg")
+    return input
+
+
+def is_conj(input):
+    """torch.is_conj: False (kiln has no lazy conjugate bit)."""
+    _require_tensor(input, "is_conj")
+    return False
+
+
+def is_neg(input):
+    """torch.is_neg: False (kiln has no negative bits)."""
+    _require_tensor(input, "is_neg")
+    return False
+
+
+# --- Tensor methods and properties ----------------------------------------------------------------
+
+def tensor_is_conj(self):
+    """Tensor.is_conj: False (kiln has no lazy conjugate bit)."""
+    return False
+
+
+def tensor_is_neg(self):
+    """Tensor.is_neg: False (kiln has no negative bits)."""
+    return False
+
+
+def tensor_is_complex(self):
+    """Tensor.is_complex: whether the dtype is complex64 or complex128."""
+    return self.dtype.is_complex
+
+
+def tensor_complex(self):
+    """Tensor.__complex__: the one element as a Python complex."""
+    return builtins.complex(self.item())
+
+
+REAL_PROPERTY, IMAG_PROPERTY = _part_properties()

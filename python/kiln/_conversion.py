@@ -97,11 +97,5 @@ _SHORTHANDS = {
     "long": _C.int64, "int": _C.int32, "short": _C.int16, "char": _C.int8, "byte": _C.uint8, "bool": _C.bool,
 }
 
-
-def install(tensor_class) -> None:
-    """Puts these methods on kiln.Tensor."""
-    tensor_class.to = to
-    tensor_class.cpu = cpu
-    tensor_class.type = type
-    for name, dtype in _SHORTHANDS.items():
-        setattr(tensor_class, name, _shorthand(dtype, name))
+# Tensor.float(), .double(), ... (kiln/_tensor_bindings.py puts them on Tensor).
+SHORTHAND_METHODS = {name: _shorthand(dtype, name) for name, dtype in _SHORTHANDS.items()}

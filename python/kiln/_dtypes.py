@@ -34,9 +34,7 @@ def result_type(tensor1, tensor2):
     if isinstance(a, builtins.complex) or isinstance(b, builtins.complex):
         return _C.complex128 if _C.get_default_dtype() is _C.float64 else _C.complex64
     if isinstance(a, builtins.float) or isinstance(b, builtins.float):
-        import kiln
-
-        return kiln.get_default_dtype()
+        return _C.get_default_dtype()
     if isinstance(a, builtins.bool) and isinstance(b, builtins.bool):
         return _C.bool
     return _C.int64
@@ -64,7 +62,7 @@ def is_floating_point(input) -> bool:
 
 
 def is_complex(input) -> bool:
-    """Whether ``input``'s dtype is complex (kiln has no complex dtypes: always False)."""
+    """Whether ``input``'s dtype is complex (complex64 or complex128)."""
     return input.dtype.is_complex
 
 
@@ -81,9 +79,7 @@ class finfo:
     """torch.finfo: a floating dtype's machine limits (bits, eps, max, min, tiny/smallest_normal, resolution)."""
 
     def __init__(self, type=None):
-        import kiln
-
-        dtype = kiln.get_default_dtype() if type is None else type
+        dtype = _C.get_default_dtype() if type is None else type
         name = _dtype_name(dtype)
         name = {"complex64": "float32", "complex128": "float64"}.get(name, name)  # a complex dtype's parts
         if name not in _FLOAT_LAYOUT:

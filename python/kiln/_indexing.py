@@ -1,10 +1,15 @@
 """The indexing functions whose Python signature is not one op: ``nonzero``
 with ``as_tuple`` (the ``nonzero`` and ``nonzero_numpy`` ops underneath),
-Tensor.scatter_reduce_ and index_reduce(_) over the scatter_reduce op."""
+Tensor.scatter_reduce_ and index_reduce(_) over the scatter_reduce op; and the
+composites unravel_index, Tensor.fill_diagonal_ and diagonal_scatter /
+select_scatter / slice_scatter (a copy of the input with one view overwritten)."""
 
 from __future__ import annotations
 
 from kiln import _C
+from kiln._creation import tensor
+
+_F = _C._functions
 
 
 def nonzero(input, *, out=None, as_tuple=False):
@@ -23,9 +28,7 @@ def nonzero(input, *, out=None, as_tuple=False):
 def _saved_input(self, src):
     """self as the reduction reads it: a copy when autograd records (the backward reads self's
     values, which the copy_ into self overwrites)."""
-    import kiln
-
-    return self.clone() if kiln.is_grad_enabled() and (self.requires_grad or src.requires_grad) else self
+    return self.clone() if _C.is_grad_enabled() and (self.requires_grad or src.requires_grad) else self
 
 
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
@@ -91,3 +94,70 @@ def _dtype_word(dtype):
     return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
             "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}[
         str(dtype).removeprefix("kiln.")]
+
+
+def unravel_index(indices, shape):
+    """The coordinates of flat (row-major) indices in a tensor of ``shape``, as a tuple of tensors."""
+    if not isinstance(indices, _C.TensorBase):
+        indices = tensor(indices)
+    if indices.dtype.is_floating_point or indices.dtype == _C.bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if any(s < 0 for s in shape):
+        raise ValueError("'shape' cannot have negative values, but got " + str(shape))
+    coordinates = []
+    rest = indices.to(_C.int64)
+    for size in reversed(shape):
+        coordinates.append(_F.remainder(rest, size) if size else _F.zeros_like(rest))
+        rest = _F.div(rest, size, rounding_mode="floor") if size else rest
+    return tuple(reversed(coordinates))
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Fills the main diagonal (all dims equal past 2-D; a tall 2-D matrix restarts it every n + 1 rows with wrap)."""
+    if self.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.dim() > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    length = min(self.shape)
+    if self.dim() == 2 and wrap and self.shape[0] > self.shape[1] + 1:
+        rows, columns = self.shape
+        positions = _F.arange(0, rows * columns, columns + 1)
+        index = (_F.div(positions, columns, rounding_mode="floor"), _F.remainder(positions, columns))
+    else:
+        index = (_F.arange(length),) * self.dim()
+    self[index] = fill_value
+    return self
+
+
+def _check_slice_size(src, view):
+    if tuple(src.shape) != tuple(view.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+                           f"slice size = {list(view.shape)}")
+
+
+def _scatter_into(input, src, pick):
+    result = input.clone()
+    view = pick(result)
+    _check_slice_size(src, view)
+    view.copy_(src)
+    return result
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """A copy of input with the diagonal (offset, dim1, dim2) replaced by src."""
+    return _scatter_into(input, src, lambda t: _C._functions.diagonal(t, offset, dim1, dim2))
+
+
+def select_scatter(input, src, dim, index):
+    """A copy of input with input.select(dim, index) replaced by src."""
+    return _scatter_into(input, src, lambda t: t.select(dim, index))
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """A copy of input with input[..., start:end:step, ...] (along dim) replaced by src."""
+    def pick(t):
+        d = dim + t.dim() if dim < 0 else dim
+        return t[(slice(None),) * d + (slice(start, end, step),)]
+
+    return _scatter_into(input, src, pick)

@@ -1,12 +1,14 @@
 """torch.norm, Tensor.norm and torch.linalg's norms over the linalg_vector_norm
 op (eager/ops/reduction.yaml) and the reductions; matrix norms that need the
-singular values (ord 2, -2, "nuc") come from linalg.svdvals."""
+singular values (ord 2, -2, "nuc") come from linalg.svdvals; and renorm (renorm_),
+each slice scaled down to a maximum norm."""
 
 from __future__ import annotations
 
 import math
 
 from kiln import _C
+from kiln._arguments import _check_tensor
 
 _F = _C._functions
 
@@ -28,6 +30,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
 
 def _spectral_norm(A, ord, dim, keepdim):
     """ord 2 / -2 (largest / smallest singular value) or 'nuc' (their sum) over the two dims `dim`."""
+    # Imported here, not at the top: kiln.linalg imports this module (its norm, vector_norm and
+    # matrix_norm live here), so a module-level import of kiln.linalg would be a loop.
     from kiln.linalg._decompositions import svdvals
 
     d0, d1 = (d % A.dim() for d in dim)
@@ -99,3 +103,27 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 def tensor_norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     """Tensor.norm."""
     return norm(self, p, dim, keepdim, dtype=dtype)
+
+
+def renorm(input, p, dim, maxnorm, *, out=None):
+    """Each slice along ``dim`` whose p-norm exceeds maxnorm scaled to norm maxnorm (factor maxnorm / (norm + 1e-7))."""
+    _check_tensor("renorm", 1, "input", input)
+    if input.dim() < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} dimensions")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    dim = dim + input.dim() if -input.dim() <= dim < 0 else dim
+    if not 0 <= dim < input.dim():
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.dim()}, {input.dim() - 1}], "
+                         f"but got {dim})")
+    others = [d for d in range(input.dim()) if d != dim]
+    norm = vector_norm(input, p, dim=others, keepdim=True)
+    factor = _F.where(norm > maxnorm, maxnorm / (norm + 1e-7), _F.ones_like(norm))
+    result = input * factor
+    return result if out is None else _C._functions._copy_to_out(result, out)
+
+
+def renorm_(self, p, dim, maxnorm):
+    return self.copy_(renorm(self, p, dim, maxnorm))

@@ -1,6 +1,7 @@
 """torch.tensordot, torch.chain_matmul and torch.linalg.multi_dot / matrix_power
 over the ops of eager/ops/linalg.yaml; this file only reads their Python-level
-arguments (tensordot's `dims` forms, chain_matmul's varargs)."""
+arguments (tensordot's `dims` forms, chain_matmul's varargs); and ger, the outer
+product (torch's deprecated name)."""
 
 from __future__ import annotations
 
@@ -60,3 +61,8 @@ def matrix_power(A, n, *, out=None):
     if out is None:
         return result
     return _C._functions._copy_to_out(result, out)
+
+
+def ger(input, vec2, *, out=None):
+    """torch.ger: the outer product (kiln.outer)."""
+    return _C._functions.outer(input, vec2, out=out) if out is not None else _C._functions.outer(input, vec2)

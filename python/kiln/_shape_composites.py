@@ -1,16 +1,22 @@
 """Shape functions PyTorch composes from other ops (torch/functional.py and
 aten's CompositeImplicit kernels): tile, atleast_1d/2d/3d, hsplit/vsplit/
-dsplit, block_diag, diagflat, cartesian_prod, meshgrid, tril_indices,
-triu_indices and argwhere. They are views or copies made by kiln's ops, so
+dsplit, block_diag, diagflat, cartesian_prod, combinations, meshgrid,
+tril_indices, triu_indices and argwhere. They are views or copies made by kiln's ops, so
 autograd sees those ops."""
 
 from __future__ import annotations
 
 import warnings
+import builtins
+import itertools
 
 import numpy as np
 
 from kiln import _C
+from kiln._creation import tensor
+from kiln._dtypes import promote_types
+
+_F = _C._functions
 
 
 def _f():
@@ -90,8 +96,6 @@ def dsplit(input, indices_or_sections):
 
 def block_diag(*tensors):
     """The tensors (0-, 1- or 2-dim) placed along the diagonal of a zero matrix, in their promoted dtype."""
-    import kiln
-
     matrices = []
     for i, t in enumerate(tensors):
         if t.dim() > 2:
@@ -99,13 +103,13 @@ def block_diag(*tensors):
                                f"{t.dim()} dimensions")
         matrices.append(t.reshape(1, 1) if t.dim() == 0 else t.reshape(1, -1) if t.dim() == 1 else t)
     if not matrices:
-        return kiln.empty(1, 0)
+        return _F.empty(1, 0)
     dtype = matrices[0].dtype
     for m in matrices[1:]:
-        dtype = kiln.promote_types(dtype, m.dtype)
+        dtype = promote_types(dtype, m.dtype)
     rows = sum(m.shape[0] for m in matrices)
     cols = sum(m.shape[1] for m in matrices)
-    result = kiln.zeros(rows, cols, dtype=dtype, device=matrices[0].device)
+    result = _F.zeros(rows, cols, dtype=dtype, device=matrices[0].device)
     r = c = 0
     for m in matrices:
         h, w = m.shape
@@ -153,23 +157,19 @@ def meshgrid(*tensors, indexing=None):
 
 def cartesian_prod(*tensors):
     """Every combination of the 1-D tensors' elements, one per row (the tensor itself for one input)."""
-    import kiln
-
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")
-    return kiln.stack([g.reshape(-1) for g in grids], 1)
+    return _F.stack([g.reshape(-1) for g in grids], 1)
 
 
 def _triangle_indices(np_fn, row, col, offset, dtype, device):
-    import kiln
-
     if dtype is None:
-        dtype = kiln.int64
+        dtype = _C.int64
     if row < 0 or col < 0:
         raise RuntimeError(f"row must be non-negative, got{row}" if row < 0 else f"col must be non-negative, got{col}")
     rows, cols = np_fn(row, offset, col)
-    return kiln.tensor(np.stack([rows, cols]).astype(np.int64).reshape(2, -1), dtype=dtype, device=device)
+    return tensor(np.stack([rows, cols]).astype(np.int64).reshape(2, -1), dtype=dtype, device=device)
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
@@ -185,3 +185,25 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
 def argwhere(input):
     """The indices of the nonzero elements, one row each (nonzero's result)."""
     return _f().nonzero(input)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """torch.combinations: the length-``r`` combinations of the 1-D ``input``'s elements as the
+    rows of a (C, r) tensor, in itertools order (with_replacement: with repeats)."""
+    if not isinstance(r, int) or isinstance(r, bool):
+        raise TypeError(f"combinations(): argument 'r' (position 2) must be int, not {type(r).__name__}")
+    if input.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return _F.empty(0, dtype=input.dtype)
+    n = input.shape[0]
+    if r == 2:
+        pairs = triu_indices(n, n, 0 if with_replacement else 1)
+        index = pairs.t().contiguous()
+    else:
+        chosen = (itertools.combinations_with_replacement if with_replacement else itertools.combinations)(
+            builtins.range(n), r)
+        index = tensor([i for combo in chosen for i in combo], dtype=_C.int64).reshape(-1, r)
+    return input.index_select(0, index.reshape(-1)).reshape(index.shape[0], r)

@@ -1,6 +1,6 @@
 """Order statistics and counting ops PyTorch has as kernels and kiln composes
 from sort, gather, cumulative ops and scatter: median, nanmedian, kthvalue,
-quantile, nanquantile, cummax, cummin, logcumsumexp, unique,
+quantile, nanquantile, mode, cummax, cummin, logcumsumexp, unique,
 unique_consecutive, bincount and histc.
 
 Note [Order statistics through a stable sort]
@@ -21,22 +21,24 @@ from __future__ import annotations
 from collections import namedtuple
 
 from kiln import _C
+from kiln._comparison import scalar_type_name
+from kiln._creation import tensor
+from kiln._indexing import nonzero
+from kiln._messages import _scalar_name
+
+_F = _C._functions
 
 median_type = namedtuple("median", ["values", "indices"])
 nanmedian_type = namedtuple("nanmedian", ["values", "indices"])
 kthvalue_type = namedtuple("kthvalue", ["values", "indices"])
 cummax_type = namedtuple("cummax", ["values", "indices"])
 cummin_type = namedtuple("cummin", ["values", "indices"])
+mode_type = namedtuple("mode", ["values", "indices"])
+mode_out_type = namedtuple("mode_out", ["values", "indices"])
 for _cls, _name in ((median_type, "median"), (nanmedian_type, "nanmedian"), (kthvalue_type, "kthvalue"),
-                    (cummax_type, "cummax"), (cummin_type, "cummin")):
+                    (cummax_type, "cummax"), (cummin_type, "cummin"), (mode_type, "mode"), (mode_out_type, "mode_out")):
     _cls.__name__ = _cls.__qualname__ = _name
     _cls.__module__ = "kiln.return_types"
-
-
-def _kiln():
-    import kiln
-
-    return kiln
 
 
 def _wrap_dim(dim, ndim):
@@ -48,15 +50,14 @@ def _wrap_dim(dim, ndim):
 
 def _select_sorted(input, dim, keepdim, position_of, result_type):
     """Sorts along dim and gathers the position position_of(n, nan_count) (a keepdim-shaped tensor)."""
-    kiln = _kiln()
     x = input if input.dim() > 0 else input.reshape(1)
     dim = _wrap_dim(dim, input.dim())
     n = x.shape[dim]
     if n == 0:
         raise IndexError(f"median(): Expected reduction dim {dim} to have non-zero size.")
-    values, indices = kiln.sort(x, dim=dim, stable=True)
-    nan_count = kiln.isnan(x).sum(dim, keepdim=True) if x.dtype.is_floating_point else kiln.zeros_like(
-        x.narrow(dim, 0, 1), dtype=kiln.int64)
+    values, indices = _F.sort(x, dim=dim, stable=True)
+    nan_count = _F.isnan(x).sum(dim, keepdim=True) if x.dtype.is_floating_point else _F.zeros_like(
+        x.narrow(dim, 0, 1), dtype=_C.int64)
     position = position_of(n, nan_count).clamp(0, n - 1)
     picked_values = values.gather(dim, position)
     picked_indices = indices.gather(dim, position)
@@ -68,8 +69,7 @@ def _select_sorted(input, dim, keepdim, position_of, result_type):
 
 
 def _median_position(n, nan_count):
-    kiln = _kiln()
-    return kiln.where(nan_count > 0, n - nan_count, kiln.zeros_like(nan_count) + (n - 1) // 2)
+    return _F.where(nan_count > 0, n - nan_count, _F.zeros_like(nan_count) + (n - 1) // 2)
 
 
 def _nanmedian_position(n, nan_count):
@@ -80,7 +80,7 @@ def median(input, dim=None, keepdim=False):
     """The lower median (NaN when there is a NaN): of all elements, or (values, indices) along ``dim``."""
     if dim is None:
         if input.numel() == 0:
-            return _kiln().full((), float("nan"), dtype=input.dtype)
+            return _F.full((), float("nan"), dtype=input.dtype)
         return _select_sorted(input.reshape(-1), 0, False, _median_position, median_type).values
     return _select_sorted(input, dim, keepdim, _median_position, median_type)
 
@@ -89,7 +89,7 @@ def nanmedian(input, dim=None, keepdim=False):
     """The lower median of the non-NaN elements: of all, or (values, indices) along ``dim``."""
     if dim is None:
         if input.numel() == 0:
-            return _kiln().full((), float("nan"), dtype=input.dtype)
+            return _F.full((), float("nan"), dtype=input.dtype)
         return _select_sorted(input.reshape(-1), 0, False, _nanmedian_position, nanmedian_type).values
     return _select_sorted(input, dim, keepdim, _nanmedian_position, nanmedian_type)
 
@@ -100,7 +100,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     n = input.shape[x_dim] if input.dim() else 1
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {x_dim}")
-    return _select_sorted(input, dim, keepdim, lambda n_, nan_count: _kiln().zeros_like(nan_count) + (k - 1),
+    return _select_sorted(input, dim, keepdim, lambda n_, nan_count: _F.zeros_like(nan_count) + (k - 1),
                           kthvalue_type)
 
 
@@ -108,14 +108,13 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
 def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
-    kiln = _kiln()
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest, "
                            f"but got {interpolation}")
     scalar_q = not isinstance(q, _C.TensorBase)
-    q_tensor = kiln.tensor([float(q)], dtype=input.dtype) if scalar_q else q.reshape(-1).to(input.dtype)
+    q_tensor = tensor([float(q)], dtype=input.dtype) if scalar_q else q.reshape(-1).to(input.dtype)
     if isinstance(q, _C.TensorBase) and q.dim() > 1:
         raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
     if bool(((q_tensor < 0) | (q_tensor > 1)).any()):
@@ -128,10 +127,10 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     d = 0 if dim is None else _wrap_dim(dim, input.dim())
     if x.dim() == 0:
         x = x.reshape(1)
-    sorted_x = kiln.sort(x, d).values.movedim(d, -1)  # NaN last
+    sorted_x = _F.sort(x, d)[0].movedim(d, -1)  # NaN last
     n = sorted_x.shape[-1]
-    nan_count = kiln.isnan(sorted_x).sum(-1, keepdim=True)
-    valid = (n - nan_count) if ignore_nan else kiln.full_like(nan_count, n)
+    nan_count = _F.isnan(sorted_x).sum(-1, keepdim=True)
+    valid = (n - nan_count) if ignore_nan else _F.full_like(nan_count, n)
     rank = q_tensor * (valid - 1).to(input.dtype)  # [..., len(q)]
     if interpolation == "lower":
         rank = rank.floor()
@@ -139,15 +138,15 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
         rank = rank.ceil()
     elif interpolation == "nearest":
         rank = rank.round()
-    low = rank.floor().clamp(0, max(n - 1, 0)).to(kiln.int64)
-    high = rank.ceil().clamp(0, max(n - 1, 0)).to(kiln.int64)
+    low = rank.floor().clamp(0, max(n - 1, 0)).to(_C.int64)
+    high = rank.ceil().clamp(0, max(n - 1, 0)).to(_C.int64)
     lower, upper = sorted_x.gather(-1, low), sorted_x.gather(-1, high)
     if interpolation == "midpoint":
         result = lower + (upper - lower) * 0.5
     else:
-        result = kiln.lerp(lower, upper, rank - low.to(input.dtype))
+        result = _F.lerp(lower, upper, rank - low.to(input.dtype))
     nan_fill = (nan_count > 0) if not ignore_nan else (valid == 0)
-    result = kiln.where(nan_fill.expand_as(result), kiln.full_like(result, float("nan")), result)
+    result = _F.where(nan_fill.expand_as(result), _F.full_like(result, float("nan")), result)
     result = result.movedim(-1, 0)  # q first, as PyTorch
     if dim is not None and keepdim:
         result = result.unsqueeze(d + 1)
@@ -174,21 +173,19 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 
 def _shifted(t, dim, k, fill):
     """t moved k places along dim (position i holds t[i - k]); the first k hold `fill`."""
-    kiln = _kiln()
     n = t.shape[dim]
-    head = kiln.full_like(t.narrow(dim, 0, k), fill) if not isinstance(fill, _C.TensorBase) else fill
-    return kiln.cat([head, t.narrow(dim, 0, n - k)], dim)
+    head = _F.full_like(t.narrow(dim, 0, k), fill) if not isinstance(fill, _C.TensorBase) else fill
+    return _F.cat([head, t.narrow(dim, 0, n - k)], dim)
 
 
 def _scan_extreme(input, dim, is_max, result_type):
-    kiln = _kiln()
     x = input if input.dim() > 0 else input.reshape(1)
     dim = _wrap_dim(dim, input.dim())
     values = x.clone()
     n = x.shape[dim] if x.dim() else 1
     shape = [1] * x.dim()
     shape[dim] = n
-    indices = kiln.arange(n).reshape(shape).expand(x.shape).contiguous()
+    indices = _F.arange(n).reshape(shape).expand(x.shape).contiguous()
     floating = x.dtype.is_floating_point
     k = 1
     while k < n:
@@ -198,11 +195,11 @@ def _scan_extreme(input, dim, is_max, result_type):
         later_i = indices.narrow(dim, k, n - k)
         later_wins = (later_v >= earlier_v) if is_max else (later_v <= earlier_v)
         if floating:  # NaN is the greatest (and least) of all; of two NaNs the later wins, as of equals
-            later_wins = kiln.isnan(later_v) | (later_wins & kiln.logical_not(kiln.isnan(earlier_v)))
-        new_v = kiln.where(later_wins, later_v, earlier_v)
-        new_i = kiln.where(later_wins, later_i, earlier_i)
-        values = kiln.cat([values.narrow(dim, 0, k), new_v], dim)
-        indices = kiln.cat([indices.narrow(dim, 0, k), new_i], dim)
+            later_wins = _F.isnan(later_v) | (later_wins & _F.logical_not(_F.isnan(earlier_v)))
+        new_v = _F.where(later_wins, later_v, earlier_v)
+        new_i = _F.where(later_wins, later_i, earlier_i)
+        values = _F.cat([values.narrow(dim, 0, k), new_v], dim)
+        indices = _F.cat([indices.narrow(dim, 0, k), new_i], dim)
         k *= 2
     if input.dim() == 0:
         values, indices = values.reshape(()), indices.reshape(())
@@ -221,8 +218,7 @@ def cummin(input, dim):
 
 def logcumsumexp(input, dim):
     """log(cumsum(exp(input))) along ``dim``, computed stably (log-add-exp of partial results)."""
-    kiln = _kiln()
-    x = input if input.dtype.is_floating_point else input.to(kiln.get_default_dtype())
+    x = input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
     if x.dim() == 0:
         return x.clone()
     dim = _wrap_dim(dim, x.dim())
@@ -230,32 +226,31 @@ def logcumsumexp(input, dim):
     result = x
     k = 1
     while k < n:
-        combined = kiln.logaddexp(result.narrow(dim, k, n - k), result.narrow(dim, 0, n - k))
-        result = kiln.cat([result.narrow(dim, 0, k), combined], dim)
+        combined = _F.logaddexp(result.narrow(dim, k, n - k), result.narrow(dim, 0, n - k))
+        result = _F.cat([result.narrow(dim, 0, k), combined], dim)
         k *= 2
     return result
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """``input`` with runs of equal consecutive elements (or slices along ``dim``) collapsed."""
-    kiln = _kiln()
     x = input.reshape(-1) if dim is None else input.movedim(dim, 0)
     n = x.shape[0]
     if n == 0:
         values = x if dim is None else input
         outs = [values]
         if return_inverse:
-            outs.append(kiln.zeros(input.shape if dim is None else (0,), dtype=kiln.int64))
+            outs.append(_F.zeros(input.shape if dim is None else (0,), dtype=_C.int64))
         if return_counts:
-            outs.append(kiln.zeros(0, dtype=kiln.int64))
+            outs.append(_F.zeros(0, dtype=_C.int64))
         return outs[0] if len(outs) == 1 else tuple(outs)
     flat = x.reshape(n, -1)
-    starts = kiln.ones(n, dtype=kiln.bool)
+    starts = _F.ones(n, dtype=_C.bool)
     if n > 1:
-        differs = (flat[1:] != flat[:-1]).any(1) if flat.shape[1] else kiln.zeros(n - 1, dtype=kiln.bool)
+        differs = (flat[1:] != flat[:-1]).any(1) if flat.shape[1] else _F.zeros(n - 1, dtype=_C.bool)
         starts[1:] = differs
-    group = starts.to(kiln.int64).cumsum(0) - 1
-    positions = kiln.nonzero(starts).reshape(-1)
+    group = starts.to(_C.int64).cumsum(0) - 1
+    positions = nonzero(starts).reshape(-1)
     values = x.index_select(0, positions)
     if dim is not None:
         values = values.movedim(0, dim)
@@ -263,33 +258,32 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     if return_inverse:
         outs.append(group.reshape(input.shape) if dim is None else group)
     if return_counts:
-        ends = kiln.cat([positions[1:], kiln.tensor([n])])
+        ends = _F.cat([positions[1:], tensor([n])])
         outs.append(ends - positions)
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct elements (or slices along ``dim``) in ascending order, with optional inverse and counts."""
-    kiln = _kiln()
     if dim is None:
         flat = input.reshape(-1)
-        order = kiln.sort(flat, stable=True).indices
+        order = _F.sort(flat, stable=True)[1]
         ordered = flat.index_select(0, order)
     else:
         d = _wrap_dim(dim, input.dim())
         moved = input.movedim(d, 0)
         rows = moved.reshape(moved.shape[0], -1)
         # lexicographic order of the slices: stable sorts from the last column to the first
-        order = kiln.arange(rows.shape[0])
+        order = _F.arange(rows.shape[0])
         for column in range(rows.shape[1] - 1, -1, -1):
             keys = rows[:, column].index_select(0, order)
-            order = order.index_select(0, kiln.sort(keys, stable=True).indices)
+            order = order.index_select(0, _F.sort(keys, stable=True)[1])
         ordered = moved.index_select(0, order).movedim(0, d)
     result = unique_consecutive(ordered, return_inverse=True, return_counts=True, dim=dim)
     values, group, counts = result
     outs = [values]
     if return_inverse:
-        inverse = kiln.empty(order.shape[0], dtype=kiln.int64)
+        inverse = _F.empty(order.shape[0], dtype=_C.int64)
         if order.shape[0]:
             inverse[order] = group.reshape(-1)
         outs.append(inverse.reshape(input.shape) if dim is None else inverse)
@@ -300,12 +294,11 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 def bincount(input, weights=None, minlength=0):
     """Counts of each non-negative integer in the 1-D ``input`` (or the sums of ``weights`` per value)."""
-    kiln = _kiln()
     if input.dim() != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if input.dtype.is_floating_point:
         raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{_type_name(input.dtype)}'")
-    if input.dtype == kiln.bool:
+    if input.dtype == _C.bool:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
@@ -315,17 +308,16 @@ def bincount(input, weights=None, minlength=0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     length = max(int(input.max()) + 1 if input.numel() else 0, minlength)
     if weights is None:
-        result = kiln.zeros(length, dtype=kiln.int64)
-        return result.index_put_((input.to(kiln.int64),), kiln.ones(input.shape[0], dtype=kiln.int64),
+        result = _F.zeros(length, dtype=_C.int64)
+        return result.index_put_((input.to(_C.int64),), _F.ones(input.shape[0], dtype=_C.int64),
                                  accumulate=True)
-    dtype = weights.dtype if weights.dtype.is_floating_point else kiln.float64
-    result = kiln.zeros(length, dtype=dtype)
-    return result.index_put_((input.to(kiln.int64),), weights.to(dtype), accumulate=True)
+    dtype = weights.dtype if weights.dtype.is_floating_point else _C.float64
+    result = _F.zeros(length, dtype=dtype)
+    return result.index_put_((input.to(_C.int64),), weights.to(dtype), accumulate=True)
 
 
 def histc(input, bins=100, min=0, max=0, *, out=None):
     """A histogram of ``bins`` equal-width bins over [min, max] (the data's range when both are 0)."""
-    kiln = _kiln()
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_type_name(input.dtype)}'")
     if bins <= 0:
@@ -337,12 +329,12 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
         low, high = low - 1, high + 1
     if low > high:
         raise RuntimeError("kiln.histc: max must be larger than min")
-    x = input.reshape(-1).to(kiln.float64)
+    x = input.reshape(-1).to(_C.float64)
     inside = (x >= low) & (x <= high)
     x = x[inside]
-    position = ((x - low) * (bins / (high - low))).floor().to(kiln.int64).clamp(0, bins - 1)
-    result = kiln.zeros(bins, dtype=kiln.float64).index_put_((position,), kiln.ones(position.shape[0],
-                                                                                    dtype=kiln.float64),
+    position = ((x - low) * (bins / (high - low))).floor().to(_C.int64).clamp(0, bins - 1)
+    result = _F.zeros(bins, dtype=_C.float64).index_put_((position,), _F.ones(position.shape[0],
+                                                                                    dtype=_C.float64),
                                                              accumulate=True).to(input.dtype)
     if out is not None:
         return _C._functions._copy_to_out(result, out)
@@ -350,6 +342,30 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
 
 
 def _type_name(dtype):
-    from kiln._comparison import scalar_type_name
-
     return scalar_type_name(dtype)
+
+
+def _check_mode_out(out, input):
+    values_out, indices_out = out
+    for value, dtype, label in ((values_out, input.dtype, "values"), (indices_out, _C.int64, "indices")):
+        if value.dtype != dtype:
+            raise RuntimeError(f"expected scalar type '{_scalar_name(dtype)}' but got '{_scalar_name(value.dtype)}' "
+                               f"for {label} output")
+
+
+def mode(input, dim=-1, keepdim=False, *, out=None):
+    """torch.mode: the most frequent value along ``dim`` (the smallest of equally frequent ones)
+    and an index where it occurs, the same index torch's CPU kernel reports (the _mode op runs
+    its std::sort; Note [mode's index] in eager/kernels/cpu/Mode.cpp, which also says how rows
+    with NaN differ)."""
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"mode(): argument 'dim' must be int, not {type(dim).__name__}")
+    d = _wrap_dim(dim, input.dim())
+    if out is not None:
+        _check_mode_out(out, input)
+    values, indices = _C._functions._mode(input, d, keepdim)  # it raises torch's IndexError for an empty dim
+    if out is not None:
+        _C._functions._copy_to_out(values, out[0])
+        _C._functions._copy_to_out(indices, out[1])
+        return mode_out_type(out[0], out[1])
+    return mode_type(values, indices)

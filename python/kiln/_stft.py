@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import warnings
 
-from kiln import _C
+from kiln import _C, fft
+from kiln.nn import functional as nnf
 
 _F = _C._functions
 
@@ -33,9 +34,6 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
          normalized=False, onesided=None, return_complex=None):
     """torch.stft: the short-time Fourier transform of a 1-D or batched 2-D signal,
     [batch?, n_fft // 2 + 1 (onesided) or n_fft, frames]."""
-    from kiln import fft
-    from kiln.nn import functional as nnf
-
     if not isinstance(input, _C.TensorBase):
         raise TypeError(f"stft(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if return_complex is None:
@@ -85,9 +83,6 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
 def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
           onesided=None, length=None, return_complex=False):
     """torch.istft: the inverse of stft by windowed overlap-add, [batch?, samples]."""
-    from kiln import fft
-    from kiln.nn import functional as nnf
-
     if not isinstance(input, _C.TensorBase):
         raise TypeError(f"istft(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if not input.dtype.is_complex:
@@ -145,10 +140,3 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if end > expected:
         y = _F.cat([y, _F.zeros([y.shape[0], end - expected], dtype=y.dtype)], 1)
     return y if batched else y.squeeze(0)
-
-
-def install(namespace, tensor_class):
-    namespace["stft"] = stft
-    namespace["istft"] = istft
-    tensor_class.stft = stft
-    tensor_class.istft = istft

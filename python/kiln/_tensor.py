@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from kiln import _C, _indexing
+from kiln import _C, _indexing, autograd
 from kiln._tensor_str import format_tensor
 
 
@@ -126,8 +126,6 @@ class Tensor(_C.TensorBase):
     # --- autograd ---
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulates the gradient of this tensor w.r.t. the graph leaves into their ``.grad``."""
-        from kiln import autograd
-
         autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def register_hook(self, hook):
@@ -142,8 +140,8 @@ class Tensor(_C.TensorBase):
         return _Handle()
     # --- shape properties ------------------------------------------------------
     # PyTorch's T, mT, mH and H are properties over ops it does not expose as
-    # methods (numpy_T, mT, mH, matrix_H); kiln has no complex dtypes, so the
-    # conjugating ones are transposes. Warnings and errors in PyTorch's words.
+    # methods (numpy_T, mT, mH, matrix_H); mH and H conjugate complex tensors
+    # (into a new tensor: kiln has no lazy conjugate bit). Warnings and errors in PyTorch's words.
     @property
     def T(self) -> "Tensor":
         """The dims in reverse order (deprecated for tensors other than 2-D)."""

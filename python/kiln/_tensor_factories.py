@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 
 from kiln import _C
+from kiln._creation import tensor
 
 
 def _size(size):
@@ -56,18 +57,11 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """A copy of ``data`` (a tensor, a number or nested sequences) with ``self``'s dtype and device by default."""
-    import kiln
-
     if isinstance(data, _C.TensorBase):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than "
                       "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
         result = data.detach().to(dtype=dtype or self.dtype).clone()
     else:
-        result = kiln.tensor(data, dtype=dtype or self.dtype, device=device or self.device)
+        result = tensor(data, dtype=dtype or self.dtype, device=device or self.device)
     return _finish(result, requires_grad)
-
-
-def install(tensor_class) -> None:
-    for fn in (new_empty, new_empty_strided, new_zeros, new_ones, new_full, new_tensor):
-        setattr(tensor_class, fn.__name__, fn)

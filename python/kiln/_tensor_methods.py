@@ -5,7 +5,6 @@ is_pinned/pin_memory."""
 
 from __future__ import annotations
 
-from kiln import _C
 
 
 def unfold(self, dimension: int, size: int, step: int):
@@ -149,10 +148,3 @@ def put_(self, index, source, accumulate=False):
 def put(self, index, source, accumulate=False):
     """put_ on a copy of ``self``."""
     return put_(self.clone(), index, source, accumulate)
-
-
-def install(tensor_class) -> None:
-    for fn in (unfold, sum_to_size, cumsum_, cumprod_, is_nonzero, is_same_size, is_signed, get_device, is_pinned,
-               pin_memory, index_copy_, index_copy, put_, put):
-        if not hasattr(tensor_class, fn.__name__):
-            setattr(tensor_class, fn.__name__, fn)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, Callable, Iterable
 
 from kiln import _C
+from kiln._tensor import Tensor
 
 __all__ = ["Library", "custom_op", "CustomOpDef", "infer_schema", "get_custom_op"]
 
@@ -50,8 +51,6 @@ class Library:
 
 
 def _type_to_schema(annotation: Any, where: str) -> str:
-    from kiln._tensor import Tensor
-
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if annotation is Tensor or annotation is _C.TensorBase:

@@ -24,6 +24,7 @@ from collections import OrderedDict
 from typing import Any, BinaryIO
 
 from kiln import _C
+from kiln.nn.parameter import Parameter
 
 __all__ = ["save", "load", "save_file", "load_file"]
 
@@ -101,8 +102,6 @@ def load_file(filename: str | os.PathLike, device: str = "cpu") -> dict[str, Any
 
 def _flatten(obj: Any, tensors: dict[str, Any], seen: dict[int, str]) -> Any:
     """The JSON form of obj, with tensors moved into `tensors`."""
-    from kiln.nn.parameter import Parameter
-
     if isinstance(obj, _C.TensorBase):
         key = seen.get(id(obj))
         if key is None:
@@ -129,8 +128,6 @@ def _flatten(obj: Any, tensors: dict[str, Any], seen: dict[int, str]) -> Any:
 
 
 def _unflatten(node: Any, tensors: dict[str, Any], memo: dict[str, Any] | None = None) -> Any:
-    from kiln.nn.parameter import Parameter
-
     memo = {} if memo is None else memo
     if not isinstance(node, dict):
         return node
@@ -225,8 +222,6 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks):
-    from kiln.nn.parameter import Parameter
-
     return Parameter(data, requires_grad)
 
 

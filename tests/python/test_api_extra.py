@@ -15,10 +15,7 @@ import pytest
 import torch
 
 import kiln
-from kiln import _api_extra
 from torch_compare import as_kiln_text, assert_same_error, assert_same_tensor, raised
-
-_api_extra.install(vars(kiln), kiln.Tensor)  # idempotent: adds only names kiln lacks
 
 
 def _pair(array, requires_grad=False):

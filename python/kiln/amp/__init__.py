@@ -12,6 +12,9 @@ kiln.cuda.amp (kiln.amp._cuda_amp), unless kiln.cuda already has an ``amp``;
 torch.cpu.amp's are kiln.amp._cpu_amp, waiting for a kiln.cpu package.
 """
 
+import sys
+
+from kiln import cuda
 from kiln.amp.autocast_mode import (
     _enter_autocast, _exit_autocast, autocast, custom_bwd, custom_fwd, is_autocast_available,
 )
@@ -24,13 +27,8 @@ __all__ = ["autocast", "custom_bwd", "custom_fwd", "is_autocast_available", "Gra
 def _install_cuda_spellings() -> None:
     """kiln.cuda.amp: the deprecated torch.cuda.amp names (``from torch.cuda.amp import autocast,
     GradScaler`` is common in training scripts)."""
-    import sys
-
-    import kiln.cuda
-    from kiln.amp import _cuda_amp
-
-    if not hasattr(kiln.cuda, "amp"):
-        kiln.cuda.amp = _cuda_amp
+    if not hasattr(cuda, "amp"):
+        cuda.amp = _cuda_amp
         sys.modules.setdefault("kiln.cuda.amp", _cuda_amp)
 
 

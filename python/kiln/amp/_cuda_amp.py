@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import warnings
 
-from kiln import _C
+from kiln import _C, cuda
 from kiln.amp import autocast_mode, grad_scaler
 from kiln.amp.grad_scaler import OptState  # noqa: F401  (torch.cuda.amp.grad_scaler re-exports it)
 
@@ -20,9 +20,7 @@ __all__ = ["amp_definitely_not_available", "autocast", "custom_bwd", "custom_fwd
 
 def amp_definitely_not_available() -> bool:
     """True: kiln has no CUDA (and no torch_xla)."""
-    import kiln
-
-    return not kiln.cuda.is_available()
+    return not cuda.is_available()
 
 
 class autocast(autocast_mode.autocast):

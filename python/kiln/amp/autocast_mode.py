@@ -1,6 +1,6 @@
 """kiln.amp.autocast (also kiln.autocast), custom_fwd / custom_bwd and
 is_autocast_available: torch.amp's autocast API over kiln's autocast state
-(kiln.is_autocast_enabled, kiln.get_autocast_dtype, ... in kiln/_api_extra2.py).
+(kiln.is_autocast_enabled, kiln.get_autocast_dtype, ... in kiln/_autocast_state.py).
 
 kiln does not autocast: inside an enabled autocast region every op still runs
 in the dtypes of its inputs (a float32 matmul stays float32, where torch's CPU
@@ -28,7 +28,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from kiln import _C
+from kiln import _C, _autocast_state, cuda
 
 __all__ = ["autocast_decorator", "autocast", "is_autocast_available", "custom_fwd", "custom_bwd"]
 
@@ -38,12 +38,6 @@ _TORCH_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl"
 # The device types kiln has, for which it keeps autocast state.
 _KILN_AUTOCAST_TYPES = ("cpu", "cuda")
 _SUPPORTED_DTYPES = (_C.bfloat16, _C.float16)
-
-
-def _kiln():
-    import kiln
-
-    return kiln
 
 
 def _device_type_of(device: str) -> str:
@@ -75,7 +69,7 @@ class autocast:
     """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None), as a context
     manager or a decorator.
 
-    ``dtype`` defaults to kiln.get_autocast_dtype(device_type) (bfloat16 for the CPU, float16 for
+    ``dtype`` defaults to _autocast_state.get_autocast_dtype(device_type) (bfloat16 for the CPU, float16 for
     CUDA); a dtype other than bfloat16/float16 warns and disables the region, as does "cuda"
     (kiln has no CUDA). Entering sets kiln's autocast flag, dtype and cache flag for the device and
     raises the nesting depth; leaving restores them (clearing the cache at depth 0).
@@ -85,17 +79,16 @@ class autocast:
 
     def __init__(self, device_type: str, dtype: Optional[_C.dtype] = None, enabled: bool = True,
                  cache_enabled: Optional[bool] = None) -> None:
-        kiln = _kiln()
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         if not is_autocast_available(device_type):
             raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
-        self.fast_dtype = kiln.get_autocast_dtype(device_type) if dtype is None else dtype
+        self.fast_dtype = _autocast_state.get_autocast_dtype(device_type) if dtype is None else dtype
         self.device = device_type
-        self._cache_enabled = kiln.is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
+        self._cache_enabled = _autocast_state.is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
         if enabled:
             if self.device == "cuda":
-                if not kiln.cuda.is_available():
+                if not cuda.is_available():
                     warnings.warn("CUDA is not available. Disabling autocast.", stacklevel=2)
                     enabled = False
             elif self.fast_dtype not in _SUPPORTED_DTYPES:
@@ -107,23 +100,21 @@ class autocast:
         self._enabled = enabled
 
     def __enter__(self):
-        kiln = _kiln()
-        self.prev_cache_enabled = kiln.is_autocast_cache_enabled()
-        self.prev = kiln.is_autocast_enabled(self.device)
-        self.prev_fastdtype = kiln.get_autocast_dtype(self.device)
-        kiln.set_autocast_enabled(self.device, self._enabled)
-        kiln.set_autocast_dtype(self.device, self.fast_dtype)
-        kiln.autocast_increment_nesting()
-        kiln.set_autocast_cache_enabled(self._cache_enabled)
+        self.prev_cache_enabled = _autocast_state.is_autocast_cache_enabled()
+        self.prev = _autocast_state.is_autocast_enabled(self.device)
+        self.prev_fastdtype = _autocast_state.get_autocast_dtype(self.device)
+        _autocast_state.set_autocast_enabled(self.device, self._enabled)
+        _autocast_state.set_autocast_dtype(self.device, self.fast_dtype)
+        _autocast_state.autocast_increment_nesting()
+        _autocast_state.set_autocast_cache_enabled(self._cache_enabled)
         return self
 
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
-        kiln = _kiln()
-        if kiln.autocast_decrement_nesting() == 0:
-            kiln.clear_autocast_cache()
-        kiln.set_autocast_enabled(self.device, self.prev)
-        kiln.set_autocast_dtype(self.device, self.prev_fastdtype)
-        kiln.set_autocast_cache_enabled(self.prev_cache_enabled)
+        if _autocast_state.autocast_decrement_nesting() == 0:
+            _autocast_state.clear_autocast_cache()
+        _autocast_state.set_autocast_enabled(self.device, self.prev)
+        _autocast_state.set_autocast_dtype(self.device, self.prev_fastdtype)
+        _autocast_state.set_autocast_cache_enabled(self.prev_cache_enabled)
         return False
 
     def __call__(self, func):
@@ -175,12 +166,11 @@ def custom_fwd(fwd=None, *, device_type: str, cast_inputs: Optional[_C.dtype] = 
 
     @functools.wraps(fwd)
     def decorate_fwd(*args, **kwargs):
-        kiln = _kiln()
-        args[0]._dtype = kiln.get_autocast_dtype(device_type)
+        args[0]._dtype = _autocast_state.get_autocast_dtype(device_type)
         if cast_inputs is None:
-            args[0]._fwd_used_autocast = kiln.is_autocast_enabled(device_type)
+            args[0]._fwd_used_autocast = _autocast_state.is_autocast_enabled(device_type)
             return fwd(*args, **kwargs)
-        in_autocast = kiln.is_autocast_enabled(device_type)
+        in_autocast = _autocast_state.is_autocast_enabled(device_type)
         args[0]._fwd_used_autocast = False
         if in_autocast:
             with autocast(device_type=device_type, enabled=False):

@@ -28,15 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from kiln import _C
+from kiln import _C, cuda
+from kiln.autograd.grad_mode import no_grad
 
 __all__ = ["OptState", "GradScaler"]
 
-
-def _kiln():
-    import kiln
-
-    return kiln
+_F = _C._functions
 
 
 class OptState(Enum):
@@ -110,7 +107,7 @@ class GradScaler:
                  backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True) -> None:
         self._device = device
         self._enabled = enabled
-        if self._device == "cuda" and enabled and not _kiln().cuda.is_available():
+        if self._device == "cuda" and enabled and not cuda.is_available():
             warnings.warn("kiln.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.", stacklevel=2)
             self._enabled = False
         if self._enabled:
@@ -140,9 +137,8 @@ class GradScaler:
     def _lazy_init_scale_growth_tracker(self, device) -> None:
         if self._growth_tracker is not None:
             raise AssertionError("_growth_tracker initialized before _scale")
-        kiln = _kiln()
-        self._scale = kiln.full((), self._init_scale, dtype=_C.float32, device=device)
-        self._growth_tracker = kiln.full((), self._init_growth_tracker, dtype=_C.int32, device=device)
+        self._scale = _F.full((), self._init_scale, dtype=_C.float32, device=device)
+        self._growth_tracker = _F.full((), self._init_growth_tracker, dtype=_C.int32, device=device)
 
     def scale(self, outputs):
         """``outputs`` (a tensor, or tensors nested in iterables) multiplied by the scale; as given when disabled."""
@@ -174,7 +170,7 @@ class GradScaler:
         per_device_inv_scale = _MultiDeviceReplicator(inv_scale)
         per_device_found_inf = _MultiDeviceReplicator(found_inf)
         grouped: dict = defaultdict(lambda: defaultdict(list))
-        with _kiln().no_grad():
+        with no_grad():
             for group in optimizer.param_groups:
                 for param in group["params"]:
                     if not isinstance(param, _C.TensorBase):
@@ -206,11 +202,10 @@ class GradScaler:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
         if optimizer_state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        kiln = _kiln()
         current = self._scale.item()
         inverse = 1.0 / current if current != 0 else math.copysign(math.inf, current)  # float64, as torch's
-        inv_scale = kiln.full((), _float32(inverse), dtype=_C.float32, device=self._scale.device)
-        found_inf = kiln.full((), 0.0, dtype=_C.float32, device=self._scale.device)
+        inv_scale = _F.full((), _float32(inverse), dtype=_C.float32, device=self._scale.device)
+        found_inf = _F.full((), 0.0, dtype=_C.float32, device=self._scale.device)
         optimizer_state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale, found_inf, False)
         optimizer_state["stage"] = OptState.UNSCALED
 
@@ -378,9 +373,8 @@ class GradScaler:
 
     def _check_inf_per_device(self, optimizer) -> dict:
         scale, _ = self._check_scale_growth_tracker("_check_inf_per_device")
-        kiln = _kiln()
-        dummy_inv_scale = kiln.full((), 1.0, dtype=_C.float32, device=scale.device)
-        found_inf = kiln.full((), 0.0, dtype=_C.float32, device=scale.device)
+        dummy_inv_scale = _F.full((), 1.0, dtype=_C.float32, device=scale.device)
+        found_inf = _F.full((), 0.0, dtype=_C.float32, device=scale.device)
         self._per_optimizer_states[id(optimizer)]["found_inf_per_device"] = self._unscale_grads_(
             optimizer, dummy_inv_scale, found_inf, True)
         return self._per_optimizer_states[id(optimizer)]["found_inf_per_device"]

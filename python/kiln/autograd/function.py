@@ -80,8 +80,6 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from kiln._tensor import Tensor
-
         ctx = FunctionCtx()
         tensor_args = [a if isinstance(a, _C.TensorBase) else None for a in args]
         ctx.needs_input_grad = tuple(a is not None and a.requires_grad for a in tensor_args)
@@ -106,7 +104,6 @@ class Function:
             if (isinstance(o, _C.TensorBase) and id(o) not in ctx._non_differentiable
                     and (o.dtype.is_floating_point or o.dtype.is_complex)):
                 _C._set_history(o, node)
-        del Tensor
         return outputs
 
 

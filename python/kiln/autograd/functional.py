@@ -19,6 +19,7 @@ mode's is.
 from __future__ import annotations
 
 from kiln import _C
+from kiln.autograd._engine import grad as _engine_grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -110,14 +111,12 @@ def _check_requires_grad(values, kind: str, strict: bool) -> None:
 
 def _grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
     """autograd.grad over the outputs that require grad (None entries allowed); None for unused inputs."""
-    from kiln import autograd
-
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o is not None and o.requires_grad]
     if not pairs:
         return (None,) * len(inputs)
-    return autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True,
+    return _engine_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True,
                          create_graph=create_graph, retain_graph=retain_graph)
 
 
@@ -200,8 +199,6 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 
 def _jacobian_rows(outputs, inputs, create_graph: bool, strict: bool):
     """jac[i][k] of output i w.r.t. input k, one backward per output element."""
-    import kiln
-
     jac = []
     for i, out in enumerate(outputs):
         rows = [[] for _ in inputs]
@@ -220,7 +217,7 @@ def _jacobian_rows(outputs, inputs, create_graph: bool, strict: bool):
                                            "This is not allowed in strict mode.")
                     rows[k].append(inp.new_zeros(inp.shape))
         jac.append(tuple(
-            kiln.stack(rows[k]).view(tuple(out.shape) + tuple(inp.shape)) if rows[k]
+            _C._functions.stack(rows[k]).view(tuple(out.shape) + tuple(inp.shape)) if rows[k]
             else inp.new_zeros(tuple(out.shape) + tuple(inp.shape))
             for k, inp in enumerate(inputs)))
     return tuple(jac)

@@ -3,9 +3,12 @@ differences, in float64, like torch.autograd.gradcheck."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from kiln import _C
+from kiln.autograd._engine import grad as _engine_grad
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -49,8 +52,6 @@ def _numerical_jacobians(func, inputs, eps):
 
 
 def _analytical_jacobians(func, inputs):
-    from kiln import autograd
-
     idx = _differentiable(inputs)
     outputs = _flat_outputs(func, inputs)
     jacs = [[np.zeros((inputs[i].numel(), o.numel())) for o in outputs] for i in idx]
@@ -62,7 +63,7 @@ def _analytical_jacobians(func, inputs):
             unit[k] = 1.0
             grad_out = _C._functions.zeros(tuple(out.shape), dtype=out.dtype)
             grad_out.numpy().reshape(-1)[:] = unit
-            grads = autograd.grad(out, [inputs[i] for i in idx], grad_out, retain_graph=True, allow_unused=True)
+            grads = _engine_grad(out, [inputs[i] for i in idx], grad_out, retain_graph=True, allow_unused=True)
             for n, g in enumerate(grads):
                 if g is not None:
                     jacs[n][j][:, k] = g.detach().numpy().astype(np.float64).reshape(-1)
@@ -77,8 +78,6 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     inputs = _as_tuple(inputs)
     for i in _differentiable(inputs):
         if inputs[i].dtype is not _C.float64:
-            import warnings
-
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
                           "This check will likely fail if all the inputs are not of double precision floating point. ")
     numerical = _numerical_jacobians(func, inputs, eps)
@@ -100,8 +99,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
                   check_undefined_grad: bool = True, check_grad_dtypes: bool = False, check_batched_grad: bool = False,
                   check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode: bool = False, masked=False) -> bool:
     """gradcheck of the gradient itself (second derivatives)."""
-    from kiln import autograd
-
     inputs = _as_tuple(inputs)
     idx = _differentiable(inputs)
     if grad_outputs is None:
@@ -119,7 +116,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
     def first_derivative(*args):
         ins, gos = args[:n_in], args[n_in:]
         outs = _flat_outputs(func, ins)
-        grads = autograd.grad(outs, [ins[i] for i in idx], gos, create_graph=True, allow_unused=True)
+        grads = _engine_grad(outs, [ins[i] for i in idx], gos, create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_derivative, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,

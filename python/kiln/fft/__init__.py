@@ -15,7 +15,7 @@ import math
 from typing import Optional, Sequence
 
 from kiln import _C
-from kiln._api_extra2 import _require_tensor, _write_out
+from kiln._arguments import _require_tensor, _write_out
 from kiln._comparison import scalar_type_name as _scalar_type_name
 
 _F = _C._functions

@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import Callable
 
 from kiln import _C
+from kiln.autograd import grad_mode
 
 __all__ = ["scalar_dtype", "scalar_zeros", "scalar_full", "assign_scalar", "to_scalar", "num", "real", "check_lr",
-           "GradMode", "check_capturable", "CAPTURABLE_DEVICES", "CAPTURABLE_DEVICES_NO_XLA", "SingleTensorOptimizer"]
+           "check_capturable", "CAPTURABLE_DEVICES", "CAPTURABLE_DEVICES_NO_XLA", "SingleTensorOptimizer"]
 
 # The device lists torch prints when capturable=True meets a CPU tensor.
 CAPTURABLE_DEVICES = ["cuda", "xpu", "hpu", "privateuseone", "xla"]
@@ -25,9 +26,7 @@ CAPTURABLE_DEVICES_NO_XLA = ["cuda", "xpu", "hpu", "privateuseone"]
 
 def scalar_dtype():
     """torch's ``_get_scalar_dtype``: float64 when that is the default dtype, else float32."""
-    import kiln
-
-    return _C.float64 if kiln.get_default_dtype() == _C.float64 else _C.float32
+    return _C.float64 if _C.get_default_dtype() == _C.float64 else _C.float32
 
 
 def scalar_zeros():
@@ -44,10 +43,8 @@ def assign_scalar(dst, value) -> None:
     """``dst.copy_(torch.as_tensor(value))``: a number is first rounded to the
     default dtype, whatever dst's dtype (it is float64 after a load_state_dict
     onto float64 parameters); a tensor (from a tensor lr) is copied as is."""
-    import kiln
-
     if not isinstance(value, _C.TensorBase):
-        value = _C._functions.full((), float(value), dtype=kiln.get_default_dtype())
+        value = _C._functions.full((), float(value), dtype=_C.get_default_dtype())
     dst.copy_(value)
 
 
@@ -79,20 +76,6 @@ def check_lr(lr, message: str = "Invalid learning rate: {}", strict: bool = Fals
         raise ValueError(message.format(lr))
 
 
-class GradMode:
-    """``torch.set_grad_enabled`` as a context manager over kiln's grad switch."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = bool(enabled)
-
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(self.enabled)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)
-
-
 def check_capturable(params, what: str = "params and state_steps", devices=CAPTURABLE_DEVICES) -> None:
     """capturable=True needs accelerator tensors; torch raises AssertionError for CPU ones."""
     if not all(p.device.type in devices for p in params):
@@ -109,9 +92,9 @@ class SingleTensorOptimizer:
     def step(self, closure: Callable | None = None):
         loss = None
         if closure is not None:
-            with GradMode(True):
+            with grad_mode.set_grad_enabled(True):
                 loss = closure()
-        with GradMode(self.defaults.get("differentiable", False)):
+        with grad_mode.set_grad_enabled(self.defaults.get("differentiable", False)):
             for group in self.param_groups:
                 params = [p for p in group["params"] if p.grad is not None]
                 self._group_step(group, params)

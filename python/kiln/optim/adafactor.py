@@ -7,6 +7,7 @@ step is relative to the parameter's RMS and clipped at d."""
 from __future__ import annotations
 
 from kiln import _C
+from kiln._dtypes import finfo
 from kiln.optim._common import SingleTensorOptimizer, num, scalar_zeros, to_scalar
 from kiln.optim.optimizer import Optimizer
 
@@ -38,8 +39,6 @@ class Adafactor(SingleTensorOptimizer, Optimizer):
         super().__init__(params, defaults)
 
     def _group_step(self, group: dict, params: list) -> None:
-        import kiln
-
         for p in params:
             if p.is_complex():
                 raise RuntimeError("Adafactor does not support complex parameters")
@@ -61,7 +60,7 @@ class Adafactor(SingleTensorOptimizer, Optimizer):
             state = self.state[p]
             grad = p.grad.neg() if group["maximize"] else p.grad
             if eps1 is None:  # as torch: the first parameter's dtype fixes it for the group
-                eps1 = kiln.finfo(p.dtype).eps
+                eps1 = finfo(p.dtype).eps
             state["step"].add_(1.0)
             step = state["step"].item()
             one_minus_beta2 = step ** group["beta2_decay"]

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Callable
 
 from kiln import _C
-from kiln.optim.optimizer import Optimizer, _NoGrad
+from kiln.autograd import grad_mode
+from kiln.optim.optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
 
@@ -45,9 +46,9 @@ class Adam(Optimizer):
     def step(self, closure: Callable | None = None):
         loss = None
         if closure is not None:
-            with _EnableGrad():
+            with grad_mode.enable_grad():
                 loss = closure()
-        with _NoGrad():
+        with grad_mode.no_grad():
             for group in self.param_groups:
                 params = [p for p in group["params"] if p.grad is not None]
                 if not params:
@@ -86,12 +87,3 @@ class AdamW(Adam):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                          foreach=foreach, maximize=maximize, capturable=capturable, differentiable=differentiable,
                          fused=fused, decoupled_weight_decay=True)
-
-
-class _EnableGrad:
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(True)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)

@@ -10,7 +10,8 @@ complex parameters count as pairs of reals."""
 from __future__ import annotations
 
 from kiln import _C
-from kiln.optim._common import GradMode, check_lr, real, to_scalar
+from kiln.autograd import grad_mode
+from kiln.optim._common import check_lr, real, to_scalar
 from kiln.optim.optimizer import Optimizer
 
 __all__ = ["LBFGS"]
@@ -172,12 +173,12 @@ class LBFGS(Optimizer):
     def step(self, closure):  # type: ignore[override]
         if len(self.param_groups) != 1:
             raise AssertionError(f"Expected exactly one param_group, but got {len(self.param_groups)}")
-        with GradMode(False):
+        with grad_mode.set_grad_enabled(False):
             return self._run(closure)
 
     def _run(self, closure):
         def grad_closure():
-            with GradMode(True):
+            with grad_mode.set_grad_enabled(True):
                 return closure()
 
         group = self.param_groups[0]

@@ -10,7 +10,8 @@ import math
 from typing import Callable
 
 from kiln import _C
-from kiln.optim._common import GradMode, num, to_scalar
+from kiln.autograd import grad_mode
+from kiln.optim._common import num, to_scalar
 from kiln.optim.optimizer import Optimizer
 
 __all__ = ["Muon"]
@@ -74,9 +75,9 @@ class Muon(Optimizer):
     def step(self, closure: Callable | None = None):
         loss = None
         if closure is not None:
-            with GradMode(True):
+            with grad_mode.set_grad_enabled(True):
                 loss = closure()
-        with GradMode(False):
+        with grad_mode.set_grad_enabled(False):
             for group in self.param_groups:
                 params = [p for p in group["params"] if p.grad is not None]
                 for p in params:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
 from typing import Any, Callable, Iterable
 
 from kiln import _C
+from kiln.autograd import grad_mode
 
 __all__ = ["Optimizer", "required"]
 
@@ -18,15 +20,6 @@ class _Required:
 
 
 required = _Required()
-
-
-class _NoGrad:
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)
 
 
 class Optimizer:
@@ -88,8 +81,6 @@ class Optimizer:
             param_group.setdefault(name, default)
         params = param_group["params"]
         if len(params) != len({id(p) for p in params}):
-            import warnings
-
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
                           "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
                           stacklevel=3)
@@ -119,13 +110,11 @@ class Optimizer:
         """step() for optimizers that update one parameter at a time through
         ``self._update(group, param)``: the closure with grad enabled, then
         every parameter that has a gradient, under no_grad."""
-        from kiln.optim.adam import _EnableGrad
-
         loss = None
         if closure is not None:
-            with _EnableGrad():
+            with grad_mode.enable_grad():
                 loss = closure()
-        with _NoGrad():
+        with grad_mode.no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.grad is not None:

@@ -4,8 +4,8 @@ group's update runs in C++ in one call (kiln._C._functions._fused_sgd_)."""
 from __future__ import annotations
 
 from kiln import _C
-from kiln.optim.adam import _EnableGrad
-from kiln.optim.optimizer import Optimizer, _NoGrad, required
+from kiln.autograd import grad_mode
+from kiln.optim.optimizer import Optimizer, required
 
 __all__ = ["SGD"]
 
@@ -29,9 +29,9 @@ class SGD(Optimizer):
     def step(self, closure=None):
         loss = None
         if closure is not None:
-            with _EnableGrad():
+            with grad_mode.enable_grad():
                 loss = closure()
-        with _NoGrad():
+        with grad_mode.no_grad():
             for group in self.param_groups:
                 params = [p for p in group["params"] if p.grad is not None]
                 if not params:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kiln.optim._common import GradMode, check_lr
+from kiln.autograd import grad_mode
+from kiln.optim._common import check_lr
 from kiln.optim.optimizer import Optimizer
 
 __all__ = ["SparseAdam"]
@@ -34,7 +35,7 @@ class SparseAdam(Optimizer):
     def step(self, closure: Callable | None = None):
         loss = None
         if closure is not None:
-            with GradMode(True):
+            with grad_mode.set_grad_enabled(True):
                 loss = closure()
         for group in self.param_groups:
             for p in group["params"]:

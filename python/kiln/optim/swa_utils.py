@@ -20,20 +20,13 @@ from copy import deepcopy
 from typing import Any, Callable, Iterable
 
 from kiln import _C
+from kiln.autograd import grad_mode
 from kiln.nn.modules.module import Module
+from kiln.nn.modules.normalization import _BatchNorm
 from kiln.optim.lr_scheduler import LRScheduler, _format_param
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
            "get_ema_avg_fn", "get_swa_avg_fn"]
-
-
-class _no_grad:
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)
 
 
 def _check_decay(decay) -> None:
@@ -46,7 +39,7 @@ def get_ema_multi_avg_fn(decay=0.999):
     _check_decay(decay)
 
     def ema_update(ema_param_list, current_param_list, _):
-        with _no_grad():
+        with grad_mode.no_grad():
             if ema_param_list[0].is_floating_point() or ema_param_list[0].is_complex():
                 for p_ema, p_model in zip(ema_param_list, current_param_list):
                     p_ema.lerp_(p_model, 1 - decay)
@@ -61,13 +54,11 @@ def get_swa_multi_avg_fn():
     """In-place equal average over lists of tensors, given how many were averaged so far."""
 
     def swa_update(averaged_param_list, current_param_list, num_averaged):
-        with _no_grad():
+        with grad_mode.no_grad():
             if averaged_param_list[0].is_floating_point() or averaged_param_list[0].is_complex():
                 if isinstance(num_averaged, _C.TensorBase):
                     # torch's 1 / tensor is tensor.reciprocal(): in the default float dtype for a count.
-                    import kiln
-
-                    weight = (num_averaged + 1).to(kiln.get_default_dtype()).reciprocal().item()
+                    weight = (num_averaged + 1).to(_C.get_default_dtype()).reciprocal().item()
                 else:
                     weight = 1 / (num_averaged + 1)
                 for p_avg, p_model in zip(averaged_param_list, current_param_list):
@@ -88,7 +79,7 @@ def get_ema_avg_fn(decay=0.999):
     _check_decay(decay)
 
     def ema_update(ema_param, current_param, num_averaged):
-        with _no_grad():
+        with grad_mode.no_grad():
             return decay * ema_param + (1 - decay) * current_param
 
     return ema_update
@@ -98,7 +89,7 @@ def get_swa_avg_fn():
     """One-tensor equal average: returns avg + (current - avg) / (num_averaged + 1)."""
 
     def swa_update(averaged_param, current_param, num_averaged):
-        with _no_grad():
+        with grad_mode.no_grad():
             return averaged_param + (current_param - averaged_param) / (num_averaged + 1)
 
     return swa_update
@@ -168,9 +159,7 @@ def update_bn(loader: Iterable[Any], model: Module, device=None) -> None:
     """Recompute the running statistics of model's BatchNorm layers with one
     pass over loader (the cumulative average: momentum None during the pass).
     A (input, target, ...) list or tuple batch uses its first element."""
-    from kiln.nn.modules.normalization import _BatchNorm
-
-    with _no_grad():
+    with grad_mode.no_grad():
         momenta = {}
         for module in model.modules():
             if isinstance(module, _BatchNorm):

@@ -31,16 +31,14 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from kiln import _C
+from kiln._comparison import isclose
+from kiln._complex import view_as_real
+from kiln._creation import as_tensor, tensor
+from kiln._dtypes import promote_types
 
 __all__ = ["assert_close", "assert_allclose"]
 
 MessageLike = Optional[Union[str, Callable[[str], str]]]
-
-
-def _kiln():
-    import kiln
-
-    return kiln
 
 
 class _Failure(Exception):
@@ -177,8 +175,7 @@ def _tensor_mismatch_msg(actual, expected, matches, *, rtol: float, atol: float,
 def _isclose_complex(actual, expected, *, rtol: float, atol: float, equal_nan: bool):
     """torch.isclose for complex tensors: equal parts, or both NaN (with equal_nan), or a finite
     ``|actual - expected|`` within ``atol + |rtol * expected|``."""
-    kiln = _kiln()
-    real_a, real_e = kiln.view_as_real(actual), kiln.view_as_real(expected)
+    real_a, real_e = view_as_real(actual), view_as_real(expected)
     close = (real_a == real_e).all(-1)
     if equal_nan:
         close = close.logical_or(real_a.isnan().any(-1).logical_and(real_e.isnan().any(-1)))
@@ -192,7 +189,7 @@ def _isclose_complex(actual, expected, *, rtol: float, atol: float, equal_nan: b
 def _isclose(actual, expected, *, rtol: float, atol: float, equal_nan: bool):
     if actual.dtype.is_complex:
         return _isclose_complex(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan)
-    return _kiln().isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
 # --- pairs ----------------------------------------------------------------------------------------
@@ -286,7 +283,7 @@ class _TensorLikePair(_Pair):
         if isinstance(tensor_like, _C.TensorBase):
             return tensor_like
         try:
-            return _kiln().as_tensor(tensor_like)
+            return as_tensor(tensor_like)
         except Exception:  # noqa: BLE001 - anything as_tensor refuses is simply not a tensor-like
             raise _Unsupported from None
 
@@ -318,7 +315,7 @@ class _TensorLikePair(_Pair):
         if actual.device != expected.device:
             actual, expected = actual.cpu(), expected.cpu()
         if actual.dtype != expected.dtype:
-            dtype = _kiln().promote_types(actual.dtype, expected.dtype)
+            dtype = promote_types(actual.dtype, expected.dtype)
             actual, expected = actual.to(dtype), expected.to(dtype)
         return actual, expected
 
@@ -419,11 +416,10 @@ def assert_allclose(actual: Any, expected: Any, rtol: Optional[float] = None, at
     warnings.warn("`kiln.testing.assert_allclose()` is deprecated since 1.12 and will be removed in a future "
                   "release. Please use `kiln.testing.assert_close()` instead. You can find detailed upgrade "
                   "instructions in https://github.com/pytorch/pytorch/issues/61844.", FutureWarning, stacklevel=2)
-    kiln = _kiln()
     if not isinstance(actual, _C.TensorBase):
-        actual = kiln.tensor(actual)
+        actual = tensor(actual)
     if not isinstance(expected, _C.TensorBase):
-        expected = kiln.tensor(expected, dtype=actual.dtype)
+        expected = tensor(expected, dtype=actual.dtype)
     if rtol is None and atol is None:
         rtol, atol = default_tolerances(actual, expected, dtype_precisions=_ALLCLOSE_PRECISIONS)
     assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=True, check_dtype=False,

@@ -20,14 +20,12 @@ import warnings
 from typing import Optional
 
 from kiln import _C
+from kiln._complex import view_as_real
+from kiln._dtypes import finfo, iinfo
 
 __all__ = ["make_tensor"]
 
-
-def _kiln():
-    import kiln
-
-    return kiln
+_F = _C._functions
 
 
 def _dtype_groups():
@@ -41,9 +39,8 @@ def _dtype_groups():
 
 def _real_finfo(dtype):
     """kiln.finfo of ``dtype``, of its real part for a complex dtype (torch.finfo(complex64) is float32's)."""
-    kiln = _kiln()
     real = {_C.complex64: _C.float32, _C.complex128: _C.float64}.get(dtype, dtype)
-    return kiln.finfo(real)
+    return finfo(real)
 
 
 def _uniform_random_(tensor, low: float, high: float):
@@ -87,7 +84,6 @@ def make_tensor(*shape, dtype, device, low: Optional[float] = None, high: Option
     ``exclude_zero`` replaces zeros with 1 (bool, integers) or the dtype's smallest normal number
     (floating; the real part of complex). ``requires_grad`` applies to floating and complex dtypes.
     """
-    kiln = _kiln()
     integral, floating, complex_ = _dtype_groups()
     bool_or_integral = [_C.bool, *integral]
     floating_or_complex = [*floating, *complex_]
@@ -109,20 +105,20 @@ def make_tensor(*shape, dtype, device, low: Optional[float] = None, high: Option
     if dtype is _C.bool:
         low, high = _bounds(dtype, low, high, lowest_inclusive=0, highest_exclusive=2, default_low=0, default_high=2,
                             integral=True, floating_or_complex=False)
-        result = kiln.randint(low, high, shape, device=device, dtype=dtype)
+        result = _F.randint(low, high, shape, device=device, dtype=dtype)
     elif in_bool:
-        info = kiln.iinfo(dtype)
+        info = iinfo(dtype)
         # randint cannot draw int64's largest value (its bound is exclusive), so int64 stops one short.
         low, high = _bounds(dtype, low, high, lowest_inclusive=info.min,
                             highest_exclusive=info.max + (1 if dtype is not _C.int64 else 0), default_low=-9,
                             default_high=10, integral=True, floating_or_complex=False)
-        result = kiln.randint(low, high, shape, device=device, dtype=dtype)
+        result = _F.randint(low, high, shape, device=device, dtype=dtype)
     elif in_float:
         info = _real_finfo(dtype)
         low, high = _bounds(dtype, low, high, lowest_inclusive=info.min, highest_exclusive=info.max, default_low=-9,
                             default_high=9, integral=False, floating_or_complex=True)
-        result = kiln.empty(shape, device=device, dtype=dtype)
-        _uniform_random_(kiln.view_as_real(result) if dtype in complex_ else result, low, high)
+        result = _F.empty(shape, device=device, dtype=dtype)
+        _uniform_random_(view_as_real(result) if dtype in complex_ else result, low, high)
     else:
         raise TypeError(f"The requested dtype '{dtype}' is not supported by kiln.testing.make_tensor().")
 
@@ -133,7 +129,7 @@ def make_tensor(*shape, dtype, device, low: Optional[float] = None, high: Option
 
     if exclude_zero:
         if dtype in complex_:
-            parts = kiln.view_as_real(result)
+            parts = view_as_real(result)
             zeros = (parts == 0).all(-1)
             parts[..., 0][zeros] = _real_finfo(dtype).tiny
         else:

@@ -1,0 +1,37 @@
+"""Searching sorted boundaries and sets: torch.bucketize and torch.isin."""
+
+from __future__ import annotations
+
+from kiln import _C
+from kiln._arguments import _check_tensor
+from kiln._creation import tensor
+
+_F = _C._functions
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    """The index of each input value's bucket among the sorted 1-D boundaries (searchsorted with the operands
+    swapped)."""
+    _check_tensor("bucketize", 2, "boundaries", boundaries)
+    if boundaries.dim() != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+    kwargs = {"out_int32": out_int32, "right": right}
+    if out is not None:
+        kwargs["out"] = out
+    return _C._functions.searchsorted(boundaries, input, **kwargs)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element of ``elements`` occurs in ``test_elements`` (either may be a scalar)."""
+    if not isinstance(elements, _C.TensorBase) and not isinstance(test_elements, _C.TensorBase):
+        raise TypeError("isin() received an invalid combination of arguments")
+    if not isinstance(elements, _C.TensorBase):
+        elements = tensor(elements, dtype=test_elements.dtype)
+    if not isinstance(test_elements, _C.TensorBase):
+        test_elements = tensor(test_elements, dtype=elements.dtype)
+    test = test_elements.reshape(-1)
+    if test.numel() == 0:
+        found = _F.zeros(elements.shape, dtype=_C.bool)
+    else:
+        found = (elements.unsqueeze(-1) == test).any(-1)
+    return ~found if invert else found

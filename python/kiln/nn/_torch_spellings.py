@@ -1,0 +1,487 @@
+"""The torch.* spellings of nn ops (torch.kl_div, torch.convolution, torch.grid_sampler,
+torch.lstm, torch.batch_norm_update_stats, ...) over kiln.nn.functional. They take
+ATen's argument lists: integer reduction codes (0 none, 1 mean, 2 sum), integer
+grid-sampler modes, positional-only flags. kiln/__init__.py imports them into the kiln
+namespace; the torch.X that is F.X itself (bilinear, conv3d, pdist, ...) it imports from
+kiln.nn.functional.
+
+This module sits above kiln.nn.functional and kiln.nn.modules (it imports both); nothing
+in kiln.nn imports it.
+
+The functional recurrent forms (torch.lstm / gru / rnn_tanh / rnn_relu, with
+the padded-input and the packed (data, batch_sizes) overloads, and the *_cell
+functions) run kiln.nn's own recurrence (kiln/nn/modules/rnn.py: RNNBase._run
+and _cell_step) over the flat parameter list torch takes: per layer and
+direction w_ih, w_hh, then b_ih, b_hh when has_biases, then w_hr when the LSTM
+has projections (h0 narrower than c0).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+import kiln  # kiln.unique and kiln.linalg, looked up per call
+from kiln import _C
+from kiln._creation import tensor
+from kiln.autograd.grad_mode import is_grad_enabled, no_grad
+from kiln.nn import _dropout
+from kiln.nn import functional as F
+from kiln.nn.modules.rnn import RNNBase, _cell_step
+from kiln.nn.utils.rnn import PackedSequence
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+_INTERPOLATION = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
+
+
+def _f():
+    return _C._functions
+
+
+def _reduction(code) -> str:
+    """An ATen reduction code as its name (a name passes through)."""
+    if isinstance(code, str):
+        return code
+    if code not in _REDUCTIONS:
+        raise RuntimeError(f"{code} is not a valid value for reduction")
+    return _REDUCTIONS[code]
+
+
+def _reduce(loss, code):
+    reduction = _reduction(code)
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+def _no_cpu_kernel(op: str):
+    raise NotImplementedError(f"Could not run 'aten::{op}' with arguments from the 'CPU' backend. This could be "
+                              "because the operator doesn't exist for this backend, or was omitted during the "
+                              "selective/custom build process (if using custom build).")
+
+
+# --- pooling, dropout, padding, rearrangement ---------------------------------------------------
+def adaptive_max_pool1d(input, output_size):
+    """torch.adaptive_max_pool1d: (values, indices), unlike F.adaptive_max_pool1d's default."""
+    return F.adaptive_max_pool1d(input, output_size, True)
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode: bool = False):
+    """torch.max_pool3d: the values only (stride [] means the kernel size)."""
+    return F.max_pool3d(input, kernel_size, stride if stride else None, padding, dilation, ceil_mode)
+
+
+def alpha_dropout(input, p: float, train: bool):
+    """torch.alpha_dropout(input, p, train)."""
+    return F.alpha_dropout(input, p, train)
+
+
+def alpha_dropout_(input, p: float, train: bool):
+    """torch.alpha_dropout_: in place."""
+    return F.alpha_dropout(input, p, train, True)
+
+
+def feature_alpha_dropout(input, p: float, train: bool):
+    """torch.feature_alpha_dropout(input, p, train): one draw per (sample, channel)."""
+    return F.feature_alpha_dropout(input, p, train)
+
+
+def feature_alpha_dropout_(input, p: float, train: bool):
+    """torch.feature_alpha_dropout_: in place."""
+    return F.feature_alpha_dropout(input, p, train, True)
+
+
+def feature_dropout(input, p: float, train: bool):
+    """torch.feature_dropout(input, p, train): channel dropout of an (N, C, *) input."""
+    return _dropout._noise_dropout(input, p, train, False, True, False)
+
+
+def feature_dropout_(input, p: float, train: bool):
+    """torch.feature_dropout_: in place."""
+    return _dropout._noise_dropout(input, p, train, True, True, False)
+
+
+def constant_pad_nd(input, pad, value=0):
+    """torch.constant_pad_nd: F.pad in constant mode (negative pads crop)."""
+    return F.pad(input, list(pad), "constant", value)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training: bool = False, generator=None):
+    """torch.rrelu (``generator`` must be None: kiln draws from its default generator)."""
+    _no_generator(generator)
+    return F.rrelu(input, lower, upper, training)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training: bool = False, generator=None):
+    """torch.rrelu_: in place."""
+    _no_generator(generator)
+    return F.rrelu(input, lower, upper, training, True)
+
+
+def _no_generator(generator):
+    if generator is not None:
+        raise NotImplementedError("kiln.rrelu: an explicit generator is not supported yet")
+
+
+# --- convolution --------------------------------------------------------------------------------
+def convolution(input, weight, bias, stride, padding, dilation, transposed: bool, output_padding, groups: int):
+    """torch.convolution: conv1d/2d/3d or their transposes, by the weight's dimensions."""
+    if weight.dim() < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if weight.dim() > 5:
+        raise RuntimeError(f"kiln.convolution: {weight.dim() - 2}-D convolutions are not supported")
+    spatial = weight.dim() - 2
+    if transposed:
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[spatial - 1]
+        return fn(input, weight, bias, list(stride), list(padding), list(output_padding), groups, list(dilation))
+    fn = (F.conv1d, F.conv2d, F.conv3d)[spatial - 1]
+    return fn(input, weight, bias, list(stride), list(padding), list(dilation), groups)
+
+
+# --- losses (integer reduction codes) -----------------------------------------------------------
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
+    """torch.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction: int)."""
+    return F.binary_cross_entropy_with_logits(input, target, weight, reduction=_reduction(reduction),
+                                                 pos_weight=pos_weight)
+
+
+def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, reduction=1):
+    """torch.cosine_embedding_loss(input1, input2, target, margin, reduction: int)."""
+    return F.cosine_embedding_loss(input1, input2, target, margin, reduction=_reduction(reduction))
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction=1,
+             zero_infinity: bool = False):
+    """torch.ctc_loss(..., blank, reduction: int, zero_infinity)."""
+    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _reduction(reduction),
+                         zero_infinity)
+
+
+def hinge_embedding_loss(input, target, margin: float = 1.0, reduction=1):
+    """torch.hinge_embedding_loss(input, target, margin, reduction: int)."""
+    return F.hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
+
+
+def kl_div(input, target, reduction=1, *, log_target: bool = False):
+    """torch.kl_div(input, target, reduction: int, *, log_target): 'mean' is the mean over all elements
+    (ATen's, without F.kl_div's warning)."""
+    loss = F.kl_div(input, target, reduction="none", log_target=log_target)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin: float = 0.0, reduction=1):
+    """torch.margin_ranking_loss(input1, input2, target, margin, reduction: int)."""
+    return F.margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction))
+
+
+def poisson_nll_loss(input, target, log_input: bool, full: bool, eps: float, reduction):
+    """torch.poisson_nll_loss(input, target, log_input, full, eps, reduction: int): all required."""
+    return F.poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=_reduction(reduction))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                        swap: bool = False, reduction=1):
+    """torch.triplet_margin_loss(..., margin, p, eps, swap, reduction: int)."""
+    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                    reduction=_reduction(reduction))
+
+
+# --- embedding ----------------------------------------------------------------------------------
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False,
+                  per_sample_weights=None, include_last_offset: bool = False, padding_idx=None):
+    """torch.embedding_bag: (output, offset2bag, bag_size, max_indices), mode 0 sum, 1 mean, 2 max. The output
+    (and its gradient) is F.embedding_bag's; the bookkeeping tensors are computed as torch's CPU kernel
+    lays them out (for sum: bag_size zero, and offset2bag empty where torch takes its fast path: float32 / float16 /
+    bfloat16 weights without padding_idx)."""
+    names = {0: "sum", 1: "mean", 2: "max"}
+    if mode not in names:
+        raise RuntimeError(f"embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), got {mode}")
+    output = F.embedding_bag(indices, weight, offsets, None, 2, scale_grad_by_freq, names[mode], sparse,
+                                per_sample_weights, include_last_offset, padding_idx)
+    idx = np.asarray(indices.reshape(-1).tolist(), dtype=np.int64)
+    starts = np.asarray(offsets.tolist(), dtype=np.int64).reshape(-1)
+    bags = len(starts) - 1 if include_last_offset else len(starts)
+    ends = np.append(starts[1:], len(idx)) if not include_last_offset else starts[1:]
+    starts = starts[:bags]
+    ends = ends[:bags]
+    pad = None if padding_idx is None else padding_idx % weight.shape[0]
+    offset2bag = np.searchsorted(starts, np.arange(len(idx)), side="right") - 1
+    if mode == 0:
+        training = weight.requires_grad and is_grad_enabled()  # torch sizes these by the bags only then
+        zeros = _f().zeros(bags if training else len(offsets.reshape(-1)), dtype=_C.int64)
+        fast = pad is None and weight.dtype in (_C.float32, _C.float16, _C.bfloat16)  # torch's fast sum path
+        bag_of = _f().zeros(0, dtype=_C.int64) if fast else tensor(offset2bag.tolist(), dtype=_C.int64)
+        return output, bag_of, zeros, zeros.clone()
+    keep = idx != pad if pad is not None else np.ones(len(idx), dtype=bool)
+    sizes = np.array([int(keep[s:e].sum()) for s, e in zip(starts, ends)], dtype=np.int64)
+    if mode == 1:
+        sizes_t = tensor(sizes.tolist(), dtype=_C.int64)
+        return output, tensor(offset2bag.tolist(), dtype=_C.int64), sizes_t, sizes_t.clone()
+    values = np.asarray(weight.detach().to(_C.float64).tolist(), dtype=np.float64).reshape(weight.shape)
+    best = np.zeros((bags, weight.shape[1]), dtype=np.int64)
+    for b, (s, e) in enumerate(zip(starts, ends)):
+        rows = [i for i in idx[s:e] if pad is None or i != pad]
+        if rows:
+            best[b] = np.asarray(rows)[values[rows].argmax(0)]
+    return (output, tensor(offset2bag.tolist(), dtype=_C.int64), tensor(sizes.tolist(), dtype=_C.int64),
+            tensor(best.tolist(), dtype=_C.int64).reshape(bags, weight.shape[1]))
+
+
+def embedding_renorm_(weight, indices, max_norm: float, norm_type: float):
+    """torch.embedding_renorm_: rows of ``weight`` named in ``indices`` whose norm exceeds max_norm are
+    scaled (in place, without gradient) by max_norm / (norm + 1e-7)."""
+    with no_grad():
+        rows = kiln.unique(indices.reshape(-1).to(_C.int64))
+        if rows.numel() == 0:
+            return weight
+        picked = weight.index_select(0, rows)
+        norms = _f().linalg_vector_norm(picked, float(norm_type), [1], True)
+        scale = _f().where(norms > max_norm, max_norm / (norms + 1e-7), _f().ones_like(norms))
+        weight.index_copy_(0, rows, picked * scale)
+    return weight
+
+
+# --- grid sampling ------------------------------------------------------------------------------
+def _grid_modes(interpolation_mode: int, padding_mode: int):
+    if interpolation_mode not in _INTERPOLATION:
+        raise RuntimeError(f"grid_sampler(): unknown interpolation_mode {interpolation_mode}")
+    if padding_mode not in _PADDING:
+        raise RuntimeError(f"grid_sampler(): unknown padding_mode {padding_mode}")
+    return _INTERPOLATION[interpolation_mode], _PADDING[padding_mode]
+
+
+def grid_sampler(input, grid, interpolation_mode: int, padding_mode: int, align_corners: bool):
+    """torch.grid_sampler: F.grid_sample with ATen's codes (0 bilinear, 1 nearest, 2 bicubic; padding 0
+    zeros, 1 border, 2 reflection)."""
+    mode, padding = _grid_modes(interpolation_mode, padding_mode)
+    return F.grid_sample(input, grid, mode, padding, bool(align_corners))
+
+
+def _grid_sampler_nd(dims: int, input, grid, interpolation_mode, padding_mode, align_corners):
+    if input.dim() != dims + 2 or grid.dim() != dims + 2:
+        raise RuntimeError(f"grid_sampler(): expected {dims + 2}D input and grid with same number of dimensions, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_2d(input, grid, interpolation_mode: int, padding_mode: int, align_corners: bool):
+    """torch.grid_sampler_2d: 4-D input and grid only."""
+    return _grid_sampler_nd(2, input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode: int, padding_mode: int, align_corners: bool):
+    """torch.grid_sampler_3d: 5-D input and grid only."""
+    return _grid_sampler_nd(3, input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def affine_grid_generator(theta, size, align_corners: bool):
+    """torch.affine_grid_generator: F.affine_grid with align_corners required."""
+    return F.affine_grid(theta, list(size), bool(align_corners))
+
+
+# --- normalization and norms --------------------------------------------------------------------
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats: bool, momentum: float,
+                  eps: float, cudnn_enabled: bool):
+    """torch.instance_norm: ATen's argument order (weight and bias first); cudnn_enabled is ignored."""
+    return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def native_norm(input, p=2, dim=None, keepdim: bool = False, dtype=None):
+    """torch.native_norm: a sparse-only op; on a dense CPU tensor torch raises NotImplementedError, as here."""
+    _no_cpu_kernel("native_norm" if dim is None else "native_norm.ScalarOpt_dim_dtype")
+
+
+def norm_except_dim(v, pow=2, dim: int = 0):
+    """torch.norm_except_dim: the ``pow``-norm over every dim but ``dim`` (kept as size-1 dims); dim=-1:
+    the norm of everything, a 0-d tensor."""
+    if dim == -1:
+        return _f().linalg_vector_norm(v, float(pow), None, False)
+    dim = dim % v.dim()
+    others = [d for d in range(v.dim()) if d != dim]
+    return _f().linalg_vector_norm(v, float(pow), others, True)
+
+
+def frobenius_norm(input, dim, keepdim: bool = False):
+    """torch.frobenius_norm: the 2-norm over at most two dims (deprecated in torch: it warns; so does kiln)."""
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    if len(dims) > 2:
+        raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions instead.")
+    warnings.warn("at::frobenius_norm is deprecated and it is just left for JIT compatibility. It will be removed in "
+                  "a future PyTorch release. Please use `linalg.vector_norm(A, 2., dim, keepdim)` instead")
+    return _f().linalg_vector_norm(input, 2.0, dims if dims else None, keepdim)
+
+
+def nuclear_norm(input, dim=None, keepdim: bool = False):
+    """torch.nuclear_norm(input, keepdim=False) (a 2-D input) or (input, dim, keepdim): the sum of the
+    singular values (deprecated in torch: it warns; so does kiln)."""
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim
+    warnings.warn("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It will be removed in a "
+                  "future PyTorch release. Please use `linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead")
+    if dim is None:
+        return kiln.linalg.matrix_norm(input, "nuc", keepdim=keepdim)
+    return kiln.linalg.matrix_norm(input, "nuc", dim=tuple(dim), keepdim=keepdim)
+
+
+# --- sync batch norm helpers: torch has CUDA kernels only, except batch_norm_update_stats -----------
+def batch_norm_stats(input, eps: float):
+    """torch.batch_norm_stats: CUDA only in torch; NotImplementedError on CPU, as torch."""
+    _no_cpu_kernel("batch_norm_stats")
+
+
+def batch_norm_elemt(input, weight, bias, mean, invstd, eps: float):
+    """torch.batch_norm_elemt: CUDA only; NotImplementedError on CPU."""
+    _no_cpu_kernel("batch_norm_elemt")
+
+
+def batch_norm_gather_stats(input, mean, invstd, running_mean, running_var, momentum: float, eps: float, count):
+    """torch.batch_norm_gather_stats: CUDA only; NotImplementedError on CPU."""
+    _no_cpu_kernel("batch_norm_gather_stats")
+
+
+def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, running_var, momentum: float,
+                                        eps: float, counts):
+    """torch.batch_norm_gather_stats_with_counts: CUDA only; NotImplementedError on CPU."""
+    _no_cpu_kernel("batch_norm_gather_stats_with_counts")
+
+
+def batch_norm_backward_reduce(grad_out, input, mean, invstd, weight, input_g: bool, weight_g: bool, bias_g: bool):
+    """torch.batch_norm_backward_reduce: CUDA only; NotImplementedError on CPU."""
+    _no_cpu_kernel("batch_norm_backward_reduce")
+
+
+def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, count):
+    """torch.batch_norm_backward_elemt: CUDA only; NotImplementedError on CPU."""
+    _no_cpu_kernel("batch_norm_backward_elemt")
+
+
+def batch_norm_update_stats(input, running_mean, running_var, momentum: float):
+    """torch.batch_norm_update_stats: (mean, biased variance) per channel (dim 1) of ``input``; the running
+    stats, when given, move toward (mean, unbiased variance) by ``momentum`` in place. No gradient."""
+    with no_grad():
+        dims = [0] + list(range(2, input.dim()))
+        count = input.numel() // max(input.shape[1], 1)
+        mean = input.mean(dims)
+        shape = [1, input.shape[1]] + [1] * (input.dim() - 2)
+        centered = input - mean.reshape(shape)
+        var = (centered * centered).mean(dims)
+        if running_mean is not None:
+            running_mean.mul_(1 - momentum).add_(mean * momentum)
+        if running_var is not None:
+            unbiased = var * (count / (count - 1)) if count > 1 else var
+            running_var.mul_(1 - momentum).add_(unbiased * momentum)
+    return mean, var
+
+
+# --- recurrent networks -------------------------------------------------------------------------
+class _FlatRNN:
+    """The attributes and _weights() RNNBase._run reads, over torch's flat parameter list."""
+
+    _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+    def __init__(self, mode, params, has_biases, num_layers, dropout, train, bidirectional, batch_first, proj):
+        directions = 2 if bidirectional else 1
+        per = 2 + (2 if has_biases else 0) + (1 if proj else 0)
+        params = list(params)
+        if len(params) != per * num_layers * directions:
+            raise RuntimeError(f"kiln.{mode.lower()}: expected {per * num_layers * directions} parameters "
+                               f"({num_layers} layers, {directions} directions), got {len(params)}")
+        self.mode, self.num_layers, self.dropout, self.training = mode, num_layers, float(dropout), bool(train)
+        self.bidirectional, self.batch_first, self.bias = bool(bidirectional), bool(batch_first), bool(has_biases)
+        self._groups = [params[i * per:(i + 1) * per] for i in range(num_layers * directions)]
+        self.input_size = params[0].shape[1]
+        self.hidden_size = params[0].shape[0] // self._GATES[mode]
+        self.proj_size = params[per - 1].shape[0] if proj else 0
+
+    def _weights(self, layer, direction):
+        group = self._groups[layer * (2 if self.bidirectional else 1) + direction]
+        w_ih, w_hh = group[0], group[1]
+        b_ih, b_hh = (group[2], group[3]) if self.bias else (None, None)
+        return w_ih, w_hh, b_ih, b_hh, (group[-1] if self.proj_size else None)
+
+
+def _run_rnn(mode, input, batch_sizes, h0, c0, params, has_biases, num_layers, dropout, train, bidirectional,
+             batch_first):
+    proj = c0 is not None and h0.shape[-1] != c0.shape[-1]
+    net = _FlatRNN(mode, params, has_biases, num_layers, dropout, train, bidirectional, batch_first, proj)
+    if batch_sizes is not None:
+        output, h, c = RNNBase._run(net, PackedSequence(input, batch_sizes), h0, c0)
+        return output.data, h, c
+    if input.dim() != 3:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{input.dim()}, {input.dim() - 1}], "
+                         "but got 2)")
+    return RNNBase._run(net, input, h0, c0)
+
+
+def _split_overload(args, hx_is_list: bool):
+    """(input, batch_sizes or None, hx, rest) from the two overloads: (input, hx, params, ...) and
+    (data, batch_sizes, hx, params, ...)."""
+    packed = isinstance(args[1], _C.TensorBase) and (isinstance(args[2], (list, tuple)) if hx_is_list else
+                                                     isinstance(args[2], _C.TensorBase))
+    if packed:
+        return args[0], args[1], args[2], list(args[3:]), True
+    return args[0], None, args[1], list(args[2:]), False
+
+
+def _recurrent(mode, args):
+    hx_is_list = mode == "LSTM"
+    input, batch_sizes, hx, rest, packed = _split_overload(args, hx_is_list)
+    if packed:
+        params, has_biases, num_layers, dropout, train, bidirectional = rest
+        batch_first = False
+    else:
+        params, has_biases, num_layers, dropout, train, bidirectional, batch_first = rest
+    h0, c0 = (hx[0], hx[1]) if hx_is_list else (hx, None)
+    return _run_rnn(mode, input, batch_sizes, h0, c0, params, has_biases, num_layers, dropout, train,
+                    bidirectional, batch_first)
+
+
+def lstm(*args):
+    """torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first) or
+    torch.lstm(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    (output, h_n, c_n); hx = [h0, c0]."""
+    return _recurrent("LSTM", args)
+
+
+def gru(*args):
+    """torch.gru(input, hx, params, ...) or (data, batch_sizes, hx, params, ...): (output, h_n)."""
+    return _recurrent("GRU", args)[:2]
+
+
+def rnn_tanh(*args):
+    """torch.rnn_tanh: an Elman RNN with tanh; (output, h_n)."""
+    return _recurrent("RNN_TANH", args)[:2]
+
+
+def rnn_relu(*args):
+    """torch.rnn_relu: an Elman RNN with relu; (output, h_n)."""
+    return _recurrent("RNN_RELU", args)[:2]
+
+
+def _cell(mode, input, h, c, w_ih, w_hh, b_ih, b_hh):
+    if input.dim() < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{max(input.dim(), 1)}, "
+                         f"{max(input.dim(), 1) - 1}], but got 1)")
+    return _cell_step(mode, F.linear(input, w_ih, b_ih), h, c, w_hh.t(), b_hh)
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """torch.lstm_cell(input, [h, c], w_ih, w_hh, b_ih, b_hh): (h', c')."""
+    return _cell("LSTM", input, hx[0], hx[1], w_ih, w_hh, b_ih, b_hh)
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """torch.gru_cell: h'."""
+    return _cell("GRU", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """torch.rnn_tanh_cell: tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
+    return _cell("RNN_TANH", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """torch.rnn_relu_cell: relu(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
+    return _cell("RNN_RELU", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]
