@@ -115,12 +115,22 @@ def _cpp_folder_name(rank: int) -> str:
 
 # --- Python ------------------------------------------------------------------
 
-# python/kiln's layers, lowest first: a module may import its own layer and the
-# layers before it. Longest prefix wins; the package root ``kiln`` (its
-# __init__.py, which assembles the public namespace) is the last layer.
+# python/kiln's layers, lowest first: a module may import modules of its own
+# layer and of the layers before it. Longest prefix wins. The package root
+# ``kiln`` (its __init__.py, which assembles the public namespace) is the layer
+# named ROOT: the layers after it are clients of the public namespace (they may
+# ``import kiln``), loaded by __init__.py only once everything they use is bound.
+ROOT = "kiln"
 PYTHON_LAYERS: tuple[tuple[str, ...], ...] = (
     ("kiln._C",),
-    ("kiln._tensor", "kiln.autograd"),
+    ("kiln.autograd",),
+    # The tensor library: Tensor, the functions of kiln's namespace by topic, and the
+    # namespaces torch keeps beside it (special, linalg, fft).
+    ("kiln._", "kiln.random", "kiln.return_types", "kiln.special", "kiln.linalg", "kiln.fft", "kiln.cuda"),
+    ("kiln.nn",),
+    ("kiln.optim", "kiln.amp", "kiln.library", "kiln.serialization", "kiln.testing", "kiln.utils"),
+    (ROOT,),
+    ("kiln.func", "kiln.distributions"),
 )
 
 
@@ -195,16 +205,24 @@ def python_imports(module: str, path: Path, known: set[str]) -> list[PythonImpor
 
 
 def python_layer(module: str, layers: tuple[tuple[str, ...], ...]) -> int:
-    """The layer of a module (longest matching prefix); unlisted modules sit in the layer before the root."""
-    if module == "kiln":
-        return len(layers) + 1
+    """The layer of a module: the longest prefix that matches it (``kiln._`` matches ``kiln._tensor``).
+
+    The root ``kiln`` matches only itself; a module no prefix matches sits in the last layer
+    before the root (or in the last layer, when the layers name no root).
+    """
     best: tuple[int, int] | None = None
     for rank, prefixes in enumerate(layers):
         for prefix in prefixes:
-            if module == prefix or module.startswith(prefix + "."):
-                if best is None or len(prefix) > best[0]:
-                    best = (len(prefix), rank)
-    return len(layers) if best is None else best[1]
+            if prefix == ROOT:
+                matched = module == ROOT
+            else:
+                matched = module == prefix or module.startswith(prefix if prefix.endswith("_") else prefix + ".")
+            if matched and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), rank)
+    if best is not None:
+        return best[1]
+    roots = [rank for rank, prefixes in enumerate(layers) if ROOT in prefixes]
+    return roots[0] - 1 if roots else len(layers)
 
 
 def python_violations(package_root: Path, layers: tuple[tuple[str, ...], ...] = PYTHON_LAYERS) -> list[Violation]:
@@ -221,11 +239,13 @@ def python_violations(package_root: Path, layers: tuple[tuple[str, ...], ...] = 
             target = imp.target if imp.target in known else _owning_module(imp.target, known)
             if target is None or target == module:
                 continue
-            if python_layer(target, layers) > python_layer(module, layers):
+            # A package's __init__ assembles its namespace from its own submodules, whatever their layer.
+            assembling = path.name == "__init__.py" and target.startswith(module + ".")
+            upward = python_layer(target, layers) > python_layer(module, layers)
+            if not assembling and upward and target not in edges:
                 found.append(Violation(relative, imp.line,
                                        f"{module} imports {target}, which is in a later layer"))
-            # A package importing its own submodules is how packages are assembled, not a loop.
-            if target.startswith(module + ".") and path.name == "__init__.py":
+            if assembling:  # how packages are built, not a loop
                 continue
             edges.setdefault(target, imp)
         graph[module] = edges
