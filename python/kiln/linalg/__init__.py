@@ -1,8 +1,8 @@
 """kiln.linalg, as torch.linalg: the norms (vector_norm, matrix_norm, norm),
 multi_dot, matrix_power, matmul and vecdot; LU, solves, inverses and
-determinants (_solve.py); lu, lu_solve, solve_ex, inv_ex (_lu.py); Cholesky, QR, eigh, SVD, triangular solves, pinv,
-matrix_rank and lstsq (_decompositions.py); cond (_condition.py); ldl_factor(_ex) and ldl_solve (_raw_factors.py). The other matrix products
-are kiln.mm and friends."""
+determinants (_solve.py); lu, lu_solve, solve_ex, inv_ex (_lu.py); Cholesky, QR, eigh, SVD, triangular solves,
+pinv, matrix_rank and lstsq (_decompositions.py); cond (_condition.py); ldl_factor(_ex) and ldl_solve
+(_raw_factors.py). The other matrix products are kiln.mm and friends."""
 
 from kiln._norms import linalg_norm as norm  # noqa: F401
 from kiln._norms import matrix_norm, vector_norm  # noqa: F401
