@@ -81,7 +81,7 @@ sort = return_types._named(return_types.sort, _C._functions.sort, return_types.s
 topk = return_types._named(return_types.topk, _C._functions.topk, return_types.topk_out)
 aminmax = return_types._named(return_types.aminmax, _C._functions.aminmax, return_types.aminmax_out)
 from kiln._distance import cdist  # noqa: E402  (torch.cdist's compute_mode strings)
-from kiln._norms import norm, renorm  # noqa: E402
+from kiln._norms import norm, norm_except_dim, renorm  # noqa: E402
 from kiln._norms import tensor_norm as _tensor_norm  # noqa: E402,F401
 from kiln._products import chain_matmul, ger, tensordot  # noqa: E402  (tensordot's dims forms)
 from kiln import linalg  # noqa: E402
@@ -181,7 +181,7 @@ from kiln.nn._torch_spellings import (  # noqa: E402  (torch's spellings of nn o
     cosine_embedding_loss, ctc_loss, embedding_bag, embedding_renorm_, feature_alpha_dropout,
     feature_alpha_dropout_, feature_dropout, feature_dropout_, frobenius_norm, grid_sampler, grid_sampler_2d,
     grid_sampler_3d, gru, gru_cell, hinge_embedding_loss, instance_norm, kl_div, lstm, lstm_cell,
-    margin_ranking_loss, max_pool3d, native_norm, norm_except_dim, nuclear_norm, poisson_nll_loss, rnn_relu,
+    margin_ranking_loss, max_pool3d, native_norm, nuclear_norm, poisson_nll_loss, rnn_relu,
     rnn_relu_cell, rnn_tanh, rnn_tanh_cell, rrelu, rrelu_, triplet_margin_loss,
 )
 from kiln.nn.functional import (  # noqa: E402  (torch.X is F.X for these)

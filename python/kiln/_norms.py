@@ -1,7 +1,7 @@
 """torch.norm, Tensor.norm and torch.linalg's norms over the linalg_vector_norm
 op (eager/ops/reduction.yaml) and the reductions; matrix norms that need the
-singular values (ord 2, -2, "nuc") come from linalg.svdvals; and renorm (renorm_),
-each slice scaled down to a maximum norm."""
+singular values (ord 2, -2, "nuc") come from linalg.svdvals; torch.norm_except_dim
+(weight_norm's norm); and renorm (renorm_), each slice scaled down to a maximum norm."""
 
 from __future__ import annotations
 
@@ -103,6 +103,16 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 def tensor_norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     """Tensor.norm."""
     return norm(self, p, dim, keepdim, dtype=dtype)
+
+
+def norm_except_dim(v, pow=2, dim: int = 0):
+    """torch.norm_except_dim: the ``pow``-norm over every dim but ``dim`` (kept as size-1 dims); dim=-1:
+    the norm of everything, a 0-d tensor."""
+    if dim == -1:
+        return _F.linalg_vector_norm(v, float(pow), None, False)
+    dim = dim % v.dim()
+    others = [d for d in range(v.dim()) if d != dim]
+    return _F.linalg_vector_norm(v, float(pow), others, True)
 
 
 def renorm(input, p, dim, maxnorm, *, out=None):

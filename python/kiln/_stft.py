@@ -1,16 +1,22 @@
 """torch.stft and torch.istft, composed from kiln.fft and tensor ops (so differentiable):
 frames are a strided unfold of the (centre-padded) signal times the window, transformed
 along the frame; istft inverts each frame, windows it again and overlap-adds the frames
-with F.fold, dividing by the summed squared window (torch's "window envelope")."""
+with F.fold's col2im op, dividing by the summed squared window (torch's "window envelope")."""
 
 from __future__ import annotations
 
 import warnings
 
 from kiln import _C, fft
-from kiln.nn import functional as nnf
+from kiln._padding import pad as _pad
 
 _F = _C._functions
+
+
+def _fold_frames(columns, length, n_fft, hop_length):
+    """Overlap-adds [*, n_fft, frames] columns into a [*, 1, 1, length] signal: F.fold with
+    output_size (1, length), kernel_size (1, n_fft) and stride (1, hop_length), on its col2im op."""
+    return _F.col2im(columns, (1, length), (1, n_fft), (1, 1), (0, 0), (1, hop_length))
 
 
 def _window_of(window, n_fft, win_length, like):
@@ -51,7 +57,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     x = input if batched else input.unsqueeze(0)
     if center:
         pad = n_fft // 2
-        x = nnf.pad(x.unsqueeze(1), [pad, pad], mode=pad_mode).squeeze(1)
+        x = _pad(x.unsqueeze(1), [pad, pad], mode=pad_mode).squeeze(1)
     length = x.shape[-1]
     if not 0 < n_fft <= length:
         # torch's text says "<" though it allows n_fft == length
@@ -121,11 +127,9 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
             frames = _F.view_as_real(frames).select(-1, 0)
     frames = frames * full_window  # [batch, frames, n_fft]
     expected = n_fft + hop_length * (n_frames - 1)
-    y = nnf.fold(frames.transpose(1, 2), output_size=(1, expected), kernel_size=(1, n_fft),
-                 stride=(1, hop_length)).reshape(frames.shape[0], expected)
+    y = _fold_frames(frames.transpose(1, 2), expected, n_fft, hop_length).reshape(frames.shape[0], expected)
     squared = (full_window * full_window).reshape(1, n_fft, 1).expand(1, n_fft, n_frames)
-    envelope = nnf.fold(squared, output_size=(1, expected), kernel_size=(1, n_fft),
-                        stride=(1, hop_length)).reshape(expected)
+    envelope = _fold_frames(squared, expected, n_fft, hop_length).reshape(expected)
     start = n_fft // 2 if center else 0
     if length is not None:
         end = start + int(length)

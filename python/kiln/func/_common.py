@@ -22,7 +22,7 @@ import threading
 
 from kiln import _C
 from kiln import autograd
-from kiln.func._pytree import tree_flatten, tree_unflatten
+from kiln.utils._pytree import tree_flatten, tree_unflatten
 
 _state = threading.local()
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from kiln import _C
 from kiln import autograd
 from kiln.func import _common as C
-from kiln.func._pytree import tree_flatten, tree_unflatten, treespec_pprint
+from kiln.utils._pytree import tree_flatten, tree_unflatten, treespec_pprint
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize"]
 

@@ -21,7 +21,7 @@ import kiln
 from kiln import random
 from kiln.func import _common as C
 from kiln.func._grad import Evaluation, _JVP
-from kiln.func._pytree import tree_unflatten
+from kiln.utils._pytree import tree_unflatten
 from kiln.func._vmap import _RANDOM_ERROR, _same_rng, check_randomness_arg
 
 __all__ = ["jacrev", "jacfwd", "hessian"]

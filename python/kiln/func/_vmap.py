@@ -27,7 +27,7 @@ import kiln
 from kiln import _C
 from kiln import random
 from kiln.func._common import wraps
-from kiln.func._pytree import broadcast_prefix, tree_flatten, tree_unflatten
+from kiln.utils._pytree import broadcast_prefix, tree_flatten, tree_unflatten
 
 __all__ = ["vmap"]
 

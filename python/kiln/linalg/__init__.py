@@ -1,8 +1,8 @@
 """kiln.linalg, as torch.linalg: the norms (vector_norm, matrix_norm, norm),
 multi_dot, matrix_power, matmul and vecdot; LU, solves, inverses and
-determinants (_solve.py); lu, lu_solve, solve_ex, inv_ex (_lu.py); Cholesky, QR, eigh, SVD, triangular solves, pinv,
-matrix_rank, lstsq and cond (_decompositions.py); ldl_factor(_ex) and ldl_solve (_raw_factors.py). The other matrix products
-are kiln.mm and friends."""
+determinants (_solve.py); lu, lu_solve, solve_ex, inv_ex (_lu.py); Cholesky, QR, eigh, SVD, triangular solves,
+pinv, matrix_rank and lstsq (_decompositions.py); cond (_condition.py); ldl_factor(_ex) and ldl_solve
+(_raw_factors.py). The other matrix products are kiln.mm and friends."""
 
 from kiln._norms import linalg_norm as norm  # noqa: F401
 from kiln._norms import matrix_norm, vector_norm  # noqa: F401
@@ -13,9 +13,10 @@ from kiln.linalg._solve import (  # noqa: F401
 )
 from kiln.linalg._lu import inv_ex, lu, lu_solve, solve_ex  # noqa: F401
 from kiln.linalg._decompositions import (  # noqa: F401
-    cholesky, cholesky_ex, cond, eig, eigh, eigvals, eigvalsh, lstsq, matrix_rank, pinv, qr, solve_triangular, svd,
+    cholesky, cholesky_ex, eig, eigh, eigvals, eigvalsh, lstsq, matrix_rank, pinv, qr, solve_triangular, svd,
     svdvals,
 )
+from kiln.linalg._condition import cond  # noqa: F401
 from kiln.linalg._raw_factors import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: F401
 from kiln.linalg._matrix_functions import diagonal, householder_product, matrix_exp, tensorinv, tensorsolve, vander  # noqa: F401,E501
 

@@ -1,20 +1,19 @@
 """Cholesky, QR, eigh and SVD (torch.linalg's names and the older torch.* ones),
 triangular solves, and what composes from them: cholesky_solve/inverse, pinv,
-matrix_rank, lstsq, cond and the spectral matrix norms. The kernels are the
-LAPACK ops of eager/ops/lapack.yaml; their gradients are the formulas of
-Note [Decomposition gradients] (eager/autograd/LinalgFormulas.h)."""
+matrix_rank and lstsq. The kernels are the LAPACK ops of eager/ops/lapack.yaml;
+their gradients are the formulas of Note [Decomposition gradients] (eager/autograd/LinalgFormulas.h)."""
 
 from __future__ import annotations
 
 import functools
 from collections import namedtuple
 
-import kiln
-from kiln import _C
+from kiln import _C, _dtypes, _shape
 from kiln._comparison import scalar_type_name
-from kiln.autograd import Function
-from kiln.linalg._solve import inv
-from kiln.linalg._solve import LinAlgError, _check_square
+from kiln.autograd import Function, grad_mode
+from kiln.linalg._solve import LinAlgError
+
+_F = _C._functions
 
 cholesky_ex_type = namedtuple("linalg_cholesky_ex", ["L", "info"])
 qr_type = namedtuple("linalg_qr", ["Q", "R"])
@@ -56,7 +55,7 @@ def _as_linalg_error(call):
 
 
 def _needs_grad(A):
-    return kiln.is_grad_enabled() and A.requires_grad
+    return grad_mode.is_grad_enabled() and A.requires_grad
 
 
 # --- Cholesky ---------------------------------------------------------------------------------------------
@@ -153,7 +152,7 @@ def _cholesky_solve_function():
 def cholesky_inverse(L, upper=False, *, out=None):
     """inv(A) from A's Cholesky factor."""
     n = L.shape[-1]
-    identity = kiln.eye(n, dtype=L.dtype).expand(*L.shape[:-2], n, n)
+    identity = _F.eye(n, dtype=L.dtype).expand(*L.shape[:-2], n, n)
     return _out(cholesky_solve(identity, L, upper), out)
 
 
@@ -166,7 +165,7 @@ def _broadcast_batches(caller, A, B):
         raise RuntimeError(f"linalg.{caller}: The input tensor A must have at least 2 dimensions.")
     if B.dim() < 2:
         raise RuntimeError(f"linalg.{caller}: The input tensor B must have at least 2 dimensions.")
-    batch = kiln.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
+    batch = _shape.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2]))
     return A.expand(*batch, *A.shape[-2:]), B.to(A.dtype).expand(*batch, *B.shape[-2:])
 
 
@@ -256,8 +255,8 @@ def svd_legacy(input, some=True, compute_uv=True, *, out=None):
         S = svdvals(input)
         m, n = input.shape[-2], input.shape[-1]
         batch = tuple(input.shape[:-2])
-        U = kiln.zeros(*batch, m, m, dtype=input.dtype)
-        V = kiln.zeros(*batch, n, n, dtype=input.dtype)
+        U = _F.zeros(*batch, m, m, dtype=input.dtype)
+        V = _F.zeros(*batch, n, n, dtype=input.dtype)
         return _out(old_svd_type(U, S, V), out)
     U, S, Vh = svd(input, full_matrices=not some)
     return _out(old_svd_type(U, S, Vh.mH), out)
@@ -269,14 +268,14 @@ def svd_legacy(input, some=True, compute_uv=True, *, out=None):
 def _tolerance(S, m, n, atol, rtol, dtype):
     """The cut-off below which a singular value counts as zero: max(atol, rtol * S_max), torch's defaults
     (rtol = eps * max(m, n) when neither is given, 0 when only atol is)."""
-    eps = kiln.finfo(dtype).eps
+    eps = _dtypes.finfo(dtype).eps
     if rtol is None:
         rtol = eps * max(m, n) if (atol is None or _is_zero(atol)) else 0.0
     atol = 0.0 if atol is None else atol
-    s_max = S.amax(-1, keepdim=True) if S.shape[-1] > 0 else kiln.zeros(*S.shape[:-1], 1, dtype=S.dtype)
+    s_max = S.amax(-1, keepdim=True) if S.shape[-1] > 0 else _F.zeros(*S.shape[:-1], 1, dtype=S.dtype)
     tol = s_max * (rtol.unsqueeze(-1) if isinstance(rtol, _C.TensorBase) else rtol)
-    atol_t = atol.unsqueeze(-1) if isinstance(atol, _C.TensorBase) else kiln.full_like(tol, float(atol))
-    return kiln.maximum(tol, atol_t.to(tol.dtype))
+    atol_t = atol.unsqueeze(-1) if isinstance(atol, _C.TensorBase) else _F.full_like(tol, float(atol))
+    return _F.maximum(tol, atol_t.to(tol.dtype))
 
 
 def _is_zero(value):
@@ -303,11 +302,11 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
         values, vectors = eigh(A)
         magnitude = values.abs()
         keep = magnitude > _tolerance(magnitude, m, n, atol, rtol, A.dtype)
-        inverse = kiln.where(keep, 1.0 / values, kiln.zeros_like(values))
+        inverse = _F.where(keep, 1.0 / values, _F.zeros_like(values))
         return _out((vectors * inverse.unsqueeze(-2)) @ vectors.mH, out)
     U, S, Vh = svd(A, full_matrices=False)
     keep = S > _tolerance(S, m, n, atol, rtol, A.dtype)
-    inverse = kiln.where(keep, 1.0 / S, kiln.zeros_like(S))
+    inverse = _F.where(keep, 1.0 / S, _F.zeros_like(S))
     return _out((Vh.mH * inverse.unsqueeze(-2)) @ U.mH, out)
 
 
@@ -320,22 +319,10 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """How many singular values (eigenvalue magnitudes when ``hermitian``) exceed the tolerance."""
     _check_float("matrix_rank", A)
     m, n = A.shape[-2], A.shape[-1]
-    with kiln.no_grad():
+    with grad_mode.no_grad():
         S = eigvalsh(A).abs() if hermitian else svdvals(A)
         rank = (S > _tolerance(S, m, n, atol, rtol, A.dtype)).sum(-1)
     return _out(rank, out)
-
-
-def cond(A, p=None, *, out=None):
-    """The condition number: S_max / S_min for p None or 2 (S_min / S_max for -2), else
-    norm(A, p) * norm(inv(A), p)."""
-    _check_float("cond", A)
-    if p in (None, 2, -2):
-        S = svdvals(A)
-        result = S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
-        return _out(result, out)
-    _check_square("linalg.cond", A)
-    return _out(kiln.linalg.matrix_norm(A, p) * kiln.linalg.matrix_norm(inv(A), p), out)
 
 
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
@@ -354,9 +341,9 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
         raise RuntimeError("kiln.linalg.lstsq: input.size(-2) should match other.size(-2)")
     A, b = _broadcast_batches("lstsq", A, b)
     m, n = A.shape[-2], A.shape[-1]
-    eps = kiln.finfo(A.dtype).eps
+    eps = _dtypes.finfo(A.dtype).eps
     rtol = eps * max(m, n) if rcond is None or rcond < 0 else rcond
-    with kiln.no_grad():
+    with grad_mode.no_grad():
         S = svdvals(A)
         rank = (S > _tolerance(S, m, n, 0.0, rtol, A.dtype)).sum(-1)
     full_rank = bool((rank == min(m, n)).all()) if rank.numel() else True
@@ -364,11 +351,11 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
         solution = _full_rank_lstsq(A, b, m, n)
     else:
         solution = pinv(A, rtol=rtol) @ b
-    residuals = kiln.empty(0, dtype=A.dtype)
+    residuals = _F.empty(0, dtype=A.dtype)
     if driver != "gelsy" and m > n and full_rank:
         residuals = ((A @ solution - b) ** 2).sum(-2)
-    singular_values = S if driver in ("gelsd", "gelss") else kiln.empty(0, dtype=A.dtype)
-    rank_out = rank if driver != "gels" else kiln.empty(0, dtype=kiln.int64)
+    singular_values = S if driver in ("gelsd", "gelss") else _F.empty(0, dtype=A.dtype)
+    rank_out = rank if driver != "gels" else _F.empty(0, dtype=_C.int64)
     if vector:
         solution = solution.squeeze(-1)
     return _out(lstsq_type(solution, residuals, rank_out, singular_values), out)

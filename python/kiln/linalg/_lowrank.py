@@ -4,18 +4,21 @@ pca_lowrank (randomized range finder + a small SVD, differentiable through matmu
 svd), lobpcg (the block LOBPCG iteration for the k extreme eigenpairs of a symmetric pencil
 A x = lambda B x, with torch's gradient for B = None).
 
-Imports: kiln (kiln.linalg.*, kiln.randn, ... looked up per call), kiln._C and
-kiln.autograd.
+Imports: kiln._C, kiln._creation, kiln._norms, kiln.autograd and the linalg modules below it.
 """
 
 from __future__ import annotations
 
 import math
 
-import kiln  # kiln.linalg.qr / svd / eigh / solve, kiln.randn, ...: looked up per call
-from kiln import _C
+from kiln import _C, _creation
+from kiln._norms import vector_norm
 from kiln.autograd.function import Function
 from kiln.autograd.grad_mode import no_grad
+from kiln.linalg._decompositions import eigh, qr, svd
+from kiln.linalg._solve import solve
+
+_F = _C._functions
 
 
 # --- randomized low-rank SVD and PCA ------------------------------------------------------------
@@ -27,11 +30,11 @@ def _range_basis(A, q: int, niter: int):
     """An orthonormal [*, m, q'] basis approximately spanning A's dominant column space: a Gaussian
     sketch A G, refined by ``niter`` power (subspace) iterations, re-orthonormalized at each step."""
     n = A.shape[-1]
-    sketch = kiln.randn(*A.shape[:-2], n, q, dtype=A.dtype)
-    basis = kiln.linalg.qr(A.matmul(sketch))[0]
+    sketch = _F.randn(*A.shape[:-2], n, q, dtype=A.dtype)
+    basis = qr(A.matmul(sketch))[0]
     for _ in range(niter):
-        basis = kiln.linalg.qr(_adjoint(A).matmul(basis))[0]
-        basis = kiln.linalg.qr(A.matmul(basis))[0]
+        basis = qr(_adjoint(A).matmul(basis))[0]
+        basis = qr(A.matmul(basis))[0]
     return basis
 
 
@@ -57,7 +60,7 @@ def svd_lowrank(A, q: int = 6, niter: int = 2, M=None):
 def _svd_tall(A, q: int, niter: int):
     basis = _range_basis(A, q, niter)                       # [*, m, q]
     small = _adjoint(basis).matmul(A)                       # [*, q, n]
-    u, s, vh = kiln.linalg.svd(small, full_matrices=False)
+    u, s, vh = svd(small, full_matrices=False)
     return basis.matmul(u), s, _adjoint(vh)
 
 
@@ -97,12 +100,12 @@ def _orthonormal_against(block, basis, drop: float, B=None):
         if basis is not None:
             block = block - basis.matmul(basis.t().matmul(_times(B, block)))
         gram = block.t().matmul(_times(B, block))
-        values, vectors = kiln.linalg.eigh(gram)
+        values, vectors = eigh(gram)
         top = float(values.max()) if values.numel() else 0.0
         keep = [i for i, v in enumerate(values.tolist()) if v > drop * max(top, 1e-300)]
         if not keep:
             return None
-        index = kiln.tensor(keep, dtype=_C.int64)
+        index = _creation.tensor(keep, dtype=_C.int64)
         block = block.matmul(vectors.index_select(1, index)) / values.index_select(0, index).sqrt()
     return block
 
@@ -110,9 +113,9 @@ def _orthonormal_against(block, basis, drop: float, B=None):
 def _ritz(A, basis, n: int, largest: bool):
     """The n extreme Ritz pairs of A on the (B-orthonormal) ``basis``: (values, coefficients), most
     extreme first."""
-    values, vectors = kiln.linalg.eigh(basis.t().matmul(A.matmul(basis)))
+    values, vectors = eigh(basis.t().matmul(A.matmul(basis)))
     order = list(range(values.shape[0] - 1, values.shape[0] - 1 - n, -1)) if largest else list(range(n))
-    index = kiln.tensor(order, dtype=_C.int64)
+    index = _creation.tensor(order, dtype=_C.int64)
     return values.index_select(0, index), vectors.index_select(1, index)
 
 
@@ -130,19 +133,19 @@ def _lobpcg_single(A, B, X, k: int, n: int, niter: int, tol: float, largest: boo
     while niter < 0 or iteration < niter:
         BX = _times(B, X)
         R = A.matmul(X) - BX * values
-        residual = kiln.linalg.vector_norm(R, 2, [0]).tolist()
+        residual = vector_norm(R, 2, [0]).tolist()
         scale = [max(abs(v), eps) for v in values.tolist()]
         if B is not None:
-            scale = [s * b for s, b in zip(scale, kiln.linalg.vector_norm(BX, 2, [0]).tolist())]
+            scale = [s * b for s, b in zip(scale, vector_norm(BX, 2, [0]).tolist())]
         if all(r <= tol * s for r, s in zip(residual[:k], scale[:k])):
             break
         W = _orthonormal_against(R, X, eps, B)
         blocks = [X] + ([W] if W is not None else [])
         if P is not None:
-            P = _orthonormal_against(P, kiln.cat(blocks, 1), eps, B)
+            P = _orthonormal_against(P, _F.cat(blocks, 1), eps, B)
             if P is not None:
                 blocks.append(P)
-        basis = kiln.cat(blocks, 1)
+        basis = _F.cat(blocks, 1)
         values, coefficients = _ritz(A, basis, n, largest)
         X_new = basis.matmul(coefficients)
         P = basis.narrow(1, n, basis.shape[1] - n).matmul(coefficients.narrow(0, n, basis.shape[1] - n)) \
@@ -159,7 +162,7 @@ def _lobpcg_values(A, B, X, k: int, n: int, niter: int, tol: float, largest: boo
     with no_grad():
         flat = A.detach().reshape(-1, m, m)
         flat_B = B.detach().reshape(-1, m, m) if B is not None else None
-        starts = X.detach().reshape(-1, m, n) if X is not None else kiln.randn(flat.shape[0], m, n, dtype=A.dtype)
+        starts = X.detach().reshape(-1, m, n) if X is not None else _F.randn(flat.shape[0], m, n, dtype=A.dtype)
         values, vectors = [], []
         for i in range(flat.shape[0]):
             start = starts[i if starts.shape[0] > 1 else 0]
@@ -167,8 +170,8 @@ def _lobpcg_values(A, B, X, k: int, n: int, niter: int, tol: float, largest: boo
                                   n, niter, tol, largest)
             values.append(e.narrow(0, 0, min(k, n)))
             vectors.append(v.narrow(1, 0, min(k, n)))
-        E = kiln.stack(values, 0).reshape(*batch, -1)
-        V = kiln.stack(vectors, 0).reshape(*batch, m, -1)
+        E = _F.stack(values, 0).reshape(*batch, -1)
+        V = _F.stack(vectors, 0).reshape(*batch, m, -1)
     return E, V
 
 
@@ -183,16 +186,16 @@ def _partial_eigh_backward(E_grad, V_grad, A, E, V):
     differentiable ops."""
     m, k = V.shape[-2], V.shape[-1]
     Vt = V.mT
-    same = kiln.eye(k, dtype=_C.bool)
+    same = _F.eye(k, dtype=_C.bool)
     gaps = E.unsqueeze(-2) - E.unsqueeze(-1)
-    F = kiln.where(same, kiln.zeros_like(gaps), 1.0 / kiln.where(same, kiln.ones_like(gaps), gaps))
-    inside = V.matmul((kiln.diag_embed(E_grad) + Vt.matmul(V_grad) * F).matmul(Vt))
+    F = _F.where(same, _F.zeros_like(gaps), 1.0 / _F.where(same, _F.ones_like(gaps), gaps))
+    inside = V.matmul((_F.diag_embed(E_grad) + Vt.matmul(V_grad) * F).matmul(Vt))
     span = V.matmul(Vt)
-    P = kiln.eye(m, dtype=A.dtype) - span
+    P = _F.eye(m, dtype=A.dtype) - span
     PAP = P.matmul(A).matmul(P)
     systems = PAP.unsqueeze(-3) - E.unsqueeze(-1).unsqueeze(-1) * P.unsqueeze(-3) + span.unsqueeze(-3)
     rhs = P.matmul(V_grad).mT.unsqueeze(-1)                            # [*, k, m, 1]
-    Y = kiln.linalg.solve(systems, rhs).squeeze(-1).mT                 # [*, m, k]
+    Y = solve(systems, rhs).squeeze(-1).mT                 # [*, m, k]
     return inside - Y.matmul(Vt)
 
 

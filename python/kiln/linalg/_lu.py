@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import kiln
-from kiln import _C
+from kiln import _C, _shape
 from kiln.linalg._decompositions import _out
 from kiln.linalg._decompositions import solve_triangular
 from kiln.linalg._solve import solve
+
+_F = _C._functions
 
 lu_type = namedtuple("linalg_lu", ["P", "L", "U"])
 lu_unpack_type = namedtuple("lu_unpack", ["P", "L", "U"])
@@ -34,7 +35,7 @@ def _rows_permuted(X, perm):
 def _rows_unpermuted(X, perm):
     """The inverse of _rows_permuted: row perm[i] of the result is row i of X."""
     index = perm.unsqueeze(-1).expand(*X.shape[:-2], X.shape[-2], X.shape[-1])
-    return kiln.zeros_like(X).scatter(-2, index, X)
+    return _F.zeros_like(X).scatter(-2, index, X)
 
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
@@ -42,15 +43,15 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     the parts not asked for)."""
     m, n = LU_data.shape[-2], LU_data.shape[-1]
     k = min(m, n)
-    empty = kiln.empty(0, dtype=LU_data.dtype)
+    empty = _F.empty(0, dtype=LU_data.dtype)
     L = U = P = empty
     if unpack_data:
-        L = LU_data[..., :, :k].tril(-1) + kiln.eye(m, k, dtype=LU_data.dtype)
+        L = LU_data[..., :, :k].tril(-1) + _F.eye(m, k, dtype=LU_data.dtype)
         U = LU_data[..., :k, :].triu()
     if unpack_pivots:
         perm = _f()._lu_pivots_to_permutation(LU_pivots, m)
         batch = tuple(LU_data.shape[:-2])
-        rows = kiln.eye(m, dtype=LU_data.dtype).expand(*batch, m, m)
+        rows = _F.eye(m, dtype=LU_data.dtype).expand(*batch, m, m)
         P = _rows_permuted(rows, perm.expand(*batch, m)).mT  # P^T's rows are the identity's in perm order
     return _out(lu_unpack_type(P, L, U), out)
 
@@ -94,7 +95,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
 
 
 def _broadcast(a, b):
-    return kiln.broadcast_shapes(tuple(a), tuple(b))
+    return _shape.broadcast_shapes(tuple(a), tuple(b))
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
@@ -111,7 +112,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
 def inv_ex(A, *, check_errors=False, out=None):
     """(inverse, info): linalg.inv that reports a singular matrix in info instead of raising."""
     n = A.shape[-1]
-    identity = kiln.eye(n, dtype=A.dtype).expand(*A.shape[:-2], n, n)
+    identity = _F.eye(n, dtype=A.dtype).expand(*A.shape[:-2], n, n)
     result, info = solve_ex(A, identity, check_errors=check_errors)
     return _out(inv_ex_type(result, info), out)
 

@@ -19,9 +19,13 @@ import math
 import operator
 from fractions import Fraction
 
-import kiln
 from kiln import _C
 from kiln._comparison import scalar_type_name
+from kiln._norms import matrix_norm
+from kiln.autograd import grad_mode
+from kiln.linalg._solve import LinAlgError, inv, solve
+
+_F = _C._functions
 
 # theta_m: the largest 1-norm for which the [m/m] Pade approximant's backward error is below 2^-53
 _PADE_THETA = ((3, 1.495585217958292e-2), (5, 2.539398330063230e-1), (7, 9.504178996162932e-1),
@@ -60,7 +64,7 @@ def _pade_uv(A, m):
     """The odd (U) and even (V) parts of the [m/m] Pade numerator at A: p(A) = V + U, q(A) = V - U."""
     b = _PADE[m]
     n = A.shape[-1]
-    eye = kiln.eye(n, dtype=A.dtype)
+    eye = _F.eye(n, dtype=A.dtype)
     A2 = A @ A
     if m == 13:
         A4 = A2 @ A2
@@ -88,34 +92,34 @@ def matrix_exp(A):
                            f"{A.shape[-1]} matrices")
     if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"{caller}: Expected a floating point or complex tensor as input. Got {_word(A.dtype)}")
-    if A.dtype in (kiln.float16, kiln.bfloat16):
-        return matrix_exp(A.to(kiln.float32)).to(A.dtype)
+    if A.dtype in (_C.float16, _C.bfloat16):
+        return matrix_exp(A.to(_C.float32)).to(A.dtype)
     n = A.shape[-1]
     if A.numel() == 0:
         return A.clone()
     if n == 1:
         return A.exp()
-    with kiln.no_grad():
-        finite = kiln.isfinite(A).all(-1).all(-1)
+    with grad_mode.no_grad():
+        finite = _F.isfinite(A).all(-1).all(-1)
         all_finite = bool(finite.all())
-        norms = kiln.linalg.matrix_norm(kiln.where(finite[..., None, None], A, kiln.zeros_like(A)), 1)
+        norms = matrix_norm(_F.where(finite[..., None, None], A, _F.zeros_like(A)), 1)
         # s: the power of two that brings each matrix's 1-norm under theta_13
-        steps = kiln.ceil(kiln.log2(norms / _PADE_THETA[-1][1])).clamp(min=0)
-        steps = kiln.where(norms > 0, steps, kiln.zeros_like(steps))
+        steps = _F.ceil(_F.log2(norms / _PADE_THETA[-1][1])).clamp(min=0)
+        steps = _F.where(norms > 0, steps, _F.zeros_like(steps))
         most_steps = int(steps.max())
-        scale = kiln.exp2(-steps)[..., None, None]
+        scale = _F.exp2(-steps)[..., None, None]
         largest = float((norms * scale[..., 0, 0]).max())
     degree = next(m for m, theta in _PADE_THETA if largest <= theta or m == 13)
-    x = A if all_finite else kiln.where(finite[..., None, None], A, kiln.zeros_like(A))
+    x = A if all_finite else _F.where(finite[..., None, None], A, _F.zeros_like(A))
     x = x * scale if most_steps else x
     u, v = _pade_uv(x, degree)
-    result = kiln.linalg.solve(v - u, v + u)
+    result = solve(v - u, v + u)
     uniform = bool((steps == most_steps).all())
     for step in range(most_steps):
         squared = result @ result
-        result = squared if uniform else kiln.where((steps > step)[..., None, None], squared, result)
+        result = squared if uniform else _F.where((steps > step)[..., None, None], squared, result)
     if not all_finite:
-        result = kiln.where(finite[..., None, None], result, kiln.full_like(result, math.nan))
+        result = _F.where(finite[..., None, None], result, _F.full_like(result, math.nan))
     return result
 
 
@@ -151,12 +155,12 @@ def householder_product(A, tau, *, out=None):
                            f"{list(tau.shape[:-1])}")
     if tau.dtype != A.dtype:
         raise RuntimeError(f"{caller}: tau dtype {_word(tau.dtype)} does not match input dtype {_word(A.dtype)}")
-    if A.dtype not in (kiln.float32, kiln.float64):
+    if A.dtype not in (_C.float32, _C.float64):
         raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{_word(A.dtype)}'")
-    eye = kiln.eye(m, n, dtype=A.dtype)
-    reflectors = kiln.tril(A, -1) + eye  # column i is v_i
+    eye = _F.eye(m, n, dtype=A.dtype)
+    reflectors = _F.tril(A, -1) + eye  # column i is v_i
     if k == 0:  # the identity's columns, still a function of A and tau for autograd (zero gradients)
-        q = kiln.where(kiln.ones(m, n, dtype=kiln.bool), eye, A) + tau.sum(-1)[..., None, None]
+        q = _F.where(_F.ones(m, n, dtype=_C.bool), eye, A) + tau.sum(-1)[..., None, None]
     else:
         q = eye.expand(*A.shape[:-2], m, n)
     for i in reversed(range(k)):  # q <- H_i q, innermost reflector first
@@ -179,19 +183,19 @@ def vander(x, *, N=None):
     """torch.linalg.vander: x^0, x^1, ..., x^(N-1) along a new last dimension (N defaults to x.shape[-1]);
     integer inputs give int64."""
     _require_tensor("linalg_vander", "x", x, 1)
-    if x.dtype == kiln.bool:
+    if x.dtype == _C.bool:
         raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
-        x = x.to(kiln.int64)  # torch widens integer inputs
+        x = x.to(_C.int64)  # torch widens integer inputs
     if x.dim() == 0:
         x = x.reshape(1)
     N = x.shape[-1] if N is None else _require_int("linalg_vander", "N", N)
     if N <= 1:
         raise RuntimeError("N must be greater than 1.")
-    powers = [kiln.ones_like(x), x]
+    powers = [_F.ones_like(x), x]
     while len(powers) < N:
         powers.append(powers[-1] * x)
-    return kiln.stack(powers, -1)
+    return _F.stack(powers, -1)
 
 
 def _prod(shape):
@@ -213,10 +217,10 @@ def tensorinv(A, ind=2, *, out=None):
     if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"linalg.inv: Expected a floating point or complex tensor as input. Got {_word(A.dtype)}")
     try:
-        inverse = kiln.linalg.inv(A.reshape(rows, columns))
-    except kiln.linalg.LinAlgError as error:  # torch words a singular one as inv's
+        inverse = inv(A.reshape(rows, columns))
+    except LinAlgError as error:  # torch words a singular one as inv's
         text = str(error)
-        raise kiln.linalg.LinAlgError(text.removeprefix("linalg.") if text.startswith("linalg.inv:") else text) \
+        raise LinAlgError(text.removeprefix("linalg.") if text.startswith("linalg.inv:") else text) \
             from None
     result = inverse.reshape(*back, *front)
     if out is not None:
@@ -243,7 +247,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
     if A.dtype != B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
                            f"{_word(A.dtype)} and B of type {_word(B.dtype)} instead")
-    result = kiln.linalg.solve(A.reshape(rows, columns), B.reshape(-1)).reshape(back)
+    result = solve(A.reshape(rows, columns), B.reshape(-1)).reshape(back)
     if out is not None:
         return _C._functions._copy_to_out(result, out)
     return result

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import kiln
-from kiln import _C
+from kiln import _C, _shape
 from kiln.linalg._matrix_functions import householder_product
 
 _f = _C._functions
@@ -80,12 +79,12 @@ def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
     m, k = input.shape[-2], tau.shape[-1]
     reflectors = input[..., :, :k]
     if k < m:  # zero columns beyond the k reflectors: Q's remaining columns are the identity's
-        pad = kiln.zeros(tuple(input.shape[:-2]) + (m, m - k), dtype=input.dtype)
-        reflectors = kiln.cat([reflectors, pad], -1)
+        pad = _f.zeros(tuple(input.shape[:-2]) + (m, m - k), dtype=input.dtype)
+        reflectors = _f.cat([reflectors, pad], -1)
     q = householder_product(reflectors, tau)
     if transpose:
         q = q.mT
-    return _to_out(kiln.matmul(q, other) if left else kiln.matmul(other, q), out)
+    return _to_out(_f.matmul(q, other) if left else _f.matmul(other, q), out)
 
 
 def _result(name, values, out):
@@ -125,7 +124,7 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
         raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {_word(B.dtype)} and A of "
                            f"type {_word(LD.dtype)} instead.")
     if LD.dim() >= 2:
-        batch = kiln.broadcast_shapes(tuple(LD.shape[:-2]), tuple(B.shape[:-2]))
+        batch = _shape.broadcast_shapes(tuple(LD.shape[:-2]), tuple(B.shape[:-2]))
         LD = LD.expand(batch + tuple(LD.shape[-2:]))
         if pivots.dim() >= 1:
             pivots = pivots.expand(batch + (pivots.shape[-1],))

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import kiln
-from kiln import _C
+from kiln import _C, _dtypes, _shape
 from kiln.autograd import Function
+
+_F = _C._functions
 
 
 class LinAlgError(RuntimeError):
@@ -62,8 +63,8 @@ def solve(A, B, *, left=True, out=None):
     if b.shape[-2] != A.shape[-1]:
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
                            f"({A.shape[-2]}x{A.shape[-1]} and {b.shape[-2]}x{b.shape[-1]})")
-    dtype = kiln.promote_types(A.dtype, B.dtype)
-    batch = kiln.broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-2]))
+    dtype = _dtypes.promote_types(A.dtype, B.dtype)
+    batch = _shape.broadcast_shapes(tuple(A.shape[:-2]), tuple(b.shape[:-2]))
     a = A.to(dtype).expand(*batch, *A.shape[-2:])
     b = b.to(dtype).expand(*batch, *b.shape[-2:])
     result = _solve_raw(a, b, caller)
@@ -75,7 +76,7 @@ def solve(A, B, *, left=True, out=None):
 
 def _identity_like(A):
     n = A.shape[-1]
-    return kiln.eye(n, dtype=A.dtype).expand(*A.shape[:-2], n, n)
+    return _F.eye(n, dtype=A.dtype).expand(*A.shape[:-2], n, n)
 
 
 def inv(A, *, out=None):
@@ -103,9 +104,9 @@ def _lu_sign_and_diagonal(A):
     """The permutation's sign (+-1, A's dtype) and U's diagonal of A's LU factorisation."""
     LU, pivots, _ = _f().linalg_lu_factor_ex(A.detach(), pivot=True, check_errors=False)
     n = A.shape[-1]
-    swaps = (pivots != kiln.arange(1, n + 1, dtype=kiln.int32)).sum(-1)
+    swaps = (pivots != _F.arange(1, n + 1, dtype=_C.int32)).sum(-1)
     sign = 1 - 2 * (swaps % 2).to(A.dtype)
-    return sign, kiln.diagonal(LU, 0, -2, -1)
+    return sign, _F.diagonal(LU, 0, -2, -1)
 
 
 def _det_function():
@@ -131,8 +132,8 @@ def _slogdet_function():
         @staticmethod
         def forward(ctx, A):
             sign, diagonal = _lu_sign_and_diagonal(A)
-            sign = sign * kiln.sgn(diagonal).prod(-1)  # a unit complex number for complex A
-            logabsdet = kiln.log(kiln.abs(diagonal)).sum(-1)
+            sign = sign * _F.sgn(diagonal).prod(-1)  # a unit complex number for complex A
+            logabsdet = _F.log(_F.abs(diagonal)).sum(-1)
             ctx.save_for_backward(A)
             ctx.mark_non_differentiable(sign)
             return sign, logabsdet
@@ -175,4 +176,4 @@ def slogdet(A, *, out=None):
 def logdet(A):
     """log det(A): NaN for a negative determinant, -inf for a singular matrix (torch.logdet)."""
     sign, logabsdet = slogdet(A)
-    return kiln.where(sign < 0, kiln.full_like(logabsdet, float("nan")), logabsdet)
+    return _F.where(sign < 0, _F.full_like(logabsdet, float("nan")), logabsdet)

@@ -10,7 +10,7 @@ one is a RuntimeError, not a promotion."""
 
 from __future__ import annotations
 
-import kiln  # kiln.complex, looked up per call (kiln/__init__.py binds it after importing kiln.nn)
+from kiln import _complex
 from kiln._comparison import scalar_type_name
 
 
@@ -31,4 +31,4 @@ def complex_conv(conv, input, weight, bias, *args):
     xr, xi, wr, wi = input.real, input.imag, weight.real, weight.imag
     real = conv(xr, wr, None if bias is None else bias.real, *args) - conv(xi, wi, None, *args)
     imag = conv(xr, wi, None if bias is None else bias.imag, *args) + conv(xi, wr, None, *args)
-    return kiln.complex(real, imag)
+    return _complex.complex(real, imag)

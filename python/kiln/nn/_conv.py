@@ -2,14 +2,14 @@
 operands through _complex_conv), unfold / fold (the im2col / col2im ops) and conv_tbc.
 conv3d is in _conv3d.py, the transposed convolutions in _conv_transpose.py.
 
-Imports: kiln.nn._ops, kiln.nn._complex_conv and kiln.nn._padding only.
+Imports: kiln._padding, kiln.nn._ops and kiln.nn._complex_conv only.
 """
 
 from __future__ import annotations
 
 from kiln.nn._complex_conv import complex_conv, involves_complex
 from kiln.nn._ops import functions as _functions
-from kiln.nn import _padding
+from kiln import _padding
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from kiln import _C
 from kiln.nn._complex_conv import complex_conv, involves_complex
 from kiln.nn._conv_checks import check_weight_groups
-from kiln.nn._padding import pad
+from kiln._padding import pad
 from kiln.nn._ops import functions as _functions
 
 

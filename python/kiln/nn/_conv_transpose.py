@@ -14,7 +14,7 @@ from kiln import _C
 from kiln.nn._complex_conv import complex_conv, involves_complex
 from kiln.nn._conv3d import conv3d
 from kiln.nn._conv_checks import check_weight_groups
-from kiln.nn._padding import pad
+from kiln._padding import pad
 
 
 def _tuple(value, n):

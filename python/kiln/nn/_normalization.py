@@ -3,7 +3,7 @@ batch_norm (their C++ ops, after torch's Python-side checks), instance_norm (bat
 the batch folded into channels, as PyTorch's own instance_norm), local_response_norm and
 normalize (composed from ops).
 
-Imports: kiln._C, kiln.nn._ops and kiln.nn._padding only.
+Imports: kiln._C, kiln._padding and kiln.nn._ops only.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Optional
 
 from kiln import _C
 from kiln.nn._ops import functions as _functions
-from kiln.nn._padding import pad
+from kiln._padding import pad
 
 
 def _shape_tuple(shape) -> tuple:

@@ -1,6 +1,6 @@
 """The 3-D pooling ops (max_pool3d, avg_pool3d, adaptive_avg_pool3d,
 adaptive_max_pool3d) and adaptive_max_pool1d, composed from kiln's ops;
-re-exported by kiln.nn.functional. Imports: kiln._C, kiln._creation and kiln.nn._padding.
+re-exported by kiln.nn.functional. Imports: kiln._C, kiln._creation and kiln._padding.
 
 Note [Pooling through window tables]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -27,7 +27,7 @@ import numpy as np
 
 from kiln import _C
 from kiln._creation import tensor
-from kiln.nn._padding import pad
+from kiln._padding import pad
 
 
 def _f():

@@ -22,8 +22,8 @@ import warnings
 
 import numpy as np
 
-import kiln  # kiln.unique and kiln.linalg, looked up per call
-from kiln import _C
+from kiln import _C, _statistics
+from kiln._norms import matrix_norm
 from kiln._creation import tensor
 from kiln.autograd.grad_mode import is_grad_enabled, no_grad
 from kiln.nn import _dropout
@@ -233,7 +233,7 @@ def embedding_renorm_(weight, indices, max_norm: float, norm_type: float):
     """torch.embedding_renorm_: rows of ``weight`` named in ``indices`` whose norm exceeds max_norm are
     scaled (in place, without gradient) by max_norm / (norm + 1e-7)."""
     with no_grad():
-        rows = kiln.unique(indices.reshape(-1).to(_C.int64))
+        rows = _statistics.unique(indices.reshape(-1).to(_C.int64))
         if rows.numel() == 0:
             return weight
         picked = weight.index_select(0, rows)
@@ -293,16 +293,6 @@ def native_norm(input, p=2, dim=None, keepdim: bool = False, dtype=None):
     _no_cpu_kernel("native_norm" if dim is None else "native_norm.ScalarOpt_dim_dtype")
 
 
-def norm_except_dim(v, pow=2, dim: int = 0):
-    """torch.norm_except_dim: the ``pow``-norm over every dim but ``dim`` (kept as size-1 dims); dim=-1:
-    the norm of everything, a 0-d tensor."""
-    if dim == -1:
-        return _f().linalg_vector_norm(v, float(pow), None, False)
-    dim = dim % v.dim()
-    others = [d for d in range(v.dim()) if d != dim]
-    return _f().linalg_vector_norm(v, float(pow), others, True)
-
-
 def frobenius_norm(input, dim, keepdim: bool = False):
     """torch.frobenius_norm: the 2-norm over at most two dims (deprecated in torch: it warns; so does kiln)."""
     dims = [dim] if isinstance(dim, int) else list(dim)
@@ -321,8 +311,8 @@ def nuclear_norm(input, dim=None, keepdim: bool = False):
     warnings.warn("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It will be removed in a "
                   "future PyTorch release. Please use `linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead")
     if dim is None:
-        return kiln.linalg.matrix_norm(input, "nuc", keepdim=keepdim)
-    return kiln.linalg.matrix_norm(input, "nuc", dim=tuple(dim), keepdim=keepdim)
+        return matrix_norm(input, "nuc", keepdim=keepdim)
+    return matrix_norm(input, "nuc", dim=tuple(dim), keepdim=keepdim)
 
 
 # --- sync batch norm helpers: torch has CUDA kernels only, except batch_norm_update_stats -----------

@@ -48,7 +48,7 @@ from kiln.nn._dropout import (  # noqa: F401
 )
 from kiln.nn._embedding import embedding, one_hot  # noqa: F401
 from kiln.nn._embedding_bag import embedding_bag  # noqa: F401
-from kiln.nn._padding import (  # noqa: F401
+from kiln._padding import (  # noqa: F401
     _PAD_OPS, _check_pad_dims, _check_pad_nonempty, _index_tensor, _pad_by_index, pad,
 )
 from kiln.nn._normalization import (  # noqa: F401

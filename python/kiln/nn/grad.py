@@ -14,7 +14,7 @@ unchecked; kiln refuses it too).
 """
 
 from __future__ import annotations
-import kiln
+from kiln import _C
 from kiln.autograd import grad
 from kiln.autograd.grad_mode import enable_grad
 from kiln.nn import functional
@@ -44,7 +44,7 @@ def _conv_grad(conv, input, weight, grad_output, wrt_input: bool, stride, paddin
     one of the two is a zero tensor of the given size."""
     template = weight if wrt_input else input
     size = tuple(input if wrt_input else weight)
-    zeros = kiln.zeros(size, dtype=grad_output.dtype, device=grad_output.device, requires_grad=True)
+    zeros = _C._functions.zeros(size, dtype=grad_output.dtype, device=grad_output.device, requires_grad=True)
     create_graph = bool(grad_output.requires_grad or template.requires_grad)
     with enable_grad():
         output = conv(zeros, template, None, stride, padding, dilation, groups) if wrt_input else \

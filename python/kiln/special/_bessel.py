@@ -27,8 +27,12 @@ from __future__ import annotations
 
 import math
 
+from kiln import _C, _creation
+from kiln.autograd import grad_mode
 from kiln.special import _common as c
 from kiln.special._modified_bessel_i import _bessel_i
+
+_F = _C._functions
 
 _SERIES_TERMS = 16
 _MILLER_START = 80
@@ -106,11 +110,10 @@ _HANKEL = {nu: _hankel_pq(nu) for nu in (0, 1)}
 
 def _small_jy(x):
     """J0, J1, Y0, Y1 by their power series (0 < x < 2 intended)."""
-    k = c.kiln()
     t = x * x * 0.25
     j0 = c.horner(_SERIES["j0"], t)
     j1 = c.horner(_SERIES["j1"], t) * (x * 0.5)
-    log_term = k.log(x * 0.5)
+    log_term = _F.log(x * 0.5)
     y0 = (2 / math.pi) * ((log_term + c.EULER_GAMMA) * j0 + c.horner(_SERIES["y0"], t))
     y1 = (2 / math.pi) * log_term * j1 - 2 / (math.pi * x) - (x * 0.5 / math.pi) * c.horner(_SERIES["y1"], t)
     return j0, j1, y0, y1
@@ -138,11 +141,10 @@ _MILLER = _miller_weights()
 
 def _miller_jy(x):
     """J0, J1, Y0, Y1 by Miller's algorithm and Neumann's series (2 <= x <= 25 intended)."""
-    k = c.kiln()
     norm_w, y0_w, y1_w = _MILLER
     two_over_x = 2.0 / x
-    following = k.zeros_like(x)
-    current = k.full_like(x, 1e-250)
+    following = _F.zeros_like(x)
+    current = _F.full_like(x, 1e-250)
     norm = current * norm_w[_MILLER_START]
     s0 = current * y0_w[_MILLER_START]
     s1 = current * y1_w[_MILLER_START]
@@ -161,7 +163,7 @@ def _miller_jy(x):
             f1 = current
     f0 = current
     j0, j1 = f0 / norm, f1 / norm
-    log_term = k.log(x * 0.5) + c.EULER_GAMMA
+    log_term = _F.log(x * 0.5) + c.EULER_GAMMA
     y0 = (2 / math.pi) * (log_term * j0 - 2 * s0 / norm)
     y1 = (2 / math.pi) * (log_term * j1 - j0 / x + s1 / norm)
     return j0, j1, y0, y1
@@ -169,10 +171,9 @@ def _miller_jy(x):
 
 def _hankel_jy(x):
     """J0, J1, Y0, Y1 by Hankel's expansion (x >= 25 intended)."""
-    k = c.kiln()
     inv2 = 1.0 / (x * x)
-    scale = k.sqrt(2 / (math.pi * x)) * (1 / math.sqrt(2))
-    cos_x, sin_x = k.cos(x), k.sin(x)
+    scale = _F.sqrt(2 / (math.pi * x)) * (1 / math.sqrt(2))
+    cos_x, sin_x = _F.cos(x), _F.sin(x)
     out = []
     for nu in (0, 1):
         p_coefficients, q_coefficients = _HANKEL[nu]
@@ -189,56 +190,53 @@ def _hankel_jy(x):
 
 def bessel_jy64(x):
     """J0, J1, Y0, Y1 of a float64 tensor (J at every x, Y nan below 0 and -inf at 0)."""
-    k = c.kiln()
-    a = k.abs(x)
+    a = _F.abs(x)
     small = a < 2
     large = a > _HANKEL_LIMIT
-    xs = k.where(small & (a > 0), a, k.ones_like(a))
-    xm = k.where(~small & ~large, a, k.full_like(a, 10.0))
-    xl = k.where(large & k.isfinite(a), a, k.full_like(a, 30.0))
+    xs = _F.where(small & (a > 0), a, _F.ones_like(a))
+    xm = _F.where(~small & ~large, a, _F.full_like(a, 10.0))
+    xl = _F.where(large & _F.isfinite(a), a, _F.full_like(a, 30.0))
     parts = [_small_jy(xs), _miller_jy(xm), _hankel_jy(xl)]
     values = []
     for i in range(4):
-        v = k.where(small, parts[0][i], k.where(large, parts[2][i], parts[1][i]))
+        v = _F.where(small, parts[0][i], _F.where(large, parts[2][i], parts[1][i]))
         values.append(v)
     j0, j1, y0, y1 = values
     tiny = a < 1e-150  # the series' terms beyond the first underflow harmlessly; keep J1 = x/2 exact
-    j0 = k.where(tiny, k.ones_like(a), j0)
-    j1 = k.where(tiny, a * 0.5, j1)
-    y0 = k.where(tiny, (2 / math.pi) * (k.log(k.where(tiny, a, xs) * 0.5) + c.EULER_GAMMA), y0)
-    y1 = k.where(tiny, -2 / (math.pi * k.where(tiny, a, xs)), y1)
-    j1 = k.where(x < 0, -j1, j1)
-    nan = k.full_like(a, math.nan)
-    inf = k.isinf(a) | k.isnan(a)
-    j0, j1 = k.where(inf, nan, j0), k.where(inf, nan, j1)
+    j0 = _F.where(tiny, _F.ones_like(a), j0)
+    j1 = _F.where(tiny, a * 0.5, j1)
+    y0 = _F.where(tiny, (2 / math.pi) * (_F.log(_F.where(tiny, a, xs) * 0.5) + c.EULER_GAMMA), y0)
+    y1 = _F.where(tiny, -2 / (math.pi * _F.where(tiny, a, xs)), y1)
+    j1 = _F.where(x < 0, -j1, j1)
+    nan = _F.full_like(a, math.nan)
+    inf = _F.isinf(a) | _F.isnan(a)
+    j0, j1 = _F.where(inf, nan, j0), _F.where(inf, nan, j1)
     bad_y = (x < 0) | inf
-    y0 = k.where(bad_y, nan, k.where(x == 0, k.full_like(a, -math.inf), y0))
-    y1 = k.where(bad_y, nan, k.where(x == 0, k.full_like(a, -math.inf), y1))
+    y0 = _F.where(bad_y, nan, _F.where(x == 0, _F.full_like(a, -math.inf), y0))
+    y1 = _F.where(bad_y, nan, _F.where(x == 0, _F.full_like(a, -math.inf), y1))
     return j0, j1, y0, y1
 
 
 def _trapezoid_scaled_k(nu, x):
     """e^x K_nu(x) for x >= ~1 by the trapezoidal rule (x finite and positive)."""
-    k = c.kiln()
-    h = k.clamp(0.7 / k.sqrt(x), max=0.1)
-    total = k.full_like(x, 0.5)
+    h = _F.clamp(0.7 / _F.sqrt(x), max=0.1)
+    total = _F.full_like(x, 0.5)
     for j in range(1, _TRAPEZOID_NODES):
         t = h * j
-        s = k.sinh(t * 0.5)
-        term = k.exp(-2.0 * x * s * s)
+        s = _F.sinh(t * 0.5)
+        term = _F.exp(-2.0 * x * s * s)
         if nu:
-            term = term * k.cosh(nu * t)
+            term = term * _F.cosh(nu * t)
         total = total + term
     return total * h
 
 
 def _small_k(x):
     """K0, K1 by their power series (0 < x <= 2 intended), with I0, I1 by theirs."""
-    k = c.kiln()
     t = x * x * 0.25
     i0 = c.horner(_SERIES["i0"], t)
     i1 = c.horner(_SERIES["i1"], t) * (x * 0.5)
-    log_term = k.log(x * 0.5)
+    log_term = _F.log(x * 0.5)
     k0 = -(log_term + c.EULER_GAMMA) * i0 + c.horner(_SERIES["k0"], t)
     k1 = 1 / x + log_term * i1 - (x * 0.25) * c.horner(_SERIES["k1"], t)
     return k0, k1
@@ -246,40 +244,37 @@ def _small_k(x):
 
 def bessel_k64(nu, x, scaled):
     """K_nu(x) (scaled: e^x K_nu(x)) for nu in {0, 1} of a float64 tensor; nan below 0, inf at 0."""
-    k = c.kiln()
     small = x <= 2
-    finite_positive = (x > 0) & k.isfinite(x)
-    xs = k.where(small & finite_positive, x, k.ones_like(x))
-    xl = k.where(~small & finite_positive, x, k.full_like(x, 4.0))
+    finite_positive = (x > 0) & _F.isfinite(x)
+    xs = _F.where(small & finite_positive, x, _F.ones_like(x))
+    xl = _F.where(~small & finite_positive, x, _F.full_like(x, 4.0))
     near = _small_k(xs)[nu]
     if scaled:
-        near = near * k.exp(xs)
+        near = near * _F.exp(xs)
     far = _trapezoid_scaled_k(nu, xl)
     if not scaled:
-        far = far * k.exp(-xl)
-    result = k.where(small, near, far)
-    result = k.where(x == 0, k.full_like(x, math.inf), result)
-    result = k.where(k.isinf(x) & (x > 0), k.zeros_like(x), result)
-    return k.where((x < 0) | k.isnan(x), k.full_like(x, math.nan), result)
+        far = far * _F.exp(-xl)
+    result = _F.where(small, near, far)
+    result = _F.where(x == 0, _F.full_like(x, math.inf), result)
+    result = _F.where(_F.isinf(x) & (x > 0), _F.zeros_like(x), result)
+    return _F.where((x < 0) | _F.isnan(x), _F.full_like(x, math.nan), result)
 
 
 def spherical_j0_64(x):
     """sin(x)/x of a float64 tensor (0 at +-inf)."""
-    k = c.kiln()
-    small = k.abs(x) < 0.5
-    xs = k.where(small, x, k.zeros_like(x))
+    small = _F.abs(x) < 0.5
+    xs = _F.where(small, x, _F.zeros_like(x))
     series = c.horner([(-1) ** j / math.factorial(2 * j + 1) for j in range(10)], xs * xs)
-    xl = k.where(small | k.isinf(x), k.ones_like(x), x)
-    result = k.where(small, series, k.sin(xl) / xl)
-    return k.where(k.isinf(x), k.zeros_like(x), result)
+    xl = _F.where(small | _F.isinf(x), _F.ones_like(x), x)
+    result = _F.where(small, series, _F.sin(xl) / xl)
+    return _F.where(_F.isinf(x), _F.zeros_like(x), result)
 
 
 def _airy_taylor(x):
     """Ai near the centres of _AIRY_CENTRES (-10.25 <= x <= 1.25)."""
-    k = c.kiln()
     first = _AIRY_CENTRES[0][0]
-    index = k.clamp(k.round((x - first) * 2), 0, len(_AIRY_CENTRES) - 1).to(k.int64)
-    table = k.tensor([list(row) for row in _AIRY_CENTRES], dtype=k.float64, device=x.device)
+    index = _F.clamp(_F.round((x - first) * 2), 0, len(_AIRY_CENTRES) - 1).to(_C.int64)
+    table = _creation.tensor([list(row) for row in _AIRY_CENTRES], dtype=_C.float64, device=x.device)
     centre, value, slope = table[index, 0], table[index, 1], table[index, 2]
     h = x - centre
     coefficients = [value, slope]
@@ -296,33 +291,31 @@ def _airy_taylor(x):
 
 def _airy_negative_asymptotic(z):
     """Ai(-z) for z >= 10."""
-    k = c.kiln()
-    zeta = (2.0 / 3.0) * z * k.sqrt(z)
+    zeta = (2.0 / 3.0) * z * _F.sqrt(z)
     u = [1.0]
     for j in range(1, 24):
         u.append(u[-1] * (6 * j - 5) * (6 * j - 3) * (6 * j - 1) / ((2 * j - 1) * 216 * j))
     p = c.horner([(-1) ** j * u[2 * j] for j in range(12)], 1.0 / (zeta * zeta))
     q = c.horner([(-1) ** j * u[2 * j + 1] for j in range(12)], 1.0 / (zeta * zeta)) / zeta
-    cos_z, sin_z = k.cos(zeta), k.sin(zeta)
+    cos_z, sin_z = _F.cos(zeta), _F.sin(zeta)
     cos_phase = (cos_z + sin_z) * (1 / math.sqrt(2))
     sin_phase = (sin_z - cos_z) * (1 / math.sqrt(2))
-    return (cos_phase * p + sin_phase * q) / (c.SQRT_PI * k.sqrt(k.sqrt(z)))
+    return (cos_phase * p + sin_phase * q) / (c.SQRT_PI * _F.sqrt(_F.sqrt(z)))
 
 
 def airy_ai64(x):
     """Ai of a float64 tensor (nan at +-inf, like torch)."""
-    k = c.kiln()
     positive = x > 1
     negative = x < -10
-    xt = k.where(positive | negative | k.isnan(x), k.zeros_like(x), x)
+    xt = _F.where(positive | negative | _F.isnan(x), _F.zeros_like(x), x)
     middle = _airy_taylor(xt)
-    xp = k.clamp(k.where(positive & k.isfinite(x), x, k.full_like(x, 2.0)), max=200.0)  # Ai(200) underflows
-    zeta = (2.0 / 3.0) * xp * k.sqrt(xp)
-    right = k.sqrt(xp / 3) / math.pi * _trapezoid_scaled_k(1.0 / 3.0, zeta) * k.exp(-zeta)
-    xn = k.where(negative, -x, k.full_like(x, 20.0))
+    xp = _F.clamp(_F.where(positive & _F.isfinite(x), x, _F.full_like(x, 2.0)), max=200.0)  # Ai(200) underflows
+    zeta = (2.0 / 3.0) * xp * _F.sqrt(xp)
+    right = _F.sqrt(xp / 3) / math.pi * _trapezoid_scaled_k(1.0 / 3.0, zeta) * _F.exp(-zeta)
+    xn = _F.where(negative, -x, _F.full_like(x, 20.0))
     left = _airy_negative_asymptotic(xn)
-    result = k.where(positive, right, k.where(negative, left, middle))
-    return k.where(k.isinf(x) | k.isnan(x), k.full_like(x, math.nan), result)
+    result = _F.where(positive, right, _F.where(negative, left, middle))
+    return _F.where(_F.isinf(x) | _F.isnan(x), _F.full_like(x, math.nan), result)
 
 
 def _bessel_i64(nu, x):
@@ -330,10 +323,9 @@ def _bessel_i64(nu, x):
 
 
 def _unary(name, input, out, compute):
-    k = c.kiln()
     c.check_tensor(f"special_{name}", input)
     dtype = c.float_dtype(name, input)
-    with k.no_grad():
+    with grad_mode.no_grad():
         result = compute(c.as64(input)).to(dtype)
     return c.finish(result, out)
 

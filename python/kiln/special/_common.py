@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import math
 
-import kiln as _kiln_package  # its attributes are looked up per call: kiln/__init__.py is mid-import here
-from kiln import _C
+from kiln import _C, _creation, _dtypes, _shape
 
 _f = _C._functions
 
@@ -17,17 +16,12 @@ SQRT_PI = math.sqrt(math.pi)
 SQRT_2PI = math.sqrt(2 * math.pi)
 
 
-def kiln():
-    """The kiln package (kiln.where, kiln.lgamma, ...)."""
-    return _kiln_package
-
-
 def float_input(op, input):
     """``input`` as a floating tensor (integers and bool become the default dtype); torch's TypeError for a
     non-tensor."""
     if not isinstance(input, _C.TensorBase):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    return input if input.dtype.is_floating_point else input.to(_kiln_package.get_default_dtype())
+    return input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
 
 
 def is_tensor(value) -> bool:
@@ -54,18 +48,17 @@ def not_implemented(kernel, dtype, device="cpu"):
 def float_dtype(op, tensor, half_ok=False):
     """The floating dtype torch computes ``op`` in for ``tensor``: integers and bool give the default
     dtype; half precision raises torch's NotImplementedError unless ``half_ok``."""
-    k = kiln()
     dtype = tensor.dtype
     if not dtype.is_floating_point:
-        return k.get_default_dtype()
-    if dtype in (k.float16, k.bfloat16) and not half_ok:
+        return _C.get_default_dtype()
+    if dtype in (_C.float16, _C.bfloat16) and not half_ok:
         raise not_implemented(op, dtype, tensor.device.type)
     return dtype
 
 
 def as64(tensor):
     """A detached float64 copy of ``tensor`` (no autograd history)."""
-    return tensor.detach().to(kiln().float64)
+    return tensor.detach().to(_C.float64)
 
 
 def horner(coefficients, t):
@@ -77,7 +70,7 @@ def horner(coefficients, t):
 
 
 def where(cond, a, b):
-    return kiln().where(cond, a, b)
+    return _f.where(cond, a, b)
 
 
 def finish(result, out):
@@ -100,7 +93,6 @@ def any_item(mask) -> bool:
 def binary_operands(op, a, b, *, kernel=None, half_ok=False, names=("input", "other"), scalars=True, detach=True):
     """Two operands as tensors of torch's result dtype (integers promote to the default dtype), broadcast
     together. ``scalars``: one (not both) may be a Python number, as torch's Tensor/Number overloads."""
-    k = kiln()
     kernel = kernel or op
     a_tensor, b_tensor = is_tensor(a), is_tensor(b)
     if not scalars:
@@ -114,13 +106,13 @@ def binary_operands(op, a, b, *, kernel=None, half_ok=False, names=("input", "ot
             f" * (Tensor {names[0]}, Tensor {names[1]}, *, Tensor out = None)\n"
             f" * (Number {'self' if names[0] == 'input' else names[0]}, Tensor {names[1]}, *, Tensor out = None)\n"
             f" * (Tensor {names[0]}, Number {names[1]}, *, Tensor out = None)\n")
-    dtype = k.result_type(a, b)
+    dtype = _dtypes.result_type(a, b)
     if not dtype.is_floating_point:
-        dtype = k.get_default_dtype()
-    if dtype in (k.float16, k.bfloat16) and not half_ok:
+        dtype = _C.get_default_dtype()
+    if dtype in (_C.float16, _C.bfloat16) and not half_ok:
         raise not_implemented(kernel, dtype)
     device = a.device if a_tensor else b.device
-    a = (a.detach() if detach else a).to(dtype) if a_tensor else k.tensor(float(a), dtype=dtype, device=device)
-    b = (b.detach() if detach else b).to(dtype) if b_tensor else k.tensor(float(b), dtype=dtype, device=device)
-    a, b = k.broadcast_tensors(a, b)
+    a = (a.detach() if detach else a).to(dtype) if a_tensor else _creation.tensor(float(a), dtype=dtype, device=device)
+    b = (b.detach() if detach else b).to(dtype) if b_tensor else _creation.tensor(float(b), dtype=dtype, device=device)
+    a, b = _shape.broadcast_tensors(a, b)
     return a, b, dtype

@@ -36,10 +36,13 @@ import functools
 import math
 from fractions import Fraction
 
-from kiln import _C
+from kiln import _C, _dtypes
+from kiln.autograd import grad_mode
 from kiln.autograd.function import Function
 from kiln.special import _common as c
 from kiln.special._temme import TEMME
+
+_F = _C._functions
 
 _EPS = 1e-17
 _MAX_TERMS = 2000
@@ -74,23 +77,21 @@ _LGAMMA1P = [0.0, -c.EULER_GAMMA] + [(-1) ** k * _zeta_scalar(k) / k for k in ra
 
 def lgamma1p(a):
     """lgamma(1 + a) for a float64 tensor a >= 0, accurate also for tiny a."""
-    k = c.kiln()
     small = a < 0.2
-    series = c.horner(_LGAMMA1P, k.where(small, a, k.zeros_like(a)))
-    return k.where(small, series, k.lgamma(a + 1))
+    series = c.horner(_LGAMMA1P, _F.where(small, a, _F.zeros_like(a)))
+    return _F.where(small, series, _F.lgamma(a + 1))
 
 
 def log1pmx(mu, lam):
     """mu - log1p(mu), mu = lam - 1, without cancellation."""
-    k = c.kiln()
-    near = k.abs(mu) <= 0.5
-    m = k.where(near, mu, k.zeros_like(mu))
+    near = _F.abs(mu) <= 0.5
+    m = _F.where(near, mu, _F.zeros_like(mu))
     t = m / (2 + m)
     t2 = t * t
     series = c.horner([1.0 / (2 * j + 3) for j in range(18)], t2) * t2 * t
     inner = m * t - 2 * series
-    safe = k.where(near, k.ones_like(lam), lam)
-    return k.where(near, inner, mu - k.log(safe))
+    safe = _F.where(near, _F.ones_like(lam), lam)
+    return _F.where(near, inner, mu - _F.log(safe))
 
 
 def _log_gamma_star(a):
@@ -101,33 +102,30 @@ def _log_gamma_star(a):
 
 def _prefactor(a, x, mu, lam):
     """x^a e^-x / Gamma(a)."""
-    k = c.kiln()
     large = a >= 10
-    al = k.where(large, a, k.full_like(a, 10.0))
-    stirling = k.sqrt(al / (2 * math.pi)) * k.exp(-al * log1pmx(mu, lam) - _log_gamma_star(al))
-    direct = a * k.exp(a * k.log(x) - x - lgamma1p(a))
-    return k.where(large, stirling, direct)
+    al = _F.where(large, a, _F.full_like(a, 10.0))
+    stirling = _F.sqrt(al / (2 * math.pi)) * _F.exp(-al * log1pmx(mu, lam) - _log_gamma_star(al))
+    direct = a * _F.exp(a * _F.log(x) - x - lgamma1p(a))
+    return _F.where(large, stirling, direct)
 
 
 def _temme(a, mu, lam):
     """(P, Q) by Temme's expansion."""
-    k = c.kiln()
     half_eta2 = log1pmx(mu, lam)
-    eta = k.sign(mu) * k.sqrt(2 * half_eta2)
+    eta = _F.sign(mu) * _F.sqrt(2 * half_eta2)
     inv_a = 1.0 / a
     total = c.horner(TEMME[-1], eta)
     for row in reversed(TEMME[:-1]):
         total = total * inv_a + c.horner(row, eta)
-    r = k.exp(-a * half_eta2) / k.sqrt(2 * math.pi * a) * total
-    z = eta * k.sqrt(a * 0.5)
-    return 0.5 * k.erfc(-z) - r, 0.5 * k.erfc(z) + r
+    r = _F.exp(-a * half_eta2) / _F.sqrt(2 * math.pi * a) * total
+    z = eta * _F.sqrt(a * 0.5)
+    return 0.5 * _F.erfc(-z) - r, 0.5 * _F.erfc(z) + r
 
 
 def _p_series(a, x, prefactor):
     """P = x^a e^-x/Gamma(a+1) sum_k x^k / ((a+1)...(a+k))."""
-    k = c.kiln()
-    term = k.ones_like(x)
-    total = k.ones_like(x)
+    term = _F.ones_like(x)
+    total = _F.ones_like(x)
     for j in range(1, _MAX_TERMS):
         term = term * x / (a + j)
         total = total + term
@@ -138,95 +136,90 @@ def _p_series(a, x, prefactor):
 
 def _q_series(a, x):
     """Q for small x: -expm1(u) - a e^u sum_k>=1 (-x)^k / (k! (a + k)), u = a log x - lgamma(1 + a)."""
-    k = c.kiln()
-    u = a * k.log(x) - lgamma1p(a)
-    term = k.ones_like(x)
-    total = k.zeros_like(x)
+    u = a * _F.log(x) - lgamma1p(a)
+    term = _F.ones_like(x)
+    total = _F.zeros_like(x)
     for j in range(1, 32):
         term = term * (-x) / j
         total = total + term / (a + j)
-    return -k.expm1(u) - a * k.exp(u) * total
+    return -_F.expm1(u) - a * _F.exp(u) * total
 
 
 def _q_fraction(a, x, prefactor):
     """Q = x^a e^-x/Gamma(a) / (x + 1 - a - 1(1 - a)/(x + 3 - a - ...)), by the modified Lentz method."""
-    k = c.kiln()
     tiny = 1e-300
     b = x + 1 - a
-    cc = k.full_like(x, 1.0 / tiny)
+    cc = _F.full_like(x, 1.0 / tiny)
     d = 1.0 / b
     h = d
     for i in range(1, _MAX_TERMS):
         an = -i * (i - a)
         b = b + 2
         d = an * d + b
-        d = k.where(k.abs(d) < tiny, k.full_like(d, tiny), d)
+        d = _F.where(_F.abs(d) < tiny, _F.full_like(d, tiny), d)
         cc = b + an / cc
-        cc = k.where(k.abs(cc) < tiny, k.full_like(cc, tiny), cc)
+        cc = _F.where(_F.abs(cc) < tiny, _F.full_like(cc, tiny), cc)
         d = 1.0 / d
         delta = d * cc
         h = h * delta
-        if i % 16 == 0 and not c.any_item(k.abs(delta - 1) > _EPS):
+        if i % 16 == 0 and not c.any_item(_F.abs(delta - 1) > _EPS):
             break
     return prefactor * h
 
 
 def igamma64(a, x):
     """(P(a, x), Q(a, x)) of float64 tensors of one shape."""
-    k = c.kiln()
-    valid = (a > 0) & (x > 0) & k.isfinite(a) & k.isfinite(x)
-    a_ = k.where(valid, a, k.ones_like(a))
-    x_ = k.where(valid, x, k.ones_like(x))
+    valid = (a > 0) & (x > 0) & _F.isfinite(a) & _F.isfinite(x)
+    a_ = _F.where(valid, a, _F.ones_like(a))
+    x_ = _F.where(valid, x, _F.ones_like(x))
     lam = x_ / a_
     mu = (x_ - a_) / a_
     temme = valid & (a_ >= 20) & (lam >= 0.5) & (lam <= 2)
     small_x = valid & ~temme & (x_ <= 1.5)
-    use_q = small_x & (a_ * k.log(x_) - lgamma1p(a_) > math.log(0.5))
+    use_q = small_x & (a_ * _F.log(x_) - lgamma1p(a_) > math.log(0.5))
     p_series = valid & ~temme & ~use_q & (small_x | (x_ < a_ + 1))
     fraction = valid & ~temme & ~small_x & ~p_series
-    one = k.ones_like(x_)
+    one = _F.ones_like(x_)
 
-    p = k.zeros_like(x_)
-    q = k.zeros_like(x_)
+    p = _F.zeros_like(x_)
+    q = _F.zeros_like(x_)
     if c.any_item(temme):
-        at = k.where(temme, a_, k.full_like(a_, 20.0))
-        pt, qt = _temme(at, k.where(temme, mu, k.zeros_like(mu)), k.where(temme, lam, one))
-        p, q = k.where(temme, pt, p), k.where(temme, qt, q)
+        at = _F.where(temme, a_, _F.full_like(a_, 20.0))
+        pt, qt = _temme(at, _F.where(temme, mu, _F.zeros_like(mu)), _F.where(temme, lam, one))
+        p, q = _F.where(temme, pt, p), _F.where(temme, qt, q)
     if c.any_item(use_q):
-        qs = _q_series(k.where(use_q, a_, one), k.where(use_q, x_, one))
-        p, q = k.where(use_q, 1 - qs, p), k.where(use_q, qs, q)
+        qs = _q_series(_F.where(use_q, a_, one), _F.where(use_q, x_, one))
+        p, q = _F.where(use_q, 1 - qs, p), _F.where(use_q, qs, q)
     if c.any_item(p_series):
-        ap, xp = k.where(p_series, a_, one), k.where(p_series, x_, k.full_like(x_, 0.5))
+        ap, xp = _F.where(p_series, a_, one), _F.where(p_series, x_, _F.full_like(x_, 0.5))
         ps = _p_series(ap, xp, _prefactor(ap, xp, (xp - ap) / ap, xp / ap))
-        p, q = k.where(p_series, ps, p), k.where(p_series, 1 - ps, q)
+        p, q = _F.where(p_series, ps, p), _F.where(p_series, 1 - ps, q)
     if c.any_item(fraction):
-        af, xf = k.where(fraction, a_, one), k.where(fraction, x_, k.full_like(x_, 3.0))
+        af, xf = _F.where(fraction, a_, one), _F.where(fraction, x_, _F.full_like(x_, 3.0))
         qf = _q_fraction(af, xf, _prefactor(af, xf, (xf - af) / af, xf / af))
-        p, q = k.where(fraction, 1 - qf, p), k.where(fraction, qf, q)
+        p, q = _F.where(fraction, 1 - qf, p), _F.where(fraction, qf, q)
     return _igamma_special(a, x, p, q, valid)
 
 
 def _igamma_special(a, x, p, q, valid):
-    k = c.kiln()
-    nan = k.full_like(p, math.nan)
-    zero, one = k.zeros_like(p), k.ones_like(p)
-    p, q = k.where(valid, p, nan), k.where(valid, q, nan)
+    nan = _F.full_like(p, math.nan)
+    zero, one = _F.zeros_like(p), _F.ones_like(p)
+    p, q = _F.where(valid, p, nan), _F.where(valid, q, nan)
     cases = [  # (condition, P, Q), later entries win
-        (k.isinf(x), one, zero),
-        (k.isinf(a), k.where(k.isinf(x), nan, zero), k.where(k.isinf(x), nan, one)),
+        (_F.isinf(x), one, zero),
+        (_F.isinf(a), _F.where(_F.isinf(x), nan, zero), _F.where(_F.isinf(x), nan, one)),
         (x == 0, zero, one),
-        (a == 0, k.where(x > 0, one, nan), k.where(x > 0, zero, nan)),
+        (a == 0, _F.where(x > 0, one, nan), _F.where(x > 0, zero, nan)),
         ((x < 0) | (a < 0), nan, nan),
     ]
     for cond, pv, qv in cases:
-        p, q = k.where(cond, pv, p), k.where(cond, qv, q)
+        p, q = _F.where(cond, pv, p), _F.where(cond, qv, q)
     return p, q
 
 
 def _em_tail(x, w):
     """Euler-Maclaurin: sum_{k>=0} (w + k)^-x - w^-x/2 ... i.e. int_w^inf + w^-x/2 + Bernoulli corrections."""
-    k = c.kiln()
-    power = k.pow(w, -x)
+    power = _F.pow(w, -x)
     total = power * w / (x - 1) + 0.5 * power
     factor = x * power / w
     w2 = w * w
@@ -238,52 +231,49 @@ def _em_tail(x, w):
 
 def _direct_sum(x, q, count):
     """sum_{k < count} (q + k)^-x, elementwise count."""
-    k = c.kiln()
-    total = k.zeros_like(x)
+    total = _F.zeros_like(x)
     limit = int(c.max_item(count, 0))
     for j in range(limit):
         use = count > j
-        base = k.where(use, q + j, k.ones_like(q))
-        total = total + k.where(use, k.pow(base, -x), k.zeros_like(x))
+        base = _F.where(use, q + j, _F.ones_like(q))
+        total = total + _F.where(use, _F.pow(base, -x), _F.zeros_like(x))
     return total
 
 
 def zeta64(x, q):
     """The Hurwitz zeta function of float64 tensors of one shape, with torch's special values."""
-    k = c.kiln()
-    integer_x = x == k.floor(x)
-    negative_ok = (q < 0) & (q != k.floor(q)) & integer_x
-    regular = (x > 1) & k.isfinite(x) & k.isfinite(q) & ((q > 0) | negative_ok)
-    xr = k.where(regular, x, k.full_like(x, 2.0))
-    qr = k.where(regular, q, k.ones_like(q))
-    shift = k.where(qr < 0, k.ceil(-qr), k.zeros_like(qr))
+    integer_x = x == _F.floor(x)
+    negative_ok = (q < 0) & (q != _F.floor(q)) & integer_x
+    regular = (x > 1) & _F.isfinite(x) & _F.isfinite(q) & ((q > 0) | negative_ok)
+    xr = _F.where(regular, x, _F.full_like(x, 2.0))
+    qr = _F.where(regular, q, _F.ones_like(q))
+    shift = _F.where(qr < 0, _F.ceil(-qr), _F.zeros_like(qr))
     total = _direct_sum(xr, qr, shift)
     qs = qr + shift  # in (0, 1) after a shift
-    wanted = k.clamp(k.ceil(k.clamp(xr, min=10.0) - qs), min=0.0)
-    enough = k.ceil(qs * k.expm1(39.0 / xr))
+    wanted = _F.clamp(_F.ceil(_F.clamp(xr, min=10.0) - qs), min=0.0)
+    enough = _F.ceil(qs * _F.expm1(39.0 / xr))
     negligible = enough < wanted
-    count = k.where(negligible, enough, wanted)
+    count = _F.where(negligible, enough, wanted)
     total = total + _direct_sum(xr, qs, count)
     tail = _em_tail(xr, qs + count)
-    total = total + k.where(negligible, k.zeros_like(tail), tail)
-    nan, inf = k.full_like(x, math.nan), k.full_like(x, math.inf)
-    result = k.where(regular, total, nan)
-    at_inf = k.where(q == 1, k.ones_like(x), k.where((q > 0) & (q < 1) | negative_ok, inf, nan))
-    result = k.where(k.isinf(x) & (x > 0) & ~k.isnan(q), at_inf, result)
+    total = total + _F.where(negligible, _F.zeros_like(tail), tail)
+    nan, inf = _F.full_like(x, math.nan), _F.full_like(x, math.inf)
+    result = _F.where(regular, total, nan)
+    at_inf = _F.where(q == 1, _F.ones_like(x), _F.where((q > 0) & (q < 1) | negative_ok, inf, nan))
+    result = _F.where(_F.isinf(x) & (x > 0) & ~_F.isnan(q), at_inf, result)
     nonpositive = q <= 0
-    result = k.where(nonpositive & ~integer_x, nan, result)
-    result = k.where(nonpositive & (q == k.floor(q)), inf, result)
-    result = k.where(x < 1, nan, result)
-    return k.where(x == 1, inf, result)
+    result = _F.where(nonpositive & ~integer_x, nan, result)
+    result = _F.where(nonpositive & (q == _F.floor(q)), inf, result)
+    result = _F.where(x < 1, nan, result)
+    return _F.where(x == 1, inf, result)
 
 
 @functools.cache
 def _functions():
     """The autograd Functions, made on first use."""
-    k = c.kiln()
 
     def _density(a, x):
-        return k.exp((a - 1) * k.log(x) - x - k.lgamma(a))
+        return _F.exp((a - 1) * _F.log(x) - x - _F.lgamma(a))
 
     def _make(name, upper):
         class IncompleteGamma(Function):
@@ -321,10 +311,9 @@ def _functions():
 
 
 def _incomplete(kernel, op, input, other, out):
-    k = c.kiln()
     c.check_tensor(op, input, "input", 1)
     c.check_tensor(op, other, "other", 2)
-    dtype = k.result_type(input, other)
+    dtype = _dtypes.result_type(input, other)
     if not dtype.is_floating_point:
         raise c.not_implemented(kernel, dtype, input.device.type)
     a, x, _ = c.binary_operands(op, input, other, kernel=kernel, half_ok=True, scalars=False, detach=False)
@@ -359,7 +348,7 @@ def zeta(input, other, *, out=None):
 
 
 def _inplace(self, result):
-    with c.kiln().no_grad():
+    with grad_mode.no_grad():
         self.copy_(result.detach())
     return self
 
@@ -389,10 +378,9 @@ def multigammaln(input, p, *, out=None, _op="special_multigammaln"):
         raise TypeError(f"{_op}(): argument 'p' (position 2) must be int, not {type(p).__name__}")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
-    k = c.kiln()
     x = c.float_input(_op, input)
-    offsets = k.arange(p, dtype=x.dtype) * -0.5
-    result = k.lgamma(x.unsqueeze(-1) + offsets).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+    offsets = _F.arange(p, dtype=x.dtype) * -0.5
+    result = _F.lgamma(x.unsqueeze(-1) + offsets).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
     if out is not None:
         return _C._functions._copy_to_out(result, out)
     return result

@@ -18,10 +18,12 @@ from __future__ import annotations
 import functools
 import math
 
-import kiln  # kiln.where, kiln.exp, ...: looked up per call
 from kiln import _C
+from kiln.autograd import grad_mode
 from kiln.autograd.function import Function
 from kiln.special import _common
+
+_F = _C._functions
 
 _SERIES_LIMIT = 20.0
 _SERIES_TERMS = 36
@@ -54,25 +56,25 @@ def _bessel_i(nu, x, scaled):
     """I_nu(x) (scaled: e^-|x| I_nu(x)) in x's dtype, computed in float64, not recorded by autograd."""
 
     series, asymptotic = _COEFFICIENTS[nu]
-    with kiln.no_grad():
-        x64 = x.detach().to(kiln.float64)
+    with grad_mode.no_grad():
+        x64 = x.detach().to(_C.float64)
         a = x64.abs()
         small = a <= _SERIES_LIMIT
-        xs = kiln.where(small, x64, kiln.zeros_like(x64))
+        xs = _F.where(small, x64, _F.zeros_like(x64))
         near = _horner(series, xs * xs * 0.25)
         if nu == 1:
             near = near * (xs * 0.5) + 0.0  # -0 in gives +0 out, as torch's
         if scaled:
-            near = near * kiln.exp(-xs.abs())
-        xl = kiln.where(small, kiln.full_like(a, 2 * _SERIES_LIMIT), a)
-        far = _horner(asymptotic, 1.0 / xl) / kiln.sqrt(2 * math.pi * xl)
+            near = near * _F.exp(-xs.abs())
+        xl = _F.where(small, _F.full_like(a, 2 * _SERIES_LIMIT), a)
+        far = _horner(asymptotic, 1.0 / xl) / _F.sqrt(2 * math.pi * xl)
         if not scaled:
-            half = kiln.exp(xl * 0.5)  # e^x as two factors: no early overflow, no rounding of x - log(...)
+            half = _F.exp(xl * 0.5)  # e^x as two factors: no early overflow, no rounding of x - log(...)
             far = far * half * half
-            far = kiln.where(kiln.isinf(xl), kiln.full_like(far, math.nan), far)
+            far = _F.where(_F.isinf(xl), _F.full_like(far, math.nan), far)
         if nu == 1:
-            far = far * kiln.sign(x64)
-        return kiln.where(small, near, far).to(x.dtype)
+            far = far * _F.sign(x64)
+        return _F.where(small, near, far).to(x.dtype)
 
 
 @functools.cache
@@ -80,7 +82,7 @@ def _functions():
     """The autograd Functions, made on first use."""
 
     def _at_zero_half(x, value):
-        return kiln.where(x == 0, kiln.full_like(value, 0.5), value)
+        return _F.where(x == 0, _F.full_like(value, 0.5), value)
 
     class I0(Function):
         @staticmethod
@@ -103,7 +105,7 @@ def _functions():
         @staticmethod
         def backward(ctx, grad):
             (x,) = ctx.saved_tensors
-            return grad * (i1e(x) - kiln.sgn(x) * i0e(x))
+            return grad * (i1e(x) - _F.sgn(x) * i0e(x))
 
     class I1(Function):
         @staticmethod
@@ -125,7 +127,7 @@ def _functions():
         @staticmethod
         def backward(ctx, grad):
             (x,) = ctx.saved_tensors
-            return grad * _at_zero_half(x, i0e(x) - i1e(x) * (kiln.sgn(x) + 1 / x))
+            return grad * _at_zero_half(x, i0e(x) - i1e(x) * (_F.sgn(x) + 1 / x))
 
     return {"i0": I0, "i0e": I0e, "i1": I1, "i1e": I1e}
 

@@ -24,8 +24,11 @@ import functools
 
 import math
 
+from kiln import _C
 from kiln.autograd.function import Function
 from kiln.special import _common as c
+
+_F = _C._functions
 
 _SPLIT = 2.0 ** 20
 _ERFCX_ASYMPTOTIC = 25.0
@@ -34,58 +37,52 @@ _ERFCX_ASYMPTOTIC = 25.0
 def exp_square(x, scale=1.0, limit=30.0):
     """exp(scale x^2) for a float64 tensor, without the error of rounding x^2 (|x| is clamped to ``limit``,
     where the result has long over- or underflowed)."""
-    k = c.kiln()
-    x = k.clamp(x, -limit, limit)
-    hi = k.round(x * _SPLIT) / _SPLIT
+    x = _F.clamp(x, -limit, limit)
+    hi = _F.round(x * _SPLIT) / _SPLIT
     lo = x - hi
-    return k.exp(hi * hi * scale) * k.exp(lo * (2 * hi + lo) * scale)
+    return _F.exp(hi * hi * scale) * _F.exp(lo * (2 * hi + lo) * scale)
 
 
 def _erfcx_asymptotic(x):
-    k = c.kiln()
     inv = 1.0 / (2 * x * x)
     coefficients, term = [1.0], 1.0
     for j in range(1, 10):
         term *= -(2 * j - 1)
         coefficients.append(term)
-    return c.horner(coefficients, inv) / (x * c.SQRT_PI) + k.zeros_like(x)
+    return c.horner(coefficients, inv) / (x * c.SQRT_PI) + _F.zeros_like(x)
 
 
 def _erfcx_nonnegative(a):
     """erfcx for a >= 0 (nan passes through)."""
-    k = c.kiln()
     big = a >= _ERFCX_ASYMPTOTIC
-    near = exp_square(k.where(big, k.zeros_like(a), a)) * k.erfc(k.where(big, k.zeros_like(a), a))
-    far = _erfcx_asymptotic(k.where(big, a, k.full_like(a, _ERFCX_ASYMPTOTIC)))
-    return k.where(big, far, near)
+    near = exp_square(_F.where(big, _F.zeros_like(a), a)) * _F.erfc(_F.where(big, _F.zeros_like(a), a))
+    far = _erfcx_asymptotic(_F.where(big, a, _F.full_like(a, _ERFCX_ASYMPTOTIC)))
+    return _F.where(big, far, near)
 
 
 def erfcx64(x):
     """erfcx of a float64 tensor."""
-    k = c.kiln()
-    positive = _erfcx_nonnegative(k.abs(x))
+    positive = _erfcx_nonnegative(_F.abs(x))
     negative = 2 * exp_square(x) - positive
-    return k.where(x >= 0, positive, negative)
+    return _F.where(x >= 0, positive, negative)
 
 
 def log_ndtr64(x):
     """log of the standard normal CDF of a float64 tensor."""
-    k = c.kiln()
     low = x < -1
-    xl = k.where(low, x, k.full_like(x, -2.0))
-    left = k.log(erfcx64(-xl * (1 / math.sqrt(2))) * 0.5) - xl * xl * 0.5
-    xr = k.where(low, k.zeros_like(x), x)
+    xl = _F.where(low, x, _F.full_like(x, -2.0))
+    left = _F.log(erfcx64(-xl * (1 / math.sqrt(2))) * 0.5) - xl * xl * 0.5
+    xr = _F.where(low, _F.zeros_like(x), x)
     # ndtr(-x) = erfcx(x/sqrt2) exp(-x^2/2) / 2: no error from rounding x/sqrt2 inside erfc's steep tail
-    upper_tail = 0.5 * _erfcx_nonnegative(k.abs(xr) * (1 / math.sqrt(2))) * exp_square(xr, -0.5, 40.0)
-    tail = k.where(xr > 0, upper_tail, 0.5 * k.erfc(xr * (1 / math.sqrt(2))))
-    right = k.log1p(-tail)
-    return k.where(low, left, right)
+    upper_tail = 0.5 * _erfcx_nonnegative(_F.abs(xr) * (1 / math.sqrt(2))) * exp_square(xr, -0.5, 40.0)
+    tail = _F.where(xr > 0, upper_tail, 0.5 * _F.erfc(xr * (1 / math.sqrt(2))))
+    right = _F.log1p(-tail)
+    return _F.where(low, left, right)
 
 
 def _ndtri_guess(q):
     """A first guess (error < 5e-4) of ndtri(q) for 0 < q <= 1/2."""
-    k = c.kiln()
-    t = k.sqrt(-2 * k.log(q))
+    t = _F.sqrt(-2 * _F.log(q))
     numerator = c.horner([2.515517, 0.802853, 0.010328], t)
     denominator = c.horner([1.0, 1.432788, 0.189269, 0.001308], t)
     return numerator / denominator - t
@@ -93,41 +90,38 @@ def _ndtri_guess(q):
 
 def ndtri64(p):
     """The inverse of the standard normal CDF of a float64 tensor."""
-    k = c.kiln()
     upper = p > 0.5
-    q = k.where(upper, 1 - p, p)
+    q = _F.where(upper, 1 - p, p)
     inside = (q > 0) & (q <= 0.5)
-    q = k.where(inside, q, k.full_like(q, 0.25))
+    q = _F.where(inside, q, _F.full_like(q, 0.25))
     x = _ndtri_guess(q)
-    log_q = k.log(q)
+    log_q = _F.log(q)
     for _ in range(4):
         lx = log_ndtr64(x)
-        x = x - (lx - log_q) * c.SQRT_2PI * k.exp(x * x * 0.5 + lx)
-    central = k.abs(p - 0.5) < 0.25
-    y = k.where(central, 2 * p - 1, k.zeros_like(p))
-    z = k.erfinv(y)
+        x = x - (lx - log_q) * c.SQRT_2PI * _F.exp(x * x * 0.5 + lx)
+    central = _F.abs(p - 0.5) < 0.25
+    y = _F.where(central, 2 * p - 1, _F.zeros_like(p))
+    z = _F.erfinv(y)
     for _ in range(2):
-        z = z - (k.erf(z) - y) * (c.SQRT_PI * 0.5) * exp_square(z)
-    tail = k.where(upper, -x, x)
-    result = k.where(central, z * math.sqrt(2), tail)
-    result = k.where(p == 0, k.full_like(p, -math.inf), result)
-    result = k.where(p == 1, k.full_like(p, math.inf), result)
-    return k.where((p < 0) | (p > 1) | k.isnan(p), k.full_like(p, math.nan), result)
+        z = z - (_F.erf(z) - y) * (c.SQRT_PI * 0.5) * exp_square(z)
+    tail = _F.where(upper, -x, x)
+    result = _F.where(central, z * math.sqrt(2), tail)
+    result = _F.where(p == 0, _F.full_like(p, -math.inf), result)
+    result = _F.where(p == 1, _F.full_like(p, math.inf), result)
+    return _F.where((p < 0) | (p > 1) | _F.isnan(p), _F.full_like(p, math.nan), result)
 
 
 def _entr_forward(x):
-    k = c.kiln()
     positive = x > 0
-    safe = k.where(positive, x, k.ones_like(x))
-    result = k.where(positive, -safe * k.log(safe), k.zeros_like(x))
-    result = k.where(x < 0, k.full_like(x, -math.inf), result)
-    return k.where(k.isnan(x), x, result)
+    safe = _F.where(positive, x, _F.ones_like(x))
+    result = _F.where(positive, -safe * _F.log(safe), _F.zeros_like(x))
+    result = _F.where(x < 0, _F.full_like(x, -math.inf), result)
+    return _F.where(_F.isnan(x), x, result)
 
 
 @functools.cache
 def _functions():
     """The autograd Functions, made on first use."""
-    k = c.kiln()
 
     class Erfcx(Function):
         @staticmethod
@@ -151,7 +145,7 @@ def _functions():
         @staticmethod
         def backward(ctx, grad):
             (x,) = ctx.saved_tensors
-            return grad / c.SQRT_2PI * k.exp(-(log_ndtr(x) + x * x / 2))
+            return grad / c.SQRT_2PI * _F.exp(-(log_ndtr(x) + x * x / 2))
 
     class Ndtri(Function):
         @staticmethod
@@ -164,7 +158,7 @@ def _functions():
         def backward(ctx, grad):
             (p,) = ctx.saved_tensors
             x = ndtri(p)
-            return grad * c.SQRT_2PI * k.exp(x * x / 2)
+            return grad * c.SQRT_2PI * _F.exp(x * x / 2)
 
     class Entr(Function):
         @staticmethod
@@ -175,7 +169,7 @@ def _functions():
         @staticmethod
         def backward(ctx, grad):
             (x,) = ctx.saved_tensors
-            return grad * -(1 + k.log(x))
+            return grad * -(1 + _F.log(x))
 
     return {"erfcx": Erfcx, "log_ndtr": LogNdtr, "ndtri": Ndtri, "entr": Entr}
 

@@ -27,28 +27,29 @@ from __future__ import annotations
 
 import math
 
+from kiln import _C
 from kiln.special import _common as c
+
+_F = _C._functions
 
 _INT64_LIMIT = 2.0 ** 63
 
 
 def _operands(op, x, n):
-    k = c.kiln()
     x, n, dtype = c.binary_operands(f"special_{op}", x, n, kernel=op, names=("x", "n"))
-    valid = k.isfinite(n) & (k.abs(n) < _INT64_LIMIT)
-    degree = k.trunc(k.where(valid, n, k.full_like(n, -1.0))).to(k.int64)
+    valid = _F.isfinite(n) & (_F.abs(n) < _INT64_LIMIT)
+    degree = _F.trunc(_F.where(valid, n, _F.full_like(n, -1.0))).to(_C.int64)
     return x, degree, dtype
 
 
 def _recurrence(step, p, q, steps):
     """Applies (p, q) <- (q, step(j, p, q)) for j = 1, 2, ... while j <= steps (elementwise); returns q."""
-    k = c.kiln()
     total = int(c.max_item(steps, 0))
     for j in range(1, total + 1):
         update = steps >= j
         new = step(j, p, q)
-        p, q = k.where(update, q, p), k.where(update, new, q)
-        if j % 32 == 0 and not c.any_item((steps > j) & ~k.isnan(q)):
+        p, q = _F.where(update, q, p), _F.where(update, new, q)
+        if j % 32 == 0 and not c.any_item((steps > j) & ~_F.isnan(q)):
             break
     return q
 
@@ -59,63 +60,59 @@ def _even(degree):
 
 def _signed(degree, value):
     """value for even degrees, -value for odd ones."""
-    k = c.kiln()
-    return k.where(_even(degree), value, -value)
+    return _F.where(_even(degree), value, -value)
 
 
 def _chebyshev(op, x, n, kind, shifted, out):
-    k = c.kiln()
     x, degree, dtype = _operands(op, x, n)
     nf = degree.to(dtype)
-    one = k.ones_like(x)
+    one = _F.ones_like(x)
     y = x + x - 1.0 if shifted else x
     first = {"t": y, "u": y + y, "v": y + y - 1.0, "w": y + y + 1.0}[kind]
     threshold = 4 if (shifted and kind == "w") else (6 if shifted or kind == "t" else 8)
-    trig = (degree > threshold) & (k.abs(y) < 1)
+    trig = (degree > threshold) & (_F.abs(y) < 1)
     if shifted:
         top, bottom = x == 1, x == 0
     else:
         top, bottom = x == 1, x == -1
     ends = top | bottom
-    steps = k.where((degree >= 2) & ~trig & ~ends, degree - 1, k.zeros_like(degree))
+    steps = _F.where((degree >= 2) & ~trig & ~ends, degree - 1, _F.zeros_like(degree))
     two_y = y + y
     result = _recurrence(lambda j, p, q: two_y * q - p, one, first, steps)
-    result = k.where(degree == 1, first, result)
-    result = k.where(degree == 0, one, result)
-    result = k.where(trig, _chebyshev_trig(kind, shifted, k.where(trig, y, k.zeros_like(y)), x, degree, nf), result)
-    result = k.where(ends, _chebyshev_ends(kind, top, degree, nf), result)
-    result = k.where(degree < 0, k.zeros_like(result), result)
+    result = _F.where(degree == 1, first, result)
+    result = _F.where(degree == 0, one, result)
+    result = _F.where(trig, _chebyshev_trig(kind, shifted, _F.where(trig, y, _F.zeros_like(y)), x, degree, nf), result)
+    result = _F.where(ends, _chebyshev_ends(kind, top, degree, nf), result)
+    result = _F.where(degree < 0, _F.zeros_like(result), result)
     return c.finish(result, out)
 
 
 def _chebyshev_trig(kind, shifted, y, x, degree, nf):
-    k = c.kiln()
-    theta = k.acos(y)
+    theta = _F.acos(y)
     if kind == "t":
-        return k.cos(nf * theta)
+        return _F.cos(nf * theta)
     if kind == "u":
-        s = k.sin(theta)
-        return k.where(s != 0, k.sin((nf + 1) * theta) / s, (nf + 1) * k.cos((nf + 1) * theta) / y)
+        s = _F.sin(theta)
+        return _F.where(s != 0, _F.sin((nf + 1) * theta) / s, (nf + 1) * _F.cos((nf + 1) * theta) / y)
     half = theta / 2
     twice = nf + nf + 1
     if kind == "v":
-        return k.where(k.sin(half) != 1, k.cos((nf + 0.5) * theta) / k.cos(half), _signed(degree, twice))
+        return _F.where(_F.sin(half) != 1, _F.cos((nf + 0.5) * theta) / _F.cos(half), _signed(degree, twice))
     # cos(theta / 2) rounds to 1 only next to y = +-1, where W_n is 2n + 1 at the top and +-1 at the bottom.
     # torch's kernel returns +-1 at both ends (and reaches it at the top only where its cos rounds to 1, which
     # std::cos does not for x = 1 - 1e-16 but a vector cos may); kiln gives the top its limit, 2n + 1.
-    fallback = k.where(y > 0, twice, _signed(degree, k.ones_like(y)))
-    return k.where(k.cos(half) != 1, k.sin((nf + 0.5) * theta) / k.sin(half), fallback)
+    fallback = _F.where(y > 0, twice, _signed(degree, _F.ones_like(y)))
+    return _F.where(_F.cos(half) != 1, _F.sin((nf + 0.5) * theta) / _F.sin(half), fallback)
 
 
 def _chebyshev_ends(kind, top, degree, nf):
     """The values at y = 1 (top) and y = -1."""
-    k = c.kiln()
-    one = k.ones_like(nf)
+    one = _F.ones_like(nf)
     twice = nf + nf + 1
     at_top = {"t": one, "u": nf + 1, "v": one, "w": twice}[kind]
     at_bottom = {"t": _signed(degree, one), "u": _signed(degree, nf + 1), "v": _signed(degree, twice),
                  "w": _signed(degree, one)}[kind]
-    return k.where(top, at_top, at_bottom)
+    return _F.where(top, at_top, at_bottom)
 
 
 def chebyshev_polynomial_t(input, n, *, out=None):
@@ -159,22 +156,21 @@ def shifted_chebyshev_polynomial_w(input, n, *, out=None):
 
 
 def _hermite(op, x, n, physicists, out):
-    k = c.kiln()
     x, degree, dtype = _operands(op, x, n)
-    one = k.ones_like(x)
-    limit = 128 if dtype == k.float32 else 512
+    one = _F.ones_like(x)
+    limit = 128 if dtype == _C.float32 else 512
     first = x + x if physicists else x
     too_high = degree > limit
-    steps = k.where((degree >= 2) & ~too_high, degree - 1, k.zeros_like(degree))
+    steps = _F.where((degree >= 2) & ~too_high, degree - 1, _F.zeros_like(degree))
     if physicists:
         two_x = x + x
         result = _recurrence(lambda j, p, q: two_x * q - (2 * j) * p, one, first, steps)
     else:
         result = _recurrence(lambda j, p, q: x * q - j * p, one, first, steps)
-    result = k.where(too_high, k.full_like(result, math.nan), result)
-    result = k.where(degree == 1, first, result)
-    result = k.where(degree == 0, one, result)
-    result = k.where(degree < 0, k.zeros_like(result), result)
+    result = _F.where(too_high, _F.full_like(result, math.nan), result)
+    result = _F.where(degree == 1, first, result)
+    result = _F.where(degree == 0, one, result)
+    result = _F.where(degree < 0, _F.zeros_like(result), result)
     return c.finish(result, out)
 
 
@@ -190,29 +186,27 @@ def hermite_polynomial_he(input, n, *, out=None):
 
 def laguerre_polynomial_l(input, n, *, out=None):
     """torch.special.laguerre_polynomial_l: the Laguerre polynomial L_n(x) (1 at x = 0)."""
-    k = c.kiln()
     x, degree, dtype = _operands("laguerre_polynomial_l", input, n)
-    one = k.ones_like(x)
+    one = _F.ones_like(x)
     first = 1.0 - x
     zero = x == 0
-    steps = k.where((degree >= 2) & ~zero, degree - 1, k.zeros_like(degree))
+    steps = _F.where((degree >= 2) & ~zero, degree - 1, _F.zeros_like(degree))
     result = _recurrence(lambda j, p, q: (((j + j) + first) * q - j * p) / (j + 1), one, first, steps)
-    result = k.where(degree == 1, first, result)
-    result = k.where((degree == 0) | zero, one, result)
-    result = k.where(degree < 0, k.zeros_like(result), result)
+    result = _F.where(degree == 1, first, result)
+    result = _F.where((degree == 0) | zero, one, result)
+    result = _F.where(degree < 0, _F.zeros_like(result), result)
     return c.finish(result, out)
 
 
 def legendre_polynomial_p(input, n, *, out=None):
     """torch.special.legendre_polynomial_p: the Legendre polynomial P_n(x)."""
-    k = c.kiln()
     x, degree, dtype = _operands("legendre_polynomial_p", input, n)
-    one = k.ones_like(x)
-    ends = k.abs(x) == 1
-    steps = k.where((degree >= 2) & ~ends, degree - 1, k.zeros_like(degree))
+    one = _F.ones_like(x)
+    ends = _F.abs(x) == 1
+    steps = _F.where((degree >= 2) & ~ends, degree - 1, _F.zeros_like(degree))
     result = _recurrence(lambda j, p, q: ((2 * j + 1) * x * q - j * p) / (j + 1), one, x, steps)
-    result = k.where(degree == 1, x, result)
-    result = k.where(degree == 0, one, result)
-    result = k.where(ends, k.where((x > 0) | _even(degree), one, -one), result)
-    result = k.where(degree < 0, k.zeros_like(result), result)
+    result = _F.where(degree == 1, x, result)
+    result = _F.where(degree == 0, one, result)
+    result = _F.where(ends, _F.where((x > 0) | _even(degree), one, -one), result)
+    result = _F.where(degree < 0, _F.zeros_like(result), result)
     return c.finish(result, out)

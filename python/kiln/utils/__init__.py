@@ -1,5 +1,5 @@
-"""kiln.utils: data loading (kiln.utils.data) and activation checkpointing
-(kiln.utils.checkpoint), as torch.utils."""
+"""kiln.utils: data loading (kiln.utils.data), activation checkpointing
+(kiln.utils.checkpoint) and pytrees (kiln.utils._pytree), as torch.utils."""
 
 from kiln.utils import checkpoint, data
 

@@ -37,7 +37,7 @@ from kiln import _C
 from kiln import autograd
 from kiln import random
 from kiln.autograd.function import Function
-from kiln.func._pytree import tree_flatten, tree_unflatten
+from kiln.utils._pytree import tree_flatten, tree_unflatten
 from kiln.nn import Sequential
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "check_backward_validity",

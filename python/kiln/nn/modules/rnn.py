@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 
-import kiln
 from kiln import _C
 from kiln.nn import functional as F
 from kiln.nn import init
@@ -29,7 +28,7 @@ _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
 def _fused_dtypes():
-    return (kiln.float32, kiln.float64)
+    return (_C.float32, _C.float64)
 
 
 def _f():

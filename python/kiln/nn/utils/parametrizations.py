@@ -18,8 +18,11 @@ from __future__ import annotations
 
 from enum import Enum, auto
 
-import kiln
-from kiln import _C
+from kiln import _C, _comparison, _dtypes
+from kiln._norms import norm_except_dim
+from kiln.linalg._matrix_functions import householder_product, matrix_exp
+from kiln.linalg._raw_factors import geqrf
+from kiln.linalg._solve import solve
 from kiln.nn import functional
 from kiln.nn.modules.conv import ConvTranspose1d, ConvTranspose2d
 from kiln.nn.modules.conv_transpose3d import ConvTranspose3d
@@ -27,10 +30,6 @@ from kiln.nn.modules.module import Module
 from kiln.nn.utils import parametrize
 
 __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
-
-
-def _k():
-    return kiln
 
 
 def _F():
@@ -48,19 +47,19 @@ class _OrthMaps(Enum):
 
 
 def _eye_like_last(x, n: int):
-    return _k().eye(n, dtype=x.dtype)
+    return _C._functions.eye(n, dtype=x.dtype)
 
 
 def _is_orthogonal(q) -> bool:
     n, k = q.size(-2), q.size(-1)
-    eps = 10.0 * n * _k().finfo(q.dtype).eps
-    return bool(_k().allclose(q.mT @ q, _eye_like_last(q, k), atol=eps))
+    eps = 10.0 * n * _dtypes.finfo(q.dtype).eps
+    return bool(_comparison.allclose(q.mT @ q, _eye_like_last(q, k), atol=eps))
 
 
 def _make_orthogonal(a):
     """The Q of a's QR decomposition, its columns' signs fixed so that diag(R) > 0."""
-    x, tau = _k().geqrf(a)
-    q = _k().linalg.householder_product(x, tau)
+    x, tau = geqrf(a)
+    q = householder_product(x, tau)
     return q * x.diagonal(dim1=-2, dim2=-1).sign().unsqueeze(-2)
 
 
@@ -85,16 +84,16 @@ class _Orthogonal(Module):
                 X = _C._functions.cat([X, pad], -1)
             A = X - X.mT
             if self.orthogonal_map == _OrthMaps.matrix_exp:
-                Q = _k().linalg.matrix_exp(A)
+                Q = matrix_exp(A)
             else:
                 eye = _eye_like_last(A, n)
-                Q = _k().linalg.solve(eye - A * 0.5, eye + A * 0.5)
+                Q = solve(eye - A * 0.5, eye + A * 0.5)
             if n != k:
                 Q = Q[..., :k]
         else:
             A = X.tril(diagonal=-1)
             tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
-            Q = _k().linalg.householder_product(A, tau)
+            Q = householder_product(A, tau)
             # X's diagonal holds +-1: the signs of Q's columns (not differentiated)
             Q = Q * X.diagonal(dim1=-2, dim2=-1).detach().to(_C.int32).to(Q.dtype).unsqueeze(-2)
         base = self._buffers.get("base")
@@ -119,16 +118,16 @@ class _Orthogonal(Module):
                 if self.orthogonal_map in (_OrthMaps.cayley, _OrthMaps.matrix_exp):
                     raise NotImplementedError("It is not possible to assign to the matrix exponential or the Cayley "
                                               "parametrizations when use_trivialization=False.")
-                A, tau = _k().geqrf(Q)
+                A, tau = geqrf(Q)
                 # diag(R) > 0 (else Q = (-Q)(-Id) is another QR): the diagonal becomes R's signs, flipped where
                 # LAPACK skipped a reflection (tau == 0)
                 diag = A.diagonal(dim1=-2, dim2=-1)
-                diag.copy_(_k().where(tau == 0.0, diag.sign() * -1, diag.sign()))
+                diag.copy_(_C._functions.where(tau == 0.0, diag.sign() * -1, diag.sign()))
                 return A.mT if transpose else A
             if n == k:
                 Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
             else:
-                N = _k().randn(*(tuple(Q.shape[:-2]) + (n, n - k)), dtype=Q.dtype)
+                N = _C._functions.randn(*(tuple(Q.shape[:-2]) + (n, n - k)), dtype=Q.dtype)
                 Q = _make_orthogonal(_C._functions.cat([Q, N], -1))
             self.base = Q
             neg_id = _C._functions.zeros(tuple(Q_init.shape), dtype=Q_init.dtype)
@@ -162,10 +161,10 @@ class _WeightNorm(Module):
         self.dim = -1 if dim is None else dim
 
     def forward(self, weight_g, weight_v):
-        return weight_v * (weight_g / _k().norm_except_dim(weight_v, 2, self.dim))
+        return weight_v * (weight_g / norm_except_dim(weight_v, 2, self.dim))
 
     def right_inverse(self, weight):
-        return _k().norm_except_dim(weight, 2, self.dim), weight
+        return norm_except_dim(weight, 2, self.dim), weight
 
 
 def weight_norm(module: Module, name: str = "weight", dim: int = 0):

@@ -19,8 +19,7 @@ import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 
-import kiln
-from kiln import _C
+from kiln import _C, _norms, _statistics
 from kiln.nn.utils.convert_parameters import parameters_to_vector
 
 __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructured", "L1Unstructured",
@@ -29,8 +28,9 @@ __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructu
            "remove", "is_pruned"]
 
 
-def _k():
-    return kiln
+def _topk_indices(input, k, largest=True):
+    """The indices of ``input``'s k largest (smallest) values: torch.topk(...).indices."""
+    return _C._functions.topk(input, k=k, largest=largest)[1]
 
 
 from kiln.autograd.grad_mode import no_grad as _NoGrad  # noqa: E402
@@ -209,8 +209,8 @@ class RandomUnstructured(BasePruningMethod):
         _validate_pruning_amount(nprune, size)
         mask = default_mask.clone()
         if nprune != 0:
-            prob = _k().rand(tuple(t.shape), dtype=t.dtype if t.dtype.is_floating_point else _C.float32)
-            mask = _zero_at(mask, _k().topk(prob.reshape(-1), k=nprune).indices)
+            prob = _C._functions.rand(tuple(t.shape), dtype=t.dtype if t.dtype.is_floating_point else _C.float32)
+            mask = _zero_at(mask, _topk_indices(prob.reshape(-1), k=nprune))
         return mask
 
     @classmethod
@@ -233,7 +233,7 @@ class L1Unstructured(BasePruningMethod):
         _validate_pruning_amount(nprune, size)
         mask = default_mask.clone()
         if nprune != 0:
-            mask = _zero_at(mask, _k().topk(t.abs().reshape(-1), k=nprune, largest=False).indices)
+            mask = _zero_at(mask, _topk_indices(t.abs().reshape(-1), k=nprune, largest=False))
         return mask
 
     @classmethod
@@ -259,8 +259,8 @@ class RandomStructured(BasePruningMethod):
         _validate_pruning_amount(nprune, size)
         if nprune == 0:
             return default_mask
-        prob = _k().rand(size)
-        threshold = _k().kthvalue(prob, k=nprune).values
+        prob = _C._functions.rand(size)
+        threshold = _statistics.kthvalue(prob, k=nprune).values
         return _channel_mask(t, self.dim, prob > threshold) * default_mask.to(dtype=t.dtype)
 
     @classmethod
@@ -288,8 +288,8 @@ class LnStructured(BasePruningMethod):
         if nprune == 0:
             return default_mask
         dim = self.dim % t.dim()
-        norm = _k().norm(t, p=self.n, dim=[d for d in range(t.dim()) if d != dim])
-        keep = _k().topk(norm, k=size - nprune, largest=True).indices
+        norm = _norms.norm(t, p=self.n, dim=[d for d in range(t.dim()) if d != dim])
+        keep = _topk_indices(norm, k=size - nprune, largest=True)
         return _channel_mask(t, self.dim, keep) * default_mask.to(dtype=t.dtype)
 
     @classmethod

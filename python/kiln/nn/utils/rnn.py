@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import kiln
-from kiln import _C
+from kiln import _C, _creation
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
            "unpad_sequence", "pack_sequence", "unpack_sequence"]
@@ -32,13 +31,13 @@ class PackedSequence(NamedTuple):
         return self if data is self.data else self._replace(data=data)
 
     def float(self):
-        return self.to(kiln.float32)
+        return self.to(_C.float32)
 
     def double(self):
-        return self.to(kiln.float64)
+        return self.to(_C.float64)
 
     def half(self):
-        return self.to(kiln.float16)
+        return self.to(_C.float16)
 
     def cpu(self):
         return self
@@ -58,8 +57,8 @@ def invert_permutation(permutation):
     """The inverse of a permutation tensor (None stays None)."""
     if permutation is None:
         return None
-    output = kiln.empty_like(permutation)
-    output.scatter_(0, permutation, kiln.arange(permutation.numel(), dtype=permutation.dtype))
+    output = _C._functions.empty_like(permutation)
+    output.scatter_(0, permutation, _C._functions.arange(permutation.numel(), dtype=permutation.dtype))
     return output
 
 
@@ -83,7 +82,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         order = list(range(len(lengths)))
     else:
         order = sorted(range(len(lengths)), key=lambda b: -lengths[b])  # stable, as torch's sort
-        sorted_indices = kiln.tensor(order, dtype=kiln.int64)
+        sorted_indices = _creation.tensor(order, dtype=_C.int64)
     x = input.transpose(0, 1) if batch_first else input
     batch = x.shape[1]
     if len(lengths) != batch:
@@ -99,8 +98,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     if sorted_indices is not None:
         x = x.index_select(1, sorted_indices)
     batch_sizes = [sum(1 for n in sorted_lengths if n > t) for t in range(sorted_lengths[0])]
-    data = kiln.cat([x[t, :size] for t, size in enumerate(batch_sizes)], 0)
-    return PackedSequence(data, kiln.tensor(batch_sizes, dtype=kiln.int64), sorted_indices,
+    data = _C._functions.cat([x[t, :size] for t, size in enumerate(batch_sizes)], 0)
+    return PackedSequence(data, _creation.tensor(batch_sizes, dtype=_C.int64), sorted_indices,
                           invert_permutation(sorted_indices))
 
 
@@ -120,14 +119,14 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     for size in batch_sizes:
         step = data[start:start + size]
         if size < batch:
-            fill = kiln.full((batch - size, *data.shape[1:]), padding_value, dtype=data.dtype)
-            step = kiln.cat([step, fill], 0)
+            fill = _C._functions.full((batch - size, *data.shape[1:]), padding_value, dtype=data.dtype)
+            step = _C._functions.cat([step, fill], 0)
         rows.append(step)
         start += size
     for _ in range(total_length - steps):
-        rows.append(kiln.full((batch, *data.shape[1:]), padding_value, dtype=data.dtype))
-    padded = kiln.stack(rows, 0)
-    lengths = kiln.tensor([sum(1 for size in batch_sizes if size > b) for b in range(batch)], dtype=kiln.int64)
+        rows.append(_C._functions.full((batch, *data.shape[1:]), padding_value, dtype=data.dtype))
+    padded = _C._functions.stack(rows, 0)
+    lengths = _creation.tensor([sum(1 for size in batch_sizes if size > b) for b in range(batch)], dtype=_C.int64)
     if sequence.unsorted_indices is not None:
         padded = padded.index_select(1, sequence.unsorted_indices)
         lengths = lengths.index_select(0, sequence.unsorted_indices)
@@ -145,10 +144,10 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     for s in sequences:
         missing = longest - s.shape[0]
         if missing:
-            fill = kiln.full((missing, *s.shape[1:]), padding_value, dtype=s.dtype)
-            s = kiln.cat([s, fill] if padding_side == "right" else [fill, s], 0)
+            fill = _C._functions.full((missing, *s.shape[1:]), padding_value, dtype=s.dtype)
+            s = _C._functions.cat([s, fill] if padding_side == "right" else [fill, s], 0)
         padded.append(s)
-    return kiln.stack(padded, 0 if batch_first else 1)
+    return _C._functions.stack(padded, 0 if batch_first else 1)
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):

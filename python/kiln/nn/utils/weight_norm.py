@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import warnings
 
-import kiln
 from kiln import _C
+from kiln._norms import norm_except_dim
 from kiln.nn.parameter import Parameter, UninitializedParameter
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
 
 def _norm_except_dim(v, dim: int):
-    return kiln.norm_except_dim(v, 2, dim)
+    return norm_except_dim(v, 2, dim)
 
 
 def _weight_norm(v, g, dim: int):

@@ -2,8 +2,9 @@
 and cat (positive pads); reflect / replicate / circular call their C++ op where the build
 has one and otherwise index_select along each padded dim (exact in value and gradient).
 
-Imports: kiln._C, kiln._creation and kiln.nn._ops only (conv3d, the 3-D pools and
-local_response_norm pad through this module).
+In the tensor library, not kiln.nn, because torch.stft pads its signal with it (kiln/_stft.py)
+as well as kiln.nn.functional, conv3d, the 3-D pools and local_response_norm.
+Imports: kiln._C and kiln._creation only.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from typing import Optional
 
 from kiln import _C
 from kiln._creation import tensor
-from kiln.nn._ops import native
 
 
 _PAD_OPS = {"reflect": "reflection_pad", "replicate": "replication_pad", "circular": "_pad_circular"}
@@ -88,7 +88,7 @@ def pad(input, pad: list, mode: str = "constant", value: Optional[float] = None)
         if mode != "circular":
             _check_pad_nonempty(input, len(pad) // 2)
         op = f"{_PAD_OPS[mode]}{len(pad) // 2}d"
-        fn = native(op)
+        fn = getattr(_C._functions, op, None)
         if fn is not None:
             return fn(input, list(pad))
         return _pad_by_index(input, [int(p) for p in pad], mode)
