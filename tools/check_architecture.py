@@ -9,8 +9,9 @@ Two rules, one per language:
 - **C++**: a file may include only folders at or before its own in the pipeline
   order below (``#include "eager/core/..."`` from ``eager/kernels`` is fine; the
   reverse is not). Generated headers (``kiln/generated/...``) are ops.yaml's and
-  sit at ``eager/ops``'s rank. ``tests``, ``bench`` and ``tools`` may include
-  anything.
+  sit at ``eager/ops``'s rank, except the Tensor type's method declarations (see
+  Note [The Tensor type sits below the dispatcher]). ``tests``, ``bench`` and
+  ``tools`` may include anything.
 - **Python** (``python/kiln``): no import loop among the package's modules, and
   no module imports a module of a later layer (see ``PYTHON_LAYERS``). Imports
   inside functions count like any other: a lazy import hides a loop from the
@@ -27,26 +28,36 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-# The pipeline, first to last (DESIGN.md's table; eager/README.md). A folder may
-# include folders at or before its own position. Longest prefix wins.
-CPP_ORDER: tuple[str, ...] = (
-    "eager/core",
-    "eager/memory",
-    "eager/dispatch",
-    "eager/ops",
-    "eager/autograd",
-    "eager/cuda",
-    "eager/kernels",
-    "ir",
-    "capture",
-    "passes",
-    "codegen",
-    "runtime",
-    "python",
+# The pipeline, first to last (DESIGN.md's table; eager/README.md): each rank is
+# the paths that sit there. A file may include paths of its own rank or an
+# earlier one. The longest matching path wins, so a single file can sit apart
+# from its folder.
+#
+# Note [The Tensor type sits below the dispatcher]
+# ------------------------------------------------
+# kiln::Tensor is TensorBase (eager/core) plus the op methods opgen declares from
+# the op list (eager/ops/Tensor.h, kiln/generated/TensorMethodDecls.inc). The
+# declarations need only core types; their definitions (the generated
+# TensorMethods.cpp) call the dispatcher and sit with the registry. The
+# dispatcher's boxed values (IValue) hold Tensors, so the type sits between
+# memory and dispatch, as ATen's generated TensorBody.h sits below ATen's
+# dispatcher and above c10. The core itself includes nothing generated.
+CPP_ORDER: tuple[tuple[str, ...], ...] = (
+    ("eager/core",),
+    ("eager/memory",),
+    ("eager/ops/Tensor.h", "kiln/generated/TensorMethodDecls.inc"),
+    ("eager/dispatch",),
+    ("eager/ops", "kiln/generated"),
+    ("eager/autograd",),
+    ("eager/cuda",),
+    ("eager/kernels",),
+    ("ir",),
+    ("capture",),
+    ("passes",),
+    ("codegen",),
+    ("runtime",),
+    ("python",),
 )
-# Generated from ops.yaml by tools/opgen: the registry's rank.
-GENERATED_PREFIX = "kiln/generated"
-GENERATED_RANK_OF = "eager/ops"
 # Folders that may include anything (they sit outside the pipeline, on top).
 CPP_UNRANKED = ("tests", "bench", "tools")
 CPP_SUFFIXES = {".h", ".hpp", ".cpp", ".cc", ".inc", ".cu", ".cuh"}
@@ -67,27 +78,28 @@ class Violation:
 
 
 def cpp_rank(relative_path: str) -> int | None:
-    """The pipeline position of a path (its longest matching folder prefix), or None if unranked."""
-    if relative_path.startswith(GENERATED_PREFIX + "/"):
-        return CPP_ORDER.index(GENERATED_RANK_OF)
+    """The pipeline position of a path (its longest matching prefix), or None if unranked."""
     best: tuple[int, int] | None = None  # (prefix length, rank)
-    for rank, folder in enumerate(CPP_ORDER):
-        if relative_path == folder or relative_path.startswith(folder + "/"):
-            if best is None or len(folder) > best[0]:
-                best = (len(folder), rank)
+    for rank, prefixes in enumerate(CPP_ORDER):
+        for prefix in prefixes:
+            if relative_path == prefix or relative_path.startswith(prefix + "/"):
+                if best is None or len(prefix) > best[0]:
+                    best = (len(prefix), rank)
     return None if best is None else best[1]
 
 
 def cpp_violations(root: Path) -> list[Violation]:
     """Every ``#include "..."`` that reaches later in the pipeline than its file."""
     found: list[Violation] = []
-    for folder in CPP_ORDER:
+    seen: set[Path] = set()
+    for folder in sorted({prefix for prefixes in CPP_ORDER for prefix in prefixes}):
         base = root / folder
         if not base.is_dir():
             continue
         for path in sorted(base.rglob("*")):
-            if path.suffix not in CPP_SUFFIXES or not path.is_file():
+            if path.suffix not in CPP_SUFFIXES or not path.is_file() or path in seen:
                 continue
+            seen.add(path)
             relative = path.relative_to(root).as_posix()
             if relative.startswith(CPP_UNRANKED):
                 continue
@@ -110,7 +122,7 @@ def cpp_violations(root: Path) -> list[Violation]:
 
 
 def _cpp_folder_name(rank: int) -> str:
-    return CPP_ORDER[rank]
+    return " / ".join(CPP_ORDER[rank])
 
 
 # --- Python ------------------------------------------------------------------

@@ -59,6 +59,16 @@ def test_a_generated_header_sits_at_the_registry(tmp_path):
     assert violation.path == "eager/core/Tensor.h" and "eager/ops" in violation.message
 
 
+def test_the_tensor_type_sits_between_memory_and_the_dispatcher(tmp_path):
+    write(tmp_path, "eager/dispatch/IValue.h", '#include "eager/ops/Tensor.h"\n')
+    write(tmp_path, "eager/ops/Tensor.h", '#include "eager/core/TensorBase.h"\n'
+                                          '#include "kiln/generated/TensorMethodDecls.inc"\n'
+                                          '#include "eager/dispatch/Dispatcher.h"\n')
+    write(tmp_path, "eager/dispatch/Boxing.h", '#include "kiln/generated/Functions.h"\n')
+    found = sorted((v.path, v.line) for v in check_architecture.cpp_violations(tmp_path))
+    assert found == [("eager/dispatch/Boxing.h", 1), ("eager/ops/Tensor.h", 3)], found
+
+
 def test_a_sibling_include_is_ranked_by_where_it_resolves(tmp_path):
     write(tmp_path, "eager/kernels/cpu/Loops.h", "#pragma once\n")
     write(tmp_path, "eager/kernels/cpu/Add.cpp", '#include "Loops.h"\n')
