@@ -226,6 +226,36 @@ def test_inplace_on_input_mutates_the_real_input_on_replay():
     assert compiled.num_captures == 1
 
 
+def test_inplace_through_a_view_of_an_input_on_replay():
+    def f(x):
+        x[0].add_(1)
+        return x.sum(dim=1)
+
+    compiled = kiln.compile(f, backend="eager", fullgraph=True)
+    for _ in range(2):
+        xe, xc = kiln.tensor(X), kiln.tensor(X)
+        _assert_same(compiled(xc), f(xe))
+        _assert_same(xc, xe)
+    assert compiled.num_captures == 1
+
+
+def test_batchnorm_running_stats_update_on_replay():
+    def make():
+        kiln.manual_seed(0)
+        return kiln.nn.Sequential(kiln.nn.Linear(4, 6), kiln.nn.BatchNorm1d(6), kiln.nn.ReLU())
+
+    eager, model = make(), make()
+    compiled = kiln.compile(model, backend="eager", fullgraph=True)
+    x = kiln.tensor(RNG.standard_normal((8, 4)).astype(np.float32))
+    for _ in range(3):
+        _assert_same(compiled(x), eager(x))
+    assert compiled._compiled_call.num_captures == 1
+    want = eager.state_dict()
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), want[k].numpy())
+    assert int(model[1].num_batches_tracked) == 3
+
+
 def test_global_tensor_is_read_by_reference_and_writing_it_breaks():
     g = kiln.tensor(B)
 
