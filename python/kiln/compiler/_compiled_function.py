@@ -7,6 +7,7 @@ import functools
 import warnings
 
 from kiln import _C
+from kiln._tensor import Tensor
 from kiln.compiler import _state
 from kiln.compiler._watch import watching
 from kiln.compiler._guards import Unguardable, first_difference, flatten, guard_key, unflatten
@@ -89,7 +90,11 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)  # nested compiled calls are inlined into the outer capture
         tensors: list = []
         try:
-            spec = flatten((args, kwargs), tensors)
+            if not kwargs and all(type(a) is Tensor for a in args):  # the common call: tensors only
+                tensors = list(args)
+                spec = len(args)
+            else:
+                spec = flatten((args, kwargs), tensors)
             module_state = self._module_state()
             key = guard_key(spec, tensors, module_state, self.module)
         except Unguardable as e:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from kiln.compiler._compiled_function import CapturedEntry, CompiledFunction
+from kiln.compiler._guards import guard_names
 
 
 @dataclasses.dataclass
@@ -49,7 +50,7 @@ def explain(fn, *extra_args, **extra_kwargs):
             compiled(*args, **kwargs)
         graphs = [e.graph for e in compiled.cache.values() if isinstance(e, CapturedEntry)]
         ops = [[k for k in g.node_kinds if not k.startswith("prim::")] for g in graphs]
-        guards = [name for name, _ in compiled.last_key] if compiled.last_key else []
+        guards = guard_names(compiled.last_key) if compiled.last_key else []
         return ExplainOutput(graphs=graphs, graph_count=len(graphs), graph_break_count=len(compiled.break_reasons),
                              break_reasons=list(compiled.break_reasons), op_count=sum(len(o) for o in ops),
                              ops_per_graph=ops, out_guards=guards)

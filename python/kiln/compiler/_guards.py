@@ -18,28 +18,29 @@ class Unguardable(Exception):
 
 
 def tensor_meta(t: Tensor) -> tuple:
-    return (tuple(t.shape), t.stride(), t.dtype, t.device, t.requires_grad)
+    return (t.shape, t.stride(), t.dtype, t.device, t.requires_grad)
 
 
 def flatten(value, tensors: list, path: str = "args"):
     """The structure of ``value`` with each tensor replaced by ("T", index into
     ``tensors``, where the tensor is appended). Tuples, lists and dicts are
-    walked; anything else is a ("V", type, value) leaf, hashable or Unguardable."""
-    if isinstance(value, Tensor):
+    walked; anything else is a ("V", type, value) leaf, hashable or Unguardable
+    (whose message names the leaf's path, e.g. ``args[0][1]``)."""
+    cls = type(value)
+    if cls is Tensor or isinstance(value, Tensor):
         tensors.append(value)
         return ("T", len(tensors) - 1)
-    if isinstance(value, (tuple, list)):
-        items = tuple(flatten(v, tensors, f"{path}[{i}]") for i, v in enumerate(value))
-        if type(value) in (tuple, list):
-            return (type(value).__name__, items)
-        return ("sequence", type(value), items)  # a named tuple or another subclass
+    if cls is tuple or cls is list:
+        return (cls.__name__, tuple([flatten(v, tensors, path) for v in value]))
+    if isinstance(value, (tuple, list)):  # a named tuple or another subclass
+        return ("sequence", cls, tuple([flatten(v, tensors, path) for v in value]))
     if isinstance(value, dict):
-        return ("dict", tuple((k, flatten(value[k], tensors, f"{path}[{k!r}]")) for k in value))
+        return ("dict", tuple([(k, flatten(value[k], tensors, path)) for k in value]))
     try:
         hash(value)
     except TypeError as e:
-        raise Unguardable(f"{path} is an unhashable {type(value).__name__}") from e
-    return ("V", type(value), value)
+        raise Unguardable(f"{path} holds an unhashable {cls.__name__}") from e
+    return ("V", cls, value)
 
 
 def unflatten(spec, tensors: list):
@@ -61,23 +62,48 @@ def unflatten(spec, tensors: list):
     raise TypeError(f"kiln.compile: cannot rebuild an output of kind {kind}")
 
 
+_FIELDS = ("sizes", "strides", "dtype", "device", "requires_grad")
+
+
 def guard_key(args_spec, tensors: list, module_state: list, module) -> tuple:
-    """The guard key of one call (see the module docstring)."""
-    first_index = {}
-    aliasing = tuple(first_index.setdefault(id(t), i) for i, t in enumerate(tensors))
-    key = [("grad mode", _C.is_grad_enabled()), ("non-tensor arguments", args_spec), ("argument aliasing", aliasing)]
-    key.extend((f"tensor argument {i}", tensor_meta(t)) for i, t in enumerate(tensors))
-    if module is not None:
-        key.append(("training flags", tuple(m.training for m in module.modules())))
-        key.extend((f"parameter/buffer {name}", (id(t), tensor_meta(t))) for name, t in module_state)
-    return tuple(key)
+    """The guard key of one call (see the module docstring); first_difference names its parts."""
+    if len(tensors) > 1:
+        first_index = {}
+        aliasing = tuple([first_index.setdefault(id(t), i) for i, t in enumerate(tensors)])
+    else:
+        aliasing = ()
+    metas = tuple([(t.shape, t.stride(), t.dtype, t.device, t.requires_grad) for t in tensors])
+    if module is None:
+        return (_C.is_grad_enabled(), args_spec, aliasing, metas)
+    return (_C.is_grad_enabled(), args_spec, aliasing, metas, tuple([m.training for m in module.modules()]),
+            tuple([(name, id(t), tensor_meta(t)) for name, t in module_state]))
+
+
+def guard_names(key: tuple) -> list:
+    """The name of every guard in a key (for explain)."""
+    names = ["grad mode", "non-tensor arguments", "argument aliasing"]
+    names += [f"tensor argument {i} {field}" for i in range(len(key[3])) for field in _FIELDS]
+    if len(key) > 4:
+        names.append("training flags")
+        names += [f"parameter/buffer {name}" for name, _, _ in key[5]]
+    return names
 
 
 def first_difference(old: tuple, new: tuple) -> str:
     """The name of the first guard that differs between two keys."""
-    if len(old) != len(new):
-        return "number of tensors"
-    for (name, a), (_, b) in zip(old, new):
-        if a != b:
+    for i, name in enumerate(("grad mode", "non-tensor arguments", "argument aliasing")):
+        if old[i] != new[i]:
             return name
+    if len(old[3]) != len(new[3]):
+        return "number of tensor arguments"
+    for i, (a, b) in enumerate(zip(old[3], new[3])):
+        for field, x, y in zip(_FIELDS, a, b):
+            if x != y:
+                return f"tensor argument {i} {field}"
+    if len(old) > 4 and old[4] != new[4]:
+        return "training flags"
+    if len(old) > 4:
+        for (name, *a), (_, *b) in zip(old[5], new[5]):
+            if a != b:
+                return f"parameter/buffer {name}"
     return "none"
