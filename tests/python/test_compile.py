@@ -275,6 +275,15 @@ def test_global_tensor_is_read_by_reference_and_writing_it_breaks():
     with pytest.raises(GraphBreak, match="captured by reference"):
         kiln.compile(writes, fullgraph=True)(x)
 
+    def returns_a_constant(x):
+        return x * 2, kiln.tensor([1.0, 2.0])
+
+    with pytest.raises(GraphBreak, match="did not compute"):
+        kiln.compile(returns_a_constant, fullgraph=True)(x)
+    compiled = kiln.compile(lambda x: (x, x + 1), fullgraph=True)  # returning an input is fine
+    compiled(x)
+    assert compiled(x)[0] is x
+
 
 # --- guards ------------------------------------------------------------------
 

@@ -161,6 +161,13 @@ class CompiledFunction:
         for t in out_tensors:
             session.mark_output(t)
         lifted = session.input_tensors[session.num_declared_inputs:]
+        if any(o is t for o in out_tensors for t in lifted):
+            # A replay would hand out the one held tensor on every call, where eager makes a new one (or returns
+            # the global itself, whose rebinding the replay cannot see).
+            self._record_break(key, "the function returns a tensor it did not compute (a global, closure or "
+                                    "Python-made tensor)")
+            session.finish()
+            return result
         num_ops = session.num_ops
         graph = session.take_graph()
         try:
