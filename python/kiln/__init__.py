@@ -140,38 +140,27 @@ from kiln import _aliases  # noqa: E402
 globals().update(_aliases.FUNCTIONS)
 from kiln import special  # noqa: E402
 
-special.install(globals(), Tensor)
+from kiln.special import _tensor_methods as _special_tensor_methods  # noqa: E402
+from kiln.special._gamma import igamma, igammac  # noqa: E402  (torch.igamma / igammac)
+
+_special_tensor_methods.bind(Tensor)
 from kiln.linalg._matrix_functions import matrix_exp, orgqr, tensor_matrix_exp as _tensor_matrix_exp  # noqa: E402
 
 Tensor.matrix_exp = _tensor_matrix_exp
 Tensor.orgqr = orgqr
-from kiln.linalg import _solve as _linalg_solve_module  # noqa: E402
-
-det = _linalg_solve_module.det
-inverse = _linalg_solve_module.inv
-slogdet = _linalg_solve_module.slogdet
-logdet = _linalg_solve_module.logdet
-for _name, _fn in (("det", det), ("inverse", inverse), ("slogdet", slogdet), ("logdet", logdet)):
-    setattr(Tensor, _name, _fn)
-from kiln.linalg import _decompositions as _linalg_decompositions  # noqa: E402
-
-cholesky = _linalg_decompositions.cholesky_legacy
-cholesky_solve = _linalg_decompositions.cholesky_solve
-cholesky_inverse = _linalg_decompositions.cholesky_inverse
-triangular_solve = _linalg_decompositions.triangular_solve
-qr = _linalg_decompositions.qr_legacy
-svd = _linalg_decompositions.svd_legacy
-pinverse = _linalg_decompositions.pinverse
-from kiln.linalg import _lu as _linalg_lu  # noqa: E402
+from kiln.linalg._solve import det, logdet, slogdet  # noqa: E402  (torch's legacy linalg spellings)
+from kiln.linalg._solve import inv as inverse  # noqa: E402
+from kiln.linalg._decompositions import (  # noqa: E402
+    cholesky_inverse, cholesky_solve, pinverse, triangular_solve,
+)
+from kiln.linalg._decompositions import cholesky_legacy as cholesky  # noqa: E402
+from kiln.linalg._decompositions import qr_legacy as qr  # noqa: E402
+from kiln.linalg._decompositions import svd_legacy as svd  # noqa: E402
+from kiln.linalg._lu import lu_legacy as lu, lu_solve_legacy as lu_solve, lu_unpack  # noqa: E402
 from kiln.linalg._raw_factors import geqrf, ormqr  # noqa: E402
+from kiln.linalg import _tensor_methods as _linalg_tensor_methods  # noqa: E402
 
-lu = _linalg_lu.lu_legacy
-lu_solve = _linalg_lu.lu_solve_legacy
-lu_unpack = _linalg_lu.lu_unpack
-for _name, _fn in (("cholesky", cholesky), ("cholesky_solve", cholesky_solve), ("cholesky_inverse", cholesky_inverse),
-                   ("triangular_solve", triangular_solve), ("qr", qr), ("svd", svd), ("pinverse", pinverse),
-                   ("lu", lu), ("lu_solve", lu_solve), ("geqrf", geqrf), ("ormqr", ormqr)):
-    setattr(Tensor, _name, _fn)
+_linalg_tensor_methods.bind(Tensor)
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats  # noqa: E402
 from kiln.serialization import load, save  # noqa: E402
 from kiln._tensor_str import set_printoptions  # noqa: E402
@@ -185,11 +174,26 @@ from kiln._predicates import is_tensor, numel  # noqa: E402
 import builtins  # noqa: E402,F401  (kiln.builtins has always been reachable: kept so dir(kiln) is unchanged)
 
 from kiln import nn, optim, utils  # noqa: E402  (torch.nn, torch.optim and torch.utils after `import torch`)
-from kiln.nn import _nn_extra  # noqa: E402
-from kiln.linalg import _linalg_extra  # noqa: E402
+from kiln.nn._torch_spellings import (  # noqa: E402  (torch's spellings of nn ops: ATen argument lists)
+    adaptive_max_pool1d, affine_grid_generator, alpha_dropout, alpha_dropout_, batch_norm_backward_elemt,
+    batch_norm_backward_reduce, batch_norm_elemt, batch_norm_gather_stats, batch_norm_gather_stats_with_counts,
+    batch_norm_stats, batch_norm_update_stats, binary_cross_entropy_with_logits, constant_pad_nd, convolution,
+    cosine_embedding_loss, ctc_loss, embedding_bag, embedding_renorm_, feature_alpha_dropout,
+    feature_alpha_dropout_, feature_dropout, feature_dropout_, frobenius_norm, grid_sampler, grid_sampler_2d,
+    grid_sampler_3d, gru, gru_cell, hinge_embedding_loss, instance_norm, kl_div, lstm, lstm_cell,
+    margin_ranking_loss, max_pool3d, native_norm, norm_except_dim, nuclear_norm, poisson_nll_loss, rnn_relu,
+    rnn_relu_cell, rnn_tanh, rnn_tanh_cell, rrelu, rrelu_, triplet_margin_loss,
+)
+from kiln.nn.functional import (  # noqa: E402  (torch.X is F.X for these)
+    bilinear, channel_shuffle, conv3d, conv_tbc, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+    cosine_similarity, hardshrink, native_channel_shuffle, pairwise_distance, pdist, pixel_shuffle, pixel_unshuffle,
+    prelu,
+)
+from kiln.nn import _tensor_methods as _nn_tensor_methods  # noqa: E402
 
-_nn_extra.install(nn.functional, globals())
-_linalg_extra.install(linalg, globals(), Tensor)
+_nn_tensor_methods.bind(Tensor)
+from kiln.linalg._lowrank import lobpcg, pca_lowrank, svd_lowrank  # noqa: E402  (torch keeps them top-level)
+from kiln.linalg._removed import eig, lstsq, matrix_rank, solve, symeig  # noqa: E402  (raise torch's errors)
 
 # kiln.func (torch.func: vmap, grad, jacrev, functional_call, ...) and kiln.vmap, after everything they build on.
 from kiln import fft, func  # noqa: E402  (kiln.fft: torch.fft on FFTW)

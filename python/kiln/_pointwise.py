@@ -12,7 +12,8 @@ from collections import namedtuple
 
 from kiln import _C, return_types
 from kiln._comparison import scalar_type_name
-from kiln.special import _more
+from kiln.special._modified_bessel_i import i0 as _special_i0
+from kiln.special._gamma import multigammaln as _special_multigammaln
 from kiln._dtypes import promote_types, result_type
 from kiln._shape import broadcast_shapes, broadcast_tensors
 from kiln.autograd.grad_mode import no_grad
@@ -167,7 +168,7 @@ def lcm_(self, other):
 
 def i0(input, *, out=None):
     """torch.i0: the modified Bessel function of the first kind of order 0 (kiln.special.i0)."""
-    return _more.i0(input, out=out, _op="i0")
+    return _special_i0(input, out=out, _op="i0")
 
 
 def i0_(self):
@@ -180,7 +181,7 @@ def i0_(self):
 
 def mvlgamma(input, p, *, out=None):
     """torch.mvlgamma: the multivariate log-gamma function of dimension p (kiln.special.multigammaln)."""
-    return _more.multigammaln(input, p, out=out, _op="mvlgamma")
+    return _special_multigammaln(input, p, out=out, _op="mvlgamma")
 
 
 def mvlgamma_(self, p):

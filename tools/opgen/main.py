@@ -21,12 +21,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import autograd  # noqa: E402
 import cpp  # noqa: E402
 import derivatives  # noqa: E402
+import into  # noqa: E402
 import python_bindings  # noqa: E402
 from model import OpgenError, load_ops  # noqa: E402
 
 OUTPUT_FILES = ("Functions.h", "Functions.cpp", "TensorMethodDecls.inc", "TensorMethods.cpp", "NativeFunctions.h",
                 "RegisterOps.cpp", "OpTable.h", "OpTable.cpp", "python_functions.cpp", "python_methods.cpp",
-                "AutogradKernels.cpp")
+                "AutogradKernels.cpp", "IntoKernels.h", "IntoKernels.cpp")
 
 
 def generate(yaml_text: str | list[tuple[str, str]], source: str = "ops.yaml") -> dict[str, str]:
@@ -44,7 +45,7 @@ def generate(yaml_text: str | list[tuple[str, str]], source: str = "ops.yaml") -
             ops.append(op)
     derivatives.check(ops)
     files = {**cpp.outputs(ops), **python_bindings.outputs(ops),
-             "AutogradKernels.cpp": autograd.autograd_kernels_cpp(ops)}
+             "AutogradKernels.cpp": autograd.autograd_kernels_cpp(ops), **into.outputs(ops)}
     assert tuple(files) == OUTPUT_FILES, "update OUTPUT_FILES (and CMakeLists.txt) with the outputs"
     return files
 

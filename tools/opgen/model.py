@@ -21,7 +21,7 @@ TAGS = ("pointwise", "reduction", "view", "inplace", "random", "nondeterministic
 BACKEND_KEYS = ("CPU", "CUDA", "Meta")
 COMPOSITE_KEY = "CompositeImplicit"
 VARIANTS = ("function", "method")
-ENTRY_KEYS = ("func", "variants", "dispatch", "tags", "derivatives")
+ENTRY_KEYS = ("func", "variants", "dispatch", "tags", "derivatives", "kernel_into")
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -275,6 +275,7 @@ class Op:
     tags: tuple[str, ...]
     derivatives: dict[str, str]      # input name -> formula (checked by derivatives.py)
     where: str = "ops.yaml"          # "ops.yaml:12", the entry's line, for messages
+    kernel_into: str | None = None   # the one kernel its CPU entry point calls (Note [Generated entry points], into.py)
     parsed_derivatives: list = field(default_factory=list)  # filled by derivatives.check
 
     @property
@@ -385,7 +386,16 @@ def _load_entry(entry, where: str) -> Op:
     if not isinstance(derivatives, dict) or not all(isinstance(k, str) for k in derivatives):
         fail("derivatives must map input names to formulas")
     derivatives = {k: str(v) for k, v in derivatives.items()}
-    return Op(schema, variants, dict(dispatch), tuple(tags), derivatives, where)
+
+    kernel_into = entry.get("kernel_into")
+    if kernel_into is not None:
+        if not isinstance(kernel_into, str) or not _IDENTIFIER.match(kernel_into):
+            fail(f"kernel_into must name a C++ function, not {kernel_into!r}")
+        if "CPU" not in dispatch:
+            fail("kernel_into needs 'CPU: <name>' under dispatch: the entry point opgen writes")
+        if len(schema.out_arguments) > 1 or len(schema.returns) != 1 or schema.returns[0].type != Type("Tensor"):
+            fail("kernel_into needs an op that returns one Tensor (at most one out= argument)")
+    return Op(schema, variants, dict(dispatch), tuple(tags), derivatives, where, kernel_into=kernel_into)
 
 
 # torch's TensorOptions keywords, as kiln schemas spell them (no Layout type yet).

@@ -10,6 +10,7 @@
 #include "eager/kernels/cpu/ComplexOps.h"
 #include "eager/kernels/cpu/UnaryOps.h"
 #include "kiln/generated/Functions.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -72,6 +73,13 @@ bool gelu_is_tanh(std::string_view approximate) {
   return approximate == "tanh";
 }
 
+ActivationArgs gelu_args(std::string_view approximate) { return {Scalar(), Scalar(), Scalar(), gelu_is_tanh(approximate)}; }
+
+}  // namespace
+
+// --- forward kernels: the ones activation.yaml's kernel_into names ----------------------------
+// (Note [Generated entry points], tools/opgen/into.py)
+
 Tensor relu_into(ResultInto into, const Tensor& out, const Tensor& self) {
   KILN_CHECK(self.dtype() != DType::Bool, "Boolean inputs not supported for relu");
   return run_activation(relu_stub, "relu", "relu_cpu", Accepts::NumbersNotBool, into, out, self, {});
@@ -98,91 +106,49 @@ Tensor threshold_into(ResultInto into, const Tensor& out, const Tensor& self, co
                         {threshold, value, Scalar(), false});
 }
 
-/// The forward of a floating-only activation with arguments `args`.
-#define KILN_FLOATING_ACTIVATION_INTO_(op, kernel_name)                                                     \
-  Tensor op##_into(ResultInto into, const Tensor& out, const Tensor& self, const ActivationArgs& args) {  \
-    return run_activation(op##_stub, #op, kernel_name, Accepts::Floating, into, out, self, args);          \
-  }
-KILN_FLOATING_ACTIVATION_INTO_(gelu, "GeluKernelImpl")
-KILN_FLOATING_ACTIVATION_INTO_(mish, "mish_cpu")
-KILN_FLOATING_ACTIVATION_INTO_(softplus, "softplus_cpu")
-KILN_FLOATING_ACTIVATION_INTO_(leaky_relu, "leaky_relu_cpu")
-KILN_FLOATING_ACTIVATION_INTO_(elu, "elu_cpu")
-KILN_FLOATING_ACTIVATION_INTO_(hardsigmoid, "hardsigmoid_cpu")
-KILN_FLOATING_ACTIVATION_INTO_(hardswish, "hardswish_cpu")
-#undef KILN_FLOATING_ACTIVATION_INTO_
+Tensor gelu_into(ResultInto into, const Tensor& out, const Tensor& self, std::string_view approximate) {
+  return run_activation(gelu_stub, "gelu", "GeluKernelImpl", Accepts::Floating, into, out, self,
+                        gelu_args(approximate));
+}
+
+Tensor mish_into(ResultInto into, const Tensor& out, const Tensor& self) {
+  return run_activation(mish_stub, "mish", "mish_cpu", Accepts::Floating, into, out, self, {});
+}
+
+Tensor hardsigmoid_into(ResultInto into, const Tensor& out, const Tensor& self) {
+  return run_activation(hardsigmoid_stub, "hardsigmoid", "hardsigmoid_cpu", Accepts::Floating, into, out, self, {});
+}
+
+Tensor hardswish_into(ResultInto into, const Tensor& out, const Tensor& self) {
+  return run_activation(hardswish_stub, "hardswish", "hardswish_cpu", Accepts::Floating, into, out, self, {});
+}
 
 /// silu also takes complex tensors: z sigmoid(z) on std::complex (ComplexOps.cpp).
-Tensor silu_into(ResultInto into, const Tensor& out, const Tensor& self, const ActivationArgs& args) {
+Tensor silu_into(ResultInto into, const Tensor& out, const Tensor& self) {
   if (is_complex(self.dtype())) return complex_unary_into("silu", into, out, self);
-  return run_activation(silu_stub, "silu", "silu_cpu", Accepts::Floating, into, out, self, args);
+  return run_activation(silu_stub, "silu", "silu_cpu", Accepts::Floating, into, out, self, {});
 }
 
-ActivationArgs gelu_args(std::string_view approximate) { return {Scalar(), Scalar(), Scalar(), gelu_is_tanh(approximate)}; }
+Tensor softplus_into(ResultInto into, const Tensor& out, const Tensor& self, const Scalar& beta,
+                     const Scalar& threshold) {
+  return run_activation(softplus_stub, "softplus", "softplus_cpu", Accepts::Floating, into, out, self,
+                        {beta, threshold, Scalar(), false});
+}
 
-}  // namespace
+Tensor leaky_relu_into(ResultInto into, const Tensor& out, const Tensor& self, const Scalar& negative_slope) {
+  return run_activation(leaky_relu_stub, "leaky_relu", "leaky_relu_cpu", Accepts::Floating, into, out, self,
+                        {negative_slope, Scalar(), Scalar(), false});
+}
 
-// --- forward kernels ------------------------------------------------------------------------
+Tensor elu_into(ResultInto into, const Tensor& out, const Tensor& self, const Scalar& alpha, const Scalar& scale,
+                const Scalar& input_scale) {
+  return run_activation(elu_stub, "elu", "elu_cpu", Accepts::Floating, into, out, self,
+                        {alpha, scale, input_scale, false});
+}
 
-Tensor relu_cpu(const Tensor& self) { return relu_into(ResultInto::NewTensor, Tensor(), self); }
-Tensor relu_cpu_(const Tensor& self) { return relu_into(ResultInto::InPlace, self, self); }
+// --- forward kernels ops.yaml names (CompositeImplicit) ----------------------------------------
 
 Tensor relu6(const Tensor& self) { return kiln::hardtanh(self, 0, 6); }
-
-Tensor hardtanh_cpu(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
-  return hardtanh_into(ResultInto::NewTensor, Tensor(), self, min_val, max_val);
-}
-Tensor hardtanh_cpu_(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
-  return hardtanh_into(ResultInto::InPlace, self, self, min_val, max_val);
-}
-Tensor hardtanh_out_cpu(const Tensor& self, const Scalar& min_val, const Scalar& max_val, const Tensor& out) {
-  return hardtanh_into(ResultInto::Out, out, self, min_val, max_val);
-}
-
-Tensor gelu_cpu(const Tensor& self, std::string_view approximate) {
-  return gelu_into(ResultInto::NewTensor, Tensor(), self, gelu_args(approximate));
-}
-Tensor gelu_out_cpu(const Tensor& self, std::string_view approximate, const Tensor& out) {
-  return gelu_into(ResultInto::Out, out, self, gelu_args(approximate));
-}
-
-#define KILN_PLAIN_ACTIVATION_KERNELS_(op)                                                                  \
-  Tensor op##_cpu(const Tensor& self) { return op##_into(ResultInto::NewTensor, Tensor(), self, {}); }     \
-  Tensor op##_cpu_(const Tensor& self) { return op##_into(ResultInto::InPlace, self, self, {}); }          \
-  Tensor op##_out_cpu(const Tensor& self, const Tensor& out) { return op##_into(ResultInto::Out, out, self, {}); }
-KILN_PLAIN_ACTIVATION_KERNELS_(silu)
-KILN_PLAIN_ACTIVATION_KERNELS_(mish)
-KILN_PLAIN_ACTIVATION_KERNELS_(hardsigmoid)
-KILN_PLAIN_ACTIVATION_KERNELS_(hardswish)
-#undef KILN_PLAIN_ACTIVATION_KERNELS_
-
-Tensor softplus_cpu(const Tensor& self, const Scalar& beta, const Scalar& threshold) {
-  return softplus_into(ResultInto::NewTensor, Tensor(), self, {beta, threshold, Scalar(), false});
-}
-Tensor softplus_out_cpu(const Tensor& self, const Scalar& beta, const Scalar& threshold, const Tensor& out) {
-  return softplus_into(ResultInto::Out, out, self, {beta, threshold, Scalar(), false});
-}
-
-Tensor leaky_relu_cpu(const Tensor& self, const Scalar& negative_slope) {
-  return leaky_relu_into(ResultInto::NewTensor, Tensor(), self, {negative_slope, Scalar(), Scalar(), false});
-}
-Tensor leaky_relu_cpu_(const Tensor& self, const Scalar& negative_slope) {
-  return leaky_relu_into(ResultInto::InPlace, self, self, {negative_slope, Scalar(), Scalar(), false});
-}
-Tensor leaky_relu_out_cpu(const Tensor& self, const Scalar& negative_slope, const Tensor& out) {
-  return leaky_relu_into(ResultInto::Out, out, self, {negative_slope, Scalar(), Scalar(), false});
-}
-
-Tensor elu_cpu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
-  return elu_into(ResultInto::NewTensor, Tensor(), self, {alpha, scale, input_scale, false});
-}
-Tensor elu_cpu_(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
-  return elu_into(ResultInto::InPlace, self, self, {alpha, scale, input_scale, false});
-}
-Tensor elu_out_cpu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale,
-                   const Tensor& out) {
-  return elu_into(ResultInto::Out, out, self, {alpha, scale, input_scale, false});
-}
 
 // SELU's constants (Klambauer et al. 2017), as PyTorch writes them.
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
@@ -198,16 +164,6 @@ static double celu_inverse_alpha(const Scalar& alpha) {
 Tensor celu(const Tensor& self, const Scalar& alpha) { return kiln::elu(self, alpha, 1, celu_inverse_alpha(alpha)); }
 Tensor celu_(const Tensor& self, const Scalar& alpha) {
   return kiln::elu_(self, alpha, 1, celu_inverse_alpha(alpha));
-}
-
-Tensor threshold_cpu(const Tensor& self, const Scalar& threshold, const Scalar& value) {
-  return threshold_into(ResultInto::NewTensor, Tensor(), self, threshold, value);
-}
-Tensor threshold_cpu_(const Tensor& self, const Scalar& threshold, const Scalar& value) {
-  return threshold_into(ResultInto::InPlace, self, self, threshold, value);
-}
-Tensor threshold_out_cpu(const Tensor& self, const Scalar& threshold, const Scalar& value, const Tensor& out) {
-  return threshold_into(ResultInto::Out, out, self, threshold, value);
 }
 
 // --- backward kernels ------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include "eager/kernels/cpu/BinaryOpsStubs.h"
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -173,9 +174,9 @@ Scalar tensor_item(const Tensor& t) {
   });
 }
 
-namespace {
-
 // --- add, sub, rsub -------------------------------------------------------------------
+
+namespace {
 
 void check_alpha(DType dtype, const Scalar& alpha) {
   KILN_CHECK(!alpha.is_bool() || dtype == DType::Bool, "Boolean alpha only supported for Boolean results.");
@@ -194,6 +195,8 @@ void check_sub(const Tensor& self, const Tensor& other) {
              "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
              "mask, use the `~` or `logical_not()` operator instead.");
 }
+
+}  // namespace
 
 /// out = self + alpha * other.
 Tensor add_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& other, const Scalar& alpha) {
@@ -214,6 +217,8 @@ Tensor sub_into(ResultInto into, const Tensor& out, const Tensor& self, const Te
 
 // --- the ops whose kernel is one stub --------------------------------------------------
 
+namespace {
+
 template <auto& stub>
 Tensor run_binary(const char* name, ResultInto into, const Tensor& out, const Tensor& self, const Tensor& other,
                   bool integer_to_float = false) {
@@ -221,6 +226,8 @@ Tensor run_binary(const char* name, ResultInto into, const Tensor& out, const Te
   stub(iter);
   return finish(iter, into);
 }
+
+}  // namespace
 
 Tensor mul_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& other) {
   return run_binary<mul_stub>("mul", into, out, self, other);
@@ -254,8 +261,12 @@ Tensor pow_into(ResultInto into, const Tensor& out, const Tensor& base, const Te
   return run_binary<pow_tensor_tensor_stub>("pow", into, out, base, exponent);
 }
 
+namespace {
+
 /// PyTorch's Scalar::equal: a bool scalar equals only a bool.
 bool scalar_equals(const Scalar& s, double value) { return !s.is_bool() && s.equals(value); }
+
+}  // namespace
 
 Tensor pow_scalar_exponent_into(ResultInto into, const Tensor& out, const Tensor& base, const Scalar& exponent) {
   KILN_CHECK(!(is_integral(base.dtype(), /*include_bool=*/true) && exponent.is_integral() && exponent.to_int64() < 0),
@@ -305,81 +316,12 @@ Tensor fmin_into(ResultInto into, const Tensor& out, const Tensor& self, const T
   return run_binary<fmin_stub>("fmin", into, out, self, other);
 }
 
-}  // namespace
-
-// --- the kernels ops.yaml names (see Note [Overload families] in BinaryOps.h) ---------------
-
-Tensor add_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return add_into(ResultInto::NewTensor, Tensor(), self, other, alpha);
-}
-Tensor add_scalar_cpu(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  return add_into(ResultInto::NewTensor, Tensor(), self, scalar_operand(other, self), alpha);
-}
-Tensor add_cpu_(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return add_into(ResultInto::InPlace, self, self, other, alpha);
-}
-Tensor add_scalar_cpu_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  return add_into(ResultInto::InPlace, self, self, scalar_operand(other, self), alpha);
-}
-Tensor add_out_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  return add_into(ResultInto::Out, out, self, other, alpha);
-}
-Tensor add_scalar_out_cpu(const Tensor& self, const Scalar& other, const Scalar& alpha, const Tensor& out) {
-  return add_into(ResultInto::Out, out, self, scalar_operand(other, self), alpha);
-}
-
-Tensor sub_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return sub_into(ResultInto::NewTensor, Tensor(), self, other, alpha);
-}
-Tensor sub_scalar_cpu(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  return sub_into(ResultInto::NewTensor, Tensor(), self, scalar_operand(other, self), alpha);
-}
-Tensor sub_cpu_(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return sub_into(ResultInto::InPlace, self, self, other, alpha);
-}
-Tensor sub_scalar_cpu_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  return sub_into(ResultInto::InPlace, self, self, scalar_operand(other, self), alpha);
-}
-Tensor sub_out_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha, const Tensor& out) {
-  return sub_into(ResultInto::Out, out, self, other, alpha);
-}
-Tensor sub_scalar_out_cpu(const Tensor& self, const Scalar& other, const Scalar& alpha, const Tensor& out) {
-  return sub_into(ResultInto::Out, out, self, scalar_operand(other, self), alpha);
-}
-
+// rsub swaps its operands into sub's kernel (no in-place or out= form to generate).
 Tensor rsub_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
   return sub_into(ResultInto::NewTensor, Tensor(), other, self, alpha);
 }
 Tensor rsub_scalar_cpu(const Tensor& self, const Scalar& other, const Scalar& alpha) {
   return sub_into(ResultInto::NewTensor, Tensor(), scalar_operand(other, self), self, alpha);
-}
-
-KILN_BINARY_OVERLOAD_FAMILY(mul)
-KILN_BINARY_OVERLOAD_FAMILY(div)
-KILN_BINARY_OVERLOAD_FAMILY(floor_divide)
-KILN_BINARY_OVERLOAD_FAMILY(remainder)
-KILN_BINARY_SCALAR_TENSOR_OVERLOADS(remainder)
-KILN_BINARY_OVERLOAD_FAMILY(fmod)
-
-Tensor div_mode_cpu(const Tensor& self, const Tensor& other, std::optional<std::string_view> rounding_mode) {
-  return div_mode_into(ResultInto::NewTensor, Tensor(), self, other, rounding_mode);
-}
-Tensor div_scalar_mode_cpu(const Tensor& self, const Scalar& other, std::optional<std::string_view> rounding_mode) {
-  return div_mode_into(ResultInto::NewTensor, Tensor(), self, scalar_operand(other, self), rounding_mode);
-}
-Tensor div_mode_cpu_(const Tensor& self, const Tensor& other, std::optional<std::string_view> rounding_mode) {
-  return div_mode_into(ResultInto::InPlace, self, self, other, rounding_mode);
-}
-Tensor div_scalar_mode_cpu_(const Tensor& self, const Scalar& other, std::optional<std::string_view> rounding_mode) {
-  return div_mode_into(ResultInto::InPlace, self, self, scalar_operand(other, self), rounding_mode);
-}
-Tensor div_mode_out_cpu(const Tensor& self, const Tensor& other, std::optional<std::string_view> rounding_mode,
-                        const Tensor& out) {
-  return div_mode_into(ResultInto::Out, out, self, other, rounding_mode);
-}
-Tensor div_scalar_mode_out_cpu(const Tensor& self, const Scalar& other, std::optional<std::string_view> rounding_mode,
-                               const Tensor& out) {
-  return div_mode_into(ResultInto::Out, out, self, scalar_operand(other, self), rounding_mode);
 }
 
 // true_divide is div (CompositeImplicit: it runs through div's kernels).
@@ -390,35 +332,5 @@ Tensor true_divide_scalar_(const Tensor& self, const Scalar& other) { return sel
 Tensor true_divide_out(const Tensor& self, const Tensor& other, const Tensor& out) {
   return kiln::div_out(out, self, other);
 }
-
-Tensor pow_cpu(const Tensor& self, const Tensor& exponent) {
-  return pow_into(ResultInto::NewTensor, Tensor(), self, exponent);
-}
-Tensor pow_cpu_(const Tensor& self, const Tensor& exponent) {
-  return pow_into(ResultInto::InPlace, self, self, exponent);
-}
-Tensor pow_out_cpu(const Tensor& self, const Tensor& exponent, const Tensor& out) {
-  return pow_into(ResultInto::Out, out, self, exponent);
-}
-Tensor pow_scalar_cpu(const Tensor& self, const Scalar& exponent) {
-  return pow_scalar_exponent_into(ResultInto::NewTensor, Tensor(), self, exponent);
-}
-Tensor pow_scalar_cpu_(const Tensor& self, const Scalar& exponent) {
-  return pow_scalar_exponent_into(ResultInto::InPlace, self, self, exponent);
-}
-Tensor pow_scalar_out_cpu(const Tensor& self, const Scalar& exponent, const Tensor& out) {
-  return pow_scalar_exponent_into(ResultInto::Out, out, self, exponent);
-}
-Tensor pow_scalar_base_cpu(const Scalar& self, const Tensor& exponent) {
-  return pow_scalar_base_into(ResultInto::NewTensor, Tensor(), self, exponent);
-}
-Tensor pow_scalar_base_out_cpu(const Scalar& self, const Tensor& exponent, const Tensor& out) {
-  return pow_scalar_base_into(ResultInto::Out, out, self, exponent);
-}
-
-KILN_BINARY_FUNCTION_AND_OUT(maximum)
-KILN_BINARY_FUNCTION_AND_OUT(minimum)
-KILN_BINARY_FUNCTION_AND_OUT(fmax)
-KILN_BINARY_FUNCTION_AND_OUT(fmin)
 
 }  // namespace kiln::native

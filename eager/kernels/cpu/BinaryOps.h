@@ -2,15 +2,7 @@
 // CompareOps.cpp, LogicalOps.cpp, TernaryOps.cpp): how each op builds its
 // TensorIterator, wraps Python numbers, and reports unsupported dtypes. The
 // kernels themselves are declared by opgen (kiln/generated/NativeFunctions.h).
-//
-// Note [Three ways to write a result]
-// -----------------------------------
-// Every pointwise op comes as a function (a new tensor), an in-place method
-// (`self` is both the first input and the output: never resized, so a
-// broadcast that would grow it is an error) and an out= form (resized to the
-// broadcast shape, with PyTorch's warning when it held elements). One builder
-// per op family takes a ResultInto and the `out` tensor (undefined for
-// NewTensor, `self` for InPlace) and returns the tensor the caller sees.
+// See Note [Three ways to write a result] (ResultInto.h).
 #pragma once
 
 #include <cstdint>
@@ -20,20 +12,9 @@
 #include "eager/core/Scalar.h"
 #include "eager/core/Tensor.h"
 #include "eager/kernels/TensorIterator.h"
+#include "eager/kernels/cpu/ResultInto.h"
 
 namespace kiln::native {
-
-/// See Note [Three ways to write a result].
-enum class ResultInto : uint8_t { NewTensor, InPlace, Out };
-
-/// The output argument for `into`: undefined, self or out.
-[[nodiscard]] inline Tensor result_tensor(ResultInto into, const Tensor& self, const Tensor& out) {
-  return into == ResultInto::NewTensor ? Tensor() : (into == ResultInto::InPlace ? self : out);
-}
-
-/// A Python number (a Scalar argument) as a 0-dim wrapped-number tensor on
-/// `like`'s device, so it promotes by category only (Note [Promotion by category]).
-[[nodiscard]] Tensor scalar_operand(const Scalar& value, const Tensor& like);
 
 /// PyTorch's build_borrowing_binary_op: inputs promoted to their common dtype,
 /// the result cast to out=/in-place outputs when that is a safe cast. With
@@ -69,53 +50,3 @@ Tensor finish(const TensorIterator& iter, ResultInto into);
 [[nodiscard]] Scalar tensor_item(const Tensor& t);
 
 }  // namespace kiln::native
-
-// Note [Overload families]
-// ------------------------
-// ops.yaml names one kernel per overload, on one pattern (see the head of
-// eager/ops/pointwise_binary.yaml): <op>_cpu, <op>_scalar_cpu, <op>_cpu_,
-// <op>_scalar_cpu_, <op>_out_cpu, <op>_scalar_out_cpu, and for ops that take a
-// Scalar first, <op>_scalar_tensor_cpu and <op>_scalar_tensor_out_cpu. These
-// macros define them over one builder per op, written before the macro in the
-// same file:
-//   Tensor <op>_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& other);
-// A Scalar argument becomes a wrapped-number tensor (scalar_operand).
-
-/// The six Tensor/Scalar x function/in-place/out= kernels of a binary op.
-#define KILN_BINARY_OVERLOAD_FAMILY(op)                                                                 \
-  Tensor op##_cpu(const Tensor& self, const Tensor& other) {                                           \
-    return op##_into(ResultInto::NewTensor, Tensor(), self, other);                                    \
-  }                                                                                                    \
-  Tensor op##_scalar_cpu(const Tensor& self, const Scalar& other) {                                    \
-    return op##_into(ResultInto::NewTensor, Tensor(), self, scalar_operand(other, self));              \
-  }                                                                                                    \
-  Tensor op##_cpu_(const Tensor& self, const Tensor& other) {                                          \
-    return op##_into(ResultInto::InPlace, self, self, other);                                          \
-  }                                                                                                    \
-  Tensor op##_scalar_cpu_(const Tensor& self, const Scalar& other) {                                   \
-    return op##_into(ResultInto::InPlace, self, self, scalar_operand(other, self));                    \
-  }                                                                                                    \
-  Tensor op##_out_cpu(const Tensor& self, const Tensor& other, const Tensor& out) {                    \
-    return op##_into(ResultInto::Out, out, self, other);                                               \
-  }                                                                                                    \
-  Tensor op##_scalar_out_cpu(const Tensor& self, const Scalar& other, const Tensor& out) {             \
-    return op##_into(ResultInto::Out, out, self, scalar_operand(other, self));                         \
-  }
-
-/// <op>(Scalar self, Tensor other) and its out= form.
-#define KILN_BINARY_SCALAR_TENSOR_OVERLOADS(op)                                                         \
-  Tensor op##_scalar_tensor_cpu(const Scalar& self, const Tensor& other) {                             \
-    return op##_into(ResultInto::NewTensor, Tensor(), scalar_operand(self, other), other);             \
-  }                                                                                                    \
-  Tensor op##_scalar_tensor_out_cpu(const Scalar& self, const Tensor& other, const Tensor& out) {      \
-    return op##_into(ResultInto::Out, out, scalar_operand(self, other), other);                        \
-  }
-
-/// <op>(Tensor self, Tensor other) and its out= form (maximum, logical_and, ...).
-#define KILN_BINARY_FUNCTION_AND_OUT(op)                                                                \
-  Tensor op##_cpu(const Tensor& self, const Tensor& other) {                                           \
-    return op##_into(ResultInto::NewTensor, Tensor(), self, other);                                    \
-  }                                                                                                    \
-  Tensor op##_out_cpu(const Tensor& self, const Tensor& other, const Tensor& out) {                    \
-    return op##_into(ResultInto::Out, out, self, other);                                               \
-  }

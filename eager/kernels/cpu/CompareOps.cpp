@@ -3,6 +3,7 @@
 // in-place) tensor of any dtype, as PyTorch's build_comparison_op.
 #include "eager/kernels/cpu/BinaryOps.h"
 #include "eager/kernels/cpu/CompareOpsStubs.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -18,6 +19,9 @@ Tensor compare_into(const char* name, ResultInto into, const Tensor& out, const 
   return finish(iter, into);
 }
 
+}  // namespace
+
+// The kernels pointwise_binary.yaml's kernel_into names (Note [Generated entry points], tools/opgen/into.py).
 #define KILN_COMPARE_INTO(op, kind)                                                           \
   Tensor op##_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& other) { \
     return compare_into<CompareOp::kind>(#op, into, out, self, other);                        \
@@ -29,15 +33,5 @@ KILN_COMPARE_INTO(le, Le)
 KILN_COMPARE_INTO(gt, Gt)
 KILN_COMPARE_INTO(ge, Ge)
 #undef KILN_COMPARE_INTO
-
-}  // namespace
-
-// See Note [Overload families] in BinaryOps.h.
-KILN_BINARY_OVERLOAD_FAMILY(eq)
-KILN_BINARY_OVERLOAD_FAMILY(ne)
-KILN_BINARY_OVERLOAD_FAMILY(lt)
-KILN_BINARY_OVERLOAD_FAMILY(le)
-KILN_BINARY_OVERLOAD_FAMILY(gt)
-KILN_BINARY_OVERLOAD_FAMILY(ge)
 
 }  // namespace kiln::native

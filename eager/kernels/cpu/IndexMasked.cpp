@@ -12,6 +12,7 @@
 #include "eager/kernels/cpu/Factories.h"
 #include "eager/kernels/cpu/IndexAdvanced.h"
 #include "eager/kernels/cpu/IndexUtils.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -23,7 +24,7 @@ namespace {
 /// Elements per chunk of nonzero's two passes: fixed, so results never depend on the thread count.
 constexpr int64_t kNonzeroChunk = 32768;
 
-Tensor nonzero_into(const Tensor& out, const Tensor& self) {
+Tensor nonzero_write(const Tensor& out, const Tensor& self) {
   if (out.defined()) {
     KILN_CHECK(out.dtype() == DType::Int64, "nonzero: Expected out tensor to have scalar type Long but got scalar type",
                scalar_type_name(out.dtype()));
@@ -59,7 +60,7 @@ AdvancedIndex mask_plan(const Tensor& self, const Tensor& mask) {
   return make_advanced_index(at_least_1d(self), OptionalTensorList(indices, 1));
 }
 
-Tensor masked_select_into(const Tensor& out, const Tensor& self, const Tensor& mask) {
+Tensor masked_select_write(const Tensor& out, const Tensor& self, const Tensor& mask) {
   KILN_CHECK(mask.dtype() == DType::Bool, "masked_select: expected BoolTensor for mask");
   if (out.defined()) {
     KILN_CHECK(self.dtype() == out.dtype(), "masked_select(): self and result must have the same scalar type");
@@ -76,10 +77,10 @@ Tensor masked_select_into(const Tensor& out, const Tensor& self, const Tensor& m
 
 }  // namespace
 
-Tensor nonzero_cpu(const Tensor& self) { return nonzero_into(Tensor(), self); }
-
-Tensor nonzero_out_cpu(const Tensor& self, const Tensor& out) {
-  nonzero_into(out, self);
+// The kernels indexing.yaml's kernel_into names (Note [Generated entry points], tools/opgen/into.py).
+Tensor nonzero_into(ResultInto into, const Tensor& out, const Tensor& self) {
+  if (into == ResultInto::NewTensor) return nonzero_write(Tensor(), self);
+  nonzero_write(out, self);
   out.impl()->bump_version();
   return out;
 }
@@ -92,15 +93,16 @@ std::vector<Tensor> nonzero_numpy_cpu(const Tensor& self) {
   return columns;
 }
 
-Tensor masked_select_cpu(const Tensor& self, const Tensor& mask) { return masked_select_into(Tensor(), self, mask); }
-
-Tensor masked_select_out_cpu(const Tensor& self, const Tensor& mask, const Tensor& out) {
-  masked_select_into(out, self, mask);
+Tensor masked_select_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& mask) {
+  if (into == ResultInto::NewTensor) return masked_select_write(Tensor(), self, mask);
+  masked_select_write(out, self, mask);
   out.impl()->bump_version();
   return out;
 }
 
-Tensor masked_scatter_cpu_(const Tensor& self, const Tensor& mask, const Tensor& source) {
+namespace {
+
+Tensor masked_scatter_inplace(const Tensor& self, const Tensor& mask, const Tensor& source) {
   check_no_internal_overlap(self);
   KILN_CHECK(self.dtype() == source.dtype(), "masked_scatter: expected self and source to have same dtypes but got",
              scalar_type_name(self.dtype()), " and ", scalar_type_name(source.dtype()));
@@ -121,15 +123,22 @@ Tensor masked_scatter_cpu_(const Tensor& self, const Tensor& mask, const Tensor&
   return self;
 }
 
-Tensor masked_scatter_cpu(const Tensor& self, const Tensor& mask, const Tensor& source) {
+Tensor masked_scatter_functional(const Tensor& self, const Tensor& mask, const Tensor& source) {
   const DimVector shape = broadcast_shapes(mask.sizes(), self.sizes());
   const Tensor result = clone_contiguous(expand_to(self, shape));
-  return masked_scatter_cpu_(result, expand_to(mask, shape), source);
+  return masked_scatter_inplace(result, expand_to(mask, shape), source);
 }
 
-Tensor masked_scatter_out_cpu(const Tensor& self, const Tensor& mask, const Tensor& source, const Tensor& out) {
-  const Tensor result = masked_scatter_cpu(self, mask, source);
-  return copy_to_out(result, out);
+}  // namespace
+
+Tensor masked_scatter_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& mask,
+                           const Tensor& source) {
+  switch (into) {
+    case ResultInto::NewTensor: return masked_scatter_functional(self, mask, source);
+    case ResultInto::InPlace: return masked_scatter_inplace(self, mask, source);
+    case ResultInto::Out: break;
+  }
+  return copy_to_out(masked_scatter_functional(self, mask, source), out);
 }
 
 }  // namespace kiln::native

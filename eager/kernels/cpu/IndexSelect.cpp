@@ -9,6 +9,7 @@
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
 #include "eager/kernels/cpu/IndexUtils.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -46,7 +47,7 @@ DimOffsets offsets_along(const Tensor& self, int64_t dim, const Tensor& index, I
 
 // --- index_select ------------------------------------------------------------------------
 
-Tensor index_select_into(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
+Tensor index_select_write(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
   dim = wrap_dim(dim, self.dim());
   const int64_t numel = index.numel();
   KILN_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
@@ -170,7 +171,7 @@ Scalar fill_value(const Tensor& value) {
 
 // --- take ---------------------------------------------------------------------------------
 
-Tensor take_into(const Tensor& out, const Tensor& self, const Tensor& index) {
+Tensor take_write(const Tensor& out, const Tensor& self, const Tensor& index) {
   KILN_CHECK(index.dtype() == DType::Int64, "take(): Expected a long tensor for index, but got ",
              scalar_type_name(index.dtype()));
   if (out.defined()) {
@@ -204,26 +205,25 @@ Tensor take_into(const Tensor& out, const Tensor& self, const Tensor& index) {
 
 }  // namespace
 
-Tensor index_select_cpu(const Tensor& self, int64_t dim, const Tensor& index) {
-  return index_select_into(Tensor(), self, dim, index);
-}
-
-Tensor index_select_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& out) {
-  index_select_into(out, self, dim, index);
+// The kernels indexing.yaml's kernel_into names (Note [Generated entry points], tools/opgen/into.py).
+Tensor index_select_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
+  if (into == ResultInto::NewTensor) return index_select_write(Tensor(), self, dim, index);
+  index_select_write(out, self, dim, index);
   out.impl()->bump_version();
   return out;
 }
 
-Tensor take_cpu(const Tensor& self, const Tensor& index) { return take_into(Tensor(), self, index); }
-
-Tensor take_out_cpu(const Tensor& self, const Tensor& index, const Tensor& out) {
-  take_into(out, self, index);
+Tensor take_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& index) {
+  if (into == ResultInto::NewTensor) return take_write(Tensor(), self, index);
+  take_write(out, self, index);
   out.impl()->bump_version();
   return out;
 }
 
-Tensor index_add_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
-                      const Scalar& alpha) {
+namespace {
+
+Tensor index_add_inplace(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                         const Scalar& alpha) {
   dim = wrap_dim(dim, self.dim());
   check_index_add(self, dim, index, source);
   check_no_internal_overlap(self);
@@ -234,8 +234,8 @@ Tensor index_add_cpu_(const Tensor& self, int64_t dim, const Tensor& index, cons
   return self;
 }
 
-Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
-                     const Scalar& alpha) {
+Tensor index_add_functional(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                            const Scalar& alpha) {
   dim = wrap_dim(dim, self.dim());
   check_index_add(self, dim, index, source);
   const Tensor result = clone_contiguous(self);
@@ -243,8 +243,8 @@ Tensor index_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const
   return result;
 }
 
-Tensor index_add_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
-                         const Scalar& alpha, const Tensor& out) {
+Tensor index_add_to_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                        const Scalar& alpha, const Tensor& out) {
   dim = wrap_dim(dim, self.dim());
   check_index_add(self, dim, index, source);
   prepare_out(out, self.sizes(), self.dtype());
@@ -255,6 +255,18 @@ Tensor index_add_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, c
   index_add_into(out, dim, index, source, alpha);
   out.impl()->bump_version();
   return out;
+}
+
+}  // namespace
+
+Tensor index_add_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                      const Tensor& source, const Scalar& alpha) {
+  switch (into) {
+    case ResultInto::NewTensor: return index_add_functional(self, dim, index, source, alpha);
+    case ResultInto::InPlace: return index_add_inplace(self, dim, index, source, alpha);
+    case ResultInto::Out: break;
+  }
+  return index_add_to_out(self, dim, index, source, alpha, out);
 }
 
 Tensor index_fill_scalar_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {

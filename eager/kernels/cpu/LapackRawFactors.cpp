@@ -5,7 +5,7 @@
 // call on a column-major copy (LapackHelpers.h); the factors come back as the
 // transposes of those copies, with torch's column-major strides. No
 // derivatives, as in torch. The Python spellings, ormqr and the error turning
-// of info live in python/kiln/linalg/_linalg_extra.py.
+// of info live in python/kiln/linalg/_raw_factors.py.
 #include <algorithm>
 #include <string_view>
 #include <tuple>

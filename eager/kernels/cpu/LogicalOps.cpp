@@ -5,6 +5,7 @@
 #include "eager/core/Error.h"
 #include "eager/kernels/cpu/BinaryOps.h"
 #include "eager/kernels/cpu/LogicalOpsStubs.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -38,6 +39,9 @@ Tensor shift_into(const char* name, ResultInto into, const Tensor& out, const Te
   return finish(iter, into);
 }
 
+}  // namespace
+
+// The kernels pointwise_binary.yaml's kernel_into names (Note [Generated entry points], tools/opgen/into.py).
 #define KILN_DEFINE_INTO(op, body)                                                            \
   Tensor op##_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& other) { \
     return body(#op, into, out, self, other);                                                  \
@@ -78,45 +82,6 @@ Tensor bitwise_not_into(ResultInto into, const Tensor& out, const Tensor& self) 
                   .build();
   bitwise_not_stub(iter);
   return finish(iter, into);
-}
-
-}  // namespace
-
-// See Note [Overload families] in BinaryOps.h.
-KILN_BINARY_FUNCTION_AND_OUT(logical_and)
-KILN_BINARY_FUNCTION_AND_OUT(logical_or)
-KILN_BINARY_FUNCTION_AND_OUT(logical_xor)
-Tensor logical_and_cpu_(const Tensor& self, const Tensor& other) {
-  return logical_and_into(ResultInto::InPlace, self, self, other);
-}
-Tensor logical_or_cpu_(const Tensor& self, const Tensor& other) {
-  return logical_or_into(ResultInto::InPlace, self, self, other);
-}
-Tensor logical_xor_cpu_(const Tensor& self, const Tensor& other) {
-  return logical_xor_into(ResultInto::InPlace, self, self, other);
-}
-
-Tensor logical_not_cpu(const Tensor& self) { return logical_not_into(ResultInto::NewTensor, Tensor(), self); }
-Tensor logical_not_cpu_(const Tensor& self) { return logical_not_into(ResultInto::InPlace, self, self); }
-Tensor logical_not_out_cpu(const Tensor& self, const Tensor& out) {
-  return logical_not_into(ResultInto::Out, out, self);
-}
-
-KILN_BINARY_OVERLOAD_FAMILY(bitwise_and)
-KILN_BINARY_SCALAR_TENSOR_OVERLOADS(bitwise_and)
-KILN_BINARY_OVERLOAD_FAMILY(bitwise_or)
-KILN_BINARY_SCALAR_TENSOR_OVERLOADS(bitwise_or)
-KILN_BINARY_OVERLOAD_FAMILY(bitwise_xor)
-KILN_BINARY_SCALAR_TENSOR_OVERLOADS(bitwise_xor)
-KILN_BINARY_OVERLOAD_FAMILY(bitwise_left_shift)
-KILN_BINARY_SCALAR_TENSOR_OVERLOADS(bitwise_left_shift)
-KILN_BINARY_OVERLOAD_FAMILY(bitwise_right_shift)
-KILN_BINARY_SCALAR_TENSOR_OVERLOADS(bitwise_right_shift)
-
-Tensor bitwise_not_cpu(const Tensor& self) { return bitwise_not_into(ResultInto::NewTensor, Tensor(), self); }
-Tensor bitwise_not_cpu_(const Tensor& self) { return bitwise_not_into(ResultInto::InPlace, self, self); }
-Tensor bitwise_not_out_cpu(const Tensor& self, const Tensor& out) {
-  return bitwise_not_into(ResultInto::Out, out, self);
 }
 
 }  // namespace kiln::native

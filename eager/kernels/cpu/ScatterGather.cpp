@@ -16,6 +16,7 @@
 #include "eager/kernels/cpu/Factories.h"
 #include "eager/kernels/cpu/IndexUtils.h"
 #include "kiln/generated/Functions.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -82,7 +83,7 @@ Tensor checked_offsets(const Tensor& t, int64_t dim, const Tensor& index) {
 
 // --- gather ----------------------------------------------------------------------------
 
-Tensor gather_into(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
+Tensor gather_write(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
   dim = wrap_dim(dim, self.dim());
   Tensor result = out;
   if (result.defined()) {
@@ -254,48 +255,58 @@ void check_scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, 
   (void)scatter_reduction(reduce);
 }
 
-ScatterArgs src_args(const Tensor& src) { return ScatterArgs{&src, std::nullopt, std::nullopt}; }
-ScatterArgs value_args(const Scalar& value) { return ScatterArgs{nullptr, value, std::nullopt}; }
+/// scatter's three forms over one set of arguments.
+Tensor scatter_with(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                    const ScatterArgs& a) {
+  switch (into) {
+    case ResultInto::NewTensor: return scatter_functional(self, dim, index, a);
+    case ResultInto::InPlace: return scatter_inplace(self, dim, index, a);
+    case ResultInto::Out: break;
+  }
+  return scatter_out(self, dim, index, a, out);
+}
 
 }  // namespace
 
-Tensor gather_cpu(const Tensor& self, int64_t dim, const Tensor& index, bool /*sparse_grad*/) {
-  return gather_into(Tensor(), self, dim, index);
+// --- scatter and scatter_add: the kernels indexing.yaml's kernel_into names -------------------
+// (Note [Generated entry points], tools/opgen/into.py)
+
+Tensor scatter_src_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                        const Tensor& src) {
+  return scatter_with(into, out, self, dim, index, ScatterArgs{&src, std::nullopt, std::nullopt});
+}
+Tensor scatter_value_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                          const Scalar& value) {
+  return scatter_with(into, out, self, dim, index, ScatterArgs{nullptr, value, std::nullopt});
+}
+Tensor scatter_src_reduce_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim,
+                               const Tensor& index, const Tensor& src, std::string_view reduce) {
+  warn_reduce_with_src();
+  return scatter_with(into, out, self, dim, index, ScatterArgs{&src, std::nullopt, reduce});
+}
+Tensor scatter_value_reduce_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim,
+                                 const Tensor& index, const Scalar& value, std::string_view reduce) {
+  return scatter_with(into, out, self, dim, index, ScatterArgs{nullptr, value, reduce});
+}
+Tensor scatter_add_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                        const Tensor& src) {
+  return scatter_with(into, out, self, dim, index, ScatterArgs{&src, std::nullopt, "add"});
 }
 
-Tensor gather_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, bool /*sparse_grad*/, const Tensor& out) {
-  gather_into(out, self, dim, index);
+// --- gather, scatter_reduce ------------------------------------------------------------------
+
+Tensor gather_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                   bool /*sparse_grad*/) {
+  if (into == ResultInto::NewTensor) return gather_write(Tensor(), self, dim, index);
+  gather_write(out, self, dim, index);
   out.impl()->bump_version();
   return out;
 }
 
-Tensor scatter_src_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_functional(self, dim, index, src_args(src));
-}
-Tensor scatter_value_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-  return scatter_functional(self, dim, index, value_args(value));
-}
-Tensor scatter_reduce_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                          std::string_view reduce) {
-  warn_reduce_with_src();
-  return scatter_functional(self, dim, index, ScatterArgs{&src, std::nullopt, reduce});
-}
-Tensor scatter_value_reduce_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
-                                std::string_view reduce) {
-  return scatter_functional(self, dim, index, ScatterArgs{nullptr, value, reduce});
-}
+namespace {
 
-Tensor scatter_reduce_two_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                              std::string_view reduce, bool include_self) {
-  dim = wrap_dim(dim, self.dim());
-  check_scatter_reduce(self, dim, index, src, reduce);
-  const Tensor result = clone_contiguous(self);
-  scatter_reduce_into(result, dim, index, src, reduce, include_self);
-  return result;
-}
-
-Tensor scatter_reduce_two_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                                  std::string_view reduce, bool include_self, const Tensor& out) {
+Tensor scatter_reduce_two_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                              std::string_view reduce, bool include_self, const Tensor& out) {
   dim = wrap_dim(dim, self.dim());
   check_scatter_reduce(self, dim, index, src, reduce);
   check_no_internal_overlap(out);
@@ -307,49 +318,16 @@ Tensor scatter_reduce_two_out_cpu(const Tensor& self, int64_t dim, const Tensor&
   return out;
 }
 
-Tensor scatter_src_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_inplace(self, dim, index, src_args(src));
-}
-Tensor scatter_value_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-  return scatter_inplace(self, dim, index, value_args(value));
-}
-Tensor scatter_reduce_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                           std::string_view reduce) {
-  warn_reduce_with_src();
-  return scatter_inplace(self, dim, index, ScatterArgs{&src, std::nullopt, reduce});
-}
-Tensor scatter_value_reduce_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
-                                 std::string_view reduce) {
-  return scatter_inplace(self, dim, index, ScatterArgs{nullptr, value, reduce});
-}
+}  // namespace
 
-Tensor scatter_src_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                           const Tensor& out) {
-  return scatter_out(self, dim, index, src_args(src), out);
-}
-Tensor scatter_value_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
-                             const Tensor& out) {
-  return scatter_out(self, dim, index, value_args(value), out);
-}
-Tensor scatter_reduce_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                              std::string_view reduce, const Tensor& out) {
-  warn_reduce_with_src();
-  return scatter_out(self, dim, index, ScatterArgs{&src, std::nullopt, reduce}, out);
-}
-Tensor scatter_value_reduce_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
-                                    std::string_view reduce, const Tensor& out) {
-  return scatter_out(self, dim, index, ScatterArgs{nullptr, value, reduce}, out);
-}
-
-Tensor scatter_add_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_functional(self, dim, index, ScatterArgs{&src, std::nullopt, "add"});
-}
-Tensor scatter_add_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_inplace(self, dim, index, ScatterArgs{&src, std::nullopt, "add"});
-}
-Tensor scatter_add_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                           const Tensor& out) {
-  return scatter_out(self, dim, index, ScatterArgs{&src, std::nullopt, "add"}, out);
+Tensor scatter_reduce_two_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim,
+                               const Tensor& index, const Tensor& src, std::string_view reduce, bool include_self) {
+  if (into == ResultInto::Out) return scatter_reduce_two_out(self, dim, index, src, reduce, include_self, out);
+  dim = wrap_dim(dim, self.dim());
+  check_scatter_reduce(self, dim, index, src, reduce);
+  const Tensor result = clone_contiguous(self);
+  scatter_reduce_into(result, dim, index, src, reduce, include_self);
+  return result;
 }
 
 // --- composites ----------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include "eager/kernels/cpu/BinaryOps.h"
 #include "eager/kernels/cpu/SpecialOpsStubs.h"
 #include "eager/kernels/cpu/UnaryOps.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -25,7 +26,7 @@ KILN_FORALL_SPECIAL_BINARY_OPS(KILN_DEFINE_SPECIAL_STUB_)
 #undef KILN_DEFINE_SPECIAL_STUB_
 KILN_DEFINE_DISPATCH(polygamma_fn, polygamma_stub);
 
-namespace {
+// The kernels special.yaml's kernel_into names (Note [Generated entry points], tools/opgen/into.py).
 
 #define KILN_SPECIAL_UNARY_INTO_(op)                                           \
   Tensor op##_into(ResultInto into, const Tensor& out, const Tensor& self) {   \
@@ -44,6 +45,8 @@ Tensor polygamma_into(ResultInto into, const Tensor& out, int64_t n, const Tenso
   return finish(iter, into);
 }
 
+namespace {
+
 template <auto& stub>
 Tensor run_special(const char* name, ResultInto into, const Tensor& out, const Tensor& self, const Tensor& other,
                    bool integer_to_float) {
@@ -51,6 +54,8 @@ Tensor run_special(const char* name, ResultInto into, const Tensor& out, const T
   stub(iter);
   return finish(iter, into);
 }
+
+}  // namespace
 
 Tensor atan2_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& other) {
   return run_special<atan2_stub>("atan2", into, out, self, other, /*integer_to_float=*/true);
@@ -78,36 +83,5 @@ Tensor heaviside_into(ResultInto into, const Tensor& out, const Tensor& self, co
              "heaviside is not yet implemented for tensors with different dtypes.");
   return run_special<heaviside_stub>("heaviside", into, out, self, values, false);
 }
-
-}  // namespace
-
-// --- the kernels special.yaml names ------------------------------------------------------
-
-#define KILN_SPECIAL_UNARY_FAMILY_(op) KILN_UNARY_OVERLOAD_FAMILY(op)
-KILN_FORALL_SPECIAL_UNARY_OPS(KILN_SPECIAL_UNARY_FAMILY_)
-#undef KILN_SPECIAL_UNARY_FAMILY_
-
-Tensor polygamma_cpu(int64_t n, const Tensor& self) { return polygamma_into(ResultInto::NewTensor, Tensor(), n, self); }
-Tensor polygamma_cpu_(const Tensor& self, int64_t n) { return polygamma_into(ResultInto::InPlace, self, n, self); }
-Tensor polygamma_out_cpu(int64_t n, const Tensor& self, const Tensor& out) {
-  return polygamma_into(ResultInto::Out, out, n, self);
-}
-
-/// <op>(Tensor, Tensor), <op>_ and <op>.out.
-#define KILN_SPECIAL_BINARY_FAMILY_(op)                                                              \
-  KILN_BINARY_FUNCTION_AND_OUT(op)                                                                   \
-  Tensor op##_cpu_(const Tensor& self, const Tensor& other) {                                        \
-    return op##_into(ResultInto::InPlace, self, self, other);                                        \
-  }
-KILN_SPECIAL_BINARY_FAMILY_(atan2)
-KILN_SPECIAL_BINARY_FAMILY_(hypot)
-KILN_SPECIAL_BINARY_FAMILY_(nextafter)
-KILN_SPECIAL_BINARY_FAMILY_(heaviside)
-#undef KILN_SPECIAL_BINARY_FAMILY_
-KILN_BINARY_FUNCTION_AND_OUT(logaddexp)
-KILN_BINARY_FUNCTION_AND_OUT(logaddexp2)
-KILN_BINARY_OVERLOAD_FAMILY(copysign)
-KILN_BINARY_OVERLOAD_FAMILY(xlogy)
-KILN_BINARY_SCALAR_TENSOR_OVERLOADS(xlogy)
 
 }  // namespace kiln::native

@@ -15,6 +15,7 @@
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/Factories.h"
 #include "eager/kernels/cpu/TernaryOpsStubs.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -47,6 +48,10 @@ void check_out_dtype(ResultInto into, const Tensor& out, DType expected) {
   KILN_CHECK(into != ResultInto::Out || out.dtype() == expected, "Found dtype ", scalar_type_name(out.dtype()),
              " but expected ", scalar_type_name(expected));
 }
+
+}  // namespace
+
+// The kernels pointwise_binary.yaml's kernel_into names (Note [Generated entry points], tools/opgen/into.py).
 
 // --- where ------------------------------------------------------------------------------
 
@@ -141,6 +146,15 @@ Tensor clamp_tensor_into(ResultInto into, const Tensor& out, const Tensor& self,
   return finish(iter, into);
 }
 
+/// clamp_min and clamp_max with a Scalar bound are clamp with one bound.
+Tensor clamp_min_into(ResultInto into, const Tensor& out, const Tensor& self, const Scalar& min) {
+  return clamp_scalar_into(into, out, self, min, std::nullopt);
+}
+
+Tensor clamp_max_into(ResultInto into, const Tensor& out, const Tensor& self, const Scalar& max) {
+  return clamp_scalar_into(into, out, self, std::nullopt, max);
+}
+
 Tensor clamp_min_tensor_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& min) {
   auto iter = binary_op_iterator("clamp_min", into, out, self, min);
   maximum_stub(iter);
@@ -155,10 +169,14 @@ Tensor clamp_max_tensor_into(ResultInto into, const Tensor& out, const Tensor& s
 
 // --- lerp -------------------------------------------------------------------------------
 
+namespace {
+
 void check_lerp_dtype(const Tensor& self, const Tensor& arg, const char* name) {
   KILN_CHECK(self.dtype() == arg.dtype(), "expected dtype ", type_meta_name(self.dtype()), " for `", name,
              "` but got dtype ", type_meta_name(arg.dtype()));
 }
+
+}  // namespace
 
 Tensor lerp_scalar_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& end,
                         const Scalar& weight) {
@@ -196,8 +214,11 @@ Tensor lerp_tensor_into(ResultInto into, const Tensor& out, const Tensor& self, 
 
 // --- addcmul, addcdiv ------------------------------------------------------------------------
 
-Tensor addcmul_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& tensor1,
-                    const Tensor& tensor2, const Scalar& value, bool divide) {
+namespace {
+
+/// self + value * tensor1 * tensor2, or with `divide` self + value * tensor1 / tensor2.
+Tensor addc_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& tensor1,
+                 const Tensor& tensor2, const Scalar& value, bool divide) {
   if (divide) {
     KILN_CHECK(!(is_integral(tensor1.dtype(), /*include_bool=*/true) &&
                  is_integral(tensor2.dtype(), /*include_bool=*/true)),
@@ -223,7 +244,21 @@ Tensor addcmul_into(ResultInto into, const Tensor& out, const Tensor& self, cons
   return finish(iter, into);
 }
 
+}  // namespace
+
+Tensor addcmul_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& tensor1,
+                    const Tensor& tensor2, const Scalar& value) {
+  return addc_into(into, out, self, tensor1, tensor2, value, /*divide=*/false);
+}
+
+Tensor addcdiv_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& tensor1,
+                    const Tensor& tensor2, const Scalar& value) {
+  return addc_into(into, out, self, tensor1, tensor2, value, /*divide=*/true);
+}
+
 // --- masked_fill ------------------------------------------------------------------------------
+
+namespace {
 
 /// self where mask is false, value where it is true; the mask broadcasts to
 /// self (and, out of place, self to the mask).
@@ -250,47 +285,14 @@ Scalar masked_fill_value(const Tensor& value) {
 
 }  // namespace
 
-// --- the kernels ops.yaml names -----------------------------------------------------------------
+// --- the kernels ops.yaml names that opgen does not write ------------------------------------------
 
-Tensor where_cpu(const Tensor& condition, const Tensor& self, const Tensor& other) {
-  return where_into(ResultInto::NewTensor, Tensor(), condition, self, other);
-}
-Tensor where_scalar_other_cpu(const Tensor& condition, const Tensor& self, const Scalar& other) {
-  return where_into(ResultInto::NewTensor, Tensor(), condition, self, scalar_operand(other, self));
-}
-Tensor where_scalar_self_cpu(const Tensor& condition, const Scalar& self, const Tensor& other) {
-  return where_into(ResultInto::NewTensor, Tensor(), condition, scalar_operand(self, other), other);
-}
 Tensor where_scalars_cpu(const Tensor& condition, const Scalar& self, const Scalar& other) {
   // Two Python numbers: the result dtype is theirs alone (1 and 2.5 give the default float dtype).
   const DType self_dtype = self.natural_dtype(), other_dtype = other.natural_dtype();
   const DType result = category(self_dtype) >= category(other_dtype) ? self_dtype : other_dtype;
   return where_into(ResultInto::NewTensor, Tensor(), condition, full({}, self, result, condition.device()),
                     full({}, other, result, condition.device()));
-}
-Tensor where_out_cpu(const Tensor& condition, const Tensor& self, const Tensor& other, const Tensor& out) {
-  return where_into(ResultInto::Out, out, condition, self, other);
-}
-
-Tensor clamp_cpu(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  return clamp_scalar_into(ResultInto::NewTensor, Tensor(), self, min, max);
-}
-Tensor clamp_cpu_(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
-  return clamp_scalar_into(ResultInto::InPlace, self, self, min, max);
-}
-Tensor clamp_out_cpu(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max,
-                     const Tensor& out) {
-  return clamp_scalar_into(ResultInto::Out, out, self, min, max);
-}
-Tensor clamp_tensor_cpu(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
-  return clamp_tensor_into(ResultInto::NewTensor, Tensor(), self, min, max);
-}
-Tensor clamp_tensor_cpu_(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
-  return clamp_tensor_into(ResultInto::InPlace, self, self, min, max);
-}
-Tensor clamp_tensor_out_cpu(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max,
-                            const Tensor& out) {
-  return clamp_tensor_into(ResultInto::Out, out, self, min, max);
 }
 
 // clip is clamp (CompositeImplicit: it runs through clamp's kernels).
@@ -315,83 +317,7 @@ Tensor clip_tensor_out(const Tensor& self, const std::optional<Tensor>& min, con
   return kiln::clamp_out(out, self, min, max);
 }
 
-Tensor clamp_min_cpu(const Tensor& self, const Scalar& min) {
-  return clamp_scalar_into(ResultInto::NewTensor, Tensor(), self, min, std::nullopt);
-}
-Tensor clamp_min_cpu_(const Tensor& self, const Scalar& min) {
-  return clamp_scalar_into(ResultInto::InPlace, self, self, min, std::nullopt);
-}
-Tensor clamp_min_out_cpu(const Tensor& self, const Scalar& min, const Tensor& out) {
-  return clamp_scalar_into(ResultInto::Out, out, self, min, std::nullopt);
-}
-Tensor clamp_min_tensor_cpu(const Tensor& self, const Tensor& min) {
-  return clamp_min_tensor_into(ResultInto::NewTensor, Tensor(), self, min);
-}
-Tensor clamp_min_tensor_cpu_(const Tensor& self, const Tensor& min) {
-  return clamp_min_tensor_into(ResultInto::InPlace, self, self, min);
-}
-Tensor clamp_min_tensor_out_cpu(const Tensor& self, const Tensor& min, const Tensor& out) {
-  return clamp_min_tensor_into(ResultInto::Out, out, self, min);
-}
-Tensor clamp_max_cpu(const Tensor& self, const Scalar& max) {
-  return clamp_scalar_into(ResultInto::NewTensor, Tensor(), self, std::nullopt, max);
-}
-Tensor clamp_max_cpu_(const Tensor& self, const Scalar& max) {
-  return clamp_scalar_into(ResultInto::InPlace, self, self, std::nullopt, max);
-}
-Tensor clamp_max_out_cpu(const Tensor& self, const Scalar& max, const Tensor& out) {
-  return clamp_scalar_into(ResultInto::Out, out, self, std::nullopt, max);
-}
-Tensor clamp_max_tensor_cpu(const Tensor& self, const Tensor& max) {
-  return clamp_max_tensor_into(ResultInto::NewTensor, Tensor(), self, max);
-}
-Tensor clamp_max_tensor_cpu_(const Tensor& self, const Tensor& max) {
-  return clamp_max_tensor_into(ResultInto::InPlace, self, self, max);
-}
-Tensor clamp_max_tensor_out_cpu(const Tensor& self, const Tensor& max, const Tensor& out) {
-  return clamp_max_tensor_into(ResultInto::Out, out, self, max);
-}
-
-Tensor lerp_scalar_cpu(const Tensor& self, const Tensor& end, const Scalar& weight) {
-  return lerp_scalar_into(ResultInto::NewTensor, Tensor(), self, end, weight);
-}
-Tensor lerp_scalar_cpu_(const Tensor& self, const Tensor& end, const Scalar& weight) {
-  return lerp_scalar_into(ResultInto::InPlace, self, self, end, weight);
-}
-Tensor lerp_scalar_out_cpu(const Tensor& self, const Tensor& end, const Scalar& weight, const Tensor& out) {
-  return lerp_scalar_into(ResultInto::Out, out, self, end, weight);
-}
-Tensor lerp_cpu(const Tensor& self, const Tensor& end, const Tensor& weight) {
-  return lerp_tensor_into(ResultInto::NewTensor, Tensor(), self, end, weight);
-}
-Tensor lerp_cpu_(const Tensor& self, const Tensor& end, const Tensor& weight) {
-  return lerp_tensor_into(ResultInto::InPlace, self, self, end, weight);
-}
-Tensor lerp_out_cpu(const Tensor& self, const Tensor& end, const Tensor& weight, const Tensor& out) {
-  return lerp_tensor_into(ResultInto::Out, out, self, end, weight);
-}
-
-Tensor addcmul_cpu(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value) {
-  return addcmul_into(ResultInto::NewTensor, Tensor(), self, tensor1, tensor2, value, /*divide=*/false);
-}
-Tensor addcmul_cpu_(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value) {
-  return addcmul_into(ResultInto::InPlace, self, self, tensor1, tensor2, value, /*divide=*/false);
-}
-Tensor addcmul_out_cpu(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value,
-                       const Tensor& out) {
-  return addcmul_into(ResultInto::Out, out, self, tensor1, tensor2, value, /*divide=*/false);
-}
-Tensor addcdiv_cpu(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value) {
-  return addcmul_into(ResultInto::NewTensor, Tensor(), self, tensor1, tensor2, value, /*divide=*/true);
-}
-Tensor addcdiv_cpu_(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value) {
-  return addcmul_into(ResultInto::InPlace, self, self, tensor1, tensor2, value, /*divide=*/true);
-}
-Tensor addcdiv_out_cpu(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value,
-                       const Tensor& out) {
-  return addcmul_into(ResultInto::Out, out, self, tensor1, tensor2, value, /*divide=*/true);
-}
-
+// masked_fill has no out= form, and its Tensor value is read as a Scalar.
 Tensor masked_fill_scalar_cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
   return masked_fill_into(ResultInto::NewTensor, self, mask, value);
 }

@@ -12,6 +12,7 @@
 #include "eager/kernels/Views.h"
 #include "eager/kernels/cpu/Factories.h"
 #include "eager/kernels/cpu/ShapeCopy.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -81,17 +82,23 @@ Tensor tri_out(const Tensor& self, int64_t k, const Tensor& out, bool lower) {
   return out;
 }
 
+Tensor tri_with(ResultInto into, const Tensor& out, const Tensor& self, int64_t k, bool lower) {
+  switch (into) {
+    case ResultInto::NewTensor: return tri(self, k, lower);
+    case ResultInto::InPlace: return tri_(self, k, lower);
+    case ResultInto::Out: break;
+  }
+  return tri_out(self, k, out, lower);
+}
+
 }  // namespace
 
-Tensor tril_cpu(const Tensor& self, int64_t diagonal) { return tri(self, diagonal, true); }
-Tensor tril_cpu_(const Tensor& self, int64_t diagonal) { return tri_(self, diagonal, true); }
-Tensor tril_out_cpu(const Tensor& self, int64_t diagonal, const Tensor& out) {
-  return tri_out(self, diagonal, out, true);
+// The kernels shape.yaml's kernel_into names (Note [Generated entry points], tools/opgen/into.py).
+Tensor tril_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t diagonal) {
+  return tri_with(into, out, self, diagonal, /*lower=*/true);
 }
-Tensor triu_cpu(const Tensor& self, int64_t diagonal) { return tri(self, diagonal, false); }
-Tensor triu_cpu_(const Tensor& self, int64_t diagonal) { return tri_(self, diagonal, false); }
-Tensor triu_out_cpu(const Tensor& self, int64_t diagonal, const Tensor& out) {
-  return tri_out(self, diagonal, out, false);
+Tensor triu_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t diagonal) {
+  return tri_with(into, out, self, diagonal, /*lower=*/false);
 }
 
 /// Zeros with self's last dim on diagonal `offset` of the (dim1, dim2) planes.

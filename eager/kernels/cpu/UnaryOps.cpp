@@ -14,6 +14,7 @@
 #include "eager/kernels/cpu/Copy.h"
 #include "eager/kernels/cpu/UnaryOpsStubs.h"
 #include "kiln/generated/Functions.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -66,9 +67,7 @@ TensorIterator unary_predicate_iterator(const char* name, ResultInto into, const
       .build();
 }
 
-namespace {
-
-// --- the builders of each op family -----------------------------------------------------
+// --- each op's kernel, the one that kernel_into names (Note [Generated entry points], tools/opgen/into.py) ---
 
 #define KILN_UNARY_FLOAT_INTO_(op)                                                   \
   Tensor op##_into(ResultInto into, const Tensor& out, const Tensor& self) {         \
@@ -79,6 +78,8 @@ namespace {
   }
 KILN_FORALL_UNARY_FLOAT_OPS(KILN_UNARY_FLOAT_INTO_)
 #undef KILN_UNARY_FLOAT_INTO_
+
+namespace {
 
 /// PyTorch's per-op dtype rules of the same-dtype ops, checked before the loop.
 void check_same_dtype_op(const char* name, const Tensor& self) {
@@ -94,6 +95,8 @@ void check_same_dtype_op(const char* name, const Tensor& self) {
   if (op == "round") fail_not_implemented("round_vml_cpu", DType::Bool);
   if (op == "trunc") fail_not_implemented("trunc_vml_cpu", DType::Bool);
 }
+
+}  // namespace
 
 #define KILN_UNARY_SAME_DTYPE_INTO_(op)                                              \
   Tensor op##_into(ResultInto into, const Tensor& out, const Tensor& self) {         \
@@ -195,58 +198,6 @@ Tensor logit_into(ResultInto into, const Tensor& out, const Tensor& self, std::o
   auto iter = unary_float_iterator("logit", into, out, self);
   logit_stub(iter, eps);
   return finish(iter, into);
-}
-
-}  // namespace
-
-// --- the kernels pointwise_unary.yaml names (Note [Unary overload families], UnaryOps.h) ---
-
-#define KILN_UNARY_FAMILY_(op) KILN_UNARY_OVERLOAD_FAMILY(op)
-KILN_FORALL_UNARY_FLOAT_OPS(KILN_UNARY_FAMILY_)
-KILN_FORALL_UNARY_SAME_DTYPE_OPS(KILN_UNARY_FAMILY_)
-KILN_UNARY_FAMILY_(sgn)
-#undef KILN_UNARY_FAMILY_
-
-#define KILN_UNARY_PREDICATE_KERNELS_(op)                                                            \
-  Tensor op##_cpu(const Tensor& self) { return op##_into(ResultInto::NewTensor, Tensor(), self); }  \
-  Tensor op##_out_cpu(const Tensor& self, const Tensor& out) { return op##_into(ResultInto::Out, out, self); }
-KILN_UNARY_PREDICATE_KERNELS_(isposinf)
-KILN_UNARY_PREDICATE_KERNELS_(isneginf)
-KILN_UNARY_PREDICATE_KERNELS_(signbit)
-#undef KILN_UNARY_PREDICATE_KERNELS_
-Tensor isnan_cpu(const Tensor& self) { return isnan_into(ResultInto::NewTensor, Tensor(), self); }
-Tensor isinf_cpu(const Tensor& self) { return isinf_into(ResultInto::NewTensor, Tensor(), self); }
-Tensor isfinite_cpu(const Tensor& self) { return isfinite_into(ResultInto::NewTensor, Tensor(), self); }
-
-Tensor round_decimals_cpu(const Tensor& self, int64_t decimals) {
-  return round_decimals_into(ResultInto::NewTensor, Tensor(), self, decimals);
-}
-Tensor round_decimals_cpu_(const Tensor& self, int64_t decimals) {
-  return round_decimals_into(ResultInto::InPlace, self, self, decimals);
-}
-Tensor round_decimals_out_cpu(const Tensor& self, int64_t decimals, const Tensor& out) {
-  return round_decimals_into(ResultInto::Out, out, self, decimals);
-}
-
-Tensor nan_to_num_cpu(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
-                      std::optional<double> neginf) {
-  return nan_to_num_into(ResultInto::NewTensor, Tensor(), self, nan, posinf, neginf);
-}
-Tensor nan_to_num_cpu_(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
-                       std::optional<double> neginf) {
-  return nan_to_num_into(ResultInto::InPlace, self, self, nan, posinf, neginf);
-}
-Tensor nan_to_num_out_cpu(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
-                          std::optional<double> neginf, const Tensor& out) {
-  return nan_to_num_into(ResultInto::Out, out, self, nan, posinf, neginf);
-}
-
-Tensor logit_cpu(const Tensor& self, std::optional<double> eps) {
-  return logit_into(ResultInto::NewTensor, Tensor(), self, eps);
-}
-Tensor logit_cpu_(const Tensor& self, std::optional<double> eps) { return logit_into(ResultInto::InPlace, self, self, eps); }
-Tensor logit_out_cpu(const Tensor& self, std::optional<double> eps, const Tensor& out) {
-  return logit_into(ResultInto::Out, out, self, eps);
 }
 
 // Aliases (CompositeImplicit): the op they name does the work and records the gradient.

@@ -1,6 +1,6 @@
 // Shared set-up of the unary pointwise ops and activations (UnaryOps.cpp,
 // UnaryOpsSpecial.cpp, Activation*.cpp): the two ways a unary op builds its
-// TensorIterator. See Note [Three ways to write a result] (BinaryOps.h).
+// TensorIterator. See Note [Three ways to write a result] (ResultInto.h).
 #pragma once
 
 #include "eager/core/Tensor.h"
@@ -28,14 +28,3 @@ namespace kiln::native {
                                                       const Tensor& self);
 
 }  // namespace kiln::native
-
-// Note [Unary overload families]
-// ------------------------------
-// eager/ops/pointwise_unary.yaml names three kernels per op, <op>_cpu,
-// <op>_cpu_ and <op>_out_cpu; this macro defines them over one builder
-//   Tensor <op>_into(ResultInto into, const Tensor& out, const Tensor& self);
-// written before it in the same file.
-#define KILN_UNARY_OVERLOAD_FAMILY(op)                                                                 \
-  Tensor op##_cpu(const Tensor& self) { return op##_into(ResultInto::NewTensor, Tensor(), self); }     \
-  Tensor op##_cpu_(const Tensor& self) { return op##_into(ResultInto::InPlace, self, self); }          \
-  Tensor op##_out_cpu(const Tensor& self, const Tensor& out) { return op##_into(ResultInto::Out, out, self); }

@@ -1,4 +1,5 @@
-"""The cross-family entries of the KL table (torch.distributions.kl's), registered on import by kl.py.
+"""The cross-family entries of the KL table (torch.distributions.kl's), registered when kl.py imports
+this module (after its same-family pairs). Imports kiln.distributions._kl_registry, never kl.py.
 
 Pairs whose support of p is not inside q's give +inf, as torch's.
 """
@@ -15,7 +16,7 @@ from kiln.distributions.continuous_bernoulli import ContinuousBernoulli
 from kiln.distributions.exponential import Exponential
 from kiln.distributions.gamma import Gamma
 from kiln.distributions.gumbel import Gumbel
-from kiln.distributions.kl import _infinite_like, _set_where, _x_log_x, register_kl
+from kiln.distributions._kl_registry import _infinite_like, _set_where, _x_log_x, register_kl
 from kiln.distributions.laplace import Laplace
 from kiln.distributions.normal import Normal
 from kiln.distributions.pareto import Pareto

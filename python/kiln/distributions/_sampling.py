@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 
 import kiln
+from kiln.autograd import Function
 
 _MAX_ROUNDS = 200
 
@@ -85,8 +86,6 @@ def standard_gamma_grad(x, alpha):
 
 @functools.cache
 def _gamma_function():
-    from kiln.autograd import Function
-
     class StandardGamma(Function):
         @staticmethod
         def forward(ctx, alpha):

@@ -21,6 +21,7 @@ import functools
 import threading
 
 from kiln import _C
+from kiln import autograd
 from kiln.func._pytree import tree_flatten, tree_unflatten
 
 _state = threading.local()
@@ -97,8 +98,6 @@ def unwrap_aux(aux, keep_graph: bool):
 def grad_or_zeros(outputs, inputs, grad_outputs=None, *, create_graph: bool, retain_graph: bool):
     """``kiln.autograd.grad`` over the outputs that require grad, with zeros (not
     None) for inputs they do not depend on."""
-    from kiln import autograd
-
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if is_tensor(o) and o.requires_grad]

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import kiln
 from kiln import _C
+from kiln.nn import Module
+from kiln.nn.modules.normalization import _BatchNorm
 
 __all__ = ["functional_call", "stack_module_state", "replace_all_batch_norm_modules_"]
 
@@ -98,8 +101,6 @@ def _check_keys(module, values: dict) -> None:
 
 
 def _submodule(module, path: str, cache: dict):
-    from kiln.nn import Module
-
     if not path:
         return module
     if path in cache:
@@ -172,8 +173,6 @@ def stack_module_state(models):
 
 
 def _stacked_leaf(tensors, name: str):
-    import kiln
-
     every = all(t.requires_grad for t in tensors)
     none = all(not t.requires_grad for t in tensors)
     if not every and not none:
@@ -186,8 +185,6 @@ def _stacked_leaf(tensors, name: str):
 
 def replace_all_batch_norm_modules_(root):
     """Makes every batch norm in ``root`` stop tracking running statistics (in place); returns ``root``."""
-    from kiln.nn.modules.normalization import _BatchNorm
-
     for module in root.modules():
         if isinstance(module, _BatchNorm) and module.track_running_stats:
             module.running_mean = None

@@ -14,6 +14,7 @@ and needs the ops' backward formulas to be differentiable (kiln's are).
 from __future__ import annotations
 
 from kiln import _C
+from kiln import autograd
 from kiln.func import _common as C
 from kiln.func._pytree import tree_flatten, tree_unflatten, treespec_pprint
 
@@ -123,8 +124,6 @@ class Evaluation:
     def jvp(self, flat_tangents, *, strict: bool, retain_graph: bool) -> list:
         """The jvp of each flat output by the double-vjp trick; zeros (or, with
         ``strict``, torch's error) for an output that does not depend on the inputs."""
-        from kiln import autograd
-
         diff_index = [i for i, o in enumerate(self.flat_out) if o.requires_grad]
         if self._dummies is None:
             # g(u) = u^T J, built once with its graph: linear in the dummy cotangents u.

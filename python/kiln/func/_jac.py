@@ -17,6 +17,8 @@ raises torch's vmap error if ``func`` draws random numbers; "same" and
 
 from __future__ import annotations
 
+import kiln
+from kiln import random
 from kiln.func import _common as C
 from kiln.func._grad import Evaluation, _JVP
 from kiln.func._pytree import tree_unflatten
@@ -27,8 +29,6 @@ __all__ = ["jacrev", "jacfwd", "hessian"]
 
 def _rows(ev: Evaluation) -> list[list]:
     """``jac[i][k]``: the Jacobian block of flat output i w.r.t. flat input k."""
-    import kiln
-
     blocks = []
     for i, out in enumerate(ev.flat_out):
         n = out.numel() if out.requires_grad else 0  # an output that does not require grad: zero blocks
@@ -82,8 +82,6 @@ def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error")
     """The Jacobian of ``func`` w.r.t. the arguments at ``argnums`` (see the module docstring)."""
 
     def wrapper(*args):
-        from kiln import random
-
         check_randomness_arg(randomness)
         C.error_if_complex("jacfwd", args, is_input=True)
         keep = C.outer_needs_graph(args)

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import functools
 
+import kiln
 from kiln import _C
+from kiln import random
 from kiln.func._common import wraps
 from kiln.func._pytree import broadcast_prefix, tree_flatten, tree_unflatten
 
@@ -124,15 +126,11 @@ def _zero_element(flat_args, flat_dims):
 
 
 def _same_rng(a, b) -> bool:
-    import kiln
-
     return bool(kiln.equal(a, b))
 
 
 def _run_elements(func, flat_args, flat_dims, spec, batch_size, randomness, kwargs):
     """The flat outputs of each element's call, and the output spec."""
-    from kiln import random
-
     start = random.get_rng_state()
     per_element, out_spec = [], None
     indices = range(batch_size) if batch_size > 0 else [None]
@@ -166,8 +164,6 @@ def _all_same(values) -> bool:
 
 
 def _same_values(a, b) -> bool:
-    import kiln
-
     return bool(kiln.equal(a.detach(), b.detach()))
 
 
@@ -191,8 +187,6 @@ def _unbatch(func, per_element, out_spec, out_dims, batch_size):
         flat_dims = broadcast_prefix(out_dims, out_spec)
         if flat_dims is None:
             incompatible()
-    import kiln
-
     results = []
     for k, d in enumerate(flat_dims):
         values = [outs[k] for outs in per_element]

@@ -9,8 +9,11 @@ from __future__ import annotations
 import functools
 from collections import namedtuple
 
+import kiln
 from kiln import _C
 from kiln._comparison import scalar_type_name
+from kiln.autograd import Function
+from kiln.linalg._solve import inv
 from kiln.linalg._solve import LinAlgError, _check_square
 
 cholesky_ex_type = namedtuple("linalg_cholesky_ex", ["L", "info"])
@@ -53,8 +56,6 @@ def _as_linalg_error(call):
 
 
 def _needs_grad(A):
-    import kiln
-
     return kiln.is_grad_enabled() and A.requires_grad
 
 
@@ -128,8 +129,6 @@ def _cholesky_solve_function():
 
     With X the result and G its gradient: grad_B = cholesky_solve(G, L); S = grad_B X^H + X grad_B^H;
     grad_L = -S L for a lower factor, -L S for an upper one (torch's formula, checked against its autograd)."""
-    from kiln.autograd import Function
-
     class CholeskySolve(Function):
         @staticmethod
         def forward(ctx, B, L, upper):
@@ -153,8 +152,6 @@ def _cholesky_solve_function():
 
 def cholesky_inverse(L, upper=False, *, out=None):
     """inv(A) from A's Cholesky factor."""
-    import kiln
-
     n = L.shape[-1]
     identity = kiln.eye(n, dtype=L.dtype).expand(*L.shape[:-2], n, n)
     return _out(cholesky_solve(identity, L, upper), out)
@@ -165,8 +162,6 @@ def cholesky_inverse(L, upper=False, *, out=None):
 
 def _broadcast_batches(caller, A, B):
     """A and B expanded to their common batch shape (B converted to A's dtype, as torch's kernel writes it)."""
-    import kiln
-
     if A.dim() < 2:
         raise RuntimeError(f"linalg.{caller}: The input tensor A must have at least 2 dimensions.")
     if B.dim() < 2:
@@ -257,8 +252,6 @@ def svdvals(A, *, driver=None, out=None):
 
 def svd_legacy(input, some=True, compute_uv=True, *, out=None):
     """torch.svd: (U, S, V) with V not transposed; without compute_uv, U and V are full-size zeros."""
-    import kiln
-
     if not compute_uv:
         S = svdvals(input)
         m, n = input.shape[-2], input.shape[-1]
@@ -276,8 +269,6 @@ def svd_legacy(input, some=True, compute_uv=True, *, out=None):
 def _tolerance(S, m, n, atol, rtol, dtype):
     """The cut-off below which a singular value counts as zero: max(atol, rtol * S_max), torch's defaults
     (rtol = eps * max(m, n) when neither is given, 0 when only atol is)."""
-    import kiln
-
     eps = kiln.finfo(dtype).eps
     if rtol is None:
         rtol = eps * max(m, n) if (atol is None or _is_zero(atol)) else 0.0
@@ -306,8 +297,6 @@ def _check_float(caller, A):
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The Moore-Penrose pseudo-inverse: V diag(1/S) U^T over the singular values above the tolerance
     (through eigh when ``hermitian``)."""
-    import kiln
-
     _check_float("pinv", A)
     m, n = A.shape[-2], A.shape[-1]
     if hermitian:
@@ -329,8 +318,6 @@ def pinverse(input, rcond=1e-15):
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """How many singular values (eigenvalue magnitudes when ``hermitian``) exceed the tolerance."""
-    import kiln
-
     _check_float("matrix_rank", A)
     m, n = A.shape[-2], A.shape[-1]
     with kiln.no_grad():
@@ -342,15 +329,11 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
 def cond(A, p=None, *, out=None):
     """The condition number: S_max / S_min for p None or 2 (S_min / S_max for -2), else
     norm(A, p) * norm(inv(A), p)."""
-    import kiln
-
     _check_float("cond", A)
     if p in (None, 2, -2):
         S = svdvals(A)
         result = S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
         return _out(result, out)
-    from kiln.linalg._solve import inv
-
     _check_square("linalg.cond", A)
     return _out(kiln.linalg.matrix_norm(A, p) * kiln.linalg.matrix_norm(inv(A), p), out)
 
@@ -361,8 +344,6 @@ _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
     """The least-squares solution of A X = B (minimum norm when A is rank-deficient), with torch's
     residuals, rank and singular_values for each driver (CPU default 'gelsy')."""
-    import kiln
-
     _check_float("lstsq", A)
     driver = "gelsy" if driver is None else driver
     if driver not in _LSTSQ_DRIVERS:

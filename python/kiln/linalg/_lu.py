@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import kiln
 from kiln import _C
 from kiln.linalg._decompositions import _out
+from kiln.linalg._decompositions import solve_triangular
+from kiln.linalg._solve import solve
 
 lu_type = namedtuple("linalg_lu", ["P", "L", "U"])
 lu_unpack_type = namedtuple("lu_unpack", ["P", "L", "U"])
@@ -30,8 +33,6 @@ def _rows_permuted(X, perm):
 
 def _rows_unpermuted(X, perm):
     """The inverse of _rows_permuted: row perm[i] of the result is row i of X."""
-    import kiln
-
     index = perm.unsqueeze(-1).expand(*X.shape[:-2], X.shape[-2], X.shape[-1])
     return kiln.zeros_like(X).scatter(-2, index, X)
 
@@ -39,8 +40,6 @@ def _rows_unpermuted(X, perm):
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """(P, L, U) with A = P L U from linalg.lu_factor's packed LU and pivots (empty tensors for
     the parts not asked for)."""
-    import kiln
-
     m, n = LU_data.shape[-2], LU_data.shape[-1]
     k = min(m, n)
     empty = kiln.empty(0, dtype=LU_data.dtype)
@@ -71,8 +70,6 @@ def _dtype_word(dtype):
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """X with A X = B (X A = B when not ``left``; A^T in place of A when ``adjoint``) from A's LU."""
-    from kiln.linalg._decompositions import solve_triangular
-
     if LU.dtype != B.dtype:
         raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
                            f"{_dtype_word(LU.dtype)} and B of type {_dtype_word(B.dtype)} instead")
@@ -97,15 +94,11 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
 
 
 def _broadcast(a, b):
-    import kiln
-
     return kiln.broadcast_shapes(tuple(a), tuple(b))
 
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """(X, info): linalg.solve that reports a singular matrix in info (LAPACK's) instead of raising."""
-    from kiln.linalg._solve import solve
-
     LU, pivots, info = _f().linalg_lu_factor_ex(A, pivot=True, check_errors=False)
     if bool((info == 0).all()) or check_errors:
         return _out(solve_ex_type(solve(A, B, left=left), info), out)
@@ -117,8 +110,6 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
 
 def inv_ex(A, *, check_errors=False, out=None):
     """(inverse, info): linalg.inv that reports a singular matrix in info instead of raising."""
-    import kiln
-
     n = A.shape[-1]
     identity = kiln.eye(n, dtype=A.dtype).expand(*A.shape[:-2], n, n)
     result, info = solve_ex(A, identity, check_errors=check_errors)

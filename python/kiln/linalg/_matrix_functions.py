@@ -19,6 +19,7 @@ import math
 import operator
 from fractions import Fraction
 
+import kiln
 from kiln import _C
 from kiln._comparison import scalar_type_name
 
@@ -57,8 +58,6 @@ _PADE = {m: _pade_coefficients(m) for m, _ in _PADE_THETA}
 
 def _pade_uv(A, m):
     """The odd (U) and even (V) parts of the [m/m] Pade numerator at A: p(A) = V + U, q(A) = V - U."""
-    import kiln
-
     b = _PADE[m]
     n = A.shape[-1]
     eye = kiln.eye(n, dtype=A.dtype)
@@ -80,8 +79,6 @@ def _pade_uv(A, m):
 def matrix_exp(A):
     """torch.linalg.matrix_exp: the exponential of each square matrix of A (real floating dtypes;
     float16 and bfloat16 are computed in float32). Matrices holding inf or nan give nan matrices."""
-    import kiln
-
     caller = "linalg.matrix_exp"
     _require_tensor("linalg_matrix_exp", "input", A, 1)
     if A.dim() < 2:
@@ -133,8 +130,6 @@ def tensor_matrix_exp(self):
 def householder_product(A, tau, *, out=None):
     """torch.linalg.householder_product: the first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i the
     i-th column of A below the diagonal with a 1 on it (the Householder form geqrf leaves)."""
-    import kiln
-
     caller = "kiln.linalg.householder_product"
     _require_tensor("linalg_householder_product", "input", A, 1)
     _require_tensor("linalg_householder_product", "tau", tau, 2)
@@ -183,8 +178,6 @@ def orgqr(input, tau, *, out=None):
 def vander(x, *, N=None):
     """torch.linalg.vander: x^0, x^1, ..., x^(N-1) along a new last dimension (N defaults to x.shape[-1]);
     integer inputs give int64."""
-    import kiln
-
     _require_tensor("linalg_vander", "x", x, 1)
     if x.dtype == kiln.bool:
         raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
@@ -208,8 +201,6 @@ def _prod(shape):
 def tensorinv(A, ind=2, *, out=None):
     """torch.linalg.tensorinv: the inverse of A read as a prod(A.shape[:ind]) square matrix, shaped
     A.shape[ind:] + A.shape[:ind]."""
-    import kiln
-
     _require_tensor("linalg_tensorinv", "input", A, 1)
     ind = _require_int("linalg_tensorinv", "ind", ind)
     if ind <= 0:
@@ -236,8 +227,6 @@ def tensorinv(A, ind=2, *, out=None):
 def tensorsolve(A, B, dims=None, *, out=None):
     """torch.linalg.tensorsolve: X with tensordot(A, X, X.ndim) = B, X shaped A.shape[B.ndim:] (after moving
     the dims of A named by ``dims`` to its end)."""
-    import kiln
-
     _require_tensor("linalg_tensorsolve", "input", A, 1)
     _require_tensor("linalg_tensorsolve", "other", B, 2)
     if dims is not None:

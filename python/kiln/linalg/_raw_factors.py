@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import kiln
 from kiln import _C
 from kiln.linalg._matrix_functions import householder_product
 
@@ -74,8 +75,6 @@ def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
     """torch.ormqr(input, tau, other, left, transpose): other multiplied by the m x m Q = H_1 ... H_k of
     geqrf's (input, tau), from the left or the right, Q or Q^T. Composed as householder_product on input's
     first k columns padded to m (the full Q) and one matmul."""
-    import kiln
-
     tau, other = input2, input3
     _check_ormqr(input, tau, other, left)
     m, k = input.shape[-2], tau.shape[-1]
@@ -119,8 +118,6 @@ def ldl_factor(A, *, hermitian=False, out=None):
 
 def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     """torch.linalg.ldl_solve: X with A X = B from ldl_factor's (LD, pivots), batch dimensions broadcast."""
-    import kiln
-
     if B.dim() < 2:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-max(B.dim(), 1)}, "
                          f"{max(B.dim(), 1) - 1}], but got -2)")

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import kiln
 from kiln import _C
+from kiln.autograd import Function
 
 
 class LinAlgError(RuntimeError):
@@ -50,8 +52,6 @@ def _check_square(caller, A):
 def solve(A, B, *, left=True, out=None):
     """X with A X = B (or X A = B when ``left`` is False); B a matrix, a batch, or a vector
     (B.dim() == 1, or one less than A's with matching batch dims). Singular A: LinAlgError."""
-    import kiln
-
     caller = "kiln.linalg.solve"
     _check_square(caller.removeprefix("kiln."), A)
     if not left:
@@ -74,8 +74,6 @@ def solve(A, B, *, left=True, out=None):
 
 
 def _identity_like(A):
-    import kiln
-
     n = A.shape[-1]
     return kiln.eye(n, dtype=A.dtype).expand(*A.shape[:-2], n, n)
 
@@ -103,8 +101,6 @@ def lu_factor(A, *, pivot=True, out=None):
 
 def _lu_sign_and_diagonal(A):
     """The permutation's sign (+-1, A's dtype) and U's diagonal of A's LU factorisation."""
-    import kiln
-
     LU, pivots, _ = _f().linalg_lu_factor_ex(A.detach(), pivot=True, check_errors=False)
     n = A.shape[-1]
     swaps = (pivots != kiln.arange(1, n + 1, dtype=kiln.int32)).sum(-1)
@@ -113,8 +109,6 @@ def _lu_sign_and_diagonal(A):
 
 
 def _det_function():
-    from kiln.autograd import Function
-
     class Det(Function):
         @staticmethod
         def forward(ctx, A):
@@ -133,9 +127,6 @@ def _det_function():
 
 
 def _slogdet_function():
-    import kiln
-    from kiln.autograd import Function
-
     class Slogdet(Function):
         @staticmethod
         def forward(ctx, A):
@@ -183,7 +174,5 @@ def slogdet(A, *, out=None):
 
 def logdet(A):
     """log det(A): NaN for a negative determinant, -inf for a singular matrix (torch.logdet)."""
-    import kiln
-
     sign, logabsdet = slogdet(A)
     return kiln.where(sign < 0, kiln.full_like(logabsdet, float("nan")), logabsdet)

@@ -11,6 +11,9 @@ import math
 from typing import Optional
 
 from kiln import _C
+from kiln.nn._activations import softmax
+from kiln.nn._dropout import dropout
+from kiln.nn._linear import linear
 from kiln.nn._ops import native, reduce_mean
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -113,8 +116,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
 
 def _composite(query, key, value, attn_mask, dropout_p, is_causal, scale):
     """softmax(q k^T * scale + mask) v, with dropout on the weights, from kiln ops."""
-    from kiln.nn.functional import dropout, softmax
-
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if query.shape[-1] != key.shape[-1]:
@@ -175,8 +176,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
                                  need_weights: bool = True, attn_mask=None, use_separate_proj_weight: bool = False,
                                  q_proj_weight=None, k_proj_weight=None, v_proj_weight=None, static_k=None,
                                  static_v=None, average_attn_weights: bool = True, is_causal: bool = False):
-    from kiln.nn.functional import dropout, linear, softmax
-
     if static_k is not None or static_v is not None:
         raise NotImplementedError("kiln.nn.functional.multi_head_attention_forward: static_k/static_v are not "
                                   "supported yet")

@@ -10,14 +10,15 @@ one is a RuntimeError, not a promotion."""
 
 from __future__ import annotations
 
+import kiln  # kiln.complex, looked up per call (kiln/__init__.py binds it after importing kiln.nn)
+from kiln._comparison import scalar_type_name
+
 
 def involves_complex(input, weight, bias) -> bool:
     return input.dtype.is_complex or weight.dtype.is_complex or (bias is not None and bias.dtype.is_complex)
 
 
 def _check_same_dtype(input, weight, bias) -> None:
-    from kiln._comparison import scalar_type_name
-
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and t.dtype != input.dtype:
             raise RuntimeError(f"Input type ({scalar_type_name(input.dtype)}) and {name} type "
@@ -26,8 +27,6 @@ def _check_same_dtype(input, weight, bias) -> None:
 
 def complex_conv(conv, input, weight, bias, *args):
     """conv(input, weight, bias, *args) for complex operands, from four calls of the real `conv`."""
-    import kiln
-
     _check_same_dtype(input, weight, bias)
     xr, xi, wr, wi = input.real, input.imag, weight.real, weight.imag
     real = conv(xr, wr, None if bias is None else bias.real, *args) - conv(xi, wi, None, *args)

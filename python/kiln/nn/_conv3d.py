@@ -14,8 +14,10 @@ conv2d's, narrow's, pad's and permute's.
 from __future__ import annotations
 
 from kiln import _C
+from kiln.nn._complex_conv import complex_conv, involves_complex
 from kiln.nn._conv_checks import check_weight_groups
-from kiln.nn._ops import ops
+from kiln.nn._padding import pad
+from kiln.nn._ops import functions as _functions
 
 
 def _triple(name: str, value, dims: int = 3) -> list:
@@ -76,9 +78,6 @@ def _check_conv3d(input, weight, bias, stride, pads, dilation, groups) -> None:
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of a [N, C, D, H, W] (or unbatched [C, D, H, W]) input; see Note [conv3d as one conv2d]."""
-    from kiln.nn import functional as F
-    from kiln.nn._complex_conv import complex_conv, involves_complex
-
     if involves_complex(input, weight, bias):
         return complex_conv(conv3d, input, weight, bias, stride, padding, dilation, groups)
     if input.dim() not in (4, 5):
@@ -94,10 +93,10 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     pads = _conv3d_padding(padding, weight, stride, dilation)
     _check_conv3d(input, weight, bias, stride, pads, dilation, groups)
     if any(before != after for before, after in pads[1:]):  # asymmetric 'same': pad H and W here
-        input = F.pad(input, [pads[2][0], pads[2][1], pads[1][0], pads[1][1]])
+        input = pad(input, [pads[2][0], pads[2][1], pads[1][0], pads[1][1]])
         pads = [pads[0], (0, 0), (0, 0)]
     if pads[0] != (0, 0):
-        input = F.pad(input, [0, 0, 0, 0, pads[0][0], pads[0][1]])
+        input = pad(input, [0, 0, 0, 0, pads[0][0], pads[0][1]])
     n, c, depth, h, w = input.shape
     out_c, c_per_group, kd = weight.shape[0], weight.shape[1], weight.shape[2]
     sd, dd = stride[0], dilation[0]
@@ -110,5 +109,5 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     stacked = stacked.reshape(n, groups, c_per_group, kd, od, h, w).permute(0, 4, 1, 3, 2, 5, 6)
     stacked = stacked.reshape(n * od, groups * kd * c_per_group, h, w)
     folded = weight.permute(0, 2, 1, 3, 4).reshape(out_c, kd * c_per_group, weight.shape[3], weight.shape[4])
-    out = ops.conv2d(stacked, folded, bias, stride[1:], [pads[1][0], pads[2][0]], dilation[1:], groups)
+    out = _functions.conv2d(stacked, folded, bias, stride[1:], [pads[1][0], pads[2][0]], dilation[1:], groups)
     return out.reshape(n, od, out_c, out.shape[2], out.shape[3]).permute(0, 2, 1, 3, 4).contiguous()

@@ -2,12 +2,19 @@
 respect to its input, which is what a transposed convolution computes. They
 run on the _conv2d_backward_input op (eager/ops/conv.yaml), whose derivative
 formulas give their gradients (a convolution for the input, the weight
-gradient of one for the weight). Re-exported by kiln.nn.functional."""
+gradient of one for the weight). conv_transpose3d is composed as torch defines it: the
+input dilated by the stride and padded, then conv3d with the flipped, group-transposed
+weight. Re-exported by kiln.nn.functional.
+
+Imports: kiln._C, kiln.nn._complex_conv, _conv3d, _conv_checks and _padding only."""
 
 from __future__ import annotations
 
 from kiln import _C
+from kiln.nn._complex_conv import complex_conv, involves_complex
+from kiln.nn._conv3d import conv3d
 from kiln.nn._conv_checks import check_weight_groups
+from kiln.nn._padding import pad
 
 
 def _tuple(value, n):
@@ -16,8 +23,6 @@ def _tuple(value, n):
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution: input (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out / groups, kH, kW)."""
-    from kiln.nn._complex_conv import complex_conv, involves_complex
-
     if involves_complex(input, weight, bias):
         return complex_conv(conv_transpose2d, input, weight, bias, stride, padding, output_padding, groups, dilation)
     unbatched = input.dim() == 3
@@ -65,3 +70,61 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            (0, _tuple(padding, 1)[0]), (0, _tuple(output_padding, 1)[0]), groups,
                            (1, _tuple(dilation, 1)[0]))
     return out.squeeze(-2)
+
+
+# --- 3-D: composed as torch defines it -----------------------------------------------------------
+def _dilate(x, dim: int, stride: int):
+    """x with stride - 1 zeros between neighbours along ``dim`` (differentiable: stack and narrow)."""
+    if stride == 1 or x.shape[dim] == 0:
+        return x
+    zeros = x * 0
+    stacked = _C._functions.stack([x] + [zeros] * (stride - 1), dim + 1)
+    shape = list(x.shape)
+    shape[dim] = shape[dim] * stride
+    return stacked.reshape(shape).narrow(dim, 0, (x.shape[dim] - 1) * stride + 1)
+
+
+def _triple(value) -> list:
+    values = [int(value)] * 3 if isinstance(value, int) else [int(v) for v in value]
+    return values * 3 if len(values) == 1 else values
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
+    """F.conv_transpose3d: input (N, C_in, D, H, W) or unbatched, weight (C_in, C_out / groups, kD, kH, kW).
+    Composed as torch defines it: the input dilated by the stride, zero padded by dilation * (k - 1) -
+    padding (+ output_padding after), then conv3d with the spatially flipped, group-transposed weight."""
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv_transpose3d, but got input of "
+                           f"size: {list(input.shape)}")
+    if input.dim() == 4:
+        return conv_transpose3d(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
+                                dilation).squeeze(0)
+    if weight.dim() != 5:
+        raise RuntimeError(f"weight should have 5 dimensions for a 3-D transposed convolution, got {weight.dim()}")
+    stride, padding = _triple(stride), _triple(padding)
+    output_padding, dilation = _triple(output_padding), _triple(dilation)
+    if input.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {weight.shape[0]} channels, but got {input.shape[1]} "
+                           "channels instead")
+    for op, s, d in zip(output_padding, stride, dilation):
+        if op >= s and op >= d:
+            raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding_depth: {output_padding[0]} output_padding_height: "
+                               f"{output_padding[1]} output_padding_width: {output_padding[2]} stride_depth: "
+                               f"{stride[0]} stride_height: {stride[1]} stride_width: {stride[2]} dilation_depth: "
+                               f"{dilation[0]} dilation_height: {dilation[1]} dilation_width: {dilation[2]}")
+    x = input
+    for i in range(3):
+        x = _dilate(x, 2 + i, stride[i])
+    pads = []
+    for i in reversed(range(3)):
+        edge = dilation[i] * (weight.shape[2 + i] - 1) - padding[i]
+        pads += [edge, edge + output_padding[i]]
+    x = pad(x, pads)
+    c_in, c_out_g = weight.shape[0], weight.shape[1]
+    kernel = list(weight.shape[2:])
+    w = weight.reshape(groups, c_in // groups, c_out_g, *kernel).transpose(1, 2)
+    w = w.reshape(groups * c_out_g, c_in // groups, *kernel).flip([2, 3, 4])
+    return conv3d(x, w, bias, 1, 0, dilation, groups)
+

@@ -26,8 +26,9 @@ import math
 import numpy as np
 
 from kiln import _C
+from kiln._creation import tensor
 from kiln.nn._losses import _check_reduction
-from kiln.nn._ops import ops
+from kiln.nn._ops import functions as _functions
 
 _WHERE = "(while checking arguments for ctc_loss_allocate_outputs)"
 
@@ -37,8 +38,6 @@ def _f():
 
 
 def _tensor(values, dtype):
-    from kiln._creation import tensor
-
     return tensor(values, dtype=dtype)
 
 
@@ -102,11 +101,11 @@ def _logsumexp3(a, b, c):
     """log(e^a + e^b + e^c) elementwise; -inf (with a zero gradient) where all three are -inf."""
     kiln = _f()
     top = kiln.maximum(kiln.maximum(a, b), c).detach()
-    shift = kiln.where(ops.isinf(top), kiln.zeros_like(top), top)
-    total = ops.exp(a - shift) + ops.exp(b - shift) + ops.exp(c - shift)
+    shift = kiln.where(_functions.isinf(top), kiln.zeros_like(top), top)
+    total = _functions.exp(a - shift) + _functions.exp(b - shift) + _functions.exp(c - shift)
     positive = total > 0
     safe = kiln.where(positive, total, kiln.ones_like(total))
-    return kiln.where(positive, ops.log(safe) + shift, kiln.full_like(total, -math.inf))
+    return kiln.where(positive, _functions.log(safe) + shift, kiln.full_like(total, -math.inf))
 
 
 def _log_likelihoods(log_probs, padded: np.ndarray, input_lengths: list, target_lengths: list, blank: int):
@@ -152,7 +151,7 @@ def _log_likelihoods(log_probs, padded: np.ndarray, input_lengths: list, target_
 def _torch_gradient_term(log_probs, input_lengths: list):
     """[N] zeros whose gradient is exp(log_probs) over each sample's frames (torch's extra term)."""
     frames = log_probs.shape[0]
-    probs = ops.exp(log_probs)
+    probs = _functions.exp(log_probs)
     mask = np.arange(frames)[:, None] < np.asarray(input_lengths)[None, :]         # [T, N]
     frames_mask = _tensor(mask.tolist(), _C.bool).unsqueeze(2)
     zero = _f().where(frames_mask, probs - probs.detach(), _f().zeros_like(probs))
@@ -181,7 +180,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
     if log_probs.requires_grad:
         loss = loss + _torch_gradient_term(log_probs, inputs)
     if zero_infinity:
-        loss = _f().where(ops.isinf(loss), _f().zeros_like(loss), loss)
+        loss = _f().where(_functions.isinf(loss), _f().zeros_like(loss), loss)
     if reduction == "mean":
         divisor = _tensor([max(n, 1) for n in lengths], loss.dtype)
         return (loss / divisor).mean()

@@ -6,6 +6,7 @@ kiln.nn.functional."""
 from __future__ import annotations
 
 from kiln import _C
+from kiln.nn._embedding import embedding
 
 
 def _f():
@@ -31,8 +32,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
                   include_last_offset: bool = False, padding_idx=None):
     """One row per bag: 2-D ``input`` (each row a bag) or 1-D ``input`` cut at ``offsets``;
     ``padding_idx`` entries are left out of every bag (and of mean's count); empty bags give zeros."""
-    from kiln.nn import functional as F
-
     kiln = _f()
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
@@ -86,7 +85,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     if padding_idx is not None:
         valid = valid & (index != (padding_idx % num))
     bag_of = bag_of.clamp_min(0)
-    rows = F.embedding(index, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
+    rows = embedding(index, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.unsqueeze(1)
     keep = valid.unsqueeze(1)

@@ -34,7 +34,8 @@ import warnings
 import numpy as np
 
 from kiln import _C
-from kiln.nn._ops import ops
+from kiln._creation import tensor
+from kiln.nn._ops import functions as _functions
 
 _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
                   "Please specify align_corners=True if the old behavior is desired. See the documentation of "
@@ -46,8 +47,6 @@ def _f():
 
 
 def _tensor(values, dtype):
-    from kiln._creation import tensor
-
     return tensor(values, dtype=dtype)
 
 
@@ -148,10 +147,10 @@ def _reflect(coord, twice_low: int, twice_high: int):
         return coord * 0
     low = twice_low / 2
     span = (twice_high - twice_low) / 2
-    distance = ops.abs(coord - low)
-    flips = ops.floor(distance.detach() / span)
+    distance = _functions.abs(coord - low)
+    flips = _functions.floor(distance.detach() / span)
     extra = distance - flips * span
-    even = ops.remainder(flips, 2) == 0
+    even = _functions.remainder(flips, 2) == 0
     return _f().where(even, extra + low, (span - extra) + low)
 
 
@@ -165,16 +164,16 @@ def _unnormalize(coord, size: int, align_corners: bool):
 def _pad(coord, size: int, padding_mode: str, align_corners: bool):
     """torch's compute_coordinates: border clamps, reflection mirrors then clamps, zeros leaves as is."""
     if padding_mode == "border":
-        return ops.clamp(coord, 0, size - 1)
+        return _functions.clamp(coord, 0, size - 1)
     if padding_mode == "reflection":
         coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
-        return ops.clamp(coord, 0, size - 1)
+        return _functions.clamp(coord, 0, size - 1)
     return coord
 
 
 def _safe(coord):
     """Infinite or huge coordinates read nothing (torch's safe_downgrade_to_int_range)."""
-    safe = ops.isfinite(coord) & (ops.abs(coord) < 2.0 ** 30)
+    safe = _functions.isfinite(coord) & (_functions.abs(coord) < 2.0 ** 30)
     return _f().where(safe, coord, _f().full_like(coord, -100.0))
 
 
@@ -188,7 +187,7 @@ def _gather(flat, coords: list, sizes: list):
     for coord, size in zip(coords, sizes):
         ok = (coord >= 0) & (coord <= size - 1)
         inside = ok if inside is None else inside & ok
-        term = ops.clamp(coord, 0, size - 1) * stride
+        term = _functions.clamp(coord, 0, size - 1) * stride
         index = term if index is None else index + term
         stride *= size
     index = index.to(_C.int64)
@@ -202,7 +201,7 @@ def _gather(flat, coords: list, sizes: list):
 
 def _linear(flat, coords: list, sizes: list):
     """(Bi/tri)linear: the 2 ** dims neighbours of the padded coordinates, weighted by their opposite volumes."""
-    lows = [ops.floor(c.detach()) for c in coords]
+    lows = [_functions.floor(c.detach()) for c in coords]
     out = None
     for corner in itertools.product((0, 1), repeat=len(coords)):
         taps, weight = [], None
@@ -218,7 +217,7 @@ def _linear(flat, coords: list, sizes: list):
 
 def _nearest(flat, coords: list, sizes: list):
     """The nearest pixel (half to even); the grid is linked with a zero gradient, as torch gives it zeros."""
-    values, _ = _gather(flat, [ops.round(c.detach()) for c in coords], sizes)
+    values, _ = _gather(flat, [_functions.round(c.detach()) for c in coords], sizes)
     total = None
     for c in coords:
         total = c if total is None else total + c
@@ -242,7 +241,7 @@ def _cubic_weights(t):
 def _bicubic(flat, x, y, width: int, height: int, padding_mode: str, align_corners: bool):
     """4 x 4 taps around the unpadded (x, y); each tap's position is padded on its own (see the Note), and
     one still outside the int range after that reads nothing."""
-    x0, y0 = ops.floor(x.detach()), ops.floor(y.detach())
+    x0, y0 = _functions.floor(x.detach()), _functions.floor(y.detach())
     wx, wy = _cubic_weights(x - x0), _cubic_weights(y - y0)
     columns = [_safe(_pad(x0 + (j - 1), width, padding_mode, align_corners)) for j in range(4)]
     out = None

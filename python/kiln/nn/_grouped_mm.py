@@ -16,13 +16,12 @@ fails for the 3-D form ("Invalid strides/sizes").
 from __future__ import annotations
 
 from kiln import _C
+from kiln._comparison import scalar_type_name
 
 _FLOATS = ("float32", "bfloat16", "float16")
 
 
 def _check(mat_a, mat_b, offs, bias, out_dtype):
-    from kiln._comparison import scalar_type_name
-
     for name, mat in (("mat_a", mat_a), ("mat_b", mat_b)):
         if mat.dim() not in (2, 3):
             raise RuntimeError(f"{name} has to be 2 or 3d")

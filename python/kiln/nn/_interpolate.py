@@ -1,4 +1,5 @@
-"""F.interpolate and F.upsample (re-exported by kiln.nn.functional): every mode
+"""F.interpolate, F.upsample and the deprecated F.upsample_nearest / upsample_bilinear
+(re-exported by kiln.nn.functional): every mode
 torch 2.13 has -- nearest, nearest-exact, (bi/tri)linear, bicubic, area,
 antialiased bilinear / bicubic and lanczos -- composed from kiln's ops.
 
@@ -46,6 +47,8 @@ there, or its result is a bug; kiln keeps value and gradient consistent):
     gives NaN where torch (which skips those taps) gives inf.
   * uint8 input: only the nearest modes (torch's fixed-point uint8 kernels for
     the other modes are not reproduced; kiln raises NotImplementedError).
+
+Imports: kiln._C, kiln._creation, kiln.nn._pooling and kiln.nn._pool3d only.
 """
 
 from __future__ import annotations
@@ -59,6 +62,9 @@ from typing import Optional
 import numpy as np
 
 from kiln import _C
+from kiln._creation import tensor
+from kiln.nn._pool3d import adaptive_avg_pool3d
+from kiln.nn._pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
 __all__ = ["interpolate", "upsample"]
 
@@ -339,8 +345,6 @@ def _plan(kind: str, in_size: int, out_size: int, scale, align_corners: bool, ft
 
 # --- applying plans -----------------------------------------------------------------------------
 def _tensor(array, dtype):
-    from kiln._creation import tensor
-
     return tensor(np.array(array, copy=True, order="C"), dtype=dtype)  # plans are cached read-only
 
 
@@ -379,9 +383,7 @@ def _resample(input, kind: str, sizes: list, scales, align_corners: bool):
 
 
 def _area(input, sizes: list):
-    from kiln.nn import functional as F
-
-    pools = {3: F.adaptive_avg_pool1d, 4: F.adaptive_avg_pool2d, 5: F.adaptive_avg_pool3d}
+    pools = {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}
     return pools[input.dim()](input, sizes)
 
 
@@ -439,3 +441,18 @@ def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_c
     """torch.nn.functional.upsample: deprecated spelling of interpolate (warns as torch does)."""
     warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """F.upsample_nearest: interpolate(mode='nearest'), with torch's deprecation warning."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """F.upsample_bilinear: interpolate(mode='bilinear', align_corners=True), with the deprecation warning."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+

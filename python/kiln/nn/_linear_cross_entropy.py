@@ -17,6 +17,8 @@ import warnings
 from typing import Literal, Optional
 
 from kiln import _C
+from kiln.nn._linear import linear
+from kiln.nn._losses import cross_entropy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,8 +75,6 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     """cross_entropy(linear(input, linear_weight, linear_bias), target, ...): ``linear_weight`` is
     [classes, *out_features, in_features] (extra dims make a K-dimensional loss); ``ignore_index``
     None means cross_entropy's -100."""
-    from kiln.nn.functional import cross_entropy, linear
-
     logits_shape, out_features, classes = _check(input, linear_weight, target, linear_bias, ignore_index)
     _warn_ignored_options(options, out_features, reduction, label_smoothing, target, linear_bias)
     in_features = linear_weight.shape[-1]

@@ -1,19 +1,22 @@
-"""Late-bound access to kiln's C++ ops for kiln.nn: an op missing from this build
-raises NotImplementedError naming it instead of an AttributeError at import.
+"""kiln.nn's access to the C++ ops (the bottom layer of kiln.nn: it imports only kiln._C).
 
-See Note [Functional calls the C++ op where one exists] in kiln/nn/functional.py.
+``native`` and ``has_op`` ask whether this build has an op (for the few ops kiln may still lack:
+see Note [Functional calls the C++ op where one exists] in kiln/nn/functional.py); ``ops.<name>``
+calls kiln._C._functions.<name> or raises NotImplementedError naming the op; ``functions`` is
+kiln._C._functions itself, for the ops every build has.
 """
 
 from __future__ import annotations
 
 from kiln import _C
 
-__all__ = ["native", "has_op", "ops"]
+__all__ = ["native", "has_op", "ops", "functions", "reduce_sum", "reduce_mean", "detached_amax"]
+
+functions = _C._functions
 
 
 def native(*names: str):
     """The first of ``names`` that kiln._C._functions has, or None."""
-    functions = _C._functions
     for name in names:
         fn = getattr(functions, name, None)
         if fn is not None:
@@ -23,7 +26,7 @@ def native(*names: str):
 
 def has_op(*names: str) -> bool:
     """True when every one of ``names`` is a kiln op in this build."""
-    return all(getattr(_C._functions, name, None) is not None for name in names)
+    return all(getattr(functions, name, None) is not None for name in names)
 
 
 class _Ops:
@@ -31,7 +34,7 @@ class _Ops:
     naming the op when this build does not have it yet."""
 
     def __getattr__(self, name: str):
-        fn = getattr(_C._functions, name, None)
+        fn = getattr(functions, name, None)
         if fn is None:
             raise NotImplementedError(f"kiln.nn needs the op '{name}', which this build of kiln does not have yet")
         return fn
@@ -40,62 +43,31 @@ class _Ops:
 ops = _Ops()
 
 
-# Note [Reductions before the reduction ops]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# sum and mean are kiln ops of their own (eager/ops/reduction.yaml); a build
-# without them still trains: the sum over a dimension is a product with a ones
-# vector (matmul, whose gradient broadcasts the incoming gradient back, exactly
-# sum's), and the detached row maxima that softmax subtracts for stability are
-# taken in numpy (no gradient flows through them). Once the ops exist these
-# helpers call them.
-
-def _dims(x, dim) -> tuple:
-    if dim is None:
-        return tuple(range(x.dim()))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    return tuple(sorted(d % max(x.dim(), 1) for d in dims))
+def _call(name: str, *args, **kwargs):
+    """kiln._C._functions.<name>(*args), or NotImplementedError naming the op."""
+    return getattr(ops, name)(*args, **kwargs)
 
 
 def reduce_sum(x, dim=None, keepdim: bool = False):
-    """x summed over ``dim`` (all dims when None)."""
-    fn = native("sum")
-    if fn is not None:
-        return fn(x) if dim is None and not keepdim else fn(x, dim if dim is not None else _dims(x, None), keepdim)
-    dims = _dims(x, dim)
-    if x.dim() == 0:
-        return x.clone()
-    kept = [d for d in range(x.dim()) if d not in dims]
-    moved = x.permute(*kept, *dims)
-    rows = moved.reshape(-1, _numel([x.shape[d] for d in dims]))
-    ones = _C._functions.ones((rows.shape[1], 1), dtype=x.dtype)
-    out = rows.matmul(ones).reshape(tuple(x.shape[d] for d in kept))
-    if keepdim:
-        out = out.reshape(tuple(1 if d in dims else x.shape[d] for d in range(x.dim())))
-    return out
+    """x summed over ``dim`` (all dims when None): the sum op."""
+    if dim is None:
+        return functions.sum(x) if not keepdim else functions.sum(x, tuple(range(x.dim())), keepdim)
+    return functions.sum(x, dim, keepdim)
 
 
 def reduce_mean(x, dim=None, keepdim: bool = False):
-    """x averaged over ``dim`` (all dims when None)."""
-    fn = native("mean")
-    if fn is not None:
-        return fn(x) if dim is None and not keepdim else fn(x, dim if dim is not None else _dims(x, None), keepdim)
-    count = _numel([x.shape[d] for d in _dims(x, dim)]) if x.dim() else 1
-    return reduce_sum(x, dim, keepdim) / count
+    """x averaged over ``dim`` (all dims when None): the mean op."""
+    if dim is None:
+        return functions.mean(x) if not keepdim else functions.mean(x, tuple(range(x.dim())), keepdim)
+    return functions.mean(x, dim, keepdim)
 
 
 def detached_amax(x, dim, keepdim: bool = True):
     """The maxima of x over ``dim``, detached (a stabilising shift that takes no gradient)."""
-    fn = native("amax")
-    if fn is not None:
-        return fn(x, dim, keepdim).detach()
-    import numpy as np
-
-    values = x.detach().numpy().max(axis=dim, keepdims=keepdim)
-    return _C.from_numpy(np.ascontiguousarray(values))
+    return functions.amax(x, dim, keepdim).detach()
 
 
-def _numel(sizes) -> int:
-    total = 1
-    for s in sizes:
-        total *= s
-    return total
+def _scalar_name(dtype) -> str:
+    """torch's C++ name of a dtype (Float, Long, ...) as its messages spell it."""
+    return {_C.float32: "Float", _C.float64: "Double", _C.int32: "Int", _C.float16: "Half", _C.bfloat16: "BFloat16",
+            _C.int16: "Short", _C.int8: "Char", _C.uint8: "Byte", _C.bool: "Bool"}.get(dtype, str(dtype))

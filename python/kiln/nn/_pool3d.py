@@ -1,6 +1,6 @@
 """The 3-D pooling ops (max_pool3d, avg_pool3d, adaptive_avg_pool3d,
 adaptive_max_pool3d) and adaptive_max_pool1d, composed from kiln's ops;
-re-exported by kiln.nn.functional.
+re-exported by kiln.nn.functional. Imports: kiln._C, kiln._creation and kiln.nn._padding.
 
 Note [Pooling through window tables]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -26,6 +26,8 @@ import math
 import numpy as np
 
 from kiln import _C
+from kiln._creation import tensor
+from kiln.nn._padding import pad
 
 
 def _f():
@@ -33,8 +35,6 @@ def _f():
 
 
 def _tensor(values, dtype):
-    from kiln._creation import tensor
-
     return tensor(values, dtype=dtype)
 
 
@@ -137,9 +137,7 @@ def _max_over_tables(input, tables, return_indices: bool):
     x, lead = _flatten_batch(input)
     sizes = list(x.shape[1:])
     if any((t == n).any() for t, n in zip(tables, sizes)):  # a window of padding only: append -inf slots
-        from kiln.nn import functional as F
-
-        x = F.pad(x, [0, 1, 0, 1, 0, 1], value=-math.inf)
+        x = pad(x, [0, 1, 0, 1, 0, 1], value=-math.inf)
     b = x.shape[0]
     out_sizes = [t.shape[0] for t in tables]
     kernel = [t.shape[1] for t in tables]

@@ -1,12 +1,16 @@
 """Functional ops torch.nn.functional has that kiln composes from views and
 pointwise ops: pixel_shuffle, pixel_unshuffle, channel_shuffle (reshape and
-permute), prelu, hardshrink, softshrink, and instance_norm (batch_norm over
-the batch folded into channels, as PyTorch's own instance_norm does).
-Re-exported by kiln.nn.functional."""
+permute; native_channel_shuffle is channel_shuffle), prelu, hardshrink and softshrink.
+Re-exported by kiln.nn.functional.
+
+Imports: kiln._C and kiln._comparison only."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from kiln import _C
+from kiln._comparison import scalar_type_name
 
 
 def _f():
@@ -89,10 +93,6 @@ def hardshrink(input, lambd: float = 0.5):
 def softshrink(input, lambd: float = 0.5):
     """x - lambd above lambd, x + lambd below -lambd, 0 between."""
     if lambd < 0:
-        import numpy as np
-
-        from kiln._comparison import scalar_type_name
-
         dtype = str(input.dtype).removeprefix("kiln.")
         largest = float(np.finfo(np.float32 if dtype == "bfloat16" else dtype).max) if input.dtype.is_floating_point \
             else float(np.iinfo(dtype).max)
@@ -101,21 +101,7 @@ def softshrink(input, lambd: float = 0.5):
     return _f().where(input > lambd, input - lambd, _f().where(input < -lambd, input + lambd, input * 0))
 
 
-def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats: bool = True,
-                  momentum: float = 0.1, eps: float = 1e-5):
-    """Normalises each (sample, channel) slice over its spatial dims: batch_norm of the
-    input seen as one sample of N*C channels (running stats averaged back over the batch)."""
-    from kiln.nn import functional as F
+def native_channel_shuffle(input, groups: int):
+    """F.native_channel_shuffle / torch.native_channel_shuffle: channel_shuffle's values."""
+    return channel_shuffle(input, groups)
 
-    n, c = input.shape[0], input.shape[1]
-    folded = input.reshape([1, n * c] + list(input.shape[2:]))
-    mean = running_mean.repeat(n) if running_mean is not None else None
-    var = running_var.repeat(n) if running_var is not None else None
-    w = weight.repeat(n) if weight is not None else None
-    b = bias.repeat(n) if bias is not None else None
-    out = F.batch_norm(folded, mean, var, w, b, training=use_input_stats, momentum=momentum, eps=eps)
-    if running_mean is not None and use_input_stats:
-        running_mean.copy_(mean.reshape(n, c).mean(0))
-    if running_var is not None and use_input_stats:
-        running_var.copy_(var.reshape(n, c).mean(0))
-    return out.reshape(input.shape)

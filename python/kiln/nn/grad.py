@@ -14,6 +14,10 @@ unchecked; kiln refuses it too).
 """
 
 from __future__ import annotations
+import kiln
+from kiln.autograd import grad
+from kiln.autograd.grad_mode import enable_grad
+from kiln.nn import functional
 
 __all__ = ["conv1d_input", "conv1d_weight", "conv2d_input", "conv2d_weight", "conv3d_input", "conv3d_weight"]
 
@@ -38,11 +42,6 @@ def _check_grad_output(output, grad_output) -> None:
 def _conv_grad(conv, input, weight, grad_output, wrt_input: bool, stride, padding, dilation, groups):
     """The gradient of ``conv(input, weight)`` with respect to input (wrt_input) or weight; the other
     one of the two is a zero tensor of the given size."""
-    from kiln.autograd import grad
-    from kiln.autograd.grad_mode import enable_grad
-
-    import kiln
-
     template = weight if wrt_input else input
     size = tuple(input if wrt_input else weight)
     zeros = kiln.zeros(size, dtype=grad_output.dtype, device=grad_output.device, requires_grad=True)
@@ -55,8 +54,6 @@ def _conv_grad(conv, input, weight, grad_output, wrt_input: bool, stride, paddin
 
 
 def _functional():
-    from kiln.nn import functional
-
     return functional
 
 

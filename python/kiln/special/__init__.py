@@ -1,7 +1,8 @@
 """kiln.special, as torch.special: the special functions under their SciPy-style
-names, each the kiln op it names (or a short composite of ops). The Bessel, gamma, zeta,
-normal-distribution and polynomial families live in _bessel, _gamma, _normal and _polynomials;
-install() attaches the Tensor methods and kiln.* aliases that belong with them."""
+names, each the kiln op it names (or a short composite of ops). The Bessel, modified
+Bessel I, gamma / zeta / multigammaln, normal-distribution and polynomial families live
+in _bessel, _modified_bessel_i, _gamma, _normal and _polynomials; _tensor_methods.bind
+attaches the Tensor methods that belong with them (kiln/__init__.py calls it)."""
 
 from __future__ import annotations
 
@@ -46,14 +47,6 @@ psi = digamma
 
 def polygamma(n, input, *, out=None):
     return _f.polygamma(n, input, out=out) if out is not None else _f.polygamma(n, input)
-
-
-def multigammaln(input, p):
-    """log of the multivariate gamma function of dimension p."""
-    result = _f.lgamma(input)
-    for j in range(1, p):
-        result = result + _f.lgamma(input - j / 2)
-    return result + p * (p - 1) / 4 * math.log(math.pi)
 
 
 def xlogy(input, other, *, out=None):
@@ -103,13 +96,14 @@ def log_softmax(input, dim, *, dtype=None):
     return _f.log_softmax(input, dim, dtype=dtype)
 
 
-from kiln.special._more import i0, i0e, i1, i1e, multigammaln  # noqa: E402,F401,F811
+from kiln.special._modified_bessel_i import i0, i0e, i1, i1e  # noqa: E402,F401
 from kiln.special._normal import entr, erfcx, log_ndtr, ndtri  # noqa: E402,F401
-from kiln.special._gamma import gammainc, gammaincc, zeta  # noqa: E402,F401
+from kiln.special._gamma import gammainc, gammaincc, multigammaln, zeta  # noqa: E402,F401
 from kiln.special._bessel import (  # noqa: E402,F401
     airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, modified_bessel_i0, modified_bessel_i1, modified_bessel_k0,
     modified_bessel_k1, scaled_modified_bessel_k0, scaled_modified_bessel_k1, spherical_bessel_j0,
 )
+from kiln.special import _gamma, _tensor_methods  # noqa: E402
 from kiln.special._polynomials import (  # noqa: E402,F401
     chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w,
     hermite_polynomial_h, hermite_polynomial_he, laguerre_polynomial_l, legendre_polynomial_p,
@@ -118,20 +112,10 @@ from kiln.special._polynomials import (  # noqa: E402,F401
 )
 
 
-def _tensor_polygamma(self, n):
-    """Tensor.polygamma(n): kiln.polygamma(n, self)."""
-    return _f.polygamma(n, self)
-
-
 def install(kiln_namespace, tensor_class):
-    """Adds kiln.igamma / kiln.igammac and the Tensor methods igamma, igamma_, igammac, igammac_ (and
-    polygamma where missing). Idempotent; kiln/__init__.py calls it once kiln.Tensor exists."""
-    from kiln.special import _gamma
-
+    """kiln.igamma / kiln.igammac where ``kiln_namespace`` lacks them, and the Tensor methods of
+    _tensor_methods.bind. Idempotent. kiln/__init__.py imports those names plainly and calls bind
+    itself; this stays for callers that install into another namespace."""
     kiln_namespace.setdefault("igamma", _gamma.igamma)
     kiln_namespace.setdefault("igammac", _gamma.igammac)
-    methods = {"igamma": _gamma.tensor_igamma, "igamma_": _gamma.tensor_igamma_, "igammac": _gamma.tensor_igammac,
-               "igammac_": _gamma.tensor_igammac_, "polygamma": _tensor_polygamma}
-    for name, method in methods.items():
-        if not hasattr(tensor_class, name):
-            setattr(tensor_class, name, method)
+    _tensor_methods.bind(tensor_class)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 from kiln.special import _common as c
+from kiln.special._modified_bessel_i import _bessel_i
 
 _SERIES_TERMS = 16
 _MILLER_START = 80
@@ -325,8 +326,6 @@ def airy_ai64(x):
 
 
 def _bessel_i64(nu, x):
-    from kiln.special._more import _bessel_i
-
     return _bessel_i(nu, x, False)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import kiln as _kiln_package  # its attributes are looked up per call: kiln/__init__.py is mid-import here
 from kiln import _C
 
 _f = _C._functions
@@ -17,9 +18,16 @@ SQRT_2PI = math.sqrt(2 * math.pi)
 
 
 def kiln():
-    import kiln as module
+    """The kiln package (kiln.where, kiln.lgamma, ...)."""
+    return _kiln_package
 
-    return module
+
+def float_input(op, input):
+    """``input`` as a floating tensor (integers and bool become the default dtype); torch's TypeError for a
+    non-tensor."""
+    if not isinstance(input, _C.TensorBase):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return input if input.dtype.is_floating_point else input.to(_kiln_package.get_default_dtype())
 
 
 def is_tensor(value) -> bool:

@@ -36,6 +36,8 @@ import functools
 import math
 from fractions import Fraction
 
+from kiln import _C
+from kiln.autograd.function import Function
 from kiln.special import _common as c
 from kiln.special._temme import TEMME
 
@@ -277,9 +279,8 @@ def zeta64(x, q):
 
 @functools.cache
 def _functions():
-    """The autograd Functions, made on first use (kiln.autograd imports kiln)."""
+    """The autograd Functions, made on first use."""
     k = c.kiln()
-    from kiln.autograd import Function
 
     def _density(a, x):
         return k.exp((a - 1) * k.log(x) - x - k.lgamma(a))
@@ -377,3 +378,21 @@ def tensor_igammac(self, other):
 
 def tensor_igammac_(self, other):
     return _inplace(self, igammac(self, other))
+
+
+def multigammaln(input, p, *, out=None, _op="special_multigammaln"):
+    """log of the multivariate gamma function of dimension p: sum_j lgamma(x - j/2) + p (p-1)/4 log(pi)
+    (torch.mvlgamma). Integer inputs give the default dtype."""
+    if not isinstance(input, _C.TensorBase):
+        raise TypeError(f"{_op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if isinstance(p, bool) or not isinstance(p, int):
+        raise TypeError(f"{_op}(): argument 'p' (position 2) must be int, not {type(p).__name__}")
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    k = c.kiln()
+    x = c.float_input(_op, input)
+    offsets = k.arange(p, dtype=x.dtype) * -0.5
+    result = k.lgamma(x.unsqueeze(-1) + offsets).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+    if out is not None:
+        return _C._functions._copy_to_out(result, out)
+    return result

@@ -24,6 +24,7 @@ import functools
 
 import math
 
+from kiln.autograd.function import Function
 from kiln.special import _common as c
 
 _SPLIT = 2.0 ** 20
@@ -125,9 +126,8 @@ def _entr_forward(x):
 
 @functools.cache
 def _functions():
-    """The autograd Functions, made on first use (kiln.autograd imports kiln)."""
+    """The autograd Functions, made on first use."""
     k = c.kiln()
-    from kiln.autograd import Function
 
     class Erfcx(Function):
         @staticmethod

@@ -34,7 +34,11 @@ import contextlib
 import warnings
 
 from kiln import _C
+from kiln import autograd
+from kiln import random
 from kiln.autograd.function import Function
+from kiln.func._pytree import tree_flatten, tree_unflatten
+from kiln.nn import Sequential
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "check_backward_validity",
            "detach_variable", "noop_context_fn", "set_checkpoint_debug_enabled", "set_checkpoint_early_stop"]
@@ -95,15 +99,11 @@ class _restored_rng:
         self.state, self.enabled = state, enabled
 
     def __enter__(self):
-        from kiln import random
-
         if self.enabled:
             self.outer = random.get_rng_state()
             random.set_rng_state(self.state)
 
     def __exit__(self, *exc):
-        from kiln import random
-
         if self.enabled:
             random.set_rng_state(self.outer)
 
@@ -118,8 +118,6 @@ class CheckpointFunction(Function):
 
     @staticmethod
     def forward(ctx, run_function, preserve_rng_state, *args):
-        from kiln import random
-
         check_backward_validity(args)
         ctx.run_function = run_function
         ctx.preserve_rng_state = preserve_rng_state
@@ -133,8 +131,6 @@ class CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        from kiln import autograd
-
         inputs = list(ctx.inputs)
         for i, t in zip(ctx.tensor_indices, ctx.saved_tensors):
             inputs[i] = t
@@ -180,9 +176,6 @@ def _metadata(t) -> dict:
 
 
 def _checkpoint_without_reentrant(function, preserve, context_fn, determinism_check, debug, args, kwargs):
-    from kiln import random
-    from kiln.func._pytree import tree_flatten, tree_unflatten
-
     if _debug_enabled if _debug_enabled is not None else debug:
         if context_fn is not noop_context_fn:
             raise ValueError("debug=True is incompatible with non-default context_fn")
@@ -226,8 +219,6 @@ def _checkpoint_without_reentrant(function, preserve, context_fn, determinism_ch
             raise RuntimeError("Trying to backward through the graph a second time (or directly access saved tensors "
                                "after they have already been freed). Specify retain_graph=True if you need to "
                                "backward through the graph a second time.")
-        from kiln import autograd
-
         create_graph = _C.is_grad_enabled()
         with _grad_mode(True):
             fresh = stand_ins(connected=create_graph)
@@ -303,8 +294,6 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
-    from kiln.nn import Sequential
-
     def run(start, end, fns):
         def forward(x):
             for j in range(start, end + 1):

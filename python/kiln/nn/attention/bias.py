@@ -25,6 +25,7 @@ from typing import Optional
 
 from kiln import _C
 from kiln._tensor import Tensor
+from kiln.nn.functional import scaled_dot_product_attention
 
 __all__ = ["causal_upper_left", "causal_lower_right", "CausalVariant", "CausalBias"]
 
@@ -80,8 +81,6 @@ class CausalBias(Tensor):
                   scale: Optional[float] = None, enable_gqa: bool = False):
         """torch's CausalBias attention: is_causal=True refused; an upper-left (or square) bias is
         is_causal attention; a lower-right one attends through its materialised mask."""
-        from kiln.nn.functional import scaled_dot_product_attention
-
         if is_causal:
             raise ValueError("CausalBias should not be used with causal=True")
         if attn_mask.seq_len_q == attn_mask.seq_len_kv or attn_mask.variant == CausalVariant.UPPER_LEFT:

@@ -30,7 +30,8 @@ from kiln.nn.modules.pooling import (
 from kiln.nn.modules.loss import (
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
     CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss, MultiLabelSoftMarginLoss,
-    MultiMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss, MultiLabelMarginLoss, CTCLoss,
+    MultiMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss, MultiLabelMarginLoss, CTCLoss, NLLLoss2d,
+    TripletMarginWithDistanceLoss,
 )
 from kiln.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from kiln.nn.modules.transformer import (
@@ -38,7 +39,6 @@ from kiln.nn.modules.transformer import (
 )
 from kiln.nn.modules.conv_transpose3d import ConvTranspose3d
 from kiln.nn.modules.fractional_pool import FractionalMaxPool2d, FractionalMaxPool3d
-from kiln.nn.modules.loss_extra import NLLLoss2d, TripletMarginWithDistanceLoss
 from kiln.nn.modules.linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions
 from kiln.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
 from kiln.nn.modules.cross_map_lrn import CrossMapLRN2d

@@ -5,6 +5,8 @@ MultiheadAttention lives in kiln/nn/modules/attention.py (exported from here too
 from __future__ import annotations
 
 from kiln.nn import functional as F
+from kiln.nn import init as nn_init
+from kiln.nn.modules._factory import empty_parameter, factory_kwargs
 from kiln.nn.modules.module import Module
 
 __all__ = ["ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softplus", "LeakyReLU", "ELU", "SELU",
@@ -281,8 +283,6 @@ class PReLU(Module):
     """max(0, x) + a * min(0, x) with a learnt slope a: one, or one per channel."""
 
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None) -> None:
-        from kiln.nn.modules._factory import empty_parameter, factory_kwargs
-
         super().__init__()
         self.num_parameters = num_parameters
         self.init = init
@@ -290,8 +290,6 @@ class PReLU(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        from kiln.nn import init as nn_init
-
         nn_init.constant_(self.weight, self.init)
 
     def forward(self, input):

@@ -14,7 +14,7 @@ __all__ = ["FractionalMaxPool2d", "FractionalMaxPool3d"]
 class _FractionalMaxPoolNd(Module):
     __constants__ = ["kernel_size", "return_indices", "output_size", "output_ratio"]
     _tuple = staticmethod(pair)
-    _functional = "fractional_max_pool2d"  # looked up per call: kiln.nn.functional gains it after import
+    _functional = "fractional_max_pool2d"  # forward calls F.<this> at call time, as torch's modules do
 
     def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices: bool = False,
                  _random_samples=None) -> None:

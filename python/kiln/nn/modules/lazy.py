@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 
 from kiln import _C
-from kiln.nn.modules._parameter_types import is_lazy
+from kiln.nn.parameter import is_lazy
 from kiln.nn.modules.module import _no_grad
 
 __all__ = ["LazyModuleMixin"]

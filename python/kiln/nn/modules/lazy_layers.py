@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from kiln import _C
 from kiln.nn.modules._factory import factory_kwargs
-from kiln.nn.modules._parameter_types import UninitializedBuffer, UninitializedParameter
+from kiln.nn.parameter import UninitializedBuffer, UninitializedParameter
 from kiln.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from kiln.nn.modules.conv_transpose3d import ConvTranspose3d
 from kiln.nn.modules.lazy import LazyModuleMixin

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 
 from kiln import _C
 from kiln._tensor import Tensor
+from kiln.autograd.function import Function
 from kiln.nn.parameter import Parameter
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
@@ -653,8 +654,6 @@ class _BackwardHooks:
 
     @staticmethod
     def wrap_inputs(module: Module, args):
-        from kiln.autograd.function import Function
-
         tensors = [a for a in args if isinstance(a, _C.TensorBase) and a.requires_grad]
         if not tensors:
             return args
@@ -682,8 +681,6 @@ class _BackwardHooks:
 
     @staticmethod
     def wrap_outputs(module: Module, args, result):
-        from kiln.autograd.function import Function
-
         single = isinstance(result, _C.TensorBase)
         outs = (result,) if single else result
         if not isinstance(outs, tuple) or not any(isinstance(o, _C.TensorBase) and o.requires_grad for o in outs):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+import kiln
 from kiln import _C
 from kiln.nn import functional as F
 from kiln.nn import init
@@ -28,8 +29,6 @@ _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
 def _fused_dtypes():
-    import kiln
-
     return (kiln.float32, kiln.float64)
 
 
@@ -294,7 +293,6 @@ class RNN(RNNBase):
     def forward(self, input, hx=None):
         output, h_n, _ = self._run(input, hx, None)
         return output, h_n
-
 
 
 class LSTM(RNNBase):

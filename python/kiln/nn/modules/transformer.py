@@ -8,6 +8,7 @@ import copy
 
 from kiln import _C
 from kiln.nn import functional as F
+from kiln.nn import init
 from kiln.nn.modules.activation import MultiheadAttention
 from kiln.nn.modules.container import ModuleList
 from kiln.nn.modules.dropout import Dropout
@@ -212,8 +213,6 @@ class Transformer(Module):
         return generate_square_subsequent_mask(sz, device, dtype)
 
     def _reset_parameters(self) -> None:
-        from kiln.nn import init
-
         for p in self.parameters():
             if p.dim() > 1:
                 init.xavier_uniform_(p)

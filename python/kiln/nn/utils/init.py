@@ -10,15 +10,14 @@ module's own init drew)."""
 from __future__ import annotations
 
 import inspect
+from kiln import random
+from kiln.nn.modules.module import Module
 
 __all__ = ["skip_init"]
 
 
 def skip_init(module_cls, *args, **kwargs):
     """``module_cls(*args, **kwargs)``; the class must accept a ``device`` argument, as torch requires."""
-    from kiln import random
-    from kiln.nn.modules.module import Module
-
     if not issubclass(module_cls, Module):
         raise RuntimeError(f"Expected a Module; got {module_cls}")
     if "device" not in inspect.signature(module_cls).parameters:

@@ -9,6 +9,9 @@ the conversion keeps the old tensors, so convert before building it."""
 
 from __future__ import annotations
 
+from kiln.nn.modules.conv import Conv2d, ConvTranspose2d
+from kiln.nn.modules.conv import Conv3d
+from kiln.nn.modules.conv_transpose3d import ConvTranspose3d
 from kiln.nn.parameter import Parameter
 
 __all__ = ["convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]
@@ -24,8 +27,6 @@ def _restride(module, memory_format) -> None:
 
 def convert_conv2d_weight_memory_format(module, memory_format):
     """Every Conv2d / ConvTranspose2d weight in ``module`` in ``memory_format``; returns the module."""
-    from kiln.nn.modules.conv import Conv2d, ConvTranspose2d
-
     if isinstance(module, (Conv2d, ConvTranspose2d)):
         _restride(module, memory_format)
     for child in module.children():
@@ -35,9 +36,6 @@ def convert_conv2d_weight_memory_format(module, memory_format):
 
 def convert_conv3d_weight_memory_format(module, memory_format):
     """Every Conv3d / ConvTranspose3d weight in ``module`` in ``memory_format``; returns the module."""
-    from kiln.nn.modules.conv import Conv3d
-    from kiln.nn.modules.conv_transpose3d import ConvTranspose3d
-
     if isinstance(module, (Conv3d, ConvTranspose3d)):
         _restride(module, memory_format)
     for child in module.children():

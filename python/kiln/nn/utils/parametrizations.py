@@ -18,7 +18,11 @@ from __future__ import annotations
 
 from enum import Enum, auto
 
+import kiln
 from kiln import _C
+from kiln.nn import functional
+from kiln.nn.modules.conv import ConvTranspose1d, ConvTranspose2d
+from kiln.nn.modules.conv_transpose3d import ConvTranspose3d
 from kiln.nn.modules.module import Module
 from kiln.nn.utils import parametrize
 
@@ -26,14 +30,10 @@ __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 
 def _k():
-    import kiln
-
     return kiln
 
 
 def _F():
-    from kiln.nn import functional
-
     return functional
 
 
@@ -232,9 +232,6 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
     if not isinstance(weight, _C.TensorBase):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
     if dim is None:
-        from kiln.nn.modules.conv import ConvTranspose1d, ConvTranspose2d
-        from kiln.nn.modules.conv_transpose3d import ConvTranspose3d
-
         dim = 1 if isinstance(module, (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)) else 0
     parametrize.register_parametrization(module, name, _SpectralNorm(weight, n_power_iterations, dim, eps))
     return module

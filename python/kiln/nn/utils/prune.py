@@ -19,7 +19,9 @@ import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 
+import kiln
 from kiln import _C
+from kiln.nn.utils.convert_parameters import parameters_to_vector
 
 __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructured", "L1Unstructured",
            "RandomStructured", "LnStructured", "CustomFromMask", "identity", "random_unstructured",
@@ -28,8 +30,6 @@ __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructu
 
 
 def _k():
-    import kiln
-
     return kiln
 
 
@@ -390,8 +390,6 @@ def custom_from_mask(module, name: str, mask):
 
 def global_unstructured(parameters, pruning_method, importance_scores=None, **kwargs) -> None:
     """Prunes the (module, name) pairs together: the mask is computed over all their entries at once."""
-    from kiln.nn.utils.convert_parameters import parameters_to_vector
-
     if not isinstance(parameters, Iterable):
         raise TypeError("global_unstructured(): parameters is not an Iterable")
     parameters = list(parameters)

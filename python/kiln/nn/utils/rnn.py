@@ -13,16 +13,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import kiln
 from kiln import _C
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
            "unpad_sequence", "pack_sequence", "unpack_sequence"]
-
-
-def _kiln():
-    import kiln
-
-    return kiln
 
 
 class PackedSequence(NamedTuple):
@@ -37,13 +32,13 @@ class PackedSequence(NamedTuple):
         return self if data is self.data else self._replace(data=data)
 
     def float(self):
-        return self.to(_kiln().float32)
+        return self.to(kiln.float32)
 
     def double(self):
-        return self.to(_kiln().float64)
+        return self.to(kiln.float64)
 
     def half(self):
-        return self.to(_kiln().float16)
+        return self.to(kiln.float16)
 
     def cpu(self):
         return self
@@ -63,7 +58,6 @@ def invert_permutation(permutation):
     """The inverse of a permutation tensor (None stays None)."""
     if permutation is None:
         return None
-    kiln = _kiln()
     output = kiln.empty_like(permutation)
     output.scatter_(0, permutation, kiln.arange(permutation.numel(), dtype=permutation.dtype))
     return output
@@ -79,7 +73,6 @@ def _lengths_list(lengths):
 
 def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
     """Packs a padded batch (T x B x *, or B x T x * with batch_first) of sequences of the given lengths."""
-    kiln = _kiln()
     lengths = _lengths_list(lengths)
     if enforce_sorted:
         if any(a < b for a, b in zip(lengths, lengths[1:])):
@@ -113,7 +106,6 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
     """(padded batch, lengths): the inverse of pack_padded_sequence, in the caller's batch order."""
-    kiln = _kiln()
     batch_sizes = [int(v) for v in sequence.batch_sizes.tolist()]
     steps = len(batch_sizes)
     if total_length is not None:
@@ -144,7 +136,6 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
     """A list of (L_i x *) tensors as one padded (L_max x B x *) tensor (B x L_max x * with batch_first)."""
-    kiln = _kiln()
     if padding_side not in ("left", "right"):
         raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     if isinstance(sequences, _C.TensorBase):

@@ -19,11 +19,12 @@ __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 
 
 from kiln.autograd.grad_mode import no_grad as _NoGrad  # noqa: E402
+from kiln.nn import functional as F
+from kiln.nn.modules.conv import ConvTranspose1d, ConvTranspose2d
+from kiln.nn.modules.conv_transpose3d import ConvTranspose3d
 
 
 def _normalize(x, eps: float):
-    from kiln.nn import functional as F
-
     return F.normalize(x, dim=0, eps=eps)
 
 
@@ -98,9 +99,6 @@ class SpectralNorm:
 def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1, eps: float = 1e-12, dim=None):
     """Applies spectral normalisation to ``module.<name>``; returns the module."""
     if dim is None:
-        from kiln.nn.modules.conv import ConvTranspose1d, ConvTranspose2d
-        from kiln.nn.modules.conv_transpose3d import ConvTranspose3d
-
         dim = 1 if isinstance(module, (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)) else 0
     SpectralNorm.apply(module, name, n_power_iterations, dim, eps)
     return module

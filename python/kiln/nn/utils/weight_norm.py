@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import warnings
 
+import kiln
 from kiln import _C
-from kiln.nn.parameter import Parameter
+from kiln.nn.parameter import Parameter, UninitializedParameter
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
 
 def _norm_except_dim(v, dim: int):
-    import kiln
-
     return kiln.norm_except_dim(v, 2, dim)
 
 
@@ -44,8 +43,6 @@ class WeightNorm:
 
     @staticmethod
     def apply(module, name: str, dim: int) -> "WeightNorm":
-        from kiln.nn.modules._parameter_types import UninitializedParameter
-
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")

@@ -1,8 +1,12 @@
 """The torch.* spellings of nn ops (torch.kl_div, torch.convolution, torch.grid_sampler,
 torch.lstm, torch.batch_norm_update_stats, ...) over kiln.nn.functional. They take
 ATen's argument lists: integer reduction codes (0 none, 1 mean, 2 sum), integer
-grid-sampler modes, positional-only flags. Installed on the kiln namespace by
-kiln/nn/_nn_extra.py (only where the name is missing).
+grid-sampler modes, positional-only flags. kiln/__init__.py imports them into the kiln
+namespace; the torch.X that is F.X itself (bilinear, conv3d, pdist, ...) it imports from
+kiln.nn.functional.
+
+This module sits above kiln.nn.functional and kiln.nn.modules (it imports both); nothing
+in kiln.nn imports it.
 
 The functional recurrent forms (torch.lstm / gru / rnn_tanh / rnn_relu, with
 the padded-input and the packed (data, batch_sizes) overloads, and the *_cell
@@ -14,7 +18,18 @@ has projections (h0 narrower than c0).
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
+
+import kiln  # kiln.unique and kiln.linalg, looked up per call
 from kiln import _C
+from kiln._creation import tensor
+from kiln.autograd.grad_mode import is_grad_enabled, no_grad
+from kiln.nn import _dropout
+from kiln.nn import functional as F
+from kiln.nn.modules.rnn import RNNBase, _cell_step
+from kiln.nn.utils.rnn import PackedSequence
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 _INTERPOLATION = {0: "bilinear", 1: "nearest", 2: "bicubic"}
@@ -23,12 +38,6 @@ _PADDING = {0: "zeros", 1: "border", 2: "reflection"}
 
 def _f():
     return _C._functions
-
-
-def _F():
-    from kiln.nn import functional
-
-    return functional
 
 
 def _reduction(code) -> str:
@@ -56,59 +65,59 @@ def _no_cpu_kernel(op: str):
 # --- pooling, dropout, padding, rearrangement ---------------------------------------------------
 def adaptive_max_pool1d(input, output_size):
     """torch.adaptive_max_pool1d: (values, indices), unlike F.adaptive_max_pool1d's default."""
-    return _F().adaptive_max_pool1d(input, output_size, True)
+    return F.adaptive_max_pool1d(input, output_size, True)
 
 
 def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode: bool = False):
     """torch.max_pool3d: the values only (stride [] means the kernel size)."""
-    return _F().max_pool3d(input, kernel_size, stride if stride else None, padding, dilation, ceil_mode)
+    return F.max_pool3d(input, kernel_size, stride if stride else None, padding, dilation, ceil_mode)
 
 
 def alpha_dropout(input, p: float, train: bool):
     """torch.alpha_dropout(input, p, train)."""
-    return _F().alpha_dropout(input, p, train)
+    return F.alpha_dropout(input, p, train)
 
 
 def alpha_dropout_(input, p: float, train: bool):
     """torch.alpha_dropout_: in place."""
-    return _F().alpha_dropout(input, p, train, True)
+    return F.alpha_dropout(input, p, train, True)
 
 
 def feature_alpha_dropout(input, p: float, train: bool):
     """torch.feature_alpha_dropout(input, p, train): one draw per (sample, channel)."""
-    return _F().feature_alpha_dropout(input, p, train)
+    return F.feature_alpha_dropout(input, p, train)
 
 
 def feature_alpha_dropout_(input, p: float, train: bool):
     """torch.feature_alpha_dropout_: in place."""
-    return _F().feature_alpha_dropout(input, p, train, True)
+    return F.feature_alpha_dropout(input, p, train, True)
 
 
 def feature_dropout(input, p: float, train: bool):
     """torch.feature_dropout(input, p, train): channel dropout of an (N, C, *) input."""
-    return _F()._noise_dropout(input, p, train, False, True, False)
+    return _dropout._noise_dropout(input, p, train, False, True, False)
 
 
 def feature_dropout_(input, p: float, train: bool):
     """torch.feature_dropout_: in place."""
-    return _F()._noise_dropout(input, p, train, True, True, False)
+    return _dropout._noise_dropout(input, p, train, True, True, False)
 
 
 def constant_pad_nd(input, pad, value=0):
     """torch.constant_pad_nd: F.pad in constant mode (negative pads crop)."""
-    return _F().pad(input, list(pad), "constant", value)
+    return F.pad(input, list(pad), "constant", value)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training: bool = False, generator=None):
     """torch.rrelu (``generator`` must be None: kiln draws from its default generator)."""
     _no_generator(generator)
-    return _F().rrelu(input, lower, upper, training)
+    return F.rrelu(input, lower, upper, training)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training: bool = False, generator=None):
     """torch.rrelu_: in place."""
     _no_generator(generator)
-    return _F().rrelu(input, lower, upper, training, True)
+    return F.rrelu(input, lower, upper, training, True)
 
 
 def _no_generator(generator):
@@ -124,7 +133,6 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed: bool
     if weight.dim() > 5:
         raise RuntimeError(f"kiln.convolution: {weight.dim() - 2}-D convolutions are not supported")
     spatial = weight.dim() - 2
-    F = _F()
     if transposed:
         fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[spatial - 1]
         return fn(input, weight, bias, list(stride), list(padding), list(output_padding), groups, list(dilation))
@@ -135,48 +143,48 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed: bool
 # --- losses (integer reduction codes) -----------------------------------------------------------
 def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
     """torch.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction: int)."""
-    return _F().binary_cross_entropy_with_logits(input, target, weight, reduction=_reduction(reduction),
+    return F.binary_cross_entropy_with_logits(input, target, weight, reduction=_reduction(reduction),
                                                  pos_weight=pos_weight)
 
 
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, reduction=1):
     """torch.cosine_embedding_loss(input1, input2, target, margin, reduction: int)."""
-    return _F().cosine_embedding_loss(input1, input2, target, margin, reduction=_reduction(reduction))
+    return F.cosine_embedding_loss(input1, input2, target, margin, reduction=_reduction(reduction))
 
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction=1,
              zero_infinity: bool = False):
     """torch.ctc_loss(..., blank, reduction: int, zero_infinity)."""
-    return _F().ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _reduction(reduction),
+    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _reduction(reduction),
                          zero_infinity)
 
 
 def hinge_embedding_loss(input, target, margin: float = 1.0, reduction=1):
     """torch.hinge_embedding_loss(input, target, margin, reduction: int)."""
-    return _F().hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
+    return F.hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
 
 
 def kl_div(input, target, reduction=1, *, log_target: bool = False):
     """torch.kl_div(input, target, reduction: int, *, log_target): 'mean' is the mean over all elements
     (ATen's, without F.kl_div's warning)."""
-    loss = _F().kl_div(input, target, reduction="none", log_target=log_target)
+    loss = F.kl_div(input, target, reduction="none", log_target=log_target)
     return _reduce(loss, reduction)
 
 
 def margin_ranking_loss(input1, input2, target, margin: float = 0.0, reduction=1):
     """torch.margin_ranking_loss(input1, input2, target, margin, reduction: int)."""
-    return _F().margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction))
+    return F.margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction))
 
 
 def poisson_nll_loss(input, target, log_input: bool, full: bool, eps: float, reduction):
     """torch.poisson_nll_loss(input, target, log_input, full, eps, reduction: int): all required."""
-    return _F().poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=_reduction(reduction))
+    return F.poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=_reduction(reduction))
 
 
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
                         swap: bool = False, reduction=1):
     """torch.triplet_margin_loss(..., margin, p, eps, swap, reduction: int)."""
-    return _F().triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
                                     reduction=_reduction(reduction))
 
 
@@ -187,14 +195,10 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq: bool = False, mo
     (and its gradient) is F.embedding_bag's; the bookkeeping tensors are computed as torch's CPU kernel
     lays them out (for sum: bag_size zero, and offset2bag empty where torch takes its fast path: float32 / float16 /
     bfloat16 weights without padding_idx)."""
-    import numpy as np
-
-    from kiln._creation import tensor
-
     names = {0: "sum", 1: "mean", 2: "max"}
     if mode not in names:
         raise RuntimeError(f"embedding_bag: mode must be 0 (sum), 1 (mean) or 2 (max), got {mode}")
-    output = _F().embedding_bag(indices, weight, offsets, None, 2, scale_grad_by_freq, names[mode], sparse,
+    output = F.embedding_bag(indices, weight, offsets, None, 2, scale_grad_by_freq, names[mode], sparse,
                                 per_sample_weights, include_last_offset, padding_idx)
     idx = np.asarray(indices.reshape(-1).tolist(), dtype=np.int64)
     starts = np.asarray(offsets.tolist(), dtype=np.int64).reshape(-1)
@@ -205,8 +209,6 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq: bool = False, mo
     pad = None if padding_idx is None else padding_idx % weight.shape[0]
     offset2bag = np.searchsorted(starts, np.arange(len(idx)), side="right") - 1
     if mode == 0:
-        from kiln.autograd.grad_mode import is_grad_enabled
-
         training = weight.requires_grad and is_grad_enabled()  # torch sizes these by the bags only then
         zeros = _f().zeros(bags if training else len(offsets.reshape(-1)), dtype=_C.int64)
         fast = pad is None and weight.dtype in (_C.float32, _C.float16, _C.bfloat16)  # torch's fast sum path
@@ -230,9 +232,6 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq: bool = False, mo
 def embedding_renorm_(weight, indices, max_norm: float, norm_type: float):
     """torch.embedding_renorm_: rows of ``weight`` named in ``indices`` whose norm exceeds max_norm are
     scaled (in place, without gradient) by max_norm / (norm + 1e-7)."""
-    import kiln
-    from kiln.autograd.grad_mode import no_grad
-
     with no_grad():
         rows = kiln.unique(indices.reshape(-1).to(_C.int64))
         if rows.numel() == 0:
@@ -257,7 +256,7 @@ def grid_sampler(input, grid, interpolation_mode: int, padding_mode: int, align_
     """torch.grid_sampler: F.grid_sample with ATen's codes (0 bilinear, 1 nearest, 2 bicubic; padding 0
     zeros, 1 border, 2 reflection)."""
     mode, padding = _grid_modes(interpolation_mode, padding_mode)
-    return _F().grid_sample(input, grid, mode, padding, bool(align_corners))
+    return F.grid_sample(input, grid, mode, padding, bool(align_corners))
 
 
 def _grid_sampler_nd(dims: int, input, grid, interpolation_mode, padding_mode, align_corners):
@@ -279,14 +278,14 @@ def grid_sampler_3d(input, grid, interpolation_mode: int, padding_mode: int, ali
 
 def affine_grid_generator(theta, size, align_corners: bool):
     """torch.affine_grid_generator: F.affine_grid with align_corners required."""
-    return _F().affine_grid(theta, list(size), bool(align_corners))
+    return F.affine_grid(theta, list(size), bool(align_corners))
 
 
 # --- normalization and norms --------------------------------------------------------------------
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats: bool, momentum: float,
                   eps: float, cudnn_enabled: bool):
     """torch.instance_norm: ATen's argument order (weight and bias first); cudnn_enabled is ignored."""
-    return _F().instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+    return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
 
 
 def native_norm(input, p=2, dim=None, keepdim: bool = False, dtype=None):
@@ -306,8 +305,6 @@ def norm_except_dim(v, pow=2, dim: int = 0):
 
 def frobenius_norm(input, dim, keepdim: bool = False):
     """torch.frobenius_norm: the 2-norm over at most two dims (deprecated in torch: it warns; so does kiln)."""
-    import warnings
-
     dims = [dim] if isinstance(dim, int) else list(dim)
     if len(dims) > 2:
         raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions instead.")
@@ -319,10 +316,6 @@ def frobenius_norm(input, dim, keepdim: bool = False):
 def nuclear_norm(input, dim=None, keepdim: bool = False):
     """torch.nuclear_norm(input, keepdim=False) (a 2-D input) or (input, dim, keepdim): the sum of the
     singular values (deprecated in torch: it warns; so does kiln)."""
-    import warnings
-
-    import kiln
-
     if isinstance(dim, bool):
         dim, keepdim = None, dim
     warnings.warn("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It will be removed in a "
@@ -367,8 +360,6 @@ def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum
 def batch_norm_update_stats(input, running_mean, running_var, momentum: float):
     """torch.batch_norm_update_stats: (mean, biased variance) per channel (dim 1) of ``input``; the running
     stats, when given, move toward (mean, unbiased variance) by ``momentum`` in place. No gradient."""
-    from kiln.autograd.grad_mode import no_grad
-
     with no_grad():
         dims = [0] + list(range(2, input.dim()))
         count = input.numel() // max(input.shape[1], 1)
@@ -413,9 +404,6 @@ class _FlatRNN:
 
 def _run_rnn(mode, input, batch_sizes, h0, c0, params, has_biases, num_layers, dropout, train, bidirectional,
              batch_first):
-    from kiln.nn.modules.rnn import RNNBase
-    from kiln.nn.utils.rnn import PackedSequence
-
     proj = c0 is not None and h0.shape[-1] != c0.shape[-1]
     net = _FlatRNN(mode, params, has_biases, num_layers, dropout, train, bidirectional, batch_first, proj)
     if batch_sizes is not None:
@@ -473,12 +461,10 @@ def rnn_relu(*args):
 
 
 def _cell(mode, input, h, c, w_ih, w_hh, b_ih, b_hh):
-    from kiln.nn.modules.rnn import _cell_step
-
     if input.dim() < 2:
         raise IndexError(f"Dimension out of range (expected to be in range of [-{max(input.dim(), 1)}, "
                          f"{max(input.dim(), 1) - 1}], but got 1)")
-    return _cell_step(mode, _F().linear(input, w_ih, b_ih), h, c, w_hh.t(), b_hh)
+    return _cell_step(mode, F.linear(input, w_ih, b_ih), h, c, w_hh.t(), b_hh)
 
 
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
@@ -499,48 +485,3 @@ def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """torch.rnn_relu_cell: relu(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
     return _cell("RNN_RELU", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]
-
-
-# --- installation -------------------------------------------------------------------------------
-_OWN = [
-    "adaptive_max_pool1d", "max_pool3d", "alpha_dropout", "alpha_dropout_", "feature_alpha_dropout",
-    "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "constant_pad_nd", "rrelu", "rrelu_",
-    "convolution", "binary_cross_entropy_with_logits", "cosine_embedding_loss", "ctc_loss", "hinge_embedding_loss",
-    "kl_div", "margin_ranking_loss", "poisson_nll_loss", "triplet_margin_loss", "embedding_bag", "embedding_renorm_",
-    "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "instance_norm", "native_norm",
-    "norm_except_dim", "frobenius_norm", "nuclear_norm", "batch_norm_stats", "batch_norm_elemt",
-    "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
-    "batch_norm_backward_elemt", "batch_norm_update_stats", "lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell",
-    "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
-]
-# torch.X is F.X for these (the same signature).
-_FROM_FUNCTIONAL = [
-    "bilinear", "channel_shuffle", "native_channel_shuffle", "conv3d", "conv_transpose1d", "conv_transpose2d",
-    "conv_transpose3d", "conv_tbc", "cosine_similarity", "hardshrink", "pairwise_distance", "pdist", "pixel_shuffle",
-    "pixel_unshuffle", "prelu",
-]
-
-
-def install(functional, kiln_namespace):
-    """The torch.* nn spellings onto the kiln namespace, and Tensor.hardshrink / Tensor.prelu (only missing
-    names)."""
-    module = globals()
-    for name in _OWN:
-        kiln_namespace.setdefault(name, module[name])
-    for name in _FROM_FUNCTIONAL:
-        kiln_namespace.setdefault(name, getattr(functional, name))
-    tensor_class = kiln_namespace.get("Tensor")
-    if tensor_class is not None:
-        for name, method in (("hardshrink", _tensor_hardshrink), ("prelu", _tensor_prelu)):
-            if not hasattr(tensor_class, name):
-                setattr(tensor_class, name, method)
-
-
-def _tensor_hardshrink(self, lambd=0.5):
-    """Tensor.hardshrink: F.hardshrink(self, lambd)."""
-    return _F().hardshrink(self, lambd)
-
-
-def _tensor_prelu(self, weight):
-    """Tensor.prelu: F.prelu(self, weight)."""
-    return _F().prelu(self, weight)

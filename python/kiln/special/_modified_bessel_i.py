@@ -1,5 +1,5 @@
-"""torch.special's modified Bessel functions i0, i0e, i1 and i1e, and the
-multivariate log-gamma multigammaln (as torch.mvlgamma), over kiln's ops.
+"""torch.special's modified Bessel functions of the first kind i0, i0e, i1 and i1e, over
+kiln's ops (kiln/special/_bessel.py's modified_bessel_i0/i1 use _bessel_i too).
 
 The Bessel values are computed in float64 whatever the input's floating dtype
 (integers and bool become the default dtype) and rounded once to it: the
@@ -18,7 +18,10 @@ from __future__ import annotations
 import functools
 import math
 
+import kiln  # kiln.where, kiln.exp, ...: looked up per call
 from kiln import _C
+from kiln.autograd.function import Function
+from kiln.special import _common
 
 _SERIES_LIMIT = 20.0
 _SERIES_TERMS = 36
@@ -47,17 +50,8 @@ def _horner(coefficients, t):
     return result
 
 
-def _float_input(op, input):
-    import kiln
-
-    if not isinstance(input, _C.TensorBase):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    return input if input.dtype.is_floating_point else input.to(kiln.get_default_dtype())
-
-
 def _bessel_i(nu, x, scaled):
     """I_nu(x) (scaled: e^-|x| I_nu(x)) in x's dtype, computed in float64, not recorded by autograd."""
-    import kiln
 
     series, asymptotic = _COEFFICIENTS[nu]
     with kiln.no_grad():
@@ -83,9 +77,7 @@ def _bessel_i(nu, x, scaled):
 
 @functools.cache
 def _functions():
-    """The autograd Functions, made on first use (kiln.autograd imports kiln)."""
-    import kiln
-    from kiln.autograd import Function
+    """The autograd Functions, made on first use."""
 
     def _at_zero_half(x, value):
         return kiln.where(x == 0, kiln.full_like(value, 0.5), value)
@@ -139,7 +131,7 @@ def _functions():
 
 
 def _apply(name, input, out, op=None):
-    result = _functions()[name].apply(_float_input(op or f"special_{name}", input))
+    result = _functions()[name].apply(_common.float_input(op or f"special_{name}", input))
     if out is not None:
         return _C._functions._copy_to_out(result, out)
     return result
@@ -163,22 +155,3 @@ def i1(input, *, out=None):
 def i1e(input, *, out=None):
     """exp(-|x|) i1(x)."""
     return _apply("i1e", input, out)
-
-
-def multigammaln(input, p, *, out=None, _op="special_multigammaln"):
-    """log of the multivariate gamma function of dimension p: sum_j lgamma(x - j/2) + p (p-1)/4 log(pi)
-    (torch.mvlgamma). Integer inputs give the default dtype."""
-    import kiln
-
-    if not isinstance(input, _C.TensorBase):
-        raise TypeError(f"{_op}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    if isinstance(p, bool) or not isinstance(p, int):
-        raise TypeError(f"{_op}(): argument 'p' (position 2) must be int, not {type(p).__name__}")
-    if p < 1:
-        raise RuntimeError("p has to be greater than or equal to 1")
-    x = _float_input(_op, input)
-    offsets = kiln.arange(p, dtype=x.dtype) * -0.5
-    result = kiln.lgamma(x.unsqueeze(-1) + offsets).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
-    if out is not None:
-        return _C._functions._copy_to_out(result, out)
-    return result

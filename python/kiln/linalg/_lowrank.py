@@ -1,28 +1,21 @@
-"""torch's randomized and iterative decompositions and its removed linear-algebra
-functions, on kiln's linalg: svd_lowrank and pca_lowrank (randomized range
-finder + a small SVD, differentiable through matmul / qr / svd), lobpcg (the
-block LOBPCG iteration for the k extreme eigenpairs of a symmetric pencil
-A x = lambda B x, with torch's gradient for B = None), and torch.lstsq /
-solve / symeig / eig / matrix_rank (and the Tensor methods), which torch
-2.13 keeps only to raise RuntimeError pointing at their linalg replacements;
-kiln raises the same text with "kiln." for "torch.".
+"""torch's randomized and iterative decompositions on kiln's linalg (torch.svd_lowrank,
+pca_lowrank and lobpcg, which torch keeps in its top-level namespace): svd_lowrank and
+pca_lowrank (randomized range finder + a small SVD, differentiable through matmul / qr /
+svd), lobpcg (the block LOBPCG iteration for the k extreme eigenpairs of a symmetric pencil
+A x = lambda B x, with torch's gradient for B = None).
 
-``install`` (called last by kiln/__init__.py) adds the missing names to the
-kiln namespace and to Tensor.
+Imports: kiln (kiln.linalg.*, kiln.randn, ... looked up per call), kiln._C and
+kiln.autograd.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 
+import kiln  # kiln.linalg.qr / svd / eigh / solve, kiln.randn, ...: looked up per call
 from kiln import _C
-
-
-def _kiln():
-    import kiln
-
-    return kiln
+from kiln.autograd.function import Function
+from kiln.autograd.grad_mode import no_grad
 
 
 # --- randomized low-rank SVD and PCA ------------------------------------------------------------
@@ -33,7 +26,6 @@ def _adjoint(x):
 def _range_basis(A, q: int, niter: int):
     """An orthonormal [*, m, q'] basis approximately spanning A's dominant column space: a Gaussian
     sketch A G, refined by ``niter`` power (subspace) iterations, re-orthonormalized at each step."""
-    kiln = _kiln()
     n = A.shape[-1]
     sketch = kiln.randn(*A.shape[:-2], n, q, dtype=A.dtype)
     basis = kiln.linalg.qr(A.matmul(sketch))[0]
@@ -63,7 +55,6 @@ def svd_lowrank(A, q: int = 6, niter: int = 2, M=None):
 
 
 def _svd_tall(A, q: int, niter: int):
-    kiln = _kiln()
     basis = _range_basis(A, q, niter)                       # [*, m, q]
     small = _adjoint(basis).matmul(A)                       # [*, q, n]
     u, s, vh = kiln.linalg.svd(small, full_matrices=False)
@@ -102,7 +93,6 @@ def _orthonormal_against(block, basis, drop: float, B=None):
     among themselves (twice, for stability), dropping directions whose Gram eigenvalue is below
     ``drop`` times the largest: the Rayleigh-Ritz basis must stay well conditioned. B = None: the
     ordinary inner product."""
-    kiln = _kiln()
     for _ in range(2):
         if basis is not None:
             block = block - basis.matmul(basis.t().matmul(_times(B, block)))
@@ -120,7 +110,6 @@ def _orthonormal_against(block, basis, drop: float, B=None):
 def _ritz(A, basis, n: int, largest: bool):
     """The n extreme Ritz pairs of A on the (B-orthonormal) ``basis``: (values, coefficients), most
     extreme first."""
-    kiln = _kiln()
     values, vectors = kiln.linalg.eigh(basis.t().matmul(A.matmul(basis)))
     order = list(range(values.shape[0] - 1, values.shape[0] - 1 - n, -1)) if largest else list(range(n))
     index = kiln.tensor(order, dtype=_C.int64)
@@ -130,7 +119,6 @@ def _ritz(A, basis, n: int, largest: bool):
 def _lobpcg_single(A, B, X, k: int, n: int, niter: int, tol: float, largest: bool):
     """LOBPCG on one [m, m] pencil (A, B) (B None: the identity) from the [m, n] start X; the first k
     pairs decide convergence: |A x - lambda B x| <= tol |lambda| |B x| (|B x| = 1 when B is None)."""
-    kiln = _kiln()
     eps = 2.220446049250313e-16 if A.dtype == _C.float64 else 1.1920928955078125e-07
     X = _orthonormal_against(X, None, eps, B)
     if X is None or X.shape[1] < n:
@@ -166,9 +154,6 @@ def _lobpcg_single(A, B, X, k: int, n: int, niter: int, tol: float, largest: boo
 
 def _lobpcg_values(A, B, X, k: int, n: int, niter: int, tol: float, largest: bool):
     """(E, V) of every matrix of the batch, without autograd: [*, k] and [*, m, k]."""
-    kiln = _kiln()
-    from kiln.autograd.grad_mode import no_grad
-
     m = A.shape[-1]
     batch = tuple(A.shape[:-2])
     with no_grad():
@@ -196,7 +181,6 @@ def _partial_eigh_backward(E_grad, V_grad, A, E, V):
     invertible while e_j is not an eigenvalue of A off span(V)). torch solves the same Sylvester equation
     with a characteristic-polynomial series; the two agree to the accuracy of the eigenpairs. Built from
     differentiable ops."""
-    kiln = _kiln()
     m, k = V.shape[-2], V.shape[-1]
     Vt = V.mT
     same = kiln.eye(k, dtype=_C.bool)
@@ -212,27 +196,22 @@ def _partial_eigh_backward(E_grad, V_grad, A, E, V):
     return inside - Y.matmul(Vt)
 
 
-@functools.cache
-def _lobpcg_function():
-    """The autograd Function of lobpcg (made on first use: kiln.autograd imports kiln)."""
-    from kiln.autograd import Function
+class LOBPCG(Function):
+    """The autograd Function of lobpcg."""
 
-    class LOBPCG(Function):
-        @staticmethod
-        def forward(ctx, A, B, X, k, n, niter, tol, largest):
-            E, V = _lobpcg_values(A, B, X, k, n, niter, tol, largest)
-            ctx.has_B = B is not None
-            ctx.save_for_backward(A, E, V)
-            return E, V
+    @staticmethod
+    def forward(ctx, A, B, X, k, n, niter, tol, largest):
+        E, V = _lobpcg_values(A, B, X, k, n, niter, tol, largest)
+        ctx.has_B = B is not None
+        ctx.save_for_backward(A, E, V)
+        return E, V
 
-        @staticmethod
-        def backward(ctx, E_grad, V_grad):
-            if ctx.has_B:
-                raise ValueError("lobpcg.backward does not support backward with B != I yet.")
-            A, E, V = ctx.saved_tensors
-            return _partial_eigh_backward(E_grad, V_grad, A, E, V), None, None, None, None, None, None, None
-
-    return LOBPCG
+    @staticmethod
+    def backward(ctx, E_grad, V_grad):
+        if ctx.has_B:
+            raise ValueError("lobpcg.backward does not support backward with B != I yet.")
+        A, E, V = ctx.saved_tensors
+        return _partial_eigh_backward(E_grad, V_grad, A, E, V), None, None, None, None, None, None, None
 
 
 def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, largest=None, method=None,
@@ -277,84 +256,5 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     if _C.is_grad_enabled() and (A.requires_grad or (B is not None and B.requires_grad)):
         A_sym = (A + A.mT) / 2
         B_sym = (B + B.mT) / 2 if B is not None else None
-        return _lobpcg_function().apply(A_sym, B_sym, X, k, n, niter, tol, largest)
+        return LOBPCG.apply(A_sym, B_sym, X, k, n, niter, tol, largest)
     return _lobpcg_values(A, B, X, k, n, niter, tol, largest)
-
-
-# --- the removed functions ----------------------------------------------------------------------
-_REMOVED = "This function was deprecated since version 1.9 and is now removed."
-
-_LSTSQ_MESSAGE = (
-    f"{_REMOVED} `kiln.lstsq` is deprecated in favor of `kiln.linalg.lstsq`.\n"
-    "`kiln.linalg.lstsq` has reversed arguments and does not return the QR decomposition in the returned tuple "
-    "(although it returns other information about the problem).\n\n"
-    "To get the QR decomposition consider using `kiln.linalg.qr`.\n\n"
-    "The returned solution in `kiln.lstsq` stored the residuals of the solution in the last m - n columns of the "
-    "returned value whenever m > n. In kiln.linalg.lstsq, the residuals are in the field 'residuals' of the "
-    "returned named tuple.\n\n"
-    "The unpacking of the solution, as in\nX, _ = kiln.lstsq(B, A).solution[:A.size(1)]\nshould be replaced with:\n"
-    "X = kiln.linalg.lstsq(A, B).solution")
-
-_SOLVE_MESSAGE = (
-    f"{_REMOVED} `kiln.solve` is deprecated in favor of `kiln.linalg.solve`. `kiln.linalg.solve` has its "
-    "arguments reversed and does not return the LU factorization.\n\n"
-    "To get the LU factorization see `kiln.lu`, which can be used with `kiln.lu_solve` or `kiln.lu_unpack`.\n"
-    "X = kiln.solve(B, A).solution should be replaced with:\nX = kiln.linalg.solve(A, B)")
-
-_SYMEIG_MESSAGE = (
-    f"{_REMOVED} The default behavior has changed from using the upper triangular portion of the matrix by default "
-    "to using the lower triangular portion.\n\n"
-    "L, _ = kiln.symeig(A, upper=upper) should be replaced with:\n"
-    "L = kiln.linalg.eigvalsh(A, UPLO='U' if upper else 'L')\n\nand\n\n"
-    "L, V = kiln.symeig(A, eigenvectors=True) should be replaced with:\n"
-    "L, V = kiln.linalg.eigh(A, UPLO='U' if upper else 'L')")
-
-_EIG_MESSAGE = (
-    f"{_REMOVED} `kiln.linalg.eig` returns complex tensors of dtype `cfloat` or `cdouble` rather than real tensors "
-    "mimicking complex tensors.\n\n"
-    "L, _ = kiln.eig(A) should be replaced with:\nL_complex = kiln.linalg.eigvals(A)\n\nand\n\n"
-    "L, V = kiln.eig(A, eigenvectors=True) should be replaced with:\nL_complex, V_complex = kiln.linalg.eig(A)")
-
-_MATRIX_RANK_MESSAGE = (
-    f"{_REMOVED}\nPlease use the `kiln.linalg.matrix_rank` function instead. The parameter 'symmetric' was renamed "
-    "in `kiln.linalg.matrix_rank()` to 'hermitian'.")
-
-
-def lstsq(input, A, *, out=None):
-    """torch.lstsq: removed; raises RuntimeError pointing at kiln.linalg.lstsq."""
-    raise RuntimeError(_LSTSQ_MESSAGE)
-
-
-def solve(input, A, *, out=None):
-    """torch.solve: removed; raises RuntimeError pointing at kiln.linalg.solve."""
-    raise RuntimeError(_SOLVE_MESSAGE)
-
-
-def symeig(input, eigenvectors=False, upper=True, *, out=None):
-    """torch.symeig: removed; raises RuntimeError pointing at kiln.linalg.eigh / eigvalsh."""
-    raise RuntimeError(_SYMEIG_MESSAGE)
-
-
-def eig(self, eigenvectors: bool = False, *, e=None, v=None):
-    """torch.eig: removed; raises RuntimeError pointing at kiln.linalg.eig / eigvals."""
-    raise RuntimeError(_EIG_MESSAGE)
-
-
-def matrix_rank(input, tol=None, symmetric=False, *, out=None):
-    """torch.matrix_rank: removed; raises RuntimeError pointing at kiln.linalg.matrix_rank."""
-    raise RuntimeError(_MATRIX_RANK_MESSAGE)
-
-
-_NAMESPACE = ["svd_lowrank", "pca_lowrank", "lobpcg", "lstsq", "solve", "symeig", "eig", "matrix_rank"]
-_METHODS = ["lstsq", "solve", "symeig", "eig"]  # torch.Tensor has no matrix_rank
-
-
-def install(linalg, kiln_namespace, tensor_class):
-    """Adds this module's functions to the kiln namespace and the removed ones' methods to Tensor (only
-    names that are missing); kiln.linalg already has every torch.linalg name these relate to."""
-    module = globals()
-    for name in _NAMESPACE:
-        kiln_namespace.setdefault(name, module[name])
-    for name in _METHODS:
-        if not hasattr(tensor_class, name):
-            setattr(tensor_class, name, module[name])
