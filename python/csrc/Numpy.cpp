@@ -9,6 +9,7 @@
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/ForeignMemory.h"
 #include "python/csrc/Numpy.h"
+#include "python/csrc/PyCapture.h"
 #include "python/csrc/PyTensor.h"
 
 namespace py = pybind11;
@@ -135,6 +136,7 @@ PyObject* tensor_numpy(PyObject* self, PyObject* args, PyObject* kwargs) {
   int force = 0;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$p:numpy", const_cast<char**>(kw), &force)) return nullptr;
   const Tensor& t = unwrap_tensor(self);
+  note_capture_escape("Tensor.numpy()");
   KILN_CHECK_TYPE(t.device().is_cpu(), "can't convert ", t.device(), " device type tensor to numpy. Use "
                   "Tensor.cpu() to copy the tensor to host memory first.");
   KILN_CHECK(force || !t.requires_grad(), "Can't call numpy() on Tensor that requires grad. Use "

@@ -10,6 +10,7 @@
 #include "kiln/generated/Functions.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyDType.h"
+#include "python/csrc/PyCapture.h"
 #include "python/csrc/PyDevice.h"
 #include "python/csrc/PyTensor.h"
 #include "python/csrc/PythonArgs.h"
@@ -143,6 +144,7 @@ PyObject* tensor_element_size(PyObject* self, PyObject*) { return PyLong_FromLon
 PyObject* tensor_item(PyObject* self, PyObject*) {
   KILN_PY_BEGIN
   const Tensor& t = self_tensor(self);
+  note_capture_escape("Tensor.item() (or bool/int/float/index of a tensor)");
   KILN_CHECK(t.numel() == 1, "a Tensor with ", t.numel(), " elements cannot be converted to Scalar");
   check_host_readable(t, "Python scalar");
   return element_to_python(t.data_ptr(), t.dtype());
@@ -152,6 +154,7 @@ PyObject* tensor_item(PyObject* self, PyObject*) {
 PyObject* tensor_tolist(PyObject* self, PyObject*) {
   KILN_PY_BEGIN
   const Tensor& t = self_tensor(self);
+  note_capture_escape("Tensor.tolist()");
   check_host_readable(t, "list");
   return nested_list(static_cast<const char*>(t.data_ptr()), t.sizes(), t.strides(), t.itemsize(), t.dtype(), 0);
   KILN_PY_END(nullptr)

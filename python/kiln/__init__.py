@@ -206,3 +206,5 @@ from kiln import testing, amp  # noqa: E402
 autocast = amp.autocast
 GradScaler = amp.GradScaler
 from kiln import distributions  # noqa: E402
+from kiln import compiler  # noqa: E402  (kiln.compile and kiln.compiler: graph capture, issue 23)
+from kiln.compiler import compile  # noqa: E402,A001  (shadows the builtin inside kiln, as torch.compile does)

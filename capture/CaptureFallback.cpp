@@ -1,0 +1,150 @@
+// The boxed fallback on DispatchKey::Capture: records each op that reaches
+// the key into the current session's graph, then runs it below Capture.
+// See Note [How capture records] (CaptureSession.h).
+#include <mutex>
+
+#include "capture/CaptureSession.h"
+#include "eager/core/Error.h"
+#include "eager/dispatch/Dispatcher.h"
+#include "ir/Attribute.h"
+#include "ir/Type.h"
+
+namespace kiln::capture {
+
+namespace {
+
+void run_below_capture(const OperatorHandle& op, DispatchKeySet keys, Stack* stack) {
+  ExcludeDispatchKeyGuard no_capture(DispatchKey::Capture);  // a kernel's inner ops are not recorded again
+  op.redispatch_boxed(keys.below(DispatchKey::Capture), stack);
+}
+
+/// The op node for the arguments on top of the stack (list nodes for tensor
+/// lists are appended on the way), or nullopt with `why` set.
+ir::Node* build_node(CaptureSession& s, const OperatorHandle& op, const Stack& stack, std::string* why) {
+  ir::Graph& g = s.graph();
+  const auto& args = op.schema().arguments();
+  const size_t base = stack.size() - args.size();
+  std::vector<ir::Value*> inputs;
+  std::vector<ir::NamedAttribute> attributes;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const IValue& v = stack[base + i];
+    if (v.is_tensor() && args[i].alias && args[i].alias->is_write &&
+        (s.find(v.to_tensor()) == nullptr || s.writes_lifted_storage(v.to_tensor()))) {
+      *why = "argument '" + args[i].name + "' writes in place into a tensor captured by reference (a global, "
+             "closure or Python-made tensor, not an input of the compiled function, or one a kernel made outside "
+             "the dispatcher)";
+      return nullptr;
+    }
+    switch (v.tag()) {
+      case IValue::Tag::Tensor: inputs.push_back(s.value_for(v.to_tensor())); break;
+      case IValue::Tag::TensorList: {
+        std::vector<ir::Value*> elements;
+        for (const Tensor& t : v.to_tensor_list()) elements.push_back(s.value_for(t));
+        inputs.push_back(g.append(g.create_list(std::move(elements), ir::Type::tensor()))->output());
+        break;
+      }
+      case IValue::Tag::OptionalTensorList: {
+        std::vector<ir::Value*> elements;
+        for (const auto& t : v.to_optional_tensor_list()) {
+          elements.push_back(t ? s.value_for(*t) : g.append(g.create_constant(ir::Attribute::none()))->output());
+        }
+        inputs.push_back(
+            g.append(g.create_list(std::move(elements), ir::Type::optional(ir::Type::tensor())))->output());
+        break;
+      }
+      case IValue::Tag::Generator:
+        *why = "argument '" + args[i].name + "' is an explicit Generator (capture records only the default one)";
+        return nullptr;
+      default: attributes.push_back({args[i].name, ir::Attribute::of_ivalue(v)}); break;
+    }
+  }
+  return g.create_op(op, std::move(inputs), std::move(attributes));
+}
+
+/// Types node's outputs from the results on top of the stack and binds the result tensors to them.
+void bind_results(CaptureSession& s, ir::Node* node, const Stack& stack, size_t num_returns) {
+  ir::Graph& g = s.graph();
+  const size_t base = stack.size() - num_returns;
+  for (size_t i = 0; i < num_returns; ++i) {
+    const IValue& r = stack[base + i];
+    ir::Value* out = node->output(i);
+    if (r.is_tensor()) {
+      if (!r.to_tensor().defined()) continue;
+      out->set_type(ir::Type::tensor(ir::TensorType::of(r.to_tensor())));
+      s.bind(r.to_tensor(), out);
+    } else if (r.tag() == IValue::Tag::TensorList) {
+      const auto& list = r.to_tensor_list();
+      ir::Node* unpack = g.append(g.create_list_unpack(out, list.size()));
+      for (size_t k = 0; k < list.size(); ++k) {
+        unpack->output(k)->set_type(ir::Type::tensor(ir::TensorType::of(list[k])));
+        s.bind(list[k], unpack->output(k));
+      }
+    } else if (!r.is_none()) {
+      s.mark_broken("op " + node->kind_name() + " returns a " + std::string(r.tag_name()) +
+                    " to Python (a value computed from tensor data)");
+    }
+  }
+}
+
+void capture_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Stack* stack) {
+  CaptureSession* s = current_session();
+  if (s == nullptr || s->broken()) {
+    run_below_capture(op, keys, stack);
+    return;
+  }
+  const std::string name = op.name().str();
+  ir::Node* node = nullptr;
+  try {
+    std::string why;
+    node = build_node(*s, op, *stack, &why);
+    if (node == nullptr) s->mark_broken("op " + name + ": " + why);
+  } catch (const std::exception& e) {
+    s->mark_broken("op " + name + " cannot be recorded: " + e.what());
+    node = nullptr;
+  }
+  try {
+    run_below_capture(op, keys, stack);
+  } catch (...) {
+    s->mark_broken("op " + name + " raised during capture");
+    throw;
+  }
+  if (node == nullptr || s->broken()) return;
+  s->graph().append(node);
+  s->count_op();
+  bind_results(*s, node, *stack, op.schema().returns().size());
+}
+
+}  // namespace
+
+// Note [Composites that allocate outside the dispatcher]
+// A CompositeImplicit op is recorded as its parts, but empty_like's body makes
+// its result without a dispatched call, so its result would be a tensor the
+// session never saw (and the in-place fill that follows in ones_like,
+// dropout's mask, ... would break the capture). Such composites (none of them
+// differentiable) get the recording kernel on the Capture key itself, and an
+// Autograd kernel that only redispatches, so they reach Capture whole even
+// with tensors that require grad; below Capture the composite still serves
+// the backend, so eager results are unchanged.
+constexpr const char* kRecordedWhole[] = {"kiln::empty_like"};
+
+void below_autograd(void*, const OperatorHandle& op, DispatchKeySet keys, Stack* stack) {
+  ExcludeDispatchKeyGuard no_autograd(DispatchKey::Autograd);
+  op.redispatch_boxed(keys.below(DispatchKey::Autograd), stack);
+}
+
+void ensure_capture_fallback() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dispatcher& d = Dispatcher::singleton();
+    const KernelFunction record = KernelFunction::from_boxed(&capture_fallback);
+    d.register_fallback(DispatchKey::Capture, record);
+    for (const char* name : kRecordedWhole) {
+      for (const OperatorHandle& op : d.find_overloads(name)) {
+        d.register_impl(op.name(), DispatchKey::Autograd, KernelFunction::from_boxed(&below_autograd));
+        d.register_impl(op.name(), DispatchKey::Capture, record);
+      }
+    }
+  });
+}
+
+}  // namespace kiln::capture

@@ -1,0 +1,130 @@
+// kiln._C._capture: graph capture from Python. A Session records the ops a
+// block runs into an ir Graph (kiln.compile's front end; see capture/README.md).
+//
+//   s = kiln._C._capture.Session()
+//   s.add_input(x)                 # declared inputs first, in order
+//   with s:
+//       y = f(x)
+//   s.mark_output(y)
+//   g = s.take_graph()             # a kiln._C._ir.Graph; s.input_tensors feed it
+#include "python/csrc/PyCapture.h"
+
+#include <Python.h>
+#include <frameobject.h>
+
+#include <memory>
+#include <string>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "python/csrc/Exceptions.h"
+#include "python/csrc/PyTensor.h"
+
+namespace py = pybind11;
+
+namespace kiln::python {
+
+namespace {
+
+/// The directory of the kiln package ("" when unknown), to skip its frames.
+const std::string& kiln_package_dir() {
+  static const std::string dir = [] {
+    PyObject* mod = PyImport_ImportModule("kiln");
+    std::string d;
+    if (mod != nullptr) {
+      PyObject* file = PyObject_GetAttrString(mod, "__file__");
+      if (file != nullptr && PyUnicode_Check(file)) {
+        d = PyUnicode_AsUTF8(file);
+        d = d.substr(0, d.rfind('/') + 1);
+      }
+      Py_XDECREF(file);
+      Py_DECREF(mod);
+    }
+    PyErr_Clear();
+    return d;
+  }();
+  return dir;
+}
+
+/// "file:line" of the innermost Python frame outside the kiln package.
+std::string user_location() {
+  const std::string& skip = kiln_package_dir();
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(frame);
+  std::string where;
+  while (frame != nullptr) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    const int line = PyFrame_GetLineNumber(frame);
+    Py_DECREF(code);
+    if (file != nullptr && (skip.empty() || std::string_view(file).substr(0, skip.size()) != skip)) {
+      where = std::string(file) + ":" + std::to_string(line);
+      Py_DECREF(frame);
+      break;
+    }
+    PyFrameObject* back = PyFrame_GetBack(frame);
+    Py_DECREF(frame);
+    frame = back;
+  }
+  PyErr_Clear();
+  return where;
+}
+
+/// A Session and, while inside `with`, the guard that makes it current.
+struct PySession {
+  capture::CaptureSession session;
+  std::unique_ptr<capture::CaptureGuard> guard;
+};
+
+const Tensor& as_tensor(const py::handle& obj) { return tensor_from_object(obj.ptr(), "capture"); }
+
+py::list wrap_tensors(const std::vector<Tensor>& ts) {
+  py::list out;
+  for (const Tensor& t : ts) out.append(py::reinterpret_steal<py::object>(wrap_tensor(t)));
+  return out;
+}
+
+}  // namespace
+
+void note_escape_slow(const char* what) { capture::note_escape(what, user_location()); }
+
+void init_capture(PyObject* module) {
+  py::module_ m = py::reinterpret_borrow<py::module_>(module);
+  py::module_ cm = m.def_submodule("_capture", "graph capture into the ir (see capture/README.md)");
+  py::class_<PySession>(cm, "Session")
+      .def(py::init<>())
+      .def("__enter__",
+           [](PySession& s) -> PySession& {
+             KILN_CHECK(!s.guard, "capture: this Session is already active");
+             s.guard = std::make_unique<capture::CaptureGuard>(s.session);
+             return s;
+           },
+           py::return_value_policy::reference)
+      .def("__exit__", [](PySession& s, const py::args&) {
+        s.guard.reset();
+        return false;
+      })
+      .def("add_input", [](PySession& s, const py::handle& t) { s.session.add_input(as_tensor(t)); },
+           py::arg("tensor"), "Declares the next graph input (before any op is recorded).")
+      .def("mark_output", [](PySession& s, const py::handle& t) { s.session.mark_output(as_tensor(t)); },
+           py::arg("tensor"), "Appends the tensor's value to the graph outputs.")
+      .def("mark_broken", [](PySession& s, std::string reason) { s.session.mark_broken(std::move(reason)); },
+           py::arg("reason"))
+      .def("is_known", [](PySession& s, const py::handle& t) { return s.session.find(as_tensor(t)) != nullptr; },
+           py::arg("tensor"), "Whether the tensor was seen (an input or a recorded op's result).")
+      .def_property_readonly("graph", [](PySession& s) { return &s.session.graph(); },
+                             py::return_value_policy::reference_internal)
+      .def("take_graph", [](PySession& s) { return s.session.take_graph(); },
+           "Hands the graph over as a kiln._C._ir.Graph and releases the recorded tensors.")
+      .def("finish", [](PySession& s) { s.session.finish(); }, "Releases the recorded tensors (the graph stays).")
+      .def_property_readonly("input_tensors", [](PySession& s) { return wrap_tensors(s.session.input_tensors()); })
+      .def_property_readonly("num_declared_inputs", [](PySession& s) { return s.session.num_declared_inputs(); })
+      .def_property_readonly("num_ops", [](PySession& s) { return s.session.num_ops(); })
+      .def_property_readonly("broken", [](PySession& s) { return s.session.broken(); })
+      .def_property_readonly("break_reason", [](PySession& s) { return s.session.break_reason(); });
+  cm.def("is_capturing", [] { return capture::current_session() != nullptr; },
+         "Whether a capture session is recording on this thread.");
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,179 @@
+"""CompiledFunction: one function under kiln.compile, with its cache of
+captured graphs keyed by guards. See README.md."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+from kiln import _C
+from kiln._tensor import Tensor
+from kiln.compiler import _state
+from kiln.compiler._watch import watching
+from kiln.compiler._guards import Unguardable, first_difference, flatten, guard_key, unflatten
+
+RECOMPILE_LIMIT = 8
+
+
+class GraphBreak(RuntimeError):
+    """Raised with ``fullgraph=True`` when a function cannot be captured whole."""
+
+
+class CapturedEntry:
+    """A graph for one guard set: replayed with the call's tensors, then the
+    module's parameters and buffers, then the tensors it holds by reference."""
+
+    __slots__ = ("graph", "lifted", "out_spec", "num_ops")
+
+    def __init__(self, graph, lifted, out_spec, num_ops):
+        self.graph = graph
+        self.lifted = lifted
+        self.out_spec = out_spec
+        self.num_ops = num_ops
+
+
+class EagerEntry:
+    """A guard set the function runs eagerly for (a graph break), with the reason."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason):
+        self.reason = reason
+
+
+def _disabled(fn) -> bool:
+    return getattr(fn, "_kiln_compile_disabled", False)
+
+
+class CompiledFunction:
+    """Calls ``fn`` through the capture cache (backend "eager": interpreter replay)."""
+
+    def __init__(self, fn, *, module=None, fullgraph=False, dynamic=None, backend="default", mode=None,
+                 options=None):
+        if backend not in ("default", "eager"):
+            raise ValueError(f"kiln.compile: unknown backend {backend!r} (available: 'default', 'eager')")
+        if dynamic:
+            raise NotImplementedError("kiln.compile: dynamic=True (symbolic shapes) is not supported yet; "
+                                      "use dynamic=None or False")
+        self.fn = fn
+        self.module = module
+        self.fullgraph = fullgraph
+        self.backend = backend
+        self.mode = mode
+        self.options = options
+        self.cache: dict = {}
+        self.num_captures = 0  # graphs captured (successful or broken), for tests and explain
+        self.break_reasons: list = []
+        self.last_key = None
+        self._warned_limit = False
+        self._warned_break = False
+        _state.compiled_functions.add(self)
+        if module is None or fn is not module:
+            functools.update_wrapper(self, fn)
+
+    def reset(self):
+        self.cache.clear()
+        self.num_captures = 0
+        self.break_reasons.clear()
+        self.last_key = None
+        self._warned_limit = False
+        self._warned_break = False
+
+    def _module_state(self):
+        if self.module is None:
+            return []
+        named = list(self.module.named_parameters()) + list(self.module.named_buffers())
+        return [(name, t) for name, t in named if t is not None]
+
+    def __call__(self, *args, **kwargs):
+        if _state.is_compiling() or _disabled(self.fn):
+            return self.fn(*args, **kwargs)  # nested compiled calls are inlined into the outer capture
+        tensors: list = []
+        try:
+            if not kwargs and all(type(a) is Tensor for a in args):  # the common call: tensors only
+                tensors = list(args)
+                spec = len(args)
+            else:
+                spec = flatten((args, kwargs), tensors)
+            module_state = self._module_state()
+            key = guard_key(spec, tensors, module_state, self.module)
+        except Unguardable as e:
+            return self._run_eagerly(str(e), args, kwargs)
+        entry = self.cache.get(key)
+        if entry is None:
+            if len(self.cache) >= RECOMPILE_LIMIT:
+                if not self._warned_limit:
+                    self._warned_limit = True
+                    changed = first_difference(self.last_key, key) if self.last_key is not None else "?"
+                    warnings.warn(f"kiln.compile: {self._name()} hit the recompile limit ({RECOMPILE_LIMIT}); "
+                                  f"last failing guard: {changed}. Running it eagerly from now on.", stacklevel=2)
+                return self.fn(*args, **kwargs)
+            self.last_key = key
+            return self._capture(key, tensors, module_state, args, kwargs)
+        if isinstance(entry, EagerEntry):
+            return self.fn(*args, **kwargs)
+        inputs = tensors + [t for _, t in module_state] + entry.lifted
+        outputs = _C._ir.run(entry.graph, inputs)
+        return unflatten(entry.out_spec, outputs)
+
+    def _name(self):
+        return getattr(self.fn, "__qualname__", None) or repr(self.fn)
+
+    def _run_eagerly(self, reason, args, kwargs):
+        if self.fullgraph:
+            raise GraphBreak(f"kiln.compile(fullgraph=True): {self._name()}: {reason}")
+        return self.fn(*args, **kwargs)
+
+    def _record_break(self, key, reason):
+        self.cache[key] = EagerEntry(reason)
+        self.break_reasons.append(reason)
+        if self.fullgraph:
+            raise GraphBreak(f"kiln.compile(fullgraph=True): graph break in {self._name()}: {reason}")
+        if not self._warned_break:
+            self._warned_break = True
+            warnings.warn(f"kiln.compile: graph break in {self._name()}, running it eagerly for these inputs: "
+                          f"{reason}", stacklevel=3)
+
+    def _capture(self, key, tensors, module_state, args, kwargs):
+        self.num_captures += 1
+        session = _C._capture.Session()
+        for t in tensors:
+            session.add_input(t)
+        for _, t in module_state:
+            session.add_input(t)
+        sessions = _state.active_sessions()
+        sessions.append(session)
+        try:
+            with watching(), session:
+                result = self.fn(*args, **kwargs)
+        finally:
+            sessions.pop()
+        if session.broken:
+            self._record_break(key, session.break_reason)
+            session.finish()
+            return result
+        out_tensors: list = []
+        try:
+            out_spec = flatten(result, out_tensors, "output")
+        except Unguardable as e:
+            self._record_break(key, f"the output holds an unhashable non-tensor value ({e})")
+            return result
+        for t in out_tensors:
+            session.mark_output(t)
+        lifted = session.input_tensors[session.num_declared_inputs:]
+        if any(o is t for o in out_tensors for t in lifted):
+            # A replay would hand out the one held tensor on every call, where eager makes a new one (or returns
+            # the global itself, whose rebinding the replay cannot see).
+            self._record_break(key, "the function returns a tensor it did not compute (a global, closure or "
+                                    "Python-made tensor)")
+            session.finish()
+            return result
+        num_ops = session.num_ops
+        graph = session.take_graph()
+        try:
+            graph.verify()
+        except Exception as e:  # a recording kiln cannot replay: never replay it
+            self._record_break(key, f"the captured graph does not verify: {e}")
+            return result
+        self.cache[key] = CapturedEntry(graph, lifted, out_spec, num_ops)
+        return result

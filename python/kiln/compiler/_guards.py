@@ -1,0 +1,109 @@
+"""Guards: what a cached graph assumes about a call.
+
+A call's guard key is a tuple of (name, value) pairs: each tensor argument's
+sizes, strides, dtype, device and requires_grad, which arguments are the same
+tensor object, every non-tensor argument by value, grad mode, and for a module
+its submodules' training flags and each parameter's and buffer's identity and
+metadata. Two calls with equal keys replay the same graph. See README.md.
+"""
+
+from __future__ import annotations
+
+from kiln import _C
+from kiln._tensor import Tensor
+
+
+class Unguardable(Exception):
+    """An argument whose value cannot be guarded (not hashable): the call runs eagerly."""
+
+
+def tensor_meta(t: Tensor) -> tuple:
+    return (t.shape, t.stride(), t.dtype, t.device, t.requires_grad)
+
+
+def flatten(value, tensors: list, path: str = "args"):
+    """The structure of ``value`` with each tensor replaced by ("T", index into
+    ``tensors``, where the tensor is appended). Tuples, lists and dicts are
+    walked; anything else is a ("V", type, value) leaf, hashable or Unguardable
+    (whose message names the leaf's path, e.g. ``args[0][1]``)."""
+    cls = type(value)
+    if cls is Tensor or isinstance(value, Tensor):
+        tensors.append(value)
+        return ("T", len(tensors) - 1)
+    if cls is tuple or cls is list:
+        return (cls.__name__, tuple([flatten(v, tensors, path) for v in value]))
+    if isinstance(value, (tuple, list)):  # a named tuple or another subclass
+        return ("sequence", cls, tuple([flatten(v, tensors, path) for v in value]))
+    if isinstance(value, dict):
+        return ("dict", tuple([(k, flatten(value[k], tensors, path)) for k in value]))
+    try:
+        hash(value)
+    except TypeError as e:
+        raise Unguardable(f"{path} holds an unhashable {cls.__name__}") from e
+    return ("V", cls, value)
+
+
+def unflatten(spec, tensors: list):
+    """The inverse of flatten: rebuilds the structure from ``tensors``."""
+    kind = spec[0]
+    if kind == "T":
+        return tensors[spec[1]]
+    if kind == "V":
+        return spec[2]
+    if kind == "tuple":
+        return tuple(unflatten(s, tensors) for s in spec[1])
+    if kind == "list":
+        return [unflatten(s, tensors) for s in spec[1]]
+    if kind == "dict":
+        return {k: unflatten(s, tensors) for k, s in spec[1]}
+    if kind == "sequence":
+        cls, items = spec[1], [unflatten(s, tensors) for s in spec[2]]
+        return cls(*items) if hasattr(cls, "_fields") else cls(items)
+    raise TypeError(f"kiln.compile: cannot rebuild an output of kind {kind}")
+
+
+_FIELDS = ("sizes", "strides", "dtype", "device", "requires_grad")
+
+
+def guard_key(args_spec, tensors: list, module_state: list, module) -> tuple:
+    """The guard key of one call (see the module docstring); first_difference names its parts."""
+    if len(tensors) > 1:
+        first_index = {}
+        aliasing = tuple([first_index.setdefault(id(t), i) for i, t in enumerate(tensors)])
+    else:
+        aliasing = ()
+    metas = tuple([(t.shape, t.stride(), t.dtype, t.device, t.requires_grad) for t in tensors])
+    if module is None:
+        return (_C.is_grad_enabled(), args_spec, aliasing, metas)
+    return (_C.is_grad_enabled(), args_spec, aliasing, metas, tuple([m.training for m in module.modules()]),
+            tuple([(name, id(t), tensor_meta(t)) for name, t in module_state]))
+
+
+def guard_names(key: tuple) -> list:
+    """The name of every guard in a key (for explain)."""
+    names = ["grad mode", "non-tensor arguments", "argument aliasing"]
+    names += [f"tensor argument {i} {field}" for i in range(len(key[3])) for field in _FIELDS]
+    if len(key) > 4:
+        names.append("training flags")
+        names += [f"parameter/buffer {name}" for name, _, _ in key[5]]
+    return names
+
+
+def first_difference(old: tuple, new: tuple) -> str:
+    """The name of the first guard that differs between two keys."""
+    for i, name in enumerate(("grad mode", "non-tensor arguments", "argument aliasing")):
+        if old[i] != new[i]:
+            return name
+    if len(old[3]) != len(new[3]):
+        return "number of tensor arguments"
+    for i, (a, b) in enumerate(zip(old[3], new[3])):
+        for field, x, y in zip(_FIELDS, a, b):
+            if x != y:
+                return f"tensor argument {i} {field}"
+    if len(old) > 4 and old[4] != new[4]:
+        return "training flags"
+    if len(old) > 4:
+        for (name, *a), (_, *b) in zip(old[5], new[5]):
+            if a != b:
+                return f"parameter/buffer {name}"
+    return "none"

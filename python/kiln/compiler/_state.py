@@ -1,0 +1,24 @@
+"""Process state of the compiler: the capture sessions active on this thread
+and every compiled function (so ``reset()`` can clear their caches)."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+_local = threading.local()
+# Every CompiledFunction made so far; reset() clears their caches.
+compiled_functions: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def active_sessions() -> list:
+    """The capture sessions of this thread, innermost last."""
+    stack = getattr(_local, "sessions", None)
+    if stack is None:
+        stack = _local.sessions = []
+    return stack
+
+
+def is_compiling() -> bool:
+    """True while kiln.compile is capturing a function on this thread (as torch.compiler.is_compiling)."""
+    return bool(getattr(_local, "sessions", None))
