@@ -140,7 +140,7 @@ PYTHON_LAYERS: tuple[tuple[str, ...], ...] = (
     # namespaces torch keeps beside it (special, linalg, fft).
     ("kiln._", "kiln.random", "kiln.return_types", "kiln.special", "kiln.linalg", "kiln.fft", "kiln.cuda"),
     ("kiln.nn",),
-    ("kiln.optim", "kiln.amp", "kiln.library", "kiln.serialization", "kiln.testing", "kiln.utils"),
+    ("kiln.optim", "kiln.amp", "kiln.library", "kiln.serialization", "kiln.testing", "kiln.utils", "kiln.compiler"),
     (ROOT,),
     ("kiln.func", "kiln.distributions"),
 )
