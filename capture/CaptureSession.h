@@ -11,7 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "eager/core/Tensor.h"
+#include "eager/ops/Tensor.h"
 #include "eager/dispatch/LocalDispatchKeySet.h"
 #include "ir/Graph.h"
 
