@@ -160,7 +160,14 @@ def test_module_wrapper_keeps_parameters_state_dict_and_modes():
     assert [id(p) for p in compiled.parameters()] == [id(p) for p in model.parameters()]
     # torch's OptimizedModule prefixes state_dict keys with "_orig_mod."
     t_model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
-    assert list(compiled.state_dict()) == list(torch.compile(t_model).state_dict())
+    # Importing torch._dynamo switches torch.distributions' argument validation off for the
+    # whole process; restore it so later torch comparisons see torch's defaults.
+    validate_args = torch.distributions.Distribution._validate_args
+    try:
+        torch_keys = list(torch.compile(t_model).state_dict())
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(validate_args)
+    assert list(compiled.state_dict()) == torch_keys
     assert list(compiled.state_dict()) == ["_orig_mod." + k for k in model.state_dict()]
     compiled.load_state_dict(compiled.state_dict())
     compiled.eval()
