@@ -7,6 +7,8 @@ import inspect
 
 from kiln.compiler import _state
 from kiln.compiler._compiled_function import CompiledFunction
+from kiln.compiler._module import OptimizedModule
+from kiln.nn.modules.module import Module
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mode=None, options=None,
@@ -32,8 +34,6 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
                                  options=options, disable=disable)
     if disable:
         return model
-    from kiln.nn.modules.module import Module
-    from kiln.compiler._module import OptimizedModule
 
     config = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options)
     if isinstance(model, Module):

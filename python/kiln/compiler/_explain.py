@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 from kiln.compiler._compiled_function import CapturedEntry, CompiledFunction
 from kiln.compiler._guards import guard_names
+from kiln.nn.modules.module import Module
 
 
 @dataclasses.dataclass
@@ -40,10 +42,8 @@ def explain(fn, *extra_args, **extra_kwargs):
         target = getattr(fn, "_orig_mod", fn)
         if isinstance(target, CompiledFunction):
             target = target.fn
-        from kiln.nn.modules.module import Module
 
         compiled = CompiledFunction(target, module=target if isinstance(target, Module) else None, backend="eager")
-        import warnings
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
