@@ -23,13 +23,50 @@ class CapturedEntry:
     """A graph for one guard set: replayed with the call's tensors, then the
     module's parameters and buffers, then the tensors it holds by reference."""
 
-    __slots__ = ("graph", "lifted", "out_spec", "num_ops")
+    __slots__ = ("graph", "lifted", "out_spec", "num_ops", "single_output")
 
     def __init__(self, graph, lifted, out_spec, num_ops):
         self.graph = graph
         self.lifted = lifted
         self.out_spec = out_spec
         self.num_ops = num_ops
+        self.single_output = out_spec == ("T", 0)  # the function returns one tensor: no rebuilding
+
+    def outputs(self, values: list):
+        return values[0] if self.single_output else unflatten(self.out_spec, values)
+
+
+class GuardedEntry:
+    """A cache entry reachable by the C++ guard check (Note [The cached-call fast path]):
+    ``guards`` is a ``_C._capture.GuardSet`` of the positional arguments, and
+    ``tensor_positions`` picks the graph's inputs out of them (None: all of them, no lifted tensors)."""
+
+    __slots__ = ("guards", "entry", "tensor_positions")
+
+    def __init__(self, guards, entry, args: tuple):
+        self.guards = guards
+        self.entry = entry
+        if isinstance(entry, CapturedEntry) and not entry.lifted and all(type(a) is Tensor for a in args):
+            self.tensor_positions = None
+        else:
+            self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+
+    def graph_inputs(self, args: tuple):
+        if self.tensor_positions is None:
+            return args
+        return [args[i] for i in self.tensor_positions] + self.entry.lifted
+
+
+# Note [The cached-call fast path]
+# A call with positional arguments only (tensors and None/bool/int/float/str)
+# to a compiled function (not a module) first tries each GuardedEntry's C++
+# GuardSet.check (python/csrc/PyGuardSet.cpp): it checks the same guards the
+# Python key holds for such a call (sizes, strides, dtype, device,
+# requires_grad, aliasing, scalar values, grad mode) without building a key.
+# A miss falls back to the Python key (_guards.py), which also names the failing
+# guard for warnings and explain; every entry stays in ``cache`` under its key.
+# The GuardSet is built before the capture runs, from the same arguments the key
+# was computed from: the function may change its inputs' metadata in place.
 
 
 class EagerEntry:
@@ -62,6 +99,7 @@ class CompiledFunction:
         self.mode = mode
         self.options = options
         self.cache: dict = {}
+        self.guarded_entries: list = []  # GuardedEntry, see Note [The cached-call fast path]
         self.num_captures = 0  # graphs captured (successful or broken), for tests and explain
         self.break_reasons: list = []
         self.last_key = None
@@ -73,6 +111,7 @@ class CompiledFunction:
 
     def reset(self):
         self.cache.clear()
+        self.guarded_entries.clear()
         self.num_captures = 0
         self.break_reasons.clear()
         self.last_key = None
@@ -86,8 +125,20 @@ class CompiledFunction:
         return [(name, t) for name, t in named if t is not None]
 
     def __call__(self, *args, **kwargs):
-        if _state.is_compiling() or _disabled(self.fn):
+        if _state.is_compiling():
             return self.fn(*args, **kwargs)  # nested compiled calls are inlined into the outer capture
+        if not kwargs:
+            for guarded in self.guarded_entries:
+                if guarded.guards.check(args):
+                    entry = guarded.entry
+                    if entry.__class__ is EagerEntry:
+                        return self.fn(*args)
+                    return entry.outputs(_C._ir.run(entry.graph, guarded.graph_inputs(args)))
+        if _disabled(self.fn):
+            return self.fn(*args, **kwargs)
+        return self._call_through_key(args, kwargs)
+
+    def _call_through_key(self, args, kwargs):
         tensors: list = []
         try:
             if not kwargs and all(type(a) is Tensor for a in args):  # the common call: tensors only
@@ -109,12 +160,27 @@ class CompiledFunction:
                                   f"last failing guard: {changed}. Running it eagerly from now on.", stacklevel=2)
                 return self.fn(*args, **kwargs)
             self.last_key = key
-            return self._capture(key, tensors, module_state, args, kwargs)
+            guards = self._guard_set(args, kwargs)
+            return self._capture(key, guards, tensors, module_state, args, kwargs)
         if isinstance(entry, EagerEntry):
             return self.fn(*args, **kwargs)
         inputs = tensors + [t for _, t in module_state] + entry.lifted
-        outputs = _C._ir.run(entry.graph, inputs)
-        return unflatten(entry.out_spec, outputs)
+        return entry.outputs(_C._ir.run(entry.graph, inputs))
+
+    def _guard_set(self, args, kwargs):
+        """The C++ guards of this call, or None where the fast path does not apply (modules, keyword
+        arguments, arguments other than tensors and scalars). Built before the call runs."""
+        if self.module is not None or kwargs:
+            return None
+        try:
+            return _C._capture.GuardSet(args)
+        except TypeError:
+            return None
+
+    def _store(self, key, guards, args, entry):
+        self.cache[key] = entry
+        if guards is not None:
+            self.guarded_entries.append(GuardedEntry(guards, entry, args))
 
     def _name(self):
         return getattr(self.fn, "__qualname__", None) or repr(self.fn)
@@ -124,8 +190,8 @@ class CompiledFunction:
             raise GraphBreak(f"kiln.compile(fullgraph=True): {self._name()}: {reason}")
         return self.fn(*args, **kwargs)
 
-    def _record_break(self, key, reason):
-        self.cache[key] = EagerEntry(reason)
+    def _record_break(self, key, guards, args, reason):
+        self._store(key, guards, args, EagerEntry(reason))
         self.break_reasons.append(reason)
         if self.fullgraph:
             raise GraphBreak(f"kiln.compile(fullgraph=True): graph break in {self._name()}: {reason}")
@@ -134,7 +200,7 @@ class CompiledFunction:
             warnings.warn(f"kiln.compile: graph break in {self._name()}, running it eagerly for these inputs: "
                           f"{reason}", stacklevel=3)
 
-    def _capture(self, key, tensors, module_state, args, kwargs):
+    def _capture(self, key, guards, tensors, module_state, args, kwargs):
         self.num_captures += 1
         session = _C._capture.Session()
         for t in tensors:
@@ -149,14 +215,14 @@ class CompiledFunction:
         finally:
             sessions.pop()
         if session.broken:
-            self._record_break(key, session.break_reason)
+            self._record_break(key, guards, args, session.break_reason)
             session.finish()
             return result
         out_tensors: list = []
         try:
             out_spec = flatten(result, out_tensors, "output")
         except Unguardable as e:
-            self._record_break(key, f"the output holds an unhashable non-tensor value ({e})")
+            self._record_break(key, guards, args, f"the output holds an unhashable non-tensor value ({e})")
             return result
         for t in out_tensors:
             session.mark_output(t)
@@ -164,8 +230,8 @@ class CompiledFunction:
         if any(o is t for o in out_tensors for t in lifted):
             # A replay would hand out the one held tensor on every call, where eager makes a new one (or returns
             # the global itself, whose rebinding the replay cannot see).
-            self._record_break(key, "the function returns a tensor it did not compute (a global, closure or "
-                                    "Python-made tensor)")
+            self._record_break(key, guards, args, "the function returns a tensor it did not compute (a global, "
+                                                  "closure or Python-made tensor)")
             session.finish()
             return result
         num_ops = session.num_ops
@@ -173,7 +239,7 @@ class CompiledFunction:
         try:
             graph.verify()
         except Exception as e:  # a recording kiln cannot replay: never replay it
-            self._record_break(key, f"the captured graph does not verify: {e}")
+            self._record_break(key, guards, args, f"the captured graph does not verify: {e}")
             return result
-        self.cache[key] = CapturedEntry(graph, lifted, out_spec, num_ops)
+        self._store(key, guards, args, CapturedEntry(graph, lifted, out_spec, num_ops))
         return result

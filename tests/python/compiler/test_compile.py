@@ -321,6 +321,43 @@ def test_guards_recompile_exactly_when_they_should():
     assert compiled.num_captures == 7
 
 
+def test_guard_set_checks_what_the_python_key_holds():
+    x, y = kiln.tensor(X), kiln.tensor(Y)
+    guards = _C._capture.GuardSet((x, y, 2.0, None, "mean"))
+    assert guards.check((x, y, 2.0, None, "mean")) and guards.check((y, x, 2.0, None, "mean"))
+    assert not guards.check((x, x, 2.0, None, "mean"))  # aliasing
+    assert not guards.check((x, y, 2, None, "mean"))  # a scalar's type
+    assert not guards.check((x, y, 3.0, None, "mean"))  # a scalar's value
+    assert not guards.check((x, y, 2.0, None, "sum"))
+    assert not guards.check((x, y, 2.0, None))  # the number of arguments
+    assert not guards.check((x[:2], y, 2.0, None, "mean"))  # sizes
+    assert not guards.check((x.t().contiguous().t(), y, 2.0, None, "mean"))  # strides
+    assert not guards.check((x.double(), y, 2.0, None, "mean"))  # dtype
+    assert not guards.check((kiln.tensor(X, requires_grad=True), y, 2.0, None, "mean"))  # requires_grad
+    with kiln.no_grad():
+        assert not guards.check((x, y, 2.0, None, "mean"))  # grad mode
+    assert not guards.check((2.0, y, 2.0, None, "mean"))  # a tensor's place
+    same = _C._capture.GuardSet((x, x))
+    assert same.check((y, y)) and not same.check((x, y))
+    with pytest.raises(TypeError):
+        _C._capture.GuardSet(([x],))  # a list argument: the Python key guards it
+
+
+def test_cached_calls_take_the_guard_set_and_replay_the_graph():
+    compiled = kiln.compile(lambda x, y, s: x * s + y, backend="eager")
+    x, y = kiln.tensor(X), kiln.tensor(Y)
+    compiled(x, y, 2)
+    assert len(compiled.guarded_entries) == 1
+    _assert_same(compiled(y, x, 2), y * 2 + x)
+    _assert_same(compiled(x, x, 2), x * 2 + x)  # aliasing: a new entry
+    _assert_same(compiled(x, y, 2.0), x * 2.0 + y)  # int -> float: a new entry
+    assert compiled.num_captures == 3 and len(compiled.guarded_entries) == 3
+    keyword = kiln.compile(lambda x, y: x - y, backend="eager")
+    _assert_same(keyword(x, y=y), x - y)
+    _assert_same(keyword(x, y=y), x - y)
+    assert keyword.num_captures == 1 and not keyword.guarded_entries  # keywords take the Python key
+
+
 def test_recompile_limit_warns_once_then_runs_eagerly():
     compiled = kiln.compile(lambda x: x * 2 + 1, backend="eager")
     with warnings.catch_warnings(record=True) as caught:
