@@ -180,6 +180,27 @@ def test_module_wrapper_keeps_parameters_state_dict_and_modes():
     assert c.weight is lin.weight and c.in_features == 3
 
 
+def test_module_compile_in_place():
+    model = _mlp()
+    x = kiln.tensor(X)
+    want = model(x)
+    state_keys = list(model.state_dict())
+    assert model.compile(backend="eager") is None  # as torch's nn.Module.compile
+    compiled_call = model._compiled_call_impl
+    for _ in range(2):  # capture, then replay
+        _assert_same(model(x), want)
+    assert compiled_call.num_captures == 1
+    assert list(model.state_dict()) == state_keys  # no prefix: the module itself is compiled
+    model.eval()
+    _assert_same(model(x), want)
+    assert compiled_call.num_captures == 2  # training flags are guarded
+    with kiln.no_grad():
+        model[0].weight.mul_(0.5)
+    _assert_same(model(x), model._call_impl(x))  # parameters are inputs, not baked in
+    t_model = torch.nn.Linear(2, 2)
+    assert hasattr(t_model, "compile") and hasattr(kiln.nn.Linear(2, 2), "compile")
+
+
 def test_train_eval_recompiles_and_dropout_replays_fresh_numbers():
     model = kiln.nn.Sequential(kiln.nn.Linear(4, 4), kiln.nn.Dropout(0.5))
     compiled = kiln.compile(model, backend="eager")
