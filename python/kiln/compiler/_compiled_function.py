@@ -6,11 +6,11 @@ from __future__ import annotations
 import functools
 import warnings
 
-from kiln import _C
+from kiln import _C, _logging
 from kiln._tensor import Tensor
 from kiln.compiler import _state
 from kiln.compiler._watch import watching
-from kiln.compiler._guards import Unguardable, first_difference, flatten, guard_key, unflatten
+from kiln.compiler._guards import Unguardable, describe, first_difference, flatten, guard_key, unflatten
 
 RECOMPILE_LIMIT = 8
 
@@ -159,6 +159,9 @@ class CompiledFunction:
                     warnings.warn(f"kiln.compile: {self._name()} hit the recompile limit ({RECOMPILE_LIMIT}); "
                                   f"last failing guard: {changed}. Running it eagerly from now on.", stacklevel=2)
                 return self.fn(*args, **kwargs)
+            if self.last_key is not None and _logging.is_enabled("recompiles"):
+                _logging.log("recompiles", f"recompiling {self._name()}: failing guard: "
+                                           f"{first_difference(self.last_key, key)}")
             self.last_key = key
             guards = self._guard_set(args, kwargs)
             return self._capture(key, guards, tensors, module_state, args, kwargs)
@@ -186,11 +189,13 @@ class CompiledFunction:
         return getattr(self.fn, "__qualname__", None) or repr(self.fn)
 
     def _run_eagerly(self, reason, args, kwargs):
+        _logging.log("breaks", f"{self._name()} runs eagerly: {reason}")
         if self.fullgraph:
             raise GraphBreak(f"kiln.compile(fullgraph=True): {self._name()}: {reason}")
         return self.fn(*args, **kwargs)
 
     def _record_break(self, key, guards, args, reason):
+        _logging.log("breaks", f"graph break in {self._name()}: {reason}")
         self._store(key, guards, args, EagerEntry(reason))
         self.break_reasons.append(reason)
         if self.fullgraph:
@@ -242,4 +247,8 @@ class CompiledFunction:
             self._record_break(key, guards, args, f"the captured graph does not verify: {e}")
             return result
         self._store(key, guards, args, CapturedEntry(graph, lifted, out_spec, num_ops))
+        if _logging.is_enabled("graph"):
+            _logging.log("graph", f"captured graph of {self._name()}:\n{str(graph).rstrip()}")
+        if _logging.is_enabled("guards"):
+            _logging.log("guards", f"guards of {self._name()}:\n  " + "\n  ".join(describe(key)))
         return result

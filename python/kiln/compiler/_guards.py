@@ -89,6 +89,17 @@ def guard_names(key: tuple) -> list:
     return names
 
 
+def describe(key: tuple) -> list:
+    """Each guard of a key as "name: value" lines (for KILN_LOGS=guards), in guard_names' order."""
+    lines = [f"grad mode: {key[0]}", f"non-tensor arguments: {key[1]!r}", f"argument aliasing: {key[2]!r}"]
+    for i, meta in enumerate(key[3]):
+        lines += [f"tensor argument {i} {field}: {value}" for field, value in zip(_FIELDS, meta)]
+    if len(key) > 4:
+        lines.append(f"training flags: {key[4]}")
+        lines += [f"parameter/buffer {name}: id {ident}, {meta}" for name, ident, meta in key[5]]
+    return lines
+
+
 def first_difference(old: tuple, new: tuple) -> str:
     """The name of the first guard that differs between two keys."""
     for i, name in enumerate(("grad mode", "non-tensor arguments", "argument aliasing")):
