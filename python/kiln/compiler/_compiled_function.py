@@ -13,6 +13,8 @@ from kiln.compiler._watch import watching
 from kiln.compiler._guards import Unguardable, describe, first_difference, flatten, guard_key, unflatten
 
 RECOMPILE_LIMIT = 8
+_run_graph = _C._ir.run
+_compiling = _state.thread_local  # its "sessions": see _state.is_compiling
 
 
 class GraphBreak(RuntimeError):
@@ -38,23 +40,27 @@ class CapturedEntry:
 
 class GuardedEntry:
     """A cache entry reachable by the C++ guard check (Note [The cached-call fast path]):
-    ``guards`` is a ``_C._capture.GuardSet`` of the positional arguments, and
-    ``tensor_positions`` picks the graph's inputs out of them (None: all of them, no lifted tensors)."""
+    ``guards`` is a ``_C._capture.GuardSet`` of the positional arguments; ``graph`` is None for an
+    EagerEntry; ``tensor_positions`` picks the graph's inputs out of the arguments (None: all of them,
+    and no lifted tensors). The replay's fields are copied here so a hit reads one object."""
 
-    __slots__ = ("guards", "entry", "tensor_positions")
+    __slots__ = ("guards", "entry", "graph", "tensor_positions", "lifted", "single_output", "out_spec")
 
     def __init__(self, guards, entry, args: tuple):
         self.guards = guards
         self.entry = entry
-        if isinstance(entry, CapturedEntry) and not entry.lifted and all(type(a) is Tensor for a in args):
+        captured = isinstance(entry, CapturedEntry)
+        self.graph = entry.graph if captured else None
+        self.lifted = entry.lifted if captured else []
+        self.single_output = captured and entry.single_output
+        self.out_spec = entry.out_spec if captured else None
+        if captured and not entry.lifted and all(type(a) is Tensor for a in args):
             self.tensor_positions = None
         else:
             self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
 
-    def graph_inputs(self, args: tuple):
-        if self.tensor_positions is None:
-            return args
-        return [args[i] for i in self.tensor_positions] + self.entry.lifted
+    def graph_inputs(self, args: tuple) -> list:
+        return [args[i] for i in self.tensor_positions] + self.lifted
 
 
 # Note [The cached-call fast path]
@@ -125,15 +131,16 @@ class CompiledFunction:
         return [(name, t) for name, t in named if t is not None]
 
     def __call__(self, *args, **kwargs):
-        if _state.is_compiling():
+        if getattr(_compiling, "sessions", None):  # _state.is_compiling(), inlined: this is the hot path
             return self.fn(*args, **kwargs)  # nested compiled calls are inlined into the outer capture
         if not kwargs:
             for guarded in self.guarded_entries:
                 if guarded.guards.check(args):
-                    entry = guarded.entry
-                    if entry.__class__ is EagerEntry:
+                    if guarded.graph is None:
                         return self.fn(*args)
-                    return entry.outputs(_C._ir.run(entry.graph, guarded.graph_inputs(args)))
+                    outputs = _run_graph(guarded.graph,
+                                         args if guarded.tensor_positions is None else guarded.graph_inputs(args))
+                    return outputs[0] if guarded.single_output else unflatten(guarded.out_spec, outputs)
         if _disabled(self.fn):
             return self.fn(*args, **kwargs)
         return self._call_through_key(args, kwargs)
