@@ -10,7 +10,9 @@ from kiln import _C, _logging
 from kiln._tensor import Tensor
 from kiln.compiler import _state
 from kiln.compiler._watch import watching
-from kiln.compiler._guards import Unguardable, describe, first_difference, flatten, guard_key, unflatten
+from kiln.compiler._guards import (ModuleStateGuard, Unguardable, describe, first_difference, flatten, guard_key,
+                                  unflatten)
+from kiln.nn.modules.module import Module
 
 RECOMPILE_LIMIT = 8
 _run_graph = _C._ir.run
@@ -44,17 +46,21 @@ class GuardedEntry:
     EagerEntry; ``tensor_positions`` picks the graph's inputs out of the arguments (None: all of them,
     and no lifted tensors). The replay's fields are copied here so a hit reads one object."""
 
-    __slots__ = ("guards", "entry", "graph", "tensor_positions", "lifted", "single_output", "out_spec")
+    __slots__ = ("guards", "module_guards", "entry", "graph", "tensor_positions", "lifted", "single_output",
+                 "out_spec")
 
-    def __init__(self, guards, entry, args: tuple):
+    def __init__(self, guards, module_guards, entry, args: tuple):
         self.guards = guards
+        self.module_guards = module_guards  # a ModuleStateGuard, or None for a function
         self.entry = entry
         captured = isinstance(entry, CapturedEntry)
         self.graph = entry.graph if captured else None
-        self.lifted = entry.lifted if captured else []
+        # The module's parameters and buffers come before the lifted tensors; the module guards keep them.
+        self.lifted = ((module_guards.tensors if module_guards is not None else []) + entry.lifted
+                       if captured else [])
         self.single_output = captured and entry.single_output
         self.out_spec = entry.out_spec if captured else None
-        if captured and not entry.lifted and all(type(a) is Tensor for a in args):
+        if captured and not self.lifted and all(type(a) is Tensor for a in args):
             self.tensor_positions = None
         else:
             self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
@@ -65,13 +71,16 @@ class GuardedEntry:
 
 # Note [The cached-call fast path]
 # A call with positional arguments only (tensors and None/bool/int/float/str)
-# to a compiled function (not a module) first tries each GuardedEntry's C++
-# GuardSet.check (python/csrc/PyGuardSet.cpp): it checks the same guards the
-# Python key holds for such a call (sizes, strides, dtype, device,
-# requires_grad, aliasing, scalar values, grad mode) without building a key.
-# A miss falls back to the Python key (_guards.py), which also names the failing
-# guard for warnings and explain; every entry stays in ``cache`` under its key.
-# The GuardSet is built before the capture runs, from the same arguments the key
+# first tries each GuardedEntry's C++ GuardSet.check (python/csrc/PyGuardSet.cpp):
+# it checks the same guards the Python key holds for such a call (sizes, strides,
+# dtype, device, requires_grad, aliasing, scalar values, grad mode) without
+# building a key. For a module, a ModuleStateGuard (_guards.py) then checks every
+# submodule's training flag and the identity of each entry of its _modules,
+# _parameters and _buffers (so the parameters and buffers are the recorded ones,
+# in the recorded order) and their metadata, without walking named_parameters.
+# A miss falls back to the Python key, which also names the failing guard for
+# warnings, logs and explain; every entry stays in ``cache`` under its key.
+# The guards are built before the capture runs, from the same arguments the key
 # was computed from: the function may change its inputs' metadata in place.
 
 
@@ -135,7 +144,7 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)  # nested compiled calls are inlined into the outer capture
         if not kwargs:
             for guarded in self.guarded_entries:
-                if guarded.guards.check(args):
+                if guarded.guards.check(args) and (guarded.module_guards is None or guarded.module_guards.check()):
                     if guarded.graph is None:
                         return self.fn(*args)
                     outputs = _run_graph(guarded.graph,
@@ -170,27 +179,33 @@ class CompiledFunction:
                 _logging.log("recompiles", f"recompiling {self._name()}: failing guard: "
                                            f"{first_difference(self.last_key, key)}")
             self.last_key = key
-            guards = self._guard_set(args, kwargs)
+            guards = self._guard_set(args, kwargs, module_state)
             return self._capture(key, guards, tensors, module_state, args, kwargs)
         if isinstance(entry, EagerEntry):
             return self.fn(*args, **kwargs)
         inputs = tensors + [t for _, t in module_state] + entry.lifted
         return entry.outputs(_C._ir.run(entry.graph, inputs))
 
-    def _guard_set(self, args, kwargs):
-        """The C++ guards of this call, or None where the fast path does not apply (modules, keyword
-        arguments, arguments other than tensors and scalars). Built before the call runs."""
-        if self.module is not None or kwargs:
+    def _guard_set(self, args, kwargs, module_state):
+        """(the C++ guards of the arguments, the module's ModuleStateGuard or None) for this call, or None
+        where the fast path does not apply (keyword arguments, arguments other than tensors and scalars,
+        a module class that overrides Module's walks). Built before the call runs."""
+        if kwargs:
             return None
         try:
-            return _C._capture.GuardSet(args)
+            guards = _C._capture.GuardSet(args)
         except TypeError:
             return None
+        if self.module is None:
+            return guards, None
+        if not ModuleStateGuard.available(self.module, Module):
+            return None
+        return guards, ModuleStateGuard(self.module, [t for _, t in module_state])
 
     def _store(self, key, guards, args, entry):
         self.cache[key] = entry
         if guards is not None:
-            self.guarded_entries.append(GuardedEntry(guards, entry, args))
+            self.guarded_entries.append(GuardedEntry(guards[0], guards[1], entry, args))
 
     def _name(self):
         return getattr(self.fn, "__qualname__", None) or repr(self.fn)

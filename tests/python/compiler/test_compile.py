@@ -201,6 +201,33 @@ def test_module_compile_in_place():
     assert hasattr(t_model, "compile") and hasattr(kiln.nn.Linear(2, 2), "compile")
 
 
+def test_module_cached_calls_see_parameter_and_structure_changes():
+    model = _mlp()
+    compiled = kiln.compile(model, backend="eager")
+    call = compiled._compiled_call
+    x = kiln.tensor(X)
+    compiled(x)
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 1 and len(call.guarded_entries) == 1
+    model[0].weight = kiln.nn.Parameter(model[0].weight.detach() * 2)  # a new parameter object
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 2
+    model[2].bias.requires_grad_(False)  # a parameter's metadata, in place
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 3
+    model[1].eval()  # one submodule's training flag
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 4
+    model[2] = kiln.nn.Linear(8, 2)  # a new submodule
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 5
+    model.register_buffer("scale", kiln.ones(1))  # a new buffer
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 6
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 6
+
+
 def test_train_eval_recompiles_and_dropout_replays_fresh_numbers():
     model = kiln.nn.Sequential(kiln.nn.Linear(4, 4), kiln.nn.Dropout(0.5))
     compiled = kiln.compile(model, backend="eager")
