@@ -87,6 +87,8 @@ py::list wrap_tensors(const std::vector<Tensor>& ts) {
 
 }  // namespace
 
+void init_guard_set(PyObject* capture_module);  // PyGuardSet.cpp (kiln._C._capture.GuardSet)
+
 void note_escape_slow(const char* what) { capture::note_escape(what, user_location()); }
 
 void init_capture(PyObject* module) {
@@ -125,6 +127,7 @@ void init_capture(PyObject* module) {
       .def_property_readonly("break_reason", [](PySession& s) { return s.session.break_reason(); });
   cm.def("is_capturing", [] { return capture::current_session() != nullptr; },
          "Whether a capture session is recording on this thread.");
+  init_guard_set(cm.ptr());
 }
 
 }  // namespace kiln::python

@@ -8,6 +8,7 @@ import inspect
 from kiln.compiler import _state
 from kiln.compiler._compiled_function import CompiledFunction
 from kiln.compiler._module import OptimizedModule
+from kiln.nn.modules import _compile_hook
 from kiln.nn.modules.module import Module
 
 
@@ -43,6 +44,9 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
     owner = getattr(model, "__self__", None) if inspect.ismethod(model) else None
     compiled = CompiledFunction(model, module=owner if isinstance(owner, Module) else None, **config)
     return compiled
+
+
+_compile_hook.install(compile)  # nn.Module.compile calls it: Note [Module.compile's hook]
 
 
 def reset():

@@ -6,13 +6,17 @@ from __future__ import annotations
 import functools
 import warnings
 
-from kiln import _C
+from kiln import _C, _logging
 from kiln._tensor import Tensor
 from kiln.compiler import _state
 from kiln.compiler._watch import watching
-from kiln.compiler._guards import Unguardable, first_difference, flatten, guard_key, unflatten
+from kiln.compiler._guards import (ModuleStateGuard, Unguardable, describe, first_difference, flatten, guard_key,
+                                  unflatten)
+from kiln.nn.modules.module import Module
 
 RECOMPILE_LIMIT = 8
+_run_graph = _C._ir.run
+_compiling = _state.thread_local  # its "sessions": see _state.is_compiling
 
 
 class GraphBreak(RuntimeError):
@@ -23,13 +27,61 @@ class CapturedEntry:
     """A graph for one guard set: replayed with the call's tensors, then the
     module's parameters and buffers, then the tensors it holds by reference."""
 
-    __slots__ = ("graph", "lifted", "out_spec", "num_ops")
+    __slots__ = ("graph", "lifted", "out_spec", "num_ops", "single_output")
 
     def __init__(self, graph, lifted, out_spec, num_ops):
         self.graph = graph
         self.lifted = lifted
         self.out_spec = out_spec
         self.num_ops = num_ops
+        self.single_output = out_spec == ("T", 0)  # the function returns one tensor: no rebuilding
+
+    def outputs(self, values: list):
+        return values[0] if self.single_output else unflatten(self.out_spec, values)
+
+
+class GuardedEntry:
+    """A cache entry reachable by the C++ guard check (Note [The cached-call fast path]):
+    ``guards`` is a ``_C._capture.GuardSet`` of the positional arguments; ``graph`` is None for an
+    EagerEntry; ``tensor_positions`` picks the graph's inputs out of the arguments (None: all of them,
+    and no lifted tensors). The replay's fields are copied here so a hit reads one object."""
+
+    __slots__ = ("guards", "module_guards", "entry", "graph", "tensor_positions", "lifted", "single_output",
+                 "out_spec")
+
+    def __init__(self, guards, module_guards, entry, args: tuple):
+        self.guards = guards
+        self.module_guards = module_guards  # a ModuleStateGuard, or None for a function
+        self.entry = entry
+        captured = isinstance(entry, CapturedEntry)
+        self.graph = entry.graph if captured else None
+        # The module's parameters and buffers come before the lifted tensors; the module guards keep them.
+        self.lifted = ((module_guards.tensors if module_guards is not None else []) + entry.lifted
+                       if captured else [])
+        self.single_output = captured and entry.single_output
+        self.out_spec = entry.out_spec if captured else None
+        if captured and not self.lifted and all(type(a) is Tensor for a in args):
+            self.tensor_positions = None
+        else:
+            self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+
+    def graph_inputs(self, args: tuple) -> list:
+        return [args[i] for i in self.tensor_positions] + self.lifted
+
+
+# Note [The cached-call fast path]
+# A call with positional arguments only (tensors and None/bool/int/float/str)
+# first tries each GuardedEntry's C++ GuardSet.check (python/csrc/PyGuardSet.cpp):
+# it checks the same guards the Python key holds for such a call (sizes, strides,
+# dtype, device, requires_grad, aliasing, scalar values, grad mode) without
+# building a key. For a module, a ModuleStateGuard (_guards.py) then checks every
+# submodule's training flag and the identity of each entry of its _modules,
+# _parameters and _buffers (so the parameters and buffers are the recorded ones,
+# in the recorded order) and their metadata, without walking named_parameters.
+# A miss falls back to the Python key, which also names the failing guard for
+# warnings, logs and explain; every entry stays in ``cache`` under its key.
+# The guards are built before the capture runs, from the same arguments the key
+# was computed from: the function may change its inputs' metadata in place.
 
 
 class EagerEntry:
@@ -62,6 +114,7 @@ class CompiledFunction:
         self.mode = mode
         self.options = options
         self.cache: dict = {}
+        self.guarded_entries: list = []  # GuardedEntry, see Note [The cached-call fast path]
         self.num_captures = 0  # graphs captured (successful or broken), for tests and explain
         self.break_reasons: list = []
         self.last_key = None
@@ -73,6 +126,7 @@ class CompiledFunction:
 
     def reset(self):
         self.cache.clear()
+        self.guarded_entries.clear()
         self.num_captures = 0
         self.break_reasons.clear()
         self.last_key = None
@@ -86,8 +140,21 @@ class CompiledFunction:
         return [(name, t) for name, t in named if t is not None]
 
     def __call__(self, *args, **kwargs):
-        if _state.is_compiling() or _disabled(self.fn):
+        if getattr(_compiling, "sessions", None):  # _state.is_compiling(), inlined: this is the hot path
             return self.fn(*args, **kwargs)  # nested compiled calls are inlined into the outer capture
+        if not kwargs:
+            for guarded in self.guarded_entries:
+                if guarded.guards.check(args) and (guarded.module_guards is None or guarded.module_guards.check()):
+                    if guarded.graph is None:
+                        return self.fn(*args)
+                    outputs = _run_graph(guarded.graph,
+                                         args if guarded.tensor_positions is None else guarded.graph_inputs(args))
+                    return outputs[0] if guarded.single_output else unflatten(guarded.out_spec, outputs)
+        if _disabled(self.fn):
+            return self.fn(*args, **kwargs)
+        return self._call_through_key(args, kwargs)
+
+    def _call_through_key(self, args, kwargs):
         tensors: list = []
         try:
             if not kwargs and all(type(a) is Tensor for a in args):  # the common call: tensors only
@@ -108,24 +175,50 @@ class CompiledFunction:
                     warnings.warn(f"kiln.compile: {self._name()} hit the recompile limit ({RECOMPILE_LIMIT}); "
                                   f"last failing guard: {changed}. Running it eagerly from now on.", stacklevel=2)
                 return self.fn(*args, **kwargs)
+            if self.last_key is not None and _logging.is_enabled("recompiles"):
+                _logging.log("recompiles", f"recompiling {self._name()}: failing guard: "
+                                           f"{first_difference(self.last_key, key)}")
             self.last_key = key
-            return self._capture(key, tensors, module_state, args, kwargs)
+            guards = self._guard_set(args, kwargs, module_state)
+            return self._capture(key, guards, tensors, module_state, args, kwargs)
         if isinstance(entry, EagerEntry):
             return self.fn(*args, **kwargs)
         inputs = tensors + [t for _, t in module_state] + entry.lifted
-        outputs = _C._ir.run(entry.graph, inputs)
-        return unflatten(entry.out_spec, outputs)
+        return entry.outputs(_C._ir.run(entry.graph, inputs))
+
+    def _guard_set(self, args, kwargs, module_state):
+        """(the C++ guards of the arguments, the module's ModuleStateGuard or None) for this call, or None
+        where the fast path does not apply (keyword arguments, arguments other than tensors and scalars,
+        a module class that overrides Module's walks). Built before the call runs."""
+        if kwargs:
+            return None
+        try:
+            guards = _C._capture.GuardSet(args)
+        except TypeError:
+            return None
+        if self.module is None:
+            return guards, None
+        if not ModuleStateGuard.available(self.module, Module):
+            return None
+        return guards, ModuleStateGuard(self.module, [t for _, t in module_state])
+
+    def _store(self, key, guards, args, entry):
+        self.cache[key] = entry
+        if guards is not None:
+            self.guarded_entries.append(GuardedEntry(guards[0], guards[1], entry, args))
 
     def _name(self):
         return getattr(self.fn, "__qualname__", None) or repr(self.fn)
 
     def _run_eagerly(self, reason, args, kwargs):
+        _logging.log("breaks", f"{self._name()} runs eagerly: {reason}")
         if self.fullgraph:
             raise GraphBreak(f"kiln.compile(fullgraph=True): {self._name()}: {reason}")
         return self.fn(*args, **kwargs)
 
-    def _record_break(self, key, reason):
-        self.cache[key] = EagerEntry(reason)
+    def _record_break(self, key, guards, args, reason):
+        _logging.log("breaks", f"graph break in {self._name()}: {reason}")
+        self._store(key, guards, args, EagerEntry(reason))
         self.break_reasons.append(reason)
         if self.fullgraph:
             raise GraphBreak(f"kiln.compile(fullgraph=True): graph break in {self._name()}: {reason}")
@@ -134,7 +227,7 @@ class CompiledFunction:
             warnings.warn(f"kiln.compile: graph break in {self._name()}, running it eagerly for these inputs: "
                           f"{reason}", stacklevel=3)
 
-    def _capture(self, key, tensors, module_state, args, kwargs):
+    def _capture(self, key, guards, tensors, module_state, args, kwargs):
         self.num_captures += 1
         session = _C._capture.Session()
         for t in tensors:
@@ -149,14 +242,14 @@ class CompiledFunction:
         finally:
             sessions.pop()
         if session.broken:
-            self._record_break(key, session.break_reason)
+            self._record_break(key, guards, args, session.break_reason)
             session.finish()
             return result
         out_tensors: list = []
         try:
             out_spec = flatten(result, out_tensors, "output")
         except Unguardable as e:
-            self._record_break(key, f"the output holds an unhashable non-tensor value ({e})")
+            self._record_break(key, guards, args, f"the output holds an unhashable non-tensor value ({e})")
             return result
         for t in out_tensors:
             session.mark_output(t)
@@ -164,8 +257,8 @@ class CompiledFunction:
         if any(o is t for o in out_tensors for t in lifted):
             # A replay would hand out the one held tensor on every call, where eager makes a new one (or returns
             # the global itself, whose rebinding the replay cannot see).
-            self._record_break(key, "the function returns a tensor it did not compute (a global, closure or "
-                                    "Python-made tensor)")
+            self._record_break(key, guards, args, "the function returns a tensor it did not compute (a global, "
+                                                  "closure or Python-made tensor)")
             session.finish()
             return result
         num_ops = session.num_ops
@@ -173,7 +266,11 @@ class CompiledFunction:
         try:
             graph.verify()
         except Exception as e:  # a recording kiln cannot replay: never replay it
-            self._record_break(key, f"the captured graph does not verify: {e}")
+            self._record_break(key, guards, args, f"the captured graph does not verify: {e}")
             return result
-        self.cache[key] = CapturedEntry(graph, lifted, out_spec, num_ops)
+        self._store(key, guards, args, CapturedEntry(graph, lifted, out_spec, num_ops))
+        if _logging.is_enabled("graph"):
+            _logging.log("graph", f"captured graph of {self._name()}:\n{str(graph).rstrip()}")
+        if _logging.is_enabled("guards"):
+            _logging.log("guards", f"guards of {self._name()}:\n  " + "\n  ".join(describe(key)))
         return result

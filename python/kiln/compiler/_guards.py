@@ -89,6 +89,17 @@ def guard_names(key: tuple) -> list:
     return names
 
 
+def describe(key: tuple) -> list:
+    """Each guard of a key as "name: value" lines (for KILN_LOGS=guards), in guard_names' order."""
+    lines = [f"grad mode: {key[0]}", f"non-tensor arguments: {key[1]!r}", f"argument aliasing: {key[2]!r}"]
+    for i, meta in enumerate(key[3]):
+        lines += [f"tensor argument {i} {field}: {value}" for field, value in zip(_FIELDS, meta)]
+    if len(key) > 4:
+        lines.append(f"training flags: {key[4]}")
+        lines += [f"parameter/buffer {name}: id {ident}, {meta}" for name, ident, meta in key[5]]
+    return lines
+
+
 def first_difference(old: tuple, new: tuple) -> str:
     """The name of the first guard that differs between two keys."""
     for i, name in enumerate(("grad mode", "non-tensor arguments", "argument aliasing")):
@@ -107,3 +118,45 @@ def first_difference(old: tuple, new: tuple) -> str:
             if a != b:
                 return f"parameter/buffer {name}"
     return "none"
+
+
+class ModuleStateGuard:
+    """The module part of a guard key (training flags; each parameter's and buffer's identity and
+    metadata), checked without walking named_parameters (Note [The cached-call fast path]): every
+    submodule's training flag and the identity of each entry of its _modules, _parameters and
+    _buffers, then the recorded parameters'/buffers' metadata by a GuardSet. Built only for modules
+    whose classes keep Module's own walks (``available``)."""
+
+    __slots__ = ("modules", "training", "children", "parameters", "buffers", "tensors", "meta")
+
+    def __init__(self, module, state_tensors: list):
+        self.modules = list(module.modules())
+        self.training = [m.training for m in self.modules]
+        self.children = [tuple(m._modules.values()) for m in self.modules]
+        self.parameters = [tuple(m._parameters.values()) for m in self.modules]
+        self.buffers = [tuple(m._buffers.values()) for m in self.modules]
+        self.tensors = list(state_tensors)
+        self.meta = _C._capture.GuardSet(tuple(state_tensors))
+
+    @staticmethod
+    def available(module, module_cls) -> bool:
+        walks = ("modules", "named_modules", "named_parameters", "named_buffers", "_named_members")
+        return all(getattr(type(m), w) is getattr(module_cls, w) for m in module.modules() for w in walks)
+
+    def check(self) -> bool:
+        for m, training, children, parameters, buffers in zip(self.modules, self.training, self.children,
+                                                                 self.parameters, self.buffers):
+            if m.training != training or not (_same_objects(m._modules, children)
+                                              and _same_objects(m._parameters, parameters)
+                                              and _same_objects(m._buffers, buffers)):
+                return False
+        return self.meta.check(tuple(self.tensors))
+
+
+def _same_objects(d: dict, recorded: tuple) -> bool:
+    if len(d) != len(recorded):
+        return False
+    for a, b in zip(d.values(), recorded):
+        if a is not b:
+            return False
+    return True

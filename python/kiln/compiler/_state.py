@@ -7,6 +7,7 @@ import threading
 import weakref
 
 _local = threading.local()
+thread_local = _local  # CompiledFunction.__call__ reads its "sessions" directly (is_compiling, inlined)
 # Every CompiledFunction made so far; reset() clears their caches.
 compiled_functions: "weakref.WeakSet" = weakref.WeakSet()
 

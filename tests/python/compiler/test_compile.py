@@ -180,6 +180,54 @@ def test_module_wrapper_keeps_parameters_state_dict_and_modes():
     assert c.weight is lin.weight and c.in_features == 3
 
 
+def test_module_compile_in_place():
+    model = _mlp()
+    x = kiln.tensor(X)
+    want = model(x)
+    state_keys = list(model.state_dict())
+    assert model.compile(backend="eager") is None  # as torch's nn.Module.compile
+    compiled_call = model._compiled_call_impl
+    for _ in range(2):  # capture, then replay
+        _assert_same(model(x), want)
+    assert compiled_call.num_captures == 1
+    assert list(model.state_dict()) == state_keys  # no prefix: the module itself is compiled
+    model.eval()
+    _assert_same(model(x), want)
+    assert compiled_call.num_captures == 2  # training flags are guarded
+    with kiln.no_grad():
+        model[0].weight.mul_(0.5)
+    _assert_same(model(x), model._call_impl(x))  # parameters are inputs, not baked in
+    t_model = torch.nn.Linear(2, 2)
+    assert hasattr(t_model, "compile") and hasattr(kiln.nn.Linear(2, 2), "compile")
+
+
+def test_module_cached_calls_see_parameter_and_structure_changes():
+    model = _mlp()
+    compiled = kiln.compile(model, backend="eager")
+    call = compiled._compiled_call
+    x = kiln.tensor(X)
+    compiled(x)
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 1 and len(call.guarded_entries) == 1
+    model[0].weight = kiln.nn.Parameter(model[0].weight.detach() * 2)  # a new parameter object
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 2
+    model[2].bias.requires_grad_(False)  # a parameter's metadata, in place
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 3
+    model[1].eval()  # one submodule's training flag
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 4
+    model[2] = kiln.nn.Linear(8, 2)  # a new submodule
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 5
+    model.register_buffer("scale", kiln.ones(1))  # a new buffer
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 6
+    _assert_same(compiled(x), model(x))
+    assert call.num_captures == 6
+
+
 def test_train_eval_recompiles_and_dropout_replays_fresh_numbers():
     model = kiln.nn.Sequential(kiln.nn.Linear(4, 4), kiln.nn.Dropout(0.5))
     compiled = kiln.compile(model, backend="eager")
@@ -319,6 +367,43 @@ def test_guards_recompile_exactly_when_they_should():
     compiled(x, 2.0)
     compiled(kiln.tensor(Y), 3.0)
     assert compiled.num_captures == 7
+
+
+def test_guard_set_checks_what_the_python_key_holds():
+    x, y = kiln.tensor(X), kiln.tensor(Y)
+    guards = _C._capture.GuardSet((x, y, 2.0, None, "mean"))
+    assert guards.check((x, y, 2.0, None, "mean")) and guards.check((y, x, 2.0, None, "mean"))
+    assert not guards.check((x, x, 2.0, None, "mean"))  # aliasing
+    assert not guards.check((x, y, 2, None, "mean"))  # a scalar's type
+    assert not guards.check((x, y, 3.0, None, "mean"))  # a scalar's value
+    assert not guards.check((x, y, 2.0, None, "sum"))
+    assert not guards.check((x, y, 2.0, None))  # the number of arguments
+    assert not guards.check((x[:2], y, 2.0, None, "mean"))  # sizes
+    assert not guards.check((x.t().contiguous().t(), y, 2.0, None, "mean"))  # strides
+    assert not guards.check((x.double(), y, 2.0, None, "mean"))  # dtype
+    assert not guards.check((kiln.tensor(X, requires_grad=True), y, 2.0, None, "mean"))  # requires_grad
+    with kiln.no_grad():
+        assert not guards.check((x, y, 2.0, None, "mean"))  # grad mode
+    assert not guards.check((2.0, y, 2.0, None, "mean"))  # a tensor's place
+    same = _C._capture.GuardSet((x, x))
+    assert same.check((y, y)) and not same.check((x, y))
+    with pytest.raises(TypeError):
+        _C._capture.GuardSet(([x],))  # a list argument: the Python key guards it
+
+
+def test_cached_calls_take_the_guard_set_and_replay_the_graph():
+    compiled = kiln.compile(lambda x, y, s: x * s + y, backend="eager")
+    x, y = kiln.tensor(X), kiln.tensor(Y)
+    compiled(x, y, 2)
+    assert len(compiled.guarded_entries) == 1
+    _assert_same(compiled(y, x, 2), y * 2 + x)
+    _assert_same(compiled(x, x, 2), x * 2 + x)  # aliasing: a new entry
+    _assert_same(compiled(x, y, 2.0), x * 2.0 + y)  # int -> float: a new entry
+    assert compiled.num_captures == 3 and len(compiled.guarded_entries) == 3
+    keyword = kiln.compile(lambda x, y: x - y, backend="eager")
+    _assert_same(keyword(x, y=y), x - y)
+    _assert_same(keyword(x, y=y), x - y)
+    assert keyword.num_captures == 1 and not keyword.guarded_entries  # keywords take the Python key
 
 
 def test_recompile_limit_warns_once_then_runs_eagerly():

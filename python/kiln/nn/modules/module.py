@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator
 from kiln import _C
 from kiln._tensor import Tensor
 from kiln.autograd.function import Function
+from kiln.nn.modules import _compile_hook
 from kiln.nn.parameter import Parameter
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
@@ -610,8 +611,19 @@ class Module:
                         pass
             raise
 
+    # Set by compile(): the compiled _call_impl later calls run (torch's attribute of the same name).
+    _compiled_call_impl: Callable[..., Any] | None = None
+
     def _wrapped_call_impl(self, *args, **kwargs):
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
         return self._call_impl(*args, **kwargs)
+
+    def compile(self, *args, **kwargs) -> None:
+        """Compiles this module's call in place with ``kiln.compile(self._call_impl, *args, **kwargs)``:
+        later ``m(x)`` calls run compiled (as torch's Module.compile). Note [Module.compile's hook]:
+        kiln.compiler sits above kiln.nn, so it installs kiln.compile into _compile_hook at import."""
+        object.__setattr__(self, "_compiled_call_impl", _compile_hook.compile(self._call_impl, *args, **kwargs))
 
     __call__: Callable[..., Any] = _wrapped_call_impl
 
