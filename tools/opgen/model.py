@@ -32,6 +32,10 @@ OUT_FROM_FUNCTIONAL_RULES = {
     "out_tensordot_dtype": 1,  # tensordot/inner: "tensordot: Expected the output tensor to have dtype"
     "out_multi_dot_dtype": 1,  # linalg_multi_dot: "multi_dot(): expected out tensor to have dtype"
     "outs_pair": 2,            # two outs: each out's dtype the result's, no shared memory
+    # compute in out's dtype when dtype= is not given (its `dtype` argument becomes the rule's DType), then out_castable:
+    "in_out_dtype": 1,            # sum, prod
+    "in_out_dtype_floating": 1,   # nansum: no integer loop
+    "in_out_dtype_not_bool": 1,   # cumsum, cumprod: no bool loop
 }
 
 ENTRY_KEYS = ("func", "variants", "dispatch", "tags", "derivatives", "kernel_into", "out_from_functional")

@@ -19,7 +19,10 @@ is the list, with what each checks); it takes the op's name (for messages),
 the functional result and out. An entry with two outs uses `outs_pair`, which
 also takes each out's name. The functional overload is the one of the same
 name whose arguments are the entry's, less the outs, in the same order and of
-the same types; none is an error."""
+the same types; none is an error. The `in_out_dtype` rules (sum, nansum, prod,
+cumsum, cumprod) compute in out's dtype when dtype= is not given: the
+functional call's `dtype` argument becomes `in_out_dtype("sum", dtype, out)`,
+and the result is copied by out_castable."""
 
 from __future__ import annotations
 
@@ -47,7 +50,13 @@ def _entry(op: Op, ops: list[Op]) -> str:
         raise OpgenError(f"{op.label}: out_from_functional: {rule} writes {RULES[rule]} out(s), the op has {len(outs)}")
     (kernel,) = op.dispatch.values()
     params = ", ".join(f"{argument_type(a.type, op.label)} {identifier(a.name)}" for a in op.schema.arguments)
-    call = f"kiln::ops::{struct_name(functional)}::call({', '.join(identifier(a.name) for a in functional.schema.arguments)})"
+    names = [identifier(a.name) for a in functional.schema.arguments]
+    if rule.startswith("in_out_dtype"):
+        if "dtype" not in names:
+            raise OpgenError(f"{op.label}: out_from_functional: {rule} needs a 'ScalarType? dtype' argument")
+        names[names.index("dtype")] = f'{rule}("{op.name}", dtype, {outs[0]})'
+        rule = "out_castable"
+    call = f"kiln::ops::{struct_name(functional)}::call({', '.join(names)})"
     if rule == "outs_pair":
         named = ", ".join(f'{o}, "{a.name}"' for o, a in zip(outs, op.schema.out_arguments))
         args = f'"{op.name}", {call}, {named}'

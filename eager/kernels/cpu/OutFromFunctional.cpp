@@ -52,6 +52,25 @@ Tensor out_multi_dot_dtype(const char*, const Tensor& result, const Tensor& out)
   return copy_to_out(result, out);
 }
 
+DType in_out_dtype(const char*, std::optional<DType> dtype, const Tensor& out) {
+  if (dtype) check_out_dtype(out, *dtype);
+  return dtype.value_or(out.dtype());
+}
+
+DType in_out_dtype_floating(const char* op, std::optional<DType> dtype, const Tensor& out) {
+  const DType compute = in_out_dtype(op, dtype, out);
+  KILN_CHECK_NOT_IMPLEMENTED(is_floating_point(compute), "\"", op, "_cpu\" not implemented for '",
+                             scalar_type_name(compute), "'");
+  return compute;
+}
+
+DType in_out_dtype_not_bool(const char* op, std::optional<DType> dtype, const Tensor& out) {
+  const DType compute = in_out_dtype(op, dtype, out);
+  KILN_CHECK_NOT_IMPLEMENTED(compute != DType::Bool, "\"", op, "_out_cpu\" not implemented for '",
+                             scalar_type_name(compute), "'");
+  return compute;
+}
+
 // Note [Tuple out= forms]
 // -----------------------
 // Each form computes its functional op (so the input checks come first, in the

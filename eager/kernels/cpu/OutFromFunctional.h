@@ -2,6 +2,7 @@
 // (Note [Out= forms from the functional op], tools/opgen/out_from_functional.py).
 #pragma once
 
+#include <optional>
 #include <tuple>
 
 #include "eager/ops/Tensor.h"
@@ -22,6 +23,9 @@ namespace kiln::native {
 //  - out_input_dtype: amax/amin, the input's dtype (the result's);
 //  - out_bool: all/any, a bool or uint8 out;
 //  - out_floating: logsumexp, a floating out the result can be cast to;
+//  - in_out_dtype (and _floating, _not_bool): sum, nansum, prod, cumsum and
+//    cumprod compute in out's dtype when dtype= is not given; the generated
+//    form passes it as the functional op's dtype, then copies as out_castable;
 //  - out_dot_dtype, out_tensordot_dtype, out_multi_dot_dtype: the result's
 //    dtype, in dot's, tensordot's (inner's too) and multi_dot's words.
 // Computing first and copying costs one pass over the output, and makes an
@@ -36,6 +40,14 @@ Tensor out_floating(const char* op, const Tensor& result, const Tensor& out);
 Tensor out_dot_dtype(const char* op, const Tensor& result, const Tensor& out);
 Tensor out_tensordot_dtype(const char* op, const Tensor& result, const Tensor& out);
 Tensor out_multi_dot_dtype(const char* op, const Tensor& result, const Tensor& out);
+
+/// The dtype sum, nansum, prod, cumsum and cumprod compute in for out= (PyTorch's
+/// structured reductions): dtype= when given (out must have it), else out's dtype.
+/// The _floating and _not_bool forms also refuse the dtypes PyTorch has no loop
+/// for (nansum: integers; the scans: bool), naming its kernel.
+DType in_out_dtype(const char* op, std::optional<DType> dtype, const Tensor& out);
+DType in_out_dtype_floating(const char* op, std::optional<DType> dtype, const Tensor& out);
+DType in_out_dtype_not_bool(const char* op, std::optional<DType> dtype, const Tensor& out);
 
 std::tuple<Tensor, Tensor> outs_pair(const char* op, const std::tuple<Tensor, Tensor>& result, const Tensor& out0,
                                      const char* name0, const Tensor& out1, const char* name1);

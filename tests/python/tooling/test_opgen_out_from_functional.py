@@ -95,3 +95,25 @@ def test_missing_functional_overload_is_an_error():
     text = MM.replace("- func: mm(Tensor self, Tensor mat2) -> Tensor", "- func: mm(Tensor self, Tensor other) -> Tensor")
     # the bindings' check (an out= overload folds into a functional one) or ours, whichever runs first
     assert "mm.out" in error_of(text)
+
+
+SUM = """
+- func: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+  dispatch:
+    CPU: sum_cpu
+
+- func: sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU: sum_out_cpu
+  out_from_functional: in_out_dtype
+"""
+
+
+def test_in_out_dtype_passes_the_compute_dtype_to_the_functional_op():
+    text = generate(SUM)["OutFromFunctional.cpp"]
+    assert ('  return out_castable("sum", kiln::ops::sum_dim_IntList::call(self, dim, keepdim, '
+            'in_out_dtype("sum", dtype, out)), out);') in text
+
+
+def test_in_out_dtype_needs_a_dtype_argument():
+    assert "needs a 'ScalarType? dtype' argument" in error_of(MM.replace("out_exact_dtype", "in_out_dtype"))
