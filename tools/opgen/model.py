@@ -38,7 +38,7 @@ OUT_FROM_FUNCTIONAL_RULES = {
     "in_out_dtype_not_bool": 1,   # cumsum, cumprod: no bool loop
 }
 
-ENTRY_KEYS = ("func", "variants", "dispatch", "tags", "derivatives", "kernel_into", "out_from_functional")
+ENTRY_KEYS = ("func", "variants", "dispatch", "tags", "derivatives", "kernel_into", "tensor_as_scalar", "out_from_functional")
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -294,6 +294,7 @@ class Op:
     where: str = "ops.yaml"          # "ops.yaml:12", the entry's line, for messages
     kernel_into: str | None = None   # the one kernel its CPU entry point calls (Note [Generated entry points], into.py)
     out_from_functional: str | None = None  # the out= rule its kernel applies (out_from_functional.py)
+    tensor_as_scalar: str | None = None     # reads a Tensor its kernel_into takes as a Scalar through this (into.py)
     parsed_derivatives: list = field(default_factory=list)  # filled by derivatives.check
 
     @property
@@ -413,6 +414,12 @@ def _load_entry(entry, where: str) -> Op:
             fail("kernel_into needs 'CPU: <name>' under dispatch: the entry point opgen writes")
         if len(schema.out_arguments) > 1 or len(schema.returns) != 1 or schema.returns[0].type != Type("Tensor"):
             fail("kernel_into needs an op that returns one Tensor (at most one out= argument)")
+    tensor_as_scalar = entry.get("tensor_as_scalar")
+    if tensor_as_scalar is not None:
+        if not isinstance(tensor_as_scalar, str) or not _IDENTIFIER.match(tensor_as_scalar):
+            fail(f"tensor_as_scalar must name a C++ function, not {tensor_as_scalar!r}")
+        if kernel_into is None:
+            fail("tensor_as_scalar needs kernel_into")
     out_from_functional = entry.get("out_from_functional")
     if out_from_functional is not None:
         if out_from_functional not in OUT_FROM_FUNCTIONAL_RULES:
@@ -423,7 +430,7 @@ def _load_entry(entry, where: str) -> Op:
             fail("out_from_functional needs one kernel under dispatch: (the entry point opgen writes), "
                  "and no kernel_into")
     return Op(schema, variants, dict(dispatch), tuple(tags), derivatives, where, kernel_into=kernel_into,
-              out_from_functional=out_from_functional)
+              out_from_functional=out_from_functional, tensor_as_scalar=tensor_as_scalar)
 
 
 # torch's TensorOptions keywords, as kiln schemas spell them (no Layout type yet).
