@@ -1,6 +1,6 @@
 // The bytes a tensor's elements can touch, for the overlap checks of out=,
 // in-place, copy_ and TensorIterator outputs (TensorIterator.cpp, cpu/BinaryOps.cpp,
-// cpu/IndexUtils.cpp, cpu/TupleOut.cpp, cpu/FactoryKernels.cpp).
+// cpu/IndexUtils.cpp, cpu/OutFromFunctional.cpp, cpu/FactoryKernels.cpp).
 #pragma once
 
 #include <utility>

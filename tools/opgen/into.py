@@ -29,8 +29,12 @@ Where one overload takes a Scalar and another a Tensor under the same name
 passes a wrapped-number tensor, `scalar_operand(other, like)`: `like` is the
 entry's first Tensor argument among those operands (the names some overload of
 the family takes as a Scalar), else its first Tensor argument
-(where.ScalarOther wraps `other` like `self`, not like `condition`). Any other
-difference between the overloads' types is an error.
+(where.ScalarOther wraps `other` like `self`, not like `condition`). The
+reverse, an overload taking as a Tensor what the kernel takes as a Scalar
+(masked_fill.Tensor's `value`), says `tensor_as_scalar: masked_fill_value`: it
+passes `masked_fill_value(value)`, a function IntoKernels.h declares, and the
+kernel's parameters come from the first functional entry without that key.
+Any other difference between the overloads' types is an error.
 
 The wrappers are out-of-line functions in their own file, each one direct call
 to the kernel, as the hand-written ones were (the kernel was out of line there
@@ -75,7 +79,7 @@ def families(ops: list[Op]) -> list[IntoKernel]:
             groups.setdefault(op.kernel_into, []).append(op)
     kernels = []
     for name, members in groups.items():
-        functional = [op for op in members if _kind(op) == "NewTensor"]
+        functional = [op for op in members if _kind(op) == "NewTensor" and not op.tensor_as_scalar]
         first = (functional or members)[0]
         params = [(a.name, a.type) for a in _inputs(first)]
         names = [n for n, _ in params]
@@ -89,6 +93,8 @@ def families(ops: list[Op]) -> list[IntoKernel]:
                 i = names.index(a.name)
                 t = params[i][1]
                 if a.type == t:
+                    continue
+                if op.tensor_as_scalar and (a.type, t) == (TENSOR, SCALAR):
                     continue
                 if {a.type, t} == {SCALAR, TENSOR}:
                     params[i] = (a.name, TENSOR)
@@ -111,7 +117,9 @@ def _call(kernel: IntoKernel, op: Op) -> str:
     like = next((n for n in tensors if n in kernel.operands), tensors[0] if tensors else None)
     args = []
     for n, t in kernel.params:
-        if t == TENSOR and by_name[n].type == SCALAR:
+        if t == SCALAR and by_name[n].type == TENSOR:
+            args.append(f"{op.tensor_as_scalar}({identifier(n)})")
+        elif t == TENSOR and by_name[n].type == SCALAR:
             if like is None:
                 raise OpgenError(f"{op.label}: kernel_into {kernel.name}: no Tensor argument to wrap '{n}' like")
             args.append(f"scalar_operand({identifier(n)}, {identifier(like)})")
@@ -138,6 +146,9 @@ def into_kernels_h(ops: list[Op]) -> str:
         params = "".join(f", {argument_type(t, first.label)} {identifier(n)}" for n, t in k.params)
         users = ", ".join(op.full_name for op in k.ops)
         out.append(f"\n// {users}\nKILN_INTO_KERNEL Tensor {k.name}(ResultInto into, const Tensor& out{params});\n")
+        for converter in dict.fromkeys(op.tensor_as_scalar for op in k.ops if op.tensor_as_scalar):
+            out.append(f"// reads the Tensor value of {k.name}'s tensor_as_scalar overloads\n"
+                       f"KILN_INTO_KERNEL Scalar {converter}(const Tensor& value);\n")
     out.append("\n}  // namespace kiln::native\n")
     return "".join(out)
 

@@ -22,12 +22,13 @@ import autograd  # noqa: E402
 import cpp  # noqa: E402
 import derivatives  # noqa: E402
 import into  # noqa: E402
+import out_from_functional  # noqa: E402
 import python_bindings  # noqa: E402
 from model import OpgenError, load_ops  # noqa: E402
 
 OUTPUT_FILES = ("Functions.h", "Functions.cpp", "TensorMethodDecls.inc", "TensorMethods.cpp", "NativeFunctions.h",
                 "RegisterOps.cpp", "OpTable.h", "OpTable.cpp", "python_functions.cpp", "python_methods.cpp",
-                "AutogradKernels.cpp", "IntoKernels.h", "IntoKernels.cpp")
+                "AutogradKernels.cpp", "IntoKernels.h", "IntoKernels.cpp", "OutFromFunctional.cpp")
 
 
 def generate(yaml_text: str | list[tuple[str, str]], source: str = "ops.yaml") -> dict[str, str]:
@@ -45,7 +46,8 @@ def generate(yaml_text: str | list[tuple[str, str]], source: str = "ops.yaml") -
             ops.append(op)
     derivatives.check(ops)
     files = {**cpp.outputs(ops), **python_bindings.outputs(ops),
-             "AutogradKernels.cpp": autograd.autograd_kernels_cpp(ops), **into.outputs(ops)}
+             "AutogradKernels.cpp": autograd.autograd_kernels_cpp(ops), **into.outputs(ops),
+             **out_from_functional.outputs(ops)}
     assert tuple(files) == OUTPUT_FILES, "update OUTPUT_FILES (and CMakeLists.txt) with the outputs"
     return files
 

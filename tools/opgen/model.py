@@ -21,7 +21,24 @@ TAGS = ("pointwise", "reduction", "view", "inplace", "random", "nondeterministic
 BACKEND_KEYS = ("CPU", "CUDA", "Meta")
 COMPOSITE_KEY = "CompositeImplicit"
 VARIANTS = ("function", "method")
-ENTRY_KEYS = ("func", "variants", "dispatch", "tags", "derivatives", "kernel_into")
+# out_from_functional: rule -> number of outs it writes (helpers in eager/kernels/cpu/OutFromFunctional.h)
+OUT_FROM_FUNCTIONAL_RULES = {
+    "out_castable": 1,         # any out the result can be cast to
+    "out_exact_dtype": 1,      # out's dtype must be the result's (check_out_dtype's words)
+    "out_input_dtype": 1,      # amax/amin: "Expected the dtype for input and out to match"
+    "out_bool": 1,             # all/any: a bool (or uint8) out
+    "out_floating": 1,         # logsumexp: a floating out
+    "out_dot_dtype": 1,        # dot/vdot: "result dtype ... does not match input dtype"
+    "out_tensordot_dtype": 1,  # tensordot/inner: "tensordot: Expected the output tensor to have dtype"
+    "out_multi_dot_dtype": 1,  # linalg_multi_dot: "multi_dot(): expected out tensor to have dtype"
+    "outs_pair": 2,            # two outs: each out's dtype the result's, no shared memory
+    # compute in out's dtype when dtype= is not given (its `dtype` argument becomes the rule's DType), then out_castable:
+    "in_out_dtype": 1,            # sum, prod
+    "in_out_dtype_floating": 1,   # nansum: no integer loop
+    "in_out_dtype_not_bool": 1,   # cumsum, cumprod: no bool loop
+}
+
+ENTRY_KEYS = ("func", "variants", "dispatch", "tags", "derivatives", "kernel_into", "tensor_as_scalar", "out_from_functional")
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -276,6 +293,8 @@ class Op:
     derivatives: dict[str, str]      # input name -> formula (checked by derivatives.py)
     where: str = "ops.yaml"          # "ops.yaml:12", the entry's line, for messages
     kernel_into: str | None = None   # the one kernel its CPU entry point calls (Note [Generated entry points], into.py)
+    out_from_functional: str | None = None  # the out= rule its kernel applies (out_from_functional.py)
+    tensor_as_scalar: str | None = None     # reads a Tensor its kernel_into takes as a Scalar through this (into.py)
     parsed_derivatives: list = field(default_factory=list)  # filled by derivatives.check
 
     @property
@@ -395,7 +414,23 @@ def _load_entry(entry, where: str) -> Op:
             fail("kernel_into needs 'CPU: <name>' under dispatch: the entry point opgen writes")
         if len(schema.out_arguments) > 1 or len(schema.returns) != 1 or schema.returns[0].type != Type("Tensor"):
             fail("kernel_into needs an op that returns one Tensor (at most one out= argument)")
-    return Op(schema, variants, dict(dispatch), tuple(tags), derivatives, where, kernel_into=kernel_into)
+    tensor_as_scalar = entry.get("tensor_as_scalar")
+    if tensor_as_scalar is not None:
+        if not isinstance(tensor_as_scalar, str) or not _IDENTIFIER.match(tensor_as_scalar):
+            fail(f"tensor_as_scalar must name a C++ function, not {tensor_as_scalar!r}")
+        if kernel_into is None:
+            fail("tensor_as_scalar needs kernel_into")
+    out_from_functional = entry.get("out_from_functional")
+    if out_from_functional is not None:
+        if out_from_functional not in OUT_FROM_FUNCTIONAL_RULES:
+            fail(f"out_from_functional must be one of {', '.join(OUT_FROM_FUNCTIONAL_RULES)}, not {out_from_functional!r}")
+        if not schema.out_arguments or schema.is_inplace:
+            fail("out_from_functional needs an out= overload")
+        if len(dispatch) != 1 or kernel_into is not None:
+            fail("out_from_functional needs one kernel under dispatch: (the entry point opgen writes), "
+                 "and no kernel_into")
+    return Op(schema, variants, dict(dispatch), tuple(tags), derivatives, where, kernel_into=kernel_into,
+              out_from_functional=out_from_functional, tensor_as_scalar=tensor_as_scalar)
 
 
 # torch's TensorOptions keywords, as kiln schemas spell them (no Layout type yet).

@@ -1,4 +1,4 @@
-"""cumsum / cumprod with out= (Note [Reduction out= forms], ReduceOut.cpp):
+"""cumsum / cumprod with out= (Note [Out= dtype rules], eager/kernels/cpu/OutFromFunctional.h):
 every input dtype x dtype= (none or each) x out dtype against torch: the
 values and out's dtype where torch computes, the exception type and message
 where it refuses (bool outs and dtype=bool have no loop, dtype= must equal

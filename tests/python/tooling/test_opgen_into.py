@@ -133,3 +133,31 @@ def test_errors_name_the_op_and_the_reason(case, text, parts):
     message = error_of(text)
     for part in parts:
         assert part in message, message
+
+
+MASKED_FILL = """
+- func: masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor
+  dispatch:
+    CPU: masked_fill_cpu
+  kernel_into: masked_fill_into
+  tensor_as_scalar: masked_fill_value
+
+- func: masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
+  dispatch:
+    CPU: masked_fill_scalar_cpu
+  kernel_into: masked_fill_into
+"""
+
+
+def test_tensor_as_scalar_reads_the_tensor_through_the_named_function():
+    files = generate(MASKED_FILL)
+    assert ("KILN_INTO_KERNEL Tensor masked_fill_into(ResultInto into, const Tensor& out, const Tensor& self, "
+            "const Tensor& mask, const Scalar& value);") in files["IntoKernels.h"]
+    assert "KILN_INTO_KERNEL Scalar masked_fill_value(const Tensor& value);" in files["IntoKernels.h"]
+    assert ("  return masked_fill_into(ResultInto::NewTensor, Tensor(), self, mask, masked_fill_value(value));"
+            in files["IntoKernels.cpp"])
+
+
+def test_tensor_as_scalar_needs_kernel_into():
+    text = MASKED_FILL.replace("  kernel_into: masked_fill_into\n  tensor_as_scalar", "  tensor_as_scalar")
+    assert "tensor_as_scalar needs kernel_into" in error_of(text)

@@ -141,7 +141,7 @@ void index_add_into(const Tensor& result, int64_t dim, const Tensor& index, cons
 
 // --- index_fill_ --------------------------------------------------------------------------
 
-Tensor index_fill_into(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+Tensor fill_index_positions(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
   KILN_CHECK_INDEX(index.dtype() == DType::Int64, "index_fill_(): Expected dtype int64 for index.");
   check_no_overlap(self, index);
   if (has_internal_overlap(self)) {
@@ -161,12 +161,6 @@ Tensor index_fill_into(const Tensor& self, int64_t dim, const Tensor& index, con
   run_put(dst, fill, offsets, PutReduce::Assign);
   self.impl()->bump_version();
   return self;
-}
-
-Scalar fill_value(const Tensor& value) {
-  KILN_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
-             value.dim(), " dimension(s).");
-  return item(value);
 }
 
 // --- take ---------------------------------------------------------------------------------
@@ -269,32 +263,21 @@ Tensor index_add_into(ResultInto into, const Tensor& out, const Tensor& self, in
   return index_add_to_out(self, dim, index, source, alpha, out);
 }
 
-Tensor index_fill_scalar_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-  return index_fill_into(self, dim, index, value);
+/// index_fill.int_Tensor reads its value through index_fill_value (tensor_as_scalar in ops.yaml).
+Scalar index_fill_value(const Tensor& value) {
+  KILN_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+             value.dim(), " dimension(s).");
+  return item(value);
 }
 
-Tensor index_fill_tensor_cpu_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& value) {
-  return index_fill_into(self, dim, index, fill_value(value));
-}
-
-Tensor index_fill_scalar_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
-  return index_fill_into(clone_preserving_strides(self), dim, index, value);
-}
-
-Tensor index_fill_tensor_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& value) {
-  return index_fill_into(clone_preserving_strides(self), dim, index, fill_value(value));
-}
-
-Tensor index_fill_scalar_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
-                                 const Tensor& out) {
-  const Tensor result = index_fill_scalar_cpu(self, dim, index, value);
-  return copy_to_out(result, out);
-}
-
-Tensor index_fill_tensor_out_cpu(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& value,
-                                 const Tensor& out) {
-  const Tensor result = index_fill_tensor_cpu(self, dim, index, value);
-  return copy_to_out(result, out);
+Tensor index_fill_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
+                       const Scalar& value) {
+  switch (into) {
+    case ResultInto::InPlace: return fill_index_positions(self, dim, index, value);
+    case ResultInto::NewTensor: return fill_index_positions(clone_preserving_strides(self), dim, index, value);
+    case ResultInto::Out: break;
+  }
+  return copy_to_out(fill_index_positions(clone_preserving_strides(self), dim, index, value), out);
 }
 
 }  // namespace kiln::native

@@ -1,6 +1,6 @@
 // mm, bmm, addmm, dot, mv, and the composites outer, matmul, linear, baddbmm
 // and addbmm. Dtype errors are worded as PyTorch's, which differ per op.
-// More products: LinalgProducts.cpp; out= forms: LinalgOut.cpp.
+// More products: LinalgProducts.cpp; out= forms: generated (out_from_functional), addbmm's in LinalgOut.cpp.
 #include <sstream>
 
 #include "eager/core/Error.h"

@@ -258,11 +258,10 @@ Tensor addcdiv_into(ResultInto into, const Tensor& out, const Tensor& self, cons
 
 // --- masked_fill ------------------------------------------------------------------------------
 
-namespace {
-
 /// self where mask is false, value where it is true; the mask broadcasts to
-/// self (and, out of place, self to the mask).
-Tensor masked_fill_into(ResultInto into, const Tensor& self, const Tensor& mask, const Scalar& value) {
+/// self (and, out of place, self to the mask). masked_fill has no out= form, so `out` is never used; masked_fill.Tensor reads its value through
+/// masked_fill_value (tensor_as_scalar in ops.yaml).
+Tensor masked_fill_into(ResultInto into, const Tensor&, const Tensor& self, const Tensor& mask, const Scalar& value) {
   KILN_CHECK(mask.dtype() == DType::Bool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
              type_meta_name(mask.dtype()));
   auto iter = TensorIteratorConfig()
@@ -282,8 +281,6 @@ Scalar masked_fill_value(const Tensor& value) {
              value.dim(), " dimension(s).");
   return tensor_item(value);
 }
-
-}  // namespace
 
 // --- the kernels ops.yaml names that opgen does not write ------------------------------------------
 
@@ -315,20 +312,6 @@ Tensor clip_out(const Tensor& self, const std::optional<Scalar>& min, const std:
 Tensor clip_tensor_out(const Tensor& self, const std::optional<Tensor>& min, const std::optional<Tensor>& max,
                        const Tensor& out) {
   return kiln::clamp_out(out, self, min, max);
-}
-
-// masked_fill has no out= form, and its Tensor value is read as a Scalar.
-Tensor masked_fill_scalar_cpu(const Tensor& self, const Tensor& mask, const Scalar& value) {
-  return masked_fill_into(ResultInto::NewTensor, self, mask, value);
-}
-Tensor masked_fill_scalar_cpu_(const Tensor& self, const Tensor& mask, const Scalar& value) {
-  return masked_fill_into(ResultInto::InPlace, self, mask, value);
-}
-Tensor masked_fill_cpu(const Tensor& self, const Tensor& mask, const Tensor& value) {
-  return masked_fill_into(ResultInto::NewTensor, self, mask, masked_fill_value(value));
-}
-Tensor masked_fill_cpu_(const Tensor& self, const Tensor& mask, const Tensor& value) {
-  return masked_fill_into(ResultInto::InPlace, self, mask, masked_fill_value(value));
 }
 
 }  // namespace kiln::native
