@@ -124,7 +124,7 @@ class Measurement:
         return min(max(figures, 1), MAX_SIGNIFICANT_FIGURES)
 
     def meets_confidence(self, threshold: float = IQR_WARN_THRESHOLD) -> bool:
-        return self.iqr / self.median < threshold
+        return self.median > 0 and self.iqr / self.median < threshold
 
     @property
     def warnings(self) -> list[str]:

@@ -20,6 +20,8 @@ from kiln.utils.benchmark._measurement import Measurement, TaskSpec, quantile
 # (adaptive_autorange, bounded by max_run_time).
 _BLOCK_ESTIMATE_RUN_TIME = 0.05
 _MAX_RELATIVE_OVERHEAD = 1e-4
+# The block size stops growing here, so a timer too coarse to see any block cannot loop forever.
+_MAX_BLOCK_SIZE = 2**31 - 1
 
 
 @contextlib.contextmanager
@@ -78,6 +80,8 @@ class Timer:
                     return number
                 if block_time > min_run_time:
                     return number
+            if number * 10 > _MAX_BLOCK_SIZE:
+                return number
             number *= 10
 
     def _measurement_loop(self, number: int, stop: Callable[[list[float]], bool], min_run_time: float,
@@ -91,7 +95,7 @@ class Timer:
                 callback(number, block_time)
             if total >= min_run_time and stop(times):
                 return times
-            if max_run_time is not None and total >= max_run_time:
+            if max_run_time is not None and total > max_run_time:
                 return times
 
     def blocked_autorange(self, callback: Optional[Callable[[int, float], None]] = None,
