@@ -18,6 +18,7 @@ from kiln import (
     _indexing,
     _layout,
     _legacy_methods,
+    _named_tuple_ops,
     _norms,
     _numeric,
     _pointwise,
@@ -30,9 +31,7 @@ from kiln import (
     _tensor_factories,
     _tensor_methods,
     _view_copies,
-    return_types,
 )
-from kiln import _C
 
 
 def _methods():
@@ -45,12 +44,8 @@ def _methods():
         "new_empty": _tensor_factories.new_empty, "new_empty_strided": _tensor_factories.new_empty_strided,
         "new_zeros": _tensor_factories.new_zeros, "new_ones": _tensor_factories.new_ones,
         "new_full": _tensor_factories.new_full, "new_tensor": _tensor_factories.new_tensor,
-        # named-tuple results (kiln/return_types.py)
-        "max": return_types._named(return_types.max, _C.TensorBase.max),
-        "min": return_types._named(return_types.min, _C.TensorBase.min),
-        "sort": return_types._named(return_types.sort, _C.TensorBase.sort),
-        "topk": return_types._named(return_types.topk, _C.TensorBase.topk),
-        "aminmax": return_types._named(return_types.aminmax, _C.TensorBase.aminmax),
+        # named-tuple results (kiln/_named_tuple_ops.py)
+        **_named_tuple_ops.METHODS,
         # aliases (kiln/_aliases.py): arccos, multiply_, ..., positive
         **_aliases.METHODS,
         # methods written in Python over the ops (kiln/_tensor_methods.py)
