@@ -51,11 +51,12 @@ def _methods():
         # methods written in Python over the ops (kiln/_tensor_methods.py)
         "unfold": _tensor_methods.unfold, "sum_to_size": _tensor_methods.sum_to_size,
         "cumsum_": _tensor_methods.cumsum_, "cumprod_": _tensor_methods.cumprod_,
-        "is_nonzero": _tensor_methods.is_nonzero, "is_same_size": _tensor_methods.is_same_size,
-        "is_signed": _tensor_methods.is_signed, "get_device": _tensor_methods.get_device,
         "is_pinned": _tensor_methods.is_pinned, "pin_memory": _tensor_methods.pin_memory,
         "index_copy_": _tensor_methods.index_copy_, "index_copy": _tensor_methods.index_copy,
         "put_": _tensor_methods.put_, "put": _tensor_methods.put,
+        # queries with a function form (kiln/_predicates.py)
+        "is_nonzero": _predicates.is_nonzero, "is_same_size": _predicates.is_same_size,
+        "is_signed": _predicates.is_signed, "get_device": _predicates.get_device,
         "is_inference": _predicates.tensor_is_inference,
         # comparison and dtype queries
         "isclose": _comparison.isclose, "allclose": _comparison.allclose, "equal": _comparison.equal,
