@@ -50,18 +50,12 @@ from kiln import _tensor_bindings
 # (importing _tensor_bindings loads the topic modules, and through _stft kiln.fft and kiln.nn.functional).
 _tensor_bindings.bind(Tensor)
 
-# The ops generated from ops.yaml (tools/opgen): every public name of
-# kiln._C._functions. Imported before the hand-written Python functions below,
-# which win where they share a name.
-globals().update({_name: getattr(_C._functions, _name) for _name in dir(_C._functions) if not _name.startswith("_")})
-# Ops torch keeps out of its top-level namespace (torch.nn.functional and
-# torch._C._nn have them; eager/ops/activation.yaml): reachable as kiln._C._functions.<name>.
-for _name in ("elu", "elu_", "elu_backward", "gelu", "gelu_backward", "hardsigmoid", "hardsigmoid_",
-              "hardsigmoid_backward", "hardswish", "hardswish_", "hardswish_backward", "hardtanh", "hardtanh_",
-              "hardtanh_backward", "leaky_relu", "leaky_relu_", "leaky_relu_backward", "logit_backward", "mish",
-              "mish_", "mish_backward", "relu6", "sigmoid_backward", "silu", "silu_", "silu_backward", "softplus",
-              "softplus_backward", "tanh_backward", "threshold_backward"):
-    globals().pop(_name, None)
+# The ops generated from ops.yaml (tools/opgen), less those torch keeps out of its
+# top level. Imported before the hand-written Python functions below, which win
+# where they share a name.
+from kiln._generated_ops import FUNCTIONS as _GENERATED_FUNCTIONS  # noqa: E402
+
+globals().update(_GENERATED_FUNCTIONS)
 
 from kiln._creation import (  # noqa: E402
     as_tensor, asarray, empty_permuted, fill, frombuffer, range, scalar_tensor, tensor,  # noqa: A004
@@ -74,12 +68,7 @@ from kiln._indexing import (  # noqa: E402  (nonzero: as_tuple=True over the non
 )
 from kiln._einsum import einsum  # noqa: E402
 from kiln import return_types  # noqa: E402
-
-max = return_types._named(return_types.max, _C._functions.max, return_types.max_out)  # noqa: A001
-min = return_types._named(return_types.min, _C._functions.min, return_types.min_out)  # noqa: A001
-sort = return_types._named(return_types.sort, _C._functions.sort, return_types.sort_out)
-topk = return_types._named(return_types.topk, _C._functions.topk, return_types.topk_out)
-aminmax = return_types._named(return_types.aminmax, _C._functions.aminmax, return_types.aminmax_out)
+from kiln._named_tuple_ops import aminmax, max, min, sort, topk  # noqa: E402,A004
 from kiln._distance import cdist  # noqa: E402  (torch.cdist's compute_mode strings)
 from kiln._norms import norm, norm_except_dim, renorm  # noqa: E402
 from kiln._norms import tensor_norm as _tensor_norm  # noqa: E402,F401

@@ -1,5 +1,7 @@
 """torch's top-level queries about a tensor or object: is_nonzero, is_same_size,
-is_signed, is_inference, is_storage, is_distributed, typename and get_device."""
+is_signed, is_inference, is_storage, is_distributed, typename and get_device.
+is_nonzero, is_same_size, is_signed and get_device are also Tensor's methods of
+those names (kiln/_tensor_bindings.py binds these functions, self as input)."""
 
 from __future__ import annotations
 
@@ -10,20 +12,24 @@ from kiln._arguments import _require_tensor
 def is_nonzero(input):
     """torch.is_nonzero: the truth of a one-element tensor (torch's errors otherwise)."""
     _require_tensor(input, "is_nonzero")
-    return input.is_nonzero()
+    if input.numel() == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if input.numel() > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
 
 
 def is_same_size(input, other):
     """torch.is_same_size."""
     _require_tensor(input, "is_same_size")
     _require_tensor(other, "is_same_size", "other", 2)
-    return input.is_same_size(other)
+    return tuple(input.shape) == tuple(other.shape)
 
 
 def is_signed(input):
     """torch.is_signed: whether ``input``'s dtype is signed."""
     _require_tensor(input, "is_signed")
-    return input.is_signed()
+    return input.dtype.is_signed
 
 
 def is_inference(input):
@@ -48,7 +54,8 @@ def typename(obj):
 def get_device(input):
     """torch.get_device: -1 for a CPU tensor, else its CUDA index."""
     _require_tensor(input, "get_device")
-    return input.get_device()
+    device = input.device
+    return -1 if device.type == "cpu" else (device.index or 0)
 
 
 def is_storage(obj):

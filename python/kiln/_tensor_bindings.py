@@ -18,6 +18,7 @@ from kiln import (
     _indexing,
     _layout,
     _legacy_methods,
+    _named_tuple_ops,
     _norms,
     _numeric,
     _pointwise,
@@ -30,9 +31,7 @@ from kiln import (
     _tensor_factories,
     _tensor_methods,
     _view_copies,
-    return_types,
 )
-from kiln import _C
 
 
 def _methods():
@@ -45,22 +44,19 @@ def _methods():
         "new_empty": _tensor_factories.new_empty, "new_empty_strided": _tensor_factories.new_empty_strided,
         "new_zeros": _tensor_factories.new_zeros, "new_ones": _tensor_factories.new_ones,
         "new_full": _tensor_factories.new_full, "new_tensor": _tensor_factories.new_tensor,
-        # named-tuple results (kiln/return_types.py)
-        "max": return_types._named(return_types.max, _C.TensorBase.max),
-        "min": return_types._named(return_types.min, _C.TensorBase.min),
-        "sort": return_types._named(return_types.sort, _C.TensorBase.sort),
-        "topk": return_types._named(return_types.topk, _C.TensorBase.topk),
-        "aminmax": return_types._named(return_types.aminmax, _C.TensorBase.aminmax),
+        # named-tuple results (kiln/_named_tuple_ops.py)
+        **_named_tuple_ops.METHODS,
         # aliases (kiln/_aliases.py): arccos, multiply_, ..., positive
         **_aliases.METHODS,
         # methods written in Python over the ops (kiln/_tensor_methods.py)
         "unfold": _tensor_methods.unfold, "sum_to_size": _tensor_methods.sum_to_size,
         "cumsum_": _tensor_methods.cumsum_, "cumprod_": _tensor_methods.cumprod_,
-        "is_nonzero": _tensor_methods.is_nonzero, "is_same_size": _tensor_methods.is_same_size,
-        "is_signed": _tensor_methods.is_signed, "get_device": _tensor_methods.get_device,
         "is_pinned": _tensor_methods.is_pinned, "pin_memory": _tensor_methods.pin_memory,
         "index_copy_": _tensor_methods.index_copy_, "index_copy": _tensor_methods.index_copy,
         "put_": _tensor_methods.put_, "put": _tensor_methods.put,
+        # queries with a function form (kiln/_predicates.py)
+        "is_nonzero": _predicates.is_nonzero, "is_same_size": _predicates.is_same_size,
+        "is_signed": _predicates.is_signed, "get_device": _predicates.get_device,
         "is_inference": _predicates.tensor_is_inference,
         # comparison and dtype queries
         "isclose": _comparison.isclose, "allclose": _comparison.allclose, "equal": _comparison.equal,

@@ -1,7 +1,7 @@
 """Tensor methods PyTorch has that kiln writes in Python over its ops:
 unfold (a strided view of sliding windows), sum_to_size, cumsum_/cumprod_,
-and the small queries is_nonzero, is_same_size, is_signed, get_device,
-is_pinned/pin_memory."""
+is_pinned/pin_memory, index_copy and put. (The queries is_nonzero, is_same_size,
+is_signed and get_device are kiln/_predicates.py's functions, bound as methods.)"""
 
 from __future__ import annotations
 
@@ -54,29 +54,6 @@ def cumsum_(self, dim, *, dtype=None):
 def cumprod_(self, dim, *, dtype=None):
     """In-place cumulative product along ``dim``."""
     return self.copy_(self.cumprod(dim, dtype=dtype))
-
-
-def is_nonzero(self) -> bool:
-    """The truth of a one-element tensor (RuntimeError for any other)."""
-    if self.numel() == 0:
-        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
-    if self.numel() > 1:
-        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-    return bool(self.item())
-
-
-def is_same_size(self, other) -> bool:
-    return tuple(self.shape) == tuple(other.shape)
-
-
-def is_signed(self) -> bool:
-    return self.dtype.is_signed
-
-
-def get_device(self) -> int:
-    """-1 on the CPU, the device index on a GPU."""
-    device = self.device
-    return -1 if device.type == "cpu" else (device.index or 0)
 
 
 def is_pinned(self, device=None) -> bool:

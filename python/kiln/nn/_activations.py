@@ -1,9 +1,10 @@
 """The activation functions of kiln.nn.functional (re-exported there): relu and its
-relatives, their in-place forms, the softmax family, glu, rrelu and gumbel_softmax.
-Each calls its C++ op (kiln._C._functions) directly; logsigmoid, softsign, tanhshrink,
-glu, rrelu and gumbel_softmax are composed from ops as torch composes them.
+relatives, their in-place forms, the softmax family, glu, rrelu, gumbel_softmax, prelu,
+hardshrink and softshrink. Each calls its C++ op (kiln._C._functions) directly; logsigmoid,
+softsign, tanhshrink, glu, rrelu, gumbel_softmax, prelu and the shrinks are composed from
+ops as torch composes them.
 
-Imports: kiln.nn._ops only.
+Imports: kiln.nn._ops and kiln._comparison only.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from __future__ import annotations
 import warnings
 from typing import Optional
 
+import numpy as np
+
+from kiln._comparison import scalar_type_name
 from kiln.nn._ops import functions as _functions
 
 
@@ -215,3 +219,32 @@ def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-1
     one_hot = _functions.zeros_like(logits).scatter(dim, index, 1.0)
     return one_hot - soft.detach() + soft
 
+
+# --- prelu, hardshrink, softshrink (composed from where and pointwise ops) ---------------------------------
+
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), weight one value or one per channel (dim 1)."""
+    if weight.numel() != 1:
+        if input.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.dim() >= 2 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{weight.numel()} and channel size = {channels}.")
+        if input.dim() >= 2:
+            weight = weight.reshape([channels] + [1] * (input.dim() - 2))
+    return _functions.where(input > 0, input, input * weight)
+
+def hardshrink(input, lambd: float = 0.5):
+    """x where |x| > lambd, else 0."""
+    return _functions.where((input > lambd) | (input < -lambd), input, input * 0)
+
+def softshrink(input, lambd: float = 0.5):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    if lambd < 0:
+        dtype = str(input.dtype).removeprefix("kiln.")
+        largest = float(np.finfo(np.float32 if dtype == "bfloat16" else dtype).max) if input.dtype.is_floating_point \
+            else float(np.iinfo(dtype).max)
+        raise RuntimeError(f"lambda must be in range [0, {largest:g}] for input dtype {scalar_type_name(input.dtype)}, "
+                           f"but found {lambd:g}")
+    return _functions.where(input > lambd, input - lambd, _functions.where(input < -lambd, input + lambd, input * 0))

@@ -1,12 +1,12 @@
 """The Tensor methods kiln.nn provides (Tensor.hardshrink, Tensor.prelu), bound by ``bind``.
 
 kiln/__init__.py calls bind(Tensor) once; the methods are the F functions themselves
-under their Tensor spelling. Imports: kiln.nn._rearrange_shrink only.
+under their Tensor spelling. Imports: kiln.nn._activations only.
 """
 
 from __future__ import annotations
 
-from kiln.nn._rearrange_shrink import hardshrink, prelu
+from kiln.nn._activations import hardshrink, prelu
 
 
 def _tensor_hardshrink(self, lambd=0.5):

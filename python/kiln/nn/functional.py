@@ -39,9 +39,8 @@ from kiln.nn._activations import (  # noqa: F401
     hardtanh_, leaky_relu, leaky_relu_, log_softmax, logsigmoid, mish, relu, relu6, relu_, rrelu, rrelu_, selu,
     selu_, sigmoid, silu, softmax, softmin, softplus, softsign, tanh, tanhshrink, threshold, threshold_,
 )
-from kiln.nn._rearrange_shrink import (  # noqa: F401
-    channel_shuffle, hardshrink, native_channel_shuffle, pixel_shuffle, pixel_unshuffle, prelu, softshrink,
-)
+from kiln.nn._activations import hardshrink, prelu, softshrink  # noqa: F401
+from kiln.nn._shuffles import channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: F401
 from kiln.nn._dropout import (  # noqa: F401
     _SELU_ALPHA, _channel_dropout, _check_p, _noise_dropout, alpha_dropout, dropout, dropout1d, dropout2d,
     dropout3d, feature_alpha_dropout,

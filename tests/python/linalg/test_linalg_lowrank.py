@@ -1,4 +1,4 @@
-"""kiln/linalg/_linalg_extra.py against torch: svd_lowrank and pca_lowrank (randomized:
+"""kiln/linalg/_lowrank.py and _removed.py against torch: svd_lowrank and pca_lowrank (randomized:
 singular values against torch.linalg.svdvals on matrices with a clear spectral gap, and
 reconstruction error), lobpcg (eigenvalues against torch.linalg.eigh), and the removed
 torch.lstsq / solve / symeig / eig / matrix_rank errors (and Tensor methods)."""

@@ -259,7 +259,7 @@ def test_softmax_implicit_dim_warns():
 @pytest.mark.parametrize("dim,keepdim", [(None, False), (None, True), (1, False), (-1, True), ((0, 2), False),
                                          ((2, 0), True)])
 def test_reduction_helpers_match_torch(dim, keepdim):
-    """kiln.nn's sum/mean (the ops where the build has them, else Note [Reductions before the reduction ops])."""
+    """kiln.nn's sum/mean (the ops where the build has them, else a composition: kiln/nn/_ops.py)."""
     from kiln.nn._ops import detached_amax, reduce_mean, reduce_sum
 
     x = randn(3, 4, 5)

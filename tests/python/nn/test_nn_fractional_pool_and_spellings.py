@@ -1,4 +1,6 @@
-"""kiln/nn/_nn_extra.py and _nn_extra2.py against torch: fractional max pooling (with the
+"""kiln.nn against torch (kiln/nn/_fractional_pool.py, _pooling.py, _interpolate.py,
+_conv_transpose.py, _conv.py, _losses.py, _activations.py, _torch_spellings.py,
+modules/sync_batchnorm.py): fractional max pooling (with the
 same _random_samples), the *_with_indices wrappers, upsample_*, conv_transpose3d, conv_tbc,
 triplet_margin_with_distance_loss, the in-place activations, the torch.* spellings of the
 nn ops (integer reductions and modes), the sync-BN helpers' CPU behaviour and the

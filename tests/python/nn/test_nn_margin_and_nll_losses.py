@@ -1,4 +1,4 @@
-"""The losses of kiln/nn/_losses_more.py and their modules against torch:
+"""The margin and NLL losses of kiln/nn/_losses.py and their modules against torch:
 values for every reduction, gradients of every differentiable input, and
 torch's errors."""
 

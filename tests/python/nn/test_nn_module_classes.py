@@ -1,6 +1,6 @@
 """The torch.nn layers and names kiln.nn gained in kiln/nn/modules/ (lazy.py,
-lazy_layers.py, _parameter_types.py, conv_transpose3d.py, fractional_pool.py,
-loss_extra.py, adaptive.py, cross_map_lrn.py, legacy_container.py,
+lazy_layers.py, ../parameter.py, conv_transpose3d.py, fractional_pool.py,
+loss.py, adaptive.py, cross_map_lrn.py, legacy_container.py,
 sync_batchnorm.py, data_parallel.py, _factory_kwargs.py) against torch:
 values and gradients with torch's parameters copied in, reprs, state_dict keys,
 the lazy modules' inference and class change, and error types / messages."""

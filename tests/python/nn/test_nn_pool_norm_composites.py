@@ -1,4 +1,5 @@
-"""The composites of kiln/nn/_nn_more.py (lp_pool1d/2d/3d, local_response_norm,
+"""The composites of kiln.nn (kiln/nn/_pooling.py, _normalization.py,
+_activations.py, _distances.py, _losses.py: lp_pool1d/2d/3d, local_response_norm,
 rrelu, gumbel_softmax, pdist, multilabel_margin_loss, max_unpool1d/2d/3d) and
 their layers (with Softmax2d) against torch: values, gradients (float32 and
 float64), non-contiguous inputs, torch's errors and reprs; the random ones

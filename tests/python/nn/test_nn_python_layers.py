@@ -1,4 +1,4 @@
-"""The layers and functional ops kiln composes in Python (kiln/nn/_rearrange_shrink.py,
+"""The layers and functional ops kiln composes in Python (kiln/nn/_shuffles.py, kiln/nn/_activations.py,
 modules/padding.py, modules/reshaping.py, PReLU/Hardshrink/Softshrink,
 InstanceNorm1d/2d/3d, BatchNorm3d) against torch: outputs, gradients,
 running statistics, errors and reprs."""

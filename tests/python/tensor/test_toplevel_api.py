@@ -1,4 +1,6 @@
-"""kiln/_api_extra.py and _api_extra2.py against torch: as_tensor / asarray /
+"""kiln's top-level helpers (kiln/_creation.py, _predicates.py, _layout.py,
+_complex.py, _aliases.py, _legacy_methods.py, _view_copies.py, _config.py)
+against torch: as_tensor / asarray /
 frombuffer / scalar_tensor / range / fill / empty_permuted, the predicates and
 backend flags, dim_order, the complex helpers on real tensors and angle, the
 torch-level in-place aliases, Tensor.new / resize_as_ / apply_ / map_ / map2_ /

@@ -1,20 +1,10 @@
-"""Functional ops torch.nn.functional has that kiln composes from views and
-pointwise ops: pixel_shuffle, pixel_unshuffle, channel_shuffle (reshape and
-permute; native_channel_shuffle is channel_shuffle), prelu, hardshrink and softshrink.
-Re-exported by kiln.nn.functional.
+"""The rearranging ops of torch.nn.functional that kiln composes from views:
+pixel_shuffle, pixel_unshuffle, channel_shuffle (reshape and permute;
+native_channel_shuffle is channel_shuffle). Re-exported by kiln.nn.functional.
 
-Imports: kiln._C and kiln._comparison only."""
+Imports: nothing from kiln (only the tensor's own methods)."""
 
 from __future__ import annotations
-
-import numpy as np
-
-from kiln import _C
-from kiln._comparison import scalar_type_name
-
-
-def _f():
-    return _C._functions
 
 
 def pixel_shuffle(input, upscale_factor: int):
@@ -35,7 +25,6 @@ def pixel_shuffle(input, upscale_factor: int):
     n = len(batch)
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
     return x.reshape(batch + [oc, h * r, w * r])
-
 
 def pixel_unshuffle(input, downscale_factor: int):
     """(*, C, H r, W r) -> (*, C r^2, H, W)."""
@@ -58,7 +47,6 @@ def pixel_unshuffle(input, downscale_factor: int):
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
     return x.reshape(batch + [c * r * r, h // r, w // r])
 
-
 def channel_shuffle(input, groups: int):
     """(N, g k, *) with the channels regrouped as (k, g): a transpose of the group dims."""
     if groups <= 0:
@@ -70,38 +58,6 @@ def channel_shuffle(input, groups: int):
     x = input.reshape([shape[0], groups, c // groups] + shape[2:]).transpose(1, 2)
     return x.reshape(shape)
 
-
-def prelu(input, weight):
-    """max(0, x) + weight * min(0, x), weight one value or one per channel (dim 1)."""
-    if weight.numel() != 1:
-        if input.dim() == 0:
-            raise RuntimeError("Not allow zero-dim input tensor.")
-        channels = input.shape[1] if input.dim() >= 2 else 1
-        if weight.numel() != channels:
-            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-                               f"{weight.numel()} and channel size = {channels}.")
-        if input.dim() >= 2:
-            weight = weight.reshape([channels] + [1] * (input.dim() - 2))
-    return _f().where(input > 0, input, input * weight)
-
-
-def hardshrink(input, lambd: float = 0.5):
-    """x where |x| > lambd, else 0."""
-    return _f().where((input > lambd) | (input < -lambd), input, input * 0)
-
-
-def softshrink(input, lambd: float = 0.5):
-    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
-    if lambd < 0:
-        dtype = str(input.dtype).removeprefix("kiln.")
-        largest = float(np.finfo(np.float32 if dtype == "bfloat16" else dtype).max) if input.dtype.is_floating_point \
-            else float(np.iinfo(dtype).max)
-        raise RuntimeError(f"lambda must be in range [0, {largest:g}] for input dtype {scalar_type_name(input.dtype)}, "
-                           f"but found {lambd:g}")
-    return _f().where(input > lambd, input - lambd, _f().where(input < -lambd, input + lambd, input * 0))
-
-
 def native_channel_shuffle(input, groups: int):
     """F.native_channel_shuffle / torch.native_channel_shuffle: channel_shuffle's values."""
     return channel_shuffle(input, groups)
-
