@@ -12,7 +12,7 @@
 // contains NaN is the exception: PyTorch's comparator is then not a strict weak
 // order (undefined behaviour for std::sort), so kiln sorts such rows with NaN
 // above every number instead, each NaN its own run, and its index there may
-// differ from PyTorch's. python/kiln/_numeric_extra.py (kiln.mode) checks dim's
+// differ from PyTorch's. python/kiln/_statistics.py (kiln.mode) checks dim's
 // type and the out= tensors and writes them.
 #include <algorithm>
 #include <cmath>
