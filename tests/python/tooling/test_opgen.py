@@ -4,26 +4,20 @@ and its command line. Every error must stop generation naming the op and the rea
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from opgen_text import error_of, generate, load_opgen
 
 ROOT = Path(__file__).resolve().parents[3]
 OPGEN = ROOT / "tools" / "opgen"
 
 
-def _load_opgen():
-    spec = importlib.util.spec_from_file_location("kiln_opgen_main", OPGEN / "main.py")
-    main = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(main)  # puts tools/opgen on sys.path and imports its modules
-    return main, sys.modules["model"], sys.modules["derivatives"], sys.modules["cpp"], sys.modules["python_bindings"]
-
-
-opgen, model, derivatives, cpp, python_bindings = _load_opgen()
+opgen = load_opgen()
+model, derivatives, cpp, python_bindings = (sys.modules[name] for name in ("model", "derivatives", "cpp", "python_bindings"))
 OpgenError = model.OpgenError
 
 ADD = """
@@ -50,16 +44,6 @@ ADD = """
 
 def entry(func: str, extra: str = "  dispatch:\n    CPU: k_cpu\n") -> str:
     return f"- func: {func}\n{extra}"
-
-
-def generate(text: str) -> dict[str, str]:
-    return opgen.generate(textwrap.dedent(text))
-
-
-def error_of(text: str) -> str:
-    with pytest.raises(OpgenError) as info:
-        generate(text)
-    return str(info.value)
 
 
 # --- the schema parser: a mirror of eager/dispatch/FunctionSchema.cpp ------------

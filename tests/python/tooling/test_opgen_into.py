@@ -4,24 +4,9 @@ from ops.yaml. Runs the generator on small YAML texts; needs no build."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-import textwrap
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _load_opgen():
-    spec = importlib.util.spec_from_file_location("kiln_opgen_main_into", ROOT / "tools" / "opgen" / "main.py")
-    main = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(main)
-    return main, sys.modules["model"].OpgenError
-
-
-opgen, OpgenError = _load_opgen()
+from opgen_text import error_of, generate
 
 ADD = """
 - func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
@@ -46,16 +31,6 @@ ADD = """
     CPU: add_out_cpu
   kernel_into: add_into
 """
-
-
-def generate(text: str) -> dict[str, str]:
-    return opgen.generate(textwrap.dedent(text))
-
-
-def error_of(text: str) -> str:
-    with pytest.raises(OpgenError) as info:
-        generate(text)
-    return str(info.value)
 
 
 def test_one_kernel_declared_and_the_three_forms_generated():

@@ -5,25 +5,7 @@ texts; needs no build."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-import textwrap
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _load_opgen():
-    spec = importlib.util.spec_from_file_location("kiln_opgen_main_out_from_functional",
-                                                  ROOT / "tools" / "opgen" / "main.py")
-    main = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(main)
-    return main, sys.modules["model"].OpgenError
-
-
-opgen, OpgenError = _load_opgen()
+from opgen_text import error_of, generate
 
 MM = """
 - func: mm(Tensor self, Tensor mat2) -> Tensor
@@ -46,16 +28,6 @@ SORT = """
     CPU: sort_out_cpu
   out_from_functional: outs_pair
 """
-
-
-def generate(text: str) -> dict[str, str]:
-    return opgen.generate(textwrap.dedent(text))
-
-
-def error_of(text: str) -> str:
-    with pytest.raises(OpgenError) as info:
-        generate(text)
-    return str(info.value)
 
 
 def test_out_form_calls_the_functional_op_and_the_rule():
