@@ -116,34 +116,11 @@ void capture_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Stac
 
 }  // namespace
 
-// Note [Composites that allocate outside the dispatcher]
-// A CompositeImplicit op is recorded as its parts, but empty_like's body makes
-// its result without a dispatched call, so its result would be a tensor the
-// session never saw (and the in-place fill that follows in ones_like,
-// dropout's mask, ... would break the capture). Such composites (none of them
-// differentiable) get the recording kernel on the Capture key itself, and an
-// Autograd kernel that only redispatches, so they reach Capture whole even
-// with tensors that require grad; below Capture the composite still serves
-// the backend, so eager results are unchanged.
-constexpr const char* kRecordedWhole[] = {"kiln::empty_like"};
-
-void below_autograd(void*, const OperatorHandle& op, DispatchKeySet keys, Stack* stack) {
-  ExcludeDispatchKeyGuard no_autograd(DispatchKey::Autograd);
-  op.redispatch_boxed(keys.below(DispatchKey::Autograd), stack);
-}
-
 void ensure_capture_fallback() {
   static std::once_flag once;
   std::call_once(once, [] {
     Dispatcher& d = Dispatcher::singleton();
-    const KernelFunction record = KernelFunction::from_boxed(&capture_fallback);
-    d.register_fallback(DispatchKey::Capture, record);
-    for (const char* name : kRecordedWhole) {
-      for (const OperatorHandle& op : d.find_overloads(name)) {
-        d.register_impl(op.name(), DispatchKey::Autograd, KernelFunction::from_boxed(&below_autograd));
-        d.register_impl(op.name(), DispatchKey::Capture, record);
-      }
-    }
+    d.register_fallback(DispatchKey::Capture, KernelFunction::from_boxed(&capture_fallback));
   });
 }
 
