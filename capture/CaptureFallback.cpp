@@ -195,7 +195,7 @@ void capture_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Stac
   bind_results(*s, node, *stack, op.schema().returns().size());
 }
 
-/// kiln::_philox_generator(int seed, int offset, int relative_offset) -> Generator: a fresh CPU
+/// capture::philox_generator(int seed, int offset, int relative_offset) -> Generator: a fresh CPU
 /// generator at `seed` (its bits, as the graph's int input carries them) and offset + relative_offset.
 void philox_generator_kernel(void*, const OperatorHandle&, DispatchKeySet, Stack* stack) {
   const int64_t relative = stack->back().to_int();
@@ -213,7 +213,7 @@ void philox_generator_kernel(void*, const OperatorHandle&, DispatchKeySet, Stack
 const bool philox_generator_registered = [] {
   Dispatcher& d = Dispatcher::singleton();
   const OperatorHandle op = d.register_def(
-      FunctionSchema::parse("_philox_generator(int seed, int offset, int relative_offset) -> Generator"), {});
+      FunctionSchema::parse("capture::philox_generator(int seed, int offset, int relative_offset) -> Generator"), {});
   d.register_impl(op.name(), DispatchKey::BackendSelect, KernelFunction::from_boxed(&philox_generator_kernel));
   return true;
 }();

@@ -102,7 +102,7 @@ ir::Value* CaptureSession::default_generator_at(uint64_t seed, uint64_t offset) 
     mark_broken("the default generator was reseeded inside the captured function");
   }
   ir::Node* g = graph_->append(graph_->create_op(
-      "kiln::_philox_generator", {rng_seed_, rng_offset_},
+      "capture::philox_generator", {rng_seed_, rng_offset_},
       {{"relative_offset", ir::Attribute::of_int(static_cast<int64_t>(offset - rng_base_offset_))}}));
   g->output()->set_type(ir::Type::generator_type());
   return g->output();

@@ -52,7 +52,7 @@ namespace kiln::capture {
 // -------------------------------
 // A random op (tag `random`) that eager would run on the default CPU
 // generator is recorded with an explicit generator argument instead:
-// %g = kiln::_philox_generator(%rng_seed, %rng_offset, relative_offset),
+// %g = capture::philox_generator(%rng_seed, %rng_offset, relative_offset),
 // a fresh Philox generator at the default generator's seed and at offset
 // %rng_offset + relative_offset, where relative_offset is how far the default
 // generator had advanced since the graph's first random op. A run passes the
@@ -127,7 +127,7 @@ class CaptureSession {
   // --- random ops: See Note [Random ops under capture] ------------------------------
   /// The value a random op passes as its generator when eager would draw from
   /// the default CPU generator, now at (`seed`, `offset`): a node
-  /// kiln::_philox_generator(%rng_seed, %rng_offset, offset - base), where
+  /// capture::philox_generator(%rng_seed, %rng_offset, offset - base), where
   /// %rng_seed and %rng_offset are two int graph inputs added on first use
   /// and `base` is the offset the first random op started at. Marks the
   /// session broken when the generator was reseeded since.

@@ -65,16 +65,19 @@ class Partitioner {
     bool tensor_output = false;
     for (const ir::Value* v : n->outputs()) tensor_output = tensor_output || v->type().is_tensor();
     if (!tensor_output) return true;
-    if (n->kind() != ir::NodeKind::Op || n->outputs().size() != 1 || !n->op().entry().has_tag("pointwise") ||
-        n->op().entry().has_tag("random")) {
+    if (n->kind() != ir::NodeKind::Op || n->outputs().size() != 1) return false;
+    const OperatorEntry& op = n->op().entry();
+    if (!(op.has_tag("pointwise") || op.has_tag("view")) || op.has_tag("random") || op.has_tag("inplace")) {
       return false;
     }
     size_t tensor_inputs = 0;
     for (const ir::Value* v : n->inputs()) {
       if (!v->type().is_tensor()) continue;
       ++tensor_inputs;
-      // Recomputing it must not force saving more: its tensor input is an input or already saved.
-      if (forward_defined_.count(v) != 0 && saved_set_.count(v) == 0) return false;
+      // Recomputing it must not force saving more: its tensor input is an input, saved or recomputed.
+      if (forward_defined_.count(v) != 0 && saved_set_.count(v) == 0 && recomputed_.count(v->node()) == 0) {
+        return false;
+      }
     }
     return tensor_inputs == 1;
   }

@@ -27,9 +27,10 @@ namespace kiln::capture {
 // grad_outputs, lifted constants) followed by the saved values, and returns
 // the gradients. Forward nodes whose outputs are not tensors (constants,
 // lists, generators) are recomputed in the backward rather than saved, and so
-// are pointwise ops (tag `pointwise`) of one tensor input whose input is
-// already available to the backward, as min-cut partitioners recompute cheap
-// values instead of saving them.
+// are views and pointwise ops (tags `view`, `pointwise`) of one tensor input
+// whose input the backward already has (a graph input, a saved or recomputed
+// value), as min-cut partitioners recompute cheap values instead of saving
+// them: a linear layer's backward reads the weight, not a saved w.t().
 struct JointPartition {
   std::unique_ptr<ir::Graph> forward;
   std::unique_ptr<ir::Graph> backward;
