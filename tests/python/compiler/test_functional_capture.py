@@ -109,3 +109,26 @@ def test_batchnorm_buffers_after_compiled_calls_equal_eager():
         np.testing.assert_array_equal(compiled(x).detach().numpy(), eager(x).detach().numpy())
     for (name, got), (_, want) in zip(model.named_buffers(), eager.named_buffers()):
         np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=name)
+
+
+def test_an_inplace_write_through_a_view_of_an_input_stays_in_place_and_is_named_impure():
+    def through_view(x):
+        x[0].add_(1)
+        return x * 2
+
+    def functional(x):
+        x.add_(1)
+        return x * 2
+
+    compiled = kiln.compile(through_view, backend="eager", fullgraph=True)
+    xe, xc = kiln.tensor(X), kiln.tensor(X)
+    for _ in range(2):
+        np.testing.assert_array_equal(compiled(xc).numpy(), through_view(xe).numpy())
+        np.testing.assert_array_equal(xc.numpy(), xe.numpy())
+    (entry,) = compiled.cache.values()
+    assert entry.graph.node_kinds == ["kiln::select.int", "kiln::add_.Scalar", "kiln::mul.Scalar"]
+    assert "writes in place" in entry.program.impure_reason
+    pure = kiln.compile(functional, backend="eager", fullgraph=True)
+    pure(kiln.tensor(X))
+    (entry,) = pure.cache.values()
+    assert entry.program.impure_reason is None
