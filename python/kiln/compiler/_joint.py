@@ -68,13 +68,18 @@ def record_backward(session, out_tensors: list) -> JointCapture | str:
         if t.requires_grad and id(t) not in seen:
             seen.add(id(t))
             joint.grad_positions.append(k)
+    if not joint.grad_positions:
+        return "an output requires grad but no input of the function does (a leaf made inside the function)"
     grad_outputs = [_C._functions.ones_like(t) for t in outputs]  # placeholders, made outside the capture
     for g in grad_outputs:
         session.add_late_input(g)
     joint.num_grad_outputs = len(grad_outputs)
-    with session:
-        grads = autograd.grad(outputs, [inputs[k] for k in joint.grad_positions], grad_outputs,
-                              retain_graph=True, allow_unused=True)
+    try:
+        with session:
+            grads = autograd.grad(outputs, [inputs[k] for k in joint.grad_positions], grad_outputs,
+                                  retain_graph=True, allow_unused=True)
+    except RuntimeError as e:  # the call's eager result stands; eager's own backward decides what happens next
+        return f"the backward could not be recorded: {e}"
     if session.broken:
         return f"while recording the backward: {session.break_reason}"
     # Tensors the backward read that it did not compute (constants its formulas made outside the dispatcher).

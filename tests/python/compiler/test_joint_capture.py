@@ -135,3 +135,15 @@ def test_a_second_backward_without_retain_graph_raises_as_eager():
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         out.backward()
     np.testing.assert_allclose(x.grad.numpy(), 2 * ((x.exp() * (x + 1)).detach().numpy()), rtol=1e-12)
+
+
+def test_an_output_requiring_grad_from_a_leaf_made_inside_is_a_graph_break():
+    def f(x):
+        w = kiln.ones(3)
+        w.requires_grad_()
+        return x * w
+
+    compiled = kiln.compile(f, backend="eager")
+    with pytest.warns(UserWarning, match="no input of the function does"):
+        out = compiled(kiln.tensor(RNG.standard_normal(3).astype(np.float32)))
+    assert out.requires_grad and compiled.break_reasons
