@@ -51,6 +51,7 @@ CPP_ORDER: tuple[tuple[str, ...], ...] = (
     ("eager/autograd",),
     ("eager/cuda",),
     ("eager/kernels",),
+    ("eager/distributed",),
     ("ir",),
     ("capture",),
     ("passes",),
