@@ -55,13 +55,14 @@ void check_dense_cpu(const Tensor& t, const char* what, const char* name) {
   KILN_CHECK(t.is_contiguous(), what, ": ", name, " must be contiguous");
 }
 
+/// An in-place reduction's buffer (Gloo reads and writes the output; no separate input),
+/// typed so that Gloo splits it at element boundaries.
 template <typename Options>
-void set_reduce_buffers(Options& opts, const Tensor& in, const Tensor& out) {
-  switch (in.dtype()) {
-#define KILN_GLOO_TYPED_(ctype, name, pyname, legacy, cat)                                          \
-  case DType::name:                                                                                 \
-    opts.setInput(static_cast<ctype*>(in.data_ptr()), static_cast<size_t>(in.numel()));            \
-    opts.setOutput(static_cast<ctype*>(out.data_ptr()), static_cast<size_t>(out.numel()));         \
+void set_reduce_buffer(Options& opts, const Tensor& t) {
+  switch (t.dtype()) {
+#define KILN_GLOO_TYPED_(ctype, name, pyname, legacy, cat)                                   \
+  case DType::name:                                                                          \
+    opts.setOutput(static_cast<ctype*>(t.data_ptr()), static_cast<size_t>(t.numel()));      \
     return;
     KILN_FORALL_DTYPES_AND_COMPLEX(KILN_GLOO_TYPED_)
 #undef KILN_GLOO_TYPED_
@@ -152,7 +153,7 @@ std::shared_ptr<Work> ProcessGroupGloo::all_reduce(const Tensor& tensor, ReduceO
   return enqueue("all_reduce", {tensor}, [this, tensor, op, fn = std::move(fn)](uint32_t tag) {
     if (tensor.numel() == 0) return;
     gloo::AllreduceOptions opts(context_);
-    set_reduce_buffers(opts, tensor, tensor);
+    set_reduce_buffer(opts, tensor);
     opts.setReduceFunction(fn);
     opts.setTag(tag);
     opts.setTimeout(timeout_);
@@ -168,7 +169,7 @@ std::shared_ptr<Work> ProcessGroupGloo::reduce(const Tensor& tensor, ReduceOp op
   return enqueue("reduce", {tensor}, [this, tensor, op, root, fn = std::move(fn)](uint32_t tag) {
     if (tensor.numel() == 0) return;
     gloo::ReduceOptions opts(context_);
-    set_reduce_buffers(opts, tensor, tensor);
+    set_reduce_buffer(opts, tensor);
     opts.setReduceFunction(fn);
     opts.setRoot(root);
     opts.setTag(tag);
@@ -267,7 +268,7 @@ std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, con
   return enqueue("reduce_scatter", {output, input}, [this, output, input, op, fn = std::move(fn)](uint32_t tag) {
     if (output.numel() == 0) return;
     gloo::AllreduceOptions opts(context_);
-    set_reduce_buffers(opts, input, input);
+    set_reduce_buffer(opts, input);
     opts.setReduceFunction(fn);
     opts.setTag(tag);
     opts.setTimeout(timeout_);

@@ -58,7 +58,8 @@ class ProcessGroupGloo {
 
   /// In place: every rank's `tensor` becomes the reduction of all ranks' tensors.
   std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op);
-  /// In place on `root`'s rank only: the reduction of all ranks' tensors.
+  /// In place on `root`'s rank: the reduction of all ranks' tensors. Other ranks'
+  /// tensors are scratch space (kiln.distributed passes copies).
   std::shared_ptr<Work> reduce(const Tensor& tensor, ReduceOp op, int root);
   std::shared_ptr<Work> broadcast(const Tensor& tensor, int root);
   /// `output` holds size() copies of input's shape, rank 0's first.

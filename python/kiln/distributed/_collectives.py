@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 
 from kiln._C import _distributed
+from kiln._C import contiguous_format as _contiguous
 from kiln.distributed._backend import ReduceOp
 from kiln.distributed._process_group import resolve_group
 from kiln.distributed._work import CompletedWork, Work
@@ -104,6 +105,8 @@ def reduce(tensor, dst: int = 0, op=ReduceOp.SUM, group=None, async_op: bool = F
     if pg is None:
         return None
     root = group_dst if group_dst is not None else pg._group_rank(dst, "reduce: dst")
+    if pg.rank() != root:  # Gloo uses the other ranks' buffers as scratch: theirs stay as they were
+        return _run(pg._gloo.reduce(tensor.detach().clone(memory_format=_contiguous), op, root), async_op)
     buffer, finish = _writable(tensor)
     return _run(pg._gloo.reduce(buffer, op, root), async_op, finish, [tensor])
 
