@@ -279,3 +279,93 @@ def rank_hangs(rank: int, world: int) -> str:
     except RuntimeError as e:
         return str(e)
     return "no error"
+
+
+# --- DistributedDataParallel ---------------------------------------------------------------------
+
+BATCH, FEATURES, HIDDEN, OUTPUTS, LR = 12, 8, 16, 4, 0.1
+
+
+def mlp(nn):
+    """The seed MLP, in kiln.nn or torch.nn (the tests build the same one in torch)."""
+    return nn.Sequential(nn.Linear(FEATURES, HIDDEN), nn.Tanh(), nn.Linear(HIDDEN, OUTPUTS))
+
+
+def full_batch() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(7)
+    return rng.standard_normal((BATCH, FEATURES)), rng.standard_normal((BATCH, OUTPUTS))
+
+
+def _parameters(model) -> list:
+    return [p.detach().to(kiln.float64).tolist() for p in model.parameters()]
+
+
+def ddp_jobs(rank: int, world: int, steps: int, variants: dict) -> dict:
+    """One job for every DDP test: ``{variant: ddp_train's result}`` and "unused": ddp_unused_parameters'."""
+    dist.init_process_group("gloo", timeout=TIMEOUT)
+    results = {name: ddp_train(rank, world, steps, dict(options)) for name, options in variants.items()}
+    results["unused"] = ddp_unused_parameters(rank, world)
+    dist.destroy_process_group()
+    return results
+
+
+def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
+    """A few SGD steps of the MLP under DDP, each rank on its shard of the full batch.
+
+    Ranks start from different weights (seed 100 + rank): DDP's construction must broadcast rank 0's.
+    ``options``: DDP keyword arguments, plus "micro_batches" (accumulated under no_sync but the last)."""
+    from kiln.nn.parallel import DistributedDataParallel
+    kiln.manual_seed(100 + rank)
+    model = mlp(kiln.nn).double()
+    micro_batches = options.pop("micro_batches", 1)
+    ddp = DistributedDataParallel(model, **options)
+    initial = _parameters(model)
+    optimizer = kiln.optim.SGD(ddp.parameters(), lr=LR)
+    x, y = full_batch()
+    per_rank = BATCH // world
+    xs = kiln.tensor(x[rank * per_rank:(rank + 1) * per_rank].tolist(), dtype=kiln.float64)
+    ys = kiln.tensor(y[rank * per_rank:(rank + 1) * per_rank].tolist(), dtype=kiln.float64)
+    per_micro = per_rank // micro_batches
+    for _ in range(steps):
+        optimizer.zero_grad()
+        for m in range(micro_batches):
+            part = slice(m * per_micro, (m + 1) * per_micro)
+            def backward(part=part):
+                loss = kiln.nn.functional.mse_loss(ddp(xs[part]), ys[part])
+                loss.backward()
+            if m < micro_batches - 1:
+                with ddp.no_sync():
+                    backward()
+            else:
+                backward()
+        optimizer.step()
+    return {"initial": initial, "final": _parameters(model), "keys": list(ddp.state_dict().keys())}
+
+
+def ddp_unused_parameters(rank: int, world: int) -> dict:
+    """A parameter only rank 0 uses (find_unused_parameters=True), then one nobody uses without it."""
+    from kiln.nn.parallel import DistributedDataParallel
+
+    class TwoHeads(kiln.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = kiln.nn.Linear(3, 3)
+            self.head = kiln.nn.Linear(3, 1)
+            self.extra = kiln.nn.Linear(3, 1)
+
+        def forward(self, x, use_extra: bool):
+            h = self.body(x)
+            return self.head(h) + (self.extra(h) if use_extra else 0)
+
+    kiln.manual_seed(0)
+    ddp = DistributedDataParallel(TwoHeads(), find_unused_parameters=True, bucket_cap_mb=1e-5)
+    ddp(kiln.ones(2, 3), use_extra=rank == 0).sum().backward()
+    grads = {name: None if p.grad is None else p.grad.tolist() for name, p in ddp.module.named_parameters()}
+    strict = DistributedDataParallel(TwoHeads())
+    strict(kiln.ones(2, 3), use_extra=False).sum().backward()
+    try:
+        strict(kiln.ones(2, 3), use_extra=False)
+        error = "no error"
+    except RuntimeError as e:
+        error = str(e)
+    return {"grads": grads, "error": error}
