@@ -1,7 +1,8 @@
 """kiln.nn.parallel.DistributedDataParallel on 2 processes over loopback: training the
 seed MLP on each rank's shard gives identical weights on every rank, equal to one
 process (kiln, and torch) training on the full batch; no_sync accumulation, several
-buckets, gradients as bucket views, unused parameters, and the errors."""
+buckets, gradients as bucket views, compiled models inside and outside DDP, unused
+parameters, and the errors."""
 
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ VARIANTS = {
     "many-buckets": {"bucket_cap_mb": 1e-4},  # one bucket per parameter: several all-reduces in flight
     "bucket-views": {"gradient_as_bucket_view": True, "bucket_cap_mb": 1e-4},
     "no_sync": {"micro_batches": 3},  # gradient accumulation: two backwards under no_sync, then one that syncs
+    "compiled-inside": {"compile": "inside"},  # DDP(kiln.compile(model)): the all-reduce outside the fused graphs
+    "compiled-outside": {"compile": "outside"},  # kiln.compile(DDP(model))
 }
 
 
@@ -60,7 +63,8 @@ def test_ddp_training_equals_full_batch_training(ranks, variant):
     assert first["final"] != first["initial"]
     _assert_close(first["final"], _reference(first["initial"], micro_batches, kiln))
     _assert_close(first["final"], _reference(first["initial"], micro_batches, torch))
-    assert first["keys"] == ["module.0.weight", "module.0.bias", "module.2.weight", "module.2.bias"]
+    prefix = "module._orig_mod." if variant == "compiled-inside" else "module."
+    assert first["keys"] == [prefix + key for key in ("0.weight", "0.bias", "2.weight", "2.bias")]
 
 
 def test_ddp_unused_parameters(ranks):

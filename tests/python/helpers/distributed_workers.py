@@ -313,12 +313,17 @@ def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
     """A few SGD steps of the MLP under DDP, each rank on its shard of the full batch.
 
     Ranks start from different weights (seed 100 + rank): DDP's construction must broadcast rank 0's.
-    ``options``: DDP keyword arguments, plus "micro_batches" (accumulated under no_sync but the last)."""
+    ``options``: DDP keyword arguments, plus "micro_batches" (accumulated under no_sync but the last)
+    and "compile" (where kiln.compile wraps: "inside" or "outside" DDP)."""
     from kiln.nn.parallel import DistributedDataParallel
     kiln.manual_seed(100 + rank)
     model = mlp(kiln.nn).double()
     micro_batches = options.pop("micro_batches", 1)
-    ddp = DistributedDataParallel(model, **options)
+    compiled = options.pop("compile", None)  # "inside": DDP(compile(model)); "outside": compile(DDP(model))
+    ddp = DistributedDataParallel(kiln.compile(model) if compiled == "inside" else model, **options)
+    keys = list(ddp.state_dict().keys())
+    if compiled == "outside":
+        ddp = kiln.compile(ddp)
     initial = _parameters(model)
     optimizer = kiln.optim.SGD(ddp.parameters(), lr=LR)
     x, y = full_batch()
@@ -334,12 +339,17 @@ def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
                 loss = kiln.nn.functional.mse_loss(ddp(xs[part]), ys[part])
                 loss.backward()
             if m < micro_batches - 1:
-                with ddp.no_sync():
+                with model_of(ddp).no_sync():
                     backward()
             else:
                 backward()
         optimizer.step()
-    return {"initial": initial, "final": _parameters(model), "keys": list(ddp.state_dict().keys())}
+    return {"initial": initial, "final": _parameters(model), "keys": keys}
+
+
+def model_of(wrapped):
+    """The DDP inside kiln.compile's wrapper, or ``wrapped`` itself."""
+    return getattr(wrapped, "_orig_mod", wrapped)
 
 
 def ddp_unused_parameters(rank: int, world: int) -> dict:
