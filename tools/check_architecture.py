@@ -143,7 +143,8 @@ PYTHON_LAYERS: tuple[tuple[str, ...], ...] = (
     # Collectives across processes (tensors in, tensors out); DDP in kiln.nn.parallel builds on them.
     ("kiln.distributed",),
     ("kiln.nn",),
-    ("kiln.optim", "kiln.amp", "kiln.library", "kiln.serialization", "kiln.testing", "kiln.utils", "kiln.compiler"),
+    # kiln.distributed.optim wraps kiln.optim's optimizers, so it sits with them, above kiln.distributed.
+    ("kiln.optim", "kiln.distributed.optim", "kiln.amp", "kiln.library", "kiln.serialization", "kiln.testing", "kiln.utils", "kiln.compiler"),
     (ROOT,),
     ("kiln.func", "kiln.distributions"),
 )

@@ -1,8 +1,8 @@
 """kiln.nn.parallel.DistributedDataParallel on 2 processes over loopback: training the
 seed MLP on each rank's shard gives identical weights on every rank, equal to one
 process (kiln, and torch) training on the full batch; no_sync accumulation, several
-buckets, gradients as bucket views, compiled models inside and outside DDP, unused
-parameters, and the errors."""
+buckets, gradients as bucket views, compiled models inside and outside DDP,
+ZeroRedundancyOptimizer, unused parameters, and the errors."""
 
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ from distributed_ranks import run_ranks
 STEPS = 3
 
 
-def _reference(initial: list, loss_scale: float, framework) -> list:
+def _reference(initial: list, loss_scale: float, framework, momentum: float = 0.0) -> list:
     """Full-batch SGD in one process (kiln or torch) from the given weights."""
     model = workers.mlp(framework.nn).double()
     with framework.no_grad():
         for p, values in zip(model.parameters(), initial):
             p.copy_(framework.tensor(values, dtype=framework.float64))
-    optimizer = framework.optim.SGD(model.parameters(), lr=workers.LR)
+    optimizer = framework.optim.SGD(model.parameters(), lr=workers.LR, momentum=momentum)
     x, y = workers.full_batch()
     xs, ys = framework.tensor(x.tolist(), dtype=framework.float64), framework.tensor(y.tolist(), dtype=framework.float64)
     for _ in range(STEPS):
@@ -45,6 +45,7 @@ VARIANTS = {
     "no_sync": {"micro_batches": 3},  # gradient accumulation: two backwards under no_sync, then one that syncs
     "compiled-inside": {"compile": "inside"},  # DDP(kiln.compile(model)): the all-reduce outside the fused graphs
     "compiled-outside": {"compile": "outside"},  # kiln.compile(DDP(model))
+    "zero": {"zero": True},  # ZeroRedundancyOptimizer: SGD's momentum sharded across the ranks
 }
 
 
@@ -61,8 +62,11 @@ def test_ddp_training_equals_full_batch_training(ranks, variant):
     assert first["initial"] == second["initial"], "construction did not broadcast rank 0's parameters"
     assert first["final"] == second["final"], "ranks ended with different parameters"
     assert first["final"] != first["initial"]
-    _assert_close(first["final"], _reference(first["initial"], micro_batches, kiln))
-    _assert_close(first["final"], _reference(first["initial"], micro_batches, torch))
+    momentum = workers.MOMENTUM if VARIANTS[variant].get("zero") else 0.0
+    _assert_close(first["final"], _reference(first["initial"], micro_batches, kiln, momentum))
+    _assert_close(first["final"], _reference(first["initial"], micro_batches, torch, momentum))
+    if VARIANTS[variant].get("zero"):
+        assert sorted([first["shard"], second["shard"]]) == [1, 3]  # weight0 (128) | weight2, bias0, bias2 (84)
     prefix = "module._orig_mod." if variant == "compiled-inside" else "module."
     assert first["keys"] == [prefix + key for key in ("0.weight", "0.bias", "2.weight", "2.bias")]
 

@@ -283,7 +283,7 @@ def rank_hangs(rank: int, world: int) -> str:
 
 # --- DistributedDataParallel ---------------------------------------------------------------------
 
-BATCH, FEATURES, HIDDEN, OUTPUTS, LR = 12, 8, 16, 4, 0.1
+BATCH, FEATURES, HIDDEN, OUTPUTS, LR, MOMENTUM = 12, 8, 16, 4, 0.1, 0.9
 
 
 def mlp(nn):
@@ -314,18 +314,24 @@ def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
 
     Ranks start from different weights (seed 100 + rank): DDP's construction must broadcast rank 0's.
     ``options``: DDP keyword arguments, plus "micro_batches" (accumulated under no_sync but the last)
-    and "compile" (where kiln.compile wraps: "inside" or "outside" DDP)."""
+    "compile" (where kiln.compile wraps: "inside" or "outside" DDP) and "zero" (ZeroRedundancyOptimizer
+    over SGD with momentum)."""
     from kiln.nn.parallel import DistributedDataParallel
     kiln.manual_seed(100 + rank)
     model = mlp(kiln.nn).double()
     micro_batches = options.pop("micro_batches", 1)
+    zero = options.pop("zero", False)
     compiled = options.pop("compile", None)  # "inside": DDP(compile(model)); "outside": compile(DDP(model))
     ddp = DistributedDataParallel(kiln.compile(model) if compiled == "inside" else model, **options)
     keys = list(ddp.state_dict().keys())
     if compiled == "outside":
         ddp = kiln.compile(ddp)
     initial = _parameters(model)
-    optimizer = kiln.optim.SGD(ddp.parameters(), lr=LR)
+    if zero:  # optimizer state sharded across the ranks
+        from kiln.distributed.optim import ZeroRedundancyOptimizer
+        optimizer = ZeroRedundancyOptimizer(ddp.parameters(), kiln.optim.SGD, lr=LR, momentum=MOMENTUM)
+    else:
+        optimizer = kiln.optim.SGD(ddp.parameters(), lr=LR)
     x, y = full_batch()
     per_rank = BATCH // world
     xs = kiln.tensor(x[rank * per_rank:(rank + 1) * per_rank].tolist(), dtype=kiln.float64)
@@ -344,7 +350,8 @@ def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
             else:
                 backward()
         optimizer.step()
-    return {"initial": initial, "final": _parameters(model), "keys": keys}
+    shard = sum(len(g["params"]) for g in optimizer.optim.param_groups) if zero else None
+    return {"initial": initial, "final": _parameters(model), "keys": keys, "shard": shard}
 
 
 def model_of(wrapped):
