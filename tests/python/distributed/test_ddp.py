@@ -1,5 +1,5 @@
 """kiln.nn.parallel.DistributedDataParallel on 2 processes over loopback: training the
-seed MLP on each rank's shard gives identical weights on every rank, equal to one
+seed MLP (and a GPT-style block) on each rank's shard gives identical weights on every rank, equal to one
 process (kiln, and torch) training on the full batch; no_sync accumulation, several
 buckets, gradients as bucket views, compiled models inside and outside DDP,
 ZeroRedundancyOptimizer, unused parameters, and the errors."""
@@ -17,15 +17,17 @@ from distributed_ranks import run_ranks
 STEPS = 3
 
 
-def _reference(initial: list, loss_scale: float, framework, momentum: float = 0.0) -> list:
+def _reference(initial: list, loss_scale: float, framework, momentum: float = 0.0, kind: str = "mlp") -> list:
     """Full-batch SGD in one process (kiln or torch) from the given weights."""
-    model = workers.mlp(framework.nn).double()
+    model, x_shape, y_shape = workers.model_and_batch_shapes(framework.nn, kind)
+    model = model.double()
     with framework.no_grad():
         for p, values in zip(model.parameters(), initial):
             p.copy_(framework.tensor(values, dtype=framework.float64))
     optimizer = framework.optim.SGD(model.parameters(), lr=workers.LR, momentum=momentum)
     x, y = workers.full_batch()
-    xs, ys = framework.tensor(x.tolist(), dtype=framework.float64), framework.tensor(y.tolist(), dtype=framework.float64)
+    xs = framework.tensor(x.tolist(), dtype=framework.float64).reshape(-1, *x_shape)
+    ys = framework.tensor(y.tolist(), dtype=framework.float64).reshape(-1, *y_shape)
     for _ in range(STEPS):
         optimizer.zero_grad()
         (framework.nn.functional.mse_loss(model(xs), ys) * loss_scale).backward()
@@ -45,7 +47,8 @@ VARIANTS = {
     "no_sync": {"micro_batches": 3},  # gradient accumulation: two backwards under no_sync, then one that syncs
     "compiled-inside": {"compile": "inside"},  # DDP(kiln.compile(model)): the all-reduce outside the fused graphs
     "compiled-outside": {"compile": "outside"},  # kiln.compile(DDP(model))
-    "zero": {"zero": True},  # ZeroRedundancyOptimizer: SGD's momentum sharded across the ranks
+    "zero": {"zero": True},
+    "gpt": {"model": "gpt", "bucket_cap_mb": 1e-4},  # a GPT-style block: LayerNorm, causal attention, GELU MLP  # ZeroRedundancyOptimizer: SGD's momentum sharded across the ranks
 }
 
 
@@ -63,10 +66,13 @@ def test_ddp_training_equals_full_batch_training(ranks, variant):
     assert first["final"] == second["final"], "ranks ended with different parameters"
     assert first["final"] != first["initial"]
     momentum = workers.MOMENTUM if VARIANTS[variant].get("zero") else 0.0
-    _assert_close(first["final"], _reference(first["initial"], micro_batches, kiln, momentum))
-    _assert_close(first["final"], _reference(first["initial"], micro_batches, torch, momentum))
+    kind = VARIANTS[variant].get("model", "mlp")
+    _assert_close(first["final"], _reference(first["initial"], micro_batches, kiln, momentum, kind))
+    _assert_close(first["final"], _reference(first["initial"], micro_batches, torch, momentum, kind))
     if VARIANTS[variant].get("zero"):
         assert sorted([first["shard"], second["shard"]]) == [1, 3]  # weight0 (128) | weight2, bias0, bias2 (84)
+    if kind == "gpt":
+        return
     prefix = "module._orig_mod." if variant == "compiled-inside" else "module."
     assert first["keys"] == [prefix + key for key in ("0.weight", "0.bias", "2.weight", "2.bias")]
 

@@ -291,6 +291,37 @@ def mlp(nn):
     return nn.Sequential(nn.Linear(FEATURES, HIDDEN), nn.Tanh(), nn.Linear(HIDDEN, OUTPUTS))
 
 
+def gpt_block(nn):
+    """A GPT-style block (LayerNorm, causal self-attention, GELU MLP) and a head, in kiln.nn or torch.nn:
+    2 tokens of 4 channels per sample in, 2 tokens of 2 values out (the MLP's batch, reshaped)."""
+    F = nn.functional
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(4), nn.LayerNorm(4)
+            self.c_attn, self.c_proj = nn.Linear(4, 12), nn.Linear(4, 4)
+            self.mlp = nn.Sequential(nn.Linear(4, 16), nn.GELU(), nn.Linear(16, 4))
+            self.head = nn.Linear(4, 2)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+            q, k, v = (t.view(B, T, 2, C // 2).transpose(1, 2) for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C)
+            x = x + self.c_proj(y)
+            return self.head(x + self.mlp(self.ln_2(x)))
+
+    return Block()
+
+
+def model_and_batch_shapes(nn, kind: str):
+    """(model, x's per-sample shape, y's per-sample shape) for "mlp" or "gpt"."""
+    if kind == "gpt":
+        return gpt_block(nn), (2, 4), (2, 2)
+    return mlp(nn), (FEATURES,), (OUTPUTS,)
+
+
 def full_batch() -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(7)
     return rng.standard_normal((BATCH, FEATURES)), rng.standard_normal((BATCH, OUTPUTS))
@@ -313,12 +344,13 @@ def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
     """A few SGD steps of the MLP under DDP, each rank on its shard of the full batch.
 
     Ranks start from different weights (seed 100 + rank): DDP's construction must broadcast rank 0's.
-    ``options``: DDP keyword arguments, plus "micro_batches" (accumulated under no_sync but the last)
+    ``options``: DDP keyword arguments, plus "model" ("mlp" or "gpt"), "micro_batches" (accumulated under no_sync but the last)
     "compile" (where kiln.compile wraps: "inside" or "outside" DDP) and "zero" (ZeroRedundancyOptimizer
     over SGD with momentum)."""
     from kiln.nn.parallel import DistributedDataParallel
     kiln.manual_seed(100 + rank)
-    model = mlp(kiln.nn).double()
+    model, x_shape, y_shape = model_and_batch_shapes(kiln.nn, options.pop("model", "mlp"))
+    model = model.double()
     micro_batches = options.pop("micro_batches", 1)
     zero = options.pop("zero", False)
     compiled = options.pop("compile", None)  # "inside": DDP(compile(model)); "outside": compile(DDP(model))
@@ -334,8 +366,8 @@ def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
         optimizer = kiln.optim.SGD(ddp.parameters(), lr=LR)
     x, y = full_batch()
     per_rank = BATCH // world
-    xs = kiln.tensor(x[rank * per_rank:(rank + 1) * per_rank].tolist(), dtype=kiln.float64)
-    ys = kiln.tensor(y[rank * per_rank:(rank + 1) * per_rank].tolist(), dtype=kiln.float64)
+    xs = kiln.tensor(x[rank * per_rank:(rank + 1) * per_rank].tolist(), dtype=kiln.float64).reshape(-1, *x_shape)
+    ys = kiln.tensor(y[rank * per_rank:(rank + 1) * per_rank].tolist(), dtype=kiln.float64).reshape(-1, *y_shape)
     per_micro = per_rank // micro_batches
     for _ in range(steps):
         optimizer.zero_grad()
