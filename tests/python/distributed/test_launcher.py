@@ -1,10 +1,11 @@
 """python -m kiln.distributed.run: torchrun's environment for each worker, two simulated
 nodes of two processes on loopback (--nnodes/--node-rank/--master-addr/--master-port),
-and a failing worker stopping the job with its rank and error named."""
+a failing worker stopping the job with its rank and error named, and signals forwarded."""
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -83,3 +84,28 @@ def test_launcher_argument_errors(capsys):
     with pytest.raises(SystemExit):
         run.parse_args(["--max-restarts", "3", "train.py"])
     assert "does not restart workers" in capsys.readouterr().err
+
+
+def test_signals_reach_the_workers(tmp_path):
+    script = tmp_path / "wait.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, sys, time
+        def stop(signum, frame):
+            print(f"rank {os.environ['RANK']} got {signum}", flush=True)
+            sys.exit(0)
+        signal.signal(signal.SIGTERM, stop)
+        print("ready", flush=True)
+        time.sleep(60)
+    """))
+    job = subprocess.Popen(LAUNCH + ["--standalone", "--nproc-per-node", "2", str(script)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready = 0
+    while ready < 2:
+        line = job.stdout.readline()
+        assert line, "a worker exited before it was ready"
+        ready += line.strip() == "ready"
+    job.send_signal(signal.SIGTERM)
+    out, err = job.communicate(timeout=60)
+    assert job.returncode == 128 + signal.SIGTERM, err
+    assert sorted(out.split("\n")[:2]) == [f"rank 0 got {signal.SIGTERM}", f"rank 1 got {signal.SIGTERM}"]
+    assert "got signal 15; the workers were stopped" in err
