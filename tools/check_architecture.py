@@ -144,7 +144,8 @@ PYTHON_LAYERS: tuple[tuple[str, ...], ...] = (
     ("kiln.distributed",),
     ("kiln.nn",),
     # kiln.distributed.optim wraps kiln.optim's optimizers, so it sits with them, above kiln.distributed.
-    ("kiln.optim", "kiln.distributed.optim", "kiln.amp", "kiln.library", "kiln.serialization", "kiln.testing", "kiln.utils", "kiln.compiler"),
+    ("kiln.optim", "kiln.distributed.optim", "kiln.amp", "kiln.library",
+     "kiln.serialization", "kiln.testing", "kiln.utils", "kiln.compiler"),
     (ROOT,),
     ("kiln.func", "kiln.distributions"),
 )

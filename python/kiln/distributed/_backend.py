@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from kiln._C import _distributed
 
-__all__ = ["Backend", "ReduceOp", "check_backend", "is_available", "is_gloo_available", "is_mpi_available", "is_nccl_available",
-           "is_ucc_available", "is_xccl_available", "is_backend_available"]
+__all__ = ["Backend", "ReduceOp", "check_backend", "is_available", "is_gloo_available", "is_mpi_available",
+           "is_nccl_available", "is_ucc_available", "is_xccl_available", "is_backend_available"]
 
 ReduceOp = _distributed.ReduceOp
 # torch's spelling for the ops Gloo cannot run (BAND, BOR, BXOR, PREMUL_SUM) are absent: using one is an

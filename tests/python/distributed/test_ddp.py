@@ -47,8 +47,8 @@ VARIANTS = {
     "no_sync": {"micro_batches": 3},  # gradient accumulation: two backwards under no_sync, then one that syncs
     "compiled-inside": {"compile": "inside"},  # DDP(kiln.compile(model)): the all-reduce outside the fused graphs
     "compiled-outside": {"compile": "outside"},  # kiln.compile(DDP(model))
-    "zero": {"zero": True},
-    "gpt": {"model": "gpt", "bucket_cap_mb": 1e-4},  # a GPT-style block: LayerNorm, causal attention, GELU MLP  # ZeroRedundancyOptimizer: SGD's momentum sharded across the ranks
+    "zero": {"zero": True},  # ZeroRedundancyOptimizer: SGD's momentum sharded across the ranks
+    "gpt": {"model": "gpt", "bucket_cap_mb": 1e-4},  # a GPT-style block: LayerNorm, causal attention, GELU MLP
 }
 
 

@@ -127,7 +127,9 @@ def collective_table(rank: int, world: int) -> dict:
                     if rank == dst:
                         for r in range(world):
                             c.equal("gather", f"{tag} from rank {r}", _numpy(outs[r]), _values(r, n, dtype))
-                    pieces = [_kiln(_values(0, n, dtype, salt=r), dtype, nc) for r in range(world)] if rank == 0 else None
+                    pieces = None
+                    if rank == 0:
+                        pieces = [_kiln(_values(0, n, dtype, salt=r), dtype, nc) for r in range(world)]
                     out = _kiln(np.zeros(n), dtype, nc)
                     dist.scatter(out, pieces, src=0)
                     c.equal("scatter", tag, _numpy(out), _values(0, n, dtype, salt=rank))
@@ -341,12 +343,12 @@ def ddp_jobs(rank: int, world: int, steps: int, variants: dict) -> dict:
 
 
 def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
-    """A few SGD steps of the MLP under DDP, each rank on its shard of the full batch.
+    """A few SGD steps of a model under DDP, each rank on its shard of the full batch.
 
     Ranks start from different weights (seed 100 + rank): DDP's construction must broadcast rank 0's.
-    ``options``: DDP keyword arguments, plus "model" ("mlp" or "gpt"), "micro_batches" (accumulated under no_sync but the last)
-    "compile" (where kiln.compile wraps: "inside" or "outside" DDP) and "zero" (ZeroRedundancyOptimizer
-    over SGD with momentum)."""
+    ``options``: DDP keyword arguments, plus "model" ("mlp" or "gpt"), "micro_batches" (accumulated under
+    no_sync but the last), "compile" (where kiln.compile wraps: "inside" or "outside" DDP) and "zero"
+    (ZeroRedundancyOptimizer over SGD with momentum)."""
     from kiln.nn.parallel import DistributedDataParallel
     kiln.manual_seed(100 + rank)
     model, x_shape, y_shape = model_and_batch_shapes(kiln.nn, options.pop("model", "mlp"))
