@@ -142,6 +142,21 @@ def collective_table(rank: int, world: int) -> dict:
                     c.equal("reduce", tag, _numpy(t), expected)
                 c.run("reduce", tag, reduce_case)
 
+    def bool_and_complex_case():
+        flags = kiln.tensor([rank == 0, True, False, rank == 1])
+        anyone, everyone_ = flags.clone(), flags.clone()
+        dist.all_reduce(anyone, op=dist.ReduceOp.MAX)
+        dist.all_reduce(everyone_, op=dist.ReduceOp.MIN)
+        c.equal("all_reduce", "bool MAX (any)", _numpy(anyone), [1, 1, 0, 1])
+        c.equal("all_reduce", "bool MIN (all)", _numpy(everyone_), [0, 1, 0, 0])
+        z = kiln.tensor([complex(rank, 1), complex(1, -rank)], dtype=kiln.complex64)
+        dist.all_reduce(z, op=dist.ReduceOp.AVG)
+        got = np.asarray(z.tolist(), dtype=np.complex128)
+        expected = np.array([complex(sum(range(world)), world), complex(world, -sum(range(world)))]) / world
+        if not np.allclose(got, expected, atol=1e-6):
+            c.failures["all_reduce"].append(f"complex64 AVG: got {got}, expected {expected}")
+    c.run("all_reduce", "bool and complex", bool_and_complex_case)
+
     def all_to_all_case():
         n = 2
         inp = _kiln(np.concatenate([_values(rank, n, "float32", salt=r) for r in range(world)]), "float32")
