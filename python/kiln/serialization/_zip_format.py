@@ -22,6 +22,8 @@ FORMAT_VERSION = "3\n"  # torch's kProducedFileFormatVersion for tensors pickled
 ARCHIVE_NAME = "archive"
 _LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")  # the 30 fixed bytes of a zip local file header
 _ZIP64_EXTRA_SIZE = 20  # zipfile appends this extra field to a local header when the record needs zip64
+# what zipfile raises on a corrupt or truncated archive
+_ZIP_ERRORS = (zipfile.BadZipFile, EOFError, OSError, ValueError, struct.error, NotImplementedError, KeyError)
 
 
 class CheckpointWriter:
@@ -69,7 +71,7 @@ class CheckpointReader:
         try:
             self.zip = zipfile.ZipFile(file, "r")
             names = self.zip.namelist()
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError, struct.error) as e:
+        except _ZIP_ERRORS as e:
             raise RuntimeError(f"kiln.load: not a valid checkpoint: the zip archive is corrupt or truncated ({e})") \
                 from None
         if not names or "/" not in names[0]:
@@ -92,7 +94,7 @@ class CheckpointReader:
         info = self.record_info(name)
         try:
             return self.zip.read(info)
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError, struct.error, NotImplementedError) as e:
+        except _ZIP_ERRORS as e:
             raise RuntimeError(f"kiln.load: corrupt checkpoint: cannot read record {name!r} ({e})") from None
 
     def read_record_into(self, name: str, out) -> None:
@@ -106,7 +108,7 @@ class CheckpointReader:
                     if not n:
                         break
                     filled += n
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError, struct.error, NotImplementedError) as e:
+        except _ZIP_ERRORS as e:
             raise RuntimeError(f"kiln.load: corrupt checkpoint: cannot read record {name!r} ({e})") from None
         if filled != len(view):
             raise RuntimeError(f"kiln.load: corrupt checkpoint: record {name!r} is truncated")
