@@ -152,6 +152,10 @@ from kiln.linalg import _tensor_methods as _linalg_tensor_methods  # noqa: E402
 _linalg_tensor_methods.bind(Tensor)
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats  # noqa: E402
 from kiln.serialization import load, save  # noqa: E402
+from kiln._legacy_tensor_types import (  # noqa: E402  (torch's legacy typed constructors)
+    BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor,
+    ShortTensor,
+)
 from kiln._tensor_str import set_printoptions  # noqa: E402
 from kiln import cuda  # noqa: E402
 from kiln import library  # noqa: E402
@@ -163,6 +167,7 @@ from kiln._predicates import is_tensor, numel  # noqa: E402
 import builtins  # noqa: E402,F401  (kiln.builtins has always been reachable: kept so dir(kiln) is unchanged)
 
 from kiln import nn, optim, utils  # noqa: E402  (torch.nn, torch.optim and torch.utils after `import torch`)
+from kiln import accelerator, backends, multiprocessing  # noqa: E402,F401  (torch.accelerator, torch.backends...)
 from kiln.nn._torch_spellings import (  # noqa: E402  (torch's spellings of nn ops: ATen argument lists)
     adaptive_max_pool1d, affine_grid_generator, alpha_dropout, alpha_dropout_, batch_norm_backward_elemt,
     batch_norm_backward_reduce, batch_norm_elemt, batch_norm_gather_stats, batch_norm_gather_stats_with_counts,
