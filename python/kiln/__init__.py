@@ -163,6 +163,7 @@ from kiln import autograd  # noqa: E402
 from kiln.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from kiln._ops import ops  # noqa: E402
 from kiln._version import __version__  # noqa: E402
+from kiln._constants import e, has_lapack, has_mkl, has_openmp, has_spectral, inf, nan, newaxis, pi  # noqa: E402
 from kiln._predicates import is_tensor, numel  # noqa: E402
 import builtins  # noqa: E402,F401  (kiln.builtins has always been reachable: kept so dir(kiln) is unchanged)
 

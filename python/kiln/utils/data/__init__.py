@@ -2,7 +2,7 @@
 collation, as torch.utils.data."""
 
 from kiln.utils.data.dataset import (
-    ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split,
+    ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset, random_split,
 )
 from kiln.utils.data.sampler import (
     BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler, WeightedRandomSampler,
@@ -12,5 +12,5 @@ from kiln.utils.data.dataloader import DataLoader
 from kiln.utils.data._worker import WorkerInfo, get_worker_info
 
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset",
-           "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset",
+           "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset", "SubsetRandomSampler", "TensorDataset",
            "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert", "get_worker_info", "random_split"]
