@@ -76,6 +76,7 @@ class CheckpointReader:
                 from None
         if not names or "/" not in names[0]:
             raise RuntimeError("kiln.load: not a valid checkpoint: the zip archive has no records folder")
+        self.archive_bytes = self.zip.fp.seek(0, 2)
         self.prefix = names[0].split("/", 1)[0] + "/"
         self._names = set(names)
         if self.prefix + "data.pkl" not in self._names:
@@ -86,9 +87,15 @@ class CheckpointReader:
         return self.prefix + name in self._names
 
     def record_info(self, name: str) -> zipfile.ZipInfo:
+        """The record's entry; a record that claims more bytes than the archive holds is refused here,
+        before anything is allocated for it."""
         if not self.has_record(name):
             raise RuntimeError(f"kiln.load: corrupt checkpoint: record {name!r} is missing")
-        return self.zip.getinfo(self.prefix + name)
+        info = self.zip.getinfo(self.prefix + name)
+        if info.header_offset + info.compress_size > self.archive_bytes or \
+                (info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size):
+            raise RuntimeError(f"kiln.load: corrupt checkpoint: record {name!r} is truncated")
+        return info
 
     def read_record(self, name: str) -> bytes:
         info = self.record_info(name)

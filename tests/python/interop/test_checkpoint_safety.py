@@ -226,3 +226,14 @@ def test_pickle_module_and_legacy_save_options_are_refused_clearly():
     assert kiln.load(io.BytesIO(saved_bytes({"a": 1})), pickle_module=pickle, weights_only=False) == {"a": 1}
     with pytest.raises(NotImplementedError, match="zip checkpoint format only"):
         kiln.save({}, io.BytesIO(), _use_new_zipfile_serialization=False)
+
+
+def test_a_record_claiming_more_bytes_than_the_file_is_refused_before_allocating():
+    data = bytearray(saved_bytes({"w": kiln.arange(16.0)}))
+    name = b"archive/data/0"
+    entry = data.index(b"PK\x01\x02")  # the central directory's first entry
+    while data[entry + 46:entry + 46 + len(name)] != name:
+        entry = data.index(b"PK\x01\x02", entry + 4)
+    data[entry + 20:entry + 28] = struct.pack("<II", 0x7FFFFFF0, 0x7FFFFFF0)  # compressed and plain sizes
+    with pytest.raises(RuntimeError, match="record 'data/0' is truncated"):
+        kiln.load(io.BytesIO(bytes(data)))
