@@ -131,10 +131,6 @@ KNOWN_MISSING = {
     ],
 }
 KNOWN_SIGNATURE_GAPS = {
-    'torch.nn.Hardtanh': ['min_value', 'max_value'],
-    'torch.nn.InstanceNorm1d': ['bias'],
-    'torch.nn.InstanceNorm2d': ['bias'],
-    'torch.nn.InstanceNorm3d': ['bias'],
     'torch.nn.RNNCellBase': ['num_chunks'],
 }
 
@@ -166,3 +162,17 @@ def test_names_training_programs_hit_are_there():
     assert len(stacked) == 3 and stacked[1]["b"].item() == 2
     with pytest.raises(ValueError, match="Size mismatch between datasets"):
         kiln.utils.data.StackDataset(kiln.arange(3), kiln.arange(4))
+
+
+def test_constructor_arguments_closed_here_behave_as_torchs():
+    import torch
+
+    import kiln
+
+    for dims in (1, 2, 3):
+        k_norm = getattr(kiln.nn, f"InstanceNorm{dims}d")(3, affine=True, bias=False)
+        t_norm = getattr(torch.nn, f"InstanceNorm{dims}d")(3, affine=True, bias=False)
+        assert [n for n, _ in k_norm.named_parameters()] == [n for n, _ in t_norm.named_parameters()] == ["weight"]
+    with pytest.warns(FutureWarning, match="`min_value` is deprecated and rename to `min_val`"):
+        hardtanh = kiln.nn.Hardtanh(min_value=-2.0)
+    assert hardtanh.min_val == -2.0 and hardtanh.max_val == 1.0
