@@ -95,8 +95,6 @@ def test_iterable_dataset_sharding_and_worker_info():
 
 
 def test_worker_init_fn_and_seeds():
-    seen = []
-
     def init(worker_id):
         info = get_worker_info()
         assert info.id == worker_id and info.num_workers == 2 and type(info.dataset).__name__ == "Seeds"
@@ -110,7 +108,6 @@ def test_worker_init_fn_and_seeds():
 
     seeds = [int(s) for s in DataLoader(Seeds(), batch_size=None, num_workers=2, worker_init_fn=init)]
     assert seeds[0] + 1 == seeds[1] and seeds[0] == seeds[2]  # base seed + worker id, round-robin
-    assert not seen
 
 
 def test_a_worker_error_is_reraised_with_the_worker_traceback():
