@@ -153,6 +153,9 @@ def test_persistent_workers_serve_every_epoch():
     second = [b.tolist() for b in loader]
     assert first == second == [[0, 2], [1, 3], [4], [5]]
     assert loader._iterator._workers == workers and all(w.is_alive() for w in workers)
+    for _ in loader:
+        break  # an epoch left early: its batches still in flight must not leak into the next one
+    assert [b.tolist() for b in loader] == first
     loader._iterator.shutdown()
     assert not any(w.is_alive() for w in workers)
 
