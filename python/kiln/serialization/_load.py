@@ -3,9 +3,10 @@
 The file's pickle runs in the restricted unpickler by default
 (weights_only=True, Note [What weights_only=True may run]) or the full one;
 either way its storages come from the zip's records: read into fresh memory,
-or with ``mmap=True`` mapped copy-on-write from the file (a record's bytes are
-64-byte aligned, so the tensor views the mapping; in-place changes stay in
-memory, as with torch's MAP_PRIVATE).
+or with ``mmap=True`` mapped from the file (a record's bytes are 64-byte
+aligned, so the tensor views the mapping): copy-on-write by default, so in-place
+changes stay in memory (torch's MAP_PRIVATE); with
+set_default_mmap_options(mmap.MAP_SHARED) they reach the file.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pickletools
 import numpy as np
 
 from kiln import _C, cuda
+from kiln.serialization._options import fallback_byteorder, mmap_shared
 from kiln.serialization._safetensors import looks_like_safetensors, read_safetensors_file
 from kiln.serialization._storage import LoadedStorage
 from kiln.serialization._unpicklers import (
@@ -174,12 +176,12 @@ def _unpickle(reader: CheckpointReader, loader: StorageLoader, weights_only: boo
 def _load_zip(fh, path, map_location, weights_only: bool, mmap: bool, pickle_module, load_args):
     reader = CheckpointReader(fh)
     byteorder = reader.read_record("byteorder").decode(errors="replace") if reader.has_record("byteorder") \
-        else "little"
+        else fallback_byteorder()
     if byteorder not in ("little", "big"):
         raise RuntimeError(f"kiln.load: corrupt checkpoint: unknown byte order {byteorder!r}")
     mapped = None
     if mmap:
-        mapped = np.memmap(path, dtype=np.uint8, mode="c")
+        mapped = np.memmap(path, dtype=np.uint8, mode="r+" if mmap_shared() else "c")
     loader = StorageLoader(reader, map_location, mapped, big_endian=byteorder == "big")
     return _unpickle(reader, loader, weights_only, pickle_module, load_args)
 

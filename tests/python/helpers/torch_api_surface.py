@@ -11,7 +11,7 @@ import types
 MODULES = ["torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.utils", "torch.optim",
            "torch.optim.lr_scheduler", "torch.utils.data", "torch.cuda", "torch.amp", "torch.autograd",
            "torch.utils.checkpoint", "torch.random", "torch.linalg", "torch.fft", "torch.special", "torch.backends",
-           "torch.accelerator", "torch.multiprocessing"]
+           "torch.accelerator", "torch.multiprocessing", "torch.serialization"]
 
 
 def _kiln_path(torch_path: str) -> str:

@@ -151,3 +151,35 @@ def test_pickle_protocols_above_two_round_trip_in_kiln():
         assert isinstance(back["p"], kiln.nn.Parameter)
         buf.seek(0)
         assert torch.load(buf, weights_only=False)["d"] is torch.float16
+
+
+def test_mmap_shared_writes_reach_the_file(tmp_path):
+    import mmap
+
+    path = tmp_path / "shared.pt"
+    kiln.save({"w": kiln.zeros(4)}, path)
+    assert kiln.serialization.get_default_mmap_options() == mmap.MAP_PRIVATE
+    with kiln.serialization.set_default_mmap_options(mmap.MAP_SHARED):
+        loaded = kiln.load(path, mmap=True)
+        loaded["w"].fill_(2.0)
+        del loaded
+    assert kiln.serialization.get_default_mmap_options() == mmap.MAP_PRIVATE
+    assert kiln.load(path, mmap=True)["w"].tolist() == [2.0] * 4  # (mapped: the record's CRC is now stale)
+    with pytest.raises(ValueError, match="expected mmap.MAP_PRIVATE or mmap.MAP_SHARED"):
+        kiln.serialization.set_default_mmap_options(12345)
+
+
+def test_a_file_without_byteorder_uses_the_default_load_endianness():
+    buf = io.BytesIO()
+    kiln.save({"w": kiln.tensor([1.0, 2.0])}, buf, _disable_byteorder_record=True)
+    assert "archive/byteorder" not in zipfile.ZipFile(io.BytesIO(buf.getvalue())).namelist()
+    assert kiln.load(io.BytesIO(buf.getvalue()))["w"].tolist() == [1.0, 2.0]
+    endianness = kiln.serialization.LoadEndianness
+    kiln.serialization.set_default_load_endianness(endianness.BIG)
+    try:
+        swapped = kiln.load(io.BytesIO(buf.getvalue()))["w"]
+    finally:
+        kiln.serialization.set_default_load_endianness(None)
+    assert swapped.numpy().tolist() == np.array([1.0, 2.0], dtype="<f4").view(">f4").astype(np.float32).tolist()
+    with pytest.raises(TypeError, match="Invalid argument type"):
+        kiln.serialization.set_default_load_endianness("big")

@@ -129,6 +129,11 @@ KNOWN_MISSING = {
     ],
     'torch.multiprocessing': [
     ],
+    'torch.serialization': [
+        'check_module_version_greater_or_equal', 'default_restore_location', 'location_tag', 'mkdtemp',
+        'normalize_storage_type', 'register_package', 'skip_data', 'storage_to_tensor_type', 'validate_cuda_device',
+        'validate_hpu_device',
+    ],
 }
 KNOWN_SIGNATURE_GAPS = {
     'torch.nn.RNNCellBase': ['num_chunks'],
