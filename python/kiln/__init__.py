@@ -133,10 +133,7 @@ from kiln.special import _tensor_methods as _special_tensor_methods  # noqa: E40
 from kiln.special._gamma import igamma, igammac  # noqa: E402  (torch.igamma / igammac)
 
 _special_tensor_methods.bind(Tensor)
-from kiln.linalg._matrix_functions import matrix_exp, orgqr, tensor_matrix_exp as _tensor_matrix_exp  # noqa: E402
-
-Tensor.matrix_exp = _tensor_matrix_exp
-Tensor.orgqr = orgqr
+from kiln.linalg._matrix_functions import matrix_exp, orgqr  # noqa: E402
 from kiln.linalg._solve import det, logdet, slogdet  # noqa: E402  (torch's legacy linalg spellings)
 from kiln.linalg._solve import inv as inverse  # noqa: E402
 from kiln.linalg._decompositions import (  # noqa: E402
