@@ -1,5 +1,6 @@
 // Raw tensor bytes for serialization (kiln.save / kiln.load, safetensors):
-// every dtype, bfloat16 included, without going through numpy.
+// every dtype, bfloat16 included, without going through numpy; and which
+// storage a tensor views, for checkpoints that write each storage once.
 #include <Python.h>
 
 #include <cstring>
@@ -38,12 +39,22 @@ py::object tensor_from_bytes(py::bytes data, py::handle dtype_obj, std::vector<i
   return py::reinterpret_steal<py::object>(wrap_tensor(std::move(t)));
 }
 
+/// (identity, nbytes) of the storage behind `tensor`: views of one storage share
+/// the identity, so a checkpoint writes each storage once (kiln.serialization).
+py::tuple storage_info(py::handle obj) {
+  const Tensor& t = tensor_from_object(obj.ptr(), "tensor");
+  const Storage& storage = t.storage();
+  if (!storage) return py::make_tuple(0, 0);
+  return py::make_tuple(reinterpret_cast<uintptr_t>(storage.get()), storage->nbytes());
+}
+
 }  // namespace
 
 void init_raw_bytes(PyObject* module) {
   py::module_ m = py::reinterpret_borrow<py::module_>(module);
   m.def("_tensor_bytes", &tensor_bytes, py::arg("tensor"));
   m.def("_tensor_from_bytes", &tensor_from_bytes, py::arg("data"), py::arg("dtype"), py::arg("shape"));
+  m.def("_storage_info", &storage_info, py::arg("tensor"));
 }
 
 }  // namespace kiln::python

@@ -149,6 +149,10 @@ from kiln.linalg import _tensor_methods as _linalg_tensor_methods  # noqa: E402
 _linalg_tensor_methods.bind(Tensor)
 from kiln._memory import empty_cache, memory_stats, reset_peak_memory_stats  # noqa: E402
 from kiln.serialization import load, save  # noqa: E402
+from kiln._legacy_tensor_types import (  # noqa: E402  (torch's legacy typed constructors)
+    BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor,
+    ShortTensor,
+)
 from kiln._tensor_str import set_printoptions  # noqa: E402
 from kiln import cuda  # noqa: E402
 from kiln import library  # noqa: E402
@@ -156,10 +160,12 @@ from kiln import autograd  # noqa: E402
 from kiln.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from kiln._ops import ops  # noqa: E402
 from kiln._version import __version__  # noqa: E402
+from kiln._constants import e, has_lapack, has_mkl, has_openmp, has_spectral, inf, nan, newaxis, pi  # noqa: E402
 from kiln._predicates import is_tensor, numel  # noqa: E402
 import builtins  # noqa: E402,F401  (kiln.builtins has always been reachable: kept so dir(kiln) is unchanged)
 
 from kiln import distributed, nn, optim, utils  # noqa: E402  (torch's subpackages after `import torch`)
+from kiln import accelerator, backends, multiprocessing  # noqa: E402,F401  (torch.accelerator, torch.backends...)
 from kiln.nn._torch_spellings import (  # noqa: E402  (torch's spellings of nn ops: ATen argument lists)
     adaptive_max_pool1d, affine_grid_generator, alpha_dropout, alpha_dropout_, batch_norm_backward_elemt,
     batch_norm_backward_reduce, batch_norm_elemt, batch_norm_gather_stats, batch_norm_gather_stats_with_counts,

@@ -114,7 +114,7 @@ class Tensor(_C.TensorBase):
 
     def __reduce_ex__(self, protocol):
         if self.dtype is _C.bfloat16:
-            raise NotImplementedError("pickling bfloat16 tensors is not supported yet; use kiln.save (safetensors)")
+            raise NotImplementedError("pickling bfloat16 tensors is not supported yet; use kiln.save")
         values = self.detach().numpy().copy()
         return (_rebuild_tensor, (values, self.requires_grad))
 

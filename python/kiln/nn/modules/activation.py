@@ -4,6 +4,8 @@ MultiheadAttention lives in kiln/nn/modules/attention.py (exported from here too
 
 from __future__ import annotations
 
+import warnings
+
 from kiln.nn import functional as F
 from kiln.nn import init as nn_init
 from kiln.nn.modules._factory import empty_parameter, factory_kwargs
@@ -36,8 +38,17 @@ class ReLU(Module):
 
 
 class Hardtanh(Module):
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
+                 min_value: float | None = None, max_value: float | None = None) -> None:
         super().__init__()
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and rename to `min_val`", FutureWarning,
+                          stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and rename to `max_val`", FutureWarning,
+                          stacklevel=2)
+            max_val = max_value
         self.min_val = min_val
         self.max_val = max_val
         self.inplace = inplace

@@ -169,6 +169,10 @@ class RNNBase(Module):
                 self._flat_weights_names.extend(names)
         self.reset_parameters()
 
+    def flatten_parameters(self) -> None:
+        """A no-op, as torch's is off cuDNN: kiln keeps no fused weight buffer to compact."""
+        return None
+
     def reset_parameters(self) -> None:
         bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():

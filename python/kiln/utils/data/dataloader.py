@@ -1,11 +1,13 @@
 """DataLoader: batches of a dataset through a sampler and a collate function,
-in this process (num_workers=0), with torch's arguments and their checks."""
+in this process (num_workers=0) or in worker processes (_multiprocess_iter.py),
+with torch's arguments and their checks."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
 from kiln.utils.data._collate import default_collate, default_convert
+from kiln.utils.data._multiprocess_iter import MultiProcessIterator
 from kiln.utils.data.dataset import IterableDataset
 from kiln.utils.data.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -32,10 +34,23 @@ class DataLoader:
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
                              "multiprocessing.")
-        if num_workers > 0:
-            raise NotImplementedError("kiln's DataLoader loads in this process only: use num_workers=0")
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
+                             "to enable multiprocessing, otherwise set prefetch_factor to None.")
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
+        self.multiprocessing_context = multiprocessing_context
+        self.in_order = in_order
+        self.pin_memory_device = pin_memory_device
+        self._iterator = None
         self.dataset = dataset
         self.num_workers = num_workers
         self.pin_memory = pin_memory
@@ -86,7 +101,20 @@ class DataLoader:
     def _auto_collation(self) -> bool:
         return self.batch_sampler is not None
 
+    @property
+    def _index_sampler(self):
+        return self.batch_sampler if self._auto_collation else self.sampler
+
     def __iter__(self):
+        """The batches; with num_workers > 0 made by worker processes (pin_memory is a no-op: kiln has no CUDA)."""
+        if self.num_workers > 0:
+            if not self.persistent_workers:
+                return MultiProcessIterator(self)
+            if self._iterator is None:
+                self._iterator = MultiProcessIterator(self)
+            else:
+                self._iterator._reset()
+            return self._iterator
         if self._iterable:
             return self._iterate_iterable()
         return self._iterate_map()

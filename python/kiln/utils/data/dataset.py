@@ -11,7 +11,7 @@ from typing import Generic, Iterable, Sequence, TypeVar
 
 from kiln import _C
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset", "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Subset", "ConcatDataset", "ChainDataset", "random_split"]
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -49,6 +49,31 @@ class TensorDataset(Dataset):
 
     def __len__(self) -> int:
         return self.tensors[0].size(0)
+
+
+class StackDataset(Dataset):
+    """Samples that gather one sample of each dataset at an index: a tuple for ``StackDataset(*datasets)``,
+    a dict for ``StackDataset(**datasets)``, as torch.utils.data.StackDataset."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like input/"
+                             "output, but both types are given.")
+        datasets = list(args) or list(kwargs.values())
+        if not datasets:
+            raise ValueError("At least one dataset should be passed")
+        self._length = len(datasets[0])
+        if any(self._length != len(dataset) for dataset in datasets):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args if args else kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {key: dataset[index] for key, dataset in self.datasets.items()}
+        return tuple(dataset[index] for dataset in self.datasets)
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class Subset(Dataset[T_co]):
