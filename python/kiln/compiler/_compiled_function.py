@@ -9,6 +9,7 @@ import warnings
 from kiln import _C, _logging
 from kiln._tensor import Tensor
 from kiln.compiler import _state
+from kiln.compiler._backends import make_runner
 from kiln.compiler._watch import watching
 from kiln.compiler._guards import (ModuleStateGuard, Unguardable, describe, first_difference, flatten, guard_key,
                                   unflatten)
@@ -27,10 +28,12 @@ class CapturedEntry:
     """A graph for one guard set: replayed with the call's tensors, then the
     module's parameters and buffers, then the tensors it holds by reference."""
 
-    __slots__ = ("graph", "lifted", "out_spec", "num_ops", "single_output")
+    __slots__ = ("graph", "lifted", "out_spec", "num_ops", "single_output", "run", "compiled")
 
-    def __init__(self, graph, lifted, out_spec, num_ops):
+    def __init__(self, graph, lifted, out_spec, num_ops, run=None, compiled=None):
         self.graph = graph
+        self.run = run if run is not None else functools.partial(_run_graph, graph)  # _backends.make_runner
+        self.compiled = compiled  # the _runtime.CompiledGraph ``run`` replays, or None (the interpreter)
         self.lifted = lifted
         self.out_spec = out_spec
         self.num_ops = num_ops
@@ -46,7 +49,7 @@ class GuardedEntry:
     EagerEntry; ``tensor_positions`` picks the graph's inputs out of the arguments (None: all of them,
     and no lifted tensors). The replay's fields are copied here so a hit reads one object."""
 
-    __slots__ = ("guards", "module_guards", "entry", "graph", "tensor_positions", "lifted", "single_output",
+    __slots__ = ("guards", "module_guards", "entry", "graph", "run", "tensor_positions", "lifted", "single_output",
                  "out_spec")
 
     def __init__(self, guards, module_guards, entry, args: tuple):
@@ -55,6 +58,7 @@ class GuardedEntry:
         self.entry = entry
         captured = isinstance(entry, CapturedEntry)
         self.graph = entry.graph if captured else None
+        self.run = entry.run if captured else None
         # The module's parameters and buffers come before the lifted tensors; the module guards keep them.
         self.lifted = ((module_guards.tensors if module_guards is not None else []) + entry.lifted
                        if captured else [])
@@ -147,8 +151,7 @@ class CompiledFunction:
                 if guarded.guards.check(args) and (guarded.module_guards is None or guarded.module_guards.check()):
                     if guarded.graph is None:
                         return self.fn(*args)
-                    outputs = _run_graph(guarded.graph,
-                                         args if guarded.tensor_positions is None else guarded.graph_inputs(args))
+                    outputs = guarded.run(args if guarded.tensor_positions is None else guarded.graph_inputs(args))
                     return outputs[0] if guarded.single_output else unflatten(guarded.out_spec, outputs)
         if _disabled(self.fn):
             return self.fn(*args, **kwargs)
@@ -184,7 +187,7 @@ class CompiledFunction:
         if isinstance(entry, EagerEntry):
             return self.fn(*args, **kwargs)
         inputs = tensors + [t for _, t in module_state] + entry.lifted
-        return entry.outputs(_C._ir.run(entry.graph, inputs))
+        return entry.outputs(entry.run(inputs))
 
     def _guard_set(self, args, kwargs, module_state):
         """(the C++ guards of the arguments, the module's ModuleStateGuard or None) for this call, or None
@@ -268,7 +271,8 @@ class CompiledFunction:
         except Exception as e:  # a recording kiln cannot replay: never replay it
             self._record_break(key, guards, args, f"the captured graph does not verify: {e}")
             return result
-        self._store(key, guards, args, CapturedEntry(graph, lifted, out_spec, num_ops))
+        run, compiled = make_runner(self.backend, graph, tensors + [t for _, t in module_state] + lifted, self._name())
+        self._store(key, guards, args, CapturedEntry(graph, lifted, out_spec, num_ops, run, compiled))
         if _logging.is_enabled("graph"):
             _logging.log("graph", f"captured graph of {self._name()}:\n{str(graph).rstrip()}")
         if _logging.is_enabled("guards"):
