@@ -17,13 +17,18 @@ std::vector<int64_t> sizes_of(const ir::Value* v) {
   return s;
 }
 
-bool dense_in(const ir::Value* v, const std::vector<int64_t>& shape) {
-  const ir::TensorType& tt = v->type().tensor_type();
-  if (sizes_of(v) != shape) return false;
-  int64_t expected = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] != 1 && (*tt.strides)[d].value() != expected) return false;
-    expected *= shape[d];
+std::vector<int64_t> strides_of(const ir::Value* v) {
+  std::vector<int64_t> s;
+  for (const auto& d : *v->type().tensor_type().strides) s.push_back(d.value());
+  return s;
+}
+
+/// v has exactly the layout (sizes, and strides of dims larger than 1).
+bool same_layout(const ir::Value* v, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  if (sizes_of(v) != sizes) return false;
+  const std::vector<int64_t> vs = strides_of(v);
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] != 1 && vs[d] != strides[d]) return false;
   }
   return true;
 }
@@ -51,13 +56,20 @@ bool has_kernel_math(const ir::Node& n) {
 std::optional<FusionKernel> lower_fusion_group(const passes::FusionGroup& group) {
   FusionKernel fk;
   Kernel& k = fk.kernel;
-  fk.shape = sizes_of(group.nodes.back()->output());
+  fk.sizes = sizes_of(group.nodes.back()->output());
+  fk.strides = strides_of(group.nodes.back()->output());
+  for (size_t d = 0; d < fk.sizes.size(); ++d) fk.order.push_back(d);
+  std::stable_sort(fk.order.begin(), fk.order.end(), [&](size_t a, size_t b) {
+    const int64_t sa = fk.sizes[a] == 1 ? 0 : fk.strides[a], sb = fk.sizes[b] == 1 ? 0 : fk.strides[b];
+    return sa > sb;
+  });
+  for (size_t d : fk.order) fk.shape.push_back(fk.sizes[d]);
   bool contiguous = true;
   for (const ir::Value* v : group.inputs) {
     k.input_dtypes.push_back(dtype_of_value(v));
     const bool scalar = numel_of(sizes_of(v)) == 1;
     k.input_scalar.push_back(scalar);
-    if (!scalar && !dense_in(v, fk.shape)) contiguous = false;
+    if (!scalar && !same_layout(v, fk.sizes, fk.strides)) contiguous = false;
   }
   k.contiguous = contiguous;
   k.rank = contiguous ? 1 : std::max<int>(1, static_cast<int>(fk.shape.size()));

@@ -17,12 +17,16 @@ namespace kiln::codegen {
 
 struct FusionKernel {
   Kernel kernel;
-  std::vector<int64_t> shape;  // the iteration shape: every member's output sizes
+  std::vector<int64_t> sizes, strides;  // the members' output layout (outputs are allocated so)
+  std::vector<size_t> order;            // the dims in iteration order: outermost (largest stride) first
+  std::vector<int64_t> shape;           // the iteration shape: sizes[order[i]]
 };
 
-/// The kernel of `group`: contiguous (rank 1) when every input is dense in
-/// the iteration shape or a single element, else rank = the shape's rank with
-/// strides given at run time. nullopt when some member has no math.
+/// The kernel of `group`: it iterates the members' output layout in memory
+/// order (so outputs are written as one dense run), contiguous (rank 1) when
+/// every input has that layout or is a single element, else rank = the
+/// shape's rank with strides given at run time. nullopt when some member has
+/// no math.
 [[nodiscard]] std::optional<FusionKernel> lower_fusion_group(const passes::FusionGroup& group);
 
 }  // namespace kiln::codegen

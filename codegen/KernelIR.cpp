@@ -45,13 +45,14 @@ const char* expr_op_name(ExprOp op) {
     case ExprOp::Gt: return "gt";
     case ExprOp::Ge: return "ge";
     case ExprOp::Select: return "select";
+    case ExprOp::Fma: return "fma";
   }
   return "?";
 }
 
 int expr_op_arity(ExprOp op) {
   if (op == ExprOp::Load || op == ExprOp::Constant) return 0;
-  if (op == ExprOp::Select) return 3;
+  if (op == ExprOp::Select || op == ExprOp::Fma) return 3;
   if (op >= ExprOp::Add) return 2;
   return 1;
 }
@@ -203,6 +204,22 @@ int32_t KernelBuilder::select(int32_t cond, int32_t a, int32_t b) {
   e.a = cond;
   e.b = a;
   e.c = b;
+  return add(e);
+}
+
+}  // namespace kiln::codegen
+
+namespace kiln::codegen {
+
+int32_t KernelBuilder::fma(int32_t a, int32_t b, int32_t c) {
+  KILN_CHECK(dtype(a) == dtype(b) && dtype(b) == dtype(c) && is_floating_point(dtype(a)), "kernel IR: fma of ",
+             dtype(a), ", ", dtype(b), " and ", dtype(c));
+  Expr e;
+  e.op = ExprOp::Fma;
+  e.dtype = dtype(a);
+  e.a = a;
+  e.b = b;
+  e.c = c;
   return add(e);
 }
 

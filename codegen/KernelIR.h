@@ -71,6 +71,7 @@ enum class ExprOp : uint8_t {
   Ge,
   // ternary
   Select,
+  Fma,  // a * b + c, rounded once where the host has FMA (as eager's contracted `x + alpha * y`), else twice
 };
 
 [[nodiscard]] const char* expr_op_name(ExprOp op);
@@ -117,6 +118,8 @@ class KernelBuilder {
   /// Both operands must have one dtype; comparisons give Bool.
   int32_t binary(ExprOp op, int32_t a, int32_t b);
   int32_t select(int32_t cond, int32_t a, int32_t b);
+  /// a * b + c (floating; one dtype).
+  int32_t fma(int32_t a, int32_t b, int32_t c);
 
   [[nodiscard]] DType dtype(int32_t e) const { return k_.exprs[static_cast<size_t>(e)].dtype; }
 

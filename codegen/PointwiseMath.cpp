@@ -97,8 +97,16 @@ Builder arithmetic(ExprOp e, bool tensor_other) {
       const bool alpha_one = (a->kind() == ir::Attribute::Kind::Int && a->to_int() == 1) ||
                              (a->kind() == ir::Attribute::Kind::Float && a->to_float() == 1.0) ||
                              (a->kind() == ir::Attribute::Kind::Bool && a->to_bool());
-      // float16/bfloat16 always compute x + alpha * y in float, as eager (alpha * y is exact for alpha 1).
-      if (!alpha_one || is_reduced(op.out)) y = op.b.binary(ExprOp::Mul, *alpha, *y);
+      // eager computes x + alpha * y (float16/bfloat16: always, in float), contracted to one fma where the
+      // host has FMA; sub is add with -alpha (x + (-alpha) * y is exactly x - alpha * y unfused too).
+      if (!alpha_one || is_reduced(op.out)) {
+        if (!is_floating_point(c)) {
+          y = op.b.binary(ExprOp::Mul, *alpha, *y);
+        } else {
+          const int32_t scaled = e == ExprOp::Sub ? op.b.unary(ExprOp::Neg, *alpha) : *alpha;
+          return op.result(op.b.fma(scaled, *y, x));
+        }
+      }
     }
     return op.result(op.b.binary(e, x, *y));
   };
@@ -225,6 +233,7 @@ const std::map<std::string, Builder>& table() {
     };
     m["kiln::abs"] = [](Op& op) -> std::optional<int32_t> {
       if (op.out == DType::Bool || is_complex(op.out) || op.in_dtype(0) != op.out) return std::nullopt;
+      if (op.out == DType::UInt8) return op.in[0];  // unsigned: the identity
       return op.result(op.b.unary(ExprOp::Abs, op.x(0, compute_of(op.out))));
     };
     m["kiln::relu"] = [](Op& op) -> std::optional<int32_t> {

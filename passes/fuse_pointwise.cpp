@@ -28,11 +28,24 @@ std::optional<std::vector<int64_t>> known_sizes(const ir::Type& t) {
   return sizes;
 }
 
-bool contiguous(const ir::TensorType& tt) {
-  int64_t expected = 1;
-  for (size_t d = tt.sizes->size(); d-- > 0;) {
+std::vector<int64_t> strides_of(const ir::TensorType& tt) {
+  std::vector<int64_t> strides;
+  for (const auto& s : *tt.strides) strides.push_back(s.value());
+  return strides;
+}
+
+/// A dense, non-overlapping layout (contiguous up to a permutation of dims), or no elements.
+bool dense(const ir::TensorType& tt) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims larger than 1
+  for (size_t d = 0; d < tt.sizes->size(); ++d) {
     const int64_t size = (*tt.sizes)[d].value();
-    if (size != 1 && (*tt.strides)[d].value() != expected) return false;
+    if (size == 0) return true;
+    if (size != 1) dims.emplace_back((*tt.strides)[d].value(), size);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expected) return false;
     expected *= size;
   }
   return true;
@@ -51,7 +64,7 @@ bool writes_in_place(const ir::Graph& g) {
 bool candidate(const ir::Node& n, const std::function<bool(const ir::Node&)>& fusible) {
   if (n.kind() != ir::NodeKind::Op || n.outputs().size() != 1) return false;
   const auto out = known_sizes(n.output()->type());
-  if (!out || !contiguous(n.output()->type().tensor_type())) return false;
+  if (!out || !dense(n.output()->type().tensor_type())) return false;
   for (const ir::Value* v : n.inputs()) {
     if (!known_sizes(v->type())) return false;
   }
@@ -63,29 +76,34 @@ bool candidate(const ir::Node& n, const std::function<bool(const ir::Node&)>& fu
 std::vector<FusionGroup> fuse_pointwise(const ir::Graph& g, const std::function<bool(const ir::Node&)>& fusible) {
   if (writes_in_place(g)) return {};
   std::vector<FusionGroup> groups;
-  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes;  // each group's sizes, strides
   std::unordered_map<const ir::Node*, size_t> group_of;
   for (const ir::Node* n : g.nodes()) {
     if (!candidate(*n, fusible)) continue;
-    const std::vector<int64_t> shape = *known_sizes(n->output()->type());
-    // The latest group producing one of n's inputs, if n may join it.
-    std::optional<size_t> join;
-    for (const ir::Value* v : n->inputs()) {
-      const auto it = group_of.find(v->node());
-      if (it == group_of.end() || shapes[it->second] != shape) continue;
-      if (join && *join >= it->second) continue;
-      bool read_before_n = false;  // an outside node before n reads a member: the group could not wait for n
-      for (const ir::Node* m : groups[it->second].nodes) {
+    const auto shape = std::make_pair(*known_sizes(n->output()->type()), strides_of(n->output()->type().tensor_type()));
+    // Whether n may join group gi: one layout, and no node outside gi before n reads a member's result.
+    const auto may_join = [&](size_t gi) {
+      if (shapes[gi] != shape) return false;
+      for (const ir::Node* m : groups[gi].nodes) {
         for (const ir::Use& u : m->output()->uses()) {
           const ir::Node* user = u.user;
           if (!user->in_node_list() || user == n) continue;
           const auto owner = group_of.find(user);
-          const bool in_group = owner != group_of.end() && owner->second == it->second;
-          if (!in_group && user->is_before(n)) read_before_n = true;
+          const bool in_group = owner != group_of.end() && owner->second == gi;
+          if (!in_group && user->is_before(n)) return false;
         }
       }
-      if (!read_before_n) join = it->second;
+      return true;
+    };
+    // The latest group producing one of n's inputs (vertical), else the latest group at all (horizontal:
+    // same-layout siblings share one loop and their common inputs' reads).
+    std::optional<size_t> join;
+    for (const ir::Value* v : n->inputs()) {
+      const auto it = group_of.find(v->node());
+      if (it == group_of.end() || (join && *join >= it->second)) continue;
+      if (may_join(it->second)) join = it->second;
     }
+    if (!join && !groups.empty() && may_join(groups.size() - 1)) join = groups.size() - 1;
     if (!join) {
       groups.emplace_back();
       shapes.push_back(shape);

@@ -19,11 +19,14 @@ namespace kiln::passes {
 // group is then computed before the group runs, and every outside reader of
 // a group result after. Candidates are op nodes with one output whose tensor
 // types are fully known on the CPU (dtype, concrete sizes, strides), whose
-// output is contiguous (a kernel writes contiguous outputs, so the strides a
-// caller sees do not change), whose inputs are all tensors (scalars are
-// attributes), and that `fusible` accepts (the kernel math table has an
-// entry: codegen/PointwiseMath.h). Members of a group share one output shape;
-// inputs broadcast to it. Graphs that write in place (an in-place or out=
+// output layout is dense (contiguous up to a permutation of dims: a kernel
+// writes its outputs in the recorded layout, so the strides a caller sees do
+// not change), whose inputs are all tensors (scalars are attributes), and that
+// `fusible` accepts (the kernel math table has an entry:
+// codegen/PointwiseMath.h). Members of a group share one output layout (sizes
+// and strides); inputs broadcast to it. A node joins the latest group that
+// produces one of its inputs (vertical fusion) or else the latest group
+// (horizontal: siblings of one layout share a loop). Graphs that write in place (an in-place or out=
 // op) are not fused at all: a group's delayed reads could see a later write.
 
 struct FusionGroup {

@@ -24,6 +24,15 @@ struct CompiledGraph::KernelStep {
 };
 
 namespace {
+/// t has exactly the layout (sizes, and strides of dims larger than 1).
+bool same_layout(const Tensor& t, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  if (!std::equal(t.sizes().begin(), t.sizes().end(), sizes.begin(), sizes.end())) return false;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] != 1 && t.strides()[d] != strides[d]) return false;
+  }
+  return true;
+}
+
 int64_t numel_of(const std::vector<int64_t>& s) {
   int64_t n = 1;
   for (int64_t x : s) n *= x;
@@ -103,7 +112,9 @@ CompiledGraph::~CompiledGraph() = default;
 
 void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots) const {
   const codegen::Kernel& kernel = k.fused.kernel;
-  const std::vector<int64_t>& shape = k.fused.shape;
+  const std::vector<int64_t>& shape = k.fused.shape;  // iteration order
+  const std::vector<int64_t>& sizes_out = k.fused.sizes;
+  const std::vector<int64_t>& strides_out = k.fused.strides;
   const size_t ni = k.input_slots.size();
   std::vector<Tensor> inputs;
   inputs.reserve(ni);
@@ -112,8 +123,7 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots) 
     inputs.push_back(slots[k.input_slots[i]].to_tensor());
     const Tensor& t = inputs.back();
     if (t.dtype() != kernel.input_dtypes[i] || t.dim() > static_cast<int64_t>(shape.size())) as_compiled = false;
-    if (kernel.contiguous && !(kernel.input_scalar[i] ? t.numel() == 1
-                                                      : t.is_contiguous() && std::equal(t.sizes().begin(), t.sizes().end(), shape.begin(), shape.end()))) {
+    if (kernel.contiguous && !(kernel.input_scalar[i] ? t.numel() == 1 : same_layout(t, sizes_out, strides_out))) {
       as_compiled = false;
     }
   }
@@ -130,7 +140,7 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots) 
   std::vector<void*> data;
   for (const Tensor& t : inputs) data.push_back(t.data_ptr());
   for (size_t o = 0; o < k.output_slots.size(); ++o) {
-    Tensor out = kiln::empty(IntArrayRef(shape), kernel.output_dtypes[o]);
+    Tensor out = kiln::empty_strided(IntArrayRef(sizes_out), IntArrayRef(strides_out), kernel.output_dtypes[o]);
     data.push_back(out.data_ptr());
     slots[k.output_slots[o]] = IValue(std::move(out));
   }
@@ -148,14 +158,16 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots) 
   const size_t r = static_cast<size_t>(kernel.rank);
   std::vector<int64_t> sizes(shape.begin(), shape.end());
   if (sizes.empty()) sizes.push_back(1);
-  std::vector<int64_t> strides(ni * r, 0);
-  for (size_t i = 0; i < ni; ++i) {
+  std::vector<int64_t> strides(ni * r, 0);  // in iteration order
+  const std::vector<size_t>& order = k.fused.order;
+  for (size_t i = 0; i < ni && !order.empty(); ++i) {
     const Tensor& t = inputs[i];
     const size_t tr = static_cast<size_t>(t.dim());
-    for (size_t dim = 0; dim < r; ++dim) {
+    for (size_t it = 0; it < r; ++it) {
+      const size_t dim = order[it];
       if (dim + tr < r) continue;  // a leading broadcast dimension
       const size_t td = dim + tr - r;
-      strides[i * r + dim] = t.sizes()[td] == 1 ? 0 : t.strides()[td];
+      strides[i * r + it] = t.sizes()[td] == 1 ? 0 : t.strides()[td];
     }
   }
   const int64_t inner = sizes.back();

@@ -296,6 +296,10 @@ class Lowering {
         case ExprOp::Gt:
         case ExprOp::Ge: v[i] = compare(e.op, ad, a, bb); break;
         case ExprOp::Select: v[i] = b_.CreateSelect(a, bb, c); break;
+        case ExprOp::Fma:
+          v[i] = w_ >= 8 ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, bb, c})
+                         : b_.CreateFAdd(b_.CreateFMul(a, bb), c);
+          break;
       }
     }
     return v;
