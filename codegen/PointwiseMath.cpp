@@ -152,6 +152,28 @@ Builder comparison(ExprOp e, bool tensor_other) {
   };
 }
 
+/// float tanh as eager's (eager/kernels/cpu/vec/VecTanh.h, Note [float tanh]): Eigen 3.4's
+/// generic_fast_tanh_float, a 13/6 odd/even rational function of x clamped to +-7.99881 (the FMA build's
+/// bound), x itself below 4e-4; pmin/pmax keep NaN as std::min/std::max do, pmadd is an fma.
+int32_t eigen_tanh_float(KernelBuilder& b, int32_t a) {
+  const auto k = [&](double v) { return b.constant(DType::Float32, static_cast<float>(v)); };
+  const int32_t hi = k(7.99881172180175781), lo = k(-7.99881172180175781);
+  const int32_t upper = b.select(b.binary(ExprOp::Lt, hi, a), hi, a);                 // pmin(a, hi)
+  const int32_t x = b.select(b.binary(ExprOp::Gt, lo, upper), lo, upper);             // pmax(., lo)
+  const int32_t tiny = b.binary(ExprOp::Lt, b.unary(ExprOp::Abs, a), k(0.0004));
+  const int32_t x2 = b.binary(ExprOp::Mul, x, x);
+  int32_t p = b.fma(x2, k(-2.76076847742355e-16), k(2.00018790482477e-13));
+  for (double c : {-8.60467152213735e-11, 5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
+                   4.89352455891786e-03}) {
+    p = b.fma(x2, p, k(c));
+  }
+  p = b.binary(ExprOp::Mul, x, p);
+  int32_t q = b.fma(x2, k(1.19825839466702e-06), k(1.18534705686654e-04));
+  q = b.fma(x2, q, k(2.26843463243900e-03));
+  q = b.fma(x2, q, k(4.89352518554385e-03));
+  return b.select(tiny, x, b.binary(ExprOp::Div, p, q));
+}
+
 std::optional<int32_t> clamp(Op& op) {
   if (op.out == DType::Bool || is_complex(op.out)) return std::nullopt;
   const DType c = compute_of(op.out);
@@ -257,7 +279,9 @@ const std::map<std::string, Builder>& table() {
     m["kiln::sin"] = floating_unary(ExprOp::Sin);
     m["kiln::cos"] = floating_unary(ExprOp::Cos);
     m["kiln::tan"] = floating_unary(ExprOp::Tan);
-    m["kiln::tanh"] = floating_unary(ExprOp::Tanh);
+    m["kiln::tanh"] = floating_unary([](KernelBuilder& b, int32_t x) {  // float: eager's Eigen tanh; double: SLEEF
+      return b.dtype(x) == DType::Float32 ? eigen_tanh_float(b, x) : b.unary(ExprOp::Tanh, x);
+    });
     m["kiln::erf"] = floating_unary(ExprOp::Erf);
     m["kiln::sigmoid"] = floating_unary([](KernelBuilder& b, int32_t x) {  // 1 / (1 + exp(-x))
       return b.binary(ExprOp::Div, one(b, x), b.binary(ExprOp::Add, one(b, x), b.unary(ExprOp::Exp, b.unary(ExprOp::Neg, x))));

@@ -20,11 +20,12 @@ namespace kiln::codegen {
 // avx512f functions, the baseline build from SLEEF's sse2 ones (Note [Vector
 // math by measurement], eager/kernels/cpu/vec/Vec.h). Generated kernels call
 // the same functions with the same lane count, and evaluate a row's tail as a
-// masked full vector, so a compiled exp is bit-identical to eager's. tanh is
-// the exception: eager's float tanh is Eigen's rational approximation
-// (vec/VecTanh.h) inside eager's per-capability build; kernels call SLEEF's
-// 1-ulp tanhf instead (as accurate or better, not bit-identical), and SLEEF's
-// 3.5-ulp tanh for double, as eager does.
+// masked full vector, so a compiled exp is bit-identical to eager's. Float
+// tanh is not a call: eager's is Eigen's rational approximation (vec/VecTanh.h),
+// which the math table writes out as kernel IR (codegen/PointwiseMath.cpp,
+// eigen_tanh_float), so it vectorises inline and agrees bit for bit on FMA
+// hosts. Double tanh calls SLEEF's 3.5-ulp tanh, as eager does; the 1-ulp float
+// tanh is still mapped for other users of ExprOp::Tanh.
 
 /// Vector lanes a kernel computes with on this host: 16 (AVX-512), 8 (AVX2), 4.
 [[nodiscard]] int host_vector_lanes();
