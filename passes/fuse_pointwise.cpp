@@ -65,6 +65,7 @@ bool candidate(const ir::Node& n, const std::function<bool(const ir::Node&)>& fu
   if (n.kind() != ir::NodeKind::Op || n.outputs().size() != 1) return false;
   const auto out = known_sizes(n.output()->type());
   if (!out || !dense(n.output()->type().tensor_type())) return false;
+  if (n.output()->type().tensor_type().requires_grad) return false;  // a kernel records no autograd history
   for (const ir::Value* v : n.inputs()) {
     if (!known_sizes(v->type())) return false;
   }

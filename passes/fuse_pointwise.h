@@ -17,7 +17,8 @@ namespace kiln::passes {
 // node stands, so a node joins a group only when no node outside the group
 // that stands before it reads a group member's result; every input of the
 // group is then computed before the group runs, and every outside reader of
-// a group result after. Candidates are op nodes with one output whose tensor
+// a group result after. Candidates are op nodes with one output (recorded as
+// not requiring grad: a kernel records no autograd history) whose tensor
 // types are fully known on the CPU (dtype, concrete sizes, strides), whose
 // output layout is dense (contiguous up to a permutation of dims: a kernel
 // writes its outputs in the recorded layout, so the strides a caller sees do

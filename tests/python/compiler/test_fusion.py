@@ -192,3 +192,4 @@ def test_pointwise_ops_left_to_eager_are_listed():
     listed = (pathlib.Path(__file__).parent / "pointwise_fallbacks.txt").read_text().split()
     assert fallbacks == listed, f"{len(table & yaml_ops)} in the table, {len(fallbacks)} fall back"
     assert table - yaml_ops == {"kiln::_to_copy"}  # a conversion, not tagged pointwise
+
