@@ -12,12 +12,11 @@
 #include "ir/Verifier.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/IValueConversion.h"
+#include "python/csrc/PyIr.h"
 
 namespace py = pybind11;
 
 namespace kiln::python {
-
-namespace {
 
 /// The schema argument a graph input of type `t` converts through.
 SchemaArgument argument_for(const ir::Type& t, size_t index) {
@@ -52,6 +51,8 @@ SchemaArgument argument_for(const ir::Type& t, size_t index) {
   }
   return a;
 }
+
+namespace {
 
 py::list run_graph(const ir::Graph& g, const py::sequence& inputs) {
   KILN_CHECK_TYPE(static_cast<size_t>(py::len(inputs)) == g.inputs().size(), "ir.run: the graph takes ",

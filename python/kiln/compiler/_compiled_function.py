@@ -9,6 +9,7 @@ import warnings
 from kiln import _C, _logging
 from kiln._tensor import Tensor
 from kiln.compiler import _joint, _state
+from kiln.compiler._backends import use_backend
 from kiln.compiler._replay import GraphProgram
 from kiln.compiler._watch import watching
 from kiln.compiler._guards import (ModuleStateGuard, Unguardable, describe, first_difference, flatten, guard_key,
@@ -281,6 +282,7 @@ class CompiledFunction:
             program = _joint.JointProgram(graph, joint, **around) if joint is not None else GraphProgram(graph,
                                                                                                         **around)
             program.graph.verify()
+            use_backend(self.backend, program, self._name())
         except Exception as e:  # a recording kiln cannot replay: never replay it
             self._record_break(key, guards, args, f"the captured graph does not verify: {e}")
             return result

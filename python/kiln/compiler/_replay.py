@@ -35,8 +35,8 @@ class GraphProgram:
     (then, for a joint forward, the saved values: ``num_outputs`` counts the
     function's outputs only)."""
 
-    __slots__ = ("graph", "runner", "generator_index", "generator_advance", "copy_back", "num_outputs", "plain",
-                 "impure_reason")
+    __slots__ = ("graph", "runner", "compiled", "generator_index", "generator_advance", "copy_back", "num_outputs",
+                 "plain", "impure_reason")
 
     def __init__(self, graph, *, num_outputs: int, generator_index=None, generator_advance: int = 0,
                  copy_back=(), impure_reason=None, runner=interpret):
@@ -45,6 +45,7 @@ class GraphProgram:
         # capture]): a backend that reorders or fuses needs a functional body.
         self.impure_reason = impure_reason
         self.runner = runner
+        self.compiled = None  # the _runtime.CompiledGraph the runner replays (backend "default"), or None
         self.generator_index = generator_index
         self.generator_advance = generator_advance
         self.copy_back = list(copy_back)

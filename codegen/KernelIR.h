@@ -1,0 +1,131 @@
+// The kernel IR: one fused pointwise kernel as a scalar expression DAG over
+// its inputs, evaluated at every point of an iteration space. codegen/llvm
+// (and later codegen/cuda) lower it; PointwiseMath.h builds it from graph ops.
+// See Note [The pointwise kernel IR].
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "eager/core/DType.h"
+
+namespace kiln::codegen {
+
+// Note [The pointwise kernel IR]
+// ------------------------------
+// A Kernel reads `inputs` (each a pointer and one stride per dimension, in
+// elements; a broadcast dimension has stride 0) and writes `outputs`
+// (contiguous, of the iteration shape). The iteration space has `rank`
+// dimensions whose sizes are kernel arguments, so one compiled kernel serves
+// every shape of that rank. rank 1 with `contiguous` set is the flat fast
+// path: every input is either dense (stride 1) or a single broadcast element
+// (stride 0), known when the kernel is built.
+//
+// `exprs` is a DAG in topological order (an operand's index is below its
+// user's); each Expr has one dtype, the dtype it computes in. Loads read an
+// input's element in the input's dtype; Cast converts (float -> int truncates
+// toward zero, as C++; float16/bfloat16 round to nearest even); arithmetic
+// wraps on integers; Div is floating division only; Maximum/Minimum propagate
+// NaN; comparisons produce Bool; Select(c, a, b) is c ? a : b. The unary math
+// functions (Exp, Log, Sin, ...) are floating only: codegen lowers them to the
+// vector math the eager kernels use (codegen/llvm/VectorMath.h).
+// KernelBuilder hash-conses, so equal subexpressions are one Expr.
+
+enum class ExprOp : uint8_t {
+  Load,      // input `input`
+  Constant,  // `fvalue` (floating) or `ivalue` (integral, bool)
+  Cast,      // a -> dtype
+  // unary
+  Neg,
+  Abs,
+  Not,  // bool
+  Sqrt,
+  Exp,
+  Expm1,
+  Log,
+  Log2,
+  Log10,
+  Log1p,
+  Sin,
+  Cos,
+  Tan,
+  Tanh,
+  Erf,
+  // binary
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Maximum,
+  Minimum,
+  Pow,
+  And,  // bool
+  Or,   // bool
+  Xor,  // bool
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  // ternary
+  Select,
+  Fma,  // a * b + c, rounded once where the host has FMA (as eager's contracted `x + alpha * y`), else twice
+};
+
+[[nodiscard]] const char* expr_op_name(ExprOp op);
+[[nodiscard]] int expr_op_arity(ExprOp op);
+
+struct Expr {
+  ExprOp op = ExprOp::Constant;
+  DType dtype = DType::Float32;
+  int32_t a = -1, b = -1, c = -1;  // operand expr indices
+  int32_t input = -1;              // Load
+  double fvalue = 0;               // Constant, floating dtype
+  int64_t ivalue = 0;              // Constant, integral/bool dtype
+
+  bool operator==(const Expr& o) const;
+};
+
+struct Kernel {
+  std::string name;                 // "kernel_<hash>" once finished
+  int rank = 1;                     // iteration dimensions
+  bool contiguous = false;          // rank 1, every input dense or a single element (Note above)
+  std::vector<DType> input_dtypes;  // element type of each input
+  std::vector<bool> input_scalar;   // contiguous path: input i is one element (stride 0)
+  std::vector<DType> output_dtypes;
+  std::vector<Expr> exprs;
+  std::vector<int32_t> outputs;     // expr stored to each output (cast to its dtype first)
+
+  /// A structural hash: equal kernels (up to `name`) hash equal.
+  [[nodiscard]] uint64_t hash() const;
+  /// The text form: one line per expr, for logs and tests.
+  [[nodiscard]] std::string str() const;
+};
+
+/// Builds a Kernel's expression DAG, reusing equal expressions.
+class KernelBuilder {
+ public:
+  explicit KernelBuilder(Kernel& k) : k_(k) {}
+
+  int32_t load(int32_t input);
+  int32_t constant(DType dtype, double value);  // integral dtypes take the value truncated
+  int32_t constant_int(DType dtype, int64_t value);
+  /// `e` converted to `dtype` (itself when it already has that dtype).
+  int32_t cast(int32_t e, DType dtype);
+  int32_t unary(ExprOp op, int32_t a);
+  /// Both operands must have one dtype; comparisons give Bool.
+  int32_t binary(ExprOp op, int32_t a, int32_t b);
+  int32_t select(int32_t cond, int32_t a, int32_t b);
+  /// a * b + c (floating; one dtype).
+  int32_t fma(int32_t a, int32_t b, int32_t c);
+
+  [[nodiscard]] DType dtype(int32_t e) const { return k_.exprs[static_cast<size_t>(e)].dtype; }
+
+ private:
+  int32_t add(const Expr& e);
+  Kernel& k_;
+};
+
+}  // namespace kiln::codegen

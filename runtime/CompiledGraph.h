@@ -1,0 +1,79 @@
+// CompiledGraph: a captured graph as a flat list of steps: fused pointwise
+// kernels called through their JIT entry points, every other node through
+// the dispatcher's boxed path (below autograd: see Note [When the compiled
+// graph runs]). Values are released after their last use.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/FusionKernel.h"
+#include "codegen/llvm/KernelJit.h"
+#include "eager/dispatch/IValue.h"
+#include "ir/Graph.h"
+
+namespace kiln::runtime {
+
+// Note [When the compiled graph runs]
+// -----------------------------------
+// A kernel step computes its outputs without recording autograd history. The
+// graphs kiln.compile's "default" backend hands in never need it: a plain
+// captured graph has no output requiring grad, and the forward and backward
+// graphs of a joint capture run with grad mode off under one autograd node
+// (python/kiln/compiler/_joint.py; CompileOptions::runs_without_autograd). A
+// graph that writes an input in place (GraphProgram.impure_reason) replays
+// through the interpreter (python/kiln/compiler/_backends.py). Outside
+// kiln.compile, a node whose value is recorded as requiring grad stays an
+// eager step, which goes through the whole dispatcher as ir::interpret does.
+
+struct CompileOptions {
+  bool fuse = true;           // false: every node eager (for tests and comparisons)
+  bool keep_llvm_ir = false;  // keep the LLVM IR text (KILN_LOGS=codegen)
+  // The caller runs the graph with grad mode off (the forward and backward graphs
+  // of a joint capture, python/kiln/compiler/_joint.py), so values recorded as
+  // requiring grad may fuse too; otherwise they stay eager steps, which record
+  // autograd history (Note [When the compiled graph runs]).
+  bool runs_without_autograd = false;
+};
+
+class CompiledGraph {
+ public:
+  /// Given a verified graph. Do CompiledGraph(g). Result g's fusion groups compiled
+  /// (one LLVM module for all of them), the step list built; g is cloned, not kept.
+  explicit CompiledGraph(const ir::Graph& g, CompileOptions options = {});
+  ~CompiledGraph();
+
+  /// Runs the graph on `inputs` (one per graph input); returns one value per graph output.
+  [[nodiscard]] std::vector<IValue> run(std::vector<IValue> inputs) const;
+
+  [[nodiscard]] int64_t kernel_count() const { return static_cast<int64_t>(kernels_.size()); }
+  /// Each fused kernel's kernel IR text, in step order.
+  [[nodiscard]] std::vector<std::string> kernel_ir() const;
+  /// The ops each kernel fused ("kiln::mul.Scalar", ...), per kernel.
+  [[nodiscard]] std::vector<std::vector<std::string>> kernel_ops() const;
+  [[nodiscard]] const std::string& llvm_ir() const { return llvm_ir_; }
+  /// Op nodes left to eager, by name (one entry per node).
+  [[nodiscard]] std::vector<std::string> eager_ops() const;
+
+ private:
+  struct KernelStep;
+  struct Step {
+    const ir::Node* node = nullptr;  // an eager step
+    int32_t kernel = -1;             // or a kernel step
+    std::vector<size_t> release;     // value slots dead after this step
+  };
+  void run_kernel(const KernelStep& k, std::vector<IValue>& slots) const;
+
+  std::unique_ptr<ir::Graph> graph_;
+  std::vector<Step> steps_;
+  std::vector<std::unique_ptr<KernelStep>> kernels_;
+  std::vector<size_t> input_slots_, output_slots_;
+  size_t num_slots_ = 0;
+  std::unordered_map<const ir::Value*, size_t> slot_of_;
+  std::string llvm_ir_;
+};
+
+}  // namespace kiln::runtime
