@@ -380,7 +380,17 @@ bool decompose(const Decomposition& d, Node& n) {
     while (n.prev() != before) n.owning_graph().erase(n.prev());
     return false;
   }
-  for (size_t i = 0; i < results.size(); ++i) n.output(i)->replace_all_uses_with(results[i]);
+  for (size_t i = 0; i < results.size(); ++i) {
+    Value* out = n.output(i);
+    out->replace_all_uses_with(results[i]);
+    // The last value of the decomposition takes the composite result's name
+    // (not an input it forwards to, like eval-mode dropout's).
+    if (out->name().empty() || !results[i]->name().empty() || results[i]->node()->kind() == ir::NodeKind::Param)
+      continue;
+    std::string name = out->name();
+    n.owning_graph().set_name(out, "");
+    n.owning_graph().set_name(results[i], std::move(name));
+  }
   n.owning_graph().erase(&n);
   return true;
 }

@@ -3,6 +3,7 @@
 #include "passes/fold_constants.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/ArgumentBinding.h"
@@ -78,6 +79,15 @@ std::vector<Attribute> list_elements(const Attribute& list) {
   return out;
 }
 
+/// Replaces every use of `from` by `to`, which takes over from's name (so a folded value reads as before).
+void replace_and_rename(Value* from, Value* to) {
+  from->replace_all_uses_with(to);
+  std::string name = from->name();
+  if (name.empty()) return;
+  from->owning_graph().set_name(from, "");
+  from->owning_graph().set_name(to, std::move(name));
+}
+
 Value* new_constant_before(Node* pos, const Attribute& value) {
   Node* c = pos->owning_graph().create_constant(value);
   c->insert_before(pos);
@@ -92,7 +102,7 @@ size_t fold_list_construct(Node* n) {
     n->owning_graph().erase(folded->node());
     return 0;
   }
-  n->output()->replace_all_uses_with(folded);
+  replace_and_rename(n->output(), folded);
   return 1;
 }
 
@@ -111,7 +121,7 @@ size_t fold_list_unpack(Node* n) {
       n->owning_graph().erase(folded->node());
       continue;
     }
-    n->output(i)->replace_all_uses_with(folded);
+    replace_and_rename(n->output(i), folded);
   }
   return 1;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
 
 #include "eager/core/MemoryFormat.h"
 #include "ir/ArgumentBinding.h"
@@ -167,6 +168,12 @@ Value* double_transpose(const Node& n, RuleContext&) {
   return outer_dims && inner_dims && *outer_dims == *inner_dims ? x : nullptr;
 }
 
+/// x.t().t() -> x (t swaps the two dims of a matrix and leaves a vector as it is).
+Value* double_t(const Node& n, RuleContext&) {
+  const Node* inner = producer(self_of(n), "kiln::t");
+  return inner ? self_of(*inner) : nullptr;
+}
+
 /// x.transpose(a, a) -> x.
 Value* transpose_same_dim(const Node& n, RuleContext&) {
   const auto dims = transposed_dims(n, rank_of(self_of(n)));
@@ -321,6 +328,7 @@ constexpr RewriteRule kRules[] = {
     {"sub_zero", "kiln::sub.Scalar", sub_zero, "x - 0 -> x (alpha=1)"},
     {"neg_neg", "kiln::neg", neg_neg, "-(-x) -> x"},
     {"double_transpose", "kiln::transpose.int", double_transpose, "x.transpose(a, b).transpose(a, b) -> x"},
+    {"double_t", "kiln::t", double_t, "x.t().t() -> x"},
     {"transpose_same_dim", "kiln::transpose.int", transpose_same_dim, "x.transpose(a, a) -> x"},
     {"identity_permute", "kiln::permute", identity_permute, "x.permute(0, 1, ..) -> x"},
     {"double_permute", "kiln::permute", double_permute, "x.permute(p).permute(q) -> x.permute(p[q])"},
@@ -352,6 +360,11 @@ bool try_rule(const RewriteRule& rule, Node& n, AliasClasses& aliases) {
   for (Node* c : ctx.created()) aliases.add_node(*c);
   aliases.merge(n.output(), to);
   n.output()->replace_all_uses_with(to);
+  if (!ctx.created().empty() && !n.output()->name().empty()) {  // a rebuilt node keeps the name it replaces
+    std::string name = n.output()->name();
+    n.owning_graph().set_name(n.output(), "");
+    n.owning_graph().set_name(to, std::move(name));
+  }
   return true;
 }
 
