@@ -210,7 +210,10 @@ std::optional<DType> plain_cast_dtype(const Node& n) {
   }
   const bool to_copy = name == "kiln::_to_copy";
   if (!to_copy && name != "kiln::to.dtype") return std::nullopt;
-  if (!is_none(literal(n, "memory_format"))) return std::nullopt;
+  const Attribute* format = literal(n, "memory_format");  // None and preserve_format both keep the layout
+  const bool preserves = is_none(format) || (format != nullptr && format->kind() == Attribute::Kind::Int &&
+                                             format->to_int() == static_cast<int64_t>(MemoryFormat::Preserve));
+  if (!preserves) return std::nullopt;
   if (to_copy && !is_none(literal(n, "device"))) return std::nullopt;
   if (!to_copy && !is_false(literal(n, "copy"))) return std::nullopt;
   const Attribute* dtype = literal(n, "dtype");
