@@ -4,6 +4,9 @@ the same outputs (values, dtypes, shapes) before and after; KILN_LOGS=passes
 logs the graph after each pass."""
 
 import logging
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -146,3 +149,13 @@ def test_verify_failure_names_the_pass():
     graph = _C._ir.parse("graph(%x : f32[2]{1}):\n  %y : f32[2]{1} = kiln::relu(%x, %x)\n  return (%y)\n")
     with pytest.raises(RuntimeError, match=r"passes: after decompose_composites: ir verify: kiln::relu"):
         _C._passes.run_pipeline(graph, verify=True)
+
+
+def test_kiln_logs_passes_environment_variable():
+    code = ("from kiln import _C\n"
+            "g = _C._ir.parse('graph(%x : f32[2]{1}):\\n  %y : f32[2]{1} = kiln::silu(%x)\\n  return (%y)\\n')\n"
+            "_C._passes.run_pipeline(g)\n")
+    env = dict(os.environ, KILN_LOGS="passes")
+    err = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stderr
+    assert "[kiln.compile.passes] after decompose_composites (1 changes):\ngraph(%x : f32[2]{1}):" in err
+    assert "kiln::sigmoid(%x)" in err and "[kiln.compile.passes] after eliminate_dead_code" in err
