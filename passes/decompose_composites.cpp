@@ -241,6 +241,23 @@ Replacement softmax(const Node& n, Builder& b, bool log) {
   return finish(b, n, {b.div(e, total)});
 }
 
+/// _softmax_backward_data: y (g - sum(g y)); _log_softmax_backward_data: g - exp(y) sum(g),
+/// for the softmax result y and its incoming gradient g.
+Replacement softmax_backward(const Node& n, Builder& b, bool log) {
+  Value* g0 = decomposable_input(n, "grad_output");
+  Value* y0 = decomposable_input(n, "output");
+  const Attribute* dim = literal_argument(n, "dim");
+  if (g0 == nullptr || y0 == nullptr || dim == nullptr || dim->kind() != Attribute::Kind::Int) return {};
+  if (g0->type().tensor_type().sizes != y0->type().tensor_type().sizes) return {};
+  const auto dims = reduced_dims(y0, {dim->to_int()});
+  if (!dims) return {};
+  const DType dtype = *compute_dtype(*dtype_of(y0));
+  Value* g = b.cast(g0, dtype);
+  Value* y = b.cast(y0, dtype);
+  if (log) return finish(b, n, {b.sub(g, b.mul(b.unary("kiln::exp", y), b.reduce("kiln::sum.dim_IntList", g, *dims)))});
+  return finish(b, n, {b.mul(y, b.sub(g, b.reduce("kiln::sum.dim_IntList", b.mul(g, y), *dims)))});
+}
+
 /// The trailing dims a norm over `normalized_shape` reduces, or nullopt.
 std::optional<std::vector<int64_t>> norm_dims(const Node& n, const Value* x) {
   const Attribute* shape = literal_argument(n, "normalized_shape");
@@ -354,6 +371,8 @@ struct Decomposition {
 
 Replacement softmax_exp(const Node& n, Builder& b) { return softmax(n, b, false); }
 Replacement softmax_log(const Node& n, Builder& b) { return softmax(n, b, true); }
+Replacement softmax_grad(const Node& n, Builder& b) { return softmax_backward(n, b, false); }
+Replacement log_softmax_grad(const Node& n, Builder& b) { return softmax_backward(n, b, true); }
 
 constexpr Decomposition kDecompositions[] = {
     {"kiln::gelu", gelu},
@@ -362,6 +381,8 @@ constexpr Decomposition kDecompositions[] = {
     {"kiln::_softmax", softmax_exp},
     {"kiln::log_softmax.int", softmax_log},
     {"kiln::_log_softmax", softmax_log},
+    {"kiln::_softmax_backward_data", softmax_grad},
+    {"kiln::_log_softmax_backward_data", log_softmax_grad},
     {"kiln::native_layer_norm", layer_norm},
     {"kiln::layer_norm", layer_norm},
     {"kiln::_fused_rms_norm", rms_norm},

@@ -18,7 +18,8 @@ namespace kiln::passes {
 ///        %y = %e / sum(%e, [1], keepdim), and the softmax node is erased.
 /// Decomposed (See Note [What decompose_composites rewrites]): gelu (both
 /// approximations), silu, softmax.int, _softmax, log_softmax.int,
-/// _log_softmax, native_layer_norm, layer_norm, _fused_rms_norm, rms_norm,
+/// _log_softmax, their backward ops (_softmax_backward_data,
+/// _log_softmax_backward_data), native_layer_norm, layer_norm, _fused_rms_norm, rms_norm,
 /// and dropout / native_dropout in eval mode or with p = 0 (dropout: its
 /// input; native_dropout: a clone and an all-true mask). float16 and bfloat16
 /// compute in float32 between two casts, as the eager kernels do. Returns the

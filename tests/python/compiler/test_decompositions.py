@@ -24,6 +24,10 @@ CASES = [
     ("_softmax", "%y : {t} = kiln::_softmax(%x, dim=1, half_to_float=False)", []),
     ("log_softmax", "%y : {t} = kiln::log_softmax.int(%x, dim=-1, dtype=None)", []),
     ("_log_softmax", "%y : {t} = kiln::_log_softmax(%x, dim=0, half_to_float=False)", []),
+    ("_softmax_backward_data",
+     "%y : {t} = kiln::_softmax_backward_data(%g, %x, dim=-1, input_dtype={dtype})", ["g"]),
+    ("_log_softmax_backward_data",
+     "%y : {t} = kiln::_log_softmax_backward_data(%g, %x, dim=1, input_dtype={dtype})", ["g"]),
     ("native_layer_norm",
      "%y : {t}, %m : {st}, %r : {st} = kiln::native_layer_norm(%x, normalized_shape=[8], weight=%w, bias=%b, "
      "eps=1e-05)", ["w", "b"]),
@@ -38,13 +42,14 @@ CASES = [
     ("native_dropout_eval", "%y : {t}, %mask : b8[4, 6, 8]{{48, 8, 1}} = kiln::native_dropout(%x, p=0.3, train=False)", []),
 ]
 SIZES = [4, 6, 8]
+DTYPE_NAME = {kiln.float32: "float32", kiln.float64: "float64", kiln.float16: "float16", kiln.bfloat16: "bfloat16"}
 
 
 def _graph(line, dtype, extra):
     sizes = ", ".join(map(str, SIZES))
     t = f"{SHORT[dtype]}[{sizes}]{{48, 8, 1}}"
-    inputs = [f"%x : {t}"] + [f"%{name} : {SHORT[dtype]}[8]{{1}}" for name in extra]
-    body = line.format(t=t, st=f"{SHORT[dtype]}[4, 6, 1]{{6, 1, 1}}")
+    inputs = [f"%x : {t}"] + [f"%{name} : " + (t if name == "g" else f"{SHORT[dtype]}[8]{{1}}") for name in extra]
+    body = line.format(t=t, st=f"{SHORT[dtype]}[4, 6, 1]{{6, 1, 1}}", dtype=DTYPE_NAME[dtype])
     outputs = [part.split(" : ")[0].strip() for part in body.split(" = ")[0].split(", %")]
     outputs = [o if o.startswith("%") else "%" + o for o in outputs]
     return f"graph({', '.join(inputs)}):\n  {body}\n  return ({', '.join(outputs)})\n"
@@ -55,8 +60,9 @@ def _inputs(dtype, extra):
     x = g.standard_normal(SIZES) * 3
     x[0, 0, :] = [1000.0, -1000.0, 0.0, -0.0, 1e-3, 5.0, 5.0, -5.0]  # a row far from zero, and ties
     out = [kiln.tensor(x.tolist(), dtype=kiln.float64).to(dtype)]
-    for _ in extra:
-        out.append(kiln.tensor((g.standard_normal(8) + 1).tolist(), dtype=kiln.float64).to(dtype))
+    for name in extra:
+        values = g.standard_normal(SIZES if name == "g" else 8) + 1
+        out.append(kiln.tensor(values.tolist(), dtype=kiln.float64).to(dtype))
     return out
 
 
@@ -71,6 +77,8 @@ def test_decomposition_matches_eager(name, line, extra, dtype):
     composite = line.split("= ", 1)[1].split("(", 1)[0]
     assert composite not in graph.node_kinds, str(graph)
     inputs = _inputs(dtype, extra)
+    if name.startswith(("_softmax_backward", "_log_softmax_backward")):  # a softmax result as the output
+        inputs[0] = (kiln.softmax if name.startswith("_softmax") else kiln.log_softmax)(inputs[0], dim=-1)
     expected = _C._ir.run(text, inputs)
     actual = _C._ir.run(graph, inputs)
     rtol, atol = TOLERANCE[dtype]
