@@ -254,7 +254,11 @@ Replacement softmax_backward(const Node& n, Builder& b, bool log) {
   const DType dtype = *compute_dtype(*dtype_of(y0));
   Value* g = b.cast(g0, dtype);
   Value* y = b.cast(y0, dtype);
-  if (log) return finish(b, n, {b.sub(g, b.mul(b.unary("kiln::exp", y), b.reduce("kiln::sum.dim_IntList", g, *dims)))});
+  if (log) {
+    Value* e = b.unary("kiln::exp", y);  // one builder call per statement: the node order is the code's
+    Value* total = b.reduce("kiln::sum.dim_IntList", g, *dims);
+    return finish(b, n, {b.sub(g, b.mul(e, total))});
+  }
   return finish(b, n, {b.mul(y, b.sub(g, b.reduce("kiln::sum.dim_IntList", b.mul(g, y), *dims)))});
 }
 
