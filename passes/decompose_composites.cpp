@@ -26,9 +26,9 @@ using ir::Value;
 //    row-major contiguous or not recorded at all: the eager kernels return
 //    contiguous results and the primitives follow their input's layout, so a
 //    strided input would change the result's strides (and a later view could fail);
-//  - the reduced dims are known and none is a concrete 0 (amax of an empty dim
-//    raises where softmax returns an empty tensor; a symbolic size is never 0
-//    or 1, since kiln.compile guards those);
+//  - the reduced dims have concrete sizes, none 0 (amax of an empty dim raises
+//    where softmax returns an empty tensor; a symbolic size may be 0 until
+//    capture guards sizes 0 and 1 apart, as issue 23 item 9 plans);
 //  - dropout only in eval mode or with p = 0, the cases that draw no random
 //    numbers (training dropout keeps its bernoulli draw where eager makes it).
 // The new values carry dtype, sizes and device (and contiguous strides when
@@ -52,9 +52,12 @@ class Builder {
   // Pointwise ops keep their first input's type (dtype and sizes).
   Value* unary(std::string_view name, Value* x) { return op(name, {x}, {}, type_of(x)); }
   Value* mul(Value* a, Value* b) { return op("kiln::mul.Tensor", {a, b}, {}, broadcast_type(a, b)); }
-  Value* mul(Value* a, double s) { return op("kiln::mul.Scalar", {a}, {{"other", Attribute::of_float(s)}}, type_of(a)); }
+  Value* mul(Value* a, double s) {
+    return op("kiln::mul.Scalar", {a}, {{"other", Attribute::of_float(s)}}, type_of(a));
+  }
   Value* add(Value* a, double s) {
-    return op("kiln::add.Scalar", {a}, {{"other", Attribute::of_float(s)}, {"alpha", Attribute::of_int(1)}}, type_of(a));
+    return op("kiln::add.Scalar", {a}, {{"other", Attribute::of_float(s)}, {"alpha", Attribute::of_int(1)}},
+              type_of(a));
   }
   /// a + alpha * b
   Value* add(Value* a, Value* b, double alpha = 1.0) {
@@ -152,7 +155,7 @@ Value* decomposable_input(const Node& n, std::string_view name = "self") {
   return x;
 }
 
-/// The dims `dims` names, wrapped, when none is a concrete 0.
+/// The dims `dims` names, wrapped, when each has a concrete nonzero size.
 std::optional<std::vector<int64_t>> reduced_dims(const Value* x, const std::vector<int64_t>& dims) {
   const auto rank = rank_of(x);
   if (!rank || *rank == 0) return std::nullopt;
@@ -161,7 +164,7 @@ std::optional<std::vector<int64_t>> reduced_dims(const Value* x, const std::vect
     const auto w = wrap_dim(d, rank);
     if (!w) return std::nullopt;
     const ir::SymbolicSize& s = (*x->type().tensor_type().sizes)[*w];
-    if (s.is_concrete() && s.value() == 0) return std::nullopt;
+    if (!s.is_concrete() || s.value() == 0) return std::nullopt;
     out.push_back(*w);
   }
   return out;
@@ -265,7 +268,8 @@ Replacement softmax_backward(const Node& n, Builder& b, bool log) {
 /// The trailing dims a norm over `normalized_shape` reduces, or nullopt.
 std::optional<std::vector<int64_t>> norm_dims(const Node& n, const Value* x) {
   const Attribute* shape = literal_argument(n, "normalized_shape");
-  if (shape == nullptr || shape->kind() != Attribute::Kind::IntList || shape->to_int_list().empty()) return std::nullopt;
+  if (shape == nullptr || shape->kind() != Attribute::Kind::IntList || shape->to_int_list().empty())
+    return std::nullopt;
   const auto rank = rank_of(x);
   const size_t k = shape->to_int_list().size();
   if (!rank || k > *rank) return std::nullopt;

@@ -41,7 +41,9 @@ bool is_int_or_float(const Attribute* a, double x) {
 }
 bool is_one(const Attribute* a) { return is_int_or_float(a, 1.0); }
 /// An int 0 or a float +0.0 (not -0.0).
-bool is_positive_zero(const Attribute* a) { return is_int_or_float(a, 0.0) && !(a->kind() == Attribute::Kind::Float && std::signbit(a->to_float())); }
+bool is_positive_zero(const Attribute* a) {
+  return is_int_or_float(a, 0.0) && !(a->kind() == Attribute::Kind::Float && std::signbit(a->to_float()));
+}
 bool is_negative_zero(const Attribute* a) {
   return a != nullptr && a->kind() == Attribute::Kind::Float && a->to_float() == 0.0 && std::signbit(a->to_float());
 }

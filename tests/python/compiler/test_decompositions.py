@@ -48,7 +48,8 @@ DTYPE_NAME = {kiln.float32: "float32", kiln.float64: "float64", kiln.float16: "f
 def _graph(line, dtype, extra):
     sizes = ", ".join(map(str, SIZES))
     t = f"{SHORT[dtype]}[{sizes}]{{48, 8, 1}}"
-    inputs = [f"%x : {t}"] + [f"%{name} : " + (t if name == "g" else f"{SHORT[dtype]}[8]{{1}}") for name in extra]
+    inputs = [f"%x : {t}"]
+    inputs += [f"%{name} : " + (t if name == "g" else f"{SHORT[dtype]}[8]{{1}}") for name in extra]
     body = line.format(t=t, st=f"{SHORT[dtype]}[4, 6, 1]{{6, 1, 1}}", dtype=DTYPE_NAME[dtype])
     outputs = [part.split(" : ")[0].strip() for part in body.split(" = ")[0].split(", %")]
     outputs = [o if o.startswith("%") else "%" + o for o in outputs]

@@ -43,7 +43,10 @@ def _random_inputs(text):
         dtype = kind.split("[", 1)[0]
         if dtype not in _TYPE or "[" not in kind:
             return None
-        sizes = [int(s) for s in kind.split("[", 1)[1].split("]", 1)[0].split(", ") if s]
+        sizes = [s for s in kind.split("[", 1)[1].split("]", 1)[0].split(", ") if s]
+        if not all(s.isdigit() for s in sizes):
+            return None  # symbolic sizes: no values to run
+        sizes = [int(s) for s in sizes]
         values = g.standard_normal(sizes) * 3
         if dtype == "b8":
             inputs.append(kiln.tensor((values > 0).tolist(), dtype=kiln.bool).reshape(sizes))
