@@ -116,14 +116,22 @@ using RuleFn = Value* (*)(const Node&, RuleContext&);
 // Each returns the value that stands for n's result, or nullptr. The driver
 // checks the types and storage (can_forward) before it replaces anything.
 
-/// x * 1 -> x (mul.Scalar). Exact for every value, -0.0, inf and NaN included.
-Value* mul_by_one(const Node& n, RuleContext&) { return is_one(literal(n, "other")) ? self_of(n) : nullptr; }
+/// n's first argument when its dtype is known and real (a complex x * (1 + 0i)
+/// is not exact: an infinite part times 0 is NaN), else nullptr.
+Value* real_self(const Node& n) {
+  Value* x = self_of(n);
+  const auto dtype = dtype_of(x);
+  return dtype && !is_complex(*dtype) ? x : nullptr;
+}
+
+/// x * 1 -> x (mul.Scalar). Exact for every real value, -0.0, inf and NaN included.
+Value* mul_by_one(const Node& n, RuleContext&) { return is_one(literal(n, "other")) ? real_self(n) : nullptr; }
 
 /// x / 1 -> x (div.Scalar; integer x / 1 is a float tensor, and the dtype check refuses it).
-Value* div_by_one(const Node& n, RuleContext&) { return is_one(literal(n, "other")) ? self_of(n) : nullptr; }
+Value* div_by_one(const Node& n, RuleContext&) { return is_one(literal(n, "other")) ? real_self(n) : nullptr; }
 
 /// x ** 1 -> x (pow.Tensor_Scalar).
-Value* pow_one(const Node& n, RuleContext&) { return is_one(literal(n, "exponent")) ? self_of(n) : nullptr; }
+Value* pow_one(const Node& n, RuleContext&) { return is_one(literal(n, "exponent")) ? real_self(n) : nullptr; }
 
 /// x + 0 -> x (add.Scalar, alpha=1). Exact for integers; for floats only when
 /// the zero is -0.0, since -0.0 + 0 is +0.0.
