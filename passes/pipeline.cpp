@@ -1,6 +1,8 @@
 // The pass pipeline: the one place that lists the graph passes in order.
 #include "passes/pipeline.h"
 
+#include <string>
+
 #include "eager/core/Error.h"
 #include "ir/Verifier.h"
 #include "passes/decompose_composites.h"
@@ -34,18 +36,26 @@ constexpr Pass kPipeline[] = {
 
 }  // namespace
 
+namespace {
+
+/// ir::verify, its error prefixed with where the pipeline stands ("after simplify_algebra").
+void verify_at(const ir::Graph& g, std::string_view where) {
+  try {
+    ir::verify(g);
+  } catch (const Error& e) {
+    KILN_FAIL(Runtime, "passes: ", where, ": ", e.what());
+  }
+}
+
+}  // namespace
+
 size_t run_pipeline(ir::Graph& g, const PipelineOptions& options) {
+  if (options.verify_after_each) verify_at(g, "the input graph");  // so a failure below is the pass's
   size_t total = 0;
   for (const Pass& pass : kPipeline) {
     const size_t changes = pass.run(g);
     total += changes;
-    if (options.verify_after_each) {
-      try {
-        ir::verify(g);
-      } catch (const Error& e) {
-        KILN_FAIL(Runtime, "passes: after ", pass.name, ": ", e.what());
-      }
-    }
+    if (options.verify_after_each) verify_at(g, "after " + std::string(pass.name));
     if (options.log_after_each) options.log_after_each(pass.name, changes, g);
   }
   return total;

@@ -19,7 +19,7 @@ inline constexpr bool kVerifyAfterEachPassByDefault = true;
 #endif
 
 struct PipelineOptions {
-  /// Runs ir::verify after each pass; a failure names the pass.
+  /// Runs ir::verify on the input and after each pass; a failure names the pass.
   bool verify_after_each = kVerifyAfterEachPassByDefault;
   /// Called after each pass with its name, how many changes it made, and the
   /// graph (kiln._C._passes.run_pipeline sets it when KILN_LOGS=passes is on).
@@ -31,8 +31,9 @@ struct PipelineOptions {
 /// Result g rewritten in place by, in order: decompose_composites,
 ///        fold_constants, simplify_algebra, eliminate_common_subexpressions,
 ///        eliminate_dead_code. Returns the total number of changes.
-/// RuntimeError "passes: after <pass>: ir verify: ..." when verification is on
-/// and a pass leaves the graph malformed.
+/// With verification on, the input graph is verified first ("passes: the input
+/// graph: ir verify: ...") and then the result of each pass (RuntimeError
+/// "passes: after <pass>: ir verify: ..." when a pass leaves it malformed).
 size_t run_pipeline(ir::Graph& g, const PipelineOptions& options = {});
 
 /// The pipeline's pass names, in order.
