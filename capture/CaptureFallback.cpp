@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "capture/CaptureSession.h"
+#include "capture/FunctionalForm.h"
 #include "eager/core/Error.h"
 #include "eager/dispatch/Dispatcher.h"
 #include "ir/Attribute.h"
@@ -19,8 +20,12 @@ void run_below_capture(const OperatorHandle& op, DispatchKeySet keys, Stack* sta
 }
 
 /// The op node for the arguments on top of the stack (list nodes for tensor
-/// lists are appended on the way), or nullopt with `why` set.
-ir::Node* build_node(CaptureSession& s, const OperatorHandle& op, const Stack& stack, std::string* why) {
+/// lists are appended on the way), or nullopt with `why` set. `record` is the
+/// op the node calls: `op` itself, or its functional variant (same arguments).
+/// A random op's generator=None becomes the default generator's value
+/// (See Note [Random ops under capture]).
+ir::Node* build_node(CaptureSession& s, const OperatorHandle& op, const OperatorHandle& record, const Stack& stack,
+                     std::string* why) {
   ir::Graph& g = s.graph();
   const auto& args = op.schema().arguments();
   const size_t base = stack.size() - args.size();
@@ -55,10 +60,17 @@ ir::Node* build_node(CaptureSession& s, const OperatorHandle& op, const Stack& s
       case IValue::Tag::Generator:
         *why = "argument '" + args[i].name + "' is an explicit Generator (capture records only the default one)";
         return nullptr;
-      default: attributes.push_back({args[i].name, ir::Attribute::of_ivalue(v)}); break;
+      default:
+        if (args[i].type.kind == SchemaType::Kind::Generator && v.is_none()) {
+          inputs.push_back(default_generator(s, op, stack, why));
+          if (inputs.back() == nullptr) return nullptr;
+          break;
+        }
+        attributes.push_back({args[i].name, ir::Attribute::of_ivalue(v)});
+        break;
     }
   }
-  return g.create_op(op, std::move(inputs), std::move(attributes));
+  return g.create_op(record, std::move(inputs), std::move(attributes));
 }
 
 /// Types node's outputs from the results on top of the stack and binds the result tensors to them.
@@ -94,9 +106,10 @@ void capture_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Stac
   }
   const std::string name = op.name().str();
   ir::Node* node = nullptr;
+  const bool random = op.entry().has_tag("random");
   try {
     std::string why;
-    node = build_node(*s, op, *stack, &why);
+    node = build_node(*s, op, recorded_op(*s, op, *stack), *stack, &why);
     if (node == nullptr) s->mark_broken("op " + name + ": " + why);
   } catch (const std::exception& e) {
     s->mark_broken("op " + name + " cannot be recorded: " + e.what());
@@ -108,6 +121,7 @@ void capture_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Stac
     s->mark_broken("op " + name + " raised during capture");
     throw;
   }
+  if (random) note_random_op_ran(*s);
   if (node == nullptr || s->broken()) return;
   s->graph().append(node);
   s->count_op();
@@ -116,34 +130,11 @@ void capture_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Stac
 
 }  // namespace
 
-// Note [Composites that allocate outside the dispatcher]
-// A CompositeImplicit op is recorded as its parts, but empty_like's body makes
-// its result without a dispatched call, so its result would be a tensor the
-// session never saw (and the in-place fill that follows in ones_like,
-// dropout's mask, ... would break the capture). Such composites (none of them
-// differentiable) get the recording kernel on the Capture key itself, and an
-// Autograd kernel that only redispatches, so they reach Capture whole even
-// with tensors that require grad; below Capture the composite still serves
-// the backend, so eager results are unchanged.
-constexpr const char* kRecordedWhole[] = {"kiln::empty_like"};
-
-void below_autograd(void*, const OperatorHandle& op, DispatchKeySet keys, Stack* stack) {
-  ExcludeDispatchKeyGuard no_autograd(DispatchKey::Autograd);
-  op.redispatch_boxed(keys.below(DispatchKey::Autograd), stack);
-}
-
 void ensure_capture_fallback() {
   static std::once_flag once;
   std::call_once(once, [] {
-    Dispatcher& d = Dispatcher::singleton();
-    const KernelFunction record = KernelFunction::from_boxed(&capture_fallback);
-    d.register_fallback(DispatchKey::Capture, record);
-    for (const char* name : kRecordedWhole) {
-      for (const OperatorHandle& op : d.find_overloads(name)) {
-        d.register_impl(op.name(), DispatchKey::Autograd, KernelFunction::from_boxed(&below_autograd));
-        d.register_impl(op.name(), DispatchKey::Capture, record);
-      }
-    }
+    ensure_philox_generator_op();
+    Dispatcher::singleton().register_fallback(DispatchKey::Capture, KernelFunction::from_boxed(&capture_fallback));
   });
 }
 

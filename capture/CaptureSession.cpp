@@ -1,6 +1,8 @@
 // CaptureSession, the thread's current session and CaptureGuard.
 #include "capture/CaptureSession.h"
 
+#include <algorithm>
+
 #include "eager/core/Error.h"
 #include "ir/Type.h"
 
@@ -25,8 +27,27 @@ ir::Value* CaptureSession::add_input(const Tensor& t) {
              "capture: declare every input before ops run (a tensor was already lifted to an input)");
   ir::Value* v = new_input(t);
   ++num_declared_inputs_;
+  input_storages_.insert(t.storage().get());
   if (find(t) == nullptr) bind(t, v);
   return v;
+}
+
+ir::Value* CaptureSession::add_late_input(const Tensor& t) {
+  KILN_CHECK(t.defined(), "capture: an input must be a defined tensor");
+  ir::Value* v = new_input(t);
+  bind(t, v);
+  return v;
+}
+
+ir::Value* CaptureSession::find_exact_alias(const Tensor& t) const {
+  for (const auto& [impl, entry] : values_) {
+    const Tensor& seen = entry.first;
+    if (seen.storage().get() == t.storage().get() && seen.storage_offset() == t.storage_offset() &&
+        seen.dtype() == t.dtype() && std::ranges::equal(seen.sizes(), t.sizes()) && std::ranges::equal(seen.strides(), t.strides())) {
+      return entry.second;
+    }
+  }
+  return nullptr;
 }
 
 ir::Value* CaptureSession::find(const Tensor& t) const {
@@ -40,6 +61,10 @@ ir::Value* CaptureSession::value_for(const Tensor& t) {
   // storage with one it did see, it is a view made outside the dispatcher:
   // lifting it would bake the capture-time storage into every replay.
   if (storages_.count(t.storage().get()) != 0) {
+    if (ir::Value* alias = find_exact_alias(t)) {
+      bind(t, alias);
+      return alias;
+    }
     mark_broken("a tensor made outside the dispatcher (" + ir::Type::tensor(ir::TensorType::of(t)).str() +
                 ") shares storage with a captured tensor");
   }
@@ -64,6 +89,39 @@ std::unique_ptr<ir::Graph> CaptureSession::take_graph() {
   return g;
 }
 
+ir::Value* CaptureSession::default_generator_at(uint64_t seed, uint64_t offset) {
+  if (rng_seed_ == nullptr) {
+    rng_input_index_ = graph_->inputs().size();
+    rng_seed_ = graph_->add_input(ir::Type::int_type(), graph_->unique_name("rng_seed"));
+    rng_offset_ = graph_->add_input(ir::Type::int_type(), graph_->unique_name("rng_offset"));
+    rng_seed_value_ = seed;
+    rng_base_offset_ = offset;
+    rng_end_offset_ = offset;
+  }
+  if (seed != rng_seed_value_ || offset < rng_base_offset_) {
+    mark_broken("the default generator was reseeded inside the captured function");
+  }
+  ir::Node* g = graph_->append(graph_->create_op(
+      "capture::philox_generator", {rng_seed_, rng_offset_},
+      {{"relative_offset", ir::Attribute::of_int(static_cast<int64_t>(offset - rng_base_offset_))}}));
+  g->output()->set_type(ir::Type::generator_type());
+  return g->output();
+}
+
+std::vector<size_t> CaptureSession::add_copy_back_outputs() {
+  std::vector<size_t> written;
+  std::unordered_set<const TensorImpl*> seen;
+  for (size_t i = 0; i < num_declared_inputs_; ++i) {
+    const Tensor& t = input_tensors_[i];
+    if (!seen.insert(t.impl()).second) continue;  // the same tensor passed twice: copy back once
+    ir::Value* now = find(t);
+    if (now == nullptr || now == graph_->inputs()[i]) continue;
+    graph_->add_output(now);
+    written.push_back(i);
+  }
+  return written;
+}
+
 void CaptureSession::mark_broken(std::string reason) {
   if (!break_reason_) break_reason_ = std::move(reason);
 }
@@ -72,6 +130,7 @@ void CaptureSession::finish() {
   values_.clear();
   storages_.clear();
   lifted_storages_.clear();
+  input_storages_.clear();
 }
 
 CaptureSession* current_session() { return tls_session; }

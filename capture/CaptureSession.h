@@ -48,6 +48,34 @@ namespace kiln::capture {
 // an autograd kernel's redispatch also excludes the Autograd key and the
 // fallback cannot tell it from no_grad.
 
+// Note [Random ops under capture]
+// -------------------------------
+// A random op (tag `random`) that eager would run on the default CPU
+// generator is recorded with an explicit generator argument instead:
+// %g = capture::philox_generator(%rng_seed, %rng_offset, relative_offset),
+// a fresh Philox generator at the default generator's seed and at offset
+// %rng_offset + relative_offset, where relative_offset is how far the default
+// generator had advanced since the graph's first random op. A run passes the
+// default generator's seed and offset as %rng_seed and %rng_offset and then
+// advances it by generator_advance() (the Philox offset an op reserves depends
+// only on its sizes, which the guards fix), so every replay draws fresh
+// numbers, the same numbers eager draws from the same generator state, and
+// leaves the generator where eager leaves it. Random ops on other devices or
+// with an explicit Generator argument break the capture.
+//
+// Note [In-place ops under capture]
+// ---------------------------------
+// An in-place op (tag `inplace`, `self` written) whose functional variant
+// exists (add_.Tensor -> add.Tensor) is recorded as that variant when `self`
+// shares its storage with no other recorded tensor: `self` then stands for
+// the new value, and a declared input written this way gets a copy-back
+// output (add_copy_back_outputs) that a run copies into the input after the
+// graph, so the body stays functional. An in-place op kept in place (no
+// functional variant, an aliased target, an out= argument) on a fresh
+// intermediate is harmless; on an input's storage or an aliased tensor it
+// makes the body impure (impure_reason): the interpreter replays it exactly,
+// a backend that needs a functional body must not take it.
+
 class CaptureSession {
  public:
   CaptureSession();
@@ -60,8 +88,15 @@ class CaptureSession {
   /// fresh (unused) input so the graph keeps one input per declared argument.
   /// RuntimeError after a tensor was lifted (declared inputs come first).
   ir::Value* add_input(const Tensor& t);
+  /// Given a capture that already ran ops.   Do add_late_input(t).   Result a
+  /// new graph input standing for t from now on (the grad_outputs of a joint
+  /// capture; See Note [Partitioning the joint graph]).
+  ir::Value* add_late_input(const Tensor& t);
   /// The value standing for t, lifting t to a new graph input when unseen
-  /// (a global or closure tensor, or one made outside the dispatcher).
+  /// (a global or closure tensor, or one made outside the dispatcher). An
+  /// unseen tensor that is an exact alias of a seen one (same storage, sizes,
+  /// strides, offset and dtype: a detached alias, such as the autograd
+  /// Engine's saved variables) stands for that tensor's value.
   ir::Value* value_for(const Tensor& t);
   /// The value for t if seen, else nullptr.
   [[nodiscard]] ir::Value* find(const Tensor& t) const;
@@ -89,6 +124,46 @@ class CaptureSession {
     return lifted_storages_.count(t.storage().get()) != 0;
   }
 
+  // --- random ops: See Note [Random ops under capture] ------------------------------
+  /// The value a random op passes as its generator when eager would draw from
+  /// the default CPU generator, now at (`seed`, `offset`): a node
+  /// capture::philox_generator(%rng_seed, %rng_offset, offset - base), where
+  /// %rng_seed and %rng_offset are two int graph inputs added on first use
+  /// and `base` is the offset the first random op started at. Marks the
+  /// session broken when the generator was reseeded since.
+  ir::Value* default_generator_at(uint64_t seed, uint64_t offset);
+  /// Records where the default CPU generator stands after a random op ran.
+  void note_generator_end(uint64_t offset) { rng_end_offset_ = offset; }
+  /// Whether the graph takes %rng_seed and %rng_offset, the index of
+  /// %rng_seed among the graph inputs (%rng_offset follows it), and how far a
+  /// run advances the default generator's offset.
+  [[nodiscard]] bool uses_generator() const { return rng_seed_ != nullptr; }
+  [[nodiscard]] size_t generator_input_index() const { return rng_input_index_; }
+  [[nodiscard]] uint64_t generator_advance() const { return rng_end_offset_ - rng_base_offset_; }
+
+  // --- the functional form: See Note [In-place ops under capture] ---------------------
+  /// Whether another recorded tensor shares t's storage (a view or alias of it).
+  [[nodiscard]] bool is_aliased(const Tensor& t) const {
+    auto it = storages_.find(t.storage().get());
+    return it != storages_.end() && it->second > 1;
+  }
+  /// Whether t shares storage with a declared input.
+  [[nodiscard]] bool writes_input_storage(const Tensor& t) const {
+    return input_storages_.count(t.storage().get()) != 0;
+  }
+  /// The first reason the graph body is not functional (an in-place op kept
+  /// in place on an input or an aliased tensor), or nullopt.
+  void mark_impure(std::string reason) {
+    if (!impure_reason_) impure_reason_ = std::move(reason);
+  }
+  [[nodiscard]] const std::optional<std::string>& impure_reason() const { return impure_reason_; }
+  /// Given declared inputs whose tensors now stand for other values (an
+  /// in-place op recorded functionally wrote them).
+  /// Do    add_copy_back_outputs().
+  /// Result each such value appended to the graph outputs; returns the input
+  ///        indices, in output order, that a run copies those outputs back into.
+  std::vector<size_t> add_copy_back_outputs();
+
   /// Number of op nodes recorded so far.
   [[nodiscard]] size_t num_ops() const { return num_ops_; }
   void count_op() { ++num_ops_; }
@@ -98,6 +173,7 @@ class CaptureSession {
 
  private:
   ir::Value* new_input(const Tensor& t);
+  [[nodiscard]] ir::Value* find_exact_alias(const Tensor& t) const;
 
   std::unique_ptr<ir::Graph> graph_;
   std::unordered_map<const TensorImpl*, std::pair<Tensor, ir::Value*>> values_;
@@ -105,8 +181,16 @@ class CaptureSession {
   std::unordered_set<const StorageImpl*> lifted_storages_;
   std::vector<Tensor> input_tensors_;
   size_t num_declared_inputs_ = 0;
+  std::unordered_set<const StorageImpl*> input_storages_;
   std::optional<std::string> break_reason_;
+  std::optional<std::string> impure_reason_;
   size_t num_ops_ = 0;
+  ir::Value* rng_seed_ = nullptr;
+  ir::Value* rng_offset_ = nullptr;
+  size_t rng_input_index_ = 0;
+  uint64_t rng_seed_value_ = 0;
+  uint64_t rng_base_offset_ = 0;
+  uint64_t rng_end_offset_ = 0;
 };
 
 /// The session recording on this thread, or nullptr.

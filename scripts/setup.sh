@@ -19,6 +19,7 @@ APT_PACKAGES=(
   libopenblas-dev             # BLAS for float64 matrix products
   libdnnl-dev                 # oneDNN: float32 matrix products and conv2d (Note [float32 GEMM on oneDNN])
   libfftw3-dev                # kiln.fft (Note [FFTs on FFTW])
+  libgloo-dev                 # kiln.distributed's CPU collectives (eager/distributed/README.md)
   ccache                      # fast rebuilds, including CI's fresh clones
 )
 PIP_PACKAGES=(

@@ -51,6 +51,7 @@ CPP_ORDER: tuple[tuple[str, ...], ...] = (
     ("eager/autograd",),
     ("eager/cuda",),
     ("eager/kernels",),
+    ("eager/distributed",),
     ("ir",),
     ("capture",),
     ("passes",),
@@ -139,8 +140,12 @@ PYTHON_LAYERS: tuple[tuple[str, ...], ...] = (
     # The tensor library: Tensor, the functions of kiln's namespace by topic, and the
     # namespaces torch keeps beside it (special, linalg, fft).
     ("kiln._", "kiln.random", "kiln.return_types", "kiln.special", "kiln.linalg", "kiln.fft", "kiln.cuda"),
+    # Collectives across processes (tensors in, tensors out); DDP in kiln.nn.parallel builds on them.
+    ("kiln.distributed",),
     ("kiln.nn",),
-    ("kiln.optim", "kiln.amp", "kiln.library", "kiln.serialization", "kiln.testing", "kiln.utils", "kiln.compiler"),
+    # kiln.distributed.optim wraps kiln.optim's optimizers, so it sits with them, above kiln.distributed.
+    ("kiln.optim", "kiln.distributed.optim", "kiln.amp", "kiln.library",
+     "kiln.serialization", "kiln.testing", "kiln.utils", "kiln.compiler"),
     (ROOT,),
     ("kiln.func", "kiln.distributions"),
 )

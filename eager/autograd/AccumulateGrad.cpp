@@ -41,6 +41,7 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   } else {
     (void)add_(m.grad, grad);
   }
+  for (const auto& [id, hook] : m.post_accumulate_grad_hooks) hook(variable_);
   return {};
 }
 

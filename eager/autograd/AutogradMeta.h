@@ -28,6 +28,9 @@ struct AutogradMeta final : AutogradMetaInterface {
   uint32_t attr_version = 0;
   /// Hooks of a leaf, run (in order) on its gradient before accumulation.
   std::vector<std::pair<size_t, std::function<Tensor(const Tensor&)>>> leaf_hooks;
+  /// Hooks of a leaf, run (in order) with the leaf after its gradient was
+  /// accumulated into .grad (torch's register_post_accumulate_grad_hook).
+  std::vector<std::pair<size_t, std::function<void(const Tensor&)>>> post_accumulate_grad_hooks;
   std::mutex mutex;  // guards grad_accumulator creation
 
   [[nodiscard]] bool requires_grad() const override { return leaf_requires_grad || grad_fn != nullptr; }

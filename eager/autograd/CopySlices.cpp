@@ -23,7 +23,9 @@ variable_list CopySlices::apply(variable_list&& grads) {
   // The base's gradient laid out as the base is, so the view's strides and
   // offset (relative to the base's storage) address the region in it.
   const InputMetadata& meta = input_metadata(0);
-  Tensor result = kiln::empty_strided(base_sizes_, base_strides_, meta.dtype, meta.device);
+  // The dispatched op, so a capture of the backward records the allocation.
+  Tensor result = kiln::empty_strided(base_sizes_, base_strides_, std::optional<DType>(meta.dtype),
+                                      std::optional<Device>(meta.device));
   (void)result.copy_(grad);
   const Tensor region = kiln::as_strided(result, view_sizes_, view_strides_, result.storage_offset() + offset_);
   variable_list fn_out = (*fn_)(variable_list{kiln::clone(region)});

@@ -126,6 +126,44 @@ size_t register_hook(py::handle self, py::function fn) {
   return id;
 }
 
+/// A Python callable the engine may copy and drop on a thread without the GIL:
+/// the last copy takes the GIL to release it.
+std::shared_ptr<py::function> held_with_gil(py::function fn) {
+  return std::shared_ptr<py::function>(new py::function(std::move(fn)), [](py::function* f) {
+    py::gil_scoped_acquire gil;
+    delete f;
+  });
+}
+
+/// register_post_accumulate_grad_hook(fn): fn(leaf) after backward accumulated into leaf.grad.
+size_t register_post_accumulate_grad_hook(py::handle self, py::function fn) {
+  const Tensor& t = from_py(self, "self");
+  KILN_CHECK(t.requires_grad(), "cannot register a hook on a tensor that doesn't require gradient");
+  KILN_CHECK(autograd::is_leaf(t), "post accumulate grad hooks cannot be registered on non-leaf tensors");
+  auto held = held_with_gil(std::move(fn));
+  auto call = [held](const Tensor& leaf) {
+    py::gil_scoped_acquire gil;
+    (void)(*held)(to_py(leaf));
+  };
+  static size_t next_id = 1;
+  const size_t id = next_id++;
+  autograd::materialize_autograd_meta(t).post_accumulate_grad_hooks.emplace_back(id, call);
+  return id;
+}
+
+void remove_post_accumulate_grad_hook(py::handle self, size_t id) {
+  const Tensor& t = from_py(self, "self");
+  AutogradMeta* m = autograd::autograd_meta(t);
+  if (m == nullptr) return;
+  auto& hooks = m->post_accumulate_grad_hooks;
+  for (auto it = hooks.begin(); it != hooks.end(); ++it) {
+    if (it->first == id) {
+      hooks.erase(it);
+      break;
+    }
+  }
+}
+
 void remove_hook(py::handle self, size_t id) {
   const Tensor& t = from_py(self, "self");
   AutogradMeta* m = autograd::autograd_meta(t);
@@ -235,6 +273,17 @@ void init_autograd_module(PyObject* module) {
   mod.def("_set_anomaly_enabled", &autograd::AnomalyMode::set_enabled, py::arg("mode"));
   mod.def("_register_hook", &register_hook, py::arg("tensor"), py::arg("hook"));
   mod.def("_remove_hook", &remove_hook, py::arg("tensor"), py::arg("handle_id"));
+  mod.def("_register_post_accumulate_grad_hook", &register_post_accumulate_grad_hook, py::arg("tensor"),
+          py::arg("hook"));
+  mod.def("_remove_post_accumulate_grad_hook", &remove_post_accumulate_grad_hook, py::arg("tensor"),
+          py::arg("handle_id"));
+  mod.def("_queue_backward_callback", [](py::function fn) {
+    auto held = held_with_gil(std::move(fn));
+    autograd::Engine::queue_callback([held] {
+      py::gil_scoped_acquire gil;
+      (void)(*held)();
+    });
+  }, py::arg("callback"));
 }
 
 }  // namespace kiln::python

@@ -18,6 +18,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "capture/JointPartition.h"
+#include "eager/kernels/random/Generator.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyTensor.h"
 
@@ -124,7 +126,43 @@ void init_capture(PyObject* module) {
       .def_property_readonly("num_declared_inputs", [](PySession& s) { return s.session.num_declared_inputs(); })
       .def_property_readonly("num_ops", [](PySession& s) { return s.session.num_ops(); })
       .def_property_readonly("broken", [](PySession& s) { return s.session.broken(); })
-      .def_property_readonly("break_reason", [](PySession& s) { return s.session.break_reason(); });
+      .def_property_readonly("break_reason", [](PySession& s) { return s.session.break_reason(); })
+      .def("add_late_input", [](PySession& s, const py::handle& t) { s.session.add_late_input(as_tensor(t)); },
+           py::arg("tensor"), "Appends a graph input for a tensor made after ops ran (a joint capture's grad_outputs).")
+      .def("add_copy_back_outputs", [](PySession& s) { return s.session.add_copy_back_outputs(); },
+           "Appends the new values of inputs written in place to the outputs; returns those inputs' indices.")
+      .def_property_readonly("generator_input_index",
+                             [](PySession& s) -> std::optional<size_t> {
+                               if (!s.session.uses_generator()) return std::nullopt;
+                               return s.session.generator_input_index();
+                             })
+      .def_property_readonly("generator_advance",
+                             [](PySession& s) { return static_cast<int64_t>(s.session.generator_advance()); })
+      .def_property_readonly("impure_reason", [](PySession& s) { return s.session.impure_reason(); })
+      .def_property_readonly("num_nodes", [](PySession& s) { return s.session.graph().num_nodes(); });
+  cm.def(
+      "default_generator_state",
+      [] {
+        const Generator& g = default_cpu_generator();
+        return py::make_tuple(static_cast<int64_t>(g->current_seed()), static_cast<int64_t>(g->offset()));
+      },
+      "(seed bits as an int64, offset) of the default CPU generator: a graph's %rng_seed and %rng_offset.");
+  cm.def(
+      "advance_default_generator",
+      [](int64_t offset) { default_cpu_generator()->set_offset(static_cast<uint64_t>(offset)); },
+      py::arg("offset"), "Sets the default CPU generator's offset (after a graph drew from it).");
+  cm.def(
+      "partition_joint",
+      [](const ir::Graph& joint, size_t num_forward_nodes, size_t num_forward_inputs, size_t num_forward_outputs) {
+        capture::JointPartition p =
+            capture::partition_joint(joint, num_forward_nodes, num_forward_inputs, num_forward_outputs);
+        py::object forward = py::cast(std::move(p.forward));
+        py::object backward = py::cast(std::move(p.backward));
+        return py::make_tuple(forward, backward, p.backward_inputs, p.num_saved);
+      },
+      py::arg("joint"), py::arg("num_forward_nodes"), py::arg("num_forward_inputs"), py::arg("num_forward_outputs"),
+      "(forward graph, backward graph, joint indices of the backward's leading inputs, number of saved values): "
+      "See Note [Partitioning the joint graph] (capture/JointPartition.h).");
   cm.def("is_capturing", [] { return capture::current_session() != nullptr; },
          "Whether a capture session is recording on this thread.");
   init_guard_set(cm.ptr());

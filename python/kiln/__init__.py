@@ -133,10 +133,7 @@ from kiln.special import _tensor_methods as _special_tensor_methods  # noqa: E40
 from kiln.special._gamma import igamma, igammac  # noqa: E402  (torch.igamma / igammac)
 
 _special_tensor_methods.bind(Tensor)
-from kiln.linalg._matrix_functions import matrix_exp, orgqr, tensor_matrix_exp as _tensor_matrix_exp  # noqa: E402
-
-Tensor.matrix_exp = _tensor_matrix_exp
-Tensor.orgqr = orgqr
+from kiln.linalg._matrix_functions import matrix_exp, orgqr  # noqa: E402
 from kiln.linalg._solve import det, logdet, slogdet  # noqa: E402  (torch's legacy linalg spellings)
 from kiln.linalg._solve import inv as inverse  # noqa: E402
 from kiln.linalg._decompositions import (  # noqa: E402
@@ -162,7 +159,7 @@ from kiln._version import __version__  # noqa: E402
 from kiln._predicates import is_tensor, numel  # noqa: E402
 import builtins  # noqa: E402,F401  (kiln.builtins has always been reachable: kept so dir(kiln) is unchanged)
 
-from kiln import nn, optim, utils  # noqa: E402  (torch.nn, torch.optim and torch.utils after `import torch`)
+from kiln import distributed, nn, optim, utils  # noqa: E402  (torch's subpackages after `import torch`)
 from kiln.nn._torch_spellings import (  # noqa: E402  (torch's spellings of nn ops: ATen argument lists)
     adaptive_max_pool1d, affine_grid_generator, alpha_dropout, alpha_dropout_, batch_norm_backward_elemt,
     batch_norm_backward_reduce, batch_norm_elemt, batch_norm_gather_stats, batch_norm_gather_stats_with_counts,

@@ -1,7 +1,8 @@
 """torch's top-level queries about a tensor or object: is_nonzero, is_same_size,
 is_signed, is_inference, is_storage, is_distributed, typename and get_device.
 is_nonzero, is_same_size, is_signed and get_device are also Tensor's methods of
-those names (kiln/_tensor_bindings.py binds these functions, self as input)."""
+those names (kiln/_tensor_bindings.py binds these functions, self as input;
+is_same_size through tensor_is_same_size, whose error counts positions as a method's)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ def is_same_size(input, other):
     _require_tensor(input, "is_same_size")
     _require_tensor(other, "is_same_size", "other", 2)
     return tuple(input.shape) == tuple(other.shape)
+
+
+def tensor_is_same_size(self, other):
+    """Tensor.is_same_size: as torch.is_same_size, but ``other`` is the method's first argument."""
+    _require_tensor(other, "is_same_size", "other", 1)
+    return tuple(self.shape) == tuple(other.shape)
 
 
 def is_signed(input):

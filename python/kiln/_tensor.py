@@ -138,6 +138,17 @@ class Tensor(_C.TensorBase):
                 _C._remove_hook(tensor, handle_id)
 
         return _Handle()
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Registers ``hook(tensor) -> None``, run after backward accumulated into this leaf's ``.grad``."""
+        handle_id = _C._register_post_accumulate_grad_hook(self, hook)
+        tensor = self
+
+        class _Handle:
+            def remove(self_handle) -> None:
+                _C._remove_post_accumulate_grad_hook(tensor, handle_id)
+
+        return _Handle()
     # --- shape properties ------------------------------------------------------
     # PyTorch's T, mT, mH and H are properties over ops it does not expose as
     # methods (numpy_T, mT, mH, matrix_H); mH and H conjugate complex tensors

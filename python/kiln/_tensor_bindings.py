@@ -55,7 +55,7 @@ def _methods():
         "index_copy_": _tensor_methods.index_copy_, "index_copy": _tensor_methods.index_copy,
         "put_": _tensor_methods.put_, "put": _tensor_methods.put,
         # queries with a function form (kiln/_predicates.py)
-        "is_nonzero": _predicates.is_nonzero, "is_same_size": _predicates.is_same_size,
+        "is_nonzero": _predicates.is_nonzero, "is_same_size": _predicates.tensor_is_same_size,
         "is_signed": _predicates.is_signed, "get_device": _predicates.get_device,
         "is_inference": _predicates.tensor_is_inference,
         # comparison and dtype queries

@@ -31,6 +31,7 @@ OUT_FROM_FUNCTIONAL_RULES = {
     "out_dot_dtype": 1,        # dot/vdot: "result dtype ... does not match input dtype"
     "out_tensordot_dtype": 1,  # tensordot/inner: "tensordot: Expected the output tensor to have dtype"
     "out_multi_dot_dtype": 1,  # linalg_multi_dot: "multi_dot(): expected out tensor to have dtype"
+    "out_addmm_dtype": 1,      # addbmm: run as an addmm into out, "self and mat2 must have the same dtype"
     "outs_pair": 2,            # two outs: each out's dtype the result's, no shared memory
     # compute in out's dtype when dtype= is not given (its `dtype` argument becomes the rule's DType), then out_castable:
     "in_out_dtype": 1,            # sum, prod

@@ -46,6 +46,12 @@ Tensor out_tensordot_dtype(const char*, const Tensor& result, const Tensor& out)
   return copy_to_out(result, out);
 }
 
+Tensor out_addmm_dtype(const char*, const Tensor& result, const Tensor& out) {
+  KILN_CHECK(out.dtype() == result.dtype(), "self and mat2 must have the same dtype, but got ",
+             scalar_type_name(out.dtype()), " and ", scalar_type_name(result.dtype()));
+  return copy_to_out(result, out);
+}
+
 Tensor out_multi_dot_dtype(const char*, const Tensor& result, const Tensor& out) {
   KILN_CHECK(out.dtype() == result.dtype(), "multi_dot(): expected out tensor to have dtype ",
              typemeta_name(result.dtype()), " but got ", typemeta_name(out.dtype()));

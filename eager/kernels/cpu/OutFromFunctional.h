@@ -27,7 +27,9 @@ namespace kiln::native {
 //    cumprod compute in out's dtype when dtype= is not given; the generated
 //    form passes it as the functional op's dtype, then copies as out_castable;
 //  - out_dot_dtype, out_tensordot_dtype, out_multi_dot_dtype: the result's
-//    dtype, in dot's, tensordot's (inner's too) and multi_dot's words.
+//    dtype, in dot's, tensordot's (inner's too) and multi_dot's words;
+//  - out_addmm_dtype: addbmm, which PyTorch runs as an addmm into out, so out
+//    meets addmm's check that self (there: out) and mat2 share a dtype.
 // Computing first and copying costs one pass over the output, and makes an
 // out that aliases an input safe. outs_pair is the rule of the ops returning
 // two tensors (Note [Tuple out= forms] in OutFromFunctional.cpp).
@@ -40,6 +42,7 @@ Tensor out_floating(const char* op, const Tensor& result, const Tensor& out);
 Tensor out_dot_dtype(const char* op, const Tensor& result, const Tensor& out);
 Tensor out_tensordot_dtype(const char* op, const Tensor& result, const Tensor& out);
 Tensor out_multi_dot_dtype(const char* op, const Tensor& result, const Tensor& out);
+Tensor out_addmm_dtype(const char* op, const Tensor& result, const Tensor& out);
 
 /// The dtype sum, nansum, prod, cumsum and cumprod compute in for out= (PyTorch's
 /// structured reductions): dtype= when given (out must have it), else out's dtype.

@@ -8,14 +8,14 @@ import warnings
 
 from kiln import _C, _logging
 from kiln._tensor import Tensor
-from kiln.compiler import _state
+from kiln.compiler import _joint, _state
+from kiln.compiler._replay import GraphProgram
 from kiln.compiler._watch import watching
 from kiln.compiler._guards import (ModuleStateGuard, Unguardable, describe, first_difference, flatten, guard_key,
                                   unflatten)
 from kiln.nn.modules.module import Module
 
 RECOMPILE_LIMIT = 8
-_run_graph = _C._ir.run
 _compiling = _state.thread_local  # its "sessions": see _state.is_compiling
 
 
@@ -24,13 +24,15 @@ class GraphBreak(RuntimeError):
 
 
 class CapturedEntry:
-    """A graph for one guard set: replayed with the call's tensors, then the
-    module's parameters and buffers, then the tensors it holds by reference."""
+    """A graph for one guard set: ``program`` (a GraphProgram, or a JointProgram when the outputs require
+    grad) replays it with the call's tensors, then the module's parameters and buffers, then the tensors it
+    holds by reference, and returns the flat outputs. ``graph`` is the (forward) graph."""
 
-    __slots__ = ("graph", "lifted", "out_spec", "num_ops", "single_output")
+    __slots__ = ("program", "graph", "lifted", "out_spec", "num_ops", "single_output")
 
-    def __init__(self, graph, lifted, out_spec, num_ops):
-        self.graph = graph
+    def __init__(self, program, lifted, out_spec, num_ops):
+        self.program = program
+        self.graph = program.graph
         self.lifted = lifted
         self.out_spec = out_spec
         self.num_ops = num_ops
@@ -46,8 +48,8 @@ class GuardedEntry:
     EagerEntry; ``tensor_positions`` picks the graph's inputs out of the arguments (None: all of them,
     and no lifted tensors). The replay's fields are copied here so a hit reads one object."""
 
-    __slots__ = ("guards", "module_guards", "entry", "graph", "tensor_positions", "lifted", "single_output",
-                 "out_spec")
+    __slots__ = ("guards", "module_guards", "entry", "graph", "program", "tensor_positions", "lifted",
+                 "single_output", "out_spec")
 
     def __init__(self, guards, module_guards, entry, args: tuple):
         self.guards = guards
@@ -55,6 +57,7 @@ class GuardedEntry:
         self.entry = entry
         captured = isinstance(entry, CapturedEntry)
         self.graph = entry.graph if captured else None
+        self.program = entry.program if captured else None
         # The module's parameters and buffers come before the lifted tensors; the module guards keep them.
         self.lifted = ((module_guards.tensors if module_guards is not None else []) + entry.lifted
                        if captured else [])
@@ -147,8 +150,7 @@ class CompiledFunction:
                 if guarded.guards.check(args) and (guarded.module_guards is None or guarded.module_guards.check()):
                     if guarded.graph is None:
                         return self.fn(*args)
-                    outputs = _run_graph(guarded.graph,
-                                         args if guarded.tensor_positions is None else guarded.graph_inputs(args))
+                    outputs = guarded.program(args if guarded.tensor_positions is None else guarded.graph_inputs(args))
                     return outputs[0] if guarded.single_output else unflatten(guarded.out_spec, outputs)
         if _disabled(self.fn):
             return self.fn(*args, **kwargs)
@@ -184,7 +186,7 @@ class CompiledFunction:
         if isinstance(entry, EagerEntry):
             return self.fn(*args, **kwargs)
         inputs = tensors + [t for _, t in module_state] + entry.lifted
-        return entry.outputs(_C._ir.run(entry.graph, inputs))
+        return entry.outputs(entry.program(inputs))
 
     def _guard_set(self, args, kwargs, module_state):
         """(the C++ guards of the arguments, the module's ModuleStateGuard or None) for this call, or None
@@ -253,6 +255,7 @@ class CompiledFunction:
             return result
         for t in out_tensors:
             session.mark_output(t)
+        copy_back = session.add_copy_back_outputs()
         lifted = session.input_tensors[session.num_declared_inputs:]
         if any(o is t for o in out_tensors for t in lifted):
             # A replay would hand out the one held tensor on every call, where eager makes a new one (or returns
@@ -261,14 +264,27 @@ class CompiledFunction:
                                                   "closure or Python-made tensor)")
             session.finish()
             return result
+        joint = None
+        if _joint.wants_backward(out_tensors):
+            joint = _joint.record_backward(session, out_tensors)
+            if isinstance(joint, str):
+                self._record_break(key, guards, args, joint)
+                session.finish()
+                return result
         num_ops = session.num_ops
+        around = dict(num_outputs=len(out_tensors), generator_index=session.generator_input_index,
+                      generator_advance=session.generator_advance, copy_back=copy_back,
+                      impure_reason=session.impure_reason)
         graph = session.take_graph()
         try:
             graph.verify()
+            program = _joint.JointProgram(graph, joint, **around) if joint is not None else GraphProgram(graph,
+                                                                                                        **around)
+            program.graph.verify()
         except Exception as e:  # a recording kiln cannot replay: never replay it
             self._record_break(key, guards, args, f"the captured graph does not verify: {e}")
             return result
-        self._store(key, guards, args, CapturedEntry(graph, lifted, out_spec, num_ops))
+        self._store(key, guards, args, CapturedEntry(program, lifted, out_spec, num_ops))
         if _logging.is_enabled("graph"):
             _logging.log("graph", f"captured graph of {self._name()}:\n{str(graph).rstrip()}")
         if _logging.is_enabled("guards"):

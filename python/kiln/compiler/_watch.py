@@ -43,11 +43,11 @@ def watching():
         return set_grad_enabled(mode)
 
     def watched_backward(*args, **kwargs):
-        _mark("backward() inside the captured function (forward+backward capture is not supported yet)")
+        _mark("backward() inside the captured function (whole training steps are not captured yet)")
         return backward(*args, **kwargs)
 
     def watched_grad(*args, **kwargs):
-        _mark("autograd.grad() inside the captured function (forward+backward capture is not supported yet)")
+        _mark("autograd.grad() inside the captured function (whole training steps are not captured yet)")
         return grad(*args, **kwargs)
 
     _C._set_grad_enabled, autograd.backward, autograd.grad = watched_set_grad_enabled, watched_backward, watched_grad

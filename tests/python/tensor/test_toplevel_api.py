@@ -296,6 +296,13 @@ def test_predicates_check_their_argument_type():
         assert_same_error(lambda: getattr(kiln, name)(3), lambda: getattr(torch, name)(3))
 
 
+def test_is_same_size_names_the_argument_position_as_torch_does():
+    # The method counts positions after self; the function counts from input.
+    assert_same_error(lambda: kiln.ones(2).is_same_size(3), lambda: torch.ones(2).is_same_size(3))
+    assert_same_error(lambda: kiln.is_same_size(kiln.ones(2), 3), lambda: torch.is_same_size(torch.ones(2), 3))
+    assert_same_error(lambda: kiln.is_same_size(3, kiln.ones(2)), lambda: torch.is_same_size(3, torch.ones(2)))
+
+
 def test_signedness_by_dtype_and_isreal_keeps_strides():
     for name in ("float32", "int8", "uint8", "bool", "int64", "float16"):
         k, t = kiln.zeros(1, dtype=getattr(kiln, name)), torch.zeros(1, dtype=getattr(torch, name))

@@ -133,7 +133,10 @@ Tensor fill_dense(const Tensor& t, const Scalar& value) {
 Tensor empty_like(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device,
                   std::optional<MemoryFormat> memory_format) {
   const DimVector strides = like_strides(self, memory_format.value_or(MemoryFormat::Preserve));
-  return kiln::empty_strided(self.sizes(), strides, dtype.value_or(self.dtype()), device.value_or(self.device()));
+  // The dispatched op (optional dtype/device), not the C++ factory: a capture
+  // records it like any factory, so empty_like needs no special case there.
+  return kiln::empty_strided(self.sizes(), strides, std::optional<DType>(dtype.value_or(self.dtype())),
+                             std::optional<Device>(device.value_or(self.device())));
 }
 
 Tensor zeros_like(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device,

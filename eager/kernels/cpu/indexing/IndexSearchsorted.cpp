@@ -12,7 +12,9 @@
 #include "eager/kernels/TypePromotion.h"
 #include "eager/kernels/cpu/copy/Copy.h"
 #include "eager/kernels/cpu/creation/Factories.h"
+#include "eager/kernels/cpu/ResultInto.h"
 #include "eager/kernels/cpu/indexing/IndexUtils.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -72,7 +74,7 @@ void pre_check(const Tensor& boundaries, const Tensor& input, DType out_dtype, b
   }
 }
 
-Tensor searchsorted_into(const Tensor& out, const Tensor& boundaries, const Tensor& input, bool out_int32, bool right,
+Tensor search_into(const Tensor& out, const Tensor& boundaries, const Tensor& input, bool out_int32, bool right,
                          std::optional<std::string_view> side, const std::optional<Tensor>& sorter_opt) {
   const Tensor sorter = sorter_opt.value_or(Tensor());
   const DType out_dtype = out.defined() ? out.dtype() : (out_int32 ? DType::Int32 : DType::Int64);
@@ -98,43 +100,17 @@ Tensor searchsorted_into(const Tensor& out, const Tensor& boundaries, const Tens
   return result;
 }
 
-/// The Scalar overloads' input: a 0-dim wrapped number, kept in double for a Python float
-/// (as c10::scalar_to_tensor does) so no precision is lost before promotion.
-Tensor scalar_input(const Scalar& value, Device device) {
-  const DType dtype = value.is_floating_point() ? DType::Float64 : value.natural_dtype();
-  Tensor t = full(IntArrayRef{}, value, dtype, device);
-  t.impl()->set_wrapped_number(true);
-  return t;
-}
-
 }  // namespace
 
-Tensor searchsorted_cpu(const Tensor& sorted_sequence, const Tensor& self, bool out_int32, bool right,
-                        std::optional<std::string_view> side, const std::optional<Tensor>& sorter) {
-  return searchsorted_into(Tensor(), sorted_sequence, self, out_int32, right, side, sorter);
-}
-
-Tensor searchsorted_out_cpu(const Tensor& sorted_sequence, const Tensor& self, bool out_int32, bool right,
-                            std::optional<std::string_view> side, const std::optional<Tensor>& sorter,
-                            const Tensor& out) {
-  searchsorted_into(out, sorted_sequence, self, out_int32, right, side, sorter);
-  out.impl()->bump_version();
-  return out;
-}
-
-Tensor searchsorted_scalar_cpu(const Tensor& sorted_sequence, const Scalar& self, bool out_int32, bool right,
-                               std::optional<std::string_view> side, const std::optional<Tensor>& sorter) {
-  return searchsorted_into(Tensor(), sorted_sequence, scalar_input(self, sorted_sequence.device()), out_int32,
-                           right, side, sorter);
-}
-
-Tensor searchsorted_scalar_out_cpu(const Tensor& sorted_sequence, const Scalar& self, bool out_int32, bool right,
-                                   std::optional<std::string_view> side, const std::optional<Tensor>& sorter,
-                                   const Tensor& out) {
-  searchsorted_into(out, sorted_sequence, scalar_input(self, sorted_sequence.device()), out_int32, right,
-                    side, sorter);
-  out.impl()->bump_version();
-  return out;
+// The kernel of the four overloads (Note [Three ways to write a result]); the
+// Scalar ones pass `self` as a wrapped number (Note [Generated entry points]).
+Tensor searchsorted_into(ResultInto into, const Tensor& out, const Tensor& sorted_sequence, const Tensor& self,
+                         bool out_int32, bool right, std::optional<std::string_view> side,
+                         const std::optional<Tensor>& sorter) {
+  const Tensor result = search_into(into == ResultInto::Out ? out : Tensor(), sorted_sequence, self, out_int32, right,
+                                    side, sorter);
+  if (into == ResultInto::Out) out.impl()->bump_version();
+  return result;
 }
 
 }  // namespace kiln::native

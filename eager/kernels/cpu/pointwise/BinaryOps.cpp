@@ -317,11 +317,10 @@ Tensor fmin_into(ResultInto into, const Tensor& out, const Tensor& self, const T
 }
 
 // rsub swaps its operands into sub's kernel (no in-place or out= form to generate).
-Tensor rsub_cpu(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return sub_into(ResultInto::NewTensor, Tensor(), other, self, alpha);
-}
-Tensor rsub_scalar_cpu(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  return sub_into(ResultInto::NewTensor, Tensor(), scalar_operand(other, self), self, alpha);
+// rsub is sub with its operands swapped (rsub.Scalar's `other` arrives as a
+// wrapped number: Note [Generated entry points]).
+Tensor rsub_into(ResultInto into, const Tensor& out, const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  return sub_into(into, out, other, self, alpha);
 }
 
 // true_divide is div (CompositeImplicit: it runs through div's kernels).

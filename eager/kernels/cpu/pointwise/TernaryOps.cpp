@@ -284,14 +284,6 @@ Scalar masked_fill_value(const Tensor& value) {
 
 // --- the kernels ops.yaml names that opgen does not write ------------------------------------------
 
-Tensor where_scalars_cpu(const Tensor& condition, const Scalar& self, const Scalar& other) {
-  // Two Python numbers: the result dtype is theirs alone (1 and 2.5 give the default float dtype).
-  const DType self_dtype = self.natural_dtype(), other_dtype = other.natural_dtype();
-  const DType result = category(self_dtype) >= category(other_dtype) ? self_dtype : other_dtype;
-  return where_into(ResultInto::NewTensor, Tensor(), condition, full({}, self, result, condition.device()),
-                    full({}, other, result, condition.device()));
-}
-
 // clip is clamp (CompositeImplicit: it runs through clamp's kernels).
 Tensor clip(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
   return kiln::clamp(self, min, max);

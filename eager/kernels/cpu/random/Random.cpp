@@ -16,7 +16,9 @@
 #include "eager/kernels/Views.h"
 #include "eager/kernels/cpu/copy/Copy.h"
 #include "eager/kernels/cpu/creation/Factories.h"
+#include "eager/kernels/cpu/ResultInto.h"
 #include "kiln/generated/Functions.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -300,11 +302,6 @@ Tensor exponential_cpu_(const Tensor& self, double lambd, const std::optional<Ge
   return self;
 }
 
-Tensor bernoulli_scalar_cpu_(const Tensor& self, double p, const std::optional<Generator>& generator) {
-  KILN_CHECK(p >= 0 && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
-  draw_into(self, 1, generator, [&](const RandomFill& f) { bernoulli_scalar_fill_stub(f, p); });
-  return self;
-}
 
 Tensor bernoulli_tensor_cpu_(const Tensor& self, const Tensor& p, const std::optional<Generator>& generator) {
   check_no_internal_overlap(self);
@@ -331,64 +328,73 @@ Tensor bernoulli_tensor_cpu_(const Tensor& self, const Tensor& p, const std::opt
   return self;
 }
 
-// --- bernoulli --------------------------------------------------------------------
+// --- bernoulli ----------------------------------------------------------------------
+// The kernels of Note [Three ways to write a result]: bernoulli and bernoulli.out
+// draw with the probabilities in self; bernoulli.p and bernoulli_.float with one p.
 
-Tensor bernoulli_cpu(const Tensor& self, const std::optional<Generator>& generator) {
-  const Tensor result = empty(self.sizes(), self.dtype(), self.device());
+Tensor bernoulli_into(ResultInto into, const Tensor& out, const Tensor& self,
+                      const std::optional<Generator>& generator) {
+  if (into == ResultInto::Out) resize_output(out, self.sizes());
+  const Tensor result = into == ResultInto::Out ? out : empty(self.sizes(), self.dtype(), self.device());
   return bernoulli_tensor_cpu_(result, self, generator);
 }
 
-Tensor bernoulli_out(const Tensor& self, const std::optional<Generator>& generator, const Tensor& out) {
-  resize_output(out, self.sizes());
-  return out.bernoulli_(self, generator);
-}
-
-Tensor bernoulli_p_cpu(const Tensor& self, double p, const std::optional<Generator>& generator) {
-  const Tensor result = empty(self.sizes(), self.dtype(), self.device());
-  return bernoulli_scalar_cpu_(result, p, generator);
+Tensor bernoulli_p_into(ResultInto into, const Tensor& out, const Tensor& self, double p,
+                        const std::optional<Generator>& generator) {
+  KILN_CHECK(p >= 0 && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  const Tensor result = into == ResultInto::InPlace ? self : empty(self.sizes(), self.dtype(), self.device());
+  draw_into(result, 1, generator, [&](const RandomFill& f) { bernoulli_scalar_fill_stub(f, p); });
+  return result;
 }
 
 // --- normal with tensor parameters ----------------------------------------------------
 // As PyTorch: the result has mean's (or std's) dtype, is contiguous, and holds
-// z * std + mean for standard normals z drawn in its row-major order.
+// z * std + mean for standard normals z drawn in its row-major order. The
+// function form allocates; the out= form resizes `out` (normal.Tensor_float
+// broadcasts mean with out's sizes there, as PyTorch does).
 
-Tensor normal_tensor_tensor_out_cpu(const Tensor& mean, const Tensor& std, const std::optional<Generator>& generator,
-                                    const Tensor& out) {
-  check_normal_std_tensor(std);
-  resize_output(out, broadcast_shapes(mean.sizes(), std.sizes()));
-  normal_cpu_(out, 0.0, 1.0, generator);
-  normal_affine(out, mean, std);
-  return out;
+namespace {
+
+Tensor normal_result(ResultInto into, const Tensor& out, IntArrayRef sizes, DType dtype, Device device) {
+  if (into == ResultInto::Out) {
+    resize_output(out, sizes);
+    return out;
+  }
+  return empty(sizes, dtype, device);
 }
 
-Tensor normal_tensor_float_out_cpu(const Tensor& mean, double std, const std::optional<Generator>& generator,
-                                   const Tensor& out) {
+Tensor draw_normal_affine(const Tensor& result, const Tensor& mean, const Tensor& std,
+                          const std::optional<Generator>& generator) {
+  normal_cpu_(result, 0.0, 1.0, generator);
+  normal_affine(result, mean, std);
+  return result;
+}
+
+}  // namespace
+
+Tensor normal_tensor_tensor_into(ResultInto into, const Tensor& out, const Tensor& mean, const Tensor& std,
+                                 const std::optional<Generator>& generator) {
+  check_normal_std_tensor(std);
+  const Tensor result =
+      normal_result(into, out, broadcast_shapes(mean.sizes(), std.sizes()), mean.dtype(), mean.device());
+  return draw_normal_affine(result, mean, std, generator);
+}
+
+Tensor normal_tensor_float_into(ResultInto into, const Tensor& out, const Tensor& mean, double std,
+                                const std::optional<Generator>& generator) {
   check_normal_std(std);
-  resize_output(out, broadcast_shapes(mean.sizes(), out.sizes()));  // PyTorch broadcasts mean with out here
-  normal_cpu_(out, 0.0, 1.0, generator);
-  normal_affine(out, mean, wrapped_scalar_tensor(Scalar(std), out.device()));
-  return out;
+  const Tensor result = into == ResultInto::Out
+                            ? normal_result(into, out, broadcast_shapes(mean.sizes(), out.sizes()), mean.dtype(),
+                                            mean.device())
+                            : normal_result(into, out, mean.sizes(), mean.dtype(), mean.device());
+  return draw_normal_affine(result, mean, wrapped_scalar_tensor(Scalar(std), result.device()), generator);
 }
 
-Tensor normal_float_tensor_out_cpu(double mean, const Tensor& std, const std::optional<Generator>& generator,
-                                   const Tensor& out) {
+Tensor normal_float_tensor_into(ResultInto into, const Tensor& out, double mean, const Tensor& std,
+                                const std::optional<Generator>& generator) {
   check_normal_std_tensor(std);
-  resize_output(out, std.sizes());
-  normal_cpu_(out, 0.0, 1.0, generator);
-  normal_affine(out, wrapped_scalar_tensor(Scalar(mean), out.device()), std);
-  return out;
-}
-
-Tensor normal_tensor_tensor_cpu(const Tensor& mean, const Tensor& std, const std::optional<Generator>& generator) {
-  return normal_tensor_tensor_out_cpu(mean, std, generator, empty({0}, mean.dtype(), mean.device()));
-}
-
-Tensor normal_tensor_float_cpu(const Tensor& mean, double std, const std::optional<Generator>& generator) {
-  return normal_tensor_float_out_cpu(mean, std, generator, empty(mean.sizes(), mean.dtype(), mean.device()));
-}
-
-Tensor normal_float_tensor_cpu(double mean, const Tensor& std, const std::optional<Generator>& generator) {
-  return normal_float_tensor_out_cpu(mean, std, generator, empty(std.sizes(), std.dtype(), std.device()));
+  const Tensor result = normal_result(into, out, std.sizes(), std.dtype(), std.device());
+  return draw_normal_affine(result, wrapped_scalar_tensor(Scalar(mean), result.device()), std, generator);
 }
 
 // --- composites: factories, out= and *_like ------------------------------------------

@@ -1,8 +1,8 @@
 """kiln.nn.parallel: torch.nn.parallel as it behaves on a machine without GPUs
 (kiln has none). DataParallel is kiln.nn.DataParallel (it wraps the module and
 calls it); data_parallel raises torch's "device type could not be determined";
-DistributedDataParallel raises torch's error for a process group that was never
-initialised (kiln has no torch.distributed). replicate, scatter, gather,
+DistributedDataParallel trains data-parallel over kiln.distributed (Gloo) and
+raises torch's error when no process group was initialised. replicate, scatter, gather,
 parallel_apply and comm, which move tensors between GPUs, are left out.
 """
 

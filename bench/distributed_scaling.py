@@ -1,0 +1,154 @@
+"""kiln.distributed's performance on this machine (issue 29's targets), one report:
+
+1. Scaling: the GPT-style block training step (bench/cases_training.py's, batch 8 per
+   process, one thread each) on 2 processes under DDP against 1 process, as throughput
+   (samples/s over all processes). Target: >= 1.7x.
+2. Overlap: the share of the gradient all-reduce hidden behind backward,
+   1 - (DDP step - no_sync step) / (all-reduce of the same gradients alone). Target: >= 50%.
+3. all_reduce bandwidth on 2 processes (float32 SUM, 4 KiB to 16 MiB): algorithm
+   bandwidth = bytes / time per call.
+
+``python bench/distributed_scaling.py [--steps N]``; prints a markdown table and writes
+JSON with --out. Absolute times on a shared machine drift: run it on a quiet one, and
+only compare figures from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+PER_PROCESS_BATCH = 8
+SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _median_time(fn, steps: int) -> float:
+    fn()  # warm-up (allocator, first-call costs)
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def _worker(rank: int, world: int, port: int, steps: int, results) -> None:
+    os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1",
+                       "MASTER_PORT": str(port)})
+    import numpy as np
+
+    import kiln
+    import kiln.distributed as dist
+    from kiln.nn.parallel import DistributedDataParallel
+    kiln.set_num_threads(1)
+    out = {}
+    from cases_training import _gpt_block_step
+    if world == 1:
+        _, step = _gpt_block_step(kiln, batch=PER_PROCESS_BATCH)
+        out["step"] = _median_time(step, steps)
+        results.put((rank, out))
+        return
+    dist.init_process_group("gloo")
+    model, _ = _gpt_block_step(kiln, batch=PER_PROCESS_BATCH)
+    ddp = DistributedDataParallel(model)
+    opt = kiln.optim.AdamW(ddp.parameters(), lr=3e-4)
+    rng = np.random.default_rng(rank)
+    x = kiln.from_numpy(rng.standard_normal((PER_PROCESS_BATCH, 64, 128)).astype(np.float32))
+    target = kiln.from_numpy(rng.standard_normal((PER_PROCESS_BATCH, 64, 128)).astype(np.float32))
+
+    def step():
+        loss = kiln.nn.functional.mse_loss(ddp(x), target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    def local_step():
+        with ddp.no_sync():
+            step()
+
+    grads = [p.detach().clone() for p in model.parameters()]
+
+    def all_reduce_alone():
+        works = [dist.all_reduce(g, op=dist.ReduceOp.AVG, async_op=True) for g in grads]
+        for w in works:
+            w.wait()
+
+    # Interleave the three so drift hits them alike; a barrier keeps the ranks in step.
+    rounds = {"ddp": [], "local": [], "comm": []}
+    for fn in (step, local_step, all_reduce_alone):
+        fn()
+    for _ in range(steps):
+        for name, fn in (("ddp", step), ("local", local_step), ("comm", all_reduce_alone)):
+            dist.barrier()
+            start = time.perf_counter()
+            fn()
+            rounds[name].append(time.perf_counter() - start)
+    out.update({name: sorted(v)[len(v) // 2] for name, v in rounds.items()})
+    bandwidth = {}
+    for size in SIZES:
+        t = kiln.ones(size // 4)
+        dist.barrier()
+        bandwidth[size] = _median_time(lambda: dist.all_reduce(t), max(5, steps))
+    out["all_reduce"] = bandwidth
+    dist.destroy_process_group()
+    results.put((rank, out))
+
+
+def _run(world: int, steps: int) -> list:
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    port = _free_port()
+    procs = [context.Process(target=_worker, args=(r, world, port, steps, results)) for r in range(world)]
+    for p in procs:
+        p.start()
+    got = dict(results.get(timeout=600) for _ in procs)
+    for p in procs:
+        p.join()
+    return [got[r] for r in range(world)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    one = _run(1, args.steps)[0]
+    two = _run(2, args.steps)
+    step_two = max(r["ddp"] for r in two)
+    local = max(r["local"] for r in two)
+    comm = max(r["comm"] for r in two)
+    scaling = (2 * PER_PROCESS_BATCH / step_two) / (PER_PROCESS_BATCH / one["step"])
+    hidden = 1.0 - max(0.0, step_two - local) / comm if comm > 0 else float("nan")
+    report = {"cpus": os.cpu_count(), "load": os.getloadavg(), "one_process_step_s": one["step"],
+              "ddp_step_s": step_two, "no_sync_step_s": local, "all_reduce_alone_s": comm,
+              "scaling": scaling, "hidden_share": hidden,
+              "all_reduce_GBps": {str(size): size / t / 1e9 for size, t in two[0]["all_reduce"].items()}}
+    print(f"| figure | value | target |\n|---|---|---|\n"
+          f"| 1 process step (GPT block, b{PER_PROCESS_BATCH}) | {one['step'] * 1e3:.1f} ms | |\n"
+          f"| 2 process DDP step | {step_two * 1e3:.1f} ms | |\n"
+          f"| scaling (throughput, 2 vs 1) | {scaling:.2f}x | >= 1.7x |\n"
+          f"| all-reduce hidden behind backward | {hidden:.0%} | >= 50% |")
+    for size, rate in report["all_reduce_GBps"].items():
+        print(f"| all_reduce {int(size) >> 10} KiB float32, 2 processes | {rate:.2f} GB/s | |")
+    print(f"(load average {report['load'][0]:.1f} on {report['cpus']} CPUs)")
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

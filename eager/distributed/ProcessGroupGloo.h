@@ -1,0 +1,101 @@
+// ProcessGroupGloo: collectives and point-to-point messages over Gloo (CPU tensors).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "eager/distributed/ReduceOp.h"
+#include "eager/distributed/Store.h"
+#include "eager/distributed/Work.h"
+#include "eager/ops/Tensor.h"
+
+namespace gloo {
+class Context;
+}
+
+namespace kiln::distributed {
+
+/// Where this process's Gloo device listens: a host name or address to bind
+/// (127.0.0.1 for a job on one machine), or a network interface (GLOO_SOCKET_IFNAME).
+struct GlooDeviceAddress {
+  std::string hostname;
+  std::string interface;
+};
+
+// Note [One worker thread per process group]
+// ------------------------------------------
+// Every collective is queued, with the next tag, to the group's one worker
+// thread, which runs Gloo's algorithm and completes the Work. Tags are drawn
+// on the caller's thread in call order, so the same call on every rank uses
+// the same tag, and the worker runs collectives in that order: ranks agree on
+// what each message belongs to without a handshake. A synchronous call is an
+// asynchronous one followed by wait(). Sends and receives skip the queue (as
+// torch's ProcessGroupGloo does): they are posted on the caller's thread on
+// slots of their own (kPointToPointSlotPrefix), and wait() waits for the
+// transport, so a send and a collective may overlap without deadlock.
+//
+// Tensors reach here dense and contiguous on the CPU; kiln.distributed makes
+// contiguous copies of other tensors and copies results back after wait().
+
+/// One process's membership in a group of `size` processes that met through `store`.
+class ProcessGroupGloo {
+ public:
+  ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size, Milliseconds timeout,
+                   const GlooDeviceAddress& address);
+  ~ProcessGroupGloo();
+  ProcessGroupGloo(const ProcessGroupGloo&) = delete;
+  ProcessGroupGloo& operator=(const ProcessGroupGloo&) = delete;
+
+  [[nodiscard]] int rank() const { return rank_; }
+  [[nodiscard]] int size() const { return size_; }
+  [[nodiscard]] Milliseconds timeout() const { return timeout_; }
+
+  /// In place: every rank's `tensor` becomes the reduction of all ranks' tensors.
+  std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op);
+  /// In place on `root`'s rank: the reduction of all ranks' tensors. Other ranks'
+  /// tensors are scratch space (kiln.distributed passes copies).
+  std::shared_ptr<Work> reduce(const Tensor& tensor, ReduceOp op, int root);
+  std::shared_ptr<Work> broadcast(const Tensor& tensor, int root);
+  /// `output` holds size() copies of input's shape, rank 0's first.
+  std::shared_ptr<Work> all_gather(const Tensor& output, const Tensor& input);
+  /// On root, `output` holds size() inputs in rank order; elsewhere it is ignored.
+  std::shared_ptr<Work> gather(const Tensor& output, const Tensor& input, int root);
+  /// On root, `input` holds size() outputs in rank order; elsewhere it is ignored.
+  std::shared_ptr<Work> scatter(const Tensor& output, const Tensor& input, int root);
+  /// `input` holds size() chunks of output's shape; this rank gets the reduction of
+  /// its chunk. `input` is used as scratch space (kiln.distributed passes a copy).
+  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op);
+  /// `output` and `input` both hold size() equal chunks; chunk i goes to rank i.
+  std::shared_ptr<Work> all_to_all(const Tensor& output, const Tensor& input);
+  std::shared_ptr<Work> barrier();
+  std::shared_ptr<Work> send(const Tensor& tensor, int dst, uint32_t tag);
+  /// `src` -1 receives from any rank (Work::source_rank says which).
+  std::shared_ptr<Work> recv(const Tensor& tensor, int src, uint32_t tag);
+
+ private:
+  using Job = std::function<void(uint32_t tag)>;
+  std::shared_ptr<Work> enqueue(const std::string& what, std::vector<Tensor> tensors, Job job);
+  void run_worker();
+  void check_rank(int r, const char* what, const char* role) const;
+
+  int rank_;
+  int size_;
+  Milliseconds timeout_;
+  std::shared_ptr<Store> store_;
+  std::shared_ptr<gloo::Context> context_;
+
+  uint32_t next_tag_ = 0;  // drawn under queue_mutex_
+  std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;
+  std::deque<std::pair<std::shared_ptr<QueuedWork>, std::function<void()>>> queue_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace kiln::distributed

@@ -1,0 +1,299 @@
+"""Tensor collectives and point-to-point messages with torch.distributed's
+signatures, over the group's Gloo process group.
+
+Gloo reads and writes dense contiguous memory: a tensor that is not contiguous
+is copied into a contiguous buffer, and the result is copied back when the
+operation completes (at wait() for async_op=True). Ranks named by callers
+(src, dst) are global ranks, translated to the group's own."""
+
+from __future__ import annotations
+
+import warnings
+
+from kiln._C import _distributed
+from kiln._C import contiguous_format as _contiguous
+from kiln.distributed._backend import ReduceOp
+from kiln.distributed._process_group import resolve_group
+from kiln.distributed._work import CompletedWork, Work
+
+__all__ = ["all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all_single", "barrier", "broadcast",
+           "gather", "irecv", "isend", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter", "send"]
+
+
+def _group_or_none(group, what: str):
+    pg = resolve_group(group)
+    if pg is None:
+        warnings.warn(f"Running {what} on a process that does not belong to the given group.", stacklevel=3)
+    return pg
+
+
+def _check_tensor(tensor, what: str, name: str = "tensor") -> None:
+    if not hasattr(tensor, "is_contiguous") or not hasattr(tensor, "dtype"):
+        raise TypeError(f"{what}: {name} must be a kiln.Tensor, got {type(tensor).__name__}")
+    if tensor.device.type != "cpu":
+        raise RuntimeError(f"{what}: the Gloo backend takes CPU tensors, got {name} on {tensor.device}")
+
+
+def _check_op(op, what: str):
+    if not isinstance(op, _distributed.ReduceOp):
+        raise ValueError(f"{what}: op must be a kiln.distributed.ReduceOp (SUM, AVG, PRODUCT, MIN, MAX), got {op!r}")
+    return op
+
+
+def _writable(tensor):
+    """(buffer Gloo writes, a function copying it back into ``tensor`` or None)."""
+    if tensor.is_contiguous():
+        return tensor.detach(), None
+    buffer = tensor.detach().contiguous()
+    return buffer, lambda: tensor.detach().copy_(buffer)
+
+
+def _readable(tensor):
+    return tensor.detach().contiguous()
+
+
+def _run(work, async_op: bool, finish=None, result=None):
+    handle = Work(work, finish, result)
+    if async_op:
+        return handle
+    handle.wait()
+    return None
+
+
+def _done(async_op: bool, result=None):
+    return CompletedWork(result) if async_op else None
+
+
+def _flat(tensor):
+    return tensor.reshape(-1)
+
+
+def _copy_chunks_to(tensors, flat):
+    def finish() -> None:
+        start = 0
+        for t in tensors:
+            n = t.numel()
+            t.detach().copy_(flat[start:start + n].view(t.shape))
+            start += n
+    return finish
+
+
+def _same_shapes(tensors, like, what: str, name: str) -> None:
+    for t in tensors:
+        _check_tensor(t, what, name)
+        if tuple(t.shape) != tuple(like.shape) or t.dtype != like.dtype:
+            raise ValueError(f"{what}: every tensor of {name} must have the shape and dtype of the input "
+                             f"({tuple(like.shape)}, {like.dtype}); got {tuple(t.shape)}, {t.dtype}")
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """In place: ``tensor`` becomes the reduction (``op``) of every rank's tensor."""
+    _check_tensor(tensor, "all_reduce")
+    op = _check_op(op, "all_reduce")
+    pg = _group_or_none(group, "all_reduce")
+    if pg is None:
+        return None
+    buffer, finish = _writable(tensor)
+    return _run(pg._gloo.all_reduce(buffer, op), async_op, finish, [tensor])
+
+
+def reduce(tensor, dst: int = 0, op=ReduceOp.SUM, group=None, async_op: bool = False, group_dst=None):
+    """In place on rank ``dst`` only: the reduction of every rank's tensor."""
+    _check_tensor(tensor, "reduce")
+    op = _check_op(op, "reduce")
+    pg = _group_or_none(group, "reduce")
+    if pg is None:
+        return None
+    root = group_dst if group_dst is not None else pg._group_rank(dst, "reduce: dst")
+    if pg.rank() != root:  # Gloo uses the other ranks' buffers as scratch: theirs stay as they were
+        return _run(pg._gloo.reduce(tensor.detach().clone(memory_format=_contiguous), op, root), async_op)
+    buffer, finish = _writable(tensor)
+    return _run(pg._gloo.reduce(buffer, op, root), async_op, finish, [tensor])
+
+
+def broadcast(tensor, src: int = 0, group=None, async_op: bool = False, group_src=None):
+    """In place: every rank's ``tensor`` becomes rank ``src``'s."""
+    _check_tensor(tensor, "broadcast")
+    pg = _group_or_none(group, "broadcast")
+    if pg is None:
+        return None
+    root = group_src if group_src is not None else pg._group_rank(src, "broadcast: src")
+    buffer, finish = _writable(tensor)
+    return _run(pg._gloo.broadcast(buffer, root), async_op, finish, [tensor])
+
+
+def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
+    """``tensor_list[r]`` becomes rank r's ``tensor``, on every rank."""
+    _check_tensor(tensor, "all_gather")
+    pg = _group_or_none(group, "all_gather")
+    if pg is None:
+        return None
+    if len(tensor_list) != pg.size():
+        raise ValueError(f"all_gather: tensor_list must hold world_size ({pg.size()}) tensors, got "
+                         f"{len(tensor_list)}")
+    _same_shapes(tensor_list, tensor, "all_gather", "tensor_list")
+    flat = tensor.new_empty((pg.size() * tensor.numel(),))
+    work = pg._gloo.all_gather(flat, _flat(_readable(tensor)))
+    return _run(work, async_op, _copy_chunks_to(tensor_list, flat), tensor_list)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
+    """``output_tensor`` becomes every rank's input, concatenated (or stacked) in rank order."""
+    _check_tensor(output_tensor, "all_gather_into_tensor", "output_tensor")
+    _check_tensor(input_tensor, "all_gather_into_tensor", "input_tensor")
+    pg = _group_or_none(group, "all_gather_into_tensor")
+    if pg is None:
+        return None
+    if output_tensor.dtype != input_tensor.dtype:
+        raise ValueError(f"all_gather_into_tensor: output_tensor is {output_tensor.dtype} but input_tensor is "
+                         f"{input_tensor.dtype}")
+    if output_tensor.numel() != pg.size() * input_tensor.numel():
+        raise ValueError(f"all_gather_into_tensor: output tensor size must be equal to world_size ({pg.size()}) "
+                         f"times input tensor size ({input_tensor.numel()}), got {output_tensor.numel()}")
+    buffer, finish = _writable(output_tensor)
+    work = pg._gloo.all_gather(_flat(buffer), _flat(_readable(input_tensor)))
+    return _run(work, async_op, finish, [output_tensor])
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """``output`` becomes the reduction over ranks of their ``input_list[rank]``."""
+    _check_tensor(output, "reduce_scatter", "output")
+    op = _check_op(op, "reduce_scatter")
+    pg = _group_or_none(group, "reduce_scatter")
+    if pg is None:
+        return None
+    if len(input_list) != pg.size():
+        raise ValueError(f"reduce_scatter: input_list must hold world_size ({pg.size()}) tensors, got "
+                         f"{len(input_list)}")
+    _same_shapes(input_list, output, "reduce_scatter", "input_list")
+    n = output.numel()
+    scratch = output.new_empty((pg.size() * n,))
+    for r, t in enumerate(input_list):
+        scratch[r * n:(r + 1) * n].copy_(_flat(t.detach()))
+    buffer, finish = _writable(output)
+    return _run(pg._gloo.reduce_scatter(_flat(buffer), scratch, op), async_op, finish, [output])
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """``output`` becomes the reduction over ranks of their input's chunk ``rank`` (input = world_size chunks)."""
+    _check_tensor(output, "reduce_scatter_tensor", "output")
+    _check_tensor(input, "reduce_scatter_tensor", "input")
+    op = _check_op(op, "reduce_scatter_tensor")
+    pg = _group_or_none(group, "reduce_scatter_tensor")
+    if pg is None:
+        return None
+    if input.dtype != output.dtype or input.numel() != pg.size() * output.numel():
+        raise ValueError(f"reduce_scatter_tensor: input tensor must be the same type as the output tensor and "
+                         f"its size must be world_size ({pg.size()}) times the output size ({output.numel()}), got "
+                         f"{input.dtype} with {input.numel()} elements")
+    scratch = _flat(input.detach()).clone()
+    buffer, finish = _writable(output)
+    return _run(pg._gloo.reduce_scatter(_flat(buffer), scratch, op), async_op, finish, [output])
+
+
+def gather(tensor, gather_list=None, dst: int = 0, group=None, async_op: bool = False, group_dst=None):
+    """On rank ``dst``, ``gather_list[r]`` becomes rank r's ``tensor``; other ranks pass no list."""
+    _check_tensor(tensor, "gather")
+    pg = _group_or_none(group, "gather")
+    if pg is None:
+        return None
+    root = group_dst if group_dst is not None else pg._group_rank(dst, "gather: dst")
+    source = _flat(_readable(tensor))
+    if pg.rank() == root:
+        if gather_list is None or len(gather_list) != pg.size():
+            raise ValueError(f"gather: the destination rank needs gather_list with world_size ({pg.size()}) tensors")
+        _same_shapes(gather_list, tensor, "gather", "gather_list")
+        flat = tensor.new_empty((pg.size() * tensor.numel(),))
+        return _run(pg._gloo.gather(flat, source, root), async_op, _copy_chunks_to(gather_list, flat), gather_list)
+    if gather_list:
+        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    return _run(pg._gloo.gather(None, source, root), async_op)
+
+
+def scatter(tensor, scatter_list=None, src: int = 0, group=None, async_op: bool = False, group_src=None):
+    """``tensor`` becomes rank ``src``'s ``scatter_list[rank]``; other ranks pass no list."""
+    _check_tensor(tensor, "scatter")
+    pg = _group_or_none(group, "scatter")
+    if pg is None:
+        return None
+    root = group_src if group_src is not None else pg._group_rank(src, "scatter: src")
+    buffer, finish = _writable(tensor)
+    if pg.rank() == root:
+        if scatter_list is None or len(scatter_list) != pg.size():
+            raise ValueError(f"scatter: the source rank needs scatter_list with world_size ({pg.size()}) tensors")
+        _same_shapes(scatter_list, tensor, "scatter", "scatter_list")
+        n = tensor.numel()
+        flat = tensor.new_empty((pg.size() * n,))
+        for r, t in enumerate(scatter_list):
+            flat[r * n:(r + 1) * n].copy_(_flat(t.detach()))
+        return _run(pg._gloo.scatter(_flat(buffer), flat, root), async_op, finish, [tensor])
+    if scatter_list:
+        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    return _run(pg._gloo.scatter(_flat(buffer), None, root), async_op, finish, [tensor])
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
+                      async_op: bool = False):
+    """Chunk r of ``input`` goes to rank r; ``output``'s chunk r comes from rank r (equal chunks)."""
+    _check_tensor(output, "all_to_all_single", "output")
+    _check_tensor(input, "all_to_all_single", "input")
+    pg = _group_or_none(group, "all_to_all_single")
+    if pg is None:
+        return None
+    for sizes in (output_split_sizes, input_split_sizes):
+        if sizes is not None and len(set(sizes)) > 1:
+            raise NotImplementedError("all_to_all_single: uneven split sizes are not supported by kiln's Gloo "
+                                      "backend; pass equal chunks")
+    buffer, finish = _writable(output)
+    return _run(pg._gloo.all_to_all(_flat(buffer), _flat(_readable(input))), async_op, finish, [output])
+
+
+def barrier(group=None, async_op: bool = False, device_ids=None):
+    """Blocks until every process of the group reached the barrier."""
+    pg = _group_or_none(group, "barrier")
+    if pg is None:
+        return None
+    return _run(pg._gloo.barrier(), async_op)
+
+
+def _point_to_point(tensor, peer, group, tag: int, what: str, sending: bool, group_peer=None):
+    _check_tensor(tensor, what)
+    pg = _group_or_none(group, what)
+    if pg is None:
+        return None, None
+    if group_peer is not None:
+        peer_rank = group_peer
+    elif peer is None:
+        peer_rank = -1
+    else:
+        peer_rank = pg._group_rank(peer, f"{what}: {'dst' if sending else 'src'}")
+    if sending:
+        return pg, Work(pg._gloo.send(_flat(_readable(tensor)), peer_rank, tag))
+    buffer, finish = _writable(tensor)
+    return pg, Work(pg._gloo.recv(_flat(buffer), peer_rank, tag), finish, [tensor])
+
+
+def isend(tensor, dst=None, group=None, tag: int = 0, group_dst=None):
+    """Starts sending ``tensor`` to rank ``dst``; returns a Work."""
+    return _point_to_point(tensor, dst, group, tag, "isend", True, group_dst)[1]
+
+
+def irecv(tensor, src=None, group=None, tag: int = 0, group_src=None):
+    """Starts receiving into ``tensor`` from rank ``src`` (None: any rank); returns a Work."""
+    return _point_to_point(tensor, src, group, tag, "irecv", False, group_src)[1]
+
+
+def send(tensor, dst=None, group=None, tag: int = 0, group_dst=None) -> None:
+    """Sends ``tensor`` to rank ``dst`` and waits until it went."""
+    work = isend(tensor, dst, group, tag, group_dst)
+    if work is not None:
+        work.wait()
+
+
+def recv(tensor, src=None, group=None, tag: int = 0, group_src=None) -> int:
+    """Receives into ``tensor`` from rank ``src`` (None: any rank); returns the sender's global rank."""
+    pg, work = _point_to_point(tensor, src, group, tag, "recv", False, group_src)
+    if work is None:
+        return -1
+    work.wait()
+    return pg._ranks[work._source_rank()]
