@@ -30,7 +30,8 @@ bool may_merge(const ir::Node& n, AliasClasses& aliases) {
     if (aliases.is_written(v)) return false;
   }
   for (const ir::Value* v : n.outputs()) {
-    if (aliases.is_written(v)) return false;
+    // A Generator is state that each draw advances: two are never one.
+    if (aliases.is_written(v) || v->type().kind() == ir::Type::Kind::Generator) return false;
   }
   return true;
 }

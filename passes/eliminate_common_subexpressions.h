@@ -14,7 +14,7 @@ namespace kiln::passes {
 ///         return (%r)
 /// Do    eliminate_common_subexpressions(g).
 /// Result add reads %a twice and the second mul is erased. Constants and list
-///        constructions merge the same way. Never merged: random ops, ops that
+///        constructions merge the same way. Never merged: random ops, generators, ops that
 ///        write an argument, nodes that read or define a value some node writes,
 ///        and two nodes whose results are both graph outputs (eager returns two
 ///        tensors) (See Note [When a pass may drop, merge or forward a value]).
