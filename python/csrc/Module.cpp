@@ -25,6 +25,7 @@ void init_memory_formats(PyObject* module);  // PyMemoryFormat.cpp
 void init_testing_arg_parser(PyObject* module);  // TestingArgParser.cpp
 void init_ir(PyObject* module);  // PyIr.cpp (kiln._C._ir)
 void init_capture(PyObject* module);  // PyCapture.cpp (kiln._C._capture)
+void init_passes(PyObject* module);  // PyPasses.cpp (kiln._C._passes)
 void init_distributed(PyObject* module);  // Distributed.cpp (kiln._C._distributed)
 void init_runtime(PyObject* module);  // PyRuntime.cpp (kiln._C._runtime)
 void init_generated_functions(PyObject* module);  // python_functions.cpp (generated from ops.yaml)
@@ -62,6 +63,7 @@ PYBIND11_MODULE(_C, m) {
     init_testing_arg_parser(m.ptr());
     init_ir(m.ptr());
     init_capture(m.ptr());  // after init_ir: it returns ir Graphs
+    init_passes(m.ptr());  // after init_ir: it takes ir Graphs
     init_distributed(m.ptr());
     init_runtime(m.ptr());  // takes ir Graphs
   } catch (const python_error_already_set&) {

@@ -3,7 +3,9 @@ artifacts print to stderr through Python logging.
 
 Artifacts: ``graph`` (each captured graph's text), ``guards`` (the guards a
 new cache entry was keyed on), ``recompiles`` (each recompile, naming the
-guard that failed), ``breaks`` (each graph break with its reason), ``codegen`` (each fused
+guard that failed), ``breaks`` (each graph break with its reason), ``passes``
+(the graph after each pass of kiln._C._passes.run_pipeline, which asks
+``is_enabled("passes")`` and logs through ``log``), ``codegen`` (each fused
 kernel's kernel IR and the LLVM IR of its graph's module). Chosen by
 the ``KILN_LOGS`` environment variable at import (``KILN_LOGS=graph,guards``;
 ``graph_breaks`` is accepted for ``breaks``, as torch spells it; ``all`` is
@@ -19,7 +21,7 @@ import os
 import sys
 import warnings
 
-ARTIFACTS = ("graph", "guards", "recompiles", "breaks", "codegen")
+ARTIFACTS = ("graph", "guards", "recompiles", "breaks", "passes", "codegen")
 _SPELLINGS = {"graph_breaks": "breaks", "graph_code": "graph"}
 
 _enabled: set = set()
@@ -43,10 +45,10 @@ _handler.setFormatter(logging.Formatter("[kiln.compile.%(artifact)s] %(message)s
 
 
 def set_logs(graph: bool = False, guards: bool = False, recompiles: bool = False, breaks: bool = False,
-             graph_breaks: bool = False, codegen: bool = False) -> None:
+             graph_breaks: bool = False, passes: bool = False, codegen: bool = False) -> None:
     """Turns each artifact's log on or off (every artifact not named is off, as torch._logging.set_logs)."""
     chosen = {"graph": graph, "guards": guards, "recompiles": recompiles, "breaks": breaks or graph_breaks,
-              "codegen": codegen}
+              "passes": passes, "codegen": codegen}
     _enabled.clear()
     _enabled.update(name for name, on in chosen.items() if on)
     for name in ARTIFACTS:

@@ -1,0 +1,32 @@
+// Decomposition of composite ops into the primitives a fuser can fuse
+// (pointwise ops and single reductions).
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+#include "ir/Graph.h"
+
+namespace kiln::passes {
+
+/// Given graph(%x : f32[4, 8]{8, 1}):
+///         %y : f32[4, 8]{8, 1} = kiln::softmax.int(%x, dim=-1, dtype=None)
+///         return (%y)
+/// Do    decompose_composites(g).
+/// Result %m = amax(%x, [1], keepdim) ; %e = exp(%x - %m) ;
+///        %y = %e / sum(%e, [1], keepdim), and the softmax node is erased.
+/// Decomposed (See Note [What decompose_composites rewrites]): gelu (both
+/// approximations), silu, softmax.int, _softmax, log_softmax.int,
+/// _log_softmax, their backward ops (_softmax_backward_data,
+/// _log_softmax_backward_data), native_layer_norm, layer_norm, _fused_rms_norm, rms_norm,
+/// and dropout / native_dropout in eval mode or with p = 0 (dropout: its
+/// input; native_dropout: a clone and an all-true mask). float16 and bfloat16
+/// compute in float32 between two casts, as the eager kernels do. Returns the
+/// number of nodes decomposed.
+size_t decompose_composites(ir::Graph& g);
+
+/// The operators decompose_composites knows ("kiln::gelu", ...).
+[[nodiscard]] std::vector<std::string_view> decomposed_ops();
+
+}  // namespace kiln::passes
