@@ -25,6 +25,7 @@ void init_memory_formats(PyObject* module);  // PyMemoryFormat.cpp
 void init_testing_arg_parser(PyObject* module);  // TestingArgParser.cpp
 void init_ir(PyObject* module);  // PyIr.cpp (kiln._C._ir)
 void init_capture(PyObject* module);  // PyCapture.cpp (kiln._C._capture)
+void init_cuda(PyObject* module);     // PyCuda.cpp (kiln.cuda's functions; registers the CUDA kernels)
 void init_generated_functions(PyObject* module);  // python_functions.cpp (generated from ops.yaml)
 void register_generated_tensor_methods();         // python_methods.cpp (generated from ops.yaml)
 }  // namespace kiln::python
@@ -60,6 +61,7 @@ PYBIND11_MODULE(_C, m) {
     init_testing_arg_parser(m.ptr());
     init_ir(m.ptr());
     init_capture(m.ptr());  // after init_ir: it returns ir Graphs
+    init_cuda(m.ptr());
   } catch (const python_error_already_set&) {
     throw pybind11::error_already_set();
   }

@@ -1,11 +1,44 @@
-"""kiln.cuda: CUDA is loaded with dlopen at first use (DESIGN.md, decision 6).
-The CUDA backend is not built yet, so kiln reports no devices."""
+"""kiln.cuda: NVIDIA GPUs, loaded with dlopen at first use (DESIGN.md, decision 6).
 
+kiln builds and imports without CUDA: ``is_available()`` is False without a driver and every
+call that needs a device raises RuntimeError "Found no NVIDIA driver on your system. ...".
+NVRTC and cuBLAS come from the NVIDIA wheels (scripts/setup.sh); _libraries.py tells the
+loader where they are.
+"""
 
-def is_available() -> bool:
-    """Whether kiln can use a CUDA device (False until the CUDA backend lands)."""
-    return False
+from kiln.cuda._device import (  # noqa: F401
+    current_device,
+    device,
+    device_count,
+    get_device_capability,
+    get_device_name,
+    get_device_properties,
+    init,
+    is_available,
+    is_initialized,
+    set_device,
+    synchronize,
+)
+from kiln.cuda._libraries import register_library_dirs as _register_library_dirs
+from kiln.cuda._memory import (  # noqa: F401
+    OutOfMemoryError,
+    empty_cache,
+    max_memory_allocated,
+    max_memory_reserved,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    memory_summary,
+    reset_peak_memory_stats,
+)
+from kiln.cuda._streams import (  # noqa: F401
+    Event,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)
 
-
-def device_count() -> int:
-    return 0
+_register_library_dirs()
