@@ -18,6 +18,9 @@
 #include "eager/core/Error.h"
 #include "eager/cuda/CudaDevice.h"
 #include "eager/dispatch/Dispatcher.h"
+#include "eager/dispatch/Library.h"
+#include "eager/kernels/TypePromotion.h"
+#include "eager/kernels/cuda/CudaCopy.h"
 #include "eager/kernels/cpu/pointwise/BinaryOps.h"
 #include "eager/kernels/cpu/pointwise/UnaryOps.h"
 #include "eager/kernels/cuda/CudaKernels.h"
@@ -122,9 +125,37 @@ bool handled_schema(const FunctionSchema& schema, int arity) {
   return operands == arity && schema.returns().size() == 1;
 }
 
+/// where(condition, self, other): self and other promoted to their result type, condition bool.
+Tensor where_cuda(const Tensor& condition, const Tensor& self, const Tensor& other) {
+  const auto ops = cuda_kernels::on_one_device({condition, self, other}, "where");
+  KILN_CHECK(condition.dtype() == DType::Bool, "where expected condition to be a boolean tensor, but got a tensor "
+             "with dtype ", scalar_type_name(condition.dtype()));
+  const DType result = result_type(self, other);
+  cuda_kernels::check_kernel_dtype(result, "where");
+  const int device = cuda_kernels::device_of(ops[0]);
+  cuda::DeviceGuard guard(device);
+  auto as_result = [&](const Tensor& t) {
+    return t.dtype() == result ? t : to_copy_across_devices(t, result, t.device(), false, std::nullopt);
+  };
+  TensorIterator iter = TensorIteratorConfig()
+                            .set_op_name("where")
+                            .add_output(Tensor())
+                            .add_const_input(ops[0])
+                            .add_const_input(as_result(ops[1]))
+                            .add_const_input(as_result(ops[2]))
+                            .declare_static_dtype(result)
+                            .build();
+  auto ix = cuda_kernels::indexer_of<4>(iter);
+  long long n = iter.numel();
+  cuda_kernels::launch_elementwise(cuda_kernels::where_kernel(result), device, n, {&ix, &n});
+  return iter.output();
+}
+
 }  // namespace
 
 void register_cuda_pointwise_kernels() {
+  static Library* lib = new Library(Library::Kind::Impl, "kiln", DispatchKey::CUDA, __FILE__, __LINE__);
+  lib->impl("where.self", &where_cuda);
   Dispatcher& d = Dispatcher::singleton();
   for (const PointwiseMath& math : cuda_kernels::pointwise_math_table()) {
     for (const std::string& name : {math.name, math.name + "_"}) {
