@@ -27,6 +27,14 @@ PIP_PACKAGES=(
   "scikit-build-core>=0.10" "pybind11>=3.0" ninja "cmake>=3.26"
   "torch==2.13.0"             # CPU build from this machine's disk; the tests' oracle, never imported by kiln
 )
+# NVRTC and cuBLAS for kiln.cuda, installed into .venv only (loaded with dlopen at first use,
+# never linked: DESIGN.md decision 6, eager/cuda/README.md). NVRTC is pinned to the toolkit's
+# 13.0 series: a newer NVRTC writes PTX the CUDA 13.0 ptxas refuses, and its builtins library's
+# soname (libnvrtc-builtins.so.13.0) is the one eager/cuda/Nvrtc.cpp preloads.
+CUDA_PIP_PACKAGES=(
+  "nvidia-cuda-nvrtc==13.0.*"
+  "nvidia-cublas==13.0.*"
+)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -59,5 +67,14 @@ fi
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PYTHON" -m venv --system-site-packages .venv
+fi
+if ! .venv/bin/python - <<'PY' 2>/dev/null
+import importlib.metadata as md
+assert md.version("nvidia-cuda-nvrtc").startswith("13.0."), md.version("nvidia-cuda-nvrtc")
+assert md.version("nvidia-cublas").startswith("13.0."), md.version("nvidia-cublas")
+PY
+then
+  echo "setup: installing NVRTC and cuBLAS into .venv"
+  .venv/bin/python -m pip install -q --disable-pip-version-check "${CUDA_PIP_PACKAGES[@]}"
 fi
 echo "setup: done"

@@ -106,6 +106,10 @@ class TensorIterator {
   [[nodiscard]] IntArrayRef iteration_shape() const { return iter_shape_; }
   /// True when one dimension remains and every operand is dense along it.
   [[nodiscard]] bool is_contiguous() const;
+  /// Operand i's first element and its byte strides per iteration dimension
+  /// (innermost first): what a device launcher (eager/kernels/cuda) hands its kernel.
+  [[nodiscard]] void* operand_data(int i) const { return operands_[static_cast<size_t>(i)].data; }
+  [[nodiscard]] IntArrayRef operand_byte_strides(int i) const { return operands_[static_cast<size_t>(i)].byte_strides; }
 
   /// Runs `loop` over every element, splitting the work across threads above `grain_size`.
   void for_each(Loop2d loop, int64_t grain_size);

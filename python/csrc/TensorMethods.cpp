@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "eager/kernels/cuda/CudaCopy.h"
 #include "kiln/generated/Functions.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyDType.h"
@@ -146,6 +147,10 @@ PyObject* tensor_item(PyObject* self, PyObject*) {
   const Tensor& t = self_tensor(self);
   note_capture_escape("Tensor.item() (or bool/int/float/index of a tensor)");
   KILN_CHECK(t.numel() == 1, "a Tensor with ", t.numel(), " elements cannot be converted to Scalar");
+  if (t.device().is_cuda()) {  // as torch's: a synchronous copy to the host
+    const Tensor host = native::to_copy_across_devices(t, std::nullopt, Device(), false, std::nullopt);
+    return element_to_python(host.data_ptr(), host.dtype());
+  }
   check_host_readable(t, "Python scalar");
   return element_to_python(t.data_ptr(), t.dtype());
   KILN_PY_END(nullptr)
@@ -155,6 +160,11 @@ PyObject* tensor_tolist(PyObject* self, PyObject*) {
   KILN_PY_BEGIN
   const Tensor& t = self_tensor(self);
   note_capture_escape("Tensor.tolist()");
+  if (t.device().is_cuda()) {  // as torch's: a synchronous copy to the host
+    const Tensor host = native::to_copy_across_devices(t, std::nullopt, Device(), false, std::nullopt);
+    return nested_list(static_cast<const char*>(host.data_ptr()), host.sizes(), host.strides(), host.itemsize(),
+                       host.dtype(), 0);
+  }
   check_host_readable(t, "list");
   return nested_list(static_cast<const char*>(t.data_ptr()), t.sizes(), t.strides(), t.itemsize(), t.dtype(), 0);
   KILN_PY_END(nullptr)

@@ -121,10 +121,11 @@ def const_data_ptr(self):
 
 
 def cuda(self, device=None, non_blocking=False, memory_format=_C.preserve_format):
-    """Tensor.cuda: ``self`` on a CUDA device, when kiln.cuda.is_available(); otherwise
-    torch's AssertionError for a build without CUDA."""
+    """Tensor.cuda: ``self`` on a CUDA device (the current one by default). Without a driver,
+    kiln's RuntimeError "Found no NVIDIA driver on your system. ..." (kiln is built with CUDA
+    support, loaded at first use, so torch's "not compiled with CUDA" AssertionError never applies)."""
     if not _cuda.is_available():
-        raise AssertionError("kiln not compiled with CUDA enabled")
+        _cuda.init()  # raises the no-driver error
     target = _C.device("cuda") if device is None else device
     if isinstance(target, int_):
         target = _C.device("cuda", target)

@@ -23,6 +23,8 @@ class Tensor(_C.TensorBase):
 
     # --- printing ------------------------------------------------------------
     def _values_for_print(self) -> np.ndarray:
+        if self.device.type != "cpu":
+            return self.detach().cpu()._values_for_print()
         if self.dtype is _C.bfloat16:
             return np.array(self.tolist(), dtype=np.float32).reshape(tuple(self.shape))
         return self.numpy(force=True)

@@ -52,6 +52,7 @@ def _methods():
         "unfold": _tensor_methods.unfold, "sum_to_size": _tensor_methods.sum_to_size,
         "cumsum_": _tensor_methods.cumsum_, "cumprod_": _tensor_methods.cumprod_,
         "is_pinned": _tensor_methods.is_pinned, "pin_memory": _tensor_methods.pin_memory,
+        "record_stream": _tensor_methods.record_stream,
         "index_copy_": _tensor_methods.index_copy_, "index_copy": _tensor_methods.index_copy,
         "put_": _tensor_methods.put_, "put": _tensor_methods.put,
         # queries with a function form (kiln/_predicates.py)

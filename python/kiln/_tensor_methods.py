@@ -1,9 +1,11 @@
 """Tensor methods PyTorch has that kiln writes in Python over its ops:
 unfold (a strided view of sliding windows), sum_to_size, cumsum_/cumprod_,
-is_pinned/pin_memory, index_copy and put. (The queries is_nonzero, is_same_size,
+is_pinned/pin_memory/record_stream, index_copy and put. (The queries is_nonzero, is_same_size,
 is_signed and get_device are kiln/_predicates.py's functions, bound as methods.)"""
 
 from __future__ import annotations
+
+from kiln import _C
 
 
 
@@ -57,12 +59,22 @@ def cumprod_(self, dim, *, dtype=None):
 
 
 def is_pinned(self, device=None) -> bool:
-    return False
+    """Whether self's memory is page-locked host memory from pin_memory() (False without a driver)."""
+    return _C._cuda_is_pinned(self)
 
 
 def pin_memory(self, device=None):
-    """kiln's CPU tensors are not page-locked: the tensor itself (torch returns a pinned copy)."""
-    return self
+    """A copy of this CPU tensor in page-locked memory, which CUDA copies can read
+    asynchronously (self when it already is); the no-driver RuntimeError without CUDA."""
+    if _C._cuda_is_pinned(self):
+        return self
+    return _C._cuda_pin_memory(self)
+
+
+def record_stream(self, stream) -> None:
+    """Marks this CUDA tensor's memory as used by ``stream``: the caching allocator will not
+    reuse it until the work queued on ``stream`` so far has finished."""
+    _C._cuda_record_stream(self, stream._stream)
 
 
 # --- index_copy, put ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include "eager/core/Error.h"
 #include "eager/kernels/cpu/copy/Copy.h"
 #include "eager/kernels/cpu/copy/ShapeCopy.h"
+#include "eager/kernels/cuda/CudaCopy.h"
 #include "kiln/generated/Functions.h"
 #include "kiln/generated/NativeFunctions.h"
 
@@ -43,8 +44,9 @@ Tensor to_impl(const Tensor& self, std::optional<DType> dtype, std::optional<Dev
 
 Tensor _to_copy_cpu(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device, bool non_blocking,
                     std::optional<MemoryFormat> memory_format) {
+  if (device && device->is_cuda()) return to_copy_across_devices(self, dtype, *device, non_blocking, memory_format);
   KILN_CHECK(!device || device->is_cpu(), "_to_copy: kiln's eager kernels cannot copy to device '", *device,
-             "' yet (only cpu)");
+             "' yet (only cpu and cuda)");
   Tensor result = empty_like_format(self, memory_format.value_or(MemoryFormat::Preserve), dtype.value_or(self.dtype()));
   copy_(result, self);
   return result;

@@ -1,5 +1,6 @@
 // The strided conversion copy.
 #include "eager/kernels/cpu/copy/Copy.h"
+#include "eager/kernels/cuda/CudaCopy.h"
 
 #include <algorithm>
 #include <cstring>
@@ -49,7 +50,10 @@ void copy_(const Tensor& dst, const Tensor& src) {
   KILN_CHECK(dst.sizes().size() == src.sizes().size() &&
                  std::equal(dst.sizes().begin(), dst.sizes().end(), src.sizes().begin()),
              "copy_: the size of the destination ", dst.sizes(), " must match the size of the source ", src.sizes());
-  KILN_CHECK_NOT_IMPLEMENTED(dst.device().is_cpu() && src.device().is_cpu(), "copy_: only CPU tensors so far");
+  if (!dst.device().is_cpu() || !src.device().is_cpu()) {
+    native::cuda_copy(dst, src, /*non_blocking=*/false);  // a CUDA side: eager/kernels/cuda/CudaCopy.h
+    return;
+  }
   if (dst.numel() == 0) return;
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
     std::memmove(dst.data_ptr(), src.data_ptr(), static_cast<size_t>(dst.nbytes()));

@@ -7,14 +7,14 @@
 #include <limits>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/cuda/CudaCopy.h"
 
 namespace kiln {
 
 namespace {
 
 void check_cpu(Device device, const char* op) {
-  KILN_CHECK_NOT_IMPLEMENTED(device.is_cpu(), op, "(): device '", device,
-                             "' is not supported yet; kiln.cuda.is_available() is False on this build");
+  KILN_CHECK_NOT_IMPLEMENTED(device.is_cpu(), op, "(): device '", device, "' is not supported yet");
 }
 
 size_t checked_nbytes(IntArrayRef sizes, IntArrayRef strides, DType dtype) {
@@ -119,7 +119,8 @@ bool overflows(const Scalar& value, DType dtype) {
 }
 
 Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, DType dtype, Device device) {
-  check_cpu(device, "empty_strided");
+  // Storage only: CUDA memory comes from its registered allocator (which raises the no-driver error).
+  if (!device.is_cuda()) check_cpu(device, "empty_strided");
   KILN_CHECK(sizes.size() == strides.size(), "empty_strided: mismatch in length of strides and shape");
   const size_t nbytes = checked_nbytes(sizes, strides, dtype);
   return Tensor(make_intrusive<TensorImpl>(new_storage(nbytes, device), dtype, sizes, strides, 0));
@@ -169,6 +170,10 @@ void native::fill_impl(const Tensor& self, const Scalar& value) {
 
 Tensor full(IntArrayRef sizes, const Scalar& value, DType dtype, Device device) {
   Tensor t = empty(sizes, dtype, device);
+  if (t.device().is_cuda()) {
+    native::cuda_fill(t, value);
+    return t;
+  }
   native::fill_impl(t, value);
   return t;
 }
@@ -176,6 +181,10 @@ Tensor full(IntArrayRef sizes, const Scalar& value, DType dtype, Device device) 
 Tensor zeros(IntArrayRef sizes, DType dtype, Device device) {
   for (int64_t s : sizes) KILN_CHECK(s >= 0, "zeros: Dimension size must be non-negative.");
   Tensor t = empty(sizes, dtype, device);
+  if (t.device().is_cuda()) {
+    native::cuda_fill(t, Scalar(int64_t{0}));
+    return t;
+  }
   if (t.nbytes() > 0) std::memset(t.data_ptr(), 0, static_cast<size_t>(t.nbytes()));
   return t;
 }

@@ -1,0 +1,150 @@
+// Loads libcuda.so.1 and resolves the driver entry points kiln uses.
+#include "eager/cuda/DriverApi.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "eager/core/Error.h"
+#include "eager/cuda/DynamicLibrary.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+const LibrarySpec kDriverSpec{
+    "the NVIDIA driver (libcuda)", "libcuda.so.1", "KILN_CUDA_DRIVER_LIBRARY",
+    "kiln needs an NVIDIA GPU and its driver (https://www.nvidia.com/Download/index.aspx); "
+    "kiln.cuda.is_available() says whether it found them.",
+    nullptr};
+
+constexpr const char* kNoDriver =
+    "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver "
+    "from http://www.nvidia.com/Download/index.aspx (kiln loads libcuda.so.1 at first use; "
+    "kiln.cuda.is_available() is False)";
+
+struct DriverState {
+  std::once_flag once;
+  DriverApi api{};
+  bool loaded = false;       // libcuda loaded and cuInit succeeded
+  int device_count = 0;
+  std::string error;          // why not, when !loaded or no device
+};
+
+DriverState& state() {
+  static DriverState s;
+  return s;
+}
+
+template <typename Fn>
+void resolve(const DynamicLibrary& lib, Fn& slot, const char* name) {
+  slot = reinterpret_cast<Fn>(lib.symbol(name));
+}
+
+void load(DriverState& s) {
+  std::unique_ptr<DynamicLibrary> lib;
+  try {
+    lib = std::make_unique<DynamicLibrary>(kDriverSpec);
+  } catch (const Error& e) {
+    s.error = std::string(kNoDriver) + "\n" + e.what();
+    return;
+  }
+  try {
+    DriverApi& a = s.api;
+    resolve(*lib, a.cuInit, "cuInit");
+    resolve(*lib, a.cuDriverGetVersion, "cuDriverGetVersion");
+    resolve(*lib, a.cuGetErrorName, "cuGetErrorName");
+    resolve(*lib, a.cuGetErrorString, "cuGetErrorString");
+    resolve(*lib, a.cuDeviceGetCount, "cuDeviceGetCount");
+    resolve(*lib, a.cuDeviceGet, "cuDeviceGet");
+    resolve(*lib, a.cuDeviceGetName, "cuDeviceGetName");
+    resolve(*lib, a.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    resolve(*lib, a.cuDeviceTotalMem, "cuDeviceTotalMem_v2");
+    resolve(*lib, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    resolve(*lib, a.cuCtxSetCurrent, "cuCtxSetCurrent");
+    resolve(*lib, a.cuCtxGetCurrent, "cuCtxGetCurrent");
+    resolve(*lib, a.cuCtxSynchronize, "cuCtxSynchronize");
+    resolve(*lib, a.cuMemAlloc, "cuMemAlloc_v2");
+    resolve(*lib, a.cuMemFree, "cuMemFree_v2");
+    resolve(*lib, a.cuMemGetInfo, "cuMemGetInfo_v2");
+    resolve(*lib, a.cuMemHostAlloc, "cuMemHostAlloc");
+    resolve(*lib, a.cuMemFreeHost, "cuMemFreeHost");
+    resolve(*lib, a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    resolve(*lib, a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    resolve(*lib, a.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    resolve(*lib, a.cuMemcpyPeerAsync, "cuMemcpyPeerAsync");
+    resolve(*lib, a.cuMemsetD8Async, "cuMemsetD8Async");
+    resolve(*lib, a.cuStreamCreateWithPriority, "cuStreamCreateWithPriority");
+    resolve(*lib, a.cuStreamDestroy, "cuStreamDestroy_v2");
+    resolve(*lib, a.cuStreamSynchronize, "cuStreamSynchronize");
+    resolve(*lib, a.cuStreamQuery, "cuStreamQuery");
+    resolve(*lib, a.cuStreamWaitEvent, "cuStreamWaitEvent");
+    resolve(*lib, a.cuEventCreate, "cuEventCreate");
+    resolve(*lib, a.cuEventDestroy, "cuEventDestroy_v2");
+    resolve(*lib, a.cuEventRecord, "cuEventRecord");
+    resolve(*lib, a.cuEventSynchronize, "cuEventSynchronize");
+    resolve(*lib, a.cuEventQuery, "cuEventQuery");
+    // CUDA 12.8 added the _v2 spelling that cuda.h 13 maps cuEventElapsedTime to.
+    a.cuEventElapsedTime = reinterpret_cast<decltype(a.cuEventElapsedTime)>(lib->try_symbol("cuEventElapsedTime_v2"));
+    if (a.cuEventElapsedTime == nullptr) resolve(*lib, a.cuEventElapsedTime, "cuEventElapsedTime");
+    resolve(*lib, a.cuModuleLoadData, "cuModuleLoadData");
+    resolve(*lib, a.cuModuleUnload, "cuModuleUnload");
+    resolve(*lib, a.cuModuleGetFunction, "cuModuleGetFunction");
+    resolve(*lib, a.cuLaunchKernel, "cuLaunchKernel");
+  } catch (const Error& e) {
+    s.error = e.what();
+    return;
+  }
+  const CUresult init = s.api.cuInit(0);
+  if (init != kCudaSuccess) {
+    const char* name = nullptr;
+    s.api.cuGetErrorName(init, &name);
+    s.error = std::string(kNoDriver) + "\ncuInit failed: " + (name ? name : std::to_string(init));
+    return;
+  }
+  s.loaded = true;
+  if (s.api.cuDeviceGetCount(&s.device_count) != kCudaSuccess) s.device_count = 0;
+  if (s.device_count == 0) s.error = "the NVIDIA driver is loaded but reports no CUDA device";
+  lib.release();  // never unloaded
+}
+
+DriverState& loaded_state() {
+  DriverState& s = state();
+  std::call_once(s.once, [&] { load(s); });
+  return s;
+}
+
+}  // namespace
+
+const DriverApi& driver() {
+  DriverState& s = loaded_state();
+  KILN_CHECK(s.loaded, s.error);
+  return s.api;
+}
+
+bool driver_available() {
+  DriverState& s = loaded_state();
+  return s.loaded && s.device_count > 0;
+}
+
+const char* unavailable_reason() {
+  DriverState& s = loaded_state();
+  return driver_available() ? "" : s.error.c_str();
+}
+
+const char* no_driver_message() { return kNoDriver; }
+
+void check(CUresult result, const char* what) {
+  if (result == kCudaSuccess) return;
+  const DriverApi& a = driver();
+  const char* name = nullptr;
+  const char* text = nullptr;
+  a.cuGetErrorName(result, &name);
+  a.cuGetErrorString(result, &text);
+  if (result == kCudaErrorOutOfMemory) {
+    KILN_FAIL(OutOfMemory, "CUDA out of memory in ", what, " (", name ? name : "?", ")");
+  }
+  KILN_FAIL(Runtime, "CUDA error: ", name ? name : "unknown", " (", text ? text : "no description", ") in ", what);
+}
+
+}  // namespace kiln::cuda
