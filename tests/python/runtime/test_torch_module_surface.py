@@ -48,7 +48,7 @@ def test_accelerator_errors_and_device_index():
         kiln.accelerator.synchronize()
     with kiln.accelerator.device_index(None):
         pass
-    with pytest.raises(kiln.cuda.NoCUDADeviceError, match="kiln.cuda.current_device: kiln has no CUDA device"):
+    with pytest.raises(RuntimeError, match="Found no NVIDIA driver on your system"):
         kiln.cuda.current_device()
 
 
