@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/Graph.h"
+#include "passes/decompose_composites.h"
 
 namespace kiln::passes {
 
@@ -19,6 +20,8 @@ inline constexpr bool kVerifyAfterEachPassByDefault = true;
 #endif
 
 struct PipelineOptions {
+  /// Which composites decompose_composites rewrites (DecomposeScope).
+  DecomposeScope decompose = DecomposeScope::All;
   /// Runs ir::verify on the input and after each pass; a failure names the pass.
   bool verify_after_each = kVerifyAfterEachPassByDefault;
   /// Called after each pass with its name, how many changes it made, and the

@@ -12,6 +12,7 @@
 #include "ir/Clone.h"
 #include "ir/Interpreter.h"
 #include "passes/fuse_pointwise.h"
+#include "passes/pipeline.h"
 
 namespace kiln::runtime {
 
@@ -41,6 +42,13 @@ int64_t numel_of(const std::vector<int64_t>& s) {
 }  // namespace
 
 CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : graph_(ir::clone(source)) {
+  if (options.fuse) {
+    // The graph passes first (passes/pipeline.h): decomposed gelu/silu fuse,
+    // what the rewrites make equal or unread is merged or dropped.
+    passes::PipelineOptions pipeline;
+    pipeline.decompose = passes::DecomposeScope::PointwiseOnly;
+    passes::run_pipeline(*graph_, pipeline);
+  }
   const ir::Graph& g = *graph_;
   std::unordered_map<const ir::Value*, size_t> slot_of;
   const auto slot = [&](const ir::Value* v) {
