@@ -12,8 +12,10 @@ namespace kiln {
 
 namespace {
 
+/// CPU or meta (Note [Meta tensors have no data]: a meta factory allocates
+/// nothing and fills nothing).
 void check_cpu(Device device, const char* op) {
-  KILN_CHECK_NOT_IMPLEMENTED(device.is_cpu(), op, "(): device '", device,
+  KILN_CHECK_NOT_IMPLEMENTED(device.is_cpu() || device.is_meta(), op, "(): device '", device,
                              "' is not supported yet; kiln.cuda.is_available() is False on this build");
 }
 
@@ -155,6 +157,10 @@ void fill_contiguous(T* dst, int64_t n, T v) {
 }  // namespace
 
 void native::fill_impl(const Tensor& self, const Scalar& value) {
+  if (self.impl()->is_meta()) {
+    self.impl()->bump_version();
+    return;
+  }
   visit_dtype_and_complex(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T v = checked_scalar_to<T>(value);
@@ -176,7 +182,7 @@ Tensor full(IntArrayRef sizes, const Scalar& value, DType dtype, Device device) 
 Tensor zeros(IntArrayRef sizes, DType dtype, Device device) {
   for (int64_t s : sizes) KILN_CHECK(s >= 0, "zeros: Dimension size must be non-negative.");
   Tensor t = empty(sizes, dtype, device);
-  if (t.nbytes() > 0) std::memset(t.data_ptr(), 0, static_cast<size_t>(t.nbytes()));
+  if (t.nbytes() > 0 && !device.is_meta()) std::memset(t.data_ptr(), 0, static_cast<size_t>(t.nbytes()));
   return t;
 }
 
@@ -311,6 +317,7 @@ Tensor native::arange_impl(const Scalar& start, const Scalar& end, const Scalar&
              "invalid size, possible overflow?");
   const auto n = static_cast<int64_t>(size_d);
   Tensor t = empty({n}, out_dtype, device);
+  if (device.is_meta()) return t;
   visit_dtype(out_dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>) arange_values<T>(t.data_ptr<T>(), n, start, step);
@@ -329,7 +336,7 @@ Tensor native::linspace_impl(const Scalar& start, const Scalar& end, int64_t ste
              scalar_type_name(out_dtype));
   KILN_CHECK_NOT_IMPLEMENTED(out_dtype != DType::Bool, "\"linspace_cpu\" not implemented for 'Bool'");
   Tensor t = empty({steps}, out_dtype, device);
-  if (steps == 0) return t;
+  if (steps == 0 || device.is_meta()) return t;
   if (steps == 1) {  // PyTorch fills with start
     native::fill_impl(t, start);
     return t;

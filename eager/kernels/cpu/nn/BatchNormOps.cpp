@@ -163,6 +163,11 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_cpu(const Tensor& input, co
   const ChannelLayout l = layout_of(input);
   const DType dt = input.dtype();
   const bool batch = uses_batch_stats(training, running_mean, running_var);
+  if (input.impl()->is_meta()) {  // the checks above are the meta function (Note [Meta kernels], tools/opgen)
+    const Device d = input.device();
+    const int64_t stats = batch ? l.c : 0;
+    return {empty(input.sizes(), dt, d), empty({stats}, dt, d), empty({stats}, dt, d)};
+  }
   const Tensor x = contiguous_values(input);
   Tensor y = empty(input.sizes(), dt);
   const auto cs = static_cast<size_t>(l.c);
