@@ -22,11 +22,10 @@ OPS = load_yaml_ops()
 
 # Ops with no meta implementation yet (see the module docstring), by full name.
 NO_META_YET: tuple[str, ...] = (
-    "_batch_norm_backward_input", "_batch_norm_backward_weight", "_channel_grad_sum", "_conv2d_backward_input",
-    "_conv2d_backward_weight", "_fft_c2c", "_fft_c2r", "_fft_r2c", "_fused_adam_", "_fused_sgd_",
-    "_group_norm_backward", "_group_norm_backward_input", "_group_norm_backward_weight", "_gru_cell_fused",
-    "_gru_cell_fused_backward", "_linalg_eig", "_linalg_eigh", "_linalg_solve", "_linalg_svd", "_lstm_cell_fused",
-    "_lstm_cell_fused_backward", "_lstm_sequence", "_lstm_sequence_backward", "_lu_pivots_to_permutation", "_mode",
+    "_fft_c2c", "_fft_c2r", "_fft_r2c", "_fused_adam_", "_fused_sgd_", "_group_norm_backward",
+    "_group_norm_backward_input", "_group_norm_backward_weight", "_gru_cell_fused", "_gru_cell_fused_backward",
+    "_linalg_eig", "_linalg_eigh", "_linalg_solve", "_linalg_svd", "_lstm_cell_fused", "_lstm_cell_fused_backward",
+    "_lstm_sequence", "_lstm_sequence_backward", "_lu_pivots_to_permutation", "_mode",
     "_scaled_dot_product_flash_attention_dropout_for_cpu",
     "_scaled_dot_product_flash_attention_dropout_for_cpu_backward", "_scaled_dot_product_flash_attention_for_cpu",
     "_scaled_dot_product_flash_attention_for_cpu_backward", "addbmm.out", "addmv.out", "avg_pool2d_backward",
@@ -45,21 +44,23 @@ NO_META_YET: tuple[str, ...] = (
     "eye.m_out", "eye.out", "flip", "fliplr", "flipud", "geqrf", "group_norm", "im2col", "index_fill.int_Tensor",
     "index_fill.int_Tensor_out", "index_fill_.int_Tensor", "linalg_cholesky_ex", "linalg_ldl_factor_ex",
     "linalg_ldl_solve", "linalg_lu_factor_ex", "linalg_qr", "linalg_solve_triangular", "logspace", "logspace.out",
-    "masked_fill.Tensor", "masked_fill_.Tensor", "max.dim_max", "max_pool2d_with_indices_backward", "min.dim_min",
-    "multinomial", "multinomial.out", "mv", "mv.out", "native_batch_norm", "native_group_norm", "nll_loss",
-    "nll_loss_backward", "nll_loss_forward", "normal.Tensor_Tensor", "normal.Tensor_Tensor_out",
-    "normal.float_Tensor", "normal.float_Tensor_out", "repeat", "repeat_interleave.self_int", "roll", "rot90",
-    "scatter.reduce", "scatter.reduce_out", "scatter.value_reduce", "scatter.value_reduce_out", "scatter_.reduce",
-    "scatter_.value_reduce", "scatter_reduce.two", "scatter_reduce.two_out", "sort.values", "sort.values_stable",
-    "topk.values", "tril", "tril.out", "tril_", "triu", "triu.out", "triu_", "view_as_complex", "view_as_real",
+    "masked_fill.Tensor", "masked_fill_.Tensor", "max.dim_max", "min.dim_min", "multinomial", "multinomial.out",
+    "mv", "mv.out", "native_group_norm", "nll_loss", "nll_loss_backward", "nll_loss_forward", "normal.Tensor_Tensor",
+    "normal.Tensor_Tensor_out", "normal.float_Tensor", "normal.float_Tensor_out", "repeat",
+    "repeat_interleave.self_int", "roll", "rot90", "scatter.reduce", "scatter.reduce_out", "scatter.value_reduce",
+    "scatter.value_reduce_out", "scatter_.reduce", "scatter_.value_reduce", "scatter_reduce.two",
+    "scatter_reduce.two_out", "sort.values", "sort.values_stable", "topk.values", "tril", "tril.out", "tril_",
+    "triu", "triu.out", "triu_", "view_as_complex", "view_as_real",
 )
 
 # Ops whose CPU kernel refuses every sample meta_cases builds, so the sweep cannot compare them.
 NO_SAMPLE: tuple[str, ...] = (
+    "_batch_norm_backward_input", "_batch_norm_backward_weight", "_conv2d_backward_input", "_conv2d_backward_weight",
     "_embedding_dense_backward", "addbmm", "addbmm_", "addmv", "addmv_", "addr_", "baddbmm", "baddbmm_",
-    "batch_norm", "clip", "clip.Tensor", "clip.Tensor_out", "clip.out", "clip_", "clip_.Tensor", "narrow.Tensor",
-    "one_hot", "randint_like.Tensor", "randint_like.Tensor_generator", "split.sizes",
-    "tensor_split.tensor_indices_or_sections", "to.device", "unflatten.int",
+    "batch_norm", "clip", "clip.Tensor", "clip.Tensor_out", "clip.out", "clip_", "clip_.Tensor",
+    "max_pool2d_with_indices_backward", "narrow.Tensor", "native_batch_norm", "one_hot", "randint_like.Tensor",
+    "randint_like.Tensor_generator", "split.sizes", "tensor_split.tensor_indices_or_sections", "to.device",
+    "unflatten.int",
 )
 
 
