@@ -46,8 +46,10 @@ _LAYOUTS = (
     ("square", (4, 4), (2, 4, 3), 2),
     ("images", (2, 3, 6, 6), (4, 3, 3, 3), 2),
     ("sequence", (2, 3, 8), (4, 3, 3), 2),
+    ("square_batch", (2, 4, 4), (4, 2, 3), 2),
     ("vector", (5,), (3,), 2),
     ("scalar", (), (), 1),
+    ("int_matrix", (3, 4), (2, 3, 3), 2),  # integer tensors (bitwise ops, shifts)
 )
 _INDEX_NAMES = {"index", "indices", "target", "offsets", "repeats", "lengths", "input_lengths", "target_lengths"}
 _MASK_NAMES = {"mask", "condition", "attn_mask"}
@@ -68,7 +70,9 @@ class Sample:
     kwargs: dict
 
 
-def _float_tensor(shape):
+def _float_tensor(shape, layout=None):
+    if layout is not None and layout[0].startswith("int_"):
+        return kiln.ones(shape, dtype=kiln.int64)
     return kiln.rand(shape) * 0.5 + 0.5
 
 
@@ -85,10 +89,11 @@ def _tensor_for(arg, layout, opname):
             return kiln.ones(index_len, dtype=kiln.int64)
         return kiln.zeros(shape, dtype=kiln.int64)
     if name == "weight" and len(shape) >= 3:
-        return _float_tensor(weight)
+        return _float_tensor(weight, layout)
     if name in ("bias", "running_mean", "running_var") and shape:
-        return _float_tensor((weight[0] if name == "bias" and len(shape) >= 3 else shape[1 if len(shape) > 1 else 0],))
-    return _float_tensor(shape)
+        return _float_tensor((weight[0] if name == "bias" and len(shape) >= 3 else shape[1 if len(shape) > 1 else 0],),
+                             layout)
+    return _float_tensor(shape, layout)
 
 
 def _scalar_for(arg):
@@ -106,9 +111,11 @@ def _value_for(arg, layout, opname):
             if t.element_optional:
                 return [kiln.zeros(layout[3], dtype=kiln.int64)]
             return [_tensor_for(arg, layout, opname), _tensor_for(arg, layout, opname)]
-        if t.optional:
+        if t.optional and name not in ("min", "max"):
             return _DEFAULT if arg.default is not None else None
         return _tensor_for(arg, layout, opname)
+    if t.base == "Scalar" and name in ("min", "max"):  # clamp/clip need one bound
+        return 0.75
     if arg.default is not None:
         return _DEFAULT
     if t.optional:
