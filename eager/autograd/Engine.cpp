@@ -130,7 +130,7 @@ variable_list call_node(Node& node, variable_list&& inputs, bool is_root) {
 
 /// Whether the task's calling thread runs nodes of `device` itself.
 bool runs_locally(const GraphTask& task, Device device) {
-  return device.is_cpu() || device == task.owner_device;
+  return device.is_cpu() || device.is_meta() || device == task.owner_device;  // meta: no device, no worker
 }
 
 /// The inputs of `node`, captured where autograd.grad asked; false when the

@@ -13,6 +13,8 @@ std::string_view device_type_name(DeviceType t) {
       return "cpu";
     case DeviceType::CUDA:
       return "cuda";
+    case DeviceType::Meta:
+      return "meta";
   }
   return "unknown";
 }
@@ -24,8 +26,10 @@ Device::Device(std::string_view spec) : type_(DeviceType::CPU), index_(-1) {
     type_ = DeviceType::CPU;
   } else if (type_part == "cuda") {
     type_ = DeviceType::CUDA;
+  } else if (type_part == "meta") {
+    type_ = DeviceType::Meta;
   } else {
-    KILN_FAIL(Runtime, "Expected one of cpu, cuda device type at start of device string: ", spec);
+    KILN_FAIL(Runtime, "Expected one of cpu, cuda, meta device type at start of device string: ", spec);
   }
   if (colon == std::string_view::npos) return;
   const std::string_view index_part = spec.substr(colon + 1);
@@ -35,8 +39,9 @@ Device::Device(std::string_view spec) : type_(DeviceType::CPU), index_(-1) {
   KILN_CHECK(!index_part.empty() && ec == std::errc() && ptr == end && value >= 0 && value < 128 &&
                  (index_part.size() == 1 || index_part[0] != '0'),
              "Invalid device string: '", spec, "'");
-  KILN_CHECK(type_ != DeviceType::CPU || value == 0, "CPU device index must be -1 or zero, got ", value);
-  index_ = type_ == DeviceType::CPU ? -1 : static_cast<int8_t>(value);
+  KILN_CHECK(type_ == DeviceType::CUDA || value == 0, device_type_name(type_) == "cpu" ? "CPU" : "Meta",
+             " device index must be -1 or zero, got ", value);
+  index_ = type_ == DeviceType::CUDA ? static_cast<int8_t>(value) : -1;
 }
 
 std::string Device::str() const {

@@ -1,4 +1,4 @@
-// Device: where a tensor's memory lives (cpu, cuda:N).
+// Device: where a tensor's memory lives (cpu, cuda:N), or meta: no memory at all.
 #pragma once
 
 #include <cstdint>
@@ -8,8 +8,10 @@
 
 namespace kiln {
 
-enum class DeviceType : int8_t { CPU = 0, CUDA = 1 };
-inline constexpr int kNumDeviceTypes = 2;
+/// Meta tensors have sizes, strides and a dtype but no data (DESIGN.md, decision 10;
+/// Note [Meta tensors have no data], Storage.h).
+enum class DeviceType : int8_t { CPU = 0, CUDA = 1, Meta = 2 };
+inline constexpr int kNumDeviceTypes = 3;
 
 [[nodiscard]] std::string_view device_type_name(DeviceType t);
 
@@ -18,7 +20,7 @@ inline constexpr int kNumDeviceTypes = 2;
 class Device {
  public:
   constexpr Device(DeviceType type = DeviceType::CPU, int8_t index = -1) : type_(type), index_(index) {}
-  /// Parses "cpu", "cuda", "cuda:1". RuntimeError for anything else.
+  /// Parses "cpu", "cuda", "cuda:1", "meta". RuntimeError for anything else.
   explicit Device(std::string_view spec);
 
   [[nodiscard]] constexpr DeviceType type() const { return type_; }
@@ -26,6 +28,7 @@ class Device {
   [[nodiscard]] constexpr bool has_index() const { return index_ >= 0; }
   [[nodiscard]] constexpr bool is_cpu() const { return type_ == DeviceType::CPU; }
   [[nodiscard]] constexpr bool is_cuda() const { return type_ == DeviceType::CUDA; }
+  [[nodiscard]] constexpr bool is_meta() const { return type_ == DeviceType::Meta; }
   [[nodiscard]] std::string str() const;
 
   constexpr bool operator==(const Device&) const = default;

@@ -90,9 +90,16 @@ class DispatchKeySet {
   uint64_t bits_ = 0;
 };
 
-/// The backend key for a device (CPU -> CPU, CUDA -> CUDA).
+/// The backend key for a device (CPU -> CPU, CUDA -> CUDA, Meta -> Meta).
 [[nodiscard]] constexpr DispatchKey backend_key(DeviceType t) {
-  return t == DeviceType::CUDA ? DispatchKey::CUDA : DispatchKey::CPU;
+  switch (t) {
+    case DeviceType::CUDA:
+      return DispatchKey::CUDA;
+    case DeviceType::Meta:
+      return DispatchKey::Meta;
+    default:
+      return DispatchKey::CPU;
+  }
 }
 
 }  // namespace kiln

@@ -27,6 +27,10 @@ Allocator& get_allocator(DeviceType type) {
 void StorageImpl::resize(size_t nbytes) {
   KILN_CHECK(resizable_, "Trying to resize storage that is not resizable");
   if (nbytes == nbytes_) return;
+  if (device().is_meta()) {  // Note [Meta tensors have no data]
+    nbytes_ = nbytes;
+    return;
+  }
   DataPtr fresh = get_allocator(device().type()).allocate(nbytes);
   const size_t keep = nbytes < nbytes_ ? nbytes : nbytes_;
   if (keep > 0 && device().is_cpu()) std::memcpy(fresh.get(), data_.get(), keep);
@@ -35,6 +39,10 @@ void StorageImpl::resize(size_t nbytes) {
 }
 
 Storage new_storage(size_t nbytes, Device device) {
+  if (device.is_meta()) {
+    return make_intrusive<StorageImpl>(DataPtr(nullptr, nullptr, nullptr, Device(DeviceType::Meta)), nbytes,
+                                       /*resizable=*/true);
+  }
   return make_intrusive<StorageImpl>(get_allocator(device.type()).allocate(nbytes), nbytes,
                                      /*resizable=*/true);
 }

@@ -101,7 +101,18 @@ class StorageImpl : public IntrusiveTarget {
 
 using Storage = intrusive_ptr<StorageImpl>;
 
-/// A fresh storage of `nbytes` bytes from the device's registered allocator.
+// Note [Meta tensors have no data]
+// --------------------------------
+// A meta tensor (device "meta", DESIGN.md decision 10) has sizes, strides, a
+// dtype and a storage that only counts bytes: its DataPtr is null and nothing
+// is allocated, so a meta tensor of any size is free. Ops reach it through the
+// Meta dispatch key, whose kernels compute only the output's metadata (for
+// pointwise and reduction ops, TensorIterator's shape-and-type pass without the
+// loop: Note [TensorIterator on meta tensors], eager/kernels/TensorIterator.h).
+// Reading the data of a meta tensor is an error, never a null dereference:
+// TensorImpl::data() raises NotImplementedError for it.
+/// A fresh storage of `nbytes` bytes from the device's registered allocator
+/// (for the meta device: no allocation, only the byte count).
 [[nodiscard]] Storage new_storage(size_t nbytes, Device device);
 
 }  // namespace kiln

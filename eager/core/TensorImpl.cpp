@@ -68,6 +68,10 @@ TensorImpl::TensorImpl(Storage storage, DType dtype, IntArrayRef sizes, IntArray
 
 TensorImpl::~TensorImpl() = default;
 
+void TensorImpl::fail_meta_data_access() {
+  KILN_FAIL(NotImplemented, "Cannot access the data of a meta tensor; meta tensors have no data");
+}
+
 const intrusive_ptr<VersionCounter>& TensorImpl::version_counter() {
   if (!version_) {
     version_ = make_intrusive<VersionCounter>();

@@ -70,14 +70,20 @@ class TensorImpl : public IntrusiveTarget {
   [[nodiscard]] DispatchKeySet key_set() const { return key_set_; }
   [[nodiscard]] const Storage& storage() const { return storage_; }
 
-  /// Address of element [0, 0, ...] (storage data plus offset).
+  /// Address of element [0, 0, ...] (storage data plus offset). NotImplementedError
+  /// for a meta tensor, which has no data (Note [Meta tensors have no data], Storage.h).
   [[nodiscard]] void* data() const {
-    return static_cast<char*>(storage_->data()) + storage_offset_ * itemsize();
+    void* base = storage_->data();
+    if (base == nullptr && storage_->device().is_meta()) [[unlikely]] fail_meta_data_access();
+    return static_cast<char*>(base) + storage_offset_ * itemsize();
   }
   template <typename T>
   [[nodiscard]] T* data_as() const {
     return static_cast<T*>(data());
   }
+
+  /// Whether the tensor lives on the meta device (no data).
+  [[nodiscard]] bool is_meta() const { return storage_->device().is_meta(); }
 
   /// Replaces sizes, strides and offset (views, resize). Checks the new
   /// geometry stays inside the storage. See check_in_bounds.
@@ -143,6 +149,7 @@ class TensorImpl : public IntrusiveTarget {
 
  private:
   void refresh_numel_and_contiguity();
+  [[noreturn]] static void fail_meta_data_access();
 
   Storage storage_;
   DimVector sizes_;

@@ -87,6 +87,10 @@ void OperatorEntry::report_missing_kernel(DispatchKey key) const {
               ". This usually means that this function requires a non-empty list of Tensors. Available functions "
               "are [", available.str(), "]");
   }
+  // Note [Meta kernels] (tools/opgen/README.md): an op whose output shape depends on its data has none.
+  KILN_CHECK_NOT_IMPLEMENTED(key != DispatchKey::Meta || !has_tag("dynamic_output_shape"), op,
+                             ": attempted to run this operator with Meta tensors, but its output's shape depends on "
+                             "the input's data (tag dynamic_output_shape), so it has no meta implementation");
   KILN_FAIL(NotImplemented, "Could not run '", op, "' with arguments from the '", dispatch_key_name(key),
             "' backend. '", op, "' is only available for these backends: [", available.str(), "].");
 }

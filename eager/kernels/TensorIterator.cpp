@@ -80,16 +80,17 @@ TensorIterator::TensorIterator(TensorIteratorConfig& config) {
     KILN_CHECK(t.defined(), config.op_name_, ": an input tensor is undefined");
     operands_.emplace_back().tensor = t;
   }
+  check_meta_devices(config);
   compute_shape(config);
   compute_types(config);
   resize_outputs(config);
   reorder_and_coalesce();  // before allocation, so new outputs follow the inputs' layout
   allocate_outputs();
-  check_memory_overlap(config);
+  if (!meta_) check_memory_overlap(config);
   // Byte strides per iteration dim, after outputs exist.
   if (dense_) {
     for (auto& op : operands_) {
-      op.data = static_cast<char*>(op.tensor.data_ptr());
+      op.data = meta_ ? nullptr : static_cast<char*>(op.tensor.data_ptr());
       op.byte_strides.assign(1, op.tensor.itemsize());
     }
     return;
@@ -97,11 +98,23 @@ TensorIterator::TensorIterator(TensorIteratorConfig& config) {
   for (auto& op : operands_) {
     const DimVector strides = broadcast_strides(op.tensor, shape_);
     op.byte_strides.assign(iter_shape_.size(), 0);
-    op.data = static_cast<char*>(op.tensor.data_ptr());
+    op.data = meta_ ? nullptr : static_cast<char*>(op.tensor.data_ptr());
     const int64_t item = op.tensor.itemsize();
     // perm_ maps each coalesced dim to its innermost user dim; strides are those of that dim.
     for (size_t i = 0; i < iter_shape_.size(); ++i) op.byte_strides[i] = strides[static_cast<size_t>(perm_[i])] * item;
   }
+}
+
+void TensorIterator::check_meta_devices(const TensorIteratorConfig& config) {
+  for (const auto& op : operands_) meta_ = meta_ || (op.tensor.defined() && op.tensor.impl()->is_meta());
+  if (!meta_) return;
+  // As PyTorch: a meta op takes meta tensors and 0-dim CPU tensors (Python numbers) only.
+  for (const auto& op : operands_) {
+    if (!op.tensor.defined() || op.tensor.impl()->is_meta()) continue;
+    KILN_CHECK(op.tensor.dim() == 0 && op.tensor.device().is_cpu(), "Tensor on device ", op.tensor.device(),
+               " is not on the expected device meta!");
+  }
+  (void)config;
 }
 
 void TensorIterator::compute_shape(const TensorIteratorConfig& config) {
@@ -276,7 +289,7 @@ void TensorIterator::allocate_outputs() {
     strides[d] = running;
     running *= std::max<int64_t>(shape_[d], 1);
   }
-  const Device device = ninputs() > 0 ? input(0).device() : Device();
+  const Device device = meta_ ? Device(DeviceType::Meta) : ninputs() > 0 ? input(0).device() : Device();
   for (auto& op : operands_) {
     if (op.is_output && !op.tensor.defined()) {
       op.tensor = empty_strided(shape_, strides, out_dtype_, device);
@@ -331,6 +344,7 @@ bool TensorIterator::is_contiguous() const {
 }
 
 void TensorIterator::serial_for_each(Loop2d loop, int64_t begin, int64_t end) const {
+  if (meta_) return;  // Note [TensorIterator on meta tensors]
   const size_t nt = operands_.size();
   constexpr size_t kMaxOperands = 8;
   KILN_CHECK(nt <= kMaxOperands, "TensorIterator supports at most ", kMaxOperands, " operands");
@@ -378,7 +392,7 @@ void TensorIterator::serial_for_each(Loop2d loop, int64_t begin, int64_t end) co
 }
 
 void TensorIterator::for_each(Loop2d loop, int64_t grain_size) {
-  if (numel_ == 0) return;
+  if (numel_ == 0 || meta_) return;
   if (numel_ <= grain_size || get_num_threads() == 1) {
     serial_for_each(loop, 0, numel_);
     return;
@@ -387,6 +401,7 @@ void TensorIterator::for_each(Loop2d loop, int64_t grain_size) {
 }
 
 void TensorIterator::cast_outputs() {
+  if (meta_) return;
   for (auto& op : operands_) {
     if (op.is_output && op.original.defined()) {
       copy_(op.original, op.tensor);

@@ -46,6 +46,19 @@ using Loop2d = FunctionRef<void(char** data, const int64_t* strides, int64_t siz
 
 class TensorIterator;
 
+// Note [TensorIterator on meta tensors]
+// -------------------------------------
+// When any operand is a meta tensor (Note [Meta tensors have no data],
+// eager/core/Storage.h) the iterator runs only its shape, type and layout
+// computation: broadcasting, promotion, out= checks and resizing, dimension
+// ordering, and the allocation of outputs, which land on the meta device with
+// the strides a CPU run would give them. It takes no data pointers, checks no
+// memory overlap (there is no memory), and for_each / serial_for_each /
+// cast_outputs do nothing. So a pointwise kernel written on TensorIterator is
+// its own meta function: ops.yaml registers it at the Meta key too (`meta:
+// cpu_kernel`, tools/opgen). Operands must be meta tensors or 0-dim CPU
+// tensors (wrapped Python numbers), as in PyTorch.
+
 class TensorIteratorConfig {
  public:
   /// An output; an undefined Tensor asks the iterator to allocate it.
@@ -110,6 +123,8 @@ class TensorIterator {
   /// (innermost first): what a device launcher (eager/kernels/cuda) hands its kernel.
   [[nodiscard]] void* operand_data(int i) const { return operands_[static_cast<size_t>(i)].data; }
   [[nodiscard]] IntArrayRef operand_byte_strides(int i) const { return operands_[static_cast<size_t>(i)].byte_strides; }
+  /// The operands are meta tensors: no loop runs (Note [TensorIterator on meta tensors]).
+  [[nodiscard]] bool is_meta() const { return meta_; }
 
   /// Runs `loop` over every element, splitting the work across threads above `grain_size`.
   void for_each(Loop2d loop, int64_t grain_size);
@@ -129,6 +144,7 @@ class TensorIterator {
     char* data = nullptr;
   };
   explicit TensorIterator(TensorIteratorConfig& config);
+  void check_meta_devices(const TensorIteratorConfig& config);
   void compute_shape(const TensorIteratorConfig& config);
   void compute_types(const TensorIteratorConfig& config);
   void resize_outputs(const TensorIteratorConfig& config);
@@ -149,6 +165,7 @@ class TensorIterator {
   DimVector iter_shape_;  // sizes per iteration dim, innermost first
   int64_t numel_ = 0;
   bool dense_ = false;  // the all_dense_same_shape fast path was taken
+  bool meta_ = false;   // some operand is a meta tensor: shapes and types only
 };
 
 /// A 0-dim tensor holding a Python scalar for an op (marked as a wrapped

@@ -81,6 +81,7 @@ PyObject* get_device(PyObject* self, void*) {
 PyObject* get_ndim(PyObject* self, void*) { return PyLong_FromLongLong(self_tensor(self).dim()); }
 PyObject* get_is_cpu(PyObject* self, void*) { return PyBool_FromLong(self_tensor(self).device().is_cpu()); }
 PyObject* get_is_cuda(PyObject* self, void*) { return PyBool_FromLong(self_tensor(self).device().is_cuda()); }
+PyObject* get_is_meta(PyObject* self, void*) { return PyBool_FromLong(self_tensor(self).device().is_meta()); }
 PyObject* get_itemsize(PyObject* self, void*) { return PyLong_FromLongLong(self_tensor(self).itemsize()); }
 PyObject* get_nbytes(PyObject* self, void*) { return PyLong_FromLongLong(self_tensor(self).nbytes()); }
 PyObject* get_version(PyObject* self, void*) { return PyLong_FromLong(self_tensor(self).version()); }
@@ -138,7 +139,8 @@ PyObject* tensor_storage_offset(PyObject* self, PyObject*) {
   return PyLong_FromLongLong(self_tensor(self).storage_offset());
 }
 PyObject* tensor_data_ptr(PyObject* self, PyObject*) {
-  return PyLong_FromVoidPtr(self_tensor(self).data_ptr());
+  const Tensor& t = self_tensor(self);
+  return t.impl()->is_meta() ? PyLong_FromLong(0) : PyLong_FromVoidPtr(t.data_ptr());  // meta: no data, address 0
 }
 PyObject* tensor_element_size(PyObject* self, PyObject*) { return PyLong_FromLongLong(self_tensor(self).itemsize()); }
 
@@ -147,6 +149,7 @@ PyObject* tensor_item(PyObject* self, PyObject*) {
   const Tensor& t = self_tensor(self);
   note_capture_escape("Tensor.item() (or bool/int/float/index of a tensor)");
   KILN_CHECK(t.numel() == 1, "a Tensor with ", t.numel(), " elements cannot be converted to Scalar");
+  KILN_CHECK(!t.impl()->is_meta(), "Tensor.item() cannot be called on meta tensors");
   if (t.device().is_cuda()) {  // as torch's: a synchronous copy to the host
     const Tensor host = native::to_copy_across_devices(t, std::nullopt, Device(), false, std::nullopt);
     return element_to_python(host.data_ptr(), host.dtype());
@@ -160,6 +163,7 @@ PyObject* tensor_tolist(PyObject* self, PyObject*) {
   KILN_PY_BEGIN
   const Tensor& t = self_tensor(self);
   note_capture_escape("Tensor.tolist()");
+  KILN_CHECK_NOT_IMPLEMENTED(!t.impl()->is_meta(), "Cannot copy out of meta tensor; no data!");
   if (t.device().is_cuda()) {  // as torch's: a synchronous copy to the host
     const Tensor host = native::to_copy_across_devices(t, std::nullopt, Device(), false, std::nullopt);
     return nested_list(static_cast<const char*>(host.data_ptr()), host.sizes(), host.strides(), host.itemsize(),
@@ -238,6 +242,7 @@ void register_basic_tensor_methods() {
   g.push_back({"ndim", get_ndim, nullptr, nullptr, nullptr});
   g.push_back({"is_cpu", get_is_cpu, nullptr, nullptr, nullptr});
   g.push_back({"is_cuda", get_is_cuda, nullptr, nullptr, nullptr});
+  g.push_back({"is_meta", get_is_meta, nullptr, nullptr, nullptr});
   g.push_back({"itemsize", get_itemsize, nullptr, nullptr, nullptr});
   g.push_back({"nbytes", get_nbytes, nullptr, nullptr, nullptr});
   g.push_back({"_version", get_version, nullptr, nullptr, nullptr});

@@ -1,6 +1,6 @@
 """Memory layout at the Python level: torch.layout and kiln.strided (kiln's one layout),
 Tensor.dim_order (the dims from outermost to innermost in memory), and the Tensor
-properties for layouts and backends kiln does not have (is_sparse, is_meta, ...: False)."""
+properties for layouts and backends kiln does not have (is_sparse, is_xla, ...: False), and is_meta."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def _false_flag(name):
     return property(lambda self: False, doc=f"Tensor.{name}: False (kiln has no such tensors).")
 
 
-_BACKEND_FLAGS = ("is_meta", "is_sparse", "is_sparse_csr", "is_quantized", "is_mkldnn", "is_nested", "is_xpu",
+_BACKEND_FLAGS = ("is_sparse", "is_sparse_csr", "is_quantized", "is_mkldnn", "is_nested", "is_xpu",
                   "is_ipu", "is_mps", "is_mtia", "is_maia", "is_vulkan", "is_xla")
 
 
@@ -118,4 +118,9 @@ def dim_order(self, *, ambiguity_check=False):
 LAYOUT_PROPERTY = property(lambda self: strided, doc="Tensor.layout: kiln.strided.")
 OUTPUT_NR_PROPERTY = property(lambda self: 0, doc="Tensor.output_nr: 0 (kiln does not record which output of its "
                                                   "node a tensor is).")
-BACKEND_FLAG_PROPERTIES = {name: _false_flag(name) for name in _BACKEND_FLAGS}
+BACKEND_FLAG_PROPERTIES = {
+    name: _false_flag(name) for name in _BACKEND_FLAGS} | {
+    # a property, as torch's is a getset descriptor; the answer is the C++ tensor's device (meta: no data)
+    "is_meta": property(lambda self: _C.TensorBase.is_meta.__get__(self),
+                        doc="Tensor.is_meta: whether the tensor is on the meta device (sizes, strides, dtype, no data)."),
+}

@@ -28,6 +28,16 @@ from kiln._messages import _scalar_name
 
 _F = _C._functions
 
+
+def _refuse_meta(op: str, input) -> None:
+    """unique, unique_consecutive and bincount size their results by the input's values, which a
+    meta tensor does not have: NotImplementedError as for the ops tagged dynamic_output_shape
+    (Note [Meta kernels], tools/opgen/README.md)."""
+    if input.is_meta:
+        raise NotImplementedError(
+            f"{op}: attempted to run this operator with Meta tensors, but its output's shape depends on the "
+            "input's data (tag dynamic_output_shape), so it has no meta implementation")
+
 median_type = namedtuple("median", ["values", "indices"])
 nanmedian_type = namedtuple("nanmedian", ["values", "indices"])
 kthvalue_type = namedtuple("kthvalue", ["values", "indices"])
@@ -234,6 +244,7 @@ def logcumsumexp(input, dim):
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """``input`` with runs of equal consecutive elements (or slices along ``dim``) collapsed."""
+    _refuse_meta("unique_consecutive", input)
     x = input.reshape(-1) if dim is None else input.movedim(dim, 0)
     n = x.shape[0]
     if n == 0:
@@ -265,6 +276,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct elements (or slices along ``dim``) in ascending order, with optional inverse and counts."""
+    _refuse_meta("unique", input)
     if dim is None:
         flat = input.reshape(-1)
         order = _F.sort(flat, stable=True)[1]
@@ -294,6 +306,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 def bincount(input, weights=None, minlength=0):
     """Counts of each non-negative integer in the 1-D ``input`` (or the sums of ``weights`` per value)."""
+    _refuse_meta("bincount", input)
     if input.dim() != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if input.dtype.is_floating_point:

@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from kiln import _C, _indexing, autograd
-from kiln._tensor_str import format_tensor
+from kiln._tensor_str import format_meta_tensor, format_tensor
 
 
 class Tensor(_C.TensorBase):
@@ -30,6 +30,13 @@ class Tensor(_C.TensorBase):
         return self.numpy(force=True)
 
     def __repr__(self, *, tensor_contents=None) -> str:
+        if self.is_meta:  # no values to print
+            return format_meta_tensor(
+                dtype_name=str(self.dtype).removeprefix("kiln."),
+                default_dtype_name=str(_C.get_default_dtype()).removeprefix("kiln."),
+                requires_grad=self.requires_grad,
+                size=tuple(self.shape),
+            )
         return format_tensor(
             self._values_for_print(),
             dtype_name=str(self.dtype).removeprefix("kiln."),

@@ -41,6 +41,7 @@ __all__ = [
     "set_printoptions",
     "get_printoptions",
     "printoptions",
+    "format_meta_tensor",
     "format_tensor",
 ]
 
@@ -326,6 +327,26 @@ def _add_suffixes(tensor_str: str, suffixes: Sequence[str], indent: int) -> str:
 def _shows_device(device) -> bool:
     """Whether the device is printed: every device but the cpu."""
     return device is not None and str(device).split(":")[0] != "cpu"
+
+
+def format_meta_tensor(
+    *,
+    dtype_name: str,
+    default_dtype_name: str = "float32",
+    requires_grad: bool = False,
+    grad_fn_name: str | None = None,
+    size: Sequence[int],
+) -> str:
+    """The ``repr`` of a meta tensor, which has no values: ``tensor(..., device='meta', size=(2, 3))``,
+    then the dtype unless it is the default float dtype, as PyTorch writes it."""
+    suffixes = ["device='meta'", f"size={tuple(int(s) for s in size)}"]
+    if dtype_name != default_dtype_name:
+        suffixes.append(f"dtype=kiln.{dtype_name}")
+    if grad_fn_name is not None:
+        suffixes.append(f"grad_fn=<{grad_fn_name}>")
+    elif requires_grad:
+        suffixes.append("requires_grad=True")
+    return _add_suffixes(_TENSOR_PREFIX + "...", suffixes, len(_TENSOR_PREFIX))
 
 
 def format_tensor(

@@ -11,6 +11,7 @@
 #include "eager/core/Error.h"
 #include "eager/core/Scalar.h"
 #include "eager/core/SmallVector.h"
+#include "eager/core/TensorImpl.h"
 
 using namespace kiln;
 
@@ -177,6 +178,30 @@ TEST(DispatchKeySet, HighestKeyAndAlgebra) {
                 DispatchKey::Capture);
   EXPECT_EQ(dispatch_key_name(DispatchKey::Autograd), "Autograd");
   EXPECT_EQ(backend_key(DeviceType::CUDA), DispatchKey::CUDA);
+  EXPECT_EQ(backend_key(DeviceType::Meta), DispatchKey::Meta);
+}
+
+// Note [Meta tensors have no data] (eager/core/Storage.h).
+TEST(Device, MetaStorageCountsBytesAndHasNoData) {
+  EXPECT_EQ(Device("meta"), Device(DeviceType::Meta));
+  EXPECT_EQ(Device("meta:0").str(), "meta");
+  EXPECT_TRUE(Device("meta").is_meta());
+  EXPECT_THROW({ (void)Device("meta:1"); }, Error);
+  Storage storage = new_storage(size_t{1} << 40, Device(DeviceType::Meta));  // a TiB, never allocated
+  EXPECT_EQ(storage->nbytes(), size_t{1} << 40);
+  EXPECT_EQ(storage->data(), nullptr);
+  storage->resize(64);
+  EXPECT_EQ(storage->nbytes(), 64u);
+  const int64_t sizes[] = {2, 4}, strides[] = {4, 1};
+  TensorImpl impl(storage, DType::Float32, sizes, strides, 0);
+  EXPECT_TRUE(impl.is_meta());
+  EXPECT_EQ(impl.key_set(), DispatchKeySet(DispatchKey::Meta));
+  try {
+    (void)impl.data();
+    ADD_FAILURE() << "data() of a meta tensor did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::NotImplemented);
+  }
 }
 
 TEST(Error, CheckMacrosCarryKindAndMessage) {

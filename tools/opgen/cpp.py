@@ -299,6 +299,8 @@ def native_functions_h(ops: list[Op]) -> str:
     for op in ops:
         params = ", ".join(f"{p.type} {p.name}" for p in dispatcher_params(op))
         for key, kernel in op.dispatch.items():
+            if key == "Meta":  # declared in MetaFunctions.h
+                continue
             sig = dispatcher_signature(op)
             if kernel in seen:
                 if seen[kernel] != sig:
@@ -311,10 +313,30 @@ def native_functions_h(ops: list[Op]) -> str:
     return "".join(out)
 
 
+def meta_functions_h(ops: list[Op]) -> str:
+    """The explicit meta kernels (`dispatch: Meta: <name>`), apart from NativeFunctions.h
+    so that adding one recompiles only eager/kernels/meta (Note [Meta kernels])."""
+    out = [HEADER.format(what=": the meta kernels it names"),
+           "// Every kernel named under `dispatch: Meta:` (Note [Meta kernels], tools/opgen/README.md).\n"
+           "#pragma once\n\n#include <optional>\n#include <string_view>\n#include <tuple>\n#include <vector>\n\n"
+           "#include \"eager/core/Scalar.h\"\n#include \"eager/ops/Tensor.h\"\n#include \"eager/core/GeneratorImpl.h\"\n"
+           "#include \"eager/core/MemoryFormat.h\"\n\nnamespace kiln::native {\n"]
+    seen: set[str] = set()
+    for op in ops:
+        kernel = op.dispatch.get("Meta")
+        if kernel is None or kernel in seen:
+            continue
+        seen.add(kernel)
+        params = ", ".join(f"{p.type} {p.name}" for p in dispatcher_params(op))
+        out.append(f"\n// {op.full_name}\n{return_type(op)} {kernel}({params});\n")
+    out.append("\n}  // namespace kiln::native\n")
+    return "".join(out)
+
+
 def register_ops_cpp(ops: list[Op]) -> str:
     out = [HEADER.format(what=": dispatcher registrations"),
            '#include "eager/dispatch/Library.h"\n#include "eager/dispatch/RealOnly.h"\n#include "kiln/generated/Functions.h"\n'
-           '#include "kiln/generated/NativeFunctions.h"\n\nnamespace kiln {\n']
+           '#include "kiln/generated/MetaFunctions.h"\n#include "kiln/generated/NativeFunctions.h"\n\nnamespace kiln {\n']
     selects = [op for op in ops if op.is_factory and op.backend_kernels]
     if selects:
         out.append("\nnamespace {\n\n// Note [BackendSelect for factories]: a factory has no tensor argument to\n"
@@ -351,7 +373,10 @@ def register_ops_cpp(ops: list[Op]) -> str:
         return f"&native::{kernel}"
 
     for key in BACKEND_KEYS:
-        kernels = [(op, op.dispatch[key]) for op in ops if key in op.dispatch]
+        if key == "Meta":  # Note [Meta kernels] (tools/opgen/README.md)
+            kernels = [(op, op.meta_kernel) for op in ops if op.meta_kernel]
+        else:
+            kernels = [(op, op.dispatch[key]) for op in ops if key in op.dispatch]
         if kernels:
             out.append(f"\nKILN_LIBRARY_IMPL(kiln, {key}, m) {{\n")
             out.extend(f'  m.impl("{op.full_name}", {kernel_ref(op, k)});\n' for op, k in kernels)
@@ -422,6 +447,7 @@ def outputs(ops: list[Op]) -> dict[str, str]:
         "TensorMethodDecls.inc": tensor_method_decls(ops),
         "TensorMethods.cpp": tensor_methods_cpp(ops),
         "NativeFunctions.h": native_functions_h(ops),
+        "MetaFunctions.h": meta_functions_h(ops),
         "RegisterOps.cpp": register_ops_cpp(ops),
         "OpTable.h": op_table_h(ops),
         "OpTable.cpp": op_table_cpp(ops),

@@ -27,7 +27,7 @@ import python_bindings  # noqa: E402
 from model import OpgenError, load_ops  # noqa: E402
 
 OUTPUT_FILES = ("Functions.h", "Functions.cpp", "TensorMethodDecls.inc", "TensorMethods.cpp", "NativeFunctions.h",
-                "RegisterOps.cpp", "OpTable.h", "OpTable.cpp", "python_functions.cpp", "python_methods.cpp",
+                "MetaFunctions.h", "RegisterOps.cpp", "OpTable.h", "OpTable.cpp", "python_functions.cpp", "python_methods.cpp",
                 "AutogradKernels.cpp", "IntoKernels.h", "IntoKernels.cpp", "OutFromFunctional.cpp")
 
 

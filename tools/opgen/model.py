@@ -17,7 +17,8 @@ TYPE_NAMES = ("Tensor", "int", "SymInt", "float", "bool", "str", "Scalar", "Scal
               "MemoryFormat", "Generator")
 # Tags an entry may carry (eager/ops/README.md). Their order fixes the bits of
 # OpInfo::tags, so append new ones at the end.
-TAGS = ("pointwise", "reduction", "view", "inplace", "random", "nondeterministic", "factory", "complex")
+TAGS = ("pointwise", "reduction", "view", "inplace", "random", "nondeterministic", "factory", "complex",
+        "dynamic_output_shape")
 BACKEND_KEYS = ("CPU", "CUDA", "Meta")
 COMPOSITE_KEY = "CompositeImplicit"
 VARIANTS = ("function", "method")
@@ -39,7 +40,10 @@ OUT_FROM_FUNCTIONAL_RULES = {
     "in_out_dtype_not_bool": 1,   # cumsum, cumprod: no bool loop
 }
 
-ENTRY_KEYS = ("func", "variants", "dispatch", "tags", "derivatives", "kernel_into", "tensor_as_scalar", "out_from_functional")
+ENTRY_KEYS = ("func", "variants", "dispatch", "tags", "derivatives", "kernel_into", "tensor_as_scalar", "out_from_functional",
+              "meta")
+# `meta:` values (Note [Meta kernels], tools/opgen/README.md): the CPU kernel also serves the Meta key.
+META_FROM_CPU = "cpu_kernel"
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -296,6 +300,7 @@ class Op:
     kernel_into: str | None = None   # the one kernel its CPU entry point calls (Note [Generated entry points], into.py)
     out_from_functional: str | None = None  # the out= rule its kernel applies (out_from_functional.py)
     tensor_as_scalar: str | None = None     # reads a Tensor its kernel_into takes as a Scalar through this (into.py)
+    meta_from_cpu: bool = False             # `meta: cpu_kernel`: its CPU kernel is registered at Meta too
     parsed_derivatives: list = field(default_factory=list)  # filled by derivatives.check
 
     @property
@@ -322,6 +327,14 @@ class Op:
     @property
     def composite_kernel(self) -> str | None:
         return self.dispatch.get(COMPOSITE_KEY)
+
+    @property
+    def meta_kernel(self) -> str | None:
+        """The kernel registered at the Meta key: its own (`dispatch: Meta:`) or,
+        with `meta: cpu_kernel`, its CPU kernel (Note [Meta kernels])."""
+        if "Meta" in self.dispatch:
+            return self.dispatch["Meta"]
+        return self.dispatch["CPU"] if self.meta_from_cpu else None
 
 
 def load_ops(text: str, source: str = "ops.yaml") -> list[Op]:
@@ -430,8 +443,18 @@ def _load_entry(entry, where: str) -> Op:
         if len(dispatch) != 1 or kernel_into is not None:
             fail("out_from_functional needs one kernel under dispatch: (the entry point opgen writes), "
                  "and no kernel_into")
+    meta = entry.get("meta")
+    if meta is not None:
+        if meta != META_FROM_CPU:
+            fail(f"meta must be '{META_FROM_CPU}' (an explicit meta kernel goes under dispatch: as 'Meta: <name>'), "
+                 f"not {meta!r}")
+        if "CPU" not in dispatch or "Meta" in dispatch:
+            fail(f"meta: {META_FROM_CPU} needs a CPU kernel under dispatch: and no Meta one")
+    if "dynamic_output_shape" in tags and (meta is not None or "Meta" in dispatch):
+        fail("tagged dynamic_output_shape (its output's shape depends on data), so it can have no meta kernel")
     return Op(schema, variants, dict(dispatch), tuple(tags), derivatives, where, kernel_into=kernel_into,
-              out_from_functional=out_from_functional, tensor_as_scalar=tensor_as_scalar)
+              out_from_functional=out_from_functional, tensor_as_scalar=tensor_as_scalar,
+              meta_from_cpu=meta is not None)
 
 
 # torch's TensorOptions keywords, as kiln schemas spell them (no Layout type yet).

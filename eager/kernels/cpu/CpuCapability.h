@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 namespace kiln {
 
@@ -24,6 +26,28 @@ inline constexpr int kNumCpuCapabilities = 3;
 [[nodiscard]] CpuCapability cpu_capability();
 [[nodiscard]] std::string_view cpu_capability_name(CpuCapability c);
 
+// Note [Stubs skip meta tensors]
+// ------------------------------
+// A stub is a kernel's loop: it reads and writes data. A meta tensor has none
+// (Note [Meta tensors have no data], eager/core/Storage.h), so a stub that
+// returns nothing and is handed a meta tensor or a TensorIterator over meta
+// tensors does nothing. The kernel around it has already checked the inputs
+// and allocated the outputs on the meta device: the kernel's shape code is its
+// meta function, as PyTorch's structured kernels share their meta() between
+// backends, and ops.yaml registers it at the Meta key (`meta: cpu_kernel`).
+namespace detail {
+template <typename T>
+[[nodiscard]] bool stub_argument_is_meta(const T& arg) {
+  if constexpr (requires { arg.impl()->is_meta(); }) {  // Tensor
+    return arg.defined() && arg.impl()->is_meta();
+  } else if constexpr (requires { arg.is_meta(); }) {  // TensorIterator
+    return arg.is_meta();
+  } else {
+    return false;
+  }
+}
+}  // namespace detail
+
 /// A kernel function pointer per capability; calling it runs the best one registered.
 template <typename FnPtr>
 struct DispatchStub {
@@ -37,6 +61,9 @@ struct DispatchStub {
   }
   template <typename... Args>
   decltype(auto) operator()(Args&&... args) const {
+    if constexpr (std::is_void_v<decltype(std::declval<FnPtr>()(std::forward<Args>(args)...))>) {
+      if ((detail::stub_argument_is_meta(args) || ...)) return;  // Note [Stubs skip meta tensors]
+    }
     FnPtr fn = choose();
     return fn(std::forward<Args>(args)...);
   }

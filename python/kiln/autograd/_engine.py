@@ -26,7 +26,7 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                 raise RuntimeError(
                     f"grad can be implicitly created only for real scalar outputs but got {out.dtype}"
                 )
-            g = _C._functions.ones(out.shape, dtype=out.dtype)
+            g = _C._functions.ones(out.shape, dtype=out.dtype, device=out.device)
         elif g.shape != out.shape:
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a shape of "

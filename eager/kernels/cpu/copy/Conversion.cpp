@@ -45,9 +45,13 @@ Tensor to_impl(const Tensor& self, std::optional<DType> dtype, std::optional<Dev
 Tensor _to_copy_cpu(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device, bool non_blocking,
                     std::optional<MemoryFormat> memory_format) {
   if (device && device->is_cuda()) return to_copy_across_devices(self, dtype, *device, non_blocking, memory_format);
-  KILN_CHECK(!device || device->is_cpu(), "_to_copy: kiln's eager kernels cannot copy to device '", *device,
-             "' yet (only cpu and cuda)");
-  Tensor result = empty_like_format(self, memory_format.value_or(MemoryFormat::Preserve), dtype.value_or(self.dtype()));
+  KILN_CHECK(!device || device->is_cpu() || device->is_meta(), "_to_copy: kiln's eager kernels cannot copy to device '",
+             *device, "' yet (only cpu, cuda and meta)");
+  // Out of a meta tensor there is nothing to copy (copy_ says so, as PyTorch).
+  KILN_CHECK_NOT_IMPLEMENTED(!self.device().is_meta() || !device || device->is_meta(),
+                             "Cannot copy out of meta tensor; no data!");
+  Tensor result = empty_like_format(self, memory_format.value_or(MemoryFormat::Preserve), dtype.value_or(self.dtype()),
+                                    device.value_or(self.device()));
   copy_(result, self);
   return result;
 }

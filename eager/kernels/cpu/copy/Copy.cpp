@@ -50,6 +50,14 @@ void copy_(const Tensor& dst, const Tensor& src) {
   KILN_CHECK(dst.sizes().size() == src.sizes().size() &&
                  std::equal(dst.sizes().begin(), dst.sizes().end(), src.sizes().begin()),
              "copy_: the size of the destination ", dst.sizes(), " must match the size of the source ", src.sizes());
+  // Note [Meta tensors have no data]: copying into a meta tensor moves nothing;
+  // out of one there is nothing to move (PyTorch's words).
+  KILN_CHECK_NOT_IMPLEMENTED(!src.device().is_meta() || dst.device().is_meta(),
+                             "Cannot copy out of meta tensor; no data!");
+  if (dst.device().is_meta()) {
+    dst.impl()->bump_version();
+    return;
+  }
   if (!dst.device().is_cpu() || !src.device().is_cpu()) {
     native::cuda_copy(dst, src, /*non_blocking=*/false);  // a CUDA side: eager/kernels/cuda/CudaCopy.h
     return;

@@ -122,6 +122,7 @@ void copy_strided(char* dst, IntArrayRef dst_strides, const char* src, IntArrayR
 
 void copy_same_dtype(const Tensor& dst, const Tensor& src) {
   KILN_INTERNAL_ASSERT(dst.dtype() == src.dtype() && dst.dim() == src.dim());
+  if (dst.impl()->is_meta() && src.impl()->is_meta()) return;  // Note [Meta tensors have no data]
   copy_strided(static_cast<char*>(dst.data_ptr()), dst.strides(), static_cast<const char*>(src.data_ptr()),
                src.strides(), dst.sizes(), dst.itemsize());
 }
@@ -237,19 +238,21 @@ MemoryFormat suggest_memory_format(const Tensor& t) {
   return MemoryFormat::Contiguous;
 }
 
-Tensor empty_like_format(const Tensor& self, MemoryFormat format, std::optional<DType> dtype) {
+Tensor empty_like_format(const Tensor& self, MemoryFormat format, std::optional<DType> dtype,
+                         std::optional<Device> device) {
+  const Device where = device.value_or(self.device());
   const DType type = dtype.value_or(self.dtype());
   if (format == MemoryFormat::Preserve) {
     if (is_non_overlapping_and_dense(self.sizes(), self.strides())) {
-      return empty_strided(self.sizes(), self.strides(), type, self.device());
+      return empty_strided(self.sizes(), self.strides(), type, where);
     }
-    return empty_strided(self.sizes(), infer_dense_strides(self.sizes(), self.strides()), type, self.device());
+    return empty_strided(self.sizes(), infer_dense_strides(self.sizes(), self.strides()), type, where);
   }
   KILN_CHECK(format != MemoryFormat::ChannelsLast || self.dim() == 4,
              "required rank 4 tensor to use channels_last format");
   KILN_CHECK(format != MemoryFormat::ChannelsLast3d || self.dim() == 5,
              "required rank 5 tensor to use channels_last_3d format");
-  return empty_strided(self.sizes(), strides_for_memory_format(self.sizes(), format), type, self.device());
+  return empty_strided(self.sizes(), strides_for_memory_format(self.sizes(), format), type, where);
 }
 
 // --- overlap -----------------------------------------------------------------------

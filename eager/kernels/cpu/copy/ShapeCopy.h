@@ -80,7 +80,8 @@ void copy_strided(char* dst, IntArrayRef dst_strides, const char* src, IntArrayR
 /// An uninitialised tensor like `self` laid out by `format` (PyTorch's empty_like):
 /// Preserve keeps a dense layout's strides and otherwise the dims' stride order.
 /// RuntimeError "required rank 4 tensor to use channels_last format" as PyTorch.
-[[nodiscard]] Tensor empty_like_format(const Tensor& self, MemoryFormat format, std::optional<DType> dtype = std::nullopt);
+[[nodiscard]] Tensor empty_like_format(const Tensor& self, MemoryFormat format, std::optional<DType> dtype = std::nullopt,
+                                       std::optional<Device> device = std::nullopt);
 
 // --- out= and overlap checks, PyTorch's words ------------------------------------
 

@@ -13,8 +13,11 @@ namespace kiln {
 
 namespace {
 
+/// CPU or meta (Note [Meta tensors have no data]: a meta factory allocates
+/// nothing and fills nothing).
 void check_cpu(Device device, const char* op) {
-  KILN_CHECK_NOT_IMPLEMENTED(device.is_cpu(), op, "(): device '", device, "' is not supported yet");
+  KILN_CHECK_NOT_IMPLEMENTED(device.is_cpu() || device.is_meta(), op, "(): device '", device,
+                             "' is not supported yet");
 }
 
 size_t checked_nbytes(IntArrayRef sizes, IntArrayRef strides, DType dtype) {
@@ -156,6 +159,10 @@ void fill_contiguous(T* dst, int64_t n, T v) {
 }  // namespace
 
 void native::fill_impl(const Tensor& self, const Scalar& value) {
+  if (self.impl()->is_meta()) {
+    self.impl()->bump_version();
+    return;
+  }
   visit_dtype_and_complex(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T v = checked_scalar_to<T>(value);
@@ -185,7 +192,7 @@ Tensor zeros(IntArrayRef sizes, DType dtype, Device device) {
     native::cuda_fill(t, Scalar(int64_t{0}));
     return t;
   }
-  if (t.nbytes() > 0) std::memset(t.data_ptr(), 0, static_cast<size_t>(t.nbytes()));
+  if (t.nbytes() > 0 && !device.is_meta()) std::memset(t.data_ptr(), 0, static_cast<size_t>(t.nbytes()));
   return t;
 }
 
@@ -320,6 +327,7 @@ Tensor native::arange_impl(const Scalar& start, const Scalar& end, const Scalar&
              "invalid size, possible overflow?");
   const auto n = static_cast<int64_t>(size_d);
   Tensor t = empty({n}, out_dtype, device);
+  if (device.is_meta()) return t;
   visit_dtype(out_dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>) arange_values<T>(t.data_ptr<T>(), n, start, step);
@@ -338,7 +346,7 @@ Tensor native::linspace_impl(const Scalar& start, const Scalar& end, int64_t ste
              scalar_type_name(out_dtype));
   KILN_CHECK_NOT_IMPLEMENTED(out_dtype != DType::Bool, "\"linspace_cpu\" not implemented for 'Bool'");
   Tensor t = empty({steps}, out_dtype, device);
-  if (steps == 0) return t;
+  if (steps == 0 || device.is_meta()) return t;
   if (steps == 1) {  // PyTorch fills with start
     native::fill_impl(t, start);
     return t;

@@ -54,8 +54,8 @@ Tensor mm_cpu(const Tensor& self, const Tensor& mat2) {
   KILN_CHECK(self.dtype() == mat2.dtype(), "expected m1 and m2 to have the same dtype, but got: ",
              typemeta_name(self.dtype()), " != ", typemeta_name(mat2.dtype()));
   check_not_bool(self, "addmm_impl_cpu_");
-  Tensor out = self.size(1) == 0 ? zeros({self.size(0), mat2.size(1)}, self.dtype())
-                                 : empty({self.size(0), mat2.size(1)}, self.dtype());
+  Tensor out = self.size(1) == 0 ? zeros({self.size(0), mat2.size(1)}, self.dtype(), self.device())
+                                 : empty({self.size(0), mat2.size(1)}, self.dtype(), self.device());
   gemm_into(self, mat2, out, Scalar(int64_t{1}), Scalar(int64_t{0}));
   return out;
 }
@@ -70,7 +70,8 @@ Tensor bmm_cpu(const Tensor& self, const Tensor& mat2) {
   check_not_bool(self, "bmm");
   const int64_t b = self.size(0), m = self.size(1), n = mat2.size(2), k = self.size(2);
   // beta = 0: gemm_into writes every element (k = 0 included) without reading it, so no zero fill.
-  Tensor out = empty({b, m, n}, self.dtype());
+  Tensor out = empty({b, m, n}, self.dtype(), self.device());
+  if (out.impl()->is_meta()) return out;  // Note [Stubs skip meta tensors]
   auto products = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       gemm_into(select_impl(self, 0, i), select_impl(mat2, 0, i), select_impl(out, 0, i), Scalar(int64_t{1}),
@@ -101,7 +102,7 @@ Tensor addmm_cpu(const Tensor& self, const Tensor& mat1, const Tensor& mat2, con
   const int64_t m = mat1.size(0), n = mat2.size(1);
   const std::vector<int64_t> shape{m, n};
   // out starts as beta * self broadcast to [m, n] (beta == 0 ignores self, nan included).
-  Tensor out = zeros(shape, mat1.dtype());
+  Tensor out = zeros(shape, mat1.dtype(), mat1.device());
   const bool use_self = !beta.equals(0.0);
   if (use_self) {
     KILN_CHECK(self.dim() <= 2, "addmm: self must be broadcastable to ", IntArrayRef(shape), ", got ", self.sizes());
@@ -130,7 +131,7 @@ Tensor dot_cpu(const Tensor& self, const Tensor& tensor) {
              "] and src [", tensor.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
              tensor.numel(), " elements respectively");
   const int64_t k = self.numel();
-  Tensor out = zeros({1, 1}, self.dtype());
+  Tensor out = zeros({1, 1}, self.dtype(), self.device());
   gemm_into(as_strided_impl(self, std::vector<int64_t>{1, k}, std::vector<int64_t>{k ? self.stride(0) * k : 1, self.stride(0)},
                             self.storage_offset()),
             as_strided_impl(tensor, std::vector<int64_t>{k, 1}, std::vector<int64_t>{tensor.stride(0), 1},
@@ -146,7 +147,7 @@ Tensor mv_cpu(const Tensor& self, const Tensor& vec) {
              self.size(1), "), vec (", vec.size(0), ")");
   check_addmv_dtypes(vec, self, vec);  // PyTorch's mv makes its result from vec, so that comes first
   check_not_bool(self, "addmv_impl_cpu");
-  Tensor out = zeros({self.size(0), 1}, self.dtype());
+  Tensor out = zeros({self.size(0), 1}, self.dtype(), self.device());
   gemm_into(self, as_strided_impl(vec, std::vector<int64_t>{vec.size(0), 1}, std::vector<int64_t>{vec.stride(0), 1},
                                   vec.storage_offset()),
             out, Scalar(int64_t{1}), Scalar(int64_t{0}));

@@ -163,6 +163,11 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_cpu(const Tensor& input, co
   const ChannelLayout l = layout_of(input);
   const DType dt = input.dtype();
   const bool batch = uses_batch_stats(training, running_mean, running_var);
+  if (input.impl()->is_meta()) {  // the checks above are the meta function (Note [Meta kernels], tools/opgen)
+    const Device d = input.device();
+    const int64_t stats = batch ? l.c : 0;
+    return {empty(input.sizes(), dt, d), empty({stats}, dt, d), empty({stats}, dt, d)};
+  }
   const Tensor x = contiguous_values(input);
   Tensor y = empty(input.sizes(), dt);
   const auto cs = static_cast<size_t>(l.c);
@@ -212,6 +217,8 @@ Tensor batch_norm_backward_input_cpu(const Tensor& grad_out, const Tensor& input
   check_backward_inputs("_batch_norm_backward_input", grad_out, input);
   const ChannelLayout l = layout_of(input);
   const DType dt = input.dtype();
+  // Meta: the checks above are the meta function (Note [Meta kernels], tools/opgen/README.md).
+  if (input.impl()->is_meta()) return empty(input.sizes(), dt, input.device());
   const Tensor x = contiguous_values(input);
   const Tensor g = same_dtype_contiguous(grad_out, dt);
   Tensor dx = empty(input.sizes(), dt);
@@ -248,6 +255,7 @@ Tensor batch_norm_backward_weight_cpu(const Tensor& grad_out, const Tensor& inpu
   const ChannelLayout l = layout_of(input);
   const DType dt = input.dtype();
   const auto cs = static_cast<size_t>(l.c);
+  if (input.impl()->is_meta()) return empty({l.c}, param_grad_dtype(dt), input.device());
   std::vector<double> dw(cs, 0.0);
   if (input.numel() > 0) {
     const Tensor x = contiguous_values(input);
@@ -269,6 +277,7 @@ Tensor channel_grad_sum_cpu(const Tensor& grad_out) {
   KILN_CHECK(grad_out.dim() >= 2, "_channel_grad_sum: expected a gradient of at least 2 dimensions [N, C, *], but "
              "got size ", grad_out.sizes());
   const ChannelLayout l = layout_of(grad_out);
+  if (grad_out.impl()->is_meta()) return empty({l.c}, param_grad_dtype(grad_out.dtype()), grad_out.device());
   std::vector<double> s(static_cast<size_t>(l.c), 0.0);
   if (grad_out.numel() > 0) {
     const Tensor g = contiguous_values(grad_out);

@@ -257,6 +257,7 @@ Tensor integer_convolution2d(const Tensor& input, const Tensor& weight, const st
   KILN_CHECK_NOT_IMPLEMENTED((g.dilation_h == 1 && g.dilation_w == 1) || input.dtype() == DType::Int64,
                              "\"slow_conv_dilated<>\" not implemented for '", scalar_type_name(input.dtype()), "'");
   Tensor y = zeros({g.batch, g.out_channels, g.out_h, g.out_w}, DType::Int64, input.device());
+  if (y.impl()->is_meta()) return finish(y, input.dtype());  // Note [Stubs skip meta tensors]
   const Tensor b = bias && bias->defined() ? dense_as(*bias, DType::Int64) : Tensor();
   if (y.numel() > 0) {
     const Tensor x = dense_as(input, DType::Int64), w = dense_as(weight, DType::Int64);
@@ -280,7 +281,8 @@ Tensor convolution2d_cpu(const Tensor& input, const Tensor& weight, const std::o
   const DType dtype = compute_dtype(input.dtype());
   const Tensor b = bias && bias->defined() ? dense_as(*bias, dtype) : Tensor();
   Tensor y = empty({g.batch, g.out_channels, g.out_h, g.out_w}, dtype, input.device());
-  if (y.numel() == 0) return finish(y, input.dtype());
+  // Meta: the checks and the geometry above are the meta function (Note [Stubs skip meta tensors]).
+  if (y.numel() == 0 || y.impl()->is_meta()) return finish(y, input.dtype());
   if (g.col_rows() == 0) {  // no input channels: the output is the bias
     y = zeros(y.sizes(), dtype, input.device());
     if (b.defined()) {
@@ -309,7 +311,7 @@ Tensor conv2d_backward_input_cpu(const Tensor& grad_output, const Tensor& weight
              "dtype, but got ", scalar_type_name(grad_output.dtype()), " and ", scalar_type_name(weight.dtype()));
   const DType dtype = compute_dtype(grad_output.dtype());
   Tensor gx = empty(input_sizes, dtype, grad_output.device());
-  if (gx.numel() == 0) return finish(gx, grad_output.dtype());
+  if (gx.numel() == 0 || gx.impl()->is_meta()) return finish(gx, grad_output.dtype());
   if (g.out_channels == 0 || g.out_plane() == 0) return finish(zeros(input_sizes, dtype), grad_output.dtype());
   const Tensor gy = dense_as(grad_output, dtype), w = dense_as(weight, dtype);
   if (onednn_for(dtype, ConvPass::BackwardInput, g) && onednn_conv2d_backward_input(gy, w, gx, g)) return finish(gx, grad_output.dtype());
@@ -328,6 +330,7 @@ Tensor conv2d_backward_weight_cpu(const Tensor& grad_output, const Tensor& input
   KILN_CHECK(grad_output.dtype() == input.dtype(), "_conv2d_backward_weight: expected grad_output and input of one ",
              "dtype, but got ", scalar_type_name(grad_output.dtype()), " and ", scalar_type_name(input.dtype()));
   const DType dtype = compute_dtype(grad_output.dtype());
+  if (grad_output.impl()->is_meta()) return finish(empty(weight_sizes, dtype, grad_output.device()), grad_output.dtype());
   if (g.batch == 0 || g.out_plane() == 0 || g.out_channels == 0 || g.col_rows() == 0) {
     return finish(zeros(weight_sizes, dtype), grad_output.dtype());
   }
@@ -346,7 +349,7 @@ Tensor conv2d_backward_bias_cpu(const Tensor& grad_output) {
   const int64_t batch = grad_output.size(0), channels = grad_output.size(1);
   const int64_t plane = channels == 0 || batch == 0 ? 0 : grad_output.numel() / (batch * channels);
   Tensor gb = empty({channels}, dtype, grad_output.device());
-  if (channels == 0) return finish(gb, grad_output.dtype());
+  if (channels == 0 || gb.impl()->is_meta()) return finish(gb, grad_output.dtype());
   const Tensor gy = dense_as(grad_output, dtype);
   conv_bias_grad_stub(dtype, gy.data_ptr(), gb.data_ptr(), batch, channels, plane);
   return finish(gb, grad_output.dtype());

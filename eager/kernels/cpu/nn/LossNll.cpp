@@ -84,7 +84,7 @@ std::tuple<Tensor, Tensor> nll_loss_forward_cpu(const Tensor& self, const Tensor
   const bool has_weight = weight && weight->defined();
   const Tensor w = has_weight ? contiguous_values(*weight) : Tensor();
   Tensor output = reduction == kNone && s.batched ? empty({s.batch}, self.dtype()) : empty({}, self.dtype());
-  Tensor total_weight = empty({}, self.dtype());
+  Tensor total_weight = empty({}, self.dtype(), self.device());
   visit_floating_dtype(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
@@ -123,7 +123,7 @@ Tensor nll_loss_backward_cpu(const Tensor& grad_output, const Tensor& self, cons
   const bool has_weight = weight && weight->defined();
   const Tensor w = has_weight ? contiguous_values(*weight) : Tensor();
   const Tensor g = contiguous_values(grad_output.dtype() == self.dtype() ? grad_output : to_dtype_copy(grad_output, self.dtype()));
-  Tensor grad_input = zeros(self.sizes(), self.dtype());
+  Tensor grad_input = zeros(self.sizes(), self.dtype(), self.device());
   visit_floating_dtype(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;

@@ -101,10 +101,10 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_cpu(const Tensor& input, In
                                                           const std::optional<Tensor>& bias, double eps) {
   const NormRows s = check_norm(input, normalized_shape, weight, bias);
   const Tensor x = contiguous_values(input);
-  Tensor y = empty(input.sizes(), input.dtype());
+  Tensor y = empty(input.sizes(), input.dtype(), input.device());
   const DimVector st = stats_shape(input, static_cast<int64_t>(normalized_shape.size()));
-  Tensor mean = empty(st, input.dtype());
-  Tensor rstd = empty(st, input.dtype());
+  Tensor mean = empty(st, input.dtype(), input.device());
+  Tensor rstd = empty(st, input.dtype(), input.device());
   const Tensor w = weight && weight->defined() ? same_dtype_contiguous(*weight, input.dtype()) : Tensor();
   const Tensor b = bias && bias->defined() ? same_dtype_contiguous(*bias, input.dtype()) : Tensor();
   if (s.rows > 0) {
@@ -125,8 +125,8 @@ std::tuple<Tensor, Tensor> fused_rms_norm_cpu(const Tensor& input, IntArrayRef n
   const double e = eps ? *eps : input.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon()
                                                                 : double(std::numeric_limits<float>::epsilon());
   const Tensor x = contiguous_values(input);
-  Tensor y = empty(input.sizes(), input.dtype());
-  Tensor rstd = empty(stats_shape(input, static_cast<int64_t>(normalized_shape.size())), input.dtype());
+  Tensor y = empty(input.sizes(), input.dtype(), input.device());
+  Tensor rstd = empty(stats_shape(input, static_cast<int64_t>(normalized_shape.size())), input.dtype(), input.device());
   const Tensor w = weight && weight->defined() ? same_dtype_contiguous(*weight, input.dtype()) : Tensor();
   if (s.rows > 0) norm_forward_stub(x, w.defined() ? &w : nullptr, nullptr, y, nullptr, rstd, s, e);
   return {y, rstd};
@@ -147,7 +147,7 @@ Tensor norm_backward_input_cpu(const Tensor& grad_out, const Tensor& input, IntA
   const Tensor m = mean && mean->defined() ? same_dtype_contiguous(*mean, dt) : Tensor();
   const Tensor r = same_dtype_contiguous(rstd, dt);
   const Tensor w = weight && weight->defined() ? same_dtype_contiguous(*weight, dt) : Tensor();
-  Tensor dx = empty(input.sizes(), dt);
+  Tensor dx = empty(input.sizes(), dt, input.device());
   if (s.rows > 0 && s.cols > 0) {
     norm_backward_input_stub(g, x, m.defined() ? &m : nullptr, r, w.defined() ? &w : nullptr, dx, s);
   }
@@ -162,7 +162,7 @@ Tensor norm_backward_weight_cpu(const Tensor& grad_out, const Tensor& input, Int
   const Tensor x = contiguous_values(input);
   const Tensor m = mean && mean->defined() ? same_dtype_contiguous(*mean, dt) : Tensor();
   const Tensor r = same_dtype_contiguous(rstd, dt);
-  Tensor dw = zeros(normalized_shape, dt);
+  Tensor dw = zeros(normalized_shape, dt, input.device());
   if (s.rows > 0 && s.cols > 0) norm_backward_params_stub(g, &x, m.defined() ? &m : nullptr, &r, dw, s);
   return dw;
 }
@@ -173,7 +173,7 @@ Tensor norm_backward_bias_cpu(const Tensor& grad_out, IntArrayRef normalized_sha
   s.cols = 1;
   for (int64_t v : normalized_shape) s.cols *= v;
   s.rows = s.cols == 0 ? 0 : g.numel() / s.cols;
-  Tensor db = zeros(normalized_shape, g.dtype());
+  Tensor db = zeros(normalized_shape, g.dtype(), g.device());
   if (s.rows > 0 && s.cols > 0) norm_backward_params_stub(g, nullptr, nullptr, nullptr, db, s);
   return db;
 }

@@ -189,7 +189,7 @@ Tensor max_pool2d_with_indices_backward_cpu(const Tensor& grad_output, const Ten
              "max_pool2d_with_indices_backward: expected int64 indices of size ", grad_output.sizes(), ", but got ",
              scalar_type_name(indices.dtype()), " indices of size ", indices.sizes());
   Tensor grad_input = empty(self.sizes(), self.dtype(), self.device());
-  if (grad_input.numel() == 0) return grad_input;
+  if (grad_input.numel() == 0 || grad_input.impl()->is_meta()) return grad_input;  // Note [Stubs skip meta tensors]
   const bool ok = max_pool2d_backward_stub(contiguous_values(grad_output), contiguous_values(indices), grad_input, g);
   KILN_CHECK_INDEX(ok, "max_pool2d_with_indices_backward: an index is out of range for input planes of size ",
                    g.in_h, "x", g.in_w);

@@ -44,7 +44,9 @@ Tensor scalar_operand(const Scalar& value, const Tensor& like) {
   // wrap (uint8 + 300 is 44, as in PyTorch), floats round.
   // A bool stays bool: sub's checks read it (float_tensor - True is an error).
   const DType dtype = value.is_bool() ? DType::Bool : result_type(like, value);
-  Tensor t = empty({}, dtype, like.device());
+  // Beside a meta tensor the number stays a CPU 0-dim tensor, as PyTorch's wrapped numbers
+  // (Note [TensorIterator on meta tensors]).
+  Tensor t = empty({}, dtype, like.impl()->is_meta() ? Device() : like.device());
   visit_dtype_and_complex(dtype, [&](auto tag) {
     using T = decltype(tag);
     T v;

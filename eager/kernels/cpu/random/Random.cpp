@@ -38,7 +38,8 @@ void draw_into(const Tensor& self, int words, const std::optional<Generator>& ge
   check_no_internal_overlap(self);
   CpuGeneratorImpl& gen = cpu_generator_or_default(generator);
   const int64_t numel = self.numel();
-  if (numel == 0) return;
+  // A meta tensor draws nothing and leaves the generator where it is, as torch's (Note [Stubs skip meta tensors]).
+  if (numel == 0 || self.impl()->is_meta()) return;
   const PhiloxInputs philox = gen.reserve(blocks_for(numel, words));
   if (self.is_contiguous()) {
     fill(RandomFill{self.data_ptr(), self.dtype(), numel, philox});

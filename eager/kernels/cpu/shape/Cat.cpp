@@ -142,7 +142,7 @@ void cat_contiguous_rows(const Tensor& result, TensorList tensors, int64_t dim) 
 
 /// Fills `result` (already of the meta's shape and dtype) with the inputs.
 void cat_fill(const Tensor& result, TensorList tensors, int64_t dim) {
-  if (result.numel() == 0) return;
+  if (result.numel() == 0 || result.impl()->is_meta()) return;  // a loop: Note [Stubs skip meta tensors]
   if (rows_are_contiguous(result, tensors) && interleave_rows(result, tensors)) {
     cat_contiguous_rows(result, tensors, dim);
     return;
@@ -176,7 +176,7 @@ Tensor cat_cpu(TensorList tensors, int64_t dim) {
 Tensor cat_out_cpu(TensorList tensors, int64_t dim, const Tensor& out) {
   const CatMeta meta = cat_meta(tensors, dim, &out);
   resize_output(out, meta.sizes);
-  if (meta.valid) {
+  if (meta.valid && !out.impl()->is_meta()) {
     check_no_internal_overlap(out);
     for (const Tensor& t : tensors) check_no_overlap(out, t);
     cat_fill(out, tensors, meta.dim);

@@ -62,8 +62,8 @@ SortRows plan_rows(const Tensor& self, const Tensor& values, const Tensor& indic
 std::tuple<Tensor, Tensor> sort_stable_cpu(const Tensor& self, std::optional<bool> /*stable*/, int64_t dim,
                                            bool descending) {
   const int64_t d = wrap_dim(dim, self.dim());
-  Tensor values = empty(self.sizes(), self.dtype());
-  Tensor indices = empty(self.sizes(), DType::Int64);
+  Tensor values = empty(self.sizes(), self.dtype(), self.device());
+  Tensor indices = empty(self.sizes(), DType::Int64, self.device());
   if (self.numel() == 0) return {values, indices};
   const SortRows p = plan_rows(self, values, indices, d, self.dim() == 0 ? 1 : self.size(d), descending);
   sort_stub(self, values, indices, p);
@@ -78,8 +78,8 @@ std::tuple<Tensor, Tensor> topk_cpu(const Tensor& self, int64_t k, int64_t dim, 
   KILN_CHECK(self.dtype() != DType::Bool, "topk does not support bool dtypes on CPU");
   DimVector sizes(self.sizes());
   if (self.dim() > 0) sizes[static_cast<size_t>(d)] = k;
-  Tensor values = empty(sizes, self.dtype());
-  Tensor indices = empty(sizes, DType::Int64);
+  Tensor values = empty(sizes, self.dtype(), self.device());
+  Tensor indices = empty(sizes, DType::Int64, self.device());
   if (values.numel() == 0) return {values, indices};
   const SortRows p = plan_rows(self, values, indices, d, k, largest);
   sort_stub(self, values, indices, p);

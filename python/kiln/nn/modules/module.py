@@ -398,13 +398,29 @@ class Module:
                 device = a
             elif isinstance(a, _C.TensorBase):
                 dtype, device = a.dtype, a.device
-        if device is not None and str(_C.device(device) if isinstance(device, str) else device).split(":")[0] != "cpu":
-            raise NotImplementedError(f"Module.to: device '{device}' is not supported yet (kiln.cuda.is_available() is False)")
+        device_type = None
+        if device is not None:
+            device_type = str(_C.device(device) if isinstance(device, str) else device).split(":")[0]
+            if device_type not in ("cpu", "meta"):
+                raise NotImplementedError(
+                    f"Module.to: device '{device}' is not supported yet (kiln.cuda.is_available() is False)")
         if dtype is not None and not (dtype.is_floating_point):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
-        if dtype is None:
+        if dtype is None and device_type is None:
             return self
-        return self._apply(lambda t: _cast(t, dtype) if t.dtype.is_floating_point else t)
+
+        def convert(t: Tensor) -> Tensor:
+            # To or from the meta device: sizes, strides and dtype only (moving off meta raises, as torch).
+            if device_type is not None and str(t.device).split(":")[0] != device_type:
+                t = t.to(device_type)
+            return _cast(t, dtype) if dtype is not None and t.dtype.is_floating_point else t
+
+        return self._apply(convert)
+
+    def to_empty(self, *, device, recurse: bool = True) -> "Module":
+        """Moves the parameters and buffers to ``device`` without copying their values (as torch's
+        ``Module.to_empty``): uninitialised tensors of the same shapes, e.g. after building on ``"meta"``."""
+        return self._apply(lambda t: _C._functions.empty_like(t, device=device), recurse=recurse)
 
     def cpu(self) -> "Module":
         return self
@@ -728,6 +744,6 @@ class _no_grad:
 
 
 def _cast(t: Tensor, dtype) -> Tensor:
-    out = _C._functions.empty(tuple(t.shape), dtype=dtype)
+    out = _C._functions.empty(tuple(t.shape), dtype=dtype, device=t.device)
     out.copy_(t.detach())
     return out
