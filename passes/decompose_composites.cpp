@@ -375,7 +375,6 @@ using DecomposeFn = Replacement (*)(const Node&, Builder&);
 struct Decomposition {
   std::string_view op;
   DecomposeFn decompose;
-  bool has_reduction;  // among the pieces (DecomposeScope::PointwiseOnly skips it)
 };
 
 Replacement softmax_exp(const Node& n, Builder& b) { return softmax(n, b, false); }
@@ -384,20 +383,20 @@ Replacement softmax_grad(const Node& n, Builder& b) { return softmax_backward(n,
 Replacement log_softmax_grad(const Node& n, Builder& b) { return softmax_backward(n, b, true); }
 
 constexpr Decomposition kDecompositions[] = {
-    {"kiln::gelu", gelu, false},
-    {"kiln::silu", silu, false},
-    {"kiln::softmax.int", softmax_exp, true},
-    {"kiln::_softmax", softmax_exp, true},
-    {"kiln::log_softmax.int", softmax_log, true},
-    {"kiln::_log_softmax", softmax_log, true},
-    {"kiln::_softmax_backward_data", softmax_grad, true},
-    {"kiln::_log_softmax_backward_data", log_softmax_grad, true},
-    {"kiln::native_layer_norm", layer_norm, true},
-    {"kiln::layer_norm", layer_norm, true},
-    {"kiln::_fused_rms_norm", rms_norm, true},
-    {"kiln::rms_norm", rms_norm, true},
-    {"kiln::dropout", dropout, false},
-    {"kiln::native_dropout", native_dropout, false},
+    {"kiln::gelu", gelu},
+    {"kiln::silu", silu},
+    {"kiln::softmax.int", softmax_exp},
+    {"kiln::_softmax", softmax_exp},
+    {"kiln::log_softmax.int", softmax_log},
+    {"kiln::_log_softmax", softmax_log},
+    {"kiln::_softmax_backward_data", softmax_grad},
+    {"kiln::_log_softmax_backward_data", log_softmax_grad},
+    {"kiln::native_layer_norm", layer_norm},
+    {"kiln::layer_norm", layer_norm},
+    {"kiln::_fused_rms_norm", rms_norm},
+    {"kiln::rms_norm", rms_norm},
+    {"kiln::dropout", dropout},
+    {"kiln::native_dropout", native_dropout},
 };
 
 /// Runs one decomposition on n; on success n's results are replaced and n erased.
@@ -427,15 +426,13 @@ bool decompose(const Decomposition& d, Node& n) {
 
 }  // namespace
 
-size_t decompose_composites(ir::Graph& g, DecomposeScope scope) {
+size_t decompose_composites(ir::Graph& g) {
   size_t done = 0;
   for (Node* n : g.nodes()) {
     if (n->kind() != ir::NodeKind::Op) continue;
     const std::string kind = n->kind_name();
     for (const Decomposition& d : kDecompositions) {
-      if (d.op != kind) continue;
-      if (d.has_reduction && scope == DecomposeScope::PointwiseOnly) break;
-      if (decompose(d, *n)) {
+      if (d.op == kind && decompose(d, *n)) {
         ++done;
         break;
       }

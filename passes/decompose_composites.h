@@ -3,23 +3,12 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <string_view>
 #include <vector>
 
 #include "ir/Graph.h"
 
 namespace kiln::passes {
-
-/// Which composites decompose_composites rewrites. Until reductions fuse with
-/// their prologue and epilogue, one softmax or layer_norm kernel beats its
-/// pieces (a reduction, a pointwise kernel, a reduction, a pointwise kernel),
-/// so kiln.compile's default backend decomposes only the composites whose
-/// pieces are all pointwise (runtime/CompiledGraph.cpp).
-enum class DecomposeScope : uint8_t {
-  All,            // every composite listed below
-  PointwiseOnly,  // gelu, silu, dropout / native_dropout: no reduction among the pieces
-};
 
 /// Given graph(%x : f32[4, 8]{8, 1}):
 ///         %y : f32[4, 8]{8, 1} = kiln::softmax.int(%x, dim=-1, dtype=None)
@@ -35,7 +24,7 @@ enum class DecomposeScope : uint8_t {
 /// input; native_dropout: a clone and an all-true mask). float16 and bfloat16
 /// compute in float32 between two casts, as the eager kernels do. Returns the
 /// number of nodes decomposed.
-size_t decompose_composites(ir::Graph& g, DecomposeScope scope = DecomposeScope::All);
+size_t decompose_composites(ir::Graph& g);
 
 /// The operators decompose_composites knows ("kiln::gelu", ...).
 [[nodiscard]] std::vector<std::string_view> decomposed_ops();

@@ -17,25 +17,21 @@ namespace {
 
 struct Pass {
   std::string_view name;
-  size_t (*run)(ir::Graph&, const PipelineOptions&);
+  size_t (*run)(ir::Graph&);
 };
 
-size_t decompose(ir::Graph& g, const PipelineOptions& o) { return decompose_composites(g, o.decompose); }
-size_t fold(ir::Graph& g, const PipelineOptions&) { return fold_constants(g); }
-size_t simplify(ir::Graph& g, const PipelineOptions&) { return simplify_algebra(g); }
-size_t cse(ir::Graph& g, const PipelineOptions&) { return eliminate_common_subexpressions(g); }
-size_t dce(ir::Graph& g, const PipelineOptions&) { return eliminate_dead_code(g); }
+size_t simplify(ir::Graph& g) { return simplify_algebra(g); }
 
 // Decompositions first, so the later passes see the primitives; constants
 // become literals before the rewrite rules match on them; CSE and DCE last,
 // to merge what the rewrites made equal and drop what they left unread.
 // (Fusion joins after these: see passes/README.md.)
 constexpr Pass kPipeline[] = {
-    {"decompose_composites", decompose},
-    {"fold_constants", fold},
+    {"decompose_composites", decompose_composites},
+    {"fold_constants", fold_constants},
     {"simplify_algebra", simplify},
-    {"eliminate_common_subexpressions", cse},
-    {"eliminate_dead_code", dce},
+    {"eliminate_common_subexpressions", eliminate_common_subexpressions},
+    {"eliminate_dead_code", eliminate_dead_code},
 };
 
 }  // namespace
@@ -57,7 +53,8 @@ size_t run_pipeline(ir::Graph& g, const PipelineOptions& options) {
   if (options.verify_after_each) verify_at(g, "the input graph");  // so a failure below is the pass's
   size_t total = 0;
   for (const Pass& pass : kPipeline) {
-    const size_t changes = pass.run(g, options);
+    if (!options.decompose && pass.run == decompose_composites) continue;
+    const size_t changes = pass.run(g);
     total += changes;
     if (options.verify_after_each) verify_at(g, "after " + std::string(pass.name));
     if (options.log_after_each) options.log_after_each(pass.name, changes, g);

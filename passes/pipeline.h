@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "ir/Graph.h"
-#include "passes/decompose_composites.h"
 
 namespace kiln::passes {
 
@@ -20,8 +19,12 @@ inline constexpr bool kVerifyAfterEachPassByDefault = true;
 #endif
 
 struct PipelineOptions {
-  /// Which composites decompose_composites rewrites (DecomposeScope).
-  DecomposeScope decompose = DecomposeScope::All;
+  /// Runs decompose_composites. kiln.compile's default backend turns it off
+  /// until reductions fuse with their prologue and epilogue and the pieces'
+  /// kernel math matches eager's composite kernels (one softmax or layer_norm
+  /// kernel beats its unfused pieces; silu as x * sigmoid(x) is an ulp off
+  /// eager's silu): runtime/CompiledGraph.cpp.
+  bool decompose = true;
   /// Runs ir::verify on the input and after each pass; a failure names the pass.
   bool verify_after_each = kVerifyAfterEachPassByDefault;
   /// Called after each pass with its name, how many changes it made, and the

@@ -43,10 +43,11 @@ int64_t numel_of(const std::vector<int64_t>& s) {
 
 CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : graph_(ir::clone(source)) {
   if (options.fuse) {
-    // The graph passes first (passes/pipeline.h): decomposed gelu/silu fuse,
-    // what the rewrites make equal or unread is merged or dropped.
+    // The graph passes first (passes/pipeline.h): constants folded, the
+    // algebraic rules, CSE and DCE; composites stay whole for now (see
+    // PipelineOptions::decompose).
     passes::PipelineOptions pipeline;
-    pipeline.decompose = passes::DecomposeScope::PointwiseOnly;
+    pipeline.decompose = false;
     passes::run_pipeline(*graph_, pipeline);
   }
   const ir::Graph& g = *graph_;

@@ -56,14 +56,7 @@ void init_passes(PyObject* module) {
     for (std::string_view n : passes::pipeline_passes()) names.emplace_back(n);
     return names;
   });
-  passes.def(
-      "decompose_composites",
-      [](ir::Graph& g, bool pointwise_only) {
-        return passes::decompose_composites(
-            g, pointwise_only ? passes::DecomposeScope::PointwiseOnly : passes::DecomposeScope::All);
-      },
-      py::arg("graph"), py::arg("pointwise_only") = false,
-      "Decomposes composites into primitives (pointwise_only: only those with no reduction among the pieces).");
+  passes.def("decompose_composites", &passes::decompose_composites, py::arg("graph"));
   passes.def("fold_constants", &passes::fold_constants, py::arg("graph"));
   passes.def(
       "simplify_algebra",

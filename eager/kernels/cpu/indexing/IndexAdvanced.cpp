@@ -14,6 +14,8 @@
 #include "eager/kernels/cpu/copy/Copy.h"
 #include "eager/kernels/cpu/creation/Factories.h"
 #include "eager/kernels/cpu/indexing/IndexUtils.h"
+#include "eager/kernels/cpu/ResultInto.h"
+#include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
 namespace kiln::native {
@@ -249,7 +251,9 @@ Tensor index_out_cpu(const Tensor& self, OptionalTensorList indices, const Tenso
   return out;
 }
 
-Tensor index_put_cpu_(const Tensor& self, OptionalTensorList indices, const Tensor& values, bool accumulate) {
+namespace {
+
+Tensor index_put_in_place(const Tensor& self, OptionalTensorList indices, const Tensor& values, bool accumulate) {
   KILN_CHECK_INDEX(static_cast<int64_t>(indices.size()) <= self.dim(), "too many indices for tensor of dimension ",
                    self.dim(), " (got ", indices.size(), ")");
   if (has_internal_overlap(self)) {
@@ -274,14 +278,16 @@ Tensor index_put_cpu_(const Tensor& self, OptionalTensorList indices, const Tens
   return self;
 }
 
-Tensor index_put_cpu(const Tensor& self, OptionalTensorList indices, const Tensor& values, bool accumulate) {
-  return index_put_cpu_(clone_preserving_strides(self), indices, values, accumulate);
-}
+}  // namespace
 
-Tensor index_put_out_cpu(const Tensor& self, OptionalTensorList indices, const Tensor& values, bool accumulate,
-                         const Tensor& out) {
-  const Tensor result = index_put_cpu(self, indices, values, accumulate);
-  return copy_to_out(result, out);
+// The kernel of index_put_, index_put and index_put.out (Note [Three ways to
+// write a result]): the function and out= forms put into a copy of self that
+// keeps its strides; out= then copies that into out.
+Tensor index_put_into(ResultInto into, const Tensor& out, const Tensor& self, OptionalTensorList indices,
+                      const Tensor& values, bool accumulate) {
+  if (into == ResultInto::InPlace) return index_put_in_place(self, indices, values, accumulate);
+  const Tensor result = index_put_in_place(clone_preserving_strides(self), indices, values, accumulate);
+  return into == ResultInto::Out ? copy_to_out(result, out) : result;
 }
 
 }  // namespace kiln::native

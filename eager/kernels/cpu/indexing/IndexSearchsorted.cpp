@@ -83,7 +83,7 @@ Tensor search_into(const Tensor& out, const Tensor& boundaries, const Tensor& in
   if (result.defined()) {
     resize_output(result, input.sizes());
   } else {
-    result = empty(input.sizes(), out_dtype, input.device());
+    result = empty(input.sizes(), out_dtype, boundaries.device());  // a Python number input is a CPU scalar
   }
   if (input.numel() == 0) return result;
   const bool is_right = side ? *side == "right" : right;
