@@ -18,6 +18,8 @@ PyTorch."""
 
 from __future__ import annotations
 
+import math
+
 from collections import namedtuple
 
 from kiln import _C
@@ -272,7 +274,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     else:
         d = _wrap_dim(dim, input.dim())
         moved = input.movedim(d, 0)
-        rows = moved.reshape(moved.shape[0], -1)
+        rows = moved.reshape(moved.shape[0], math.prod(moved.shape[1:]))  # -1 is ambiguous with no rows
         # lexicographic order of the slices: stable sorts from the last column to the first
         order = _F.arange(rows.shape[0])
         for column in range(rows.shape[1] - 1, -1, -1):

@@ -53,7 +53,7 @@ def narrow_copy(input, dim, start, length, *, out=None):
 
 def permute_copy(input, dims, *, out=None):
     """torch.permute_copy: ``input.permute(dims)`` as a new tensor."""
-    return _write_out(_materialise(input.permute(*dims)), out)
+    return _write_out(_materialise(input.permute(tuple(dims))), out)
 
 
 def select_copy(input, dim, index, *, out=None):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 WORKER = Path(__file__).resolve().parent / "opinfo_worker.py"
 CHUNKS = 4  # each chunk is one pytest case and one worker process (~20 s of it importing torch's op_db)
-DEFAULT_SAMPLES = 3  # samples per op and dtype in the default run
+DEFAULT_SAMPLES = 2  # samples per op and dtype in the default run (spread over the list: first and last)
 HANG_SECONDS = 300  # an op reporting nothing for this long has hung its worker
 
 
