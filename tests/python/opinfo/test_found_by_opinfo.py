@@ -151,3 +151,11 @@ def test_poisson_nll_loss_full_with_zero_targets():
     x, target = torch.tensor([[0.5, 1.0], [2.0, 0.1]]), torch.tensor([[0, 1], [3, 4]])
     k = kiln.nn.functional.poisson_nll_loss(_pair(x)[0], _pair(target)[0], log_input=False, full=True)
     assert_matches(k, torch.nn.functional.poisson_nll_loss(x, target, log_input=False, full=True))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.float64])
+def test_native_dropout_backward_of_integer_and_bool_gradients(dtype):
+    """An integer or bool gradient times the float scale gives a float (torch.ops.aten.native_dropout_backward)."""
+    grad, mask = torch.tensor([1, 2, 0, 3]).to(dtype), torch.tensor([True, False, True, True])
+    k = kiln.native_dropout_backward(_pair(grad)[0], _pair(mask)[0], 2.5)
+    assert_matches(k, torch.ops.aten.native_dropout_backward(grad, mask, 2.5))
