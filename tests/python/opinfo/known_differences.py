@@ -118,6 +118,19 @@ KNOWN_DIFFERENCES = {
     ("scatter_add", "error message"): "as scatter",
 }
 
+# Rows about float rounding beyond torch's tolerance: the sums' order (and so the last bits) depends on
+# the CPU's vector width and the thread count, so on another machine these cases may agree. They are
+# exempt from the "row no longer disagrees" check, never from the "disagreement not listed" one.
+ROUNDING_DEPENDENT = frozenset((
+    ("matrix_exp", "forward float32"),
+    ("nn.functional.conv_transpose3d", "forward float32"),
+    ("nn.functional.local_response_norm", "forward int64"),
+    ("special.bessel_j0", "forward float64"),
+    ("special.bessel_y1", "forward float64"),
+    ("special.i1", "forward float32"),
+))
+assert ROUNDING_DEPENDENT <= KNOWN_DIFFERENCES.keys()
+
 MISSING_OPS = {
     **{f"masked.{name}": "torch.masked (issue 31 item 3): kiln has no masked reductions and normalisations yet"
        for name in ("amax", "amin", "argmax", "argmin", "cumprod", "cumsum", "log_softmax", "logaddexp", "logsumexp",

@@ -4,7 +4,8 @@ Each case runs one chunk of torch's op_db in a worker subprocess (opinfo_driver.
 forward values and dtypes in float32, float64, an integer dtype and bool, float64
 gradients, and error inputs (opinfo_cases.py). Every disagreement must be a row of
 known_differences.KNOWN_DIFFERENCES, with its reason, and every row must still
-disagree; an op that crashes its worker fails the chunk by name.
+disagree (but the rounding-dependent ones, which another CPU may get right); an op
+that crashes its worker fails the chunk by name.
 
 KILN_OPINFO_FULL=1 compares every sample (the default: a few per op and dtype);
 KILN_OPINFO_REFERENCE=1 adds the reference inputs.
@@ -16,7 +17,7 @@ from collections import defaultdict
 
 import pytest
 
-from known_differences import KNOWN_DIFFERENCES, MISSING_OPS
+from known_differences import KNOWN_DIFFERENCES, MISSING_OPS, ROUNDING_DEPENDENT
 from opinfo_driver import CHUNKS, run_chunk
 
 
@@ -30,7 +31,8 @@ def test_opinfo_chunk(chunk):
             found[(report["key"], kind)].append(f"sample {index}: {message}")
     unexplained = {group: messages[:2] for group, messages in found.items() if group not in KNOWN_DIFFERENCES}
     keys = {report["key"] for report in result.reports}
-    stale = [group for group in KNOWN_DIFFERENCES if group[0] in keys and group not in found]
+    stale = [group for group in KNOWN_DIFFERENCES
+             if group[0] in keys and group not in found and group not in ROUNDING_DEPENDENT]
     unlisted_missing = sorted(set(result.missing) - set(MISSING_OPS))
     resolved_now = sorted(key for key in MISSING_OPS if key in keys)
     assert not unexplained, "disagreements with torch that known_differences.py does not list:\n" + "\n".join(
