@@ -43,7 +43,8 @@ def diagonal_copy(input, offset=0, dim1=0, dim2=1, *, out=None):
 
 def expand_copy(input, size, *, implicit=False, out=None):
     """torch.expand_copy: ``input.expand(size)`` as a new (contiguous, materialised) tensor."""
-    return _write_out(_materialise(input.expand(*size) if not isinstance(size, int) else input.expand(size)), out)
+    return _write_out(_materialise(input.expand(tuple(size)) if not isinstance(size, int) else input.expand(size)),
+                      out)
 
 
 def narrow_copy(input, dim, start, length, *, out=None):

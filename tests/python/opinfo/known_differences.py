@@ -122,9 +122,6 @@ KNOWN_DIFFERENCES = {
 FULL_RUN_DIFFERENCES = {
     **_each(("diff",), ("forward bool", "forward float32", "forward float64", "forward int64", "gradient float64"),
             "diff with prepend/append along a dim other than the last: kiln concatenates along the wrong dim"),
-    **_each(("expand_copy",), ("forward bool", "forward float32", "forward float64", "forward int64",
-                               "gradient float64"),
-            "expand_copy with an empty size (a 0-d input): kiln calls expand() with no size (issue 31)"),
     **_each(("quantile", "nanquantile", "nn.functional.prelu"), ("forward float32", "forward float64",
                                                                   "gradient float64"),
             "0-d input (with keepdim): kiln returns shape (1,), torch () (issue 31)"),

@@ -159,3 +159,9 @@ def test_native_dropout_backward_of_integer_and_bool_gradients(dtype):
     grad, mask = torch.tensor([1, 2, 0, 3]).to(dtype), torch.tensor([True, False, True, True])
     k = kiln.native_dropout_backward(_pair(grad)[0], _pair(mask)[0], 2.5)
     assert_matches(k, torch.ops.aten.native_dropout_backward(grad, mask, 2.5))
+
+
+@pytest.mark.parametrize("shape,size", [((), ()), ((3, 1), (3, 4)), ((1,), [2, -1])])
+def test_expand_copy_with_any_size(shape, size):
+    t = _floats(*shape) if shape else torch.tensor(1.5, dtype=torch.float64)
+    assert_matches(kiln.expand_copy(_pair(t)[0], size), torch.expand_copy(t, size), exact=True)
