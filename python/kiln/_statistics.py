@@ -150,7 +150,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     nan_fill = (nan_count > 0) if not ignore_nan else (valid == 0)
     result = _F.where(nan_fill.expand_as(result), _F.full_like(result, float("nan")), result)
     result = result.movedim(-1, 0)  # q first, as PyTorch
-    if dim is not None and keepdim:
+    if dim is not None and keepdim and input.dim() > 0:  # a 0-d input has no dim to keep
         result = result.unsqueeze(d + 1)
     elif dim is None and keepdim:
         result = result.reshape([result.shape[0]] + [1] * input.dim())

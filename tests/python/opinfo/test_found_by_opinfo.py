@@ -165,3 +165,13 @@ def test_native_dropout_backward_of_integer_and_bool_gradients(dtype):
 def test_expand_copy_with_any_size(shape, size):
     t = _floats(*shape) if shape else torch.tensor(1.5, dtype=torch.float64)
     assert_matches(kiln.expand_copy(_pair(t)[0], size), torch.expand_copy(t, size), exact=True)
+
+
+@pytest.mark.parametrize("op", ["quantile", "nanquantile"])
+@pytest.mark.parametrize("q", [0.3, torch.tensor([0.25, 0.5], dtype=torch.float64)])
+@pytest.mark.parametrize("dim,keepdim", [(0, True), (-1, False), (None, True)])
+def test_quantile_of_a_0d_tensor(op, q, dim, keepdim):
+    t = torch.tensor(1.25, dtype=torch.float64)
+    kq = _pair(q)[0] if isinstance(q, torch.Tensor) else q
+    k = getattr(kiln, op)(_pair(t)[0], kq, dim=dim, keepdim=keepdim)
+    assert_matches(k, getattr(torch, op)(t, q, dim=dim, keepdim=keepdim))
