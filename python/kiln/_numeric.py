@@ -91,8 +91,12 @@ def _cross(input, other, dim):
                            f"{scalar_type_name(other.dtype)}")
     if input.dtype == _C.bool:
         raise NotImplementedError("\"cross\" not implemented for 'Bool'")
+    rank = input.dim()
+    if not -max(rank, 1) <= dim < max(rank, 1):
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(rank, 1)}, {max(rank, 1) - 1}], "
+                         f"but got {dim})")
     a, b = broadcast_tensors(input, other)
-    if a.shape[dim] != 3:
+    if input.shape[dim] != 3 or other.shape[dim] != 3:  # each input, before broadcasting (as torch)
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[dim]} and "
                            f"{other.shape[dim]}")
     a0, a1, a2 = a.unbind(dim)

@@ -18,6 +18,8 @@ PyTorch."""
 
 from __future__ import annotations
 
+import math
+
 from collections import namedtuple
 
 from kiln import _C
@@ -158,7 +160,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     nan_fill = (nan_count > 0) if not ignore_nan else (valid == 0)
     result = _F.where(nan_fill.expand_as(result), _F.full_like(result, float("nan")), result)
     result = result.movedim(-1, 0)  # q first, as PyTorch
-    if dim is not None and keepdim:
+    if dim is not None and keepdim and input.dim() > 0:  # a 0-d input has no dim to keep
         result = result.unsqueeze(d + 1)
     elif dim is None and keepdim:
         result = result.reshape([result.shape[0]] + [1] * input.dim())
@@ -284,7 +286,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     else:
         d = _wrap_dim(dim, input.dim())
         moved = input.movedim(d, 0)
-        rows = moved.reshape(moved.shape[0], -1)
+        rows = moved.reshape(moved.shape[0], math.prod(moved.shape[1:]))  # -1 is ambiguous with no rows
         # lexicographic order of the slices: stable sorts from the last column to the first
         order = _F.arange(rows.shape[0])
         for column in range(rows.shape[1] - 1, -1, -1):

@@ -103,6 +103,10 @@ def _index_copy_checks(self, dim, index, source):
 def index_copy_(self, dim, index, source):
     """self[..., index[i], ...] = source[..., i, ...] along ``dim``."""
     d = _index_copy_checks(self, dim, index, source)
+    if self.dim() == 0:  # a 0-d tensor is read as one slot along dim 0
+        if index.numel():
+            self.copy_(source.reshape(()))
+        return self
     key = (slice(None),) * d + (index.reshape(-1),)
     self[key] = source
     return self

@@ -43,7 +43,8 @@ def diagonal_copy(input, offset=0, dim1=0, dim2=1, *, out=None):
 
 def expand_copy(input, size, *, implicit=False, out=None):
     """torch.expand_copy: ``input.expand(size)`` as a new (contiguous, materialised) tensor."""
-    return _write_out(_materialise(input.expand(*size) if not isinstance(size, int) else input.expand(size)), out)
+    return _write_out(_materialise(input.expand(tuple(size)) if not isinstance(size, int) else input.expand(size)),
+                      out)
 
 
 def narrow_copy(input, dim, start, length, *, out=None):
@@ -53,7 +54,7 @@ def narrow_copy(input, dim, start, length, *, out=None):
 
 def permute_copy(input, dims, *, out=None):
     """torch.permute_copy: ``input.permute(dims)`` as a new tensor."""
-    return _write_out(_materialise(input.permute(*dims)), out)
+    return _write_out(_materialise(input.permute(tuple(dims))), out)
 
 
 def select_copy(input, dim, index, *, out=None):

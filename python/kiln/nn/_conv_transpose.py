@@ -21,6 +21,22 @@ def _tuple(value, n):
     return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
 
 
+def _pad_to_forward_size(x, weight, size, stride, padding, dilation):
+    """x zero-padded at the end of each spatial dim to the size a convolution of an input of ``size`` gives.
+
+    Note [output_padding at least the stride]: output_padding may reach the stride when it stays below
+    the dilation; the output then grows by more than the stride, and a convolution of that output is one
+    or more positions longer than x. The transposed convolution is the backward of that convolution,
+    whose grad_output holds zeros at the extra positions (no input position maps there)."""
+    extra = []
+    for i in range(2):
+        forward = (size[2 + i] + 2 * padding[i] - dilation[i] * (weight.shape[2 + i] - 1) - 1) // stride[i] + 1
+        extra.append(max(forward - x.shape[2 + i], 0))
+    if not any(extra):
+        return x
+    return pad(x, [0, extra[1], 0, extra[0]])
+
+
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution: input (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out / groups, kH, kW)."""
     if involves_complex(input, weight, bias):
@@ -55,7 +71,14 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if min(size[2:]) < 1:
         raise RuntimeError(f"Given input size per channel: ({x.shape[2]} x {x.shape[3]}). Calculated output size per "
                            f"channel: ({size[2]} x {size[3]}). Output size is too small")
-    out = _C._functions._conv2d_backward_input(x, weight, size, list(stride), list(padding), list(dilation), groups)
+    x = _pad_to_forward_size(x, weight, size, stride, padding, dilation)
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):  # integers: exact in float64 below 2**53
+        out = _C._functions._conv2d_backward_input(x.double(), weight.double(), size, list(stride), list(padding),
+                                                   list(dilation), groups)
+        out = out.to(x.dtype)
+    else:
+        out = _C._functions._conv2d_backward_input(x, weight, size, list(stride), list(padding), list(dilation),
+                                                   groups)
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1)
     return out.squeeze(0) if unbatched else out

@@ -157,6 +157,8 @@ def smooth_l1_loss(input, target, size_average: Optional[bool] = None, reduce: O
 
 
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _check_same_size("huber_loss", input, target)
     diff = _functions.abs(input - target)
     loss = _C._functions.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
@@ -275,6 +277,14 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
                         swap: bool = False, size_average=None, reduce=None, reduction: str = "mean"):
     """max(d(a, p) - d(a, n) + margin, 0) with d the pairwise p-norm distance."""
+    if margin <= 0:  # F's check; torch.triplet_margin_loss (aten) takes any margin (triplet_margin_loss_any_margin)
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    return triplet_margin_loss_any_margin(anchor, positive, negative, margin, p, eps, swap, reduction)
+
+
+def triplet_margin_loss_any_margin(anchor, positive, negative, margin: float, p: float, eps: float, swap: bool,
+                                   reduction: str):
+    """torch.triplet_margin_loss's computation, with no check on the margin."""
     if not anchor.dim() == positive.dim() == negative.dim():
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
                            f"dimensions, but got: anchor {anchor.dim()}D, positive {positive.dim()}D, and negative "
@@ -293,7 +303,7 @@ def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, 
     loss = kiln.exp(input) - target * input if log_input else input - target * kiln.log(input + eps)
     if full:
         stirling = target * kiln.log(target) - target + 0.5 * kiln.log(2 * math.pi * target)
-        loss = loss + kiln.where(target > 1, stirling, stirling * 0)
+        loss = loss + stirling.masked_fill(target <= 1, 0)  # not stirling * 0: 0 * log(0) is NaN
     return _reduce(loss, reduction)
 
 

@@ -26,7 +26,7 @@ from kiln import _C, _statistics
 from kiln._norms import matrix_norm
 from kiln._creation import tensor
 from kiln.autograd.grad_mode import is_grad_enabled, no_grad
-from kiln.nn import _dropout
+from kiln.nn import _dropout, _losses
 from kiln.nn import functional as F
 from kiln.nn.modules.rnn import RNNBase, _cell_step
 from kiln.nn.utils.rnn import PackedSequence
@@ -184,8 +184,8 @@ def poisson_nll_loss(input, target, log_input: bool, full: bool, eps: float, red
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
                         swap: bool = False, reduction=1):
     """torch.triplet_margin_loss(..., margin, p, eps, swap, reduction: int)."""
-    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
-                                    reduction=_reduction(reduction))
+    return _losses.triplet_margin_loss_any_margin(anchor, positive, negative, margin, p, eps, swap,
+                                                  _reduction(reduction))
 
 
 # --- embedding ----------------------------------------------------------------------------------

@@ -64,7 +64,9 @@ def sinc(input, *, out=None):
 
 
 def ndtr(input):
-    """The standard normal CDF."""
+    """The standard normal CDF (integer and bool inputs read as the default float dtype, as torch does)."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        input = input.to(_C.get_default_dtype())
     return 0.5 * _f.erfc(-input * (1 / math.sqrt(2)))
 
 

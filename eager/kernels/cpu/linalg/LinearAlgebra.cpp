@@ -210,7 +210,28 @@ bool is_zero(const Scalar& s) { return s.equals(0.0); }
 bool is_one(const Scalar& s) { return s.equals(1.0); }
 }  // namespace
 
-Tensor scaled_sum(const Tensor& self, const Tensor& product, const Scalar& beta, const Scalar& alpha) {
+/// PyTorch reads a floating-point alpha or beta of the addmm family as an integer (truncated) when the
+/// tensors are integers, so the result keeps their dtype.
+Scalar in_dtype_of(const Scalar& s, DType dtype) {
+  if (!is_integral(dtype, /*include_bool=*/false) || !s.is_floating_point()) return s;
+  return Scalar(static_cast<int64_t>(s.to_double()));
+}
+
+/// On bool tensors the family is logical: (beta && self) || (alpha && product), a bool result.
+Tensor scaled_sum_bool(const Tensor& self, const Tensor& product, const Scalar& beta, const Scalar& alpha) {
+  const Tensor scaled = is_zero(alpha) ? kiln::logical_and(product, kiln::logical_not(product)) : product;
+  if (is_zero(beta)) {
+    KILN_CHECK(self.dim() <= product.dim(), "self must be broadcastable to ", product.sizes(), ", got ", self.sizes());
+    (void)broadcast_shapes(self.sizes(), product.sizes());
+    return scaled;
+  }
+  return kiln::logical_or(self, scaled);
+}
+
+Tensor scaled_sum(const Tensor& self, const Tensor& product, const Scalar& beta_given, const Scalar& alpha_given) {
+  if (product.dtype() == DType::Bool && self.dtype() == DType::Bool) return scaled_sum_bool(self, product, beta_given,
+                                                                                              alpha_given);
+  const Scalar beta = in_dtype_of(beta_given, product.dtype()), alpha = in_dtype_of(alpha_given, product.dtype());
   const Tensor scaled = is_one(alpha) ? product : kiln::mul(product, alpha);
   if (is_zero(beta)) {
     KILN_CHECK(self.dim() <= product.dim(), "self must be broadcastable to ", product.sizes(), ", got ", self.sizes());

@@ -47,7 +47,9 @@ std::tuple<Tensor, Tensor> native_dropout(const Tensor& input, double p, std::op
 
 Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, double scale) {
   KILN_CHECK(mask.dtype() == DType::Bool, "Mask should be Bool Scalar Type", mask.dtype());
-  return grad_output.mul(mask).mul_(scale);
+  // in place only where the product keeps the dtype: integer and bool gradients give a float, as PyTorch
+  const Tensor masked = grad_output.mul(mask);
+  return is_floating_point(masked.dtype()) || is_complex(masked.dtype()) ? masked.mul_(scale) : masked.mul(scale);
 }
 
 Tensor dropout(const Tensor& input, double p, bool train) {
