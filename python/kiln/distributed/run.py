@@ -113,8 +113,14 @@ class _Worker:
         self.rank, self.local_rank = rank, local_rank
         self.tail: collections.deque[str] = collections.deque(maxlen=_ERROR_TAIL_LINES)
         self.process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
+        self.exited_at: float | None = None  # time.monotonic() when the process ended
         self.reader = threading.Thread(target=self._forward_stderr, daemon=True)
         self.reader.start()
+        threading.Thread(target=self._wait, daemon=True).start()
+
+    def _wait(self) -> None:
+        self.process.wait()
+        self.exited_at = time.monotonic()
 
     def _forward_stderr(self) -> None:
         for raw in iter(self.process.stderr.readline, b""):
@@ -129,6 +135,9 @@ class _Worker:
                 self.process.send_signal(signum)
             except ProcessLookupError:
                 pass
+
+
+_SETTLE_SECONDS = 0.2  # after a failure, how long the launcher lets other exits land before naming the first
 
 
 def _stop(workers: list[_Worker], signum: int = signal.SIGTERM) -> None:
@@ -174,8 +183,14 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stderr.write(f"kiln.distributed.run: got signal {received[0]}; the workers were stopped.\n")
                 return 128 + received[0]
             codes = [w.process.poll() for w in workers]
-            failed = next((w for w, c in zip(workers, codes) if c not in (None, 0)), None)
-            if failed is not None:
+            if any(c not in (None, 0) for c in codes):
+                # The first worker to fail is the cause: the others often fail because it went
+                # away (a collective's peer closed), moments later. Let those exits land, then
+                # name the earliest.
+                time.sleep(_SETTLE_SECONDS)
+                codes = [w.process.poll() for w in workers]
+                failures = [w for w, c in zip(workers, codes) if c not in (None, 0)]
+                failed = min(failures, key=lambda w: w.exited_at if w.exited_at is not None else float("inf"))
                 code = failed.process.returncode
                 _stop([w for w in workers if w is not failed])
                 failed.reader.join(timeout=1.0)

@@ -30,7 +30,9 @@ WORKER = textwrap.dedent("""
     if sys.argv[1:] == ["fail"] and dist.get_rank() == 1:
         raise ValueError("rank 1 breaks on purpose")
     names = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT"]
-    print(json.dumps({**{n: os.environ[n] for n in names}, "sum": total.item(), "args": sys.argv[1:]}), flush=True)
+    # One write per line: the launcher runs workers with -u, where print writes the text and the
+    # newline separately, so two workers' lines could interleave on the shared pipe.
+    sys.stdout.write(json.dumps({**{n: os.environ[n] for n in names}, "sum": total.item(), "args": sys.argv[1:]}) + "\\n")
     dist.barrier()
     destroy_process_group()
 """)
@@ -91,10 +93,10 @@ def test_signals_reach_the_workers(tmp_path):
     script.write_text(textwrap.dedent("""
         import os, signal, sys, time
         def stop(signum, frame):
-            print(f"rank {os.environ['RANK']} got {signum}", flush=True)
+            sys.stdout.write(f"rank {os.environ['RANK']} got {signum}\\n")  # one write: see WORKER
             sys.exit(0)
         signal.signal(signal.SIGTERM, stop)
-        print("ready", flush=True)
+        sys.stdout.write("ready\\n")
         time.sleep(60)
     """))
     job = subprocess.Popen(LAUNCH + ["--standalone", "--nproc-per-node", "2", str(script)],
