@@ -132,3 +132,20 @@ def test_an_inplace_write_through_a_view_of_an_input_stays_in_place_and_is_named
     pure(kiln.tensor(X))
     (entry,) = pure.cache.values()
     assert entry.program.impure_reason is None
+
+
+@pytest.mark.parametrize("num_classes", [5, -1])
+def test_one_hot_replays_with_each_calls_indices(num_classes):
+    # one_hot reads its indices' values; it was a composite allocating outside the
+    # dispatcher, so capture recorded none of it and a replay returned the first
+    # call's one-hot rows. It is now one recorded op.
+    def f(x):
+        return kiln.nn.functional.one_hot(x, num_classes).float() * 2
+
+    compiled = kiln.compile(f)
+    first, second = kiln.tensor([0, 1, 2]), kiln.tensor([4, 3, 2])
+    with kiln.no_grad():
+        compiled(first)
+        got = compiled(second)
+    assert kiln.equal(got, f(second))
+    assert "kiln::one_hot" in str(_graph(compiled))
