@@ -124,17 +124,11 @@ class JointProgram:
         prev = _C.is_grad_enabled()
         _C._set_grad_enabled(False)
         try:
-            values, offset = forward.graph_inputs(inputs)
-            outputs = forward.runner(forward.graph, values)
-            if offset is not None:
-                _C._capture.advance_default_generator(offset + forward.generator_advance)
-            n = forward.num_outputs
-            for k, i in enumerate(forward.copy_back):
-                inputs[i].copy_(outputs[n + k])
+            values, outputs = forward.run_with_values(inputs)
         finally:
             _C._set_grad_enabled(prev)
         saved = outputs[len(outputs) - self.num_saved:] if self.num_saved else []
-        results = outputs[:n]
+        results = outputs[:forward.num_outputs]
         if not prev:
             return results
         self._attach(values, saved, inputs, results)

@@ -61,10 +61,11 @@ class GraphProgram:
         i = self.generator_index
         return [*inputs[:i], seed, offset, *inputs[i:]], offset
 
-    def run(self, inputs: list) -> list:
-        """All of the graph's outputs (the function's, the copy-backs, then any saved values)."""
+    def run_with_values(self, inputs: list) -> tuple[list, list]:
+        """(the graph's inputs it ran on, all of its outputs: the function's, the copy-backs, then any
+        saved values); the generator advanced and the written inputs copied back."""
         if self.plain:
-            return self.runner(self.graph, inputs)
+            return inputs, self.runner(self.graph, inputs)
         values, offset = self.graph_inputs(inputs)
         outputs = self.runner(self.graph, values)
         if offset is not None:
@@ -72,7 +73,13 @@ class GraphProgram:
         n = self.num_outputs
         for k, i in enumerate(self.copy_back):
             inputs[i].copy_(outputs[n + k])
-        return outputs
+        return values, outputs
+
+    def run(self, inputs: list) -> list:
+        """All of the graph's outputs (the function's, the copy-backs, then any saved values)."""
+        if self.plain:
+            return self.runner(self.graph, inputs)
+        return self.run_with_values(inputs)[1]
 
     def __call__(self, inputs: list) -> list:
         outputs = self.run(inputs)

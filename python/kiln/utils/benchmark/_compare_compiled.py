@@ -13,8 +13,10 @@ from typing import Callable, Optional
 
 from kiln import _C
 from kiln._memory import memory_stats, reset_peak_memory_stats
+from kiln._tensor import Tensor
 from kiln.compiler._api import compile as kiln_compile
 from kiln.compiler._backends import kernel_counts
+from kiln.utils._pytree import tree_leaves
 from kiln.utils.benchmark._measurement import Measurement, select_unit
 from kiln.utils.benchmark._timer import Timer
 
@@ -62,11 +64,7 @@ class CompiledComparison:
 
 
 def _flat_tensors(value) -> list:
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _flat_tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _flat_tensors(v)]
-    return [value] if hasattr(value, "dtype") and hasattr(value, "shape") else []
+    return [leaf for leaf in tree_leaves(value) if isinstance(leaf, Tensor)]
 
 
 def _check_agree(mode: str, got, want, rtol: float, atol: float) -> None:
