@@ -35,7 +35,7 @@ class ComparisonRow:
     speedup: float                    # eager's median / this side's median
     cold_call: Optional[float] = None     # first call of a fresh kiln.compile (capture + compile + run)
     cached_call: Optional[float] = None   # second call (guard check + replay)
-    peak_bytes: Optional[int] = None      # kiln allocator peak during the timed calls
+    peak_bytes: Optional[int] = None      # kiln allocator peak during the timed calls, above what was live before
     kernel_count: Optional[int] = None    # fused kernels of the compiled entry (None: none compiled)
 
 
@@ -141,9 +141,10 @@ def compare_compiled(fn_or_model: Callable, *example_inputs, train_step: bool = 
             _check_agree(mode, out, reference, rtol, atol)
         timed = step if not train_step else (lambda *a, _s=step: (_s(*a), _clear_grads(fn_or_model, inputs)))
         reset_peak_memory_stats()
+        live = memory_stats().get("allocated_bytes.all.current", 0)  # inputs and the outputs kept so far
         measurement = Timer("timed(*inputs)", globals={"timed": timed, "inputs": inputs}, label=name,
                             description=mode, num_threads=threads).blocked_autorange(min_run_time=min_run_time)
-        peak = memory_stats().get("allocated_bytes.all.peak")
+        peak = memory_stats().get("allocated_bytes.all.peak", live) - live
         counts = kernel_counts(fn) if mode != "eager" else []
         kernels = counts[0] if counts else None
         rows.append(ComparisonRow(mode, measurement, 1.0, cold, cached, peak, kernels))
