@@ -2,10 +2,12 @@
 #include "runtime/CompiledGraph.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "eager/core/Error.h"
+#include "eager/core/ProfilerEvents.h"
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/creation/Factories.h"
 #include "eager/ops/Tensor.h"
@@ -32,6 +34,19 @@ bool same_layout(const Tensor& t, const std::vector<int64_t>& sizes, const std::
     if (sizes[d] != 1 && t.strides()[d] != strides[d]) return false;
   }
   return true;
+}
+
+/// A fused kernel's profiler name, as Inductor names its CPU kernels:
+/// "cpp_fused_mul_add_3" (the member ops in order, then the kernel's index).
+std::string kernel_event_name(const std::vector<const ir::Node*>& nodes, int32_t index) {
+  std::string name = "cpp_fused";
+  for (const ir::Node* n : nodes) {
+    std::string op = n->kind_name();  // "kiln::mul.Tensor"
+    const size_t colon = op.rfind("::");
+    if (colon != std::string::npos) op = op.substr(colon + 2);
+    name += "_" + op.substr(0, op.find('.'));
+  }
+  return name + "_" + std::to_string(index);
 }
 
 int64_t numel_of(const std::vector<int64_t>& s) {
@@ -202,12 +217,16 @@ std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
   std::vector<IValue> slots(num_slots_);
   for (size_t i = 0; i < inputs.size(); ++i) slots[input_slots_[i]] = std::move(inputs[i]);
   const auto get = [&](const ir::Value* v) -> const IValue& { return slots[slot_of_.at(v)]; };
+  profiler::RecordScope graph_range("kiln::CompiledGraph", "compiled_graph");
+  if (graph_range.recording()) [[unlikely]] graph_range.add_arg("fused kernels", kernel_count());
   for (const Step& s : steps_) {
     if (s.node != nullptr) {
       std::vector<IValue> out = ir::run_node(*s.node, get);
       for (size_t i = 0; i < out.size(); ++i) slots[slot_of_.at(s.node->outputs()[i])] = std::move(out[i]);
-    } else {
+    } else if (!profiler::is_active()) [[likely]] {
       run_kernel(*kernels_[static_cast<size_t>(s.kernel)], slots);
+    } else {
+      run_kernel_profiled(s.kernel, slots);
     }
     for (size_t r : s.release) slots[r] = IValue();
   }
@@ -215,6 +234,22 @@ std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
   out.reserve(output_slots_.size());
   for (size_t s : output_slots_) out.push_back(slots[s]);
   return out;
+}
+
+void CompiledGraph::run_kernel_profiled(int32_t index, std::vector<IValue>& slots) const {
+  const KernelStep& k = *kernels_[static_cast<size_t>(index)];
+  profiler::RecordScope range(kernel_event_name(k.nodes, index), "fused_kernel");
+  run_kernel(k, slots);
+  // What kiln.compiler.kernel_summary and the trace show (Note [What the profiler records]).
+  int64_t bytes = 0;
+  for (size_t slot : k.input_slots) bytes += slots[slot].is_tensor() ? slots[slot].to_tensor().nbytes() : 0;
+  for (size_t slot : k.output_slots) bytes += slots[slot].is_tensor() ? slots[slot].to_tensor().nbytes() : 0;
+  std::string ops;
+  for (const ir::Node* n : k.nodes) ops += (ops.empty() ? "" : ", ") + n->kind_name();
+  range.add_arg("ops", std::move(ops));
+  range.add_arg("kernel", k.fused.kernel.name);
+  range.add_arg("bytes moved", bytes);
+  range.add_arg("numel", numel_of(k.fused.shape));
 }
 
 std::vector<std::string> CompiledGraph::kernel_ir() const {

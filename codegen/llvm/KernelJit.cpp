@@ -23,6 +23,7 @@
 
 #include "codegen/llvm/VectorMath.h"
 #include "eager/core/Error.h"
+#include "eager/core/ProfilerEvents.h"
 
 namespace kiln::codegen {
 
@@ -480,6 +481,7 @@ Jit& the_jit() {
 }  // namespace
 
 CompiledKernels compile_kernels(std::vector<Kernel>& kernels, bool keep_llvm_ir) {
+  profiler::RecordScope range("kiln::jit_compile", "jit");  // Note [What the profiler records]
   Jit& j = the_jit();
   std::lock_guard<std::mutex> lock(j.mu);
   CompiledKernels result;
@@ -514,6 +516,15 @@ CompiledKernels compile_kernels(std::vector<Kernel>& kernels, bool keep_llvm_ir)
     }
   }
   for (uint64_t h : hashes) result.functions.push_back(j.cache.at(h));
+  if (range.recording()) [[unlikely]] {
+    const auto compiled = static_cast<int64_t>(in_module.size());
+    range.add_arg("kernels", static_cast<int64_t>(kernels.size()));
+    range.add_arg("compiled", compiled);
+    range.add_arg("cache hits", static_cast<int64_t>(kernels.size()) - compiled);
+    for (int64_t i = compiled; i < static_cast<int64_t>(kernels.size()); ++i) {
+      profiler::record_instant("kiln::kernel_cache_hit", "jit");
+    }
+  }
   return result;
 }
 
