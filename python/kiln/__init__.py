@@ -200,3 +200,4 @@ GradScaler = amp.GradScaler
 from kiln import distributions  # noqa: E402
 from kiln import compiler  # noqa: E402  (kiln.compile and kiln.compiler: graph capture, issue 23)
 from kiln.compiler import compile  # noqa: E402,A001  (shadows the builtin inside kiln, as torch.compile does)
+from kiln import profiler  # noqa: E402  (kiln.profiler: torch.profiler's shape, issue 26)
