@@ -8,15 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-RANGE, INSTANT, MEMORY = 0, 1, 2
+from kiln.profiler._chrome_trace import write_chrome_trace
+from kiln.profiler._table import build_table, format_time
 
-
-def _format_time(time_us: float) -> str:
-    if time_us >= 1e6:
-        return f"{time_us / 1e6:.3f}s"
-    if time_us >= 1e3:
-        return f"{time_us / 1e3:.3f}ms"
-    return f"{time_us:.3f}us"
+RANGE, INSTANT, MEMORY = 0, 1, 2  # the kinds of kiln._C._profiler.stop()'s tuples
 
 
 @dataclass(frozen=True)
@@ -92,8 +87,8 @@ class FunctionEvent:
         return 0.0
 
     def __repr__(self) -> str:
-        return (f"<FunctionEvent id={self.id} name={self.name} cpu_time={_format_time(self.cpu_time_total)} "
-                f"self_cpu_time={_format_time(self.self_cpu_time_total)} thread={self.thread} "
+        return (f"<FunctionEvent id={self.id} name={self.name} cpu_time={format_time(self.cpu_time_total)} "
+                f"self_cpu_time={format_time(self.self_cpu_time_total)} thread={self.thread} "
                 f"input_shapes={self.input_shapes} cpu_memory_usage={self.cpu_memory_usage}>")
 
 
@@ -135,8 +130,8 @@ class FunctionEventAvg:
         return 0.0
 
     def __repr__(self) -> str:
-        return (f"<FunctionEventAvg key={self.key} self_cpu_time={_format_time(self.self_cpu_time_total)} "
-                f"cpu_time={_format_time(self.cpu_time)} input_shapes={self.input_shapes} "
+        return (f"<FunctionEventAvg key={self.key} self_cpu_time={format_time(self.self_cpu_time_total)} "
+                f"cpu_time={format_time(self.cpu_time)} input_shapes={self.input_shapes} "
                 f"cpu_memory_usage={self.cpu_memory_usage}>")
 
 
@@ -175,8 +170,6 @@ class EventList(list):
               max_name_column_width: int = 55, max_shapes_column_width: int = 80, header: str | None = None,
               top_level_events_only: bool = False, time_unit: str | None = None) -> str:
         """The summary table, laid out as torch's (``sort_by`` an attribute such as ``"self_cpu_time_total"``)."""
-        from kiln.profiler._table import build_table
-
         return build_table(self, sort_by=sort_by, row_limit=row_limit, header=header,
                            max_name_column_width=max_name_column_width,
                            max_shapes_column_width=max_shapes_column_width,
@@ -185,8 +178,6 @@ class EventList(list):
 
     def export_chrome_trace(self, path: str) -> None:
         """Writes the events as Chrome trace JSON (chrome://tracing, https://ui.perfetto.dev)."""
-        from kiln.profiler._chrome_trace import write_chrome_trace
-
         write_chrome_trace(self, self.memory_records, path)
 
     def __str__(self) -> str:

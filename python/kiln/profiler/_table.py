@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from kiln.profiler._events import _format_time
+
+def format_time(time_us: float) -> str:
+    """A duration as torch prints it: "12.345us", "1.234ms", "1.234s"."""
+    if time_us >= 1e6:
+        return f"{time_us / 1e6:.3f}s"
+    if time_us >= 1e3:
+        return f"{time_us / 1e3:.3f}ms"
+    return f"{time_us:.3f}us"
 
 _COLUMN_WIDTH = 12
 _SPACING = 2
@@ -32,7 +39,7 @@ def _with_unit(time_us: float, unit: str | None) -> str:
         return f"{time_us / 1e3:.3f}ms"
     if unit == "us":
         return f"{time_us:.3f}us"
-    return _format_time(time_us)
+    return format_time(time_us)
 
 
 def build_table(events, sort_by=None, row_limit=100, header=None, max_name_column_width=55,
@@ -90,5 +97,5 @@ def build_table(events, sort_by=None, row_limit=100, header=None, max_name_colum
         if has_shapes:
             values.append(str(e.input_shapes)[:shapes_width])
         out.append(row_format.format(*values))
-    out += [rule, f"Self CPU time total: {_format_time(total_self)}"]
+    out += [rule, f"Self CPU time total: {format_time(total_self)}"]
     return "\n".join(out) + "\n"
