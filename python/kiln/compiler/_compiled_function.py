@@ -183,7 +183,12 @@ class CompiledFunction:
                                            f"{first_difference(self.last_key, key)}")
             self.last_key = key
             guards = self._guard_set(args, kwargs, module_state)
-            return self._capture(key, guards, tensors, module_state, args, kwargs)
+            # kiln.profiler shows a miss as one range around capture and compilation (its JIT compile inside).
+            profiled = _C._profiler.begin_range(f"kiln.compile: capture {self._name()}", "compile")
+            try:
+                return self._capture(key, guards, tensors, module_state, args, kwargs)
+            finally:
+                _C._profiler.end_range(profiled)
         if isinstance(entry, EagerEntry):
             return self.fn(*args, **kwargs)
         inputs = tensors + [t for _, t in module_state] + entry.lifted

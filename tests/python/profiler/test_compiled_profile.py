@@ -28,6 +28,10 @@ def test_fused_kernels_appear_under_their_compiled_graph(tmp_path):
     (graph,) = compiled_graphs(f)
     jit = [e for e in prof.events() if e.name == "kiln::jit_compile"]
     assert len(jit) == 1 and jit[0].args["kernels"] == graph.kernel_count
+    capture = jit[0].cpu_parent
+    while capture.cpu_parent is not None:
+        capture = capture.cpu_parent
+    assert capture.name.startswith("kiln.compile: capture ") and capture.category == "compile"
     runs = [e for e in prof.events() if e.name == "kiln::CompiledGraph"]
     assert len(runs) == 2 and runs[0].category == "compiled_graph"
     kernels = _events_by_category(prof, "fused_kernel")
