@@ -204,8 +204,10 @@ class profile:
         """Events averaged by name (and input shapes, with ``group_by_input_shape``)."""
         return self.events().key_averages(group_by_input_shape, group_by_stack_n, group_by_overload_name)
 
-    def export_chrome_trace(self, path: str) -> None:
-        """Writes the last trace as Chrome trace JSON (opens in chrome://tracing and https://ui.perfetto.dev)."""
+    def export_chrome_trace(self, path: str, use_python_export: bool = False) -> None:
+        """Writes the last trace as Chrome trace JSON (opens in chrome://tracing and https://ui.perfetto.dev);
+        gzip-compressed when ``path`` ends with ``.gz``. ``use_python_export`` is torch's; kiln always writes
+        from Python."""
         self.events().export_chrome_trace(path)
 
     def table(self, *args, **kwargs) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import warnings
 
@@ -108,9 +109,10 @@ def test_table_layout_is_torchs(profiles):
     assert k_lines[1].split() == t_lines[1].split()
     assert [len(line) for line in k_lines[:3]] == [len(line) for line in t_lines[:3]]
     assert k_lines[-1].startswith("Self CPU time total: ")
-    rows = k_lines[3:8]
-    self_times = [kp.key_averages() and row for row in rows]
-    assert len(self_times) == 5
+    by_self_time = sorted(kp.key_averages(), key=lambda a: a.self_cpu_time_total, reverse=True)
+    name_width = len(k_lines[0].split(" ")[0])
+    assert [row[:name_width].strip() for row in k_lines[3:8]] == [a.key if len(a.key) < 52 else a.key[:52] + "..."
+                                                                for a in by_self_time[:5]]
     shaped = kp.key_averages(group_by_input_shape=True).table(row_limit=3).splitlines()
     assert shaped[1].split()[-2:] == ["Input", "Shapes"]
 
@@ -212,6 +214,27 @@ def test_nothing_is_recorded_while_off():
     with kprof.profile() as prof:
         pass
     assert list(prof.events()) == []
+
+
+@pytest.mark.parametrize("name", ["profile", "schedule", "record_function", "tensorboard_trace_handler",
+                                  "profile.key_averages", "profile.export_chrome_trace", "profile.step"])
+def test_signatures_are_torchs(name):
+    def parameters(module):
+        obj = module
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        return [(p.name, p.kind, p.default) for p in inspect.signature(obj).parameters.values()]
+
+    assert parameters(kprof) == parameters(tprof)
+
+
+def test_table_signature_is_torchs():
+    from torch.autograd.profiler_util import EventList
+
+    def parameters(fn):
+        return [(p.name, p.default) for p in inspect.signature(fn).parameters.values()]
+
+    assert parameters(kprof.EventList.table) == parameters(EventList.table)
 
 
 def test_one_profiler_at_a_time():
