@@ -34,8 +34,14 @@ std::vector<ArgumentShape> argument_shapes(const FunctionSchema& schema, const S
   return shapes;
 }
 
+void set_profiler_key(bool on) {
+  LocalDispatchKeySet& tls = local_dispatch_key_set();
+  tls.included = on ? tls.included.add(DispatchKey::Profiler) : tls.included.remove(DispatchKey::Profiler);
+}
+
 void profiler_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Stack* stack) {
-  if (!is_active()) {  // a session stopped on another thread while this one still had the key
+  if (!is_active()) [[unlikely]] {  // the session was stopped on another thread: this one drops the key
+    set_profiler_key(false);
     op.redispatch_boxed(keys.below(DispatchKey::Profiler), stack);
     return;
   }
@@ -49,11 +55,6 @@ void profiler_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Sta
     throw;
   }
   end_range(range);
-}
-
-void set_profiler_key(bool on) {
-  LocalDispatchKeySet& tls = local_dispatch_key_set();
-  tls.included = on ? tls.included.add(DispatchKey::Profiler) : tls.included.remove(DispatchKey::Profiler);
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "eager/dispatch/LocalDispatchKeySet.h"
 #include "eager/dispatch/ProfilerFallback.h"
 #include "kiln/generated/Functions.h"
 
@@ -96,4 +98,16 @@ TEST(ProfilerEvents, OneSessionAtATime) {
   profiler::start_profiling({});
   EXPECT_THROW(profiler::start_profiling({}), Error);
   (void)profiler::stop_profiling();
+}
+
+TEST(ProfilerEvents, AThreadDropsTheKeyOfASessionStoppedElsewhere) {
+  const Tensor a = kiln::ones({2});
+  profiler::start_profiling({});
+  std::vector<profiler::Event> events;
+  std::thread([&] { events = profiler::stop_profiling(); }).join();
+  EXPECT_TRUE(local_dispatch_key_set().included.has(DispatchKey::Profiler));
+  (void)kiln::add(a, a);  // reaches the fallback once, which turns the key off for this thread
+  EXPECT_FALSE(local_dispatch_key_set().included.has(DispatchKey::Profiler));
+  profiler::start_profiling({});
+  EXPECT_TRUE(profiler::stop_profiling().empty());
 }
