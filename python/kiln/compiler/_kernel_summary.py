@@ -10,6 +10,7 @@ import dataclasses
 import time
 
 from kiln import _C
+from kiln.compiler._api import compile as kiln_compile
 from kiln.compiler._backends import compiled_graphs
 
 _copy_bandwidth_gbps: float | None = None
@@ -76,6 +77,37 @@ def _fused_kernel_events(raw) -> list:
             if kind == 0 and category == "fused_kernel" and end >= 0]
 
 
+def summarize_fused_kernels(compiled, run, repeat: int = 10) -> KernelSummary:
+    """The summary of ``compiled``'s (a kiln.compile result's) fused kernels over ``repeat`` calls of ``run()``
+    (a call of it, already compiled: compare_compiled passes a forward+backward step)."""
+    if _C._profiler.is_active():
+        raise RuntimeError("kernel_summary cannot run inside kiln.profiler.profile (one recorder at a time)")
+    _C._profiler.start()
+    try:
+        for _ in range(repeat):
+            run()
+    finally:
+        raw = _C._profiler.stop()
+    bandwidth = copy_bandwidth_gbps()
+    by_kernel: dict = {}
+    for name, args_of, duration in _fused_kernel_events(raw):
+        entry = by_kernel.setdefault((name, args_of.get("kernel", "")), [args_of, 0, 0])
+        entry[1] += 1
+        entry[2] += duration
+    kernels = []
+    for (name, symbol), (args_of, calls, total_ns) in by_kernel.items():
+        time_us = total_ns / calls / 1e3
+        moved = int(args_of.get("bytes moved", 0))
+        rate = moved / (time_us * 1e3) if time_us > 0 else 0.0  # bytes per ns = GB/s
+        kernels.append(FusedKernelInfo(name=name, kernel=symbol, ops=args_of.get("ops", "").split(", "),
+                                       calls=calls, numel=int(args_of.get("numel", 0)), bytes_moved=moved,
+                                       time_us=time_us, achieved_gbps=rate,
+                                       fraction_of_copy_bandwidth=rate / bandwidth))
+    graphs = compiled_graphs(compiled)
+    return KernelSummary(kernels=kernels, copy_bandwidth_gbps=bandwidth, graph_count=len(graphs),
+                         eager_ops=[list(g.eager_ops) for g in graphs])
+
+
 def kernel_summary(fn, *extra_args, repeat: int = 10, **extra_kwargs):
     """``kernel_summary(fn)(*args, **kwargs)``: runs ``fn`` (a ``kiln.compile`` result; a plain function or
     module is compiled first) once to compile, then ``repeat`` times under the recorder, and summarises each
@@ -84,36 +116,9 @@ def kernel_summary(fn, *extra_args, repeat: int = 10, **extra_kwargs):
     def inner(*args, **kwargs):
         compiled = fn
         if not hasattr(getattr(fn, "_compiled_call", fn), "cache"):
-            from kiln.compiler._api import compile as kiln_compile
-
             compiled = kiln_compile(fn)
         compiled(*args, **kwargs)
-        if _C._profiler.is_active():
-            raise RuntimeError("kernel_summary cannot run inside kiln.profiler.profile (one recorder at a time)")
-        _C._profiler.start()
-        try:
-            for _ in range(repeat):
-                compiled(*args, **kwargs)
-        finally:
-            raw = _C._profiler.stop()
-        bandwidth = copy_bandwidth_gbps()
-        by_kernel: dict = {}
-        for name, args_of, duration in _fused_kernel_events(raw):
-            entry = by_kernel.setdefault((name, args_of.get("kernel", "")), [args_of, 0, 0])
-            entry[1] += 1
-            entry[2] += duration
-        kernels = []
-        for (name, symbol), (args_of, calls, total_ns) in by_kernel.items():
-            time_us = total_ns / calls / 1e3
-            moved = int(args_of.get("bytes moved", 0))
-            rate = moved / (time_us * 1e3) if time_us > 0 else 0.0  # bytes per ns = GB/s
-            kernels.append(FusedKernelInfo(name=name, kernel=symbol, ops=args_of.get("ops", "").split(", "),
-                                           calls=calls, numel=int(args_of.get("numel", 0)), bytes_moved=moved,
-                                           time_us=time_us, achieved_gbps=rate,
-                                           fraction_of_copy_bandwidth=rate / bandwidth))
-        graphs = compiled_graphs(compiled)
-        return KernelSummary(kernels=kernels, copy_bandwidth_gbps=bandwidth, graph_count=len(graphs),
-                             eager_ops=[list(g.eager_ops) for g in graphs])
+        return summarize_fused_kernels(compiled, lambda: compiled(*args, **kwargs), repeat)
 
     if extra_args or extra_kwargs:
         return inner(*extra_args, **extra_kwargs)

@@ -85,3 +85,14 @@ def test_kernel_summary_lists_each_fused_kernel():
     compiled = kiln.compile(_chain)
     assert len(kiln.compiler.kernel_summary(compiled)(a, b).kernels) == 2
     assert not kiln._C._profiler.is_active()
+
+
+def test_compare_compiled_carries_the_kernel_summary():
+    from kiln.utils.benchmark import compare_compiled
+
+    a, b = kiln.randn(32, 16), kiln.randn(32, 16)
+    result = compare_compiled(_chain, a, b, min_run_time=0.01)
+    assert result.row("eager").kernels is None
+    summary = result.row("default").kernels
+    assert [k.name for k in summary.kernels] == ["cpp_fused_mul_add_relu_mul_0", "cpp_fused_sub_exp_1"]
+    assert all(k.calls == 3 and k.bytes_moved == 3 * 32 * 16 * 4 for k in summary.kernels)
