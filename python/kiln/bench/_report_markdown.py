@@ -107,10 +107,11 @@ def summary(report) -> str:
 def write_markdown(report, path: Path) -> None:
     versions = ", ".join(f"{k} {v}" if v else f"{k} not installed" for k, v in report.versions.items())
     mode = "--quick (small sizes, few samples)" if report.quick else "full sizes"
+    threads = f"{report.threads} thread{'s' if report.threads != 1 else ''}"
     parts = [
         "# kiln.bench report",
         "",
-        f"{report.started} UTC · {versions} · {report.threads} threads on both sides · {mode} · "
+        f"{report.started} UTC · {versions} · {threads} on both sides · {mode} · "
         f"{report.reps} interleaved samples per cell · {report.seconds:.0f} s",
         "",
         "## Time per call",

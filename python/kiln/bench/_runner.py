@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -108,9 +109,11 @@ def _prepare(workload, column: Column, lib, compile_fn, quick: bool) -> _Prepare
     torch_breaks = _torch_break_counter(lib) if column.library == "torch" and column.compiled else None
     try:
         step = workload.build(lib, compile_fn, quick)
-        start = time.perf_counter()
-        first = step.call()
-        cell.first_call = time.perf_counter() - start
+        with warnings.catch_warnings():  # a graph break's warning: the cell says it
+            warnings.simplefilter("ignore")
+            start = time.perf_counter()
+            first = step.call()
+            cell.first_call = time.perf_counter() - start
         prepared.reference = _as_numpy(first)
         start = time.perf_counter()
         step.call()
@@ -127,7 +130,7 @@ def _prepare(workload, column: Column, lib, compile_fn, quick: bool) -> _Prepare
         cell.break_reasons = traceback.format_exception_only(type(error), error)[-1:]
         return prepared
     prepared.step, prepared.losses = step, step.losses
-    if column.library == "kiln" and column.compiled:
+    if column.library == "kiln" and column.compiled and step.compiled is not None:
         cell.break_reasons = _kiln_breaks(step.compiled)
         cell.kernel_count = _kiln_kernels(step.compiled)
     elif torch_breaks is not None:
