@@ -88,8 +88,11 @@ def _latency_plot(plt, report, path: Path) -> None:
             values = [getattr(r.cells[c.key], which) for r in results]
             xs = [k + (2 * i + j - len(compiled) + 0.5) * width for k in range(len(results))]
             heights = [v * 1e3 if v else 0.0 for v in values]
-            ax.bar(xs, heights, width, color=_COLOURS[c.key], alpha=alpha,
-                   label=f"{c.title}, {'cold (first call)' if j == 0 else 'cached (second call)'}")
+            bars = ax.bar(xs, heights, width, color=_COLOURS[c.key], alpha=alpha,
+                          label=f"{c.title}, {'cold (first call)' if j == 0 else 'cached (second call)'}")
+            for bar, r in zip(bars, results):
+                if r.cells[c.key].status == "graph_break":
+                    bar.set_hatch("//")
             for xv, v, r in zip(xs, values, results):
                 if v is None:
                     ax.text(xv, 1e-2, r.cells[c.key].status.replace("_", " "), rotation=90, ha="center",
@@ -99,35 +102,32 @@ def _latency_plot(plt, report, path: Path) -> None:
     ax.set_xticks(range(len(results)))
     ax.set_xticklabels([r.name for r in results], rotation=25, ha="right", fontsize=8)
     ax.set_ylabel("ms (log scale)")
-    ax.set_title("compile latency: cold (capture + compile + run) and cached (guards + replay)", fontsize=10)
+    ax.set_title("compile latency: cold (capture + compile + run) and cached (guards + replay)\n"
+                 "hatched: a graph break (the function runs eagerly)", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def _curve_gap(result) -> str:
-    """How far each curve lies from kiln eager's: the largest difference at any step."""
-    base = result.cells[BASELINE].losses
-    gaps = []
-    for key, cell in result.cells.items():
-        if key != BASELINE and cell.losses and base:
-            gap = max(abs(a - b) for a, b in zip(cell.losses, base))
-            gaps.append(f"{key.replace('_', ' ')} {gap:.1e}")
-    return "largest |loss - kiln eager's|: " + (", ".join(gaps) if gaps else "-")
+def _curve_label(result, key: str, title: str) -> str:
+    """The column's name and how far its curve lies from kiln eager's (the largest gap at any step)."""
+    base, losses = result.cells[BASELINE].losses, result.cells[key].losses
+    if key == BASELINE or not base:
+        return title
+    return f"{title} (largest gap to kiln eager {max(abs(a - b) for a, b in zip(losses, base)):.1e})"
 
 
 def _loss_plot(plt, report, result, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(7.0, 4.0))
+    fig, ax = plt.subplots(figsize=(8.0, 4.2))
     for c in report.columns:
         losses = result.cells[c.key].losses
         if losses:
-            ax.plot(range(1, len(losses) + 1), losses, _STYLES[c.key], color=_COLOURS[c.key], label=c.title,
-                    linewidth=1.4)
+            ax.plot(range(1, len(losses) + 1), losses, _STYLES[c.key], color=_COLOURS[c.key],
+                    label=_curve_label(result, c.key, c.title), linewidth=1.4)
     ax.set_xlabel("training step (every call the benchmark made, in order)")
     ax.set_ylabel("cross-entropy loss")
-    ax.set_title(f"GPT-mini on the bundled text, every column on one axis\n{result.shape}; "
-                 f"{_curve_gap(result)}", fontsize=9)
+    ax.set_title(f"GPT-mini on the bundled text, every column on one axis ({result.shape})", fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
