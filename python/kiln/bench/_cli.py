@@ -88,7 +88,8 @@ def main(argv=None) -> int:
     _report_json.write_json(report, out / "report.json")
     _report_markdown.write_markdown(report, out / "report.md")
 
-    print(f"kiln.bench: {len(workloads)} workloads, {threads} threads, {reps} interleaved samples per cell"
+    print(f"kiln.bench: {len(workloads)} workloads, {threads} thread{'s' if threads != 1 else ''} per side, "
+          f"{reps} interleaved samples per cell"
           f"{' (--quick)' if args.quick else ''}, {report.seconds:.1f} s")
     print(_report_markdown.summary(report))
     print(f"\nwrote {out / 'report.md'}, {out / 'report.json'}"

@@ -81,8 +81,11 @@ def _time_plot(plt, report, path: Path) -> None:
 def _latency_plot(plt, report, path: Path) -> None:
     compiled = [c for c in report.columns if c.compiled]
     results = report.results
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(results) + 2), 4.0))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(results) + 2) + 2.5, 4.0))
     width = 0.8 / (2 * len(compiled))
+    measured = [getattr(r.cells[c.key], which) for r in results for c in compiled
+                for which in ("first_call", "second_call")]
+    floor = min((v * 1e3 for v in measured if v), default=1.0) / 4
     for i, c in enumerate(compiled):
         for j, (which, alpha) in enumerate((("first_call", 1.0), ("second_call", 0.45))):
             values = [getattr(r.cells[c.key], which) for r in results]
@@ -95,16 +98,16 @@ def _latency_plot(plt, report, path: Path) -> None:
                     bar.set_hatch("//")
             for xv, v, r in zip(xs, values, results):
                 if v is None:
-                    ax.text(xv, 1e-2, r.cells[c.key].status.replace("_", " "), rotation=90, ha="center",
+                    ax.text(xv, floor * 1.2, r.cells[c.key].status.replace("_", " "), rotation=90, ha="center",
                             va="bottom", fontsize=6)
     ax.set_yscale("log")
-    ax.set_ylim(bottom=1e-2)
+    ax.set_ylim(bottom=floor)
     ax.set_xticks(range(len(results)))
     ax.set_xticklabels([r.name for r in results], rotation=25, ha="right", fontsize=8)
     ax.set_ylabel("ms (log scale)")
     ax.set_title("compile latency: cold (capture + compile + run) and cached (guards + replay)\n"
                  "hatched: a graph break (the function runs eagerly)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never on them
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

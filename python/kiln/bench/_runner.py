@@ -66,8 +66,12 @@ class RunOptions:
 
 
 def _error_note(error: BaseException) -> str:
-    message = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {message[0] if message else ''}"[:200]
+    return f"{type(error).__name__}: {_first_line(error)}"[:200]
+
+
+def _first_line(text) -> str:
+    lines = str(text).strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def _as_numpy(value) -> np.ndarray:
@@ -135,7 +139,7 @@ def _prepare(workload, column: Column, lib, compile_fn, quick: bool) -> _Prepare
         cell.kernel_count = _kiln_kernels(step.compiled)
     elif torch_breaks is not None:
         after = _torch_break_counter(lib)
-        cell.break_reasons = [reason for reason, n in after.items() if n > torch_breaks.get(reason, 0)]
+        cell.break_reasons = [_first_line(reason) for reason, n in after.items() if n > torch_breaks.get(reason, 0)]
     if cell.break_reasons:
         cell.status = "graph_break"
         cell.note = f"graph break, runs eagerly: {cell.break_reasons[0]}"

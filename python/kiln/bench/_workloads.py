@@ -194,8 +194,10 @@ def _adamw_update(lib, compile_fn, quick):
 WORKLOADS = [
     Workload("pointwise_cheap", "pointwise chain, cheap arithmetic (8 ops)",
              lambda q: f"[{_pointwise_size(q)}] float32", _pointwise(cheap_chain)),
+    # sqrt(relu(tanh(.) - 0.5)) turns one float ulp of tanh near 0.5 (6e-8) into up to 2.4e-4: torch's
+    # and kiln's tanh differ by that much there (measured at 16M), so the agreement tolerance is wider.
     Workload("pointwise_transcendental", "pointwise chain, sin/exp/tanh (7 ops)",
-             lambda q: f"[{_pointwise_size(q)}] float32", _pointwise(transcendental_chain)),
+             lambda q: f"[{_pointwise_size(q)}] float32", _pointwise(transcendental_chain), atol=1e-3),
     Workload("softmax", "softmax over the last dim", lambda q: f"[{_rows(q)}, {WIDTH}]", _softmax),
     Workload("layer_norm", "layer_norm with weight and bias", lambda q: f"[{_rows(q)}, {WIDTH}]", _layer_norm),
     Workload("mlp_train_step", "seed MLP training step (784-128-10, Adam)",
