@@ -13,8 +13,8 @@ from pathlib import Path
 from kiln.bench import _columns, _report_json, _report_markdown, _workloads
 from kiln.bench._runner import RunOptions, run_workload
 
-QUICK_REPS, FULL_REPS = 5, 15
-QUICK_BLOCK_SECONDS, FULL_BLOCK_SECONDS = 0.004, 0.05
+QUICK_REPS, FULL_REPS = 7, 15
+QUICK_BLOCK_SECONDS, FULL_BLOCK_SECONDS = 0.01, 0.05
 
 
 def parse_args(argv):

@@ -20,12 +20,15 @@ def _time(seconds: float) -> str:
 
 
 def _notes(report) -> dict:
-    """(workload, column) -> footnote number, for every cell whose status is not plain "ok"."""
-    numbers = {}
+    """(workload, column) -> footnote number, for every cell whose status is not plain "ok"; cells with
+    the same note (a column skipped everywhere) share one number."""
+    by_text, numbers = {}, {}
     for r in report.results:
         for c in report.columns:
-            if r.cells[c.key].status != "ok" and r.cells[c.key].note:
-                numbers[(r.name, c.key)] = len(numbers) + 1
+            cell = r.cells[c.key]
+            if cell.status != "ok" and cell.note:
+                key = (c.key, cell.note)
+                numbers[(r.name, c.key)] = by_text.setdefault(key, len(by_text) + 1)
     return numbers
 
 
@@ -54,11 +57,13 @@ def time_table(report) -> str:
 
 
 def notes_text(report) -> str:
-    lines = []
+    where = {}   # footnote number -> (column, note, [workloads])
     for (workload, key), number in _notes(report).items():
         cell = next(r for r in report.results if r.name == workload).cells[key]
-        lines.append(f"[{number}] {workload}, {key}: {cell.note}")
-    return "\n".join(lines)
+        where.setdefault(number, (key, cell.note, []))[2].append(workload)
+    titles = {c.key: c.title for c in report.columns}
+    return "\n".join(f"[{number}] {titles[key]} in {', '.join(workloads)}: {note}"
+                     for number, (key, note, workloads) in sorted(where.items()))
 
 
 def _latency(seconds) -> str:
