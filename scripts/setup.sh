@@ -25,6 +25,7 @@ APT_PACKAGES=(
 PIP_PACKAGES=(
   "numpy>=1.24" pytest hypothesis pyyaml tqdm safetensors
   expecttest                  # torch.testing._internal (the OpInfo database, tests/python/opinfo) imports it
+  "onnx==1.23.2" "onnxruntime==1.32.0"  # kiln.onnx.export builds ONNX models; the tests run them (tests/python/onnx)
   "scikit-build-core>=0.10" "pybind11>=3.0" ninja "cmake>=3.26"
   "torch==2.13.0"             # CPU build from this machine's disk; the tests' oracle, never imported by kiln
 )
@@ -53,7 +54,7 @@ fi
 if ! "$PYTHON" - <<'PY' 2>/dev/null
 import importlib.metadata as md
 need = {"numpy": None, "pytest": None, "hypothesis": None, "PyYAML": None, "tqdm": None, "safetensors": None,
-        "expecttest": None,
+        "expecttest": None, "onnx": "1.23.2", "onnxruntime": "1.32.0",
         "scikit_build_core": None, "pybind11": "3", "ninja": None, "cmake": None, "torch": "2.13.0"}
 for name, prefix in need.items():
     version = md.version(name)

@@ -1,0 +1,90 @@
+"""Capturing a model for export: the model's forward recorded into an ``ir``
+graph by kiln.compile's capture (in eval mode unless asked otherwise, with grad
+mode off), read back as records, with what each graph input is: a user
+argument, a parameter or buffer (by its qualified name), or a tensor the
+forward holds by reference. See Note [Export's capture].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kiln._tensor import Tensor
+from kiln.autograd import no_grad
+from kiln.compiler._compiled_function import CapturedEntry, CompiledFunction, GraphBreak
+from kiln.compiler._guards import flatten
+from kiln.nn.modules.module import Module
+from kiln.onnx import _graph_text
+from kiln.onnx._errors import UnsupportedOperatorError
+
+# Note [Export's capture]
+# Export reuses kiln.compile's capture (CompiledFunction with fullgraph=True and the
+# interpreter backend) rather than a capture of its own, so what can be captured, the
+# order of a graph's inputs (the call's tensors, then the module's parameters and
+# buffers, then the tensors the forward holds by reference) and the graph breaks are
+# exactly kiln.compile's. Grad mode is off during the call, so there is no joint
+# (backward) graph; a graph break raises GraphBreak with its reason. The module's
+# training flags are set as asked and restored afterwards, and nothing else of the
+# module changes (an eval-mode forward writes no buffer).
+
+
+@dataclass
+class Captured:
+    graph: _graph_text.Graph
+    arg_tensors: list  # the call's tensors, in flattened order (the graph's first inputs)
+    state: list  # [(qualified name, tensor)]: parameters and buffers, the next inputs
+    lifted: list  # tensors held by reference, the last inputs
+    out_spec: object  # the structure of the forward's result (kiln.compiler._guards.flatten)
+
+
+def split_args(args) -> tuple[tuple, dict]:
+    """torch.onnx.export's ``args``: a tensor, or a tuple whose last element may be a dict of keyword arguments."""
+    if isinstance(args, Tensor):
+        return (args,), {}
+    if not isinstance(args, tuple):
+        args = (args,) if not isinstance(args, list) else tuple(args)
+    if args and isinstance(args[-1], dict):
+        return args[:-1], dict(args[-1])
+    return args, {}
+
+
+def _training_flags(model) -> list:
+    return [(m, m.training) for m in model.modules()] if isinstance(model, Module) else []
+
+
+def capture(model, args: tuple, kwargs: dict, *, training: bool = False) -> Captured:
+    """Records ``model(*args, **kwargs)`` (grad mode off; the model in eval mode unless ``training``)."""
+    flags = _training_flags(model)
+    module = model if isinstance(model, Module) else getattr(model, "__self__", None)
+    module = module if isinstance(module, Module) else None
+    fn = CompiledFunction(model, module=module, fullgraph=True, backend="eager")
+    try:
+        for m, _ in flags:
+            m.training = training
+        with no_grad():
+            try:
+                fn(*args, **kwargs)
+            except GraphBreak as e:
+                raise UnsupportedOperatorError(f"kiln.onnx.export: the model cannot be captured whole: {e}") from e
+    finally:
+        for m, flag in flags:
+            m.training = flag
+    entries = [e for e in fn.cache.values() if isinstance(e, CapturedEntry)]
+    if len(entries) != 1:
+        raise UnsupportedOperatorError("kiln.onnx.export: the model's call was not captured")
+    entry = entries[0]
+    program = entry.program
+    if program.generator_index is not None:
+        raise UnsupportedOperatorError("kiln.onnx.export: the model draws random numbers in this mode "
+                                       "(a random op, or dropout in training mode); ONNX export needs a "
+                                       "deterministic forward")
+    if program.copy_back:
+        raise UnsupportedOperatorError("kiln.onnx.export: the model writes one of its inputs or buffers in place "
+                                       "(BatchNorm in training mode, an in-place op on an argument); ONNX graphs "
+                                       "cannot write their inputs")
+    tensors: list = []
+    flatten((args, kwargs), tensors)
+    state = fn._module_state()
+    graph = _graph_text.parse(str(program.graph))
+    graph.outputs = graph.outputs[:program.num_outputs]
+    return Captured(graph, tensors, state, list(entry.lifted), entry.out_spec)

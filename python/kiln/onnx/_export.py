@@ -1,0 +1,315 @@
+"""kiln.onnx.export: capture, make dynamic sizes symbolic, convert each
+statement through the converter table, write the ModelProto."""
+
+from __future__ import annotations
+
+import os
+
+import onnx
+from onnx import helper
+
+import kiln
+
+from kiln.onnx import _capture, _symbolic
+from kiln.onnx import _ops_math, _ops_nn, _ops_shape, _ops_rnn  # noqa: F401  (they fill the converter table)
+from kiln.onnx._builder import Builder, value_info
+from kiln.onnx._errors import OnnxExporterError, UnsupportedOperatorError
+from kiln.onnx._mode import TrainingMode, _exporting
+from kiln.onnx._graph_text import TensorType, ValueRef
+from kiln.onnx._registry import CONVERTERS, Args, Tensor
+
+DEFAULT_OPSET = 17
+SUPPORTED_OPSETS = range(17, 22)
+
+class _Converter:
+    """Walks the captured statements, filling ``env`` (kiln value name -> Tensor / literal / list)."""
+
+    def __init__(self, builder: Builder, graph):
+        self.b = builder
+        self.graph = graph
+        self.env: dict = {}
+        self._lists: dict = {}  # ListConstruct output -> its recorded elements
+        self.types: dict = {name: t for name, t in graph.inputs}
+        for n in graph.nodes:
+            self.types.update({name: t for name, t in n.outputs})
+
+    def resolve(self, item):
+        if isinstance(item, ValueRef):
+            if item.name not in self.env:
+                raise OnnxExporterError(f"kiln.onnx.export: value %{item.name} has no ONNX form")
+            return self.env[item.name]
+        if isinstance(item, list):
+            return [self.resolve(x) for x in item]
+        return item
+
+    def _type(self, item):
+        return self.types.get(item.name) if isinstance(item, ValueRef) else None
+
+    def dtype_of(self, item):
+        t = self._type(item)
+        return t.dtype if isinstance(t, TensorType) else None
+
+    def sizes_of(self, item):
+        t = self._type(item)
+        return t.sizes if isinstance(t, TensorType) else None
+
+    def rank_of(self, item):
+        sizes = self.sizes_of(item)
+        return None if sizes is None else len(sizes)
+
+    def list_elements(self, item) -> list:
+        """The recorded elements (ValueRefs or literals) of a list argument: a literal list, or a ListConstruct's."""
+        if isinstance(item, list):
+            return item
+        return self._lists.get(getattr(item, "name", None), [])
+
+    def run(self):
+        for node in self.graph.nodes:
+            self.convert(node)
+
+    def convert(self, node):
+        names = [name for name, _ in node.outputs]
+        if node.kind == "prim::Constant":
+            self.env[names[0]] = self.resolve(node.keyword.get("value"))
+            return
+        if node.kind == "prim::ListConstruct":
+            self.env[names[0]] = [self.resolve(x) for x in node.positional]
+            self._lists[names[0]] = list(node.positional)
+            return
+        if node.kind == "prim::ListUnpack":
+            items = self.resolve(node.positional[0])
+            for name, item in zip(names, items):
+                self.env[name] = item
+            return
+        entry = CONVERTERS.get(node.kind)
+        if entry is None:
+            op = node.kind.split("::", 1)[-1]
+            raise UnsupportedOperatorError(
+                f"kiln.onnx.export: the op {op} ({node.kind}) has no ONNX mapping in kiln.onnx; it was recorded "
+                f"by the model's forward as: {node.line}")
+        fn, arg_names = entry
+        result = fn(self, Args(node, arg_names, self.resolve, self))
+        results = [result] if len(names) == 1 else list(result)
+        for name, value in zip(names, results):
+            if value is None:
+                continue
+            self.env[name] = _as_tensors(value)
+
+
+def _as_tensors(value):
+    """A converter's output: an ONNX name becomes a Tensor, a list (an op returning Tensor[]) a list of them."""
+    if isinstance(value, list):
+        return [_as_tensors(v) for v in value]
+    return Tensor(value) if isinstance(value, str) else value
+
+
+def _parse_dynamic_axes(dynamic_axes) -> dict:
+    """{input or output name: {axis: symbol name}}, torch's auto names for lists of axes."""
+    result = {}
+    for key, axes in (dynamic_axes or {}).items():
+        if isinstance(axes, dict):
+            result[key] = {int(a): str(n) for a, n in axes.items()}
+        else:
+            result[key] = {int(a): f"{key}_dynamic_axes_{k + 1}" for k, a in enumerate(axes)}
+    return result
+
+
+def _default_names(prefix: str, count: int, given) -> list:
+    given = list(given or [])
+    if len(given) > count:
+        raise ValueError(f"kiln.onnx.export: {len(given)} {prefix} names given for {count} {prefix}s")
+    return given + [prefix if count == 1 else f"{prefix}_{i}" for i in range(len(given), count)]
+
+
+def _resized(t, axes: list, size: int):
+    for axis in axes:
+        n = t.shape[axis]
+        if size < n:
+            t = t.narrow(axis, 0, size)
+        else:
+            t = kiln.cat([t] + [t.narrow(axis, 0, 1)] * (size - n), axis)
+    return t.contiguous()
+
+
+def _map_tensors(value, fn, counter):
+    if isinstance(value, kiln.Tensor):
+        counter[0] += 1
+        return fn(counter[0] - 1, value)
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_map_tensors(v, fn, counter) for v in value)
+    if isinstance(value, list):
+        return [_map_tensors(v, fn, counter) for v in value]
+    if isinstance(value, dict):
+        return {k: _map_tensors(v, fn, counter) for k, v in value.items()}
+    return value
+
+
+def _symbols_of(input_names: list, arg_tensors: list, axes_of: dict) -> tuple[dict, dict]:
+    """({symbol: size}, {symbol: [(input position, axis)]}) of the inputs' dynamic axes."""
+    sizes, places = {}, {}
+    for i, name in enumerate(input_names):
+        for axis, symbol in axes_of.get(name, {}).items():
+            rank = arg_tensors[i].dim()
+            if not -rank <= axis < rank:
+                raise ValueError(f"kiln.onnx.export: dynamic_axes: input {name!r} has no axis {axis}")
+            axis %= rank
+            n = arg_tensors[i].shape[axis]
+            if sizes.setdefault(symbol, n) != n:
+                raise ValueError(f"kiln.onnx.export: dynamic_axes: axes named {symbol!r} have different sizes "
+                                 f"({sizes[symbol]} and {n})")
+            places.setdefault(symbol, []).append((i, axis))
+    return sizes, places
+
+
+def _capture_variants(model, args, kwargs, training, symbol_sizes, places) -> tuple[dict, dict]:
+    """Captures with each symbol's axes resized (Note [Dynamic axes by recapture])."""
+    variants, variant_sizes = {}, {}
+    for symbol, n in symbol_sizes.items():
+        new = n - 1 if n >= 3 else n + 1
+        by_input: dict = {}
+        for i, axis in places[symbol]:
+            by_input.setdefault(i, []).append(axis)
+        resized = _map_tensors((args, kwargs),
+                               lambda i, t: _resized(t, by_input[i], new) if i in by_input else t, [0])
+        try:
+            captured = _capture.capture(model, resized[0], resized[1], training=training)
+        except UnsupportedOperatorError:
+            raise
+        except Exception as e:
+            raise OnnxExporterError(
+                f"kiln.onnx.export: dynamic_axes: the model fails when the axes named {symbol!r} are resized from "
+                f"{n} to {new} ({type(e).__name__}: {e}); every input axis that must change with it needs the "
+                "same name in dynamic_axes") from e
+        variants[symbol] = captured.graph
+        variant_sizes[symbol] = {**symbol_sizes, symbol: new}
+    return variants, variant_sizes
+
+
+def _numpy(t):
+    return t.detach().contiguous().numpy()
+
+
+def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None, output_names=None,
+           opset_version=None, dynamo=False, external_data=True, dynamic_shapes=None,
+           custom_translation_table=None, report=False, optimize=True, verify=False, profile=False,
+           dump_exported_program=False, artifacts_dir=".", export_params=True, keep_initializers_as_inputs=False,
+           dynamic_axes=None, training=TrainingMode.EVAL, operator_export_type=None, do_constant_folding=True,
+           custom_opsets=None, export_modules_as_functions=False, autograd_inlining=True):
+    """Exports ``model`` (an nn.Module or a function) called on ``args`` to ONNX, written to ``f`` (a path or a
+    binary file object), as torch.onnx.export. The forward is captured by kiln.compile's capture (the model in
+    eval mode unless ``training``; its train/eval flags restored after) and each recorded op is written as
+    ONNX operators (parameters and buffers as initializers named by their qualified names).
+    ``dynamic_axes``: ``{input or output name: {axis: name}}`` or ``{name: [axes]}`` marks those sizes symbolic
+    (Note [Dynamic axes by recapture]). ``dynamo``, ``optimize``, ``do_constant_folding`` and the other
+    exporter-selection and reporting options are accepted and have no effect: there is one exporter.
+    Raises UnsupportedOperatorError naming an op with no ONNX mapping. Returns None."""
+    opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
+    if opset not in SUPPORTED_OPSETS:
+        raise ValueError(f"kiln.onnx.export: opset_version {opset} is not supported (supported: "
+                         f"{SUPPORTED_OPSETS.start} to {SUPPORTED_OPSETS.stop - 1})")
+    if dynamic_shapes is not None:
+        raise NotImplementedError("kiln.onnx.export: dynamic_shapes is not supported; use dynamic_axes")
+    if f is None:
+        raise ValueError("kiln.onnx.export: f (a file path or a binary file object) is required")
+    call_args, call_kwargs = _capture.split_args(args)
+    call_kwargs.update(kwargs or {})
+    mode = TrainingMode(training) if training is not None else TrainingMode.EVAL
+    train = mode == TrainingMode.TRAINING or (mode == TrainingMode.PRESERVE and getattr(model, "training", False))
+    _exporting[0] = True
+    try:
+        base = _capture.capture(model, call_args, call_kwargs, training=train)
+        names_in = _default_names("input", len(base.arg_tensors), input_names)
+        names_out = _default_names("output", len(base.graph.outputs), output_names)
+        axes_of = _parse_dynamic_axes(dynamic_axes)
+        unknown = set(axes_of) - set(names_in) - set(names_out)
+        if unknown:
+            raise ValueError(f"kiln.onnx.export: dynamic_axes names {sorted(unknown)}, which are neither input "
+                             f"names {names_in} nor output names {names_out}")
+        symbol_sizes, places = _symbols_of(names_in, base.arg_tensors, axes_of)
+        variants, variant_sizes = _capture_variants(model, call_args, call_kwargs, train, symbol_sizes, places)
+    finally:
+        _exporting[0] = False
+    _symbolic.symbolize(base.graph, symbol_sizes, variants, variant_sizes)
+    output_dims = _symbolic.dynamic_output_dims(base.graph, variants)
+    proto = _build_model(base, opset, names_in, names_out, axes_of, places, output_dims, export_params,
+                         keep_initializers_as_inputs)
+    onnx.checker.check_model(proto)
+    if verbose:
+        print(helper.printable_graph(proto.graph))
+    if isinstance(f, (str, os.PathLike)):
+        onnx.save_model(proto, os.fspath(f))
+    else:
+        f.write(proto.SerializeToString())
+    return None
+
+
+def _used_values(graph) -> set:
+    used = set(graph.outputs)
+
+    def walk(item):
+        if isinstance(item, ValueRef):
+            used.add(item.name)
+        elif isinstance(item, list):
+            for x in item:
+                walk(x)
+
+    for n in graph.nodes:
+        for item in list(n.positional) + list(n.keyword.values()):
+            walk(item)
+    return used
+
+
+def _build_model(base, opset, names_in, names_out, axes_of, places, output_dims, export_params,
+                 keep_initializers_as_inputs):
+    graph = base.graph
+    b = Builder(opset)
+    cv = _Converter(b, graph)
+    used = _used_values(graph)
+    inputs, initializers_as_inputs = [], []
+    num_args = len(base.arg_tensors)
+    state_names = [name for name, _ in base.state] + [f"lifted_{k}" for k in range(len(base.lifted))]
+    state_tensors = [t for _, t in base.state] + list(base.lifted)
+    for symbol, where in places.items():
+        i, axis = where[0]
+        b.symbols[symbol] = (names_in[i], axis)
+    for k, (value, t) in enumerate(graph.inputs):
+        if k < num_args:
+            name = b.reserve(names_in[k])
+            sizes = list(t.sizes)
+            for axis, symbol in axes_of.get(name, {}).items():
+                sizes[axis % len(sizes)] = symbol
+            inputs.append(value_info(name, t.dtype, sizes))
+            cv.env[value] = Tensor(name)
+            continue
+        if value not in used:
+            continue
+        name = b.reserve(state_names[k - num_args])
+        tensor = state_tensors[k - num_args]
+        if export_params or k - num_args >= len(base.state):
+            b.add_initializer(name, _numpy(tensor))
+            if keep_initializers_as_inputs:
+                initializers_as_inputs.append(value_info(name, t.dtype, t.sizes))
+        else:
+            inputs.append(value_info(name, t.dtype, t.sizes))
+        cv.env[value] = Tensor(name)
+    cv.run()
+    outputs = []
+    for k, value in enumerate(graph.outputs):
+        name = b.reserve(names_out[k])
+        produced = cv.env.get(value)
+        if not isinstance(produced, Tensor):
+            raise OnnxExporterError(f"kiln.onnx.export: output {k} is not a tensor the graph computes")
+        b.op("Identity", [produced], outputs=[name])
+        t = cv.types[value]
+        sizes = list(t.sizes) if t.sizes is not None else None
+        if sizes is not None:
+            for axis, symbols in output_dims.get(k, {}).items():
+                sizes[axis] = next(iter(symbols)) if len(symbols) == 1 else f"{name}_dim_{axis}"
+            for axis, symbol in axes_of.get(name, {}).items():
+                sizes[axis % len(sizes)] = symbol
+        outputs.append(value_info(name, t.dtype, sizes))
+    onnx_graph = helper.make_graph(b.nodes, "kiln_graph", inputs + initializers_as_inputs, outputs,
+                                   initializer=b.initializers)
+    model = helper.make_model_gen_version(onnx_graph, opset_imports=[helper.make_opsetid("", opset)],
+                                          producer_name="kiln")
+    return model
