@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from kiln._tensor import Tensor
 from kiln.autograd import no_grad
+from kiln.compiler import _state
 from kiln.compiler._compiled_function import CapturedEntry, CompiledFunction, GraphBreak
 from kiln.compiler._guards import flatten
-from kiln.nn.modules.module import Module
+from kiln.nn.modules.module import Module, register_module_forward_hook, register_module_forward_pre_hook
 from kiln.onnx import _graph_text
 from kiln.onnx._errors import UnsupportedOperatorError
 
@@ -32,9 +33,20 @@ from kiln.onnx._errors import UnsupportedOperatorError
 class Captured:
     graph: _graph_text.Graph
     arg_tensors: list  # the call's tensors, in flattened order (the graph's first inputs)
-    state: list  # [(qualified name, tensor)]: parameters and buffers, the next inputs
-    lifted: list  # tensors held by reference, the last inputs
+    # One per graph input: ("arg", position in arg_tensors), ("state", qualified name, tensor) for a parameter
+    # or buffer, ("lifted", k, tensor) for a tensor held by reference, ("rng", None) for the default generator's
+    # seed and offset (random ops' state; ONNX random ops have their own).
+    roles: list
     out_spec: object  # the structure of the forward's result (kiln.compiler._guards.flatten)
+    module_spans: list  # [(first node, end node, qualified name, class name)] of each submodule call
+
+    def module_of(self, node_index: int) -> str | None:
+        """"module 'attn.c_proj' (Linear)": the innermost submodule whose call recorded that node, or None."""
+        inside = [s for s in self.module_spans if s[0] <= node_index < s[1]]
+        if not inside:
+            return None
+        first, end, name, cls = min(inside, key=lambda s: s[1] - s[0])
+        return f"module {name!r} ({cls})" if name else f"the model's own forward ({cls})"
 
 
 def split_args(args) -> tuple[tuple, dict]:
@@ -52,16 +64,49 @@ def _training_flags(model) -> list:
     return [(m, m.training) for m in model.modules()] if isinstance(model, Module) else []
 
 
+class _ModuleSpans:
+    """Global forward hooks that note, for each call of one of the model's submodules, the span of graph nodes
+    it recorded (so an error can name the module an op came from)."""
+
+    def __init__(self, model):
+        self.names = {id(m): name for name, m in model.named_modules()} if isinstance(model, Module) else {}
+        self.spans: list = []
+        self._open: list = []
+
+    @staticmethod
+    def _nodes() -> int:
+        sessions = _state.active_sessions()
+        return sessions[-1].num_nodes if sessions else 0
+
+    def before(self, module, args):
+        if id(module) in self.names:
+            self._open.append((module, self._nodes()))
+
+    def after(self, module, args, output):
+        if self._open and self._open[-1][0] is module:
+            _, first = self._open.pop()
+            self.spans.append((first, self._nodes(), self.names[id(module)], type(module).__name__))
+
+    def __enter__(self):
+        self._handles = [register_module_forward_pre_hook(self.before), register_module_forward_hook(self.after)]
+        return self
+
+    def __exit__(self, *exc):
+        for handle in self._handles:
+            handle.remove()
+
+
 def capture(model, args: tuple, kwargs: dict, *, training: bool = False) -> Captured:
     """Records ``model(*args, **kwargs)`` (grad mode off; the model in eval mode unless ``training``)."""
     flags = _training_flags(model)
+    spans = _ModuleSpans(model)
     module = model if isinstance(model, Module) else getattr(model, "__self__", None)
     module = module if isinstance(module, Module) else None
     fn = CompiledFunction(model, module=module, fullgraph=True, backend="eager")
     try:
         for m, _ in flags:
             m.training = training
-        with no_grad():
+        with no_grad(), spans:
             try:
                 fn(*args, **kwargs)
             except GraphBreak as e:
@@ -74,10 +119,6 @@ def capture(model, args: tuple, kwargs: dict, *, training: bool = False) -> Capt
         raise UnsupportedOperatorError("kiln.onnx.export: the model's call was not captured")
     entry = entries[0]
     program = entry.program
-    if program.generator_index is not None:
-        raise UnsupportedOperatorError("kiln.onnx.export: the model draws random numbers in this mode "
-                                       "(a random op, or dropout in training mode); ONNX export needs a "
-                                       "deterministic forward")
     if program.copy_back:
         raise UnsupportedOperatorError("kiln.onnx.export: the model writes one of its inputs or buffers in place "
                                        "(BatchNorm in training mode, an in-place op on an argument); ONNX graphs "
@@ -87,4 +128,9 @@ def capture(model, args: tuple, kwargs: dict, *, training: bool = False) -> Capt
     state = fn._module_state()
     graph = _graph_text.parse(str(program.graph))
     graph.outputs = graph.outputs[:program.num_outputs]
-    return Captured(graph, tensors, state, list(entry.lifted), entry.out_spec)
+    roles = ([("arg", i) for i in range(len(tensors))] + [("state", name, t) for name, t in state]
+             + [("lifted", k, t) for k, t in enumerate(entry.lifted)])
+    if program.generator_index is not None:
+        i = program.generator_index
+        roles[i:i] = [("rng", None), ("rng", None)]
+    return Captured(graph, tensors, roles, entry.out_spec, spans.spans)

@@ -24,9 +24,10 @@ SUPPORTED_OPSETS = range(17, 22)
 class _Converter:
     """Walks the captured statements, filling ``env`` (kiln value name -> Tensor / literal / list)."""
 
-    def __init__(self, builder: Builder, graph):
+    def __init__(self, builder: Builder, graph, where=lambda index: None):
         self.b = builder
         self.graph = graph
+        self.where = where  # node index -> the submodule that recorded it, or None
         self.env: dict = {}
         self._lists: dict = {}  # ListConstruct output -> its recorded elements
         self.types: dict = {name: t for name, t in graph.inputs}
@@ -64,8 +65,14 @@ class _Converter:
         return self._lists.get(getattr(item, "name", None), [])
 
     def run(self):
-        for node in self.graph.nodes:
-            self.convert(node)
+        for index, node in enumerate(self.graph.nodes):
+            try:
+                self.convert(node)
+            except UnsupportedOperatorError as e:
+                module = self.where(index)
+                if module is None:
+                    raise
+                raise UnsupportedOperatorError(f"{e} (called in {module})") from None
 
     def convert(self, node):
         names = [name for name, _ in node.outputs]
@@ -263,30 +270,26 @@ def _build_model(base, opset, names_in, names_out, axes_of, places, output_dims,
                  keep_initializers_as_inputs):
     graph = base.graph
     b = Builder(opset)
-    cv = _Converter(b, graph)
+    cv = _Converter(b, graph, base.module_of)
     used = _used_values(graph)
     inputs, initializers_as_inputs = [], []
-    num_args = len(base.arg_tensors)
-    state_names = [name for name, _ in base.state] + [f"lifted_{k}" for k in range(len(base.lifted))]
-    state_tensors = [t for _, t in base.state] + list(base.lifted)
     for symbol, where in places.items():
         i, axis = where[0]
         b.symbols[symbol] = (names_in[i], axis)
-    for k, (value, t) in enumerate(graph.inputs):
-        if k < num_args:
-            name = b.reserve(names_in[k])
+    for (value, t), role in zip(graph.inputs, base.roles):
+        if role[0] == "arg":
+            name = b.reserve(names_in[role[1]])
             sizes = list(t.sizes)
             for axis, symbol in axes_of.get(name, {}).items():
                 sizes[axis % len(sizes)] = symbol
             inputs.append(value_info(name, t.dtype, sizes))
             cv.env[value] = Tensor(name)
             continue
-        if value not in used:
+        if role[0] == "rng" or value not in used:
             continue
-        name = b.reserve(state_names[k - num_args])
-        tensor = state_tensors[k - num_args]
-        if export_params or k - num_args >= len(base.state):
-            b.add_initializer(name, _numpy(tensor))
+        name = b.reserve(role[1] if role[0] == "state" else f"lifted_{role[1]}")
+        if export_params or role[0] == "lifted":
+            b.add_initializer(name, _numpy(role[2]))
             if keep_initializers_as_inputs:
                 initializers_as_inputs.append(value_info(name, t.dtype, t.sizes))
         else:

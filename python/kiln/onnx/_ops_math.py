@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from kiln.onnx._errors import UnsupportedOperatorError
 from kiln.onnx._builder import FLOAT_DTYPES, ONNX_DTYPES
 from kiln.onnx._operands import computation_dtype, dim, operand, reduce
 from kiln.onnx._registry import converts
@@ -389,6 +390,6 @@ converts("kiln::any", "kiln::any.dim", args="self dim keepdim")(_all_any(False))
 def _to_copy(cx, a):
     t = a.out_dtype()
     if t not in ONNX_DTYPES:
-        raise TypeError(f"kiln.onnx.export: _to_copy to {t} has no ONNX type")
+        raise UnsupportedOperatorError(f"kiln.onnx.export: _to_copy to {t} has no ONNX type")
     return cx.b.op("Cast", [a.tensor("self")], to=ONNX_DTYPES[t]) if a.dtype("self") != t else cx.b.op(
         "Identity", [a.tensor("self")])

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from kiln.onnx._errors import UnsupportedOperatorError
 from kiln.onnx._operands import dim, operand, reduce, unsqueeze
 from kiln.onnx._registry import converts
 from kiln.onnx._symbolic import SymInt
@@ -21,7 +22,7 @@ def _pair(v, n=2):
 @converts("kiln::_convolution2d", "kiln::conv2d", "kiln::conv1d", args="input weight bias stride padding dilation groups")
 def _conv(cx, a):
     if isinstance(a.value("padding"), str):
-        raise TypeError("kiln.onnx.export: convolution with padding given as a string is not supported")
+        raise UnsupportedOperatorError("kiln.onnx.export: convolution with padding given as a string is not supported")
     n = a.rank("input") - 2
     pads = _pair(a.static_ints("padding"), n)
     inputs = [a.tensor("input"), a.tensor("weight")]
@@ -39,7 +40,7 @@ def _conv_transpose(cx, a):
     stride, padding, dilation = a.static_ints("stride"), a.static_ints("padding"), a.static_ints("dilation")
     out_sizes = a.ints("input_sizes")[2:]
     if any(isinstance(s, SymInt) for s in out_sizes) or any(not isinstance(s, int) for s in sizes_in[2:]):
-        raise TypeError("kiln.onnx.export: a transposed convolution whose spatial sizes are dynamic is not "
+        raise UnsupportedOperatorError("kiln.onnx.export: a transposed convolution whose spatial sizes are dynamic is not "
                         "supported")
     output_padding = [out_sizes[i] - ((sizes_in[2 + i] - 1) * stride[i] - 2 * padding[i]
                                       + dilation[i] * (kernel[i] - 1) + 1) for i in range(len(out_sizes))]
@@ -72,7 +73,7 @@ def _max_pool(cx, a):
           args="self kernel_size stride padding ceil_mode count_include_pad divisor_override")
 def _avg_pool(cx, a):
     if a.value("divisor_override") is not None:
-        raise TypeError("kiln.onnx.export: avg_pool2d with divisor_override has no ONNX form")
+        raise UnsupportedOperatorError("kiln.onnx.export: avg_pool2d with divisor_override has no ONNX form")
     n = a.rank("self") - 2
     kernel, stride, pads = _pool_attrs(a, n)
     return cx.b.op("AveragePool", [a.tensor("self")], kernel_shape=kernel, strides=stride, pads=pads,
@@ -90,7 +91,7 @@ def _adaptive(global_op, pool_op):
         if all(o == 1 for o in out):
             return cx.b.op(global_op, [a.tensor("self")])
         if any(not isinstance(s, int) or s % o for s, o in zip(spatial, out)):
-            raise TypeError(f"kiln.onnx.export: {a.node.kind}: output size {out} does not divide the input's "
+            raise UnsupportedOperatorError(f"kiln.onnx.export: {a.node.kind}: output size {out} does not divide the input's "
                             f"{list(spatial)}; ONNX has no adaptive pooling")
         kernel = [s // o for s, o in zip(spatial, out)]
         y = cx.b.op(pool_op, [a.tensor("self")], kernel_shape=kernel, strides=kernel)
@@ -109,7 +110,7 @@ def _channel_param(cx, a, name, channels, fill):
     if t is not None:
         return t
     if not isinstance(channels, int):
-        raise TypeError(f"kiln.onnx.export: {a.node.kind} without {name} over a channel count that is not static")
+        raise UnsupportedOperatorError(f"kiln.onnx.export: {a.node.kind} without {name} over a channel count that is not static")
     return cx.b.constant(np.full((channels,), fill), a.out_dtype())
 
 
@@ -117,7 +118,7 @@ def _channel_param(cx, a, name, channels, fill):
           args="input weight bias running_mean running_var training momentum eps")
 def _batch_norm(cx, a):
     if a.value("training") or a.optional_tensor("running_mean") is None:
-        raise TypeError("kiln.onnx.export: batch_norm in training mode (batch statistics) is exported in eval "
+        raise UnsupportedOperatorError("kiln.onnx.export: batch_norm in training mode (batch statistics) is exported in eval "
                         "mode only: call model.eval() or export with training=TrainingMode.EVAL")
     channels = a.sizes("input")[1]
     y = cx.b.op("BatchNormalization", [a.tensor("input"), _channel_param(cx, a, "weight", channels, 1.0),
@@ -200,7 +201,7 @@ def _shape_dim(cx, x: str, axis: int) -> str:
 def _attention(cx, a):
     """softmax(q k^T * scale + mask) v, with the causal mask built from the run-time sequence lengths."""
     if a.value("dropout_p", 0.0):
-        raise TypeError("kiln.onnx.export: scaled_dot_product_attention with dropout_p > 0 is not deterministic")
+        raise UnsupportedOperatorError("kiln.onnx.export: scaled_dot_product_attention with dropout_p > 0 is not deterministic")
     t = a.out_dtype()
     q, k, v = a.tensor("query"), a.tensor("key"), a.tensor("value")
     rank = a.rank("query")
@@ -249,9 +250,9 @@ def _nll_loss(cx, a):
 @converts("kiln::cross_entropy_loss", args="self target weight reduction ignore_index label_smoothing")
 def _cross_entropy(cx, a):
     if a.value("label_smoothing", 0.0):
-        raise TypeError("kiln.onnx.export: cross_entropy with label_smoothing is not supported")
+        raise UnsupportedOperatorError("kiln.onnx.export: cross_entropy with label_smoothing is not supported")
     if a.dtype("target") not in ("int64", "int32"):
-        raise TypeError("kiln.onnx.export: cross_entropy with class probabilities is not supported")
+        raise UnsupportedOperatorError("kiln.onnx.export: cross_entropy with class probabilities is not supported")
     inputs = [a.tensor("self"), a.tensor("target")]
     if a.optional_tensor("weight") is not None:
         inputs.append(a.tensor("weight"))

@@ -5,6 +5,7 @@ creation (arange, zeros/ones/full and their _like forms, tril/triu)."""
 
 from __future__ import annotations
 
+from kiln.onnx._errors import UnsupportedOperatorError
 from kiln.onnx._builder import ONNX_DTYPES
 from kiln.onnx._operands import dim, squeeze, unsqueeze
 from kiln.onnx._registry import converts
@@ -85,14 +86,14 @@ converts("kiln::clone", "kiln::contiguous", "kiln::detach", "kiln::alias", "kiln
 @converts("kiln::dropout", "kiln::feature_dropout", "kiln::alpha_dropout", args="self p train")
 def _dropout(cx, a):
     if a.value("train"):
-        raise TypeError("kiln.onnx.export: dropout in training mode has no deterministic ONNX form")
+        raise UnsupportedOperatorError("kiln.onnx.export: dropout in training mode has no deterministic ONNX form")
     return cx.b.op("Identity", [a.tensor("self")])
 
 
 @converts("kiln::native_dropout", args="self p train")
 def _native_dropout(cx, a):
     if a.value("train"):
-        raise TypeError("kiln.onnx.export: dropout in training mode has no deterministic ONNX form")
+        raise UnsupportedOperatorError("kiln.onnx.export: dropout in training mode has no deterministic ONNX form")
     x = a.tensor("self")
     return [cx.b.op("Identity", [x]), cx.b.op("ConstantOfShape", [cx.b.op("Shape", [x])],
                                               value=_tensor_value(1, "bool"))]
@@ -125,7 +126,7 @@ def _narrow(cx, a):
     start, length = a.value("start"), a.value("length")
     end = start + length if not isinstance(start, SymInt) and not isinstance(length, SymInt) else None
     if end is None:
-        raise TypeError("kiln.onnx.export: narrow with a dynamic start or length is not supported")
+        raise UnsupportedOperatorError("kiln.onnx.export: narrow with a dynamic start or length is not supported")
     return _slice(cx, a.tensor("self"), dim(a.value("dim"), a.rank("self")), start, end)
 
 
@@ -191,7 +192,7 @@ def _list_rank(cx, a):
     elements = cx.list_elements(a.item("tensors"))
     if elements:
         return cx.rank_of(elements[0])
-    raise TypeError("kiln.onnx.export: cat/stack with a negative dim over a list of unknown rank")
+    raise UnsupportedOperatorError("kiln.onnx.export: cat/stack with a negative dim over a list of unknown rank")
 
 
 @converts("kiln::stack", args="tensors dim")
@@ -205,7 +206,7 @@ def _stack(cx, a):
 def _split_outputs(cx, x: str, axis: int, sizes: list):
     sym = any(isinstance(s, SymInt) for s in sizes)
     if sym:
-        raise TypeError("kiln.onnx.export: split sizes that depend on a dynamic axis are not supported")
+        raise UnsupportedOperatorError("kiln.onnx.export: split sizes that depend on a dynamic axis are not supported")
     if len(sizes) == 1:
         return [cx.b.op("Identity", [x])]
     return cx.b.op("Split", [x, cx.b.ints(sizes)], outputs=len(sizes), axis=axis)
@@ -223,7 +224,7 @@ def _split(cx, a):
     axis = dim(a.value("dim", 0), a.rank("self"))
     total = a.sizes("self")[axis]
     if not isinstance(total, int):
-        raise TypeError("kiln.onnx.export: split along an axis of unknown size")
+        raise UnsupportedOperatorError("kiln.onnx.export: split along an axis of unknown size")
     return _split_outputs(cx, a.tensor("self"), axis, _split_sizes(total, a.int("split_size")))
 
 
@@ -280,9 +281,9 @@ def _index(cx, a):
         k = present[0]
         index = indices[k]
         if cx.dtype_of(cx.list_elements(a.item("indices"))[k]) == "bool":
-            raise TypeError("kiln.onnx.export: indexing with a boolean mask has a data-dependent shape")
+            raise UnsupportedOperatorError("kiln.onnx.export: indexing with a boolean mask has a data-dependent shape")
         return cx.b.op("Gather", [x, index], axis=k)
-    raise TypeError("kiln.onnx.export: advanced indexing with several index tensors is not supported")
+    raise UnsupportedOperatorError("kiln.onnx.export: advanced indexing with several index tensors is not supported")
 
 
 @converts("kiln::embedding", args="weight indices padding_idx scale_grad_by_freq sparse")
@@ -294,7 +295,7 @@ def _embedding(cx, a):
 def _one_hot(cx, a):
     n = a.int("num_classes")
     if n < 0:
-        raise TypeError("kiln.onnx.export: one_hot needs num_classes (its default depends on the data)")
+        raise UnsupportedOperatorError("kiln.onnx.export: one_hot needs num_classes (its default depends on the data)")
     return cx.b.op("OneHot", [a.tensor("self"), cx.b.constant(n, "int64"), cx.b.constant([0, 1], "int64")],
                    axis=-1)
 
@@ -346,3 +347,28 @@ def _triangle(upper):
 
 converts("kiln::tril", args="self diagonal")(_triangle(False))
 converts("kiln::triu", args="self diagonal")(_triangle(True))
+
+
+# --- random (Note [Random ops under capture], capture/CaptureSession.h) -------------------------------------
+# A captured draw is ``empty_strided`` filled in place by ``normal_``/``uniform_`` with a
+# ``capture::philox_generator`` made from the graph's seed and offset inputs. ONNX's random ops keep their own
+# state, so the generator has no ONNX form and the draw becomes RandomNormalLike / RandomUniformLike (the
+# values differ from kiln's: only their distribution is the same).
+converts("capture::philox_generator", args="seed offset relative_offset")(lambda cx, a: None)
+
+
+@converts("kiln::empty_strided", "kiln::empty", args="size stride")
+def _empty(cx, a):
+    return _filled(cx, a, cx.b.ints(a.ints("size")), 0)
+
+
+@converts("kiln::normal_", args="self mean std generator")
+def _normal(cx, a):
+    return cx.b.op("RandomNormalLike", [a.tensor("self")], mean=float(a.value("mean", 0.0)),
+                   scale=float(a.value("std", 1.0)))
+
+
+@converts("kiln::uniform_", args="self from to generator")
+def _uniform(cx, a):
+    return cx.b.op("RandomUniformLike", [a.tensor("self")], low=float(a.value("from", 0.0)),
+                   high=float(a.value("to", 1.0)))

@@ -5,6 +5,7 @@ and sizes of kiln values); ``a`` the node's arguments by schema name."""
 
 from __future__ import annotations
 
+from kiln.onnx._errors import UnsupportedOperatorError
 from kiln.onnx._symbolic import SymInt
 
 CONVERTERS: dict = {}
@@ -53,7 +54,7 @@ class Args:
     def tensor(self, name: str) -> Tensor:
         v = self.value(name)
         if not isinstance(v, Tensor):
-            raise TypeError(f"kiln.onnx.export: {self.node.kind}: argument {name} is not a tensor ({v!r})")
+            raise UnsupportedOperatorError(f"kiln.onnx.export: {self.node.kind}: argument {name} is not a tensor ({v!r})")
         return v
 
     def optional_tensor(self, name: str):
@@ -63,7 +64,7 @@ class Args:
     def int(self, name: str, default=None) -> int:
         v = self.value(name, default)
         if isinstance(v, SymInt):
-            raise TypeError(f"kiln.onnx.export: {self.node.kind}: argument {name} depends on a dynamic axis, "
+            raise UnsupportedOperatorError(f"kiln.onnx.export: {self.node.kind}: argument {name} depends on a dynamic axis, "
                             "which this op's ONNX form needs as a constant")
         return v
 
@@ -74,7 +75,7 @@ class Args:
     def static_ints(self, name: str) -> list:
         v = self.ints(name)
         if any(isinstance(x, SymInt) for x in v):
-            raise TypeError(f"kiln.onnx.export: {self.node.kind}: argument {name} depends on a dynamic axis, "
+            raise UnsupportedOperatorError(f"kiln.onnx.export: {self.node.kind}: argument {name} depends on a dynamic axis, "
                             "which this op's ONNX form needs as a constant")
         return v
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kiln.onnx._errors import OnnxExporterError
+
 
 @dataclass(frozen=True)
 class SymInt:
@@ -31,8 +33,8 @@ class SymInt:
     offset: int = 0
 
 
-class DynamicShapeError(RuntimeError):
-    pass
+class DynamicShapeError(OnnxExporterError):
+    """A model whose graph depends on a dynamic axis's size in a way ONNX export cannot express."""
 
 
 def _fit(base_value: int, base_sizes: dict, variant_values: dict, variant_sizes: dict):
