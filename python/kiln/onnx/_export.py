@@ -30,6 +30,7 @@ class _Converter:
         self.where = where  # node index -> the submodule that recorded it, or None
         self.env: dict = {}
         self._lists: dict = {}  # ListConstruct output -> its recorded elements
+        self.full_views: dict = {}  # value -> the value it views whole (as_strided over all of a contiguous base)
         self.types: dict = {name: t for name, t in graph.inputs}
         for n in graph.nodes:
             self.types.update({name: t for name, t in n.outputs})
@@ -65,7 +66,10 @@ class _Converter:
         return self._lists.get(getattr(item, "name", None), [])
 
     def run(self):
+        live = _live_nodes(self.graph)
         for index, node in enumerate(self.graph.nodes):
+            if not live[index]:
+                continue
             try:
                 self.convert(node)
             except UnsupportedOperatorError as e:
@@ -101,6 +105,67 @@ class _Converter:
             if value is None:
                 continue
             self.env[name] = _as_tensors(value)
+        if _writes_in_place(node) and names and node.outputs[0][0] in self.env:
+            self._rebind_written(node.positional[0].name, self.env[names[0]])
+
+    def _rebind_written(self, written: str, value) -> None:
+        """After an in-place op, later uses of the written value (and of the base it fully views) read the new
+        value: Note [In-place writes in a captured graph]."""
+        self.env[written] = value
+        base = self.full_views.get(written)
+        if base is not None:
+            self._rebind_written(base, Tensor(self.b.op("Reshape", [value, self.b.op("Shape", [self.env[base]])])))
+
+
+# Note [In-place writes in a captured graph]
+# A captured graph is functional except where an in-place op has no functional form or writes
+# through a view (kiln/compiler/README.md): ``full_like`` records ``empty_strided``, a flat
+# ``as_strided`` view of it, and ``fill_`` on the view, and returns the base. ONNX values are
+# immutable, so an in-place op's result becomes the value of what it wrote (its first argument),
+# and when that is a view of a whole contiguous base (as_strided, offset 0, same element count:
+# ``full_views``), the base's value too (the result reshaped to the base's shape). Other aliasing
+# writes are not followed.
+
+
+def _live_nodes(graph) -> list:
+    """Which statements the outputs need (a statement's value may be unused: max_pool's indices, a loss's total
+    weight). An in-place write keeps its statement live when what it writes is live."""
+    needed = set(graph.outputs)
+    views = {n.outputs[0][0]: n.positional[0].name for n in graph.nodes if n.kind == "kiln::as_strided"}
+
+    def writes_needed(node) -> bool:
+        if not _writes_in_place(node):
+            return False
+        written = node.positional[0].name
+        while written not in needed and written in views:
+            written = views[written]
+        return written in needed
+
+    live = [False] * len(graph.nodes)
+    for index in range(len(graph.nodes) - 1, -1, -1):
+        node = graph.nodes[index]
+        outputs = {name for name, _ in node.outputs}
+        if not outputs & needed and not writes_needed(node):
+            continue
+        live[index] = True
+        for item in list(node.positional) + list(node.keyword.values()):
+            for ref in _refs(item):
+                needed.add(ref)
+    return live
+
+
+def _refs(item):
+    if isinstance(item, ValueRef):
+        yield item.name
+    elif isinstance(item, list):
+        for x in item:
+            yield from _refs(x)
+
+
+def _writes_in_place(node) -> bool:
+    op = node.kind.split("::", 1)[-1].split(".", 1)[0]
+    return op.endswith("_") and not op.startswith("_") and bool(node.positional) and isinstance(
+        node.positional[0], ValueRef)
 
 
 def _as_tensors(value):

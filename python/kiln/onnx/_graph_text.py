@@ -30,11 +30,12 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 
 @dataclass(frozen=True)
 class TensorType:
-    """A tensor value's type: dtype name ("float32", None when unknown) and sizes (None: rank unknown;
-    an entry is an int or a symbol's name)."""
+    """A tensor value's type: dtype name ("float32", None when unknown), sizes (None: rank unknown; an entry is
+    an int or a symbol's name) and strides (None when not recorded)."""
 
     dtype: str | None
     sizes: tuple | None
+    strides: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -132,13 +133,20 @@ def _parse_type(t: _Tokens):
                 sizes.append(s)
             elif s != ",":
                 raise ValueError(f"kiln.onnx: graph text: bad size {s!r}")
+        strides = None
         if t.accept("{"):
+            strides = []
             while not t.accept("}"):
-                t.take()
+                k, v = t.take()
+                if k == "number":
+                    strides.append(int(v))
+                elif k == "name":
+                    strides.append(v)
         if t.accept("@"):
             _parse_device_tail(t, t.take()[1])
         t.accept("requires_grad")
-        return TensorType(_DTYPE_SHORT_NAMES.get(tok), None if sizes is None else tuple(sizes))
+        return TensorType(_DTYPE_SHORT_NAMES.get(tok), None if sizes is None else tuple(sizes),
+                          None if strides is None else tuple(strides))
     if tok == "Tensor":
         result = TensorType(None, None)
         spelling = "Tensor"

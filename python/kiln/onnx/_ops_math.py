@@ -51,14 +51,21 @@ converts("kiln::logical_and", args="self other")(_binary("And"))
 converts("kiln::logical_or", args="self other")(_binary("Or"))
 
 
+@converts("kiln::floor_divide", "kiln::floor_divide.Scalar", args="self other")
+def _floor_divide(cx, a):
+    return _divide(cx, a, "floor")
+
+
 @converts("kiln::div.Tensor", "kiln::div.Scalar", "kiln::div.Tensor_mode", "kiln::div.Scalar_mode",
           args="self other rounding_mode")
 def _div(cx, a):
+    return _divide(cx, a, a.value("rounding_mode"))
+
+
+def _divide(cx, a, mode):
     t = a.out_dtype()
-    mode = a.value("rounding_mode")
     if mode is None or t in FLOAT_DTYPES:
-        compute = t if mode is None else t
-        q = cx.b.op("Div", [operand(cx, a, "self", compute), operand(cx, a, "other", compute)])
+        q = cx.b.op("Div", [operand(cx, a, "self", t), operand(cx, a, "other", t)])
         if mode == "floor":
             return cx.b.op("Floor", [q])
         if mode == "trunc":
@@ -73,6 +80,43 @@ def _div(cx, a):
         q = cx.b.op("Where", [cx.b.op("Less", [q, cx.b.constant(0, "float64")]), cx.b.op("Ceil", [q]),
                               cx.b.op("Floor", [q])])
     return cx.b.cast(q, "float64", t)
+
+
+@converts("kiln::remainder.Tensor", "kiln::remainder.Scalar", "kiln::remainder.Scalar_Tensor", args="self other")
+def _remainder(cx, a):
+    """Python's remainder (the sign of the divisor): x - floor(x / y) * y for floats, Mod for integers."""
+    t = a.out_dtype()
+    x, y = operand(cx, a, "self", t), operand(cx, a, "other", t)
+    if t not in FLOAT_DTYPES:
+        return cx.b.op("Mod", [x, y], fmod=0)
+    return cx.b.op("Sub", [x, cx.b.op("Mul", [cx.b.op("Floor", [cx.b.op("Div", [x, y])]), y])])
+
+
+@converts("kiln::fmod.Tensor", "kiln::fmod.Scalar", args="self other")
+def _fmod(cx, a):
+    t = a.out_dtype()
+    return cx.b.op("Mod", [operand(cx, a, "self", t), operand(cx, a, "other", t)], fmod=1)
+
+
+def _bitwise(bool_op, int_op):
+    def convert(cx, a):
+        t = a.out_dtype()
+        return cx.b.op(bool_op if t == "bool" else int_op, [operand(cx, a, "self", t), operand(cx, a, "other", t)])
+    return convert
+
+
+for _name, _bool_op, _int_op in (("and", "And", "BitwiseAnd"), ("or", "Or", "BitwiseOr"), ("xor", "Xor", "BitwiseXor")):
+    converts(f"kiln::bitwise_{_name}.Tensor", f"kiln::bitwise_{_name}.Scalar", f"kiln::bitwise_{_name}.Scalar_Tensor",
+             args="self other")(_bitwise(_bool_op, _int_op))
+converts("kiln::logical_xor", args="self other")(_binary("Xor"))
+converts("kiln::isnan", args="self")(lambda cx, a: cx.b.op("IsNaN", [a.tensor("self")]))
+converts("kiln::isinf", args="self")(lambda cx, a: cx.b.op("IsInf", [a.tensor("self")]))
+
+
+@converts("kiln::isfinite", args="self")
+def _isfinite(cx, a):
+    x = a.tensor("self")
+    return cx.b.op("Not", [cx.b.op("Or", [cx.b.op("IsInf", [x]), cx.b.op("IsNaN", [x])])])
 
 
 @converts("kiln::pow.Tensor_Scalar", "kiln::pow.Tensor_Tensor", "kiln::pow.Scalar", args="self exponent")
@@ -155,7 +199,7 @@ for _name, _op in (("neg", "Neg"), ("abs", "Abs"), ("exp", "Exp"), ("log", "Log"
                    ("sigmoid", "Sigmoid"), ("relu", "Relu"), ("erf", "Erf"), ("floor", "Floor"), ("ceil", "Ceil"),
                    ("round", "Round"), ("sign", "Sign"), ("logical_not", "Not"), ("hardswish", "HardSwish"),
                    ("selu", "Selu"), ("softsign", "Softsign"), ("atan", "Atan"), ("asin", "Asin"),
-                   ("acos", "Acos"), ("sinh", "Sinh"), ("cosh", "Cosh"), ("mish", "Mish")):
+                   ("acos", "Acos"), ("sinh", "Sinh"), ("cosh", "Cosh")):
     converts(f"kiln::{_name}", args="self")(_unary(_op))
 converts("kiln::hardsigmoid", args="self")(_unary("HardSigmoid", alpha=1.0 / 6, beta=0.5))
 converts("kiln::bitwise_not", args="self")(_unary("Not"))
@@ -176,6 +220,19 @@ def _log1p(cx, a):
 def _expm1(cx, a):
     t = a.out_dtype()
     return cx.b.op("Sub", [cx.b.op("Exp", [operand(cx, a, "self", t)]), cx.b.constant(1, t)])
+
+
+@converts("kiln::mish", args="self")
+def _mish(cx, a):
+    x = operand(cx, a, "self", a.out_dtype())
+    return cx.b.op("Mul", [x, cx.b.op("Tanh", [cx.b.op("Softplus", [x])])])
+
+
+@converts("kiln::trunc", args="self")
+def _trunc(cx, a):
+    t = a.out_dtype()
+    x = operand(cx, a, "self", t)
+    return cx.b.op("Where", [cx.b.op("Less", [x, cx.b.constant(0, t)]), cx.b.op("Ceil", [x]), cx.b.op("Floor", [x])])
 
 
 @converts("kiln::silu", args="self")

@@ -372,3 +372,44 @@ def _normal(cx, a):
 def _uniform(cx, a):
     return cx.b.op("RandomUniformLike", [a.tensor("self")], low=float(a.value("from", 0.0)),
                    high=float(a.value("to", 1.0)))
+
+
+@converts("kiln::as_strided", args="self size stride storage_offset")
+def _as_strided(cx, a):
+    """Only the view of a whole contiguous tensor in another contiguous shape (what full_like records)."""
+    sizes, strides = a.sizes("self"), cx.types[a.item("self").name].strides
+    size, stride = a.static_ints("size"), a.static_ints("stride")
+    if not (a.value("storage_offset") in (None, 0) and _contiguous(sizes, strides) and _contiguous(size, stride)
+            and _numel(size) == _numel(sizes)):
+        raise UnsupportedOperatorError("kiln.onnx.export: as_strided other than a contiguous view of a whole "
+                                       "contiguous tensor has no ONNX form")
+    cx.full_views[a.node.outputs[0][0]] = a.item("self").name
+    return cx.b.op("Reshape", [a.tensor("self"), cx.b.ints(size)])
+
+
+def _numel(sizes) -> int:
+    n = 1
+    for s in sizes:
+        n *= s
+    return n
+
+
+def _contiguous(sizes, strides) -> bool:
+    if sizes is None or strides is None or not all(isinstance(s, int) for s in sizes):
+        return False
+    expected = 1
+    for size, stride in zip(reversed(sizes), reversed(strides)):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+@converts("kiln::fill_.Scalar", args="self value")
+def _fill(cx, a):
+    return _filled(cx, a, cx.b.op("Shape", [a.tensor("self")]), a.value("value"))
+
+
+@converts("kiln::zero_", args="self")
+def _zero(cx, a):
+    return _filled(cx, a, cx.b.op("Shape", [a.tensor("self")]), 0)
