@@ -211,3 +211,21 @@ def test_dynamic_axes_run_at_other_sizes(case):
     for args in (inputs, others):
         got = session.run(None, {n: t.numpy() for n, t in zip(names, args)})
         np.testing.assert_allclose(got[0], fn(*args).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("opset", [17, 18, 20, 21])
+def test_every_supported_opset(opset):
+    """The ops whose ONNX form changed across opsets (reductions' axes, Gelu, Split) at each supported opset."""
+    def fn(x):
+        y = F.gelu(x) + F.gelu(x, approximate="tanh") + x.mean(-1, keepdim=True) + x.amax(-1, keepdim=True)
+        return (*y.split(2, dim=-1), x.var(dim=0), x.logsumexp(1))
+
+    x = kiln.randn(3, 4)
+    buf = io.BytesIO()
+    kiln.onnx.export(fn, (x,), buf, opset_version=opset)
+    proto = onnx.load_from_string(buf.getvalue())
+    assert proto.opset_import[0].version == opset
+    onnx.checker.check_model(proto, full_check=True)
+    session = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    for g, w in zip(session.run(None, {"input": x.numpy()}), fn(x)):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
