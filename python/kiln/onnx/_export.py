@@ -11,7 +11,7 @@ from onnx import helper
 import kiln
 
 from kiln.onnx import _capture, _symbolic
-from kiln.onnx import _ops_math, _ops_nn, _ops_shape, _ops_rnn  # noqa: F401  (they fill the converter table)
+from kiln.onnx import _ops_math, _ops_nn, _ops_rnn, _ops_shape  # noqa: F401  (they fill the converter table)
 from kiln.onnx._builder import Builder, value_info
 from kiln.onnx._errors import OnnxExporterError, UnsupportedOperatorError
 from kiln.onnx._mode import TrainingMode, _exporting

@@ -19,7 +19,8 @@ def _pair(v, n=2):
     return list(v) * n if len(v) == 1 else list(v)
 
 
-@converts("kiln::_convolution2d", "kiln::conv2d", "kiln::conv1d", args="input weight bias stride padding dilation groups")
+@converts("kiln::_convolution2d", "kiln::conv2d", "kiln::conv1d",
+          args="input weight bias stride padding dilation groups")
 def _conv(cx, a):
     if isinstance(a.value("padding"), str):
         raise UnsupportedOperatorError("kiln.onnx.export: convolution with padding given as a string is not supported")
@@ -40,8 +41,8 @@ def _conv_transpose(cx, a):
     stride, padding, dilation = a.static_ints("stride"), a.static_ints("padding"), a.static_ints("dilation")
     out_sizes = a.ints("input_sizes")[2:]
     if any(isinstance(s, SymInt) for s in out_sizes) or any(not isinstance(s, int) for s in sizes_in[2:]):
-        raise UnsupportedOperatorError("kiln.onnx.export: a transposed convolution whose spatial sizes are dynamic is not "
-                        "supported")
+        raise UnsupportedOperatorError("kiln.onnx.export: a transposed convolution whose spatial sizes are dynamic "
+                                       "is not supported")
     output_padding = [out_sizes[i] - ((sizes_in[2 + i] - 1) * stride[i] - 2 * padding[i]
                                       + dilation[i] * (kernel[i] - 1) + 1) for i in range(len(out_sizes))]
     return cx.b.op("ConvTranspose", [a.tensor("grad_output"), a.tensor("weight")], strides=stride,
@@ -91,8 +92,8 @@ def _adaptive(global_op, pool_op):
         if all(o == 1 for o in out):
             return cx.b.op(global_op, [a.tensor("self")])
         if any(not isinstance(s, int) or s % o for s, o in zip(spatial, out)):
-            raise UnsupportedOperatorError(f"kiln.onnx.export: {a.node.kind}: output size {out} does not divide the input's "
-                            f"{list(spatial)}; ONNX has no adaptive pooling")
+            raise UnsupportedOperatorError(f"kiln.onnx.export: {a.node.kind}: output size {out} does not divide the "
+                                           f"input's {list(spatial)}; ONNX has no adaptive pooling")
         kernel = [s // o for s, o in zip(spatial, out)]
         y = cx.b.op(pool_op, [a.tensor("self")], kernel_shape=kernel, strides=kernel)
         return [y, None] if a.node.kind.endswith("max_pool2d") else y
@@ -110,7 +111,8 @@ def _channel_param(cx, a, name, channels, fill):
     if t is not None:
         return t
     if not isinstance(channels, int):
-        raise UnsupportedOperatorError(f"kiln.onnx.export: {a.node.kind} without {name} over a channel count that is not static")
+        raise UnsupportedOperatorError(f"kiln.onnx.export: {a.node.kind} without {name} over a channel count that "
+                                       "is not static")
     return cx.b.constant(np.full((channels,), fill), a.out_dtype())
 
 
@@ -118,8 +120,9 @@ def _channel_param(cx, a, name, channels, fill):
           args="input weight bias running_mean running_var training momentum eps")
 def _batch_norm(cx, a):
     if a.value("training") or a.optional_tensor("running_mean") is None:
-        raise UnsupportedOperatorError("kiln.onnx.export: batch_norm in training mode (batch statistics) is exported in eval "
-                        "mode only: call model.eval() or export with training=TrainingMode.EVAL")
+        raise UnsupportedOperatorError("kiln.onnx.export: batch_norm in training mode (batch statistics) is "
+                                       "exported in eval mode only: call model.eval() or export with "
+                                       "training=TrainingMode.EVAL")
     channels = a.sizes("input")[1]
     y = cx.b.op("BatchNormalization", [a.tensor("input"), _channel_param(cx, a, "weight", channels, 1.0),
                                        _channel_param(cx, a, "bias", channels, 0.0), a.tensor("running_mean"),
@@ -175,7 +178,8 @@ def _rms_norm(cx, a):
         eps = float(np.finfo(np.float64 if t == "float64" else np.float32).eps)
     rank = a.rank("input")
     mean_sq = reduce(cx, "ReduceMean", cx.b.op("Mul", [x, x]), list(range(rank - n, rank)), True)
-    y = cx.b.op("Mul", [x, cx.b.op("Reciprocal", [cx.b.op("Sqrt", [cx.b.op("Add", [mean_sq, cx.b.constant(eps, t)])])])])
+    root = cx.b.op("Sqrt", [cx.b.op("Add", [mean_sq, cx.b.constant(eps, t)])])
+    y = cx.b.op("Mul", [x, cx.b.op("Reciprocal", [root])])
     if a.optional_tensor("weight") is not None:
         y = cx.b.op("Mul", [y, a.tensor("weight")])
     return [y, None] if a.node.kind == "kiln::_fused_rms_norm" else y
@@ -201,7 +205,8 @@ def _shape_dim(cx, x: str, axis: int) -> str:
 def _attention(cx, a):
     """softmax(q k^T * scale + mask) v, with the causal mask built from the run-time sequence lengths."""
     if a.value("dropout_p", 0.0):
-        raise UnsupportedOperatorError("kiln.onnx.export: scaled_dot_product_attention with dropout_p > 0 is not deterministic")
+        raise UnsupportedOperatorError("kiln.onnx.export: scaled_dot_product_attention with dropout_p > 0 is not "
+                                       "deterministic")
     t = a.out_dtype()
     q, k, v = a.tensor("query"), a.tensor("key"), a.tensor("value")
     rank = a.rank("query")

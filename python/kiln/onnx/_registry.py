@@ -54,7 +54,8 @@ class Args:
     def tensor(self, name: str) -> Tensor:
         v = self.value(name)
         if not isinstance(v, Tensor):
-            raise UnsupportedOperatorError(f"kiln.onnx.export: {self.node.kind}: argument {name} is not a tensor ({v!r})")
+            raise UnsupportedOperatorError(f"kiln.onnx.export: {self.node.kind}: argument {name} is not a tensor "
+                                           f"({v!r})")
         return v
 
     def optional_tensor(self, name: str):
@@ -64,8 +65,8 @@ class Args:
     def int(self, name: str, default=None) -> int:
         v = self.value(name, default)
         if isinstance(v, SymInt):
-            raise UnsupportedOperatorError(f"kiln.onnx.export: {self.node.kind}: argument {name} depends on a dynamic axis, "
-                            "which this op's ONNX form needs as a constant")
+            raise UnsupportedOperatorError(f"kiln.onnx.export: {self.node.kind}: argument {name} depends on a "
+                                           "dynamic axis, which this op's ONNX form needs as a constant")
         return v
 
     def ints(self, name: str) -> list:
@@ -75,8 +76,8 @@ class Args:
     def static_ints(self, name: str) -> list:
         v = self.ints(name)
         if any(isinstance(x, SymInt) for x in v):
-            raise UnsupportedOperatorError(f"kiln.onnx.export: {self.node.kind}: argument {name} depends on a dynamic axis, "
-                            "which this op's ONNX form needs as a constant")
+            raise UnsupportedOperatorError(f"kiln.onnx.export: {self.node.kind}: argument {name} depends on a "
+                                           "dynamic axis, which this op's ONNX form needs as a constant")
         return v
 
     # The kiln types of the node's values.
