@@ -299,6 +299,12 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
                              f"names {names_in} nor output names {names_out}")
         symbol_sizes, places = _symbols_of(names_in, base.arg_tensors, axes_of)
         variants, variant_sizes = _capture_variants(model, call_args, call_kwargs, train, symbol_sizes, places)
+        if not _symbolic.same_statements(base.graph, variants):
+            # The first call may have changed what later calls record (a forward that caches a mask on the
+            # module the first time): capture everything once more, from the state the first round left.
+            base = _capture.capture(model, call_args, call_kwargs, training=train)
+            variants, variant_sizes = _capture_variants(model, call_args, call_kwargs, train, symbol_sizes,
+                                                        places)
     finally:
         _exporting[0] = False
     _symbolic.symbolize(base.graph, symbol_sizes, variants, variant_sizes)

@@ -101,6 +101,12 @@ def _set(node, where, item):
         node.keyword[where[1]] = item
 
 
+def same_statements(base, variants: dict) -> bool:
+    """Whether every variant records the same op kinds in the same order as ``base``."""
+    kinds = [n.kind for n in base.nodes]
+    return all([n.kind for n in g.nodes] == kinds for g in variants.values())
+
+
 def symbolize(base, base_sizes: dict, variants: dict, variant_sizes: dict) -> None:
     """Replaces, in ``base`` (a _graph_text.Graph), every int literal that depends on a symbol by a SymInt.
     ``variants[s]``: the graph captured with symbol ``s`` resized; ``variant_sizes[s]``: every symbol's size in it."""

@@ -91,6 +91,46 @@ class RNNModel(nn.Module):
         return weight.new_zeros(self.nlayers, bsz, self.nhid)
 
 
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model, dropout=0.1, max_len=64):
+        super().__init__()
+        self.dropout = nn.Dropout(p=dropout)
+        pe = torch.zeros(max_len, d_model)
+        position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe.unsqueeze(0).transpose(0, 1))
+
+    def forward(self, x):
+        return self.dropout(x + self.pe[:x.size(0), :])
+
+
+class TransformerModel(nn.Transformer):
+    """pytorch/examples word_language_model's TransformerModel (the mask cached on the module), smaller."""
+
+    def __init__(self, ntoken=20, ninp=8, nhead=2, nhid=16, nlayers=2, dropout=0.5):
+        super().__init__(d_model=ninp, nhead=nhead, dim_feedforward=nhid, num_encoder_layers=nlayers)
+        self.src_mask = None
+        self.pos_encoder = PositionalEncoding(ninp, dropout)
+        self.input_emb = nn.Embedding(ntoken, ninp)
+        self.ninp = ninp
+        self.decoder = nn.Linear(ninp, ntoken)
+
+    def _generate_square_subsequent_mask(self, sz):
+        return torch.log(torch.tril(torch.ones(sz, sz)))
+
+    def forward(self, src, has_mask=True):
+        if has_mask:
+            if self.src_mask is None or self.src_mask.size(0) != len(src):
+                self.src_mask = self._generate_square_subsequent_mask(len(src)).to(src.device)
+        else:
+            self.src_mask = None
+        src = self.pos_encoder(self.input_emb(src) * math.sqrt(self.ninp))
+        output = self.decoder(self.encoder(src, mask=self.src_mask))
+        return F.log_softmax(output, dim=-1)
+
+
 class DCGANGenerator(nn.Module):
     def __init__(self, nz=8, ngf=4, nc=3):
         super().__init__()

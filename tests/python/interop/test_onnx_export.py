@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kiln
-from onnx_models import DCGANDiscriminator, DCGANGenerator, GPT, MnistNet, RNNModel, VAE
+from onnx_models import DCGANDiscriminator, DCGANGenerator, GPT, MnistNet, RNNModel, TransformerModel, VAE
 
 onnx = pytest.importorskip("onnx", reason="optional package onnx is not installed")
 ort = pytest.importorskip("onnxruntime", reason="optional package onnxruntime is not installed")
@@ -129,6 +129,15 @@ def test_gru_unrolled_over_time_refuses_a_dynamic_sequence_length():
     with pytest.raises(kiln.onnx.OnnxExporterError, match="graph changes with the size of dynamic axis 'seq'"):
         kiln.onnx.export(model, (tokens, model.init_hidden(3)), io.BytesIO(), input_names=["tokens", "h0"],
                          dynamic_axes={"tokens": {0: "seq"}})
+
+
+def test_transformer_language_model_matches_eager_with_a_dynamic_batch():
+    model = TransformerModel()
+    src = kiln.randint(0, 20, (6, 3))
+    _, session = export(model, (src,), input_names=["src"], dynamic_axes={"src": {1: "batch"}})
+    assert_matches(run(session, src), [eager(model, src)])
+    src = kiln.randint(0, 20, (6, 5))
+    assert_matches(run(session, src), [eager(model, src)])
 
 
 def test_dcgan_generator_and_discriminator_match_eager():
