@@ -38,15 +38,16 @@ class Captured:
     # seed and offset (random ops' state; ONNX random ops have their own).
     roles: list
     out_spec: object  # the structure of the forward's result (kiln.compiler._guards.flatten)
-    module_spans: list  # [(first node, end node, qualified name, class name)] of each submodule call
+    module_spans: list  # [(first node, end node, qualified name, class name, "file:line")] of each submodule call
 
     def module_of(self, node_index: int) -> str | None:
         """"module 'attn.c_proj' (Linear)": the innermost submodule whose call recorded that node, or None."""
         inside = [s for s in self.module_spans if s[0] <= node_index < s[1]]
         if not inside:
             return None
-        first, end, name, cls = min(inside, key=lambda s: s[1] - s[0])
-        return f"module {name!r} ({cls})" if name else f"the model's own forward ({cls})"
+        first, end, name, cls, where = min(inside, key=lambda s: s[1] - s[0])
+        where = f", forward at {where}" if where else ""
+        return f"module {name!r} ({cls}{where})" if name else f"the model's own forward ({cls}{where})"
 
 
 def split_args(args) -> tuple[tuple, dict]:
@@ -62,6 +63,12 @@ def split_args(args) -> tuple[tuple, dict]:
 
 def _training_flags(model) -> list:
     return [(m, m.training) for m in model.modules()] if isinstance(model, Module) else []
+
+
+def _definition(fn) -> str:
+    """"file.py:12": where ``fn`` is defined, or "" when Python cannot say."""
+    code = getattr(fn, "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
 
 
 class _ModuleSpans:
@@ -85,7 +92,8 @@ class _ModuleSpans:
     def after(self, module, args, output):
         if self._open and self._open[-1][0] is module:
             _, first = self._open.pop()
-            self.spans.append((first, self._nodes(), self.names[id(module)], type(module).__name__))
+            self.spans.append((first, self._nodes(), self.names[id(module)], type(module).__name__,
+                               _definition(type(module).forward)))
 
     def __enter__(self):
         self._handles = [register_module_forward_pre_hook(self.before), register_module_forward_hook(self.after)]
