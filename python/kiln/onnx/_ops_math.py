@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from kiln.onnx._errors import UnsupportedOperatorError
 from kiln.onnx._builder import FLOAT_DTYPES, ONNX_DTYPES
+from kiln.onnx._errors import UnsupportedOperatorError
 from kiln.onnx._operands import computation_dtype, dim, operand, reduce
 from kiln.onnx._registry import converts
 
@@ -450,3 +450,59 @@ def _to_copy(cx, a):
         raise UnsupportedOperatorError(f"kiln.onnx.export: _to_copy to {t} has no ONNX type")
     return cx.b.op("Cast", [a.tensor("self")], to=ONNX_DTYPES[t]) if a.dtype("self") != t else cx.b.op(
         "Identity", [a.tensor("self")])
+
+
+@converts("kiln::linalg_vector_norm", args="self ord dim keepdim dtype")
+def _vector_norm(cx, a):
+    t = a.out_dtype()
+    x = operand(cx, a, "self", t)
+    order = a.value("ord", 2)
+    dims, keep = _dims(a), bool(a.value("keepdim", False))
+    if order == 2:
+        return reduce(cx, "ReduceL2", x, dims, keep)
+    if order == 1:
+        return reduce(cx, "ReduceL1", x, dims, keep)
+    if order == float("inf"):
+        return reduce(cx, "ReduceMax", cx.b.op("Abs", [x]), dims, keep)
+    if order == float("-inf"):
+        return reduce(cx, "ReduceMin", cx.b.op("Abs", [x]), dims, keep)
+    if order == 0:
+        nonzero = cx.b.cast(cx.b.op("Not", [cx.b.op("Equal", [x, cx.b.constant(0, t)])]), "bool", t)
+        return reduce(cx, "ReduceSum", nonzero, dims, keep)
+    powered = cx.b.op("Pow", [cx.b.op("Abs", [x]), cx.b.constant(order, t)])
+    return cx.b.op("Pow", [reduce(cx, "ReduceSum", powered, dims, keep), cx.b.constant(1.0 / order, t)])
+
+
+@converts("kiln::addcmul", "kiln::addcdiv", args="self tensor1 tensor2 value")
+def _addc(cx, a):
+    t = a.out_dtype()
+    combine = "Mul" if a.node.kind == "kiln::addcmul" else "Div"
+    term = cx.b.op(combine, [operand(cx, a, "tensor1", t), operand(cx, a, "tensor2", t)])
+    return cx.b.op("Add", [operand(cx, a, "self", t), _scaled(cx, term, a.value("value", 1), t)])
+
+
+@converts("kiln::lerp.Scalar", "kiln::lerp.Tensor", args="self end weight")
+def _lerp(cx, a):
+    t = a.out_dtype()
+    x = operand(cx, a, "self", t)
+    step = cx.b.op("Sub", [operand(cx, a, "end", t), x])
+    return cx.b.op("Add", [x, cx.b.op("Mul", [operand(cx, a, "weight", t), step])])
+
+
+@converts("kiln::topk", args="self k dim largest sorted")
+def _topk(cx, a):
+    axis = dim(a.value("dim", -1), a.rank("self"))
+    values, indices = cx.b.op("TopK", [a.tensor("self"), cx.b.ints([a.value("k")])], outputs=2, axis=axis,
+                              largest=1 if a.value("largest", True) else 0, sorted=1)
+    return [values, indices]
+
+
+@converts("kiln::sort", "kiln::sort.stable", args="self dim descending")
+def _sort(cx, a):
+    """A sort as a TopK of the whole axis (ONNX TopK keeps equal values in index order, as a stable sort)."""
+    descending = a.value("descending", False)
+    axis = dim(a.value("dim", -1), a.rank("self"))
+    length = cx.b.op("Shape", [a.tensor("self")], start=axis, end=axis + 1)
+    values, indices = cx.b.op("TopK", [a.tensor("self"), length], outputs=2, axis=axis,
+                              largest=1 if descending else 0, sorted=1)
+    return [values, indices]

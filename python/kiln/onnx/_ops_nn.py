@@ -119,15 +119,38 @@ def _channel_param(cx, a, name, channels, fill):
 @converts("kiln::native_batch_norm", "kiln::batch_norm", "kiln::_native_batch_norm_legit_no_training",
           args="input weight bias running_mean running_var training momentum eps")
 def _batch_norm(cx, a):
-    if a.value("training") or a.optional_tensor("running_mean") is None:
-        raise UnsupportedOperatorError("kiln.onnx.export: batch_norm in training mode (batch statistics) is "
-                                       "exported in eval mode only: call model.eval() or export with "
-                                       "training=TrainingMode.EVAL")
     channels = a.sizes("input")[1]
+    if a.value("training"):
+        if a.optional_tensor("running_mean") is not None:
+            raise UnsupportedOperatorError("kiln.onnx.export: batch_norm in training mode updates its running "
+                                           "statistics; export in eval mode (model.eval(), or "
+                                           "training=TrainingMode.EVAL)")
+        y = _batch_statistics_norm(cx, a, channels)
+        return [y, None, None] if a.node.kind.startswith("kiln::native") else y
     y = cx.b.op("BatchNormalization", [a.tensor("input"), _channel_param(cx, a, "weight", channels, 1.0),
                                        _channel_param(cx, a, "bias", channels, 0.0), a.tensor("running_mean"),
                                        a.tensor("running_var")], epsilon=float(a.value("eps")))
     return [y, None, None] if a.node.kind.startswith("kiln::native") else y
+
+
+def _batch_statistics_norm(cx, a, channels):
+    """Normalization by the batch's own statistics (no running statistics: instance_norm, or BatchNorm with
+    track_running_stats=False): (x - mean) / sqrt(biased var + eps) over every axis but the channels."""
+    t = a.out_dtype()
+    x = a.tensor("input")
+    rank = a.rank("input")
+    axes = [0] + list(range(2, rank))
+    mean = reduce(cx, "ReduceMean", x, axes, True)
+    centered = cx.b.op("Sub", [x, mean])
+    var = reduce(cx, "ReduceMean", cx.b.op("Mul", [centered, centered]), axes, True)
+    root = cx.b.op("Sqrt", [cx.b.op("Add", [var, cx.b.constant(float(a.value("eps")), t)])])
+    y = cx.b.op("Div", [centered, root])
+    trailing = list(range(1, rank - 1))
+    for name, combine in (("weight", "Mul"), ("bias", "Add")):
+        p = a.optional_tensor(name)
+        if p is not None:
+            y = cx.b.op(combine, [y, unsqueeze(cx, p, trailing) if trailing else p])
+    return y
 
 
 @converts("kiln::native_layer_norm", "kiln::layer_norm", args="input normalized_shape weight bias eps")

@@ -5,10 +5,13 @@ creation (arange, zeros/ones/full and their _like forms, tril/triu)."""
 
 from __future__ import annotations
 
+import numpy as np
+from onnx import numpy_helper
+
+from kiln.onnx._builder import NUMPY_DTYPES, ONNX_DTYPES
 from kiln.onnx._errors import UnsupportedOperatorError
-from kiln.onnx._builder import ONNX_DTYPES
 from kiln.onnx._operands import dim, squeeze, unsqueeze
-from kiln.onnx._registry import converts
+from kiln.onnx._registry import Tensor, converts
 from kiln.onnx._symbolic import SymInt
 
 _INT64_MAX = 9223372036854775807
@@ -100,10 +103,6 @@ def _native_dropout(cx, a):
 
 
 def _tensor_value(v, dtype):
-    import numpy as np
-    from onnx import numpy_helper
-
-    from kiln.onnx._builder import NUMPY_DTYPES
     return numpy_helper.from_array(np.asarray([v], dtype=NUMPY_DTYPES[dtype]))
 
 
@@ -413,3 +412,41 @@ def _fill(cx, a):
 @converts("kiln::zero_", args="self")
 def _zero(cx, a):
     return _filled(cx, a, cx.b.op("Shape", [a.tensor("self")]), 0)
+
+
+@converts("kiln::scatter.src", "kiln::scatter.value", args="self dim index src")
+def _scatter(cx, a):
+    x, index = a.tensor("self"), a.tensor("index")
+    src = a.value("src") if a.node.kind.endswith(".src") else a.value("value")
+    if not isinstance(src, Tensor):
+        src = cx.b.op("Expand", [cx.b.constant(src, a.out_dtype()), cx.b.op("Shape", [index])])
+    return cx.b.op("ScatterElements", [x, index, src], axis=dim(a.value("dim"), a.rank("self")))
+
+
+@converts("kiln::repeat_interleave.self_int", args="self repeats dim output_size")
+def _repeat_interleave(cx, a):
+    """Each slice along ``dim`` repeated ``repeats`` times in place: unsqueeze after dim, expand, merge."""
+    rank = a.rank("self")
+    if a.value("dim") is None:
+        raise UnsupportedOperatorError("kiln.onnx.export: repeat_interleave without dim is not supported")
+    axis = dim(a.value("dim"), rank)
+    repeats = a.int("repeats")
+    x = unsqueeze(cx, a.tensor("self"), [axis + 1])
+    expand = [1] * (rank + 1)
+    expand[axis + 1] = repeats
+    x = cx.b.op("Expand", [x, cx.b.ints(expand)])
+    shape = [0] * axis + [-1] + [0] * (rank - 1 - axis)
+    return cx.b.op("Reshape", [x, cx.b.ints(shape)])
+
+
+@converts("kiln::constant_pad_nd", args="self pad value")
+def _constant_pad(cx, a):
+    """torch's pad list runs from the last dim backwards, (begin, end) pairs; ONNX's is all begins then all ends."""
+    pad = a.static_ints("pad")
+    rank = a.rank("self")
+    begins, ends = [0] * rank, [0] * rank
+    for k in range(len(pad) // 2):
+        begins[rank - 1 - k], ends[rank - 1 - k] = pad[2 * k], pad[2 * k + 1]
+    t = a.out_dtype()
+    return cx.b.op("Pad", [a.tensor("self"), cx.b.ints(begins + ends), cx.b.constant(a.value("value", 0), t)],
+                   mode="constant")
