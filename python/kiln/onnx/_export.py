@@ -193,12 +193,13 @@ def _default_names(prefix: str, count: int, given) -> list:
     return given + [prefix if count == 1 else f"{prefix}_{i}" for i in range(len(given), count)]
 
 
-def _resized(t, axes: list, size: int):
-    for axis in axes:
+def _resized(t, axis_sizes: list):
+    """``t`` with each (axis, size) narrowed or extended (repeating its first slice), contiguous."""
+    for axis, size in axis_sizes:
         n = t.shape[axis]
         if size < n:
             t = t.narrow(axis, 0, size)
-        else:
+        elif size > n:
             t = kiln.cat([t] + [t.narrow(axis, 0, 1)] * (size - n), axis)
     return t.contiguous()
 
@@ -233,28 +234,39 @@ def _symbols_of(input_names: list, arg_tensors: list, axes_of: dict) -> tuple[di
     return sizes, places
 
 
-def _capture_variants(model, args, kwargs, training, symbol_sizes, places) -> tuple[dict, dict]:
-    """Captures with each symbol's axes resized (Note [Dynamic axes by recapture])."""
-    variants, variant_sizes = {}, {}
-    for symbol, n in symbol_sizes.items():
-        new = n - 1 if n >= 3 else n + 1
-        by_input: dict = {}
+def _capture_at(model, args, kwargs, training, places, sizes: dict):
+    """The capture of ``model`` with each symbol's input axes resized to ``sizes[symbol]``."""
+    by_input: dict = {}
+    for symbol, size in sizes.items():
         for i, axis in places[symbol]:
-            by_input.setdefault(i, []).append(axis)
-        resized = _map_tensors((args, kwargs),
-                               lambda i, t: _resized(t, by_input[i], new) if i in by_input else t, [0])
-        try:
-            captured = _capture.capture(model, resized[0], resized[1], training=training)
-        except UnsupportedOperatorError:
-            raise
-        except Exception as e:
-            raise OnnxExporterError(
-                f"kiln.onnx.export: dynamic_axes: the model fails when the axes named {symbol!r} are resized from "
-                f"{n} to {new} ({type(e).__name__}: {e}); every input axis that must change with it needs the "
-                "same name in dynamic_axes") from e
-        variants[symbol] = captured.graph
-        variant_sizes[symbol] = {**symbol_sizes, symbol: new}
-    return variants, variant_sizes
+            by_input.setdefault(i, []).append((axis, size))
+    call = _map_tensors((args, kwargs), lambda i, t: _resized(t, by_input[i]) if i in by_input else t, [0])
+    try:
+        return _capture.capture(model, call[0], call[1], training=training)
+    except UnsupportedOperatorError:
+        raise
+    except Exception as e:
+        raise OnnxExporterError(
+            f"kiln.onnx.export: dynamic_axes: the model fails when its dynamic axes have the sizes {sizes} "
+            f"({type(e).__name__}: {e}); every input axis that must change with another needs the same name in "
+            "dynamic_axes") from e
+
+
+def _capture_dynamic(model, args, kwargs, training, export_sizes: dict, places) -> tuple:
+    """(base capture, its sizes, {symbol: variant graph}, {symbol: the variant's sizes}) (Note [Dynamic axes by
+    recapture]). The base uses the example's sizes, except that a size of 1 becomes 2 (a size-1 axis records
+    differently: broadcasts, views that need no copy); each variant moves one symbol by one, never to 1."""
+    base_sizes = {s: max(n, 2) for s, n in export_sizes.items()}
+    variant_sizes = {s: {**base_sizes, s: n - 1 if n >= 3 else n + 1} for s, n in base_sizes.items()}
+    for attempt in range(2):
+        base = _capture_at(model, args, kwargs, training, places, base_sizes)
+        variants = {s: _capture_at(model, args, kwargs, training, places, sizes).graph
+                    for s, sizes in variant_sizes.items()}
+        # A mismatch on the first round may come from the first call changing what later calls record (a
+        # forward that caches a mask on the module the first time): the second round starts from that state.
+        if _symbolic.same_statements(base.graph, variants):
+            break
+    return base, base_sizes, variants, variant_sizes
 
 
 def _numpy(t):
@@ -298,13 +310,10 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
             raise ValueError(f"kiln.onnx.export: dynamic_axes names {sorted(unknown)}, which are neither input "
                              f"names {names_in} nor output names {names_out}")
         symbol_sizes, places = _symbols_of(names_in, base.arg_tensors, axes_of)
-        variants, variant_sizes = _capture_variants(model, call_args, call_kwargs, train, symbol_sizes, places)
-        if not _symbolic.same_statements(base.graph, variants):
-            # The first call may have changed what later calls record (a forward that caches a mask on the
-            # module the first time): capture everything once more, from the state the first round left.
-            base = _capture.capture(model, call_args, call_kwargs, training=train)
-            variants, variant_sizes = _capture_variants(model, call_args, call_kwargs, train, symbol_sizes,
-                                                        places)
+        variants, variant_sizes = {}, {}
+        if symbol_sizes:
+            base, symbol_sizes, variants, variant_sizes = _capture_dynamic(model, call_args, call_kwargs, train,
+                                                                          symbol_sizes, places)
     finally:
         _exporting[0] = False
     _symbolic.symbolize(base.graph, symbol_sizes, variants, variant_sizes)

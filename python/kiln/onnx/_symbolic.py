@@ -3,10 +3,12 @@ axis, found by capturing again with that axis a different size.
 
 Note [Dynamic axes by recapture]
 kiln's capture specialises every shape: ``x.view(x.size(0), -1)`` records
-``view(size=[2, 200])``. To export ``dynamic_axes``, the model is captured once
-more per dynamic size (symbol), with that symbol's axes of every input that has
-it changed (narrowed by one, or extended by repeating the first slice when the
-size is below 3). The graphs must be the same statement for statement; an int
+``view(size=[2, 200])``. To export ``dynamic_axes``, the model is captured at
+base sizes (the example's, a size of 1 raised to 2: size-1 axes record
+differently) and once more per dynamic size (symbol), with that symbol's axes
+of every input that has it changed (narrowed by one, or extended by repeating
+the first slice when the size is 2; never to 1). The exported graph is the
+base capture. The graphs must be the same statement for statement; an int
 literal that differs between the base capture and a variant depends on that
 symbol. Each such literal is fitted, over all variants, as either
 ``scale * s + offset`` (one symbol: ``end=7`` of a slice, ``T - 1``) or

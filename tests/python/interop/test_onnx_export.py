@@ -165,6 +165,16 @@ def test_nanogpt_matches_eager_with_dynamic_batch_and_length(flash):
     assert_matches(run(session, idx), [eager(model, idx)[0]])
 
 
+def test_an_example_of_size_one_still_exports_the_general_graph():
+    """Exported from a single one-token sequence, run on other batch sizes and lengths (and on size 1)."""
+    model = GPT()
+    _, session = export(model, (kiln.randint(0, 30, (1, 1)),), input_names=["idx"],
+                        dynamic_axes={"idx": {0: "B", 1: "T"}})
+    for shape in [(3, 9), (1, 1), (2, 12)]:
+        idx = kiln.randint(0, 30, shape)
+        assert_matches(run(session, idx), [eager(model, idx)[0]])
+
+
 def test_nanogpt_training_forward_with_its_loss():
     model = GPT()
     idx, targets = kiln.randint(0, 30, (2, 6)), kiln.randint(0, 30, (2, 6))
