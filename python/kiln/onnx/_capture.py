@@ -16,7 +16,7 @@ from kiln.compiler._compiled_function import CapturedEntry, CompiledFunction, Gr
 from kiln.compiler._guards import flatten
 from kiln.nn.modules.module import Module, register_module_forward_hook, register_module_forward_pre_hook
 from kiln.onnx import _graph_text
-from kiln.onnx._errors import UnsupportedOperatorError
+from kiln.onnx.errors import UnsupportedOperatorError
 
 # Note [Export's capture]
 # Export reuses kiln.compile's capture (CompiledFunction with fullgraph=True and the

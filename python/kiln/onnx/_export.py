@@ -9,11 +9,12 @@ import onnx
 from onnx import helper
 
 import kiln
+from kiln._version import __version__
 
 from kiln.onnx import _capture, _symbolic
 from kiln.onnx import _ops_math, _ops_nn, _ops_rnn, _ops_shape  # noqa: F401  (they fill the converter table)
 from kiln.onnx._builder import Builder, value_info
-from kiln.onnx._errors import OnnxExporterError, UnsupportedOperatorError
+from kiln.onnx.errors import OnnxExporterError, UnsupportedOperatorError
 from kiln.onnx._mode import TrainingMode, _exporting
 from kiln.onnx._graph_text import TensorType, ValueRef
 from kiln.onnx._registry import CONVERTERS, Args, Tensor
@@ -273,20 +274,9 @@ def _numpy(t):
     return t.detach().contiguous().numpy()
 
 
-def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None, output_names=None,
-           opset_version=None, dynamo=False, external_data=True, dynamic_shapes=None,
-           custom_translation_table=None, report=False, optimize=True, verify=False, profile=False,
-           dump_exported_program=False, artifacts_dir=".", export_params=True, keep_initializers_as_inputs=False,
-           dynamic_axes=None, training=TrainingMode.EVAL, operator_export_type=None, do_constant_folding=True,
-           custom_opsets=None, export_modules_as_functions=False, autograd_inlining=True):
-    """Exports ``model`` (an nn.Module or a function) called on ``args`` to ONNX, written to ``f`` (a path or a
-    binary file object), as torch.onnx.export. The forward is captured by kiln.compile's capture (the model in
-    eval mode unless ``training``; its train/eval flags restored after) and each recorded op is written as
-    ONNX operators (parameters and buffers as initializers named by their qualified names).
-    ``dynamic_axes``: ``{input or output name: {axis: name}}`` or ``{name: [axes]}`` marks those sizes symbolic
-    (Note [Dynamic axes by recapture]). ``dynamo``, ``optimize``, ``do_constant_folding`` and the other
-    exporter-selection and reporting options are accepted and have no effect: there is one exporter.
-    Raises UnsupportedOperatorError naming an op with no ONNX mapping. Returns None."""
+def export_model(model, args, f, *, kwargs, verbose, input_names, output_names, opset_version, dynamic_shapes,
+                 export_params, keep_initializers_as_inputs, dynamic_axes, training):
+    """kiln.onnx.export (see its doc); needs the onnx package."""
     opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
     if opset not in SUPPORTED_OPSETS:
         raise ValueError(f"kiln.onnx.export: opset_version {opset} is not supported (supported: "
@@ -394,5 +384,5 @@ def _build_model(base, opset, names_in, names_out, axes_of, places, output_dims,
     onnx_graph = helper.make_graph(b.nodes, "kiln_graph", inputs + initializers_as_inputs, outputs,
                                    initializer=b.initializers)
     model = helper.make_model_gen_version(onnx_graph, opset_imports=[helper.make_opsetid("", opset)],
-                                          producer_name="kiln")
+                                          producer_name="kiln", producer_version=__version__)
     return model

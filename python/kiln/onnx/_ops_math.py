@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from kiln.onnx._builder import FLOAT_DTYPES, ONNX_DTYPES
-from kiln.onnx._errors import UnsupportedOperatorError
+from kiln.onnx.errors import UnsupportedOperatorError
 from kiln.onnx._operands import computation_dtype, dim, operand, reduce
 from kiln.onnx._registry import converts
 

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from kiln.onnx._errors import UnsupportedOperatorError
+from kiln.onnx.errors import UnsupportedOperatorError
 from kiln.onnx._operands import dim, operand, reduce, unsqueeze
 from kiln.onnx._registry import converts
 from kiln.onnx._symbolic import SymInt

@@ -9,7 +9,7 @@ import numpy as np
 from onnx import numpy_helper
 
 from kiln.onnx._builder import NUMPY_DTYPES, ONNX_DTYPES
-from kiln.onnx._errors import UnsupportedOperatorError
+from kiln.onnx.errors import UnsupportedOperatorError
 from kiln.onnx._operands import dim, squeeze, unsqueeze
 from kiln.onnx._registry import Tensor, converts
 from kiln.onnx._symbolic import SymInt

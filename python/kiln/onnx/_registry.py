@@ -5,7 +5,7 @@ and sizes of kiln values); ``a`` the node's arguments by schema name."""
 
 from __future__ import annotations
 
-from kiln.onnx._errors import UnsupportedOperatorError
+from kiln.onnx.errors import UnsupportedOperatorError
 from kiln.onnx._symbolic import SymInt
 
 CONVERTERS: dict = {}

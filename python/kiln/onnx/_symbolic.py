@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kiln.onnx._errors import OnnxExporterError
+from kiln.onnx.errors import OnnxExporterError
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""kiln.onnx's errors (torch.onnx.errors' names)."""
+"""kiln.onnx.errors (torch.onnx.errors): the export errors."""
 
 
 class OnnxExporterError(RuntimeError):
