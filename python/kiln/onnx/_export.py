@@ -271,7 +271,7 @@ def _capture_dynamic(model, args, kwargs, training, export_sizes: dict, places) 
 
 
 def _numpy(t):
-    return t.detach().contiguous().numpy()
+    return t.detach().cpu().contiguous().numpy()
 
 
 def export_model(model, args, f, *, kwargs, verbose, input_names, output_names, opset_version, dynamic_shapes,
@@ -308,11 +308,12 @@ def export_model(model, args, f, *, kwargs, verbose, input_names, output_names, 
         _exporting[0] = False
     _symbolic.symbolize(base.graph, symbol_sizes, variants, variant_sizes)
     output_dims = _symbolic.dynamic_output_dims(base.graph, variants)
+    _symbolic.forget_dynamic_sizes(base.graph, variants)
     proto = _build_model(base, opset, names_in, names_out, axes_of, places, output_dims, export_params,
                          keep_initializers_as_inputs)
     onnx.checker.check_model(proto)
     if verbose:
-        print(helper.printable_graph(proto.graph))
+        print(onnx.printer.to_text(proto.graph))
     if isinstance(f, (str, os.PathLike)):
         onnx.save_model(proto, os.fspath(f))
     else:

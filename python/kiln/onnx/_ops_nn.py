@@ -91,7 +91,10 @@ def _adaptive(global_op, pool_op):
         out = [spatial[i] if o is None else o for i, o in enumerate(out)]
         if all(o == 1 for o in out):
             return cx.b.op(global_op, [a.tensor("self")])
-        if any(not isinstance(s, int) or s % o for s, o in zip(spatial, out)):
+        if any(not isinstance(s, int) for s in spatial):
+            raise UnsupportedOperatorError(f"kiln.onnx.export: {a.node.kind} to {out} over dynamic spatial sizes "
+                                           "(ONNX has no adaptive pooling; only a 1x1 output is global pooling)")
+        if any(s % o for s, o in zip(spatial, out)):
             raise UnsupportedOperatorError(f"kiln.onnx.export: {a.node.kind}: output size {out} does not divide the "
                                            f"input's {list(spatial)}; ONNX has no adaptive pooling")
         kernel = [s // o for s, o in zip(spatial, out)]

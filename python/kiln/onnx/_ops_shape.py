@@ -223,7 +223,7 @@ def _split(cx, a):
     axis = dim(a.value("dim", 0), a.rank("self"))
     total = a.sizes("self")[axis]
     if not isinstance(total, int):
-        raise UnsupportedOperatorError("kiln.onnx.export: split along an axis of unknown size")
+        raise UnsupportedOperatorError("kiln.onnx.export: split along a dynamic axis is not supported")
     return _split_outputs(cx, a.tensor("self"), axis, _split_sizes(total, a.int("split_size")))
 
 
@@ -237,6 +237,8 @@ def _split_with_sizes(cx, a):
 def _chunk(cx, a):
     axis = dim(a.value("dim", 0), a.rank("self"))
     total = a.sizes("self")[axis]
+    if not isinstance(total, int):
+        raise UnsupportedOperatorError("kiln.onnx.export: chunk along a dynamic axis is not supported")
     chunks = a.int("chunks")
     size = -(-total // chunks)
     return _split_outputs(cx, a.tensor("self"), axis, _split_sizes(total, size))
@@ -246,6 +248,8 @@ def _chunk(cx, a):
 def _unbind(cx, a):
     axis = dim(a.value("dim", 0), a.rank("self"))
     total = a.sizes("self")[axis]
+    if not isinstance(total, int):
+        raise UnsupportedOperatorError("kiln.onnx.export: unbind along a dynamic axis is not supported")
     parts = _split_outputs(cx, a.tensor("self"), axis, [1] * total)
     return [squeeze(cx, p, [axis]) for p in parts]
 

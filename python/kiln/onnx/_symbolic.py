@@ -21,7 +21,7 @@ statement: the model's graph depends on the size beyond what ONNX can express he
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kiln.onnx.errors import OnnxExporterError
 
@@ -157,3 +157,27 @@ def dynamic_output_dims(base, variants: dict) -> dict:
                 if x != y:
                     result.setdefault(k, {}).setdefault(d, set()).add(s)
     return result
+
+
+def forget_dynamic_sizes(base, variants: dict) -> None:
+    """Sets to None each size of a graph input or statement output that differs in some variant: a converter
+    that reads a size (split's total, adaptive pooling's input) then sees it is not a constant instead of
+    baking the base's."""
+    def forget(values: list, others: list) -> list:
+        result = []
+        for k, (name, t) in enumerate(values):
+            sizes = getattr(t, "sizes", None)
+            if sizes is not None:
+                changed = set()
+                for other_values in others:
+                    other = getattr(other_values[k][1], "sizes", None)
+                    if other is not None and len(other) == len(sizes):
+                        changed |= {d for d, (x, y) in enumerate(zip(sizes, other)) if x != y}
+                if changed:
+                    t = replace(t, sizes=tuple(None if d in changed else x for d, x in enumerate(sizes)))
+            result.append((name, t))
+        return result
+
+    base.inputs = forget(base.inputs, [g.inputs for g in variants.values()])
+    for index, node in enumerate(base.nodes):
+        node.outputs = forget(node.outputs, [g.nodes[index].outputs for g in variants.values()])

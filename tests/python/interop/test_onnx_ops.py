@@ -250,3 +250,12 @@ def test_every_supported_opset(opset):
     session = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
     for g, w in zip(session.run(None, {"input": x.numpy()}), fn(x)):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn, axes, message", [
+    (lambda x: F.adaptive_avg_pool2d(x, 2), {2: "h", 3: "w"}, "adaptive_avg_pool2d to \\[2, 2\\] over dynamic spatial"),
+    (lambda x: x.chunk(2, 0)[0] * 2, {0: "b"}, "split along a dynamic axis is not supported"),
+], ids=["adaptive_pool", "chunk"])
+def test_a_size_read_from_a_dynamic_axis_is_refused(fn, axes, message):
+    with pytest.raises(kiln.onnx.UnsupportedOperatorError, match=message):
+        kiln.onnx.export(fn, (kiln.randn(4, 3, 8, 8),), io.BytesIO(), dynamic_axes={"input": axes})
