@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kiln.onnx._builder import FLOAT_DTYPES
 from kiln.onnx._registry import Tensor
+from kiln.onnx._symbolic import SymInt
 
 
 def operand(cx, a, name: str, dtype: str) -> str:
@@ -12,6 +13,8 @@ def operand(cx, a, name: str, dtype: str) -> str:
     v = a.value(name)
     if isinstance(v, Tensor):
         return cx.b.cast(v, a.dtype(name), dtype)
+    if isinstance(v, SymInt):  # a size of a dynamic axis used as a number (x / x.size(1))
+        return cx.b.cast(cx.b.op("Reshape", [cx.b.scalar_int(v), cx.b.ints([])]), "int64", dtype)
     return cx.b.constant(v, dtype)
 
 

@@ -67,10 +67,10 @@ def _fit(base_value: int, base_sizes: dict, variant_values: dict, variant_sizes:
 
 
 def _literal_paths(item, path=()):
-    """(path, int) for each int inside a literal (lists walked), bools excluded."""
+    """(path, number) for each int or float inside a literal (lists walked), bools excluded."""
     if isinstance(item, bool):
         return
-    if isinstance(item, int):
+    if isinstance(item, (int, float)):
         yield path, item
     elif isinstance(item, list):
         for i, v in enumerate(item):
@@ -132,7 +132,9 @@ def symbolize(base, base_sizes: dict, variants: dict, variant_sizes: dict) -> No
                     others[s] = other
                 if all(v == value for v in others.values()):
                     continue
-                fitted = _fit(value, base_sizes, others, variant_sizes)
+                same_kind = all(type(v) is type(value) for v in others.values())
+                fitted = _fit(value, base_sizes, others, variant_sizes) if isinstance(value, int) and same_kind \
+                    else None
                 if fitted is None:
                     raise DynamicShapeError(
                         f"kiln.onnx.export: a size in the model's graph depends on the dynamic axes in a way "

@@ -216,6 +216,7 @@ DYNAMIC_CASES = [
     ("length_minus_one", lambda x: x[:, :-1] - x[:, 1:] + kiln.arange(x.size(1) - 1), [r(2, 6)],
      {"input": {1: "t"}}, [(2, 9)]),
     ("select_last", lambda x: x[:, x.size(1) - 1], [r(2, 6)], {"input": {1: "t"}}, [(2, 4)]),
+    ("size_as_a_number", lambda x: x / x.size(1) + x.size(0), [r(3, 4)], {"input": {0: "b", 1: "t"}}, [(5, 7)]),
 ]
 
 
@@ -255,7 +256,8 @@ def test_every_supported_opset(opset):
 @pytest.mark.parametrize("fn, axes, message", [
     (lambda x: F.adaptive_avg_pool2d(x, 2), {2: "h", 3: "w"}, "adaptive_avg_pool2d to \\[2, 2\\] over dynamic spatial"),
     (lambda x: x.chunk(2, 0)[0] * 2, {0: "b"}, "split along a dynamic axis is not supported"),
-], ids=["adaptive_pool", "chunk"])
+    (lambda x: x * (1.0 / x.size(1)), {1: "t"}, "depends on the dynamic axes in a way kiln.onnx cannot express"),
+], ids=["adaptive_pool", "chunk", "float_of_a_size"])
 def test_a_size_read_from_a_dynamic_axis_is_refused(fn, axes, message):
-    with pytest.raises(kiln.onnx.UnsupportedOperatorError, match=message):
+    with pytest.raises(kiln.onnx.OnnxExporterError, match=message):
         kiln.onnx.export(fn, (kiln.randn(4, 3, 8, 8),), io.BytesIO(), dynamic_axes={"input": axes})
