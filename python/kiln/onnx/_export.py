@@ -33,8 +33,10 @@ class _Converter:
         self._lists: dict = {}  # ListConstruct output -> its recorded elements
         self.full_views: dict = {}  # value -> the value it views whole (as_strided over all of a contiguous base)
         self.types: dict = {name: t for name, t in graph.inputs}
+        self.producers: dict = {}  # value -> the kind of the statement that made it
         for n in graph.nodes:
             self.types.update({name: t for name, t in n.outputs})
+            self.producers.update({name: n.kind for name, _ in n.outputs})
 
     def resolve(self, item):
         if isinstance(item, ValueRef):
@@ -100,6 +102,12 @@ class _Converter:
                 f"kiln.onnx.export: the op {op} ({node.kind}) has no ONNX mapping in kiln.onnx; it was recorded "
                 f"by the model's forward as: {node.line}")
         fn, arg_names = entry
+        if _writes_in_place(node):
+            written = node.positional[0].name
+            if _op_name(self.producers.get(written, "")) in _VIEW_OPS and written not in self.full_views:
+                raise UnsupportedOperatorError(
+                    f"kiln.onnx.export: {node.kind} writes in place into a view ({self.producers[written]}) of "
+                    f"another value, which ONNX cannot express; statement: {node.line}")
         result = fn(self, Args(node, arg_names, self.resolve, self))
         results = [result] if len(names) == 1 else list(result)
         for name, value in zip(names, results):
@@ -132,7 +140,9 @@ def _live_nodes(graph) -> list:
     """Which statements the outputs need (a statement's value may be unused: max_pool's indices, a loss's total
     weight). An in-place write keeps its statement live when what it writes is live."""
     needed = set(graph.outputs)
-    views = {n.outputs[0][0]: n.positional[0].name for n in graph.nodes if n.kind == "kiln::as_strided"}
+    views = {name: n.positional[0].name for n in graph.nodes
+             if _op_name(n.kind) in _VIEW_OPS and n.positional and isinstance(n.positional[0], ValueRef)
+             for name, _ in n.outputs}
 
     def writes_needed(node) -> bool:
         if not _writes_in_place(node):
@@ -163,8 +173,20 @@ def _refs(item):
             yield from _refs(x)
 
 
+# The ops whose result shares its input's storage (ops.yaml's ``Tensor(a)`` returns).
+_VIEW_OPS = frozenset({"view", "_unsafe_view", "reshape", "_reshape_alias", "transpose", "t", "permute", "select",
+                       "slice", "squeeze", "unsqueeze", "expand", "expand_as", "split", "split_with_sizes",
+                       "unbind", "chunk", "narrow", "detach", "alias", "flatten", "unflatten", "movedim",
+                       "as_strided", "diagonal", "contiguous", "view_as", "unfold", "numpy_T"})
+
+
+def _op_name(kind: str) -> str:
+    """``kiln::select.int`` -> ``select``."""
+    return kind.split("::", 1)[-1].split(".", 1)[0]
+
+
 def _writes_in_place(node) -> bool:
-    op = node.kind.split("::", 1)[-1].split(".", 1)[0]
+    op = _op_name(node.kind)
     return op.endswith("_") and not op.startswith("_") and bool(node.positional) and isinstance(
         node.positional[0], ValueRef)
 

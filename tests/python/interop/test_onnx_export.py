@@ -201,6 +201,16 @@ def test_an_op_without_an_onnx_mapping_names_the_op_its_statement_and_module():
         kiln.onnx.export(model, (kiln.randn(2, 3),), io.BytesIO())
 
 
+def test_an_in_place_write_into_a_view_is_refused():
+    def model(x):
+        y = x * 2
+        y[:, 0].zero_()
+        return y
+
+    with pytest.raises(kiln.onnx.UnsupportedOperatorError, match=r"writes in place into a view \(kiln::select.int\)"):
+        kiln.onnx.export(model, (kiln.randn(3, 4),), io.BytesIO())
+
+
 def test_a_graph_break_is_an_export_error():
     def model(x):
         return x * float(x.sum())
