@@ -95,7 +95,7 @@ def test_vae_encoder_matches_eager_and_the_sample_is_a_random_normal():
         assert_matches(run(decoder, z), [model.decode(z)])
 
 
-@pytest.mark.parametrize("rnn_type", ["LSTM", "GRU", "tanh"])
+@pytest.mark.parametrize("rnn_type", ["LSTM", "GRU", "tanh", "relu"])
 def test_word_language_model_matches_eager(rnn_type):
     model = RNNModel(rnn_type)
     tokens = kiln.randint(0, 20, (5, 3))
