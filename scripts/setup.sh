@@ -25,7 +25,7 @@ APT_PACKAGES=(
 PIP_PACKAGES=(
   "numpy>=1.24" pytest hypothesis pyyaml tqdm safetensors
   expecttest                  # torch.testing._internal (the OpInfo database, tests/python/opinfo) imports it
-  "onnx==1.23.2" "onnxruntime==1.32.0"  # kiln.onnx.export builds ONNX models; the tests run them (tests/python/onnx)
+  "onnx==1.23.2" "onnxruntime==1.32.0"  # kiln.onnx.export writes ONNX; tests/python/interop/test_onnx_* run it
   "scikit-build-core>=0.10" "pybind11>=3.0" ninja "cmake>=3.26"
   "torch==2.13.0"             # CPU build from this machine's disk; the tests' oracle, never imported by kiln
 )
