@@ -227,10 +227,16 @@ def _split(cx, a):
     return _split_outputs(cx, a.tensor("self"), axis, _split_sizes(total, a.int("split_size")))
 
 
-@converts("kiln::split_with_sizes", "kiln::split.sizes", args="self split_sizes dim")
+@converts("kiln::split_with_sizes", args="self split_sizes dim")
 def _split_with_sizes(cx, a):
     axis = dim(a.value("dim", 0), a.rank("self"))
     return _split_outputs(cx, a.tensor("self"), axis, a.ints("split_sizes"))
+
+
+@converts("kiln::split.sizes", args="self split_size dim")
+def _split_sizes_overload(cx, a):
+    axis = dim(a.value("dim", 0), a.rank("self"))
+    return _split_outputs(cx, a.tensor("self"), axis, a.ints("split_size"))
 
 
 @converts("kiln::chunk", args="self chunks dim")
