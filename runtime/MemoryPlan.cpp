@@ -80,6 +80,7 @@ MemoryPlan plan_memory(const MemoryPlanInput& in) {
 
   std::vector<Buffer> buffers;
   std::vector<int64_t> buffer_of(in.num_slots, -1);  // arena buffer of a slot
+  std::vector<bool> class_in_arena(in.class_written.size(), false);  // some value of the class is in the arena
   std::vector<std::pair<size_t, size_t>> arena_writes;  // (step, write) placed in the arena
   for (size_t s = 0; s < n; ++s) {
     const PlanStep& step = in.steps[s];
@@ -99,8 +100,9 @@ MemoryPlan plan_memory(const MemoryPlanInput& in) {
                                         [&](size_t other) { return other != slot && in.storage_class[other] == c; });
         if (!alone) continue;
         // In arena mode an arena output takes only an arena input's range (both planned); a
-        // heap input stays the run's choice (Note [The memory plan]).
+        // heap input stays the run's choice (Note [The memory plan]); a heap output never takes arena memory.
         if (in.arena && free_class(out_class) && buffer_of[slot] < 0) continue;
+        if (class_in_arena[c] && (buffer_of[slot] < 0 || !free_class(out_class))) continue;
         taken[k] = true;
         plan.in_place[s][w] = static_cast<int32_t>(k);
         ++plan.in_place_count;
@@ -119,6 +121,7 @@ MemoryPlan plan_memory(const MemoryPlanInput& in) {
         b.last = class_last[out_class];
         buffer_of[out] = static_cast<int64_t>(buffers.size());
         buffers.push_back(b);
+        class_in_arena[out_class] = true;
         plan.arena_unshared_bytes += b.bytes;
       }
       arena_writes.emplace_back(s, w);
