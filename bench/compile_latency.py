@@ -48,6 +48,7 @@ def phase(repeat: int) -> dict:
     """One fresh process: the first compiled call, steady calls, then a second compile of the same model."""
     import kiln
     from kiln import _C
+    from kiln.compiler import _compiled_function
     from kiln.compiler._backends import kernel_counts
 
     model, loss_fn, x, y = _seed_mlp()
@@ -58,6 +59,18 @@ def phase(repeat: int) -> dict:
         loss.backward()
 
     forward = lambda x, y: loss_fn(model(x), y)  # noqa: E731
+    t0 = time.perf_counter()
+    step(forward)  # eager once: the process's first matmul (BLAS start-up, ~100 ms) is not the compiler's
+    eager_first = time.perf_counter() - t0
+    backend_time = []
+    use_backend = _compiled_function.use_backend
+
+    def timed_use_backend(*args, **kwargs):
+        t = time.perf_counter()
+        use_backend(*args, **kwargs)
+        backend_time.append(time.perf_counter() - t)
+
+    _compiled_function.use_backend = timed_use_backend  # the graphs' compile: passes, kernel cache, LLVM
     _C._runtime.reset_kernel_cache_stats()
     compiled = kiln.compile(forward)
     t0 = time.perf_counter()
@@ -69,6 +82,7 @@ def phase(repeat: int) -> dict:
         t0 = time.perf_counter()
         step(compiled)
         steady.append(time.perf_counter() - t0)
+    first_backend = backend_time[0]
     again = kiln.compile(lambda x, y: loss_fn(model(x), y))
     _C._runtime.reset_kernel_cache_stats()
     t0 = time.perf_counter()
@@ -76,6 +90,7 @@ def phase(repeat: int) -> dict:
     second = time.perf_counter() - t0
     memory_stats = _C._runtime.kernel_cache_stats()
     return dict(first_ms=first * 1e3, steady_ms=statistics.median(steady) * 1e3, second_compile_ms=second * 1e3,
+                eager_first_ms=eager_first * 1e3, backend_ms=first_backend * 1e3, second_backend_ms=backend_time[-1] * 1e3,
                 kernels=kernel_counts(compiled), misses=stats["misses"], disk_hits=stats["disk_hits"],
                 second_memory_hits=memory_stats["memory_hits"])
 
@@ -83,20 +98,25 @@ def phase(repeat: int) -> dict:
 def call_overhead(repeat: int) -> dict:
     import kiln
 
+    from kiln.compiler._backends import compiled_graphs
+
     x = kiln.ones(1)
     f = lambda x: x + 1.0  # noqa: E731
     compiled = kiln.compile(f)
     out = {}
     with kiln.no_grad():
         compiled(x)
-        for name, fn in (("eager", f), ("compiled", compiled)):
+        graph = compiled_graphs(compiled)[0]
+        guards = compiled.guarded_entries[0].guards
+        for name, fn in (("eager", f), ("compiled", compiled), ("runtime", lambda x: graph.run([x])),
+                         ("guards", lambda x: guards.check((x,)))):
             samples = []
             for _ in range(repeat):
                 t0 = time.perf_counter()
                 for _ in range(1000):
                     fn(x)
                 samples.append((time.perf_counter() - t0) / 1000)
-            out[name + "_us"] = statistics.median(samples) * 1e6
+            out[name + "_us"] = min(samples) * 1e6  # the best of `repeat` loops: the machine is shared
     return out
 
 
@@ -137,7 +157,7 @@ def peak_memory() -> dict:
         from kiln.compiler._backends import compiled_graphs
 
         out["reduce-overhead arena held between calls (MiB)"] = compiled_graphs(arena)[0].arena_bytes / 2**20
-        out["memory plan"] = compiled_graphs(planned)[0].memory_plan.splitlines()[0]
+        out["plan"] = compiled_graphs(planned)[0].memory_plan.splitlines()[0]
     return out
 
 
@@ -161,18 +181,22 @@ def main() -> int:
                                   "--repeat", str(args.repeat)], env=env, capture_output=True, text=True, check=True)
             runs[name] = json.loads(out.stdout.strip().splitlines()[-1])
     print(f"seed MLP forward + cross_entropy + backward, {args.threads} threads")
-    print("| phase | first call ms | steady call ms | compile latency ms | kernels (fwd+bwd) | compiled | from disk |")
-    print("|---|---|---|---|---|---|---|")
+    print("(each process ran the step eagerly once first: its first matmul, "
+          f"{runs['cold (empty cache, fresh process)']['eager_first_ms']:.0f} ms, is BLAS start-up, not compilation)")
+    print("| phase | first compiled call ms | steady call ms | compile latency ms (first - steady) | of which graph "
+          "compile ms (passes, kernel cache, LLVM) | kernels (fwd+bwd) | compiled | from disk |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in runs.items():
         print(f"| {name} | {r['first_ms']:.1f} | {r['steady_ms']:.2f} | {r['first_ms'] - r['steady_ms']:.1f} | "
-              f"{r['kernels']} | {r['misses']} | {r['disk_hits']} |")
+              f"{r['backend_ms']:.1f} | {r['kernels']} | {r['misses']} | {r['disk_hits']} |")
     r = runs["warm (disk cache, fresh process)"]
     print(f"| in memory (second kiln.compile, same process) | {r['second_compile_ms']:.1f} | {r['steady_ms']:.2f} | "
-          f"{r['second_compile_ms'] - r['steady_ms']:.1f} | {r['kernels']} | 0 ({r['second_memory_hits']} memory "
-          f"hits) | 0 |")
+          f"{r['second_compile_ms'] - r['steady_ms']:.1f} | {r['second_backend_ms']:.1f} | {r['kernels']} | 0 "
+          f"({r['second_memory_hits']} memory hits) | 0 |")
     o = call_overhead(args.repeat)
-    print(f"\ncached call of x + 1 on 1 element (guards + launch): compiled {o['compiled_us']:.2f} us, "
-          f"eager {o['eager_us']:.2f} us")
+    print(f"\ncached call of x + 1 on 1 element, best of {args.repeat} x 1000 calls: compiled {o['compiled_us']:.2f} us "
+          f"(guard check {o['guards_us']:.2f} us; the CompiledGraph's run called from Python, kernel and output "
+          f"allocation included, {o['runtime_us']:.2f} us), eager {o['eager_us']:.2f} us")
     print("\npeak memory: 6 x (sin kernel, amax, sub) on [2048, 2048] float32 (16 MiB each)")
     print("| side | peak above start MiB | allocations per call |")
     print("|---|---|---|")

@@ -25,7 +25,9 @@ namespace kiln::codegen {
 // The key is a hash of the kernel's structural hash and the environment: kiln's
 // version and the build of libkiln_core (its GNU build-id, so a rebuilt kiln
 // never loads code an older codegen emitted), the LLVM version, the target
-// triple, CPU name and features, the vector width and the entry format.
+// triple, CPU name and features, the vector width and the entry format. Two
+// kernels are one entry when their 64-bit structural hashes are equal, as in
+// the in-memory cache (Kernel::hash covers every field of the kernel IR).
 //
 // An entry is a fixed header, then the key text (the environment and the
 // kernel's hash, compared byte for byte on load), then the object file:

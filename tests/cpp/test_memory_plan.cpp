@@ -97,3 +97,14 @@ TEST(MemoryPlan, ArenaOutputInPlaceOfArenaInputSharesItsRange) {
   EXPECT_EQ(plan.arena_offset[0][0], plan.arena_offset[1][0]);
   EXPECT_EQ(plan.arena_bytes, 512);
 }
+
+TEST(MemoryPlan, AHeapOutputNeverTakesArenaMemory) {
+  // %1 = k(%0) (arena); %2 = view(%1); %3 = k(%2) is the graph output: it may not take %2's range in place
+  MemoryPlanInput in = chain_input({kernel_step({0}, 1, 256, {0}), eager_step({1}, 2), kernel_step({2}, 3, 256, {0})},
+                                   4, 3, true);
+  in.storage_class[2] = 1;
+  const MemoryPlan plan = plan_memory(in);
+  EXPECT_GE(plan.arena_offset[0][0], 0);
+  EXPECT_EQ(plan.in_place[2][0], -1) << plan.str();
+  EXPECT_EQ(plan.arena_offset[2][0], -1);
+}

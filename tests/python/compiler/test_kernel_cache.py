@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import kiln
-from kiln import _C
+from kiln import _C, _logging
 
 rt = _C._runtime
 
@@ -87,6 +87,24 @@ def test_second_compile_is_an_in_memory_hit(cache, x):
     s = stats()
     assert (s["memory_hits"], s["disk_hits"], s["misses"]) == (1, 0, 0)
     np.testing.assert_array_equal(first.numpy(), second.numpy())
+
+
+def test_codegen_log_shows_the_llvm_ir_or_where_the_kernel_came_from(cache, x, caplog):
+    fn = chain(9.5)
+    _logging.set_logs(codegen=True)
+    try:
+        with caplog.at_level("INFO", logger="kiln.compile.codegen"):
+            assert_equals_eager(fn, x)
+            compiled_text = "\n".join(r.getMessage() for r in caplog.records)
+            caplog.clear()
+            rt.forget_compiled_kernels()
+            assert_equals_eager(fn, x)
+            loaded_text = "\n".join(r.getMessage() for r in caplog.records)
+    finally:
+        _logging.set_logs()
+    assert "= sin e" in compiled_text and "define void @kernel_" in compiled_text
+    assert "= sin e" in loaded_text and "loaded from the disk cache" in loaded_text
+    assert "memory plan:" in loaded_text
 
 
 def test_kernels_differing_only_in_a_constant_are_different_entries(cache, x):
