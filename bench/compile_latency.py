@@ -161,25 +161,13 @@ def peak_memory() -> dict:
     return out
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--phase", choices=["latency"], help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    import kiln
-
-    kiln.set_num_threads(args.threads)
-    if args.phase:
-        print(json.dumps(phase(args.repeat)))
-        return 0
-    with tempfile.TemporaryDirectory(prefix="kiln-bench-cache-") as cache:
-        env = dict(os.environ, KILN_CACHE_DIR=cache)
-        runs = {}
-        for name in ("cold (empty cache, fresh process)", "warm (disk cache, fresh process)"):
-            out = subprocess.run([sys.executable, __file__, "--phase", "latency", "--threads", str(args.threads),
-                                  "--repeat", str(args.repeat)], env=env, capture_output=True, text=True, check=True)
-            runs[name] = json.loads(out.stdout.strip().splitlines()[-1])
+def report(args, cache: str) -> None:
+    env = dict(os.environ, KILN_CACHE_DIR=cache)
+    runs = {}
+    for name in ("cold (empty cache, fresh process)", "warm (disk cache, fresh process)"):
+        out = subprocess.run([sys.executable, __file__, "--phase", "latency", "--threads", str(args.threads),
+                              "--repeat", str(args.repeat)], env=env, capture_output=True, text=True, check=True)
+        runs[name] = json.loads(out.stdout.strip().splitlines()[-1])
     print(f"seed MLP forward + cross_entropy + backward, {args.threads} threads")
     print("(each process ran the step eagerly once first: its first matmul, "
           f"{runs['cold (empty cache, fresh process)']['eager_first_ms']:.0f} ms, is BLAS start-up, not compilation)")
@@ -205,6 +193,23 @@ def main() -> int:
             print(f"| {name} | {v['peak_mib']:.0f} | {v['allocations']} |")
         else:
             print(f"{name}: {v}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--phase", choices=["latency"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    import kiln
+
+    kiln.set_num_threads(args.threads)
+    if args.phase:
+        print(json.dumps(phase(args.repeat)))
+        return 0
+    with tempfile.TemporaryDirectory(prefix="kiln-bench-cache-") as cache:
+        os.environ["KILN_CACHE_DIR"] = cache  # this process too: nothing goes to ~/.cache/kiln
+        report(args, cache)
     return 0
 
 
