@@ -1,11 +1,13 @@
 // CompiledGraph: a captured graph as a flat list of steps: fused pointwise
 // kernels called through their JIT entry points, every other node through
 // the dispatcher's boxed path (below autograd: see Note [When the compiled
-// graph runs]). Values are released after their last use.
+// graph runs]). Values are released after their last use; kernel outputs may
+// reuse dead inputs or a pre-planned arena (Note [The memory plan]).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -13,7 +15,9 @@
 #include "codegen/FusionKernel.h"
 #include "codegen/llvm/KernelJit.h"
 #include "eager/dispatch/IValue.h"
+#include "eager/ops/Tensor.h"
 #include "ir/Graph.h"
+#include "runtime/MemoryPlan.h"
 
 namespace kiln::runtime {
 
@@ -37,6 +41,12 @@ struct CompileOptions {
   // requiring grad may fuse too; otherwise they stay eager steps, which record
   // autograd history (Note [When the compiled graph runs]).
   bool runs_without_autograd = false;
+  // The memory plan (Note [The memory plan], MemoryPlan.h): kernel outputs take dead
+  // inputs' buffers in place; false: every output allocated (for comparisons).
+  bool plan_memory = true;
+  // mode="reduce-overhead": kernel outputs that stay inside the graph live in one
+  // arena laid out once, so a replay allocates none of them.
+  bool reduce_overhead = false;
 };
 
 class CompiledGraph {
@@ -57,6 +67,7 @@ class CompiledGraph {
   [[nodiscard]] const std::string& llvm_ir() const { return llvm_ir_; }
   /// Op nodes left to eager, by name (one entry per node).
   [[nodiscard]] std::vector<std::string> eager_ops() const;
+  [[nodiscard]] const MemoryPlan& memory_plan() const { return plan_; }
 
  private:
   struct KernelStep;
@@ -65,9 +76,9 @@ class CompiledGraph {
     int32_t kernel = -1;             // or a kernel step
     std::vector<size_t> release;     // value slots dead after this step
   };
-  void run_kernel(const KernelStep& k, std::vector<IValue>& slots) const;
+  void run_kernel(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena) const;
   /// run_kernel inside a kiln.profiler range naming the kernel, its ops and bytes moved.
-  void run_kernel_profiled(int32_t index, std::vector<IValue>& slots) const;
+  void run_kernel_profiled(int32_t index, std::vector<IValue>& slots, const Tensor* arena) const;
 
   std::unique_ptr<ir::Graph> graph_;
   std::vector<Step> steps_;
@@ -76,6 +87,9 @@ class CompiledGraph {
   size_t num_slots_ = 0;
   std::unordered_map<const ir::Value*, size_t> slot_of_;
   std::string llvm_ir_;
+  MemoryPlan plan_;
+  mutable std::mutex arena_mu_;  // one run at a time uses the arena
+  mutable Tensor arena_;         // plan_.arena_bytes, allocated by the first run that uses it
 };
 
 }  // namespace kiln::runtime

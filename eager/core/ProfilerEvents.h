@@ -21,7 +21,8 @@ namespace kiln::profiler {
 //   torch names them ("autograd::engine::evaluate_function: MulBackward0"
 //   around "MulBackward0");
 // - compiled graphs and each fused kernel: runtime/CompiledGraph's run;
-// - JIT compiles and kernel-cache hits: codegen/llvm/KernelJit's compile_kernels;
+// - JIT compiles and kernel-cache hits (memory and disk): codegen/llvm/KernelJit's
+//   compile_kernels and load_or_compile;
 // - allocations and frees (size, address, totals after) and OS calls:
 //   eager/memory/CachingAllocator, when profile_memory is on;
 // - user ranges: record_function.

@@ -287,7 +287,7 @@ class CompiledFunction:
             program = _joint.JointProgram(graph, joint, **around) if joint is not None else GraphProgram(graph,
                                                                                                         **around)
             program.graph.verify()
-            use_backend(self.backend, program, self._name())
+            use_backend(self.backend, program, self._name(), self.mode)
         except Exception as e:  # a recording kiln cannot replay: never replay it
             self._record_break(key, guards, args, f"the captured graph does not verify: {e}")
             return result

@@ -70,9 +70,21 @@ def test_kernel_cache_hits_are_recorded():
     with kprof.profile() as prof:
         kiln.compile(lambda x, y: (x * y).exp())(a, b)  # another function, the same kernel
     jit = next(e for e in prof.events() if e.name == "kiln::jit_compile")
-    assert jit.args["cache hits"] == 1 and jit.args["compiled"] == 0
-    hits = [e for e in prof.events() if e.name == "kiln::kernel_cache_hit"]
-    assert len(hits) == 1 and hits[0].is_instant and hits[0].cpu_parent is jit
+    assert jit.args["kernels"] == 1 and jit.args["cache hits"] == 1
+    assert [c.name for c in jit.cpu_children] == ["kiln::kernel_cache_hit"]
+    assert jit.cpu_children[0].is_instant
+
+
+def test_each_kernel_compiled_or_loaded_is_recorded():
+    a = kiln.randn(8)
+    with kprof.profile() as prof:
+        kiln.compile(lambda x: ((x * 3.0 - 1.5).tanh() + 0.25).abs())(a)  # a kernel no other test makes
+    jit = next(e for e in prof.events() if e.name == "kiln::jit_compile")
+    (child,) = jit.cpu_children
+    # Compiled (kiln::llvm_compile, naming the kernel) or, if an earlier process cached it, loaded from disk.
+    assert child.name in ("kiln::llvm_compile", "kiln::kernel_disk_cache_hit")
+    if child.name == "kiln::llvm_compile":
+        assert child.args["kernel"].startswith("kernel_") and child.cpu_time_total > 0
 
 
 def test_kernel_summary_of_one_kernel():
