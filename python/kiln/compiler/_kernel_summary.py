@@ -20,7 +20,7 @@ _COPY_BYTES = 64 << 20  # 64 MiB per side: larger than the last-level caches of 
 def copy_bandwidth_gbps() -> float:
     """This machine's copy rate in GB/s (bytes read plus bytes written per second; the best of a few copies of
     a 64 MiB float32 buffer), measured once per process. On a shared machine it drifts from run to run, and a
-kernel whose data stays in cache can exceed it: the fraction it gives is an estimate."""
+    kernel whose data stays in cache can exceed it: the fraction it gives is an estimate."""
     global _copy_bandwidth_gbps
     if _copy_bandwidth_gbps is None:
         n = _COPY_BYTES // 4
