@@ -63,8 +63,11 @@ OperatorHandle recorded_op(CaptureSession& s, const OperatorHandle& op, const St
     const Tensor& t = v.to_tensor();
     if (s.find(t) == nullptr) continue;  // build_node refuses it
     const bool aliased = s.is_aliased(t);
-    if (i == 0 && !aliased && writes_self(op)) {
-      if (std::optional<OperatorHandle> f = functional_variant(op)) return *f;
+    if (i == 0 && (!aliased || (s.functionalizes_aliased_inputs() && s.is_declared_input(t))) && writes_self(op)) {
+      if (std::optional<OperatorHandle> f = functional_variant(op)) {
+        if (aliased) s.mark_aliases_stale(t);  // Note [Writing an aliased input]
+        return *f;
+      }
     }
     if (aliased || s.writes_input_storage(t)) {
       s.mark_impure("op " + op.name().str() + " writes in place into " +

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from kiln import _C, _logging
 from kiln.compiler._joint import JointProgram
+from kiln.compiler._training import TrainingStepProgram
 
 
 def _graph_programs(program) -> list:
-    """The GraphPrograms of ``program``: itself, or a joint program's forward and backward."""
+    """The GraphPrograms of ``program``: itself, a joint program's forward and backward, or a training
+    step's graph."""
+    if isinstance(program, TrainingStepProgram):
+        return [program.inner]
     return [program.forward, program.backward] if isinstance(program, JointProgram) else [program]
 
 

@@ -7,6 +7,7 @@ from typing import Callable
 
 from kiln import _C
 from kiln.autograd import grad_mode
+from kiln.optim import _capturable
 from kiln.optim.optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
@@ -44,6 +45,9 @@ class Adam(Optimizer):
             group.setdefault("decoupled_weight_decay", False)
 
     def step(self, closure: Callable | None = None):
+        scalars = _capturable.captured_scalars(self)
+        if scalars is not None:  # inside a training step kiln.compile captures (Note [Captured optimizer steps])
+            return _capturable.captured_step(self, closure, scalars, _capturable.adam_update)
         loss = None
         if closure is not None:
             with grad_mode.enable_grad():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kiln import _C
 from kiln.autograd import grad_mode
+from kiln.optim import _capturable
 from kiln.optim.optimizer import Optimizer, required
 
 __all__ = ["SGD"]
@@ -27,6 +28,9 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure=None):
+        scalars = _capturable.captured_scalars(self)
+        if scalars is not None:  # inside a training step kiln.compile captures (Note [Captured optimizer steps])
+            return _capturable.captured_step(self, closure, scalars, _capturable.sgd_update)
         loss = None
         if closure is not None:
             with grad_mode.enable_grad():

@@ -1,0 +1,233 @@
+"""The updates of SGD, Adam and AdamW as tensor ops, for a training step that
+kiln.compile captures whole (PyTorch's ``capturable`` idea): the step counter
+and every scalar of the update stay tensors, nothing is read back to Python,
+and the hyperparameters (lr, betas, eps, weight decay, momentum, dampening)
+are 0-dim float64 tensors the compiled step takes as graph inputs, refreshed
+from ``param_groups`` before each call, so an lr scheduler changing lr between
+steps changes an input, not the graph. See Note [Captured optimizer steps].
+
+Note [Captured optimizer steps]
+While kiln.compile captures a function, ``capture_hook`` is set (by
+kiln.compiler; kiln.optim never imports it). ``Adam.step`` and ``SGD.step``
+ask ``captured_scalars(self)``: None means run the eager update (the fused
+C++ kernels, which take Python floats: a capture that sees them breaks or,
+at a function's first call, only observes which optimizers it steps);
+otherwise the list, per parameter group, of the ``ScalarInputs`` tensors the
+capture declared as graph inputs, and the step runs ``adam_update`` /
+``sgd_update``: the fused kernels' arithmetic, op for op in the same order
+and dtypes (scalar prefactors in float64, cast to the parameter's dtype where
+the kernels cast them; the element-wise update in the parameter's dtype), as
+in-place ops on the parameters and state, which capture records out of place
+with copy-backs. Results equal the eager kernels' up to the rounding of fused
+multiply-adds (a few ulp per step).
+
+What the graph's shape depends on (amsgrad, maximize, nesterov, decoupled
+weight decay, and whether weight_decay / momentum / dampening are zero) is the
+``ScalarInputs.structure`` the compiled step guards: a change recaptures.
+"""
+
+from __future__ import annotations
+
+from kiln import _C
+
+__all__ = ["capture_hook", "captured_scalars", "supports", "ScalarInputs", "adam_update", "sgd_update"]
+
+# Set by kiln.compiler while it captures: hook(optimizer) -> list of {name: 0-dim tensor} per group, or None.
+capture_hook = None
+
+# The float hyperparameters each optimizer's update reads, as group keys ("betas" is two inputs).
+_ADAM_SCALARS = ("lr", "beta1", "beta2", "eps", "weight_decay")
+_SGD_SCALARS = ("lr", "momentum", "dampening", "weight_decay")
+
+
+def captured_scalars(optimizer):
+    """The scalar input tensors of each group when ``optimizer.step`` runs inside a captured training step
+    (then it must take the capturable path), else None."""
+    hook = capture_hook
+    return None if hook is None else hook(optimizer)
+
+
+def _kind(optimizer) -> str | None:
+    from kiln.optim.adam import Adam  # noqa: PLC0415 - adam.py and sgd.py import this module
+    from kiln.optim.sgd import SGD  # noqa: PLC0415
+
+    if isinstance(optimizer, Adam):
+        return "adam"
+    if isinstance(optimizer, SGD):
+        return "sgd"
+    return None
+
+
+def supports(optimizer) -> bool:
+    """Whether ``optimizer.step`` has a capturable path (SGD, Adam, AdamW)."""
+    return _kind(optimizer) is not None
+
+
+def _values(kind: str, group: dict) -> dict:
+    if kind == "adam":
+        beta1, beta2 = group["betas"]
+        return {"lr": group["lr"], "beta1": beta1, "beta2": beta2, "eps": group["eps"],
+                "weight_decay": group["weight_decay"]}
+    return {name: group[name] for name in _SGD_SCALARS}
+
+
+def _structure(kind: str, group: dict) -> tuple:
+    if kind == "adam":
+        return (bool(group["amsgrad"]), bool(group["maximize"]), bool(group.get("decoupled_weight_decay", False)),
+                group["weight_decay"] != 0, len(group["params"]))
+    return (bool(group["nesterov"]), bool(group["maximize"]), group["momentum"] != 0, group["weight_decay"] != 0,
+            len(group["params"]))
+
+
+class ScalarInputs:
+    """One optimizer's hyperparameters as 0-dim float64 tensors, one dict per parameter group
+    (``per_group``), for a captured step to take as graph inputs; ``refresh()`` copies the groups'
+    current values in (only those that changed) and says whether the graph's structure still holds."""
+
+    __slots__ = ("optimizer", "kind", "per_group", "structure", "_last", "_groups")
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        self.kind = _kind(optimizer)
+        self._groups = list(optimizer.param_groups)
+        self.per_group = []
+        self._last = []
+        for group in self._groups:
+            values = _values(self.kind, group)
+            tensors = {}
+            for name, value in values.items():
+                if isinstance(value, _C.TensorBase):
+                    value = float(value.item())  # a tensor lr: its value now (read outside any capture)
+                tensors[name] = _C._functions.full((), float(value), dtype=_C.float64)
+            self.per_group.append(tensors)
+            self._last.append(values)
+        self.structure = self._structure_now()
+
+    def _structure_now(self) -> tuple:
+        return tuple(_structure(self.kind, g) for g in self.optimizer.param_groups)
+
+    def tensors(self) -> list:
+        return [t for tensors in self.per_group for t in tensors.values()]
+
+    def refresh(self) -> bool:
+        """Copies changed hyperparameters into the tensors; False when the groups changed in a way the
+        captured graph depends on (then nothing is trusted: recapture)."""
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self._groups) or any(a is not b for a, b in zip(groups, self._groups)):
+            return False
+        for group, tensors, last in zip(groups, self.per_group, self._last):
+            values = _values(self.kind, group)
+            if values != last:
+                if _structure(self.kind, group) != self.structure[groups.index(group)]:
+                    return False
+                for name, value in values.items():
+                    if value != last[name]:
+                        tensors[name].fill_(float(value))
+                last.update(values)
+        return True
+
+    def unchanged_since_refresh(self) -> bool:
+        """Whether every group still holds the values last copied in (a scheduler stepping inside a
+        captured function changes them mid-call, which a replay cannot repeat)."""
+        return all(_values(self.kind, g) == last for g, last in zip(self.optimizer.param_groups, self._last))
+
+
+def _scalar(t, dtype):
+    return t if t.dtype == dtype else t.to(dtype)
+
+
+def adam_update(optimizer, group: dict, params: list, s: dict) -> None:
+    """Adam/AdamW's update of ``params`` (those of ``group`` with a gradient) as tensor ops; ``s`` holds
+    the group's scalar inputs. Mirrors kiln's _fused_adam_ kernel (Note [Captured optimizer steps])."""
+    F = _C._functions
+    state = optimizer.state
+    for p in params:
+        st = state[p]
+        if len(st) == 0:
+            st["step"] = F.zeros((), dtype=_C.float32)
+            st["exp_avg"] = F.zeros(tuple(p.shape), dtype=p.dtype)
+            st["exp_avg_sq"] = F.zeros(tuple(p.shape), dtype=p.dtype)
+            if group["amsgrad"]:
+                st["max_exp_avg_sq"] = F.zeros(tuple(p.shape), dtype=p.dtype)
+        st["step"].add_(1)
+    # Every parameter of a group shares its step count, as the eager path reads it.
+    step = state[params[0]]["step"].to(_C.float64)
+    lr, beta1, beta2 = s["lr"], s["beta1"], s["beta2"]
+    bias_correction1 = 1 - beta1.pow(step)
+    bias_correction2_sqrt = (1 - beta2.pow(step)).sqrt()
+    decoupled = bool(group.get("decoupled_weight_decay", False))
+    weight_decay_on = group["weight_decay"] != 0
+    for dtype in dict.fromkeys(p.dtype for p in params):
+        step_size = _scalar(lr / bias_correction1, dtype)
+        inv_bias_correction2_sqrt = _scalar(bias_correction2_sqrt.reciprocal(), dtype)
+        b1, b2 = _scalar(beta1, dtype), _scalar(beta2, dtype)
+        one_minus_b1, one_minus_b2 = 1 - b1, 1 - b2
+        eps = _scalar(s["eps"], dtype)
+        decay = _scalar(1 - lr * s["weight_decay"], dtype) if decoupled else None
+        wd = _scalar(s["weight_decay"], dtype)
+        for p in params:
+            if p.dtype != dtype:
+                continue
+            st = state[p]
+            g = p.grad
+            if group["maximize"]:
+                g = -g
+            if decoupled:
+                p.mul_(decay)
+            elif weight_decay_on:
+                g = g + wd * p
+            m, v = st["exp_avg"], st["exp_avg_sq"]
+            m.add_((g - m) * one_minus_b1)
+            v.mul_(b2).add_(one_minus_b2 * g * g)
+            second = v
+            if group["amsgrad"]:
+                st["max_exp_avg_sq"].copy_(F.maximum(st["max_exp_avg_sq"], v))
+                second = st["max_exp_avg_sq"]
+            denom = second.sqrt() * inv_bias_correction2_sqrt + eps
+            p.sub_(step_size * m / denom)
+
+
+def sgd_update(optimizer, group: dict, params: list, s: dict) -> None:
+    """SGD's update (momentum, dampening, Nesterov, weight decay, maximize) of ``params`` as tensor ops.
+    Mirrors kiln's _fused_sgd_ kernel; a parameter's first momentum step starts its buffer at the update
+    direction, as there."""
+    state = optimizer.state
+    momentum_on = group["momentum"] != 0
+    weight_decay_on = group["weight_decay"] != 0
+    for dtype in dict.fromkeys(p.dtype for p in params):
+        lr, wd = _scalar(s["lr"], dtype), _scalar(s["weight_decay"], dtype)
+        mu = _scalar(s["momentum"], dtype)
+        one_minus_dampening = 1 - _scalar(s["dampening"], dtype)
+        for p in params:
+            if p.dtype != dtype:
+                continue
+            d = p.grad
+            if group["maximize"]:
+                d = -d
+            if weight_decay_on:
+                d = d + wd * p
+            if momentum_on:
+                buf = state[p].get("momentum_buffer")
+                if buf is None:
+                    buf = state[p]["momentum_buffer"] = d.clone()
+                else:
+                    buf.mul_(mu).add_(one_minus_dampening * d)
+                d = d + mu * buf if group["nesterov"] else buf
+            p.sub_(lr * d)
+
+
+def captured_step(optimizer, closure, scalars: list, update):
+    """``step(closure)`` inside a captured training step: the closure with grad enabled, then ``update``
+    (adam_update or sgd_update) on each group's parameters with a gradient, under no_grad."""
+    from kiln.autograd import grad_mode  # noqa: PLC0415
+
+    loss = None
+    if closure is not None:
+        with grad_mode.enable_grad():
+            loss = closure()
+    with grad_mode.no_grad():
+        for group, s in zip(optimizer.param_groups, scalars):
+            params = [p for p in group["params"] if p.grad is not None]
+            if params:
+                update(optimizer, group, params, s)
+    return loss
