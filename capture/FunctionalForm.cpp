@@ -17,6 +17,10 @@ namespace {
 /// arguments and one tensor return; nullopt when there is none.
 std::optional<OperatorHandle> functional_variant(const OperatorHandle& op) {
   const OperatorName& name = op.name();
+  // zero_ has no `zero`: zeros_like(self) is its value (its other arguments default to None).
+  if (name.ns == "kiln" && name.name == "zero_" && name.overload.empty()) {
+    return Dispatcher::singleton().find_op("kiln::zeros_like", "");
+  }
   if (name.name.size() < 2 || name.name.back() != '_' || name.name[name.name.size() - 2] == '_') return std::nullopt;
   const std::string base = name.ns + "::" + name.name.substr(0, name.name.size() - 1);
   std::optional<OperatorHandle> f = Dispatcher::singleton().find_op(base, name.overload);

@@ -11,6 +11,7 @@
 #include "eager/ops/Tensor.h"
 #include "ir/Clone.h"
 #include "ir/Interpreter.h"
+#include "passes/effects.h"
 #include "passes/fuse_pointwise.h"
 #include "passes/pipeline.h"
 
@@ -22,6 +23,8 @@ struct CompiledGraph::KernelStep {
   std::vector<const ir::Node*> nodes;  // the group's members (the fallback path runs them)
   std::vector<const ir::Value*> inputs, outputs;
   std::vector<size_t> input_slots, output_slots;
+  // Per output: the slot of the graph input it may be stored into, or -1 (Note [Outputs written into their inputs]).
+  std::vector<int64_t> into_input_slot;
 };
 
 namespace {
@@ -121,6 +124,42 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
   }
   num_slots_ = slot_of.size();
   slot_of_ = std::move(slot_of);
+  if (!options.outputs_into_inputs.empty()) plan_outputs_into_inputs(options.outputs_into_inputs, last_read);
+}
+
+void CompiledGraph::plan_outputs_into_inputs(const std::vector<std::pair<size_t, size_t>>& pairs,
+                                             const std::unordered_map<size_t, size_t>& last_read) {
+  const ir::Graph& g = *graph_;
+  passes::AliasClasses aliases(g);
+  std::vector<const ir::Value*> values(g.inputs().begin(), g.inputs().end());
+  for (const ir::Node* n : g.nodes()) values.insert(values.end(), n->outputs().begin(), n->outputs().end());
+  std::unordered_map<const ir::Value*, size_t> times_output;
+  for (const ir::Value* v : g.outputs()) ++times_output[v];
+  for (const auto& [o, i] : pairs) {
+    if (o >= g.outputs().size() || i >= g.inputs().size()) continue;
+    const ir::Value* out = g.outputs()[o];
+    const ir::Value* in = g.inputs()[i];
+    if (times_output[out] != 1 || aliases.holds_output(in)) continue;
+    for (size_t si = 0; si < steps_.size(); ++si) {
+      if (steps_[si].kernel < 0) continue;
+      KernelStep& k = *kernels_[static_cast<size_t>(steps_[si].kernel)];
+      const auto at = std::find(k.outputs.begin(), k.outputs.end(), out);
+      if (at == k.outputs.end()) continue;
+      bool safe = true;
+      for (const ir::Value* v : values) {
+        if (!aliases.may_alias(v, in)) continue;
+        auto read = slot_of_.find(v) == slot_of_.end() ? last_read.end() : last_read.find(slot_of_.at(v));
+        if (read != last_read.end() && read->second > si) safe = false;  // read after the kernel
+        if (v != in && std::find(k.inputs.begin(), k.inputs.end(), v) != k.inputs.end()) safe = false;
+      }
+      if (safe) {
+        k.into_input_slot.resize(k.outputs.size(), -1);
+        k.into_input_slot[static_cast<size_t>(at - k.outputs.begin())] = static_cast<int64_t>(slot_of_.at(in));
+        ++outputs_written_into_inputs_;
+      }
+      break;
+    }
+  }
 }
 
 CompiledGraph::~CompiledGraph() = default;
@@ -155,6 +194,18 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots) 
   std::vector<void*> data;
   for (const Tensor& t : inputs) data.push_back(t.data_ptr());
   for (size_t o = 0; o < k.output_slots.size(); ++o) {
+    if (o < k.into_input_slot.size() && k.into_input_slot[o] >= 0) {  // Note [Outputs written into their inputs]
+      const IValue& target = slots[static_cast<size_t>(k.into_input_slot[o])];
+      if (target.is_tensor()) {
+        const Tensor& t = target.to_tensor();
+        if (t.dtype() == kernel.output_dtypes[o] && same_layout(t, sizes_out, strides_out)) {
+          data.push_back(t.data_ptr());
+          t.impl()->bump_version();
+          slots[k.output_slots[o]] = target;
+          continue;
+        }
+      }
+    }
     Tensor out = kiln::empty_strided(IntArrayRef(sizes_out), IntArrayRef(strides_out), kernel.output_dtypes[o]);
     data.push_back(out.data_ptr());
     slots[k.output_slots[o]] = IValue(std::move(out));

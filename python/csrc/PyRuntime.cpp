@@ -55,23 +55,30 @@ void init_runtime(PyObject* module) {
       .def_property_readonly("kernels", [](const PyCompiledGraph& g) { return g.compiled->kernel_ir(); })
       .def_property_readonly("kernel_ops", [](const PyCompiledGraph& g) { return g.compiled->kernel_ops(); })
       .def_property_readonly("eager_ops", [](const PyCompiledGraph& g) { return g.compiled->eager_ops(); })
-      .def_property_readonly("llvm_ir", [](const PyCompiledGraph& g) { return g.compiled->llvm_ir(); });
+      .def_property_readonly("llvm_ir", [](const PyCompiledGraph& g) { return g.compiled->llvm_ir(); })
+      .def_property_readonly("outputs_written_into_inputs",
+                             [](const PyCompiledGraph& g) { return g.compiled->outputs_written_into_inputs(); });
   rt.def(
       "compile",
-      [](const ir::Graph& g, bool fuse, bool keep_llvm_ir, bool runs_without_autograd) {
+      [](const ir::Graph& g, bool fuse, bool keep_llvm_ir, bool runs_without_autograd,
+         std::vector<std::pair<size_t, size_t>> outputs_into_inputs) {
         PyCompiledGraph out;
         for (size_t i = 0; i < g.inputs().size(); ++i) out.arguments.push_back(argument_for(g.inputs()[i]->type(), i));
         runtime::CompileOptions options;
         options.fuse = fuse;
         options.keep_llvm_ir = keep_llvm_ir;
         options.runs_without_autograd = runs_without_autograd;
+        options.outputs_into_inputs = std::move(outputs_into_inputs);
         py::gil_scoped_release no_gil;
         out.compiled = std::make_unique<runtime::CompiledGraph>(g, options);
         return out;
       },
       py::arg("graph"), py::arg("fuse") = true, py::arg("keep_llvm_ir") = false,
       py::arg("runs_without_autograd") = false,
-      "Compiles a verified graph: fusion groups become LLVM kernels, other nodes eager steps.");
+      py::arg("outputs_into_inputs") = std::vector<std::pair<size_t, size_t>>{},
+      "Compiles a verified graph: fusion groups become LLVM kernels, other nodes eager steps. "
+      "outputs_into_inputs: (output, input) index pairs the caller copies back after a run; a kernel may store "
+      "such an output into the input directly and return the input (Note [Outputs written into their inputs]).");
   rt.def("pointwise_math_ops", &codegen::pointwise_math_ops,
          "The ops the kernel math table covers (codegen/PointwiseMath.h).");
   rt.def("compiled_kernel_count", &codegen::compiled_kernel_count, "Kernels in the process's JIT cache.");

@@ -158,10 +158,7 @@ class StepCapture:
         if self.plan is None:
             return []
         self.state = StepState(self.plan, declared)
-        try:
-            session.functionalize_aliased_inputs = True
-        except AttributeError:  # TEMP
-            pass
+        session.functionalize_aliased_inputs = True
         self.scalars_of = {id(s.optimizer): s.per_group for s in self.state.scalars}
         tensors = self.state.tensors()
         for t in tensors:
