@@ -67,11 +67,12 @@ ir::Node* build_node(CaptureSession& s, const OperatorHandle& op, const Operator
           if (inputs.back() == nullptr) return nullptr;
           break;
         }
-        attributes.push_back({args[i].name, ir::Attribute::of_ivalue(v)});
+        // By position: a functional replacement may name it differently (fill_'s value, full_like's fill_value).
+        attributes.push_back({record.schema().arguments()[i].name, ir::Attribute::of_ivalue(v)});
         break;
     }
   }
-  // A functional replacement with more arguments than the in-place op (zero_ -> zeros_like): the rest
+  // A functional replacement with more arguments than the in-place op (fill_ -> full_like): the rest
   // take their defaults, which FunctionalForm only allows to be None.
   const auto& record_args = record.schema().arguments();
   for (size_t i = args.size(); i < record_args.size(); ++i) {

@@ -66,7 +66,8 @@ namespace kiln::capture {
 // Note [In-place ops under capture]
 // ---------------------------------
 // An in-place op (tag `inplace`, `self` written) whose functional variant
-// exists (add_.Tensor -> add.Tensor) is recorded as that variant when `self`
+// exists (add_.Tensor -> add.Tensor; fill_.Scalar, and so zero_, -> full_like,
+// its arguments by position) is recorded as that variant when `self`
 // shares its storage with no other recorded tensor: `self` then stands for
 // the new value, and a declared input written this way gets a copy-back
 // output (add_copy_back_outputs) that a run copies into the input after the

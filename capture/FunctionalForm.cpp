@@ -17,9 +17,10 @@ namespace {
 /// arguments and one tensor return; nullopt when there is none.
 std::optional<OperatorHandle> functional_variant(const OperatorHandle& op) {
   const OperatorName& name = op.name();
-  // zero_ has no `zero`: zeros_like(self) is its value (its other arguments default to None).
-  if (name.ns == "kiln" && name.name == "zero_" && name.overload.empty()) {
-    return Dispatcher::singleton().find_op("kiln::zeros_like", "");
+  // fill_.Scalar has no `fill`: full_like(self, fill_value) is its value (zero_ is fill_(0)); the
+  // node takes fill_'s arguments by position and full_like's others at their defaults (None).
+  if (name.ns == "kiln" && name.name == "fill_" && name.overload == "Scalar") {
+    return Dispatcher::singleton().find_op("kiln::full_like", "");
   }
   if (name.name.size() < 2 || name.name.back() != '_' || name.name[name.name.size() - 2] == '_') return std::nullopt;
   const std::string base = name.ns + "::" + name.name.substr(0, name.name.size() - 1);

@@ -27,6 +27,16 @@ def _compiled_runner(compiled):
     return run
 
 
+def _outputs_into_inputs(graph_program) -> list:
+    """(graph output, graph input) index pairs of the program's copy-backs, so a fused kernel may store
+    such an output into its input (runtime Note [Outputs written into their inputs])."""
+    pairs = []
+    gen = graph_program.generator_index
+    for k, i in enumerate(graph_program.copy_back):
+        pairs.append((graph_program.num_outputs + k, i + 2 if gen is not None and i >= gen else i))
+    return pairs
+
+
 def use_backend(backend: str, program, name: str) -> None:
     """Sets the runner of each graph of ``program`` for ``backend`` (the interpreter stays where the
     backend is "eager" or the graph is not functional)."""
@@ -36,7 +46,8 @@ def use_backend(backend: str, program, name: str) -> None:
     for graph_program in _graph_programs(program):
         if graph_program.impure_reason is not None:
             continue
-        compiled = _C._runtime.compile(graph_program.graph, keep_llvm_ir=log_codegen, runs_without_autograd=True)
+        compiled = _C._runtime.compile(graph_program.graph, keep_llvm_ir=log_codegen, runs_without_autograd=True,
+                                       outputs_into_inputs=_outputs_into_inputs(graph_program))
         graph_program.runner = _compiled_runner(compiled)
         graph_program.compiled = compiled
         if log_codegen:

@@ -106,7 +106,7 @@ class StepState:
                     st = opt.state.get(p)
                     if st:
                         self.state_slots.extend((st, k) for k in sorted(st) if isinstance(st[k], _C.TensorBase))
-        self.scalars = [_capturable.ScalarInputs(opt) for opt in plan.optimizers]
+        self.scalars = [_capturable.ScalarInputs(opt) for opt in plan.optimizers if _capturable.supports(opt)]
 
     def tensors(self) -> list:
         """This call's state tensors in declaration order; StateChanged when they no longer fit the capture."""
@@ -189,21 +189,24 @@ class StepCapture:
             self.grad_mode_reason = reason
         return True
 
-    def on_optimizer_step(self, optimizer):
-        """The scalar inputs the optimizer's capturable step reads, or None (run its eager step)."""
+    def on_optimizer_step(self, optimizer, capturable: bool):
+        """The scalar inputs the optimizer's captured update reads, or None (run its eager step)."""
         if all(o is not optimizer for o in self.stepped):
             self.stepped.append(optimizer)
+        name = type(optimizer).__name__
         if self.state is None:
-            self._observe(f"{type(optimizer).__name__}.step()")
+            self._observe(f"{name}.step()")
             return None
-        scalars = self.scalars_of.get(id(optimizer))
-        if scalars is None:
-            self.replan_reason = f"{type(optimizer).__name__}.step() of an optimizer the first call did not step"
-            self.session.mark_broken(self.replan_reason)
+        if all(o is not optimizer for o in self.state.optimizers):
+            if self.replan_reason is None and not self.session.broken:
+                self.replan_reason = f"{name}.step() of an optimizer the first call did not step"
+                self.session.mark_broken(self.replan_reason)
             return None
-        if not _capturable.supports(optimizer):
-            return None  # its eager step breaks the capture, with its own reason (an escape)
-        return scalars
+        if not capturable:
+            self.session.mark_broken(f"{name}.step() has no captured form (SGD, Adam and AdamW have one): its "
+                                     "eager step would record its hyperparameters as constants")
+            return None
+        return self.scalars_of[id(optimizer)]
 
     # --- after the call ------------------------------------------------------------------------
     def observed_plan(self, session) -> TrainingPlan:

@@ -65,10 +65,10 @@ def watching(step=None):
             step.on_backward("autograd.grad()")
         return grad(*args, **kwargs)
 
-    def optimizer_hook(optimizer):
+    def optimizer_hook(optimizer, capturable):
         if step is None or not _state.active_sessions():
             return None
-        return step.on_optimizer_step(optimizer)
+        return step.on_optimizer_step(optimizer, capturable)
 
     _C._set_grad_enabled, autograd.backward, autograd.grad = watched_set_grad_enabled, watched_backward, watched_grad
     _capturable.capture_hook = optimizer_hook

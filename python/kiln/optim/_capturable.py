@@ -8,13 +8,15 @@ steps changes an input, not the graph. See Note [Captured optimizer steps].
 
 Note [Captured optimizer steps]
 While kiln.compile captures a function, ``capture_hook`` is set (by
-kiln.compiler; kiln.optim never imports it). ``Adam.step`` and ``SGD.step``
-ask ``captured_scalars(self)``: None means run the eager update (the fused
-C++ kernels, which take Python floats: a capture that sees them breaks or,
-at a function's first call, only observes which optimizers it steps);
-otherwise the list, per parameter group, of the ``ScalarInputs`` tensors the
-capture declared as graph inputs, and the step runs ``adam_update`` /
-``sgd_update``: the fused kernels' arithmetic, op for op in the same order
+kiln.compiler; kiln.optim never imports it). Every optimizer class's own
+``step`` is wrapped (``wrap_step``, from Optimizer.__init_subclass__) to call
+it with the optimizer and whether its class has a captured update
+(``register_update``: SGD's, Adam's and AdamW's). None means run the eager
+step (a function's first call only observes which optimizers it steps; an
+optimizer without a captured update marks the capture broken, as its step
+would record Python floats as constants); otherwise the list, per parameter
+group, of the ``ScalarInputs`` tensors the capture declared as graph inputs,
+and ``adam_update`` / ``sgd_update`` run: the fused kernels' arithmetic, op for op in the same order
 and dtypes (scalar prefactors in float64, cast to the parameter's dtype where
 the kernels cast them; the element-wise update in the parameter's dtype), as
 in-place ops on the parameters and state, which capture records out of place
@@ -30,37 +32,60 @@ from __future__ import annotations
 
 from kiln import _C
 
-__all__ = ["capture_hook", "captured_scalars", "supports", "ScalarInputs", "adam_update", "sgd_update"]
+import functools
 
-# Set by kiln.compiler while it captures: hook(optimizer) -> list of {name: 0-dim tensor} per group, or None.
+__all__ = ["capture_hook", "wrap_step", "register_update", "supports", "ScalarInputs", "adam_update",
+           "sgd_update"]
+
+# Set by kiln.compiler while it captures: hook(optimizer, capturable) -> list of {name: 0-dim tensor} per
+# group (run the captured update), or None (run the eager step).
 capture_hook = None
 
 # The float hyperparameters each optimizer's update reads, as group keys ("betas" is two inputs).
-_ADAM_SCALARS = ("lr", "beta1", "beta2", "eps", "weight_decay")
 _SGD_SCALARS = ("lr", "momentum", "dampening", "weight_decay")
 
-
-def captured_scalars(optimizer):
-    """The scalar input tensors of each group when ``optimizer.step`` runs inside a captured training step
-    (then it must take the capturable path), else None."""
-    hook = capture_hook
-    return None if hook is None else hook(optimizer)
+# A class's step (as the class holds it, wrapped) -> the capturable update of its groups.
+_UPDATES: dict = {}
 
 
-def _kind(optimizer) -> str | None:
-    from kiln.optim.adam import Adam  # noqa: PLC0415 - adam.py and sgd.py import this module
-    from kiln.optim.sgd import SGD  # noqa: PLC0415
+def register_update(step, update) -> None:
+    """Declares ``update(optimizer, group, params, scalars)`` the capturable form of ``step`` (adam.py, sgd.py)."""
+    _UPDATES[step] = update
 
-    if isinstance(optimizer, Adam):
-        return "adam"
-    if isinstance(optimizer, SGD):
-        return "sgd"
-    return None
+
+def _update_of(optimizer):
+    return _UPDATES.get(type(optimizer).step)
+
+
+def wrap_step(step):
+    """What Optimizer.__init_subclass__ makes of each class's own ``step``: outside a capture, ``step`` itself;
+    inside one, the capture is told (``capture_hook``) and, when it hands back scalar inputs, the captured
+    update runs instead (Note [Captured optimizer steps]). A subclass overriding ``step`` has no captured
+    update: the capture breaks rather than record its Python floats as constants."""
+
+    @functools.wraps(step)
+    def observed_step(self, *args, **kwargs):
+        hook = capture_hook
+        if hook is None:
+            return step(self, *args, **kwargs)
+        update = _update_of(self)
+        scalars = hook(self, update is not None)
+        if scalars is None:
+            return step(self, *args, **kwargs)
+        closure = args[0] if args else kwargs.get("closure")
+        return captured_step(self, closure, scalars, update)
+
+    return observed_step
 
 
 def supports(optimizer) -> bool:
-    """Whether ``optimizer.step`` has a capturable path (SGD, Adam, AdamW)."""
-    return _kind(optimizer) is not None
+    """Whether ``optimizer.step`` has a capturable update (SGD, Adam, AdamW, and subclasses that keep their step)."""
+    return _update_of(optimizer) is not None
+
+
+def _kind(optimizer) -> str | None:
+    update = _update_of(optimizer)
+    return None if update is None else ("adam" if update is adam_update else "sgd")
 
 
 def _values(kind: str, group: dict) -> dict:

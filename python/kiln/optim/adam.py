@@ -45,9 +45,6 @@ class Adam(Optimizer):
             group.setdefault("decoupled_weight_decay", False)
 
     def step(self, closure: Callable | None = None):
-        scalars = _capturable.captured_scalars(self)
-        if scalars is not None:  # inside a training step kiln.compile captures (Note [Captured optimizer steps])
-            return _capturable.captured_step(self, closure, scalars, _capturable.adam_update)
         loss = None
         if closure is not None:
             with grad_mode.enable_grad():
@@ -81,6 +78,10 @@ class Adam(Optimizer):
                     decoupled_weight_decay=bool(group.get("decoupled_weight_decay", False)),
                 )
         return loss
+
+
+# Inside a training step kiln.compile captures, step() runs this instead (Note [Captured optimizer steps]).
+_capturable.register_update(Adam.step, _capturable.adam_update)
 
 
 class AdamW(Adam):

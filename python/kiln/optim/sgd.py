@@ -28,9 +28,6 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure=None):
-        scalars = _capturable.captured_scalars(self)
-        if scalars is not None:  # inside a training step kiln.compile captures (Note [Captured optimizer steps])
-            return _capturable.captured_step(self, closure, scalars, _capturable.sgd_update)
         loss = None
         if closure is not None:
             with grad_mode.enable_grad():
@@ -60,3 +57,7 @@ class SGD(Optimizer):
             dampening=float(group["dampening"]), weight_decay=float(group["weight_decay"]),
             nesterov=group["nesterov"], maximize=group["maximize"], is_first_step=first,
         )
+
+
+# Inside a training step kiln.compile captures, step() runs this instead (Note [Captured optimizer steps]).
+_capturable.register_update(SGD.step, _capturable.sgd_update)

@@ -341,3 +341,83 @@ def test_returned_loss_has_no_history_and_new_batch_shape_recaptures():
     compiled(x[:4], y[:4])  # a new size: a second graph, the plan already known
     compiled(x[:4], y[:4])
     assert len(_graph_entries(compiled)) == 2 and compiled.num_captures == 3
+
+
+def _step_fn(model, opt, loss_fn):
+    def step(x, y):
+        opt.zero_grad()
+        loss = loss_fn(model, x, y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def test_state_read_per_call_follows_load_state_dict_and_grads_set_outside():
+    model, opt, batches, loss_fn = _setup("mlp")
+    eager_model, eager_opt, _, _ = _setup("mlp")
+    compiled = kiln.compile(_step_fn(model, opt, loss_fn), backend="default")
+    eager = _step_fn(eager_model, eager_opt, loss_fn)
+    for x, y in batches[:4]:
+        compiled(x, y)
+        eager(x, y)
+    saved = {"model": model.state_dict(), "opt": opt.state_dict()}
+    saved = {"model": {k: v.clone() for k, v in saved["model"].items()},
+             "opt": {"state": {k: {n: t.clone() for n, t in s.items()} for k, s in saved["opt"]["state"].items()},
+                     "param_groups": saved["opt"]["param_groups"]}}
+    for x, y in batches[4:7]:
+        compiled(x, y)
+    model.load_state_dict(saved["model"])
+    opt.load_state_dict(saved["opt"])  # new state tensors: read per call, no recapture
+    opt.zero_grad(set_to_none=True)  # .grad None where the capture saw it defined: captured again
+    for x, y in batches[4:10]:
+        got, want = float(compiled(x, y)), float(eager(x, y))
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    for p, q in zip(model.parameters(), eager_model.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=RTOL, atol=ATOL)
+    assert compiled.num_state_recaptures >= 1 and not compiled.break_reasons
+
+
+def test_an_optimizer_first_stepped_later_is_observed_again():
+    def run(compile_it):
+        model, opt, batches, loss_fn = _setup("mlp")
+        head_opt = kiln.optim.SGD(list(model.parameters())[-2:], lr=0.1, momentum=0.9)
+
+        def step(x, y, use_head):
+            opt.zero_grad()
+            head_opt.zero_grad()
+            loss = loss_fn(model, x, y)
+            loss.backward()
+            opt.step()
+            if use_head:
+                head_opt.step()
+            return loss
+
+        fn = kiln.compile(step, backend="eager") if compile_it else step
+        losses = [float(fn(x, y, k >= 2 and k != 5)) for k, (x, y) in enumerate(batches[:8])]
+        return losses, [p.detach().numpy().copy() for p in model.parameters()], fn
+
+    want, got = run(False), run(True)
+    np.testing.assert_allclose(got[0], want[0], rtol=RTOL, atol=ATOL)
+    for p, q in zip(got[1], want[1]):
+        np.testing.assert_allclose(p, q, rtol=RTOL, atol=ATOL)
+    compiled = got[2]
+    # use_head=False: observed, captured; True: a capture meets head_opt (observe again), then captured.
+    assert compiled.num_replans == 2 and len(_graph_entries(compiled)) == 2 and not compiled.break_reasons
+
+
+def test_an_optimizer_without_a_captured_update_is_a_graph_break():
+    def run(compile_it):
+        model, _, batches, loss_fn = _setup("mlp")
+        opt = kiln.optim.RMSprop(model.parameters(), lr=1e-2)
+        fn = _step_fn(model, opt, loss_fn)
+        if compile_it:
+            fn = kiln.compile(fn, backend="eager")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            losses = [float(fn(x, y)) for x, y in batches[:5]]
+        return losses, fn
+
+    want, (got, compiled) = run(False)[0], run(True)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert "RMSprop.step() has no captured form" in compiled.break_reasons[0]
