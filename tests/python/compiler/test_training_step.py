@@ -176,6 +176,12 @@ def test_whole_compiled_training_step_equals_eager_over_twenty_steps(name, backe
     (entry,) = _graph_entries(step)
     kinds = entry.graph.node_kinds
     assert "kiln::mm" in kinds or "kiln::convolution" in kinds or "kiln::addmm" in kinds
+    inner = entry.program.inner
+    if name == "lstm":  # select's backward copies into a view of zeros: kept in place, the interpreter replays it
+        assert "writes in place" in inner.impure_reason
+    elif backend == "default":  # one functional graph: fused kernels, the updates stored into their inputs
+        assert inner.impure_reason is None and inner.compiled.kernel_count > 0
+        assert inner.compiled.outputs_written_into_inputs == len(inner.copy_back)
 
 
 def test_optimizer_state_matches_eager_after_compiled_steps():
