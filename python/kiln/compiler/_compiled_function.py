@@ -312,6 +312,12 @@ class CompiledFunction:
                                                   "closure or Python-made tensor)")
             session.finish()
             return result
+        if step.state is not None and not step.is_training_step and _joint.wants_backward(out_tensors):
+            # Prepared as a training step (its graph replays without autograd), this call made no step.
+            self._record_break(key, guards, args, "a differentiable output from a function captured as a training "
+                                                  "step that called neither backward() nor an optimizer's step()")
+            session.finish()
+            return result
         joint = None
         if step.state is None and _joint.wants_backward(out_tensors):
             joint = _joint.record_backward(session, out_tensors)
@@ -332,8 +338,7 @@ class CompiledFunction:
                 program = GraphProgram(graph, **around)
             if step.state is not None:
                 assign, clear = grad_effects
-                program = _training.TrainingStepProgram(program, step.state, len(declared), assign, clear,
-                                                        step.state.all_leaves)
+                program = _training.TrainingStepProgram(program, step.state, len(declared), assign, clear)
             program.graph.verify()
             use_backend(self.backend, program, self._name())
         except Exception as e:  # a recording kiln cannot replay: never replay it

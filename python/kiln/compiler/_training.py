@@ -58,6 +58,7 @@ from kiln import _C
 from kiln.optim import _capturable
 
 MAX_REPLANS = 4
+_NO_STATE: dict = {}
 OBSERVING = "the first call of a training step runs eagerly to see its optimizers and gradients"
 
 
@@ -89,7 +90,7 @@ class StepState:
     the planned leaves (held), their ``.grad`` where defined, each optimizer's state tensors (read from
     ``optimizer.state`` per call) and its hyperparameter tensors (held, refreshed per call)."""
 
-    __slots__ = ("leaves", "all_leaves", "grad_leaves", "state_slots", "scalars", "optimizers")
+    __slots__ = ("leaves", "all_leaves", "grad_defined", "grad_leaves", "state_slots", "scalars", "optimizers")
 
     def __init__(self, plan: TrainingPlan, declared: list):
         held = {id(t) for t in declared}
@@ -97,15 +98,17 @@ class StepState:
                          + plan.leaves)
         self.all_leaves = leaves  # every leaf whose .grad the capture tracks
         self.leaves = [t for t in leaves if id(t) not in held]
+        self.grad_defined = [t.grad is not None for t in leaves]  # guarded per call
         self.grad_leaves = [t for t in leaves if t.grad is not None]  # their .grad, read per call
         self.optimizers = plan.optimizers
-        self.state_slots = []  # (state dict of a parameter, key)
+        self.state_slots = []  # (the optimizer's state, parameter, key): read per call (load_state_dict replaces)
         for opt in plan.optimizers:
             for g in opt.param_groups:
                 for p in g["params"]:
                     st = opt.state.get(p)
                     if st:
-                        self.state_slots.extend((st, k) for k in sorted(st) if isinstance(st[k], _C.TensorBase))
+                        self.state_slots.extend((opt.state, p, k) for k in sorted(st)
+                                                if isinstance(st[k], _C.TensorBase))
         self.scalars = [_capturable.ScalarInputs(opt) for opt in plan.optimizers if _capturable.supports(opt)]
 
     def tensors(self) -> list:
@@ -120,18 +123,17 @@ class StepState:
                 raise StateChanged("a gradient that was defined is None")
             grads.append(g)
         try:
-            state = [st[k] for st, k in self.state_slots]
+            state = [st.get(p, _NO_STATE)[k] for st, p, k in self.state_slots]
         except KeyError as e:
             raise StateChanged(f"optimizer state entry {e} is missing") from None
         return self.leaves + grads + state + [t for s in self.scalars for t in s.tensors()]
 
-    def grads_match(self, leaves: list) -> bool:
-        """Whether exactly the captured leaves among ``leaves`` have a ``.grad``."""
-        with_grad = {id(p) for p in self.grad_leaves}
-        return all((p.grad is not None) == (id(p) in with_grad) for p in leaves)
+    def grads_match(self) -> bool:
+        """Whether exactly the leaves that had a ``.grad`` at the capture have one now."""
+        return all((p.grad is not None) == defined for p, defined in zip(self.all_leaves, self.grad_defined))
 
     def state_tensor_ids(self) -> set:
-        return {id(st[k]) for st, k in self.state_slots}
+        return {id(st[p][k]) for st, p, k in self.state_slots}
 
 
 class StepCapture:
@@ -275,16 +277,15 @@ class TrainingStepProgram:
     and returns the function's flat outputs. Raises StateChanged before running when the state no
     longer fits."""
 
-    __slots__ = ("inner", "state", "num_prefix", "assign", "clear", "num_outputs", "leaves")
+    __slots__ = ("inner", "state", "num_prefix", "assign", "clear", "num_outputs")
 
-    def __init__(self, inner, state: StepState | None, num_prefix: int, assign: list, clear: list, leaves: list):
+    def __init__(self, inner, state: StepState, num_prefix: int, assign: list, clear: list):
         self.inner = inner
         self.state = state
-        self.num_prefix = num_prefix
-        self.assign = assign
-        self.clear = clear
+        self.num_prefix = num_prefix  # the call's tensors and the module's state; then the step's state
+        self.assign = assign  # (leaf, output index): .grad set from the output
+        self.clear = clear  # leaves whose .grad the step leaves None
         self.num_outputs = inner.num_outputs
-        self.leaves = leaves  # every leaf whose .grad the capture tracked: their None-ness is guarded
 
     @property
     def graph(self):
@@ -292,11 +293,10 @@ class TrainingStepProgram:
 
     def __call__(self, inputs: list) -> list:
         state = self.state
-        if state is not None:
-            if not state.grads_match(self.leaves):
-                raise StateChanged("a gradient's None-ness changed")
-            k = self.num_prefix
-            inputs = [*inputs[:k], *state.tensors(), *inputs[k:]]
+        if not state.grads_match():
+            raise StateChanged("a gradient's None-ness changed")
+        k = self.num_prefix
+        inputs = [*inputs[:k], *state.tensors(), *inputs[k:]]
         prev = _C.is_grad_enabled()
         _C._set_grad_enabled(False)
         try:

@@ -13,8 +13,9 @@ except inside a training step, which replays with grad mode off as a whole;
 a backward call, and an optimizer's step() (through
 kiln.optim._capturable.capture_hook), go to the capture's
 _training.StepCapture (Note [Capturing a training step]): the first one
-observes, a prepared capture records them. Every kiln Python path that changes grad mode goes through
-``_C._set_grad_enabled`` (grad_mode.py, autograd/function.py, nn).
+observes, a prepared capture records them. Every kiln Python path that
+changes grad mode goes through ``_C._set_grad_enabled`` (grad_mode.py,
+autograd/function.py, nn).
 """
 
 from __future__ import annotations

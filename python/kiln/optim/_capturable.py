@@ -16,23 +16,26 @@ step (a function's first call only observes which optimizers it steps; an
 optimizer without a captured update marks the capture broken, as its step
 would record Python floats as constants); otherwise the list, per parameter
 group, of the ``ScalarInputs`` tensors the capture declared as graph inputs,
-and ``adam_update`` / ``sgd_update`` run: the fused kernels' arithmetic, op for op in the same order
-and dtypes (scalar prefactors in float64, cast to the parameter's dtype where
+and ``adam_update`` / ``sgd_update`` run: the fused kernels' arithmetic, op
+for op in the same order and dtypes (scalar prefactors in float64, cast to
+the parameter's dtype where
 the kernels cast them; the element-wise update in the parameter's dtype), as
 in-place ops on the parameters and state, which capture records out of place
 with copy-backs. Results equal the eager kernels' up to the rounding of fused
 multiply-adds (a few ulp per step).
 
 What the graph's shape depends on (amsgrad, maximize, nesterov, decoupled
-weight decay, and whether weight_decay / momentum / dampening are zero) is the
-``ScalarInputs.structure`` the compiled step guards: a change recaptures.
+weight decay, whether weight_decay / momentum is zero, the groups and their
+sizes) is the ``ScalarInputs.structure`` a compiled step checks per call: a
+change captures again. amsgrad's running max is a copy_ kept in place (the
+graph then replays through the interpreter).
 """
 
 from __future__ import annotations
 
-from kiln import _C
-
 import functools
+
+from kiln import _C
 
 __all__ = ["capture_hook", "wrap_step", "register_update", "supports", "ScalarInputs", "adam_update",
            "sgd_update"]
