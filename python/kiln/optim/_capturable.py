@@ -164,6 +164,11 @@ def _scalar(t, dtype):
     return t if t.dtype == dtype else t.to(dtype)
 
 
+def _one_minus(t):
+    """1 - t, as -t + 1 (the same rounding): rsub has no fused-kernel math, neg and add do."""
+    return t.neg().add(1)
+
+
 def adam_update(optimizer, group: dict, params: list, s: dict) -> None:
     """Adam/AdamW's update of ``params`` (those of ``group`` with a gradient) as tensor ops; ``s`` holds
     the group's scalar inputs. Mirrors kiln's _fused_adam_ kernel (Note [Captured optimizer steps])."""
@@ -181,17 +186,17 @@ def adam_update(optimizer, group: dict, params: list, s: dict) -> None:
     # Every parameter of a group shares its step count, as the eager path reads it.
     step = state[params[0]]["step"].to(_C.float64)
     lr, beta1, beta2 = s["lr"], s["beta1"], s["beta2"]
-    bias_correction1 = 1 - beta1.pow(step)
-    bias_correction2_sqrt = (1 - beta2.pow(step)).sqrt()
+    bias_correction1 = _one_minus(beta1.pow(step))
+    bias_correction2_sqrt = _one_minus(beta2.pow(step)).sqrt()
     decoupled = bool(group.get("decoupled_weight_decay", False))
     weight_decay_on = group["weight_decay"] != 0
     for dtype in dict.fromkeys(p.dtype for p in params):
         step_size = _scalar(lr / bias_correction1, dtype)
         inv_bias_correction2_sqrt = _scalar(bias_correction2_sqrt.reciprocal(), dtype)
         b1, b2 = _scalar(beta1, dtype), _scalar(beta2, dtype)
-        one_minus_b1, one_minus_b2 = 1 - b1, 1 - b2
+        one_minus_b1, one_minus_b2 = _one_minus(b1), _one_minus(b2)
         eps = _scalar(s["eps"], dtype)
-        decay = _scalar(1 - lr * s["weight_decay"], dtype) if decoupled else None
+        decay = _scalar(_one_minus(lr * s["weight_decay"]), dtype) if decoupled else None
         wd = _scalar(s["weight_decay"], dtype)
         for p in params:
             if p.dtype != dtype:
@@ -225,7 +230,7 @@ def sgd_update(optimizer, group: dict, params: list, s: dict) -> None:
     for dtype in dict.fromkeys(p.dtype for p in params):
         lr, wd = _scalar(s["lr"], dtype), _scalar(s["weight_decay"], dtype)
         mu = _scalar(s["momentum"], dtype)
-        one_minus_dampening = 1 - _scalar(s["dampening"], dtype)
+        one_minus_dampening = _one_minus(_scalar(s["dampening"], dtype))
         for p in params:
             if p.dtype != dtype:
                 continue
