@@ -428,3 +428,37 @@ def test_an_optimizer_without_a_captured_update_is_a_graph_break():
     want, (got, compiled) = run(False)[0], run(True)
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
     assert "RMSprop.step() has no captured form" in compiled.break_reasons[0]
+
+
+OPTIMIZER_CONFIGS = {
+    "sgd": lambda p: kiln.optim.SGD(p, lr=0.1),
+    "sgd_momentum_dampening_wd_maximize": lambda p: kiln.optim.SGD(p, lr=0.05, momentum=0.8, dampening=0.2,
+                                                                   weight_decay=0.01, maximize=True),
+    "sgd_nesterov": lambda p: kiln.optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True),
+    "adam_l2_amsgrad": lambda p: kiln.optim.Adam(p, lr=1e-2, weight_decay=0.1, amsgrad=True),
+    "adam_maximize": lambda p: kiln.optim.Adam(p, lr=1e-2, betas=(0.8, 0.9), maximize=True),
+    "adamw_amsgrad": lambda p: kiln.optim.AdamW(p, lr=1e-2, amsgrad=True),
+}
+
+
+@pytest.mark.parametrize("config", sorted(OPTIMIZER_CONFIGS))
+def test_each_optimizer_option_matches_eager(config):
+    def run(backend):
+        kiln.manual_seed(0)
+        model = kiln.nn.Sequential(kiln.nn.Linear(6, 8), kiln.nn.Tanh(), kiln.nn.Linear(8, 3))
+        opt = OPTIMIZER_CONFIGS[config](model.parameters())
+        rng = np.random.default_rng(1)
+        fn = _step_fn(model, opt, lambda m, x, y: F.cross_entropy(m(x), y))
+        if backend is not None:
+            fn = kiln.compile(fn, backend=backend)
+        losses = [float(fn(kiln.tensor(rng.standard_normal((5, 6)).astype(np.float32)),
+                           kiln.tensor(rng.integers(0, 3, 5)))) for _ in range(8)]
+        return losses, [p.detach().numpy().copy() for p in model.parameters()], fn
+
+    want = run(None)
+    for backend in ("eager", "default"):
+        got = run(backend)
+        np.testing.assert_allclose(got[0], want[0], rtol=RTOL, atol=ATOL)
+        for p, q in zip(got[1], want[1]):
+            np.testing.assert_allclose(p, q, rtol=RTOL, atol=ATOL)
+        assert not got[2].break_reasons and len(_graph_entries(got[2])) == 1
