@@ -183,10 +183,9 @@ class StepCapture:
         self.ran_backward = True
 
     def on_grad_mode_change(self, reason: str) -> bool:
-        """True when the change is allowed (a prepared training-step capture); the reason is kept in
-        case the function turns out not to be one."""
-        if self.state is None:
-            return False
+        """A grad-mode change is allowed in a training step (no_grad around an update, an optimizer's
+        step), which replays with grad mode off as a whole; the reason is kept and breaks the capture at
+        its end if the function turns out not to be one (finish_reason)."""
         if self.grad_mode_reason is None:
             self.grad_mode_reason = reason
         return True
@@ -220,10 +219,13 @@ class StepCapture:
         return TrainingPlan(optimizers, _unique(leaves))
 
     def finish_reason(self) -> tuple[str, str] | None:
-        """After a prepared call: ("replan", why) when the capture missed state it must declare,
-        ("break", why) when the step cannot be replayed, else None."""
+        """After the call: ("replan", why) when the capture missed state it must declare, ("break", why)
+        when it cannot be replayed (a grad-mode change in a function that is no training step, a
+        scheduler stepping inside), else None."""
         if self.replan_reason is not None:
             return "replan", self.replan_reason
+        if not self.is_training_step and self.grad_mode_reason is not None:
+            return "break", self.grad_mode_reason
         if self.state is None:
             return None
         for s in self.state.scalars:
@@ -238,8 +240,6 @@ class StepCapture:
                     for v in opt.state.get(p, {}).values():
                         if isinstance(v, _C.TensorBase) and id(v) not in known:
                             return "replan", f"{type(opt).__name__}.step() made new state (a first step)"
-        if not self.is_training_step and self.grad_mode_reason is not None:
-            return "break", self.grad_mode_reason
         return None
 
 

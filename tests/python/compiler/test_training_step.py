@@ -462,3 +462,25 @@ def test_each_optimizer_option_matches_eager(config):
         for p, q in zip(got[1], want[1]):
             np.testing.assert_allclose(p, q, rtol=RTOL, atol=ATOL)
         assert not got[2].break_reasons and len(_graph_entries(got[2])) == 1
+
+
+def test_no_grad_block_before_backward_is_part_of_the_step():
+    model, opt, batches, loss_fn = _setup("mlp")
+    eager_model, eager_opt, _, _ = _setup("mlp")
+
+    def make(m, o):
+        def step(x, y):
+            with kiln.no_grad():  # a grad-mode change before backward: allowed in a training step
+                x = x * 0.5
+            o.zero_grad()
+            loss = loss_fn(m, x, y)
+            loss.backward()
+            o.step()
+            return loss
+        return step
+
+    compiled = kiln.compile(make(model, opt), backend="default", fullgraph=True)
+    eager = make(eager_model, eager_opt)
+    for x, y in batches[:5]:
+        np.testing.assert_allclose(float(compiled(x, y)), float(eager(x, y)), rtol=RTOL, atol=ATOL)
+    assert len(_graph_entries(compiled)) == 1 and not compiled.break_reasons
