@@ -1,11 +1,13 @@
 // CompiledGraph: a captured graph as a flat list of steps: fused pointwise
 // kernels called through their JIT entry points, every other node through
 // the dispatcher's boxed path (below autograd: see Note [When the compiled
-// graph runs]). Values are released after their last use.
+// graph runs]). Values are released after their last use; kernel outputs may
+// reuse dead inputs or a pre-planned arena (Note [The memory plan]).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -13,7 +15,9 @@
 #include "codegen/FusionKernel.h"
 #include "codegen/llvm/KernelJit.h"
 #include "eager/dispatch/IValue.h"
+#include "eager/ops/Tensor.h"
 #include "ir/Graph.h"
+#include "runtime/MemoryPlan.h"
 
 namespace kiln::runtime {
 
@@ -51,6 +55,12 @@ struct CompileOptions {
   // requiring grad may fuse too; otherwise they stay eager steps, which record
   // autograd history (Note [When the compiled graph runs]).
   bool runs_without_autograd = false;
+  // The memory plan (Note [The memory plan], MemoryPlan.h): kernel outputs take dead
+  // inputs' buffers in place; false: every output allocated (for comparisons).
+  bool plan_memory = true;
+  // mode="reduce-overhead": kernel outputs that stay inside the graph live in one
+  // arena laid out once, so a replay allocates none of them.
+  bool reduce_overhead = false;
   // (graph output index, graph input index): the caller copies that output into that input after
   // the run (Note [Outputs written into their inputs]).
   std::vector<std::pair<size_t, size_t>> outputs_into_inputs;
@@ -74,6 +84,7 @@ class CompiledGraph {
   [[nodiscard]] const std::string& llvm_ir() const { return llvm_ir_; }
   /// Op nodes left to eager, by name (one entry per node).
   [[nodiscard]] std::vector<std::string> eager_ops() const;
+  [[nodiscard]] const MemoryPlan& memory_plan() const { return plan_; }
   /// How many of CompileOptions::outputs_into_inputs a kernel may store in place.
   [[nodiscard]] int64_t outputs_written_into_inputs() const { return outputs_written_into_inputs_; }
 
@@ -84,7 +95,7 @@ class CompiledGraph {
     int32_t kernel = -1;             // or a kernel step
     std::vector<size_t> release;     // value slots dead after this step
   };
-  void run_kernel(const KernelStep& k, std::vector<IValue>& slots) const;
+  void run_kernel(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena) const;
 
   std::unique_ptr<ir::Graph> graph_;
   std::vector<Step> steps_;
@@ -93,6 +104,9 @@ class CompiledGraph {
   size_t num_slots_ = 0;
   std::unordered_map<const ir::Value*, size_t> slot_of_;
   std::string llvm_ir_;
+  MemoryPlan plan_;
+  mutable std::mutex arena_mu_;  // one run at a time uses the arena
+  mutable Tensor arena_;         // plan_.arena_bytes, allocated by the first run that uses it
   int64_t outputs_written_into_inputs_ = 0;
   void plan_outputs_into_inputs(const std::vector<std::pair<size_t, size_t>>& pairs,
                                 const std::unordered_map<size_t, size_t>& last_read);

@@ -147,7 +147,7 @@ PYTHON_LAYERS: tuple[tuple[str, ...], ...] = (
     ("kiln.optim", "kiln.distributed.optim", "kiln.amp", "kiln.library",
      "kiln.serialization", "kiln.testing", "kiln.utils", "kiln.compiler"),
     (ROOT,),
-    ("kiln.func", "kiln.distributions"),
+    ("kiln.func", "kiln.distributions", "kiln.bench", "kiln.onnx"),
 )
 
 

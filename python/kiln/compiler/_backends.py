@@ -37,9 +37,10 @@ def _outputs_into_inputs(graph_program) -> list:
     return pairs
 
 
-def use_backend(backend: str, program, name: str) -> None:
+def use_backend(backend: str, program, name: str, mode=None) -> None:
     """Sets the runner of each graph of ``program`` for ``backend`` (the interpreter stays where the
-    backend is "eager" or the graph is not functional)."""
+    backend is "eager" or the graph is not functional). ``mode="reduce-overhead"`` gives each compiled
+    graph a pre-planned arena for its kernels' intermediates (runtime/MemoryPlan.h)."""
     if backend != "default":
         return
     log_codegen = _logging.is_enabled("codegen")
@@ -47,6 +48,7 @@ def use_backend(backend: str, program, name: str) -> None:
         if graph_program.impure_reason is not None:
             continue
         compiled = _C._runtime.compile(graph_program.graph, keep_llvm_ir=log_codegen, runs_without_autograd=True,
+                                       reduce_overhead=mode == "reduce-overhead",
                                        outputs_into_inputs=_outputs_into_inputs(graph_program))
         graph_program.runner = _compiled_runner(compiled)
         graph_program.compiled = compiled
@@ -54,7 +56,7 @@ def use_backend(backend: str, program, name: str) -> None:
             kernels = "\n".join(compiled.kernels) or "(no fused kernels)\n"
             _logging.log("codegen", f"kernels of {name} ({compiled.kernel_count} fused; eager: "
                                     f"{', '.join(compiled.eager_ops) or 'none'}):\n{kernels}"
-                                    f"LLVM IR:\n{compiled.llvm_ir.rstrip()}")
+                                    f"{compiled.memory_plan}LLVM IR:\n{compiled.llvm_ir.rstrip()}")
 
 
 def _entries(compiled_fn) -> list:

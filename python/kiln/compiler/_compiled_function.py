@@ -340,7 +340,7 @@ class CompiledFunction:
                 assign, clear = grad_effects
                 program = _training.TrainingStepProgram(program, step.state, len(declared), assign, clear)
             program.graph.verify()
-            use_backend(self.backend, program, self._name())
+            use_backend(self.backend, program, self._name(), self.mode)
         except Exception as e:  # a recording kiln cannot replay: never replay it
             self._record_break(key, guards, args, f"the captured graph does not verify: {e}")
             return result
