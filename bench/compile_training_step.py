@@ -82,7 +82,8 @@ def main() -> int:
         compiled = inner.compiled
         print(f"graph: {entries[0].num_ops} ops; impure: {inner.impure_reason}; fused kernels: "
               f"{compiled.kernel_count if compiled else None}; ops left to eager: "
-              f"{len(compiled.eager_ops) if compiled else None}")
+              f"{len(compiled.eager_ops) if compiled else None}; copy-backs stored in place by a kernel: "
+              f"{compiled.outputs_written_into_inputs if compiled else None} of {len(inner.copy_back)}")
     print(f"breaks: {kc_fn.break_reasons}")
     t0 = time.perf_counter()
     t_compiled()
