@@ -28,6 +28,8 @@ struct CompiledGraph::KernelStep {
   std::vector<size_t> input_slots, output_slots;
   std::vector<int32_t> in_place;      // per output: the input (index) whose buffer it may take, or -1
   std::vector<int64_t> arena_offset;  // per output: its arena byte offset, or -1 (Note [The memory plan])
+  // Per output: the slot of the graph input it may be stored into, or -1 (Note [Outputs written into their inputs]).
+  std::vector<int64_t> into_input_slot;
 };
 
 namespace {
@@ -198,6 +200,48 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     k.arena_offset = plan_.arena_offset[i];
   }
   slot_of_ = std::move(slot_of);
+  if (!options.outputs_into_inputs.empty()) {
+    std::unordered_map<size_t, size_t> last_read;  // slot -> the last step reading it
+    for (size_t i = 0; i < plan_in.steps.size(); ++i) {
+      for (size_t r : plan_in.steps[i].reads) last_read[r] = i;
+    }
+    plan_outputs_into_inputs(options.outputs_into_inputs, last_read);
+  }
+}
+
+void CompiledGraph::plan_outputs_into_inputs(const std::vector<std::pair<size_t, size_t>>& pairs,
+                                             const std::unordered_map<size_t, size_t>& last_read) {
+  const ir::Graph& g = *graph_;
+  passes::AliasClasses aliases(g);
+  std::vector<const ir::Value*> values(g.inputs().begin(), g.inputs().end());
+  for (const ir::Node* n : g.nodes()) values.insert(values.end(), n->outputs().begin(), n->outputs().end());
+  std::unordered_map<const ir::Value*, size_t> times_output;
+  for (const ir::Value* v : g.outputs()) ++times_output[v];
+  for (const auto& [o, i] : pairs) {
+    if (o >= g.outputs().size() || i >= g.inputs().size()) continue;
+    const ir::Value* out = g.outputs()[o];
+    const ir::Value* in = g.inputs()[i];
+    if (times_output[out] != 1 || aliases.holds_output(in)) continue;
+    for (size_t si = 0; si < steps_.size(); ++si) {
+      if (steps_[si].kernel < 0) continue;
+      KernelStep& k = *kernels_[static_cast<size_t>(steps_[si].kernel)];
+      const auto at = std::find(k.outputs.begin(), k.outputs.end(), out);
+      if (at == k.outputs.end()) continue;
+      bool safe = true;
+      for (const ir::Value* v : values) {
+        if (!aliases.may_alias(v, in)) continue;
+        auto read = slot_of_.find(v) == slot_of_.end() ? last_read.end() : last_read.find(slot_of_.at(v));
+        if (read != last_read.end() && read->second > si) safe = false;  // read after the kernel
+        if (v != in && std::find(k.inputs.begin(), k.inputs.end(), v) != k.inputs.end()) safe = false;
+      }
+      if (safe) {
+        k.into_input_slot.resize(k.outputs.size(), -1);
+        k.into_input_slot[static_cast<size_t>(at - k.outputs.begin())] = static_cast<int64_t>(slot_of_.at(in));
+        ++outputs_written_into_inputs_;
+      }
+      break;
+    }
+  }
 }
 
 CompiledGraph::~CompiledGraph() = default;
@@ -232,6 +276,18 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
   std::vector<void*> data;
   for (const Tensor* t : inputs) data.push_back(t->data_ptr());
   for (size_t o = 0; o < k.output_slots.size(); ++o) {
+    if (o < k.into_input_slot.size() && k.into_input_slot[o] >= 0) {  // Note [Outputs written into their inputs]
+      const IValue& target = slots[static_cast<size_t>(k.into_input_slot[o])];
+      if (target.is_tensor()) {
+        const Tensor& t = target.to_tensor();
+        if (t.dtype() == kernel.output_dtypes[o] && same_layout(t, sizes_out, strides_out)) {
+          data.push_back(t.data_ptr());
+          t.impl()->bump_version();
+          slots[k.output_slots[o]] = target;
+          continue;
+        }
+      }
+    }
     const DType d = kernel.output_dtypes[o];
     Tensor out;
     if (arena != nullptr && k.arena_offset[o] >= 0) {

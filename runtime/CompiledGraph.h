@@ -33,6 +33,20 @@ namespace kiln::runtime {
 // kiln.compile, a node whose value is recorded as requiring grad stays an
 // eager step, which goes through the whole dispatcher as ir::interpret does.
 
+// Note [Outputs written into their inputs]
+// ----------------------------------------
+// kiln.compile copies some graph outputs back into graph inputs after a run
+// (an in-place update recorded out of place: a training step's parameters and
+// optimizer state; python/kiln/compiler/_replay.py). The caller names those
+// pairs (CompileOptions::outputs_into_inputs); a fused kernel computing such
+// an output then stores it straight into the input's buffer when that is
+// unobservable: no later step reads the input or any value that may share its
+// storage (passes::AliasClasses), no graph output shares it, the kernel reads
+// no other alias of it, and at run time the input has the output's dtype and
+// exact layout (an element is then read before it is overwritten, in the same
+// vector step). run() returns the input tensor itself for that output (its
+// version bumped, as the in-place op would), and the caller's copy is skipped.
+
 struct CompileOptions {
   bool fuse = true;           // false: every node eager (for tests and comparisons)
   bool keep_llvm_ir = false;  // keep the LLVM IR text (KILN_LOGS=codegen)
@@ -47,6 +61,9 @@ struct CompileOptions {
   // mode="reduce-overhead": kernel outputs that stay inside the graph live in one
   // arena laid out once, so a replay allocates none of them.
   bool reduce_overhead = false;
+  // (graph output index, graph input index): the caller copies that output into that input after
+  // the run (Note [Outputs written into their inputs]).
+  std::vector<std::pair<size_t, size_t>> outputs_into_inputs;
 };
 
 class CompiledGraph {
@@ -68,6 +85,8 @@ class CompiledGraph {
   /// Op nodes left to eager, by name (one entry per node).
   [[nodiscard]] std::vector<std::string> eager_ops() const;
   [[nodiscard]] const MemoryPlan& memory_plan() const { return plan_; }
+  /// How many of CompileOptions::outputs_into_inputs a kernel may store in place.
+  [[nodiscard]] int64_t outputs_written_into_inputs() const { return outputs_written_into_inputs_; }
 
  private:
   struct KernelStep;
@@ -90,6 +109,9 @@ class CompiledGraph {
   MemoryPlan plan_;
   mutable std::mutex arena_mu_;  // one run at a time uses the arena
   mutable Tensor arena_;         // plan_.arena_bytes, allocated by the first run that uses it
+  int64_t outputs_written_into_inputs_ = 0;
+  void plan_outputs_into_inputs(const std::vector<std::pair<size_t, size_t>>& pairs,
+                                const std::unordered_map<size_t, size_t>& last_read);
 };
 
 }  // namespace kiln::runtime

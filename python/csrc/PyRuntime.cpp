@@ -59,11 +59,13 @@ void init_runtime(PyObject* module) {
       .def_property_readonly("llvm_ir", [](const PyCompiledGraph& g) { return g.compiled->llvm_ir(); })
       .def_property_readonly("memory_plan", [](const PyCompiledGraph& g) { return g.compiled->memory_plan().str(); })
       .def_property_readonly("arena_bytes",
-                             [](const PyCompiledGraph& g) { return g.compiled->memory_plan().arena_bytes; });
+                             [](const PyCompiledGraph& g) { return g.compiled->memory_plan().arena_bytes; })
+      .def_property_readonly("outputs_written_into_inputs",
+                             [](const PyCompiledGraph& g) { return g.compiled->outputs_written_into_inputs(); });
   rt.def(
       "compile",
       [](const ir::Graph& g, bool fuse, bool keep_llvm_ir, bool runs_without_autograd, bool plan_memory,
-         bool reduce_overhead) {
+         bool reduce_overhead, std::vector<std::pair<size_t, size_t>> outputs_into_inputs) {
         PyCompiledGraph out;
         for (size_t i = 0; i < g.inputs().size(); ++i) out.arguments.push_back(argument_for(g.inputs()[i]->type(), i));
         runtime::CompileOptions options;
@@ -72,15 +74,19 @@ void init_runtime(PyObject* module) {
         options.runs_without_autograd = runs_without_autograd;
         options.plan_memory = plan_memory;
         options.reduce_overhead = reduce_overhead;
+        options.outputs_into_inputs = std::move(outputs_into_inputs);
         py::gil_scoped_release no_gil;
         out.compiled = std::make_unique<runtime::CompiledGraph>(g, options);
         return out;
       },
       py::arg("graph"), py::arg("fuse") = true, py::arg("keep_llvm_ir") = false,
       py::arg("runs_without_autograd") = false, py::arg("plan_memory") = true, py::arg("reduce_overhead") = false,
+      py::arg("outputs_into_inputs") = std::vector<std::pair<size_t, size_t>>{},
       "Compiles a verified graph: fusion groups become LLVM kernels, other nodes eager steps; plan_memory: kernel "
       "outputs reuse dead inputs in place; reduce_overhead: kernel outputs inside the graph in one pre-planned "
-      "arena (runtime/MemoryPlan.h).");
+      "arena (runtime/MemoryPlan.h); outputs_into_inputs: (output, input) index pairs the caller copies back after "
+      "a run: a kernel may store such an output into the input directly and return the input "
+      "(Note [Outputs written into their inputs]).");
   rt.def("pointwise_math_ops", &codegen::pointwise_math_ops,
          "The ops the kernel math table covers (codegen/PointwiseMath.h).");
   rt.def("compiled_kernel_count", &codegen::compiled_kernel_count, "Kernels in the process's JIT cache.");

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from kiln import _C, _logging
 from kiln.compiler._joint import JointProgram
+from kiln.compiler._training import TrainingStepProgram
 
 
 def _graph_programs(program) -> list:
-    """The GraphPrograms of ``program``: itself, or a joint program's forward and backward."""
+    """The GraphPrograms of ``program``: itself, a joint program's forward and backward, or a training
+    step's graph."""
+    if isinstance(program, TrainingStepProgram):
+        return [program.inner]
     return [program.forward, program.backward] if isinstance(program, JointProgram) else [program]
 
 
@@ -21,6 +25,16 @@ def _compiled_runner(compiled):
     def run(graph, inputs):
         return compiled.run(inputs)
     return run
+
+
+def _outputs_into_inputs(graph_program) -> list:
+    """(graph output, graph input) index pairs of the program's copy-backs, so a fused kernel may store
+    such an output into its input (runtime Note [Outputs written into their inputs])."""
+    pairs = []
+    gen = graph_program.generator_index
+    for k, i in enumerate(graph_program.copy_back):
+        pairs.append((graph_program.num_outputs + k, i + 2 if gen is not None and i >= gen else i))
+    return pairs
 
 
 def use_backend(backend: str, program, name: str, mode=None) -> None:
@@ -34,7 +48,8 @@ def use_backend(backend: str, program, name: str, mode=None) -> None:
         if graph_program.impure_reason is not None:
             continue
         compiled = _C._runtime.compile(graph_program.graph, keep_llvm_ir=log_codegen, runs_without_autograd=True,
-                                       reduce_overhead=mode == "reduce-overhead")
+                                       reduce_overhead=mode == "reduce-overhead",
+                                       outputs_into_inputs=_outputs_into_inputs(graph_program))
         graph_program.runner = _compiled_runner(compiled)
         graph_program.compiled = compiled
         if log_codegen:
