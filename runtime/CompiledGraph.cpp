@@ -12,12 +12,15 @@
 #include "ir/Clone.h"
 #include "ir/Interpreter.h"
 #include "passes/fuse_pointwise.h"
+#include "passes/fuse_reductions.h"
 #include "passes/pipeline.h"
+#include "runtime/RowKernelRun.h"
 
 namespace kiln::runtime {
 
 struct CompiledGraph::KernelStep {
-  codegen::FusionKernel fused;
+  codegen::FusionKernel fused;         // a pointwise kernel, or
+  std::optional<codegen::RowKernel> row;  // a row kernel (its kernel is row->kernel)
   codegen::KernelFn fn = nullptr;
   std::vector<const ir::Node*> nodes;  // the group's members (the fallback path runs them)
   std::vector<const ir::Value*> inputs, outputs;
@@ -43,11 +46,10 @@ int64_t numel_of(const std::vector<int64_t>& s) {
 
 CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : graph_(ir::clone(source)) {
   if (options.fuse) {
-    // The graph passes first (passes/pipeline.h): constants folded, the
-    // algebraic rules, CSE and DCE; composites stay whole for now (see
-    // PipelineOptions::decompose).
+    // The graph passes first (passes/pipeline.h): composites decomposed,
+    // constants folded, the algebraic rules, CSE and DCE.
     passes::PipelineOptions pipeline;
-    pipeline.decompose = false;
+    pipeline.decompose = options.decompose;
     passes::run_pipeline(*graph_, pipeline);
   }
   const ir::Graph& g = *graph_;
@@ -58,17 +60,41 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
   };
   for (const ir::Value* v : g.inputs()) input_slots_.push_back(slot(v));
 
-  std::vector<passes::FusionGroup> groups;
   const bool without_autograd = options.runs_without_autograd;
-  const auto fusible = [without_autograd](const ir::Node& n) {
-    // A kernel records no autograd history.
-    if (!without_autograd && n.output()->type().tensor_type().requires_grad) return false;
-    return codegen::has_kernel_math(n);
+  const auto records_history = [without_autograd](const ir::Node& n) {
+    return !without_autograd && n.output()->type().tensor_type().requires_grad;
   };
-  if (options.fuse) groups = passes::fuse_pointwise(g, fusible);
   std::unordered_map<const ir::Node*, int32_t> anchor;  // last node of a group -> kernel index
   std::unordered_set<const ir::Node*> fused;
   std::vector<codegen::Kernel> to_compile;
+  // Reductions with their prologue and epilogue first (passes/fuse_reductions.h), then pointwise
+  // chains of what is left.
+  std::vector<passes::ReductionGroup> row_groups;
+  if (options.fuse) {
+    row_groups = passes::fuse_reductions(g, [&](const ir::Node& n) {
+      return !records_history(n) && codegen::has_kernel_math(n);  // a kernel records no autograd history
+    });
+  }
+  for (const passes::ReductionGroup& group : row_groups) {
+    bool history = false;
+    for (const ir::Node* n : group.members.nodes) history = history || records_history(*n);
+    std::optional<codegen::RowKernel> rk = history ? std::nullopt : codegen::lower_reduction_group(group);
+    if (!rk) continue;
+    auto step = std::make_unique<KernelStep>();
+    step->row = std::move(*rk);
+    step->nodes = group.members.nodes;
+    step->inputs = group.members.inputs;
+    step->outputs = group.members.outputs;
+    for (const ir::Node* n : group.members.nodes) fused.insert(n);
+    anchor[group.members.nodes.back()] = static_cast<int32_t>(kernels_.size());
+    to_compile.push_back(step->row->kernel);
+    kernels_.push_back(std::move(step));
+  }
+  std::vector<passes::FusionGroup> groups;
+  const auto fusible = [&](const ir::Node& n) {
+    return !fused.count(&n) && !records_history(n) && codegen::has_kernel_math(n);
+  };
+  if (options.fuse) groups = passes::fuse_pointwise(g, fusible);
   for (const passes::FusionGroup& group : groups) {
     std::optional<codegen::FusionKernel> fk = codegen::lower_fusion_group(group);
     if (!fk) continue;
@@ -87,7 +113,7 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     llvm_ir_ = std::move(compiled.llvm_ir);
     for (size_t i = 0; i < kernels_.size(); ++i) {
       kernels_[i]->fn = compiled.functions[i];
-      kernels_[i]->fused.kernel.name = to_compile[i].name;
+      (kernels_[i]->row ? kernels_[i]->row->kernel : kernels_[i]->fused.kernel).name = to_compile[i].name;
     }
   }
 
@@ -126,6 +152,16 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
 CompiledGraph::~CompiledGraph() = default;
 
 void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots) const {
+  if (k.row) {
+    std::vector<Tensor> inputs, outputs;
+    for (size_t s : k.input_slots) inputs.push_back(slots[s].to_tensor());
+    if (run_row_kernel(*k.row, k.fn, inputs, outputs)) {
+      for (size_t o = 0; o < outputs.size(); ++o) slots[k.output_slots[o]] = IValue(std::move(outputs[o]));
+      return;
+    }
+    run_members(k, slots);
+    return;
+  }
   const codegen::Kernel& kernel = k.fused.kernel;
   const std::vector<int64_t>& shape = k.fused.shape;  // iteration order
   const std::vector<int64_t>& sizes_out = k.fused.sizes;
@@ -143,13 +179,7 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots) 
     }
   }
   if (!as_compiled) {  // the inputs are not what the kernel was built for: run the members eagerly
-    std::unordered_map<const ir::Value*, IValue> local;
-    for (size_t i = 0; i < ni; ++i) local[k.inputs[i]] = slots[k.input_slots[i]];
-    for (const ir::Node* n : k.nodes) {
-      std::vector<IValue> out = ir::run_node(*n, [&](const ir::Value* v) -> const IValue& { return local.at(v); });
-      local[n->output()] = std::move(out[0]);
-    }
-    for (size_t o = 0; o < k.outputs.size(); ++o) slots[k.output_slots[o]] = local.at(k.outputs[o]);
+    run_members(k, slots);
     return;
   }
   std::vector<void*> data;
@@ -196,6 +226,16 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots) 
   }
 }
 
+void CompiledGraph::run_members(const KernelStep& k, std::vector<IValue>& slots) const {
+  std::unordered_map<const ir::Value*, IValue> local;
+  for (size_t i = 0; i < k.input_slots.size(); ++i) local[k.inputs[i]] = slots[k.input_slots[i]];
+  for (const ir::Node* n : k.nodes) {
+    std::vector<IValue> out = ir::run_node(*n, [&](const ir::Value* v) -> const IValue& { return local.at(v); });
+    local[n->output()] = std::move(out[0]);
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) slots[k.output_slots[o]] = local.at(k.outputs[o]);
+}
+
 std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
   KILN_CHECK(inputs.size() == input_slots_.size(), "compiled graph: takes ", input_slots_.size(), " inputs but got ",
              inputs.size());
@@ -219,7 +259,7 @@ std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
 
 std::vector<std::string> CompiledGraph::kernel_ir() const {
   std::vector<std::string> texts;
-  for (const auto& k : kernels_) texts.push_back(k->fused.kernel.str());
+  for (const auto& k : kernels_) texts.push_back((k->row ? k->row->kernel : k->fused.kernel).str());
   return texts;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codegen/FusionKernel.h"
+#include "codegen/RowKernel.h"
 #include "codegen/llvm/KernelJit.h"
 #include "eager/dispatch/IValue.h"
 #include "ir/Graph.h"
@@ -37,6 +38,9 @@ struct CompileOptions {
   // requiring grad may fuse too; otherwise they stay eager steps, which record
   // autograd history (Note [When the compiled graph runs]).
   bool runs_without_autograd = false;
+  // Decomposes composites (softmax, layer_norm, rms_norm, gelu, ...: passes/decompose_composites.h)
+  // so their pieces fuse into row kernels (Note [Composites compile decomposed]).
+  bool decompose = true;
 };
 
 class CompiledGraph {
@@ -66,6 +70,8 @@ class CompiledGraph {
     std::vector<size_t> release;     // value slots dead after this step
   };
   void run_kernel(const KernelStep& k, std::vector<IValue>& slots) const;
+  /// Runs a kernel step's member nodes eagerly (its inputs are not what the kernel was built for).
+  void run_members(const KernelStep& k, std::vector<IValue>& slots) const;
 
   std::unique_ptr<ir::Graph> graph_;
   std::vector<Step> steps_;

@@ -58,19 +58,20 @@ void init_runtime(PyObject* module) {
       .def_property_readonly("llvm_ir", [](const PyCompiledGraph& g) { return g.compiled->llvm_ir(); });
   rt.def(
       "compile",
-      [](const ir::Graph& g, bool fuse, bool keep_llvm_ir, bool runs_without_autograd) {
+      [](const ir::Graph& g, bool fuse, bool keep_llvm_ir, bool runs_without_autograd, bool decompose) {
         PyCompiledGraph out;
         for (size_t i = 0; i < g.inputs().size(); ++i) out.arguments.push_back(argument_for(g.inputs()[i]->type(), i));
         runtime::CompileOptions options;
         options.fuse = fuse;
         options.keep_llvm_ir = keep_llvm_ir;
         options.runs_without_autograd = runs_without_autograd;
+        options.decompose = decompose;
         py::gil_scoped_release no_gil;
         out.compiled = std::make_unique<runtime::CompiledGraph>(g, options);
         return out;
       },
       py::arg("graph"), py::arg("fuse") = true, py::arg("keep_llvm_ir") = false,
-      py::arg("runs_without_autograd") = false,
+      py::arg("runs_without_autograd") = false, py::arg("decompose") = true,
       "Compiles a verified graph: fusion groups become LLVM kernels, other nodes eager steps.");
   rt.def("pointwise_math_ops", &codegen::pointwise_math_ops,
          "The ops the kernel math table covers (codegen/PointwiseMath.h).");
