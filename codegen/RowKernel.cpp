@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "codegen/PointwiseMath.h"
+#include "codegen/RowSchedule.h"
 
 namespace kiln::codegen {
 
@@ -76,6 +77,7 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
     rk.output_sizes.push_back(concrete(*t.sizes));
     rk.output_strides.push_back(concrete(*t.strides));
   }
+  rk.scratch_rows = static_cast<int64_t>(schedule_rows(k).spilled.size());
   return rk;
 }
 

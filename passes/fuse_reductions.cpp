@@ -122,8 +122,9 @@ std::optional<size_t> fusible_reduction(const ir::Node& n) {
     const int64_t want = static_cast<int64_t>(sizes.size() - dims.size() + i);
     if (dims[i] != want || sizes[static_cast<size_t>(want)] == 0) return std::nullopt;
   }
-  // The result is PerRow in the input's space.
-  if (row_shape_of(n.output(), sizes, dims.size(), true) != RowShape::PerRow) return std::nullopt;
+  // The result is PerRow in the input's space (or Element, where a row is one column).
+  const auto result = row_shape_of(n.output(), sizes, dims.size(), true);
+  if (result != RowShape::PerRow && result != RowShape::Element) return std::nullopt;
   return dims.size();
 }
 

@@ -2,6 +2,7 @@
 #include "runtime/RowKernelRun.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/creation/Factories.h"
@@ -33,8 +34,12 @@ bool run_row_kernel(const codegen::RowKernel& rk, codegen::KernelFn fn, const st
   if (rk.rows == 0 || rk.cols == 0) return true;
   const int64_t sizes[2] = {rk.rows, rk.cols};
   void** d = data.data();
-  parallel_for(0, rk.rows, std::max<int64_t>(1, kGrainSize / rk.cols),
-               [&](int64_t b, int64_t e) { fn(d, sizes, nullptr, b, e); });
+  const size_t scratch = static_cast<size_t>(rk.scratch_rows * rk.cols);
+  parallel_for(0, rk.rows, std::max<int64_t>(1, kGrainSize / rk.cols), [&](int64_t b, int64_t e) {
+    // The kernel's `strides` argument is this thread's scratch rows (codegen/RowSchedule.h).
+    std::vector<double> rows_kept(scratch);
+    fn(d, sizes, reinterpret_cast<const int64_t*>(rows_kept.data()), b, e);
+  });
   return true;
 }
 

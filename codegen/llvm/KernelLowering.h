@@ -17,6 +17,8 @@
 
 namespace kiln::codegen {
 
+struct RowSchedule;
+
 /// Lowers one Kernel into a function `k.name` of the module.
 class Lowering {
  public:
@@ -70,6 +72,14 @@ class Lowering {
   /// Loops j over [start, hi) in steps of `step` elements carrying `accs`; returns j's exit value.
   llvm::Value* accumulating_loop(llvm::Value* start, llvm::Value* hi, int64_t step, std::vector<llvm::Value*>& accs,
                                  const std::function<void(llvm::Value*, std::vector<llvm::Value*>&)>& body);
+  /// The values of the exprs `targets` needs in pass `pass` (1.., passes + 1 the stores) at columns
+  /// j..j+w: scratch rows of earlier passes read, this pass's spilled values written (RowSchedule.h).
+  std::vector<llvm::Value*> evaluate_row_pass(int pass, const std::vector<int32_t>& targets,
+                                              const std::vector<llvm::Value*>& known, llvm::Value* row,
+                                              llvm::Value* row_start, llvm::Value* cols, llvm::Value* j,
+                                              llvm::Value* mask);
+  /// Scratch row `slot` at column j (a row kernel's `strides` argument is its thread's scratch).
+  llvm::Value* scratch_at(size_t slot, llvm::Value* cols, llvm::Value* j);
   llvm::Value* reduction_identity(ExprOp op, DType d);
   llvm::Value* combine(ExprOp op, llvm::Value* acc, llvm::Value* x);
 
@@ -82,6 +92,8 @@ class Lowering {
   llvm::Value* sizes_ = nullptr;
   llvm::Value* strides_ = nullptr;
   std::vector<llvm::Value*> in_ptr_, out_ptr_, scalar_;
+  const struct RowSchedule* row_ = nullptr;  // while a row kernel is emitted
+  std::vector<llvm::Value*> recip_;          // row kernels: 1 / e per row-uniform divisor e
 };
 
 }  // namespace kiln::codegen

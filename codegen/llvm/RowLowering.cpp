@@ -4,64 +4,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "codegen/RowSchedule.h"
 #include "codegen/llvm/KernelLowering.h"
 #include "eager/core/Error.h"
 
 namespace kiln::codegen {
-
-namespace {
-
-/// How each expr relates to the row: its pass (0: needs no reduction; a Reduce* is one past its
-/// operand's) and whether it is uniform along the row.
-struct RowFacts {
-  std::vector<int> stage;
-  std::vector<bool> uniform, live;
-};
-
-RowFacts row_facts(const Kernel& k) {
-  const size_t n = k.exprs.size();
-  RowFacts f{std::vector<int>(n, 0), std::vector<bool>(n, true), std::vector<bool>(n, false)};
-  for (size_t i = 0; i < n; ++i) {
-    const Expr& e = k.exprs[i];
-    if (e.op == ExprOp::Load) {
-      const RowOperand r = k.input_roles[static_cast<size_t>(e.input)];
-      f.uniform[i] = r == RowOperand::PerRow || r == RowOperand::Scalar;
-      continue;
-    }
-    for (int32_t x : {e.a, e.b, e.c}) {
-      if (x < 0) continue;
-      f.stage[i] = std::max(f.stage[i], f.stage[static_cast<size_t>(x)]);
-      if (!f.uniform[static_cast<size_t>(x)]) f.uniform[i] = false;
-    }
-    if (is_reduction(e.op)) {
-      f.stage[i] = f.stage[static_cast<size_t>(e.a)] + 1;
-      f.uniform[i] = true;
-    }
-  }
-  for (int32_t o : k.outputs) f.live[static_cast<size_t>(o)] = true;
-  for (size_t i = n; i-- > 0;) {
-    if (!f.live[i]) continue;
-    for (int32_t x : {k.exprs[i].a, k.exprs[i].b, k.exprs[i].c}) {
-      if (x >= 0) f.live[static_cast<size_t>(x)] = true;
-    }
-  }
-  return f;
-}
-
-/// Which exprs computing `targets` needs (not already known).
-std::vector<bool> needed_for(const Kernel& k, const std::vector<int32_t>& targets, const std::vector<llvm::Value*>& known) {
-  std::vector<bool> need(k.exprs.size(), false);
-  for (int32_t t : targets) need[static_cast<size_t>(t)] = true;
-  for (size_t i = k.exprs.size(); i-- > 0;) {
-    if (!need[i] || known[i] != nullptr) continue;
-    for (int32_t x : {k.exprs[i].a, k.exprs[i].b, k.exprs[i].c}) {
-      if (x >= 0) need[static_cast<size_t>(x)] = true;
-    }
-  }
-  return need;
-}
-
-}  // namespace
 
 llvm::Value* Lowering::load_row_operand(size_t input, llvm::Value* row, llvm::Value* row_start, llvm::Value* j,
                                         llvm::Value* mask) {
@@ -130,14 +77,13 @@ std::vector<llvm::Value*> Lowering::emit_reduction_pass(const std::vector<int32_
                                                         llvm::Value* row_start, llvm::Value* cols) {
   std::vector<int32_t> operands;
   for (int32_t r : reduces) operands.push_back(k_.exprs[static_cast<size_t>(r)].a);
-  const std::vector<bool> need = needed_for(k_, operands, known);
+  const int pass = row_->stage[static_cast<size_t>(reduces.at(0))];
   const size_t nr = reduces.size();
   const auto op_of = [&](size_t r) { return k_.exprs[static_cast<size_t>(reduces[r])].op; };
   const auto dtype_of = [&](size_t r) { return k_.exprs[static_cast<size_t>(reduces[r])].dtype; };
   // The operands' values at columns j..j+w (mask: the row's tail).
   const auto values = [&](llvm::Value* j, llvm::Value* mask) {
-    const std::vector<llvm::Value*> v = evaluate(
-        [&](int32_t in) { return load_row_operand(static_cast<size_t>(in), row, row_start, j, mask); }, &known, &need);
+    const std::vector<llvm::Value*> v = evaluate_row_pass(pass, operands, known, row, row_start, cols, j, mask);
     std::vector<llvm::Value*> out;
     for (int32_t o : operands) out.push_back(v[static_cast<size_t>(o)]);
     return out;
@@ -200,13 +146,51 @@ std::vector<llvm::Value*> Lowering::emit_reduction_pass(const std::vector<int32_
   return results;
 }
 
-void Lowering::emit_row_kernel(llvm::Value* begin, llvm::Value* end) {
-  const RowFacts facts = row_facts(k_);
-  const size_t n = k_.exprs.size();
-  int passes = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (facts.live[i] && is_reduction(k_.exprs[i].op)) passes = std::max(passes, facts.stage[i]);
+llvm::Value* Lowering::scratch_at(size_t slot, llvm::Value* cols, llvm::Value* j) {
+  const DType d = k_.exprs[static_cast<size_t>(row_->spilled[slot])].dtype;
+  llvm::Value* base = b_.CreateInBoundsGEP(b_.getInt8Ty(), strides_,
+                                           b_.CreateMul(cols, b_.getInt64(static_cast<int64_t>(slot) * 8)));
+  return b_.CreateInBoundsGEP(reg_scalar(d), base, j);
+}
+
+std::vector<llvm::Value*> Lowering::evaluate_row_pass(int pass, const std::vector<int32_t>& targets,
+                                                      const std::vector<llvm::Value*>& known, llvm::Value* row,
+                                                      llvm::Value* row_start, llvm::Value* cols, llvm::Value* j,
+                                                      llvm::Value* mask) {
+  std::vector<llvm::Value*> local = known;
+  std::vector<bool> available(known.size());
+  for (size_t i = 0; i < known.size(); ++i) available[i] = known[i] != nullptr;
+  for (size_t s = 0; s < row_->spilled.size(); ++s) {
+    if (row_->spill_pass[s] >= pass) continue;
+    const size_t e = static_cast<size_t>(row_->spilled[s]);
+    llvm::Type* vt = vec(reg_scalar(k_.exprs[e].dtype));
+    llvm::Value* p = scratch_at(s, cols, j);
+    const llvm::Align a = llvm::Align(vt->getScalarSizeInBits() / 8);
+    local[e] = mask ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vt, p, a, mask, llvm::Constant::getNullValue(vt)))
+                    : static_cast<llvm::Value*>(b_.CreateAlignedLoad(vt, p, a));
+    available[e] = true;
   }
+  const std::vector<bool> need = needed_for(k_, targets, available);
+  std::vector<llvm::Value*> v = evaluate(
+      [&](int32_t in) { return load_row_operand(static_cast<size_t>(in), row, row_start, j, mask); }, &local, &need);
+  for (size_t s = 0; s < row_->spilled.size(); ++s) {
+    if (row_->spill_pass[s] != pass) continue;
+    llvm::Value* x = v[static_cast<size_t>(row_->spilled[s])];
+    llvm::Value* p = scratch_at(s, cols, j);
+    const llvm::Align a = llvm::Align(x->getType()->getScalarSizeInBits() / 8);
+    if (mask) b_.CreateMaskedStore(x, p, a, mask);
+    else b_.CreateAlignedStore(x, p, a);
+  }
+  return v;
+}
+
+void Lowering::emit_row_kernel(llvm::Value* begin, llvm::Value* end) {
+  const RowSchedule schedule = schedule_rows(k_);
+  row_ = &schedule;
+  const RowSchedule& facts = schedule;
+  const size_t n = k_.exprs.size();
+  const int passes = schedule.passes();
+  recip_.assign(n, nullptr);
   llvm::Value* cols = size(1);
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, "row.header", f_);
@@ -229,18 +213,27 @@ void Lowering::emit_row_kernel(llvm::Value* begin, llvm::Value* end) {
       }
     }
     if (ready.empty()) return;
-    const std::vector<bool> need = needed_for(k_, ready, known);
+    std::vector<bool> available(n);
+    for (size_t i = 0; i < n; ++i) available[i] = known[i] != nullptr;
+    const std::vector<bool> need = needed_for(k_, ready, available);
     const std::vector<llvm::Value*> v = evaluate(
         [&](int32_t in) { return load_row_operand(static_cast<size_t>(in), row, row_start, nullptr, nullptr); }, &known,
         &need);
     for (int32_t i : ready) known[static_cast<size_t>(i)] = v[static_cast<size_t>(i)];
+    // A division of row values by a row-uniform value multiplies by its reciprocal, computed once per row
+    // (as eager's softmax scales by 1 / sum).
+    for (size_t i = 0; i < n; ++i) {
+      const Expr& e = k_.exprs[i];
+      if (e.op != ExprOp::Div || !facts.live[i] || facts.uniform[i]) continue;
+      const size_t d = static_cast<size_t>(e.b);
+      if (known[d] != nullptr && recip_[d] == nullptr) {
+        recip_[d] = b_.CreateFDiv(llvm::ConstantFP::get(known[d]->getType(), 1.0), known[d]);
+      }
+    }
   };
   compute_uniform(0);
   for (int stage = 1; stage <= passes; ++stage) {
-    std::vector<int32_t> reduces;
-    for (size_t i = 0; i < n; ++i) {
-      if (facts.live[i] && is_reduction(k_.exprs[i].op) && facts.stage[i] == stage) reduces.push_back(static_cast<int32_t>(i));
-    }
+    const std::vector<int32_t>& reduces = schedule.reduces[static_cast<size_t>(stage - 1)];
     const std::vector<llvm::Value*> r = emit_reduction_pass(reduces, known, row, row_start, cols);
     for (size_t i = 0; i < reduces.size(); ++i) known[static_cast<size_t>(reduces[i])] = r[i];
     compute_uniform(stage);
@@ -261,10 +254,9 @@ void Lowering::emit_row_kernel(llvm::Value* begin, llvm::Value* end) {
   }
   // The last pass: element outputs.
   if (!element_outputs.empty()) {
-    const std::vector<bool> need = needed_for(k_, element_outputs, known);
     emit_range(b_.getInt64(0), cols, [&](llvm::Value* j, llvm::Value* mask) {
-      const std::vector<llvm::Value*> v = evaluate(
-          [&](int32_t in) { return load_row_operand(static_cast<size_t>(in), row, row_start, j, mask); }, &known, &need);
+      const std::vector<llvm::Value*> v =
+          evaluate_row_pass(passes + 1, element_outputs, known, row, row_start, cols, j, mask);
       llvm::Value* at = b_.CreateAdd(row_start, j);
       for (size_t o = 0; o < k_.outputs.size(); ++o) {
         if (k_.output_roles[o] != RowOperand::Element) continue;
@@ -280,6 +272,8 @@ void Lowering::emit_row_kernel(llvm::Value* begin, llvm::Value* end) {
   row->addIncoming(b_.CreateAdd(row, b_.getInt64(1)), b_.GetInsertBlock());
   b_.CreateBr(header);
   b_.SetInsertPoint(exit);
+  row_ = nullptr;
+  recip_.clear();
 }
 
 }  // namespace kiln::codegen
