@@ -61,6 +61,20 @@ bool pointwise_fits(const ir::Node& n, const std::vector<int64_t>& sizes, size_t
   return true;
 }
 
+/// Whether pointwise node p may move into `group` as a row-invariant prologue: its one use, its
+/// output PerColumn or Scalar and its inputs too (so it reads nothing the group computes).
+bool pullable(const ir::Node& p, const ReductionGroup& group, const std::function<bool(const ir::Node&)>& fusible) {
+  if (p.kind() != ir::NodeKind::Op || p.outputs().size() != 1 || p.output()->uses().size() != 1) return false;
+  if (fusible_reduction(p) || !fusible(p)) return false;
+  const auto out = row_shape_of(p.output(), group.sizes, group.reduced_dims);
+  if (out != RowShape::PerColumn && out != RowShape::Scalar) return false;
+  for (const ir::Value* v : p.inputs()) {
+    const auto in = row_shape_of(v, group.sizes, group.reduced_dims);
+    if (in != RowShape::PerColumn && in != RowShape::Scalar) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<RowShape> row_shape_of(const ir::Value* v, const std::vector<int64_t>& sizes, size_t reduced_dims,
@@ -185,6 +199,20 @@ std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::funct
     }
     ReductionGroup& group = groups[*join];
     if (folds) group.reduced_dims = *folds;
+    // Row-invariant producers read only by n (a norm's weight cast to float32) move into the group.
+    for (const ir::Value* v : n->inputs()) {
+      const ir::Node* p = v->node();
+      if (group.reduced_dims == 0 || !pullable(*p, group, fusible)) continue;
+      const auto it = group_of.find(p);
+      if (it != group_of.end()) {
+        // From a group without a row yet (p's one reader is n, so no member there reads it).
+        std::vector<const ir::Node*>& others = groups[it->second].members.nodes;
+        if (it->second == *join || groups[it->second].reduced_dims != 0) continue;
+        others.erase(std::find(others.begin(), others.end(), p));
+      }
+      group.members.nodes.push_back(p);
+      group_of[p] = *join;
+    }
     group.members.nodes.push_back(n);
     group_of[n] = *join;
   }
@@ -193,7 +221,7 @@ std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::funct
   std::vector<ReductionGroup> kept;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     ReductionGroup& group = groups[gi];
-    if (group.reduced_dims == 0) continue;
+    if (group.reduced_dims == 0 || group.members.nodes.empty()) continue;
     FusionGroup& fg = group.members;
     for (const ir::Node* m : fg.nodes) {
       for (const ir::Value* v : m->inputs()) {

@@ -123,11 +123,16 @@ std::vector<llvm::Value*> Lowering::emit_reduction_pass(const std::vector<int32_
   llvm::BasicBlock* tail_end = b_.GetInsertBlock();
   b_.CreateBr(done);
   b_.SetInsertPoint(done);
-  std::vector<llvm::Value*> results;
+  std::vector<llvm::PHINode*> seconds;  // every phi first: they lead the block
   for (size_t r = 0; r < nr; ++r) {
     llvm::PHINode* second = b_.CreatePHI(accs[nr + r]->getType(), 2);
     second->addIncoming(accs[nr + r], before_tail);
     second->addIncoming(tail_second[r], tail_end);
+    seconds.push_back(second);
+  }
+  std::vector<llvm::Value*> results;
+  for (size_t r = 0; r < nr; ++r) {
+    llvm::Value* second = seconds[r];
     const ExprOp op = op_of(r);
     llvm::Value* all = combine(op, combine(op, accs[r], second), combine(op, accs[2 * nr + r], accs[3 * nr + r]));
     llvm::Value* s = b_.CreateExtractElement(reduction_identity(op, dtype_of(r)), static_cast<uint64_t>(0));
