@@ -454,10 +454,12 @@ bool decompose(const Decomposition& d, Node& n) {
 
 }  // namespace
 
-size_t decompose_composites(ir::Graph& g) {
+size_t decompose_composites(ir::Graph& g) { return decompose_composites_except(g, nullptr); }
+
+size_t decompose_composites_except(ir::Graph& g, const std::function<bool(const ir::Node&)>& keep_whole) {
   size_t done = 0;
   for (Node* n : g.nodes()) {
-    if (n->kind() != ir::NodeKind::Op) continue;
+    if (n->kind() != ir::NodeKind::Op || (keep_whole && keep_whole(*n))) continue;
     const std::string kind = n->kind_name();
     for (const Decomposition& d : kDecompositions) {
       if (d.op == kind && decompose(d, *n)) {

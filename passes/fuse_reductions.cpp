@@ -61,16 +61,25 @@ bool pointwise_fits(const ir::Node& n, const std::vector<int64_t>& sizes, size_t
   return true;
 }
 
-/// Whether pointwise node p may move into `group` as a row-invariant prologue: its one use, its
-/// output PerColumn or Scalar and its inputs too (so it reads nothing the group computes).
-bool pullable(const ir::Node& p, const ReductionGroup& group, const std::function<bool(const ir::Node&)>& fusible) {
-  if (p.kind() != ir::NodeKind::Op || p.outputs().size() != 1 || p.output()->uses().size() != 1) return false;
+/// Whether pointwise node p may move into `group` when n joins it: p reads only values of one
+/// kind that vary at most along one axis (PerColumn, or PerRow; Scalar), none the group computes,
+/// and no reader of p stands before n (p is then computed where the group runs, after n).
+bool pullable(const ir::Node& p, const ir::Node& n, const ReductionGroup& group,
+              const std::function<bool(const ir::Node*)>& member,
+              const std::function<bool(const ir::Node&)>& fusible) {
+  if (p.kind() != ir::NodeKind::Op || p.outputs().size() != 1 || member(&p)) return false;
   if (fusible_reduction(p) || !fusible(p)) return false;
-  const auto out = row_shape_of(p.output(), group.sizes, group.reduced_dims);
-  if (out != RowShape::PerColumn && out != RowShape::Scalar) return false;
+  for (const ir::Use& u : p.output()->uses()) {
+    if (u.user != &n && !member(u.user) && (!u.user->in_node_list() || u.user->is_before(&n))) return false;
+  }
+  for (const ir::Value* v : p.inputs()) {
+    if (member(v->node())) return false;
+  }
+  const auto out = row_shape_of(p.output(), group.sizes, group.reduced_dims, true);
+  if (out != RowShape::PerColumn && out != RowShape::PerRow && out != RowShape::Scalar) return false;
   for (const ir::Value* v : p.inputs()) {
     const auto in = row_shape_of(v, group.sizes, group.reduced_dims);
-    if (in != RowShape::PerColumn && in != RowShape::Scalar) return false;
+    if (in != out && in != RowShape::Scalar) return false;
   }
   return true;
 }
@@ -167,6 +176,7 @@ std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::funct
       if (folds) {
         if (group.sizes != space || (group.reduced_dims != 0 && group.reduced_dims != *folds)) return false;
         for (const ir::Node* m : group.members.nodes) {
+          if (group.reduced_dims != 0) break;  // the members already fit this row
           if (!fusible_reduction(*m) && !pointwise_fits(*m, group.sizes, *folds)) return false;
         }
       } else if (!pointwise_fits(*n, group.sizes, group.reduced_dims)) {
@@ -198,23 +208,38 @@ std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::funct
       join = groups.size() - 1;
     }
     ReductionGroup& group = groups[*join];
+    const bool row_fixed_now = folds && group.reduced_dims == 0;
     if (folds) group.reduced_dims = *folds;
-    // Row-invariant producers read only by n (a norm's weight cast to float32) move into the group.
-    for (const ir::Value* v : n->inputs()) {
-      const ir::Node* p = v->node();
-      if (group.reduced_dims == 0 || !pullable(*p, group, fusible)) continue;
-      const auto it = group_of.find(p);
-      if (it != group_of.end()) {
-        // From a group without a row yet (p's one reader is n, so no member there reads it).
-        std::vector<const ir::Node*>& others = groups[it->second].members.nodes;
-        if (it->second == *join || groups[it->second].reduced_dims != 0) continue;
-        others.erase(std::find(others.begin(), others.end(), p));
-      }
-      group.members.nodes.push_back(p);
-      group_of[p] = *join;
-    }
     group.members.nodes.push_back(n);
     group_of[n] = *join;
+    if (group.reduced_dims == 0) continue;
+    // Row-invariant producers read by n (or, when n fixed the row, by any member) move into the group
+    // (a norm's weight or statistics cast to float32), in front: they read nothing the group computes.
+    const size_t gi = *join;
+    const auto member = [&](const ir::Node* m) {
+      const auto it = group_of.find(m);
+      return it != group_of.end() && it->second == gi;
+    };
+    std::vector<const ir::Node*> readers = {n};
+    if (row_fixed_now) readers = group.members.nodes;
+    std::vector<const ir::Node*> pulled;
+    for (const ir::Node* reader : readers) {
+      for (const ir::Value* v : reader->inputs()) {
+        const ir::Node* p = v->node();
+        if (!pullable(*p, *n, group, member, fusible)) continue;
+        const auto it = group_of.find(p);
+        if (it != group_of.end()) {
+          // Only from a group without a row yet (no member there reads p: p's readers are here or later).
+          if (groups[it->second].reduced_dims != 0) continue;
+          std::vector<const ir::Node*>& others = groups[it->second].members.nodes;
+          others.erase(std::find(others.begin(), others.end(), p));
+        }
+        group_of[p] = gi;
+        pulled.push_back(p);
+      }
+    }
+    std::sort(pulled.begin(), pulled.end(), [](const ir::Node* a, const ir::Node* b) { return a->is_before(b); });
+    group.members.nodes.insert(group.members.nodes.begin(), pulled.begin(), pulled.end());
   }
   // Inputs and outputs of each group; groups without a reduction are dropped.
   std::unordered_set<const ir::Value*> returned(g.outputs().begin(), g.outputs().end());

@@ -34,9 +34,10 @@ namespace kiln::passes {
 // the latest group, when no outside node before it reads a member's result.
 // A group starts without a row (pointwise members of its shape only); the
 // first reduction fixes `reduced_dims` when every member fits that space.
-// A PerColumn or Scalar pointwise node whose one reader joins a group with a
-// row moves into it (a norm's weight cast to float32: computed per element,
-// it costs less than a kernel of its own).
+// A PerColumn, PerRow or Scalar pointwise node with inputs of its own kind,
+// none of whose readers stands before a node joining a group with a row,
+// moves into it when that node reads it (a norm's weight, or its saved
+// statistics, cast to float32: cheaper recomputed than a kernel of its own).
 // Groups that end with no reduction are dropped: their nodes are left to
 // fuse_pointwise. Candidates are typed as fuse_pointwise's (known CPU sizes
 // and strides), and graphs that write in place are not fused.

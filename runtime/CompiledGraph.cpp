@@ -50,6 +50,8 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     // constants folded, the algebraic rules, CSE and DCE.
     passes::PipelineOptions pipeline;
     pipeline.decompose = options.decompose;
+    // A pointwise composite with kernel math of its own (silu, gelu) fuses whole, with eager's math.
+    pipeline.keep_whole = [](const ir::Node& n) { return codegen::has_kernel_math(n); };
     passes::run_pipeline(*graph_, pipeline);
   }
   const ir::Graph& g = *graph_;

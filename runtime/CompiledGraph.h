@@ -30,6 +30,22 @@ namespace kiln::runtime {
 // kiln.compile, a node whose value is recorded as requiring grad stays an
 // eager step, which goes through the whole dispatcher as ir::interpret does.
 
+// Note [Composites compile decomposed]
+// -------------------------------------
+// The pipeline decomposes softmax, log_softmax, layer_norm, rms_norm and
+// their backward (passes/decompose_composites.h; pointwise composites with
+// kernel math of their own, silu and gelu, stay whole), and fusion puts
+// each back together as one row kernel (passes/fuse_reductions.h) that can
+// also take the pointwise ops around it (a residual add, a cast). Measured
+// on the 2-core dev machine (bench/compile_reductions.py): the fused forms
+// run at about eager's composite kernels' speed alone (they are one pass
+// per reduction over rows held in L1, as eager's), and save a kernel and its
+// memory traffic where a neighbour fuses. A composite the decomposition does
+// not take (an empty reduced dim, a strided input) stays one eager step.
+// Numerics: the row kernels add in eager's order; the decomposed formulas
+// differ from eager's composite kernels by a few ulp (softmax's exp(x - max)
+// order of operations, layer_norm's rsqrt as 1 / sqrt).
+
 struct CompileOptions {
   bool fuse = true;           // false: every node eager (for tests and comparisons)
   bool keep_llvm_ir = false;  // keep the LLVM IR text (KILN_LOGS=codegen)

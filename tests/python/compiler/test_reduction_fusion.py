@@ -69,15 +69,15 @@ def test_forward_is_one_kernel_and_equals_eager(op, shape):
     assert_close(got, want, kiln.float32)
 
 
-# The backward kernels: softmax's and log_softmax's backward decompose into one
-# row kernel; layer_norm's and rms_norm's backward stay eager's composite norm
-# kernels (_norm_backward_input/_weight/_bias: the weight and bias gradients
-# reduce over rows, which a row kernel does not).
+# The backward kernels: each input gradient is one row kernel (softmax's and
+# log_softmax's backward, the norms' _norm_backward_input, decomposed); the
+# norms' weight and bias gradients reduce over the rows, which a row kernel
+# does not, and stay eager's column kernels.
 BACKWARD = {
     "softmax": (1, []),
     "log_softmax": (1, []),
-    "layer_norm": (0, ["kiln::_norm_backward_input", "kiln::_norm_backward_weight", "kiln::_norm_backward_bias"]),
-    "rms_norm": (0, ["kiln::_norm_backward_input", "kiln::_norm_backward_weight"]),
+    "layer_norm": (1, ["kiln::_norm_backward_weight", "kiln::_norm_backward_bias"]),
+    "rms_norm": (1, ["kiln::_norm_backward_weight"]),
 }
 
 
@@ -175,6 +175,7 @@ def test_gelu_mlp_block_kernel_counts():
     # forward: layer_norm (one row kernel), gelu after fc1, the residual add after fc2
     assert forward.kernel_count == 3
     assert forward.eager_ops == ["kiln::transpose.int", "kiln::mm", "kiln::transpose.int", "kiln::mm"]
-    # backward: the residual's gradient add; gelu_backward and the norm's backward stay eager ops
-    assert backward.kernel_count == 1
-    assert "kiln::gelu_backward" in backward.eager_ops and "kiln::_norm_backward_input" in backward.eager_ops
+    # backward: the norm's input gradient with the residual's gradient add as its epilogue (one row
+    # kernel); gelu_backward (no kernel math yet) and the norm's weight and bias gradients stay eager ops
+    assert backward.kernel_count == 1 and backward.kernel_ops[0][-1] == "kiln::add.Tensor"
+    assert "kiln::gelu_backward" in backward.eager_ops and "kiln::_norm_backward_weight" in backward.eager_ops
