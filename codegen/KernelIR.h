@@ -95,7 +95,11 @@ enum class ExprOp : uint8_t {
 // (loads of PerRow and Scalar inputs are). Codegen makes one pass over the row
 // per reduction depth (softmax: amax, then sum of exp(x - max), then the
 // stores), with vector accumulators; uniform values are computed once per row
-// between passes. PerRow outputs store one uniform value per row; Element
+// between passes (a division by one: a multiplication by its reciprocal, as
+// eager's softmax scales by 1 / sum). A costly per-element value a pass
+// computes and a later pass needs again (softmax's exp) is kept in a scratch
+// row (codegen/RowSchedule.h; the `strides` argument points at the calling
+// thread's scratch). PerRow outputs store one uniform value per row; Element
 // outputs are stored in the last pass. A row never depends on how [0, rows)
 // was split between threads. Sum and mean accumulate `lanes` partial sums
 // (a lane per vector position) and add them in a fixed tree at the end of the
