@@ -1,12 +1,15 @@
-// Kernel IR -> LLVM IR (explicit host-width vectors, masked tails) -> ORC LLJIT.
+// Kernel IR -> LLVM IR (explicit host-width vectors, masked tails) -> ORC LLJIT,
+// through the kernel cache (KernelCache.h).
 #include "codegen/llvm/KernelJit.h"
 
 #include <cstdio>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -17,13 +20,16 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include "codegen/llvm/KernelCache.h"
 #include "codegen/llvm/KernelLowering.h"
 #include "codegen/llvm/VectorMath.h"
 #include "eager/core/Error.h"
+#include "eager/core/ProfilerEvents.h"
 
 namespace kiln::codegen {
 
@@ -35,13 +41,17 @@ std::string kernel_name(uint64_t hash) {
   return buf;
 }
 
-/// The process's JIT: one LLJIT for the host, the math symbols defined, and the kernel cache.
+/// The process's JIT: one LLJIT for the host, the math symbols defined, and the
+/// kernel cache (Note [The kernel cache]): `cache` in memory, `disk` on disk.
 struct Jit {
   std::mutex mu;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::TargetMachine> tm;
   std::string cpu, features;
   std::unordered_map<uint64_t, KernelFn> cache;
+  std::unique_ptr<KernelDiskCache> disk;
+  llvm::orc::JITDylib* dylib = nullptr;  // where kernels are added (a fresh one after forget_compiled_kernels)
+  int generation = 0;
 
   Jit() {
     llvm::InitializeNativeTarget();
@@ -63,6 +73,49 @@ struct Jit {
           llvm::orc::ExecutorAddr::fromPtr(address), llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
     }
     llvm::cantFail(jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(symbols))));
+    dylib = &jit->getMainJITDylib();
+    disk = std::make_unique<KernelDiskCache>(kernel_cache_environment(cpu, features, host_vector_lanes()));
+  }
+
+  /// One kernel lowered on its own module, optimised and compiled: its object file.
+  std::string compile_to_object(const Kernel& k, std::string* llvm_ir) {
+    llvm::LLVMContext ctx;
+    llvm::Module module("kiln_" + k.name, ctx);
+    module.setDataLayout(tm->createDataLayout());
+    module.setTargetTriple(tm->getTargetTriple().str());
+    Lowering(module, k, host_vector_lanes(), cpu, features).emit();
+    std::string err;
+    llvm::raw_string_ostream es(err);
+    KILN_CHECK(!llvm::verifyModule(module, &es), "codegen: invalid LLVM IR: ", es.str());
+    optimize(module);
+    if (llvm_ir != nullptr) {
+      llvm::raw_string_ostream os(*llvm_ir);
+      module.print(os, nullptr);
+    }
+    auto object = llvm::orc::SimpleCompiler(*tm)(module);
+    KILN_CHECK(static_cast<bool>(object), "codegen: ", llvm::toString(object.takeError()));
+    return (*object)->getBuffer().str();
+  }
+
+  /// The kernel's entry point: its object file from the disk cache, or compiled (and
+  /// written there), added to the JIT. Not in `cache` yet.
+  KernelFn load_or_compile(const Kernel& k, std::string* llvm_ir) {
+    const uint64_t h = k.hash();
+    std::optional<std::string> object = disk->load(h);
+    if (object) {
+      if (llvm_ir != nullptr) *llvm_ir += "; " + k.name + ": loaded from the disk cache\n";
+      if (profiler::is_active()) [[unlikely]] profiler::record_instant("kiln::kernel_disk_cache_hit", "jit");
+    } else {
+      count_miss();
+      profiler::RecordScope compiling("kiln::llvm_compile", "jit");  // Note [What the profiler records]
+      if (compiling.recording()) [[unlikely]] compiling.add_arg("kernel", k.name);
+      object = compile_to_object(k, llvm_ir);
+      disk->store(h, *object);
+    }
+    llvm::cantFail(jit->addObjectFile(*dylib, llvm::MemoryBuffer::getMemBufferCopy(*object, k.name)));
+    auto sym = jit->lookup(*dylib, k.name);
+    KILN_CHECK(static_cast<bool>(sym), "codegen: ", llvm::toString(sym.takeError()));
+    return sym->toPtr<KernelFn>();
   }
 
   void optimize(llvm::Module& m) {
@@ -89,41 +142,39 @@ Jit& the_jit() {
 }  // namespace
 
 CompiledKernels compile_kernels(std::vector<Kernel>& kernels, bool keep_llvm_ir) {
+  profiler::RecordScope range("kiln::jit_compile", "jit");  // Note [What the profiler records]
   Jit& j = the_jit();
   std::lock_guard<std::mutex> lock(j.mu);
   CompiledKernels result;
-  std::vector<uint64_t> hashes;
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto module = std::make_unique<llvm::Module>("kiln_kernels", *ctx);
-  module->setDataLayout(j.tm->createDataLayout());
-  module->setTargetTriple(j.tm->getTargetTriple().str());
-  std::unordered_map<uint64_t, bool> in_module;
+  int64_t memory_hits = 0;
   for (Kernel& k : kernels) {
     const uint64_t h = k.hash();
-    hashes.push_back(h);
     k.name = kernel_name(h);
-    if (j.cache.count(h) || in_module.count(h)) continue;
-    in_module[h] = true;
-    Lowering(*module, k, host_vector_lanes(), j.cpu, j.features).emit();
-  }
-  if (!in_module.empty()) {
-    std::string err;
-    llvm::raw_string_ostream es(err);
-    KILN_CHECK(!llvm::verifyModule(*module, &es), "codegen: invalid LLVM IR: ", es.str());
-    j.optimize(*module);
-    if (keep_llvm_ir) {
-      llvm::raw_string_ostream os(result.llvm_ir);
-      module->print(os, nullptr);
+    auto it = j.cache.find(h);
+    if (it != j.cache.end()) {
+      count_memory_hit();
+      ++memory_hits;
+      if (range.recording()) [[unlikely]] profiler::record_instant("kiln::kernel_cache_hit", "jit");
+    } else {
+      it = j.cache.emplace(h, j.load_or_compile(k, keep_llvm_ir ? &result.llvm_ir : nullptr)).first;
     }
-    llvm::cantFail(j.jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx))));
-    for (const auto& [h, unused] : in_module) {
-      auto sym = j.jit->lookup(kernel_name(h));
-      KILN_CHECK(static_cast<bool>(sym), "codegen: ", llvm::toString(sym.takeError()));
-      j.cache[h] = sym->toPtr<KernelFn>();
-    }
+    result.functions.push_back(it->second);
   }
-  for (uint64_t h : hashes) result.functions.push_back(j.cache.at(h));
+  if (range.recording()) [[unlikely]] {
+    range.add_arg("kernels", static_cast<int64_t>(kernels.size()));
+    range.add_arg("cache hits", memory_hits);
+  }
   return result;
+}
+
+void forget_compiled_kernels() {
+  Jit& j = the_jit();
+  std::lock_guard<std::mutex> lock(j.mu);
+  j.cache.clear();
+  auto made = j.jit->createJITDylib("kiln_kernels_" + std::to_string(++j.generation));
+  KILN_CHECK(static_cast<bool>(made), "codegen: ", llvm::toString(made.takeError()));
+  made->addToLinkOrder(j.jit->getMainJITDylib());
+  j.dylib = &*made;
 }
 
 int64_t compiled_kernel_count() {

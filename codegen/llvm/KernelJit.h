@@ -1,6 +1,7 @@
 // Lowers kernel IR to LLVM IR and compiles it with ORC LLJIT at O3 for the
-// host CPU; compiled kernels are cached in memory by structural hash.
-// See Note [The kernel calling convention].
+// host CPU; compiled kernels are cached in memory and on disk by structural
+// hash. See Note [The kernel calling convention] and Note [The kernel cache]
+// (KernelCache.h).
 #pragma once
 
 #include <cstdint>
@@ -29,13 +30,19 @@ using KernelFn = void (*)(void** data, const int64_t* sizes, const int64_t* stri
 
 struct CompiledKernels {
   std::vector<KernelFn> functions;  // one per kernel given, in order
-  std::string llvm_ir;              // the optimised module's text, when asked for (empty when all were cached)
+  std::string llvm_ir;              // the optimised modules' text, when asked for (kernels from a cache: none)
 };
 
-/// Compiles every kernel not already in the cache in one LLVM module (once),
-/// names each `kernel_<hash>`, and returns their entry points.
-/// `keep_llvm_ir` keeps the optimised module's text (KILN_LOGS=codegen).
+/// Names each kernel `kernel_<hash>` and returns their entry points: from the
+/// in-memory cache, else the disk cache, else compiled (each kernel on its own
+/// module, so each is one disk entry: Note [The kernel cache]).
+/// `keep_llvm_ir` keeps the optimised modules' text (KILN_LOGS=codegen).
 [[nodiscard]] CompiledKernels compile_kernels(std::vector<Kernel>& kernels, bool keep_llvm_ir = false);
+
+/// Empties the in-memory cache, so the next compile of a kernel reads the disk
+/// cache again (for tests). Code already loaded stays loaded: entry points held
+/// by compiled graphs stay valid.
+void forget_compiled_kernels();
 
 /// Kernels compiled in this process so far (the cache's size), for tests.
 [[nodiscard]] int64_t compiled_kernel_count();
