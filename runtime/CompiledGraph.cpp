@@ -15,13 +15,16 @@
 #include "ir/Interpreter.h"
 #include "passes/effects.h"
 #include "passes/fuse_pointwise.h"
+#include "passes/fuse_reductions.h"
 #include "passes/type_facts.h"
 #include "passes/pipeline.h"
+#include "runtime/RowKernelRun.h"
 
 namespace kiln::runtime {
 
 struct CompiledGraph::KernelStep {
-  codegen::FusionKernel fused;
+  codegen::FusionKernel fused;         // a pointwise kernel, or
+  std::optional<codegen::RowKernel> row;  // a row kernel (its kernel is row->kernel)
   codegen::KernelFn fn = nullptr;
   std::vector<const ir::Node*> nodes;  // the group's members (the fallback path runs them)
   std::vector<const ir::Value*> inputs, outputs;
@@ -88,11 +91,12 @@ const Tensor* reusable(const IValue& slot, DType dtype, const std::vector<int64_
 
 CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : graph_(ir::clone(source)) {
   if (options.fuse) {
-    // The graph passes first (passes/pipeline.h): constants folded, the
-    // algebraic rules, CSE and DCE; composites stay whole for now (see
-    // PipelineOptions::decompose).
+    // The graph passes first (passes/pipeline.h): composites decomposed,
+    // constants folded, the algebraic rules, CSE and DCE.
     passes::PipelineOptions pipeline;
-    pipeline.decompose = false;
+    pipeline.decompose = options.decompose;
+    // A pointwise composite with kernel math of its own (silu, gelu) fuses whole, with eager's math.
+    pipeline.keep_whole = [](const ir::Node& n) { return codegen::has_kernel_math(n); };
     passes::run_pipeline(*graph_, pipeline);
   }
   const ir::Graph& g = *graph_;
@@ -103,17 +107,41 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
   };
   for (const ir::Value* v : g.inputs()) input_slots_.push_back(slot(v));
 
-  std::vector<passes::FusionGroup> groups;
   const bool without_autograd = options.runs_without_autograd;
-  const auto fusible = [without_autograd](const ir::Node& n) {
-    // A kernel records no autograd history.
-    if (!without_autograd && n.output()->type().tensor_type().requires_grad) return false;
-    return codegen::has_kernel_math(n);
+  const auto records_history = [without_autograd](const ir::Node& n) {
+    return !without_autograd && n.output()->type().tensor_type().requires_grad;
   };
-  if (options.fuse) groups = passes::fuse_pointwise(g, fusible);
   std::unordered_map<const ir::Node*, int32_t> anchor;  // last node of a group -> kernel index
   std::unordered_set<const ir::Node*> fused;
   std::vector<codegen::Kernel> to_compile;
+  // Reductions with their prologue and epilogue first (passes/fuse_reductions.h), then pointwise
+  // chains of what is left.
+  std::vector<passes::ReductionGroup> row_groups;
+  if (options.fuse) {
+    row_groups = passes::fuse_reductions(g, [&](const ir::Node& n) {
+      return !records_history(n) && codegen::has_kernel_math(n);  // a kernel records no autograd history
+    });
+  }
+  for (const passes::ReductionGroup& group : row_groups) {
+    bool history = false;
+    for (const ir::Node* n : group.members.nodes) history = history || records_history(*n);
+    std::optional<codegen::RowKernel> rk = history ? std::nullopt : codegen::lower_reduction_group(group);
+    if (!rk) continue;
+    auto step = std::make_unique<KernelStep>();
+    step->row = std::move(*rk);
+    step->nodes = group.members.nodes;
+    step->inputs = group.members.inputs;
+    step->outputs = group.members.outputs;
+    for (const ir::Node* n : group.members.nodes) fused.insert(n);
+    anchor[group.members.nodes.back()] = static_cast<int32_t>(kernels_.size());
+    to_compile.push_back(step->row->kernel);
+    kernels_.push_back(std::move(step));
+  }
+  std::vector<passes::FusionGroup> groups;
+  const auto fusible = [&](const ir::Node& n) {
+    return !fused.count(&n) && !records_history(n) && codegen::has_kernel_math(n);
+  };
+  if (options.fuse) groups = passes::fuse_pointwise(g, fusible);
   for (const passes::FusionGroup& group : groups) {
     std::optional<codegen::FusionKernel> fk = codegen::lower_fusion_group(group);
     if (!fk) continue;
@@ -132,7 +160,7 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     llvm_ir_ = std::move(compiled.llvm_ir);
     for (size_t i = 0; i < kernels_.size(); ++i) {
       kernels_[i]->fn = compiled.functions[i];
-      kernels_[i]->fused.kernel.name = to_compile[i].name;
+      (kernels_[i]->row ? kernels_[i]->row->kernel : kernels_[i]->fused.kernel).name = to_compile[i].name;
     }
   }
 
@@ -147,10 +175,11 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
       KernelStep& k = *kernels_[static_cast<size_t>(s.kernel)];
       for (const ir::Value* v : k.inputs) k.input_slots.push_back(slot(v));
       for (const ir::Value* v : k.outputs) k.output_slots.push_back(slot(v));
-      ps.kernel = true;
+      // A row kernel's outputs are its own (run_row_kernel allocates them): the plan sees an eager step.
+      ps.kernel = !k.row;
       ps.reads = k.input_slots;
       ps.writes = k.output_slots;
-      for (size_t o = 0; o < k.outputs.size(); ++o) {
+      for (size_t o = 0; o < k.outputs.size() && !k.row; ++o) {
         const DType d = k.fused.kernel.output_dtypes[o];
         ps.write_bytes.push_back(numel_of(k.fused.sizes) * static_cast<int64_t>(itemsize(d)));
         ps.same_layout_reads.emplace_back();
@@ -225,6 +254,7 @@ void CompiledGraph::plan_outputs_into_inputs(const std::vector<std::pair<size_t,
     for (size_t si = 0; si < steps_.size(); ++si) {
       if (steps_[si].kernel < 0) continue;
       KernelStep& k = *kernels_[static_cast<size_t>(steps_[si].kernel)];
+      if (k.row) continue;  // row kernels store into their own outputs
       const auto at = std::find(k.outputs.begin(), k.outputs.end(), out);
       if (at == k.outputs.end()) continue;
       bool safe = true;
@@ -247,6 +277,16 @@ void CompiledGraph::plan_outputs_into_inputs(const std::vector<std::pair<size_t,
 CompiledGraph::~CompiledGraph() = default;
 
 void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena) const {
+  if (k.row) {  // a row kernel allocates its own outputs (the memory plan leaves them: see the constructor)
+    std::vector<Tensor> inputs, outputs;
+    for (size_t s : k.input_slots) inputs.push_back(slots[s].to_tensor());
+    if (run_row_kernel(*k.row, k.fn, inputs, outputs)) {
+      for (size_t o = 0; o < outputs.size(); ++o) slots[k.output_slots[o]] = IValue(std::move(outputs[o]));
+      return;
+    }
+    run_members(k, slots);
+    return;
+  }
   const codegen::Kernel& kernel = k.fused.kernel;
   const std::vector<int64_t>& shape = k.fused.shape;  // iteration order
   const std::vector<int64_t>& sizes_out = k.fused.sizes;
@@ -264,13 +304,7 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
     }
   }
   if (!as_compiled) {  // the inputs are not what the kernel was built for: run the members eagerly
-    std::unordered_map<const ir::Value*, IValue> local;
-    for (size_t i = 0; i < ni; ++i) local[k.inputs[i]] = slots[k.input_slots[i]];
-    for (const ir::Node* n : k.nodes) {
-      std::vector<IValue> out = ir::run_node(*n, [&](const ir::Value* v) -> const IValue& { return local.at(v); });
-      local[n->output()] = std::move(out[0]);
-    }
-    for (size_t o = 0; o < k.outputs.size(); ++o) slots[k.output_slots[o]] = local.at(k.outputs[o]);
+    run_members(k, slots);
     return;
   }
   std::vector<void*> data;
@@ -340,6 +374,16 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
   }
 }
 
+void CompiledGraph::run_members(const KernelStep& k, std::vector<IValue>& slots) const {
+  std::unordered_map<const ir::Value*, IValue> local;
+  for (size_t i = 0; i < k.input_slots.size(); ++i) local[k.inputs[i]] = slots[k.input_slots[i]];
+  for (const ir::Node* n : k.nodes) {
+    std::vector<IValue> out = ir::run_node(*n, [&](const ir::Value* v) -> const IValue& { return local.at(v); });
+    local[n->output()] = std::move(out[0]);
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) slots[k.output_slots[o]] = local.at(k.outputs[o]);
+}
+
 std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
   KILN_CHECK(inputs.size() == input_slots_.size(), "compiled graph: takes ", input_slots_.size(), " inputs but got ",
              inputs.size());
@@ -385,14 +429,14 @@ void CompiledGraph::run_kernel_profiled(int32_t index, std::vector<IValue>& slot
   std::string ops;
   for (const ir::Node* n : k.nodes) ops += (ops.empty() ? "" : ", ") + n->kind_name();
   range.add_arg("ops", std::move(ops));
-  range.add_arg("kernel", k.fused.kernel.name);
+  range.add_arg("kernel", (k.row ? k.row->kernel : k.fused.kernel).name);
   range.add_arg("bytes moved", bytes);
-  range.add_arg("numel", numel_of(k.fused.shape));
+  range.add_arg("numel", k.row ? k.row->rows * k.row->cols : numel_of(k.fused.shape));
 }
 
 std::vector<std::string> CompiledGraph::kernel_ir() const {
   std::vector<std::string> texts;
-  for (const auto& k : kernels_) texts.push_back(k->fused.kernel.str());
+  for (const auto& k : kernels_) texts.push_back((k->row ? k->row->kernel : k->fused.kernel).str());
   return texts;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "codegen/FusionKernel.h"
+#include "codegen/RowKernel.h"
 #include "codegen/llvm/KernelJit.h"
 #include "eager/dispatch/IValue.h"
 #include "eager/ops/Tensor.h"
@@ -33,6 +34,21 @@ namespace kiln::runtime {
 // kiln.compile, a node whose value is recorded as requiring grad stays an
 // eager step, which goes through the whole dispatcher as ir::interpret does.
 
+// Note [Composites compile decomposed]
+// -------------------------------------
+// The pipeline decomposes softmax, log_softmax, layer_norm, rms_norm and
+// their backward (passes/decompose_composites.h; pointwise composites with
+// kernel math of their own, silu and gelu, stay whole), and fusion puts
+// each back together as one row kernel (passes/fuse_reductions.h) that can
+// also take the pointwise ops around it (a residual add, a cast). Measured
+// on the 2-core dev machine (bench/compile_reductions.py): the fused forms
+// run at about eager's composite kernels' speed alone (they are one pass
+// per reduction over rows held in L1, as eager's), and save a kernel and its
+// memory traffic where a neighbour fuses. A composite the decomposition does
+// not take (an empty reduced dim, a strided input) stays one eager step.
+// Numerics: the row kernels add in eager's order; the decomposed formulas
+// differ from eager's composite kernels by a few ulp (softmax's exp(x - max)
+// order of operations, layer_norm's rsqrt as 1 / sqrt).
 // Note [Outputs written into their inputs]
 // ----------------------------------------
 // kiln.compile copies some graph outputs back into graph inputs after a run
@@ -64,6 +80,9 @@ struct CompileOptions {
   // (graph output index, graph input index): the caller copies that output into that input after
   // the run (Note [Outputs written into their inputs]).
   std::vector<std::pair<size_t, size_t>> outputs_into_inputs;
+  // Decomposes composites (softmax, layer_norm, rms_norm, gelu, ...: passes/decompose_composites.h)
+  // so their pieces fuse into row kernels (Note [Composites compile decomposed]).
+  bool decompose = true;
 };
 
 class CompiledGraph {
@@ -98,6 +117,8 @@ class CompiledGraph {
   void run_kernel(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena) const;
   /// run_kernel inside a kiln.profiler range naming the kernel, its ops and bytes moved.
   void run_kernel_profiled(int32_t index, std::vector<IValue>& slots, const Tensor* arena) const;
+  /// Runs a kernel step's member nodes eagerly (its inputs are not what the kernel was built for).
+  void run_members(const KernelStep& k, std::vector<IValue>& slots) const;
 
   std::unique_ptr<ir::Graph> graph_;
   std::vector<Step> steps_;

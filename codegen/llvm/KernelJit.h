@@ -21,7 +21,9 @@ namespace kiln::codegen {
 // broadcasts). Outputs are contiguous. A rank-1 kernel computes elements
 // [begin, end); a rank-R kernel (R > 1) computes rows [begin, end) of the
 // iteration space seen as (sizes[0] * ... * sizes[R-2]) rows of sizes[R-1].
-// So a caller splits [0, rows) across threads. Elements are computed
+// So a caller splits [0, rows) across threads. A row kernel (Kernel::rows)
+// has sizes {rows, cols}, no strides, and takes its calling thread's scratch
+// rows (codegen/RowSchedule.h) through the `strides` pointer. Elements are computed
 // host_vector_lanes() at a time; a row's tail is one masked vector, so the
 // result never depends on where a range was cut.
 using KernelFn = void (*)(void** data, const int64_t* sizes, const int64_t* strides, int64_t begin, int64_t end);

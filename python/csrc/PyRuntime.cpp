@@ -65,7 +65,7 @@ void init_runtime(PyObject* module) {
   rt.def(
       "compile",
       [](const ir::Graph& g, bool fuse, bool keep_llvm_ir, bool runs_without_autograd, bool plan_memory,
-         bool reduce_overhead, std::vector<std::pair<size_t, size_t>> outputs_into_inputs) {
+         bool reduce_overhead, std::vector<std::pair<size_t, size_t>> outputs_into_inputs, bool decompose) {
         PyCompiledGraph out;
         for (size_t i = 0; i < g.inputs().size(); ++i) out.arguments.push_back(argument_for(g.inputs()[i]->type(), i));
         runtime::CompileOptions options;
@@ -75,18 +75,20 @@ void init_runtime(PyObject* module) {
         options.plan_memory = plan_memory;
         options.reduce_overhead = reduce_overhead;
         options.outputs_into_inputs = std::move(outputs_into_inputs);
+        options.decompose = decompose;
         py::gil_scoped_release no_gil;
         out.compiled = std::make_unique<runtime::CompiledGraph>(g, options);
         return out;
       },
       py::arg("graph"), py::arg("fuse") = true, py::arg("keep_llvm_ir") = false,
       py::arg("runs_without_autograd") = false, py::arg("plan_memory") = true, py::arg("reduce_overhead") = false,
-      py::arg("outputs_into_inputs") = std::vector<std::pair<size_t, size_t>>{},
+      py::arg("outputs_into_inputs") = std::vector<std::pair<size_t, size_t>>{}, py::arg("decompose") = true,
       "Compiles a verified graph: fusion groups become LLVM kernels, other nodes eager steps; plan_memory: kernel "
       "outputs reuse dead inputs in place; reduce_overhead: kernel outputs inside the graph in one pre-planned "
       "arena (runtime/MemoryPlan.h); outputs_into_inputs: (output, input) index pairs the caller copies back after "
       "a run: a kernel may store such an output into the input directly and return the input "
-      "(Note [Outputs written into their inputs]).");
+      "(Note [Outputs written into their inputs]); decompose: composites decomposed so they fuse "
+      "(Note [Composites compile decomposed]).");
   rt.def("pointwise_math_ops", &codegen::pointwise_math_ops,
          "The ops the kernel math table covers (codegen/PointwiseMath.h).");
   rt.def("compiled_kernel_count", &codegen::compiled_kernel_count, "Kernels in the process's JIT cache.");
