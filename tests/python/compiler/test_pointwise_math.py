@@ -307,3 +307,24 @@ def test_op_matches_eager(case, dtype):
 def test_every_table_op_is_tested():
     tested = {case.split(" ")[0] for case in OPS}
     assert set(_C._runtime.pointwise_math_ops()) == tested
+
+
+@pytest.mark.parametrize("dtype", [kiln.float16, kiln.bfloat16], ids=str)
+def test_a_wider_zero_dim_input_rounds_to_the_result_dtype_first(dtype):
+    """A float64 0-dim tensor beside a float16/bfloat16 one does not promote the result; TensorIterator
+    converts it to the result dtype before the loop widens it to float, so the kernel rounds it too."""
+    x = kiln.tensor([1.0, -3.0, 100.0, 0.1], dtype=kiln.float64).to(dtype)
+    # Just above a rounding tie of the dtype: it rounds up to 1 + ulp, which float32 arithmetic would miss.
+    ulp = 2 ** -10 if dtype == kiln.float16 else 2 ** -7
+    s = kiln.tensor(1 + ulp / 2 + ulp / 8, dtype=kiln.float64)
+
+    def fn(x, s):
+        return x * s + s
+
+    compiled = kiln.compile(fn)
+    with kiln.no_grad():
+        want = fn(x, s)
+        compiled(x, s)
+        got = compiled(x, s)
+    assert kernel_counts(compiled) == [1]
+    check_same(got, want, False, f"x * s + s on {dtype}")
