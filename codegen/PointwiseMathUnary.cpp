@@ -159,6 +159,10 @@ void add_unary_math(Table& t) {
   t["kiln::round.decimals"] = round_decimals;
   t["kiln::sign"] = sign;
   t["kiln::sgn"] = sign;  // real dtypes (complex outputs stay eager)
+  t["kiln::conj_physical"] = [](Op& op) -> std::optional<int32_t> {  // real dtypes: a copy
+    if (is_complex(op.in_dtype(0)) || op.in_dtype(0) != op.out) return std::nullopt;
+    return op.in[0];
+  };
   t["kiln::square"] = [](Op& op) -> std::optional<int32_t> {  // bool squares as int64 (the output dtype)
     if (op.out == DType::Bool) return std::nullopt;
     const DType c = compute_of(op.out);

@@ -117,6 +117,7 @@ OPS = {
     "kiln::sign": lambda x, y: K.sign(x),
     "kiln::sgn": lambda x, y: K.sgn(x),
     "kiln::square": lambda x, y: K.square(x),
+    "kiln::conj_physical": lambda x, y: K.conj_physical(x) * 1,
     "kiln::isnan": lambda x, y: K.isnan(x),
     "kiln::isinf": lambda x, y: K.isinf(x),
     "kiln::isfinite": lambda x, y: K.isfinite(x),
