@@ -76,6 +76,8 @@ FLOAT_DTYPES = ["kiln.float32", "kiln.float32", "kiln.float32", "kiln.float64", 
 INT_DTYPES = ["kiln.int32", "kiln.int64", "kiln.int16", "kiln.uint8"]
 
 # Pointwise templates over a float value {a} (and {b} broadcastable with it).
+# copysign and signbit read their operand through nan_to_num: the sign of a NaN is free (eager's own
+# sqrt gives +NaN in its vector body, SLEEF's, and -NaN in its scalar tail, the x86 default NaN).
 # Not here: add/sub with alpha, addcmul and lerp. Their eager loops (cpu_kernel_vec) round `x + a * y`
 # once (fused multiply-add) or twice depending on where an element falls in its row: GCC contracts the
 # scalar lambda in some of its vectorised copies only (addcmul of a [4] row is unfused, of a [3] or [9] row
@@ -98,7 +100,7 @@ FLOAT_UNARY = [
 FLOAT_BINARY = [
     "{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / {b}", "kiln.maximum({a}, {b})", "kiln.minimum({a}, {b})", "kiln.fmax({a}, {b})", "kiln.fmin({a}, {b})",
     "kiln.where({a} > {b}, {a}, {b})", "kiln.where({a} > 0, {a}, 0.5)", "kiln.atan2({a}, {b})",
-    "kiln.hypot({a}, {b})", "kiln.copysign({a}, {b})", "kiln.fmod({a}, {b})", "kiln.remainder({a}, {b})",
+    "kiln.hypot({a}, {b})", "kiln.copysign({a}, kiln.nan_to_num({b}))", "kiln.fmod({a}, {b})", "kiln.remainder({a}, {b})",
     "kiln.floor_divide({a}, {b})", "kiln.div({a}, {b}, rounding_mode='trunc')", "kiln.pow({a}.abs(), {b})",
     "kiln.addcdiv({a}, {b}, {a}, value=2)", "{a}.masked_fill({a} > {b}, 0.0)", "kiln.clamp({a}, {b}, {b} + 1)",
     "kiln.heaviside({a}, {b})", "kiln.xlogy({a}, {b})",
