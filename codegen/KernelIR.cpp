@@ -28,6 +28,20 @@ const char* expr_op_name(ExprOp op) {
     case ExprOp::Tan: return "tan";
     case ExprOp::Tanh: return "tanh";
     case ExprOp::Erf: return "erf";
+    case ExprOp::Erfc: return "erfc";
+    case ExprOp::Exp2: return "exp2";
+    case ExprOp::Asin: return "asin";
+    case ExprOp::Acos: return "acos";
+    case ExprOp::Atan: return "atan";
+    case ExprOp::Sinh: return "sinh";
+    case ExprOp::Cosh: return "cosh";
+    case ExprOp::Asinh: return "asinh";
+    case ExprOp::Acosh: return "acosh";
+    case ExprOp::Atanh: return "atanh";
+    case ExprOp::Floor: return "floor";
+    case ExprOp::Ceil: return "ceil";
+    case ExprOp::Trunc: return "trunc";
+    case ExprOp::Round: return "round";
     case ExprOp::Add: return "add";
     case ExprOp::Sub: return "sub";
     case ExprOp::Mul: return "mul";
@@ -35,6 +49,12 @@ const char* expr_op_name(ExprOp op) {
     case ExprOp::Maximum: return "maximum";
     case ExprOp::Minimum: return "minimum";
     case ExprOp::Pow: return "pow";
+    case ExprOp::Atan2: return "atan2";
+    case ExprOp::Hypot: return "hypot";
+    case ExprOp::Fmod: return "fmod";
+    case ExprOp::Copysign: return "copysign";
+    case ExprOp::Shl: return "shl";
+    case ExprOp::Shr: return "shr";
     case ExprOp::And: return "and";
     case ExprOp::Or: return "or";
     case ExprOp::Xor: return "xor";
@@ -220,8 +240,12 @@ int32_t KernelBuilder::binary(ExprOp op, int32_t a, int32_t b) {
   e.b = b;
   const bool compare = op >= ExprOp::Eq && op <= ExprOp::Ge;
   e.dtype = compare ? DType::Bool : dtype(a);
-  if (op == ExprOp::Div || op == ExprOp::Pow) {
+  if (op == ExprOp::Div || op == ExprOp::Pow || op == ExprOp::Atan2 || op == ExprOp::Hypot || op == ExprOp::Fmod ||
+      op == ExprOp::Copysign) {
     KILN_CHECK(is_floating_point(e.dtype), "kernel IR: ", expr_op_name(op), " of ", e.dtype);
+  }
+  if (op == ExprOp::Shl || op == ExprOp::Shr) {
+    KILN_CHECK(!is_floating_point(e.dtype) && e.dtype != DType::Bool, "kernel IR: ", expr_op_name(op), " of ", e.dtype);
   }
   return add(e);
 }

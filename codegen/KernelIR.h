@@ -28,8 +28,11 @@ namespace kiln::codegen {
 // toward zero, as C++; float16/bfloat16 round to nearest even); arithmetic
 // wraps on integers; Div is floating division only; Maximum/Minimum propagate
 // NaN; comparisons produce Bool; Select(c, a, b) is c ? a : b. The unary math
-// functions (Exp, Log, Sin, ...) are floating only: codegen lowers them to the
-// vector math the eager kernels use (codegen/llvm/VectorMath.h).
+// functions (Exp, Log, Sin, ...) and Atan2/Hypot are floating only: codegen
+// lowers them to the vector math the eager kernels use
+// (codegen/llvm/VectorMath.h); Floor/Ceil/Trunc/Round, Fmod and Copysign are
+// exact. And/Or/Xor are logical on Bool and bitwise on integers; Shl/Shr are
+// integer shifts.
 // KernelBuilder hash-conses, so equal subexpressions are one Expr.
 
 enum class ExprOp : uint8_t {
@@ -52,6 +55,20 @@ enum class ExprOp : uint8_t {
   Tan,
   Tanh,
   Erf,
+  Erfc,
+  Exp2,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Floor,
+  Ceil,
+  Trunc,
+  Round,  // to nearest, ties to even (rint)
   // binary
   Add,
   Sub,
@@ -60,9 +77,15 @@ enum class ExprOp : uint8_t {
   Maximum,
   Minimum,
   Pow,
-  And,  // bool
-  Or,   // bool
-  Xor,  // bool
+  Atan2,
+  Hypot,
+  Fmod,      // C's fmod (exact)
+  Copysign,
+  Shl,       // integer; the amount is taken modulo the width (PointwiseMath handles larger ones)
+  Shr,       // integer, arithmetic for signed dtypes; the amount modulo the width
+  And,  // bool and integers (bitwise)
+  Or,   // bool and integers (bitwise)
+  Xor,  // bool and integers (bitwise)
   Eq,
   Ne,
   Lt,

@@ -29,7 +29,10 @@ namespace kiln::codegen {
 // - maximum/minimum/clamp propagate NaN (`a != a ? a : (a > b ? a : b)`), relu
 //   keeps NaN (`x < 0 ? 0 : x`), integer arithmetic wraps, division of
 //   integers is true division in the floating output dtype.
-// - Transcendentals use the eager kernels' vector math (codegen/llvm/VectorMath.h).
+// - Transcendentals use the eager kernels' vector math (codegen/llvm/VectorMath.h),
+//   and products GCC fuses into an add are one Fma (Note [Contracted
+//   multiply-adds], PointwiseMathOp.h). Ops eager computes with scalar libm
+//   calls (lgamma, xlogy, logaddexp, ...) have no entry.
 // An op, overload or dtype the table does not cover returns nullopt: the node
 // stays an eager node.
 

@@ -90,6 +90,8 @@ const Tensor* reusable(const IValue& slot, DType dtype, const std::vector<int64_
 }  // namespace
 
 CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : graph_(ir::clone(source)) {
+  std::vector<bool> source_output_is_input;
+  for (const ir::Value* v : source.outputs()) source_output_is_input.push_back(v->node()->kind() == ir::NodeKind::Param);
   if (options.fuse) {
     // The graph passes first (passes/pipeline.h): composites decomposed,
     // constants folded, the algebraic rules, CSE and DCE.
@@ -195,7 +197,13 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     steps_.push_back(std::move(s));
     plan_steps.push_back(std::move(ps));
   }
-  for (const ir::Value* v : g.outputs()) output_slots_.push_back(slot(v));
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ir::Value* v = g.outputs()[i];
+    output_slots_.push_back(slot(v));
+    // See Note [An output the passes turned into an input].
+    output_aliases_.push_back(v->node()->kind() == ir::NodeKind::Param && i < source_output_is_input.size() &&
+                              !source_output_is_input[i]);
+  }
   num_slots_ = slot_of.size();
 
   MemoryPlanInput plan_in;
@@ -414,7 +422,15 @@ std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
   }
   std::vector<IValue> out;
   out.reserve(output_slots_.size());
-  for (size_t s : output_slots_) out.push_back(slots[s]);
+  for (size_t i = 0; i < output_slots_.size(); ++i) {
+    const IValue& v = slots[output_slots_[i]];
+    if (output_aliases_[i] && v.is_tensor()) {
+      const Tensor t = v.to_tensor();
+      out.emplace_back(t.view(t.sizes()));
+    } else {
+      out.push_back(v);
+    }
+  }
   return out;
 }
 

@@ -124,6 +124,15 @@ class CompiledGraph {
   std::vector<Step> steps_;
   std::vector<std::unique_ptr<KernelStep>> kernels_;
   std::vector<size_t> input_slots_, output_slots_;
+  // Note [An output the passes turned into an input]
+  // ------------------------------------------------
+  // simplify_algebra removes a view that changes nothing (x.reshape(-1) of a
+  // 1-D x, x.view(x.shape)), so a graph output can become a graph input. Eager
+  // returned a new tensor there (a view); returning the caller's own tensor
+  // object instead would let kiln.compile's joint capture set the autograd
+  // history of the output on the input itself (a leaf then loses its
+  // gradient). Such outputs are returned as a fresh view of the input.
+  std::vector<bool> output_aliases_;  // per output: became a graph input in the passes
   size_t num_slots_ = 0;
   std::unordered_map<const ir::Value*, size_t> slot_of_;
   std::string llvm_ir_;

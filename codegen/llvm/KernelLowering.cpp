@@ -251,8 +251,35 @@ std::vector<llvm::Value*> Lowering::evaluate(const std::function<llvm::Value*(in
       case ExprOp::Cos:
       case ExprOp::Tan:
       case ExprOp::Tanh:
-      case ExprOp::Erf: v[i] = call_math(e.op, e.dtype, a); break;
-      case ExprOp::Pow: v[i] = call_math(e.op, e.dtype, a, bb); break;
+      case ExprOp::Erf:
+      case ExprOp::Erfc:
+      case ExprOp::Exp2:
+      case ExprOp::Asin:
+      case ExprOp::Acos:
+      case ExprOp::Atan:
+      case ExprOp::Sinh:
+      case ExprOp::Cosh:
+      case ExprOp::Asinh:
+      case ExprOp::Acosh:
+      case ExprOp::Atanh: v[i] = call_math(e.op, e.dtype, a); break;
+      case ExprOp::Floor: v[i] = intrinsic(llvm::Intrinsic::floor, a); break;
+      case ExprOp::Ceil: v[i] = intrinsic(llvm::Intrinsic::ceil, a); break;
+      case ExprOp::Trunc: v[i] = intrinsic(llvm::Intrinsic::trunc, a); break;
+      case ExprOp::Round: v[i] = intrinsic(llvm::Intrinsic::roundeven, a); break;
+      case ExprOp::Pow:
+      case ExprOp::Atan2:
+      case ExprOp::Hypot: v[i] = call_math(e.op, e.dtype, a, bb); break;
+      case ExprOp::Fmod: v[i] = b_.CreateFRem(a, bb); break;
+      case ExprOp::Copysign: v[i] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, a, bb); break;
+      case ExprOp::Shl:
+      case ExprOp::Shr: {
+        const unsigned width = a->getType()->getScalarSizeInBits();
+        llvm::Value* amount = b_.CreateAnd(bb, llvm::ConstantInt::get(bb->getType(), width - 1));
+        v[i] = e.op == ExprOp::Shl ? b_.CreateShl(a, amount)
+               : is_unsigned(ad)   ? b_.CreateLShr(a, amount)
+                                   : b_.CreateAShr(a, amount);
+        break;
+      }
       case ExprOp::Add: v[i] = fp ? b_.CreateFAdd(a, bb) : b_.CreateAdd(a, bb); break;
       case ExprOp::Sub: v[i] = fp ? b_.CreateFSub(a, bb) : b_.CreateSub(a, bb); break;
       case ExprOp::Mul: v[i] = fp ? b_.CreateFMul(a, bb) : b_.CreateMul(a, bb); break;

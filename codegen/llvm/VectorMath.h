@@ -15,10 +15,12 @@ namespace kiln::codegen {
 // Note [Compiled vector math]
 // ---------------------------
 // The eager kernels' AVX2 build takes exp, expm1, log, log2, log10, log1p,
-// sin, cos, tan and erf from glibc's libmvec (_ZGVdN8v_expf, _ZGVdN4v_exp),
-// pow from SLEEF (u10); the AVX-512 build takes them all from SLEEF's u10
-// avx512f functions, the baseline build from SLEEF's sse2 ones (Note [Vector
-// math by measurement], eager/kernels/cpu/vec/Vec.h). Generated kernels call
+// sin, cos, tan, erf, erfc, asin, acos, atan, sinh, cosh, asinh, acosh, atanh
+// and float exp2 from glibc's libmvec (_ZGVdN8v_expf, _ZGVdN4v_exp), pow,
+// atan2, hypot and double exp2 from SLEEF; the AVX-512 build takes them all
+// from SLEEF's avx512f functions, the baseline build from SLEEF's sse2 ones,
+// at eager's accuracies (u10; erfc u15, hypot u05, double tanh u35) (Note
+// [Vector math by measurement], eager/kernels/cpu/vec/Vec.h). Generated kernels call
 // the same functions with the same lane count, and evaluate a row's tail as a
 // masked full vector, so a compiled exp is bit-identical to eager's. Float
 // tanh is not a call: eager's is Eigen's rational approximation (vec/VecTanh.h),
@@ -35,7 +37,7 @@ struct VectorMathFunction {
   int lanes = 0;       // its vector width
 };
 
-/// The function for `op` (Exp, ..., Tanh, Erf, Pow) on `dtype` (Float32 or Float64).
+/// The function for `op` (Exp, ..., Erfc, Pow, Atan2, Hypot) on `dtype` (Float32 or Float64).
 [[nodiscard]] VectorMathFunction vector_math_function(ExprOp op, DType dtype);
 
 /// Every symbol vector_math_function may name on this host, with its address (for the JIT).
