@@ -24,6 +24,7 @@ CASES = {
     "2d-unequal": {"shape": (CHANNELS, 4, 4), "split": (3, 5), "options": {}},
     "1d-momentum-none": {"shape": (CHANNELS,), "split": (2, 6), "options": {"momentum": None}},
     "3d-no-affine": {"shape": (CHANNELS, 2, 3), "split": (5, 3), "options": {"affine": False}},
+    "no-running-stats": {"shape": (CHANNELS, 3), "split": (6, 3), "options": {"track_running_stats": False}},
     "empty-rank": {"shape": (CHANNELS, 5), "split": (8, 0), "options": {}},
     "group": {"shape": (CHANNELS, 4), "split": (4, 4), "options": {"group": True}},
     "float32": {"shape": (CHANNELS, 4, 4), "split": (3, 5), "options": {"dtype": "float32"}},

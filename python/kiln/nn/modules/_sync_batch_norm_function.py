@@ -97,7 +97,7 @@ class SyncBatchNormFunction(Function):
             sum_dy = _C._functions.zeros(mean.shape[0], dtype=x.dtype)
             sum_dy_xmu = _C._functions.zeros(mean.shape[0], dtype=x.dtype)
         grad_weight = (sum_dy_xmu * invstd).to(weight.dtype) if ctx.needs_input_grad[1] else None
-        grad_bias = sum_dy.to(ctx.input_dtype) if len(ctx.needs_input_grad) > 2 and ctx.needs_input_grad[2] else None
+        grad_bias = sum_dy.to(ctx.input_dtype) if ctx.needs_input_grad[2] else None
         grad_input = None
         if ctx.needs_input_grad[0]:
             channels = mean.shape[0]
