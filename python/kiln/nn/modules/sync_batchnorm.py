@@ -1,12 +1,15 @@
-"""SyncBatchNorm: BatchNorm over any N-D input (N >= 2) whose statistics torch
-would all-reduce across a process group. kiln has no torch.distributed, so it
-always takes the path torch takes when no process group is initialized: plain
-batch norm (train and eval alike, CPU tensors included), with torch's checks.
-convert_sync_batchnorm swaps BatchNorm*d layers (not InstanceNorm) for it,
-sharing their parameters and buffers, as torch."""
+"""SyncBatchNorm: BatchNorm over any N-D input (N >= 2) whose training statistics cover the
+batches of every rank of a kiln.distributed process group (CPU tensors on Gloo included), as
+torch's. In eval mode, without an initialized process group, or on a group of one rank it is
+plain batch norm, as torch's. The synchronised forward and backward are
+_sync_batch_norm_function.py (Note [SyncBatchNorm's collectives]). convert_sync_batchnorm swaps
+BatchNorm*d layers (not InstanceNorm) for it, sharing their parameters and buffers, as torch."""
 
 from __future__ import annotations
 
+from kiln.distributed import GroupMember, get_world_size, is_available, is_initialized
+from kiln.nn import functional as F
+from kiln.nn.modules._sync_batch_norm_function import SyncBatchNormFunction
 from kiln.nn.modules.module import Module, _no_grad
 from kiln.nn.modules.normalization import _BatchNorm, _InstanceNorm
 
@@ -31,7 +34,24 @@ class SyncBatchNorm(_BatchNorm):
     def forward(self, input):
         self._check_input_dim(input)
         self._check_non_zero_input_channels(input)
-        return super().forward(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            factor = 1.0 / float(self.num_batches_tracked.item()) if self.momentum is None else self.momentum
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        use_stats = not self.training or self.track_running_stats
+        running_mean = self.running_mean if use_stats else None
+        running_var = self.running_var if use_stats else None
+        need_sync = bn_training and self.training and is_available() and is_initialized()
+        if need_sync:
+            process_group = self.process_group if self.process_group else GroupMember.WORLD
+            world_size = get_world_size(process_group)
+            need_sync = world_size > 1
+        if not need_sync:
+            return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, bn_training, factor,
+                                self.eps)
+        return SyncBatchNormFunction.apply(input, self.weight, self.bias, running_mean, running_var, self.eps, factor,
+                                           process_group, world_size)
 
     @classmethod
     def convert_sync_batchnorm(cls, module: Module, process_group=None) -> Module:
