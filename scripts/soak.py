@@ -79,7 +79,7 @@ def gpt() -> kiln.nn.Module:
             for block in self.blocks:
                 x = block(x)
             logits = self.lm_head(self.ln_f(x))
-            return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+            return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
 
     return GPT()
 
