@@ -14,6 +14,17 @@ echo "== C++ tests (ctest) =="
 # --no-tests=error: a build that lost the C++ suite fails here instead of passing with none.
 ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j2
 
+echo "== Fuzz targets, a few seconds each (fuzz/README.md) =="
+# ctest above replayed the C++ corpora; this mutates them (and kiln.load's) for KILN_FUZZ_SECONDS each.
+KILN_FUZZ_BUILD_DIR=$BUILD_DIR KILN_FUZZ_SECONDS=${KILN_FUZZ_SECONDS:-3} bash scripts/fuzz.sh
+
+if [ "${KILN_SANITIZE_CI:-0}" = "1" ]; then
+  # Off by default: a cold ASan + UBSan build is a second full build of kiln (see scripts/sanitize.sh).
+  echo "== Sanitizers: ASan + UBSan build, GoogleTest, fuzzing and a pytest slice =="
+  bash scripts/sanitize.sh asan --ci
+  bash scripts/sanitize.sh tsan
+fi
+
 echo "== Python tests (pytest) =="
 # -rs lists every skip and its reason; tests/python/conftest.py fails a skip whose reason is not allowed.
 cd tests/python && ../../.venv/bin/python -m pytest -q -rs -p no:cacheprovider .
