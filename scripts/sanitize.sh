@@ -10,6 +10,12 @@
 #   an unsanitized CPython (LD_PRELOAD of GCC's libasan; leak checking off for
 #   Python, whose interpreter leaks by design). --ci runs the smaller slice
 #   CI uses; without it, the fuller slice below.
+# preload: no new build: the release build (build/release) with GCC's ASan runtime
+#   preloaded and the caching allocator off (KILN_NO_MEMORY_CACHING=1, so every
+#   tensor is its own malloc block with redzones). Only the runtime's interceptors
+#   check (malloc/free, memcpy/memset and friends: heap overflows through them,
+#   double and invalid frees), not every load and store; CI runs it (--ci slice)
+#   because it costs test time only.
 # tsan: ThreadSanitizer on the code that shares state between threads. By default
 #   two focused binaries built straight from their few sources (a minute each):
 #   the caching allocator's tests and the thread pool's (eager/kernels/Parallel,
@@ -28,10 +34,10 @@ slice=full
 full_tsan=0
 for arg in "$@"; do
   case $arg in
-    asan|tsan) mode=$arg ;;
+    asan|tsan|preload) mode=$arg ;;
     --ci) slice=ci ;;
     --full) full_tsan=1 ;;
-    *) echo "usage: scripts/sanitize.sh [asan [--ci] | tsan [--full]]" >&2; exit 2 ;;
+    *) echo "usage: scripts/sanitize.sh [asan [--ci] | preload [--ci] | tsan [--full]]" >&2; exit 2 ;;
   esac
 done
 PYTHON=.venv/bin/python  # created by scripts/setup.sh; cmake and ninja come with it
@@ -56,6 +62,27 @@ if [ "$mode" = tsan ] && [ "$full_tsan" = 0 ]; then
   "$BUILD_DIR/caching_allocator_tests" --gtest_brief=1
   "$BUILD_DIR/parallel_tests" --gtest_brief=1
   echo "sanitize: tsan clean (caching allocator, thread pool)"
+  exit 0
+fi
+# CPython does not link libstdc++: preloaded after libasan, so ASan's __cxa_throw interceptor
+# finds the real one (otherwise the first C++ exception aborts with "real___cxa_throw != 0").
+ASAN_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)"
+if [ "$mode" = preload ]; then
+  BUILD_DIR=${KILN_BUILD_DIR:-build/release}
+  export KILN_NO_MEMORY_CACHING=1 ASAN_OPTIONS="detect_leaks=0"
+  echo "== sanitize (preload): GoogleTest =="
+  LD_PRELOAD="$ASAN_PRELOAD" "$BUILD_DIR/kiln_cpp_tests" --gtest_brief=1
+  echo "== sanitize (preload): fuzz targets =="
+  LD_PRELOAD="$ASAN_PRELOAD" KILN_FUZZ_BUILD_DIR=$BUILD_DIR KILN_FUZZ_SECONDS=${KILN_FUZZ_SECONDS:-3} bash scripts/fuzz.sh
+  echo "== sanitize (preload): pytest slice =="
+  if [ "$slice" = ci ]; then
+    PYTEST_FILES=(tensor/test_copy_strided.py indexing/test_indexing.py autograd/test_autograd_engine.py
+                  runtime/test_allocation_faults.py interop/test_checkpoint_safety.py)
+  else
+    PYTEST_FILES=(tensor indexing shape autograd reduction runtime interop nn/test_layers.py compiler/test_compile.py)
+  fi
+  (cd tests/python && LD_PRELOAD="$ASAN_PRELOAD" "../../$PYTHON" -m pytest -q -x -p no:cacheprovider "${PYTEST_FILES[@]}")
+  echo "sanitize: preload clean ($(( $(date +%s) - start )) s)"
   exit 0
 fi
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
@@ -110,7 +137,7 @@ for f in "${PYTEST_FILES[@]}"; do [ -e "tests/python/$f" ] && existing+=("$f"); 
 (
   cd tests/python
   # detect_leaks=0: CPython and torch keep interpreter-lifetime allocations that LSan reports.
-  LD_PRELOAD="$(gcc -print-file-name=libasan.so)" \
+  LD_PRELOAD="$ASAN_PRELOAD" \
   ASAN_OPTIONS="detect_leaks=0:detect_stack_use_after_return=0" \
   PYTHONPATH="$ROOT/$SITE" KILN_SANITIZED_BUILD=1 \
     "$BASE_PYTHON" -m pytest -q -x -p no:cacheprovider "${existing[@]}"

@@ -14,9 +14,10 @@ echo "== C++ tests (ctest) =="
 # --no-tests=error: a build that lost the C++ suite fails here instead of passing with none.
 ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j2
 
-echo "== Fuzz targets, a few seconds each (fuzz/README.md) =="
-# ctest above replayed the C++ corpora; this mutates them (and kiln.load's) for KILN_FUZZ_SECONDS each.
-KILN_FUZZ_BUILD_DIR=$BUILD_DIR KILN_FUZZ_SECONDS=${KILN_FUZZ_SECONDS:-3} bash scripts/fuzz.sh
+echo "== ASan's runtime preloaded into the release build: GoogleTest, fuzzing, a pytest slice =="
+# ctest above replayed the fuzz corpora; this also mutates them (and kiln.load's) for
+# KILN_FUZZ_SECONDS (3) each (fuzz/README.md), all with ASan's interceptors watching.
+bash scripts/sanitize.sh preload --ci
 
 if [ "${KILN_SANITIZE_CI:-0}" = "1" ]; then
   # Off by default: a cold ASan + UBSan build is a second full build of kiln (see scripts/sanitize.sh).
