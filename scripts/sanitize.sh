@@ -16,11 +16,15 @@
 #   check (malloc/free, memcpy/memset and friends: heap overflows through them,
 #   double and invalid frees), not every load and store; CI runs it (--ci slice)
 #   because it costs test time only.
-# tsan: ThreadSanitizer on the code that shares state between threads. By default
-#   two focused binaries built straight from their few sources (a minute each):
-#   the caching allocator's tests and the thread pool's (eager/kernels/Parallel,
-#   over an uninstrumented oneTBB). With --full, the "tsan" preset builds all of
-#   kiln into build/tsan (a second full build) and adds the autograd engine's tests.
+# focused: no kiln build: the few parts of kiln whose sources stand alone (eager/core's
+#   Error is all they link against), each compiled straight from its sources into
+#   build/focused (about a minute of CPU in all), and run: the caching allocator's
+#   tests under ASan + UBSan (its poisoning death test included) and under TSan,
+#   the thread pool's tests under TSan (over an uninstrumented oneTBB), and the
+#   schema parser's fuzz target under ASan + UBSan. CI runs it.
+# tsan: ThreadSanitizer for all of kiln (the "tsan" preset, build/tsan: a second
+#   full build): the autograd engine's, the caching allocator's and the thread
+#   pool's GoogleTests.
 #
 # The caching allocator poisons its cached blocks under ASan (Note [Cached blocks
 # are poisoned], eager/memory/CachingAllocator.cpp), so overflows inside a cached
@@ -31,13 +35,11 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 mode=asan
 slice=full
-full_tsan=0
 for arg in "$@"; do
   case $arg in
-    asan|tsan|preload) mode=$arg ;;
+    asan|tsan|preload|focused) mode=$arg ;;
     --ci) slice=ci ;;
-    --full) full_tsan=1 ;;
-    *) echo "usage: scripts/sanitize.sh [asan [--ci] | preload [--ci] | tsan [--full]]" >&2; exit 2 ;;
+    *) echo "usage: scripts/sanitize.sh [asan [--ci] | preload [--ci] | focused | tsan]" >&2; exit 2 ;;
   esac
 done
 PYTHON=.venv/bin/python  # created by scripts/setup.sh; cmake and ninja come with it
@@ -50,18 +52,29 @@ SUPPRESSIONS=$ROOT/scripts/sanitizers
 start=$(date +%s)
 # halt_on_error: the first race fails the run; second_deadlock_stack: both stacks of a lock-order report.
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPPRESSIONS/tsan.supp"
-if [ "$mode" = tsan ] && [ "$full_tsan" = 0 ]; then
-  mkdir -p "$BUILD_DIR"
-  TSAN_FLAGS=(-std=c++20 -O1 -g1 -fsanitize=thread -fno-omit-frame-pointer -I. -pthread)
-  # Each binary: the sources under test, what they link against in kiln (eager/core/Error), GoogleTest.
-  g++ "${TSAN_FLAGS[@]}" eager/memory/CachingAllocator.cpp eager/memory/CpuAllocator.cpp eager/core/Error.cpp \
-    tests/cpp/test_caching_allocator.cpp -lgtest -lgtest_main -o "$BUILD_DIR/caching_allocator_tests"
-  g++ "${TSAN_FLAGS[@]}" eager/kernels/Parallel.cpp eager/core/Error.cpp tests/cpp/test_parallel.cpp \
-    -ltbb -lgtest -lgtest_main -o "$BUILD_DIR/parallel_tests"
-  echo "sanitize: tsan binaries built in $(( $(date +%s) - start )) s"
-  "$BUILD_DIR/caching_allocator_tests" --gtest_brief=1
-  "$BUILD_DIR/parallel_tests" --gtest_brief=1
-  echo "sanitize: tsan clean (caching allocator, thread pool)"
+if [ "$mode" = focused ]; then
+  mkdir -p "$BUILD_DIR" fuzz/artifacts
+  COMMON=(-std=c++20 -O1 -g1 -fno-omit-frame-pointer -I. -pthread)
+  ASAN=(-fsanitize=address,undefined)
+  TSAN=(-fsanitize=thread)
+  ALLOCATOR=(eager/memory/CachingAllocator.cpp eager/memory/CpuAllocator.cpp eager/core/Error.cpp
+             tests/cpp/test_caching_allocator.cpp)
+  g++ "${COMMON[@]}" "${ASAN[@]}" "${ALLOCATOR[@]}" -lgtest -lgtest_main -o "$BUILD_DIR/caching_allocator_asan_tests"
+  g++ "${COMMON[@]}" "${TSAN[@]}" "${ALLOCATOR[@]}" -lgtest -lgtest_main -o "$BUILD_DIR/caching_allocator_tsan_tests"
+  g++ "${COMMON[@]}" "${TSAN[@]}" eager/kernels/Parallel.cpp eager/core/Error.cpp tests/cpp/test_parallel.cpp \
+    -ltbb -lgtest -lgtest_main -o "$BUILD_DIR/parallel_tsan_tests"
+  g++ "${COMMON[@]}" "${ASAN[@]}" eager/dispatch/FunctionSchema.cpp eager/core/Error.cpp \
+    fuzz/targets/fuzz_function_schema.cpp fuzz/driver/FuzzDriver.cpp -o "$BUILD_DIR/kiln_fuzz_function_schema"
+  echo "sanitize: focused binaries built in $(( $(date +%s) - start )) s"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$SUPPRESSIONS/ubsan.supp"
+  export ASAN_OPTIONS="detect_leaks=1" LSAN_OPTIONS="suppressions=$SUPPRESSIONS/lsan.supp"
+  "$BUILD_DIR/caching_allocator_asan_tests" --gtest_brief=1
+  "$BUILD_DIR/caching_allocator_tsan_tests" --gtest_brief=1
+  "$BUILD_DIR/parallel_tsan_tests" --gtest_brief=1
+  "$BUILD_DIR/kiln_fuzz_function_schema" -max_total_time="${KILN_FUZZ_SECONDS:-5}" -seed="$(date +%Y%m%d)" \
+    -dict=fuzz/dictionaries/function_schema.dict -artifact_prefix=fuzz/artifacts/function_schema- \
+    fuzz/corpus/function_schema
+  echo "sanitize: focused clean (caching allocator: ASan+UBSan, TSan; thread pool: TSan; schema parser fuzzing: ASan+UBSan)"
   exit 0
 fi
 # CPython does not link libstdc++: preloaded after libasan, so ASan's __cxa_throw interceptor

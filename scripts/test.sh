@@ -19,9 +19,12 @@ echo "== ASan's runtime preloaded into the release build: GoogleTest, fuzzing, a
 # KILN_FUZZ_SECONDS (3) each (fuzz/README.md), all with ASan's interceptors watching.
 bash scripts/sanitize.sh preload --ci
 
+echo "== ASan + UBSan and TSan on the parts of kiln that build alone (allocator, thread pool, schema parser) =="
+bash scripts/sanitize.sh focused
+
 if [ "${KILN_SANITIZE_CI:-0}" = "1" ]; then
-  # Off by default: a cold ASan + UBSan build is a second full build of kiln (see scripts/sanitize.sh).
-  echo "== Sanitizers: ASan + UBSan build, GoogleTest, fuzzing and a pytest slice =="
+  # Off by default: each is a second full build of kiln, over an hour cold on two cores (scripts/sanitize.sh).
+  echo "== Sanitizers: ASan + UBSan build of all of kiln, GoogleTest, fuzzing and a pytest slice; TSan build =="
   bash scripts/sanitize.sh asan --ci
   bash scripts/sanitize.sh tsan
 fi
