@@ -5,6 +5,7 @@
 
 #include "capture/CaptureSession.h"
 #include "capture/FunctionalForm.h"
+#include "eager/autograd/AccumulateGrad.h"
 #include "eager/core/Error.h"
 #include "eager/dispatch/Dispatcher.h"
 #include "ir/Attribute.h"
@@ -66,9 +67,20 @@ ir::Node* build_node(CaptureSession& s, const OperatorHandle& op, const Operator
           if (inputs.back() == nullptr) return nullptr;
           break;
         }
-        attributes.push_back({args[i].name, ir::Attribute::of_ivalue(v)});
+        // By position: a functional replacement may name it differently (fill_'s value, full_like's fill_value).
+        attributes.push_back({record.schema().arguments()[i].name, ir::Attribute::of_ivalue(v)});
         break;
     }
+  }
+  // A functional replacement with more arguments than the in-place op (fill_ -> full_like): the rest
+  // take their defaults, which FunctionalForm only allows to be None.
+  const auto& record_args = record.schema().arguments();
+  for (size_t i = args.size(); i < record_args.size(); ++i) {
+    if (record_args[i].default_value != "None") {
+      *why = "no literal for argument '" + record_args[i].name + "' of " + record.name().str();
+      return nullptr;
+    }
+    attributes.push_back({record_args[i].name, ir::Attribute::none()});
   }
   return g.create_op(record, std::move(inputs), std::move(attributes));
 }
@@ -130,10 +142,22 @@ void capture_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Stac
 
 }  // namespace
 
+namespace {
+
+/// The references the current session holds to t (its tensor map keeps one per recorded tensor), for
+/// AccumulateGrad's decision to steal a gradient (eager/autograd/AccumulateGrad.h).
+long session_references(const Tensor& t) {
+  CaptureSession* s = current_session();
+  return s != nullptr && s->find(t) != nullptr ? 1 : 0;
+}
+
+}  // namespace
+
 void ensure_capture_fallback() {
   static std::once_flag once;
   std::call_once(once, [] {
     ensure_philox_generator_op();
+    autograd::set_held_references_hook(&session_references);
     Dispatcher::singleton().register_fallback(DispatchKey::Capture, KernelFunction::from_boxed(&capture_fallback));
   });
 }

@@ -28,6 +28,7 @@ ir::Value* CaptureSession::add_input(const Tensor& t) {
   ir::Value* v = new_input(t);
   ++num_declared_inputs_;
   input_storages_.insert(t.storage().get());
+  declared_impls_.insert(t.impl());
   if (find(t) == nullptr) bind(t, v);
   return v;
 }
@@ -42,6 +43,7 @@ ir::Value* CaptureSession::add_late_input(const Tensor& t) {
 ir::Value* CaptureSession::find_exact_alias(const Tensor& t) const {
   for (const auto& [impl, entry] : values_) {
     const Tensor& seen = entry.first;
+    if (stale_.count(impl) != 0) continue;
     if (seen.storage().get() == t.storage().get() && seen.storage_offset() == t.storage_offset() &&
         seen.dtype() == t.dtype() && std::ranges::equal(seen.sizes(), t.sizes()) && std::ranges::equal(seen.strides(), t.strides())) {
       return entry.second;
@@ -56,7 +58,13 @@ ir::Value* CaptureSession::find(const Tensor& t) const {
 }
 
 ir::Value* CaptureSession::value_for(const Tensor& t) {
-  if (ir::Value* v = find(t)) return v;
+  if (ir::Value* v = find(t)) {
+    if (!stale_.empty() && stale_.count(t.impl()) != 0) {
+      mark_broken("a view (" + ir::Type::tensor(ir::TensorType::of(t)).str() +
+                  ") of an input is used after the input was written in place");
+    }
+    return v;
+  }
   // A tensor the session never saw made by a recorded op. When it shares
   // storage with one it did see, it is a view made outside the dispatcher:
   // lifting it would bake the capture-time storage into every replay.
@@ -122,6 +130,12 @@ std::vector<size_t> CaptureSession::add_copy_back_outputs() {
   return written;
 }
 
+void CaptureSession::mark_aliases_stale(const Tensor& t) {
+  for (const auto& [impl, entry] : values_) {
+    if (impl != t.impl() && entry.first.storage().get() == t.storage().get()) stale_.insert(impl);
+  }
+}
+
 void CaptureSession::mark_broken(std::string reason) {
   if (!break_reason_) break_reason_ = std::move(reason);
 }
@@ -131,6 +145,8 @@ void CaptureSession::finish() {
   storages_.clear();
   lifted_storages_.clear();
   input_storages_.clear();
+  declared_impls_.clear();
+  stale_.clear();
 }
 
 CaptureSession* current_session() { return tls_session; }

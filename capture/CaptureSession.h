@@ -66,7 +66,8 @@ namespace kiln::capture {
 // Note [In-place ops under capture]
 // ---------------------------------
 // An in-place op (tag `inplace`, `self` written) whose functional variant
-// exists (add_.Tensor -> add.Tensor) is recorded as that variant when `self`
+// exists (add_.Tensor -> add.Tensor; fill_.Scalar, and so zero_, -> full_like,
+// its arguments by position) is recorded as that variant when `self`
 // shares its storage with no other recorded tensor: `self` then stands for
 // the new value, and a declared input written this way gets a copy-back
 // output (add_copy_back_outputs) that a run copies into the input after the
@@ -75,6 +76,19 @@ namespace kiln::capture {
 // intermediate is harmless; on an input's storage or an aliased tensor it
 // makes the body impure (impure_reason): the interpreter replays it exactly,
 // a backend that needs a functional body must not take it.
+//
+// Note [Writing an aliased input]
+// -------------------------------
+// In a session that asks for it (set_functionalize_aliased_inputs), a
+// declared input written in place while views of it are recorded (a
+// parameter whose transpose the forward used and the autograd Engine saved,
+// then updated by an optimizer inside a captured training step) is still
+// recorded functionally: the input's tensor stands for the new value and gets
+// its copy-back, and every other recorded tensor sharing its storage becomes
+// stale: it stands for the old value, which is right for every use recorded
+// before the write. A stale tensor used afterwards (an op argument, an
+// output) breaks the capture rather than read the old value where eager reads
+// the new one; exact-alias lookups skip stale tensors.
 
 class CaptureSession {
  public:
@@ -151,6 +165,20 @@ class CaptureSession {
   [[nodiscard]] bool writes_input_storage(const Tensor& t) const {
     return input_storages_.count(t.storage().get()) != 0;
   }
+  /// Whether t is itself a declared input's tensor (not a view or alias of one).
+  [[nodiscard]] bool is_declared_input(const Tensor& t) const { return declared_impls_.count(t.impl()) != 0; }
+  /// Whether a declared input written in place while views of it are recorded is
+  /// recorded functionally (Note [Writing an aliased input]; off by default: such a
+  /// write stays in place and makes the body impure). kiln.compile turns it on for
+  /// the capture of a whole training step.
+  void set_functionalize_aliased_inputs(bool on) { functionalize_aliased_inputs_ = on; }
+  [[nodiscard]] bool functionalizes_aliased_inputs() const { return functionalize_aliased_inputs_; }
+  /// Given declared input t about to be written by an op recorded functionally
+  /// while other recorded tensors alias its storage (views of a parameter).
+  /// Do    mark_aliases_stale(t).   Result those tensors stand for t's old
+  /// value: a later use of one of them breaks the capture (a view read after
+  /// its base was written; See Note [Writing an aliased input]).
+  void mark_aliases_stale(const Tensor& t);
   /// The first reason the graph body is not functional (an in-place op kept
   /// in place on an input or an aliased tensor), or nullopt.
   void mark_impure(std::string reason) {
@@ -182,6 +210,9 @@ class CaptureSession {
   std::vector<Tensor> input_tensors_;
   size_t num_declared_inputs_ = 0;
   std::unordered_set<const StorageImpl*> input_storages_;
+  std::unordered_set<const TensorImpl*> declared_impls_;
+  std::unordered_set<const TensorImpl*> stale_;  // See Note [Writing an aliased input]
+  bool functionalize_aliased_inputs_ = false;
   std::optional<std::string> break_reason_;
   std::optional<std::string> impure_reason_;
   size_t num_ops_ = 0;

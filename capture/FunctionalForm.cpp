@@ -17,6 +17,11 @@ namespace {
 /// arguments and one tensor return; nullopt when there is none.
 std::optional<OperatorHandle> functional_variant(const OperatorHandle& op) {
   const OperatorName& name = op.name();
+  // fill_.Scalar has no `fill`: full_like(self, fill_value) is its value (zero_ is fill_(0)); the
+  // node takes fill_'s arguments by position and full_like's others at their defaults (None).
+  if (name.ns == "kiln" && name.name == "fill_" && name.overload == "Scalar") {
+    return Dispatcher::singleton().find_op("kiln::full_like", "");
+  }
   if (name.name.size() < 2 || name.name.back() != '_' || name.name[name.name.size() - 2] == '_') return std::nullopt;
   const std::string base = name.ns + "::" + name.name.substr(0, name.name.size() - 1);
   std::optional<OperatorHandle> f = Dispatcher::singleton().find_op(base, name.overload);
@@ -63,8 +68,11 @@ OperatorHandle recorded_op(CaptureSession& s, const OperatorHandle& op, const St
     const Tensor& t = v.to_tensor();
     if (s.find(t) == nullptr) continue;  // build_node refuses it
     const bool aliased = s.is_aliased(t);
-    if (i == 0 && !aliased && writes_self(op)) {
-      if (std::optional<OperatorHandle> f = functional_variant(op)) return *f;
+    if (i == 0 && (!aliased || (s.functionalizes_aliased_inputs() && s.is_declared_input(t))) && writes_self(op)) {
+      if (std::optional<OperatorHandle> f = functional_variant(op)) {
+        if (aliased) s.mark_aliases_stale(t);  // Note [Writing an aliased input]
+        return *f;
+      }
     }
     if (aliased || s.writes_input_storage(t)) {
       s.mark_impure("op " + op.name().str() + " writes in place into " +

@@ -46,12 +46,31 @@ const char* expr_op_name(ExprOp op) {
     case ExprOp::Ge: return "ge";
     case ExprOp::Select: return "select";
     case ExprOp::Fma: return "fma";
+    case ExprOp::ReduceSum: return "reduce_sum";
+    case ExprOp::ReduceMean: return "reduce_mean";
+    case ExprOp::ReduceMax: return "reduce_max";
+    case ExprOp::ReduceMin: return "reduce_min";
+  }
+  return "?";
+}
+
+bool is_reduction(ExprOp op) {
+  return op == ExprOp::ReduceSum || op == ExprOp::ReduceMean || op == ExprOp::ReduceMax || op == ExprOp::ReduceMin;
+}
+
+const char* row_operand_name(RowOperand r) {
+  switch (r) {
+    case RowOperand::Element: return "element";
+    case RowOperand::PerRow: return "per_row";
+    case RowOperand::PerColumn: return "per_column";
+    case RowOperand::Scalar: return "scalar";
   }
   return "?";
 }
 
 int expr_op_arity(ExprOp op) {
   if (op == ExprOp::Load || op == ExprOp::Constant) return 0;
+  if (is_reduction(op)) return 1;
   if (op == ExprOp::Select || op == ExprOp::Fma) return 3;
   if (op >= ExprOp::Add) return 2;
   return 1;
@@ -93,15 +112,23 @@ uint64_t Kernel::hash() const {
     h = mix(h, static_cast<uint64_t>(e.ivalue));
   }
   for (int32_t o : outputs) h = mix(h, static_cast<uint64_t>(o));
+  if (rows) {
+    h = mix(h, 0x726f7773u);  // "rows"
+    for (RowOperand r : input_roles) h = mix(h, static_cast<uint64_t>(r));
+    for (RowOperand r : output_roles) h = mix(h, static_cast<uint64_t>(r) + 16);
+  }
   return h;
 }
 
 std::string Kernel::str() const {
   std::ostringstream os;
-  os << "kernel " << name << "(rank=" << rank << (contiguous ? ", contiguous" : "") << ")\n";
+  os << "kernel " << name << "(" << (rows ? "rows" : "rank=" + std::to_string(rank)) << (contiguous ? ", contiguous" : "")
+     << ")\n";
   for (size_t i = 0; i < input_dtypes.size(); ++i) {
     os << "  in" << i << " : " << input_dtypes[i]
-       << (i < input_scalar.size() && input_scalar[i] ? " (scalar)" : "") << "\n";
+       << (i < input_scalar.size() && input_scalar[i] ? " (scalar)" : "");
+    if (i < input_roles.size()) os << " (" << row_operand_name(input_roles[i]) << ")";
+    os << "\n";
   }
   for (size_t i = 0; i < exprs.size(); ++i) {
     const Expr& e = exprs[i];
@@ -118,7 +145,11 @@ std::string Kernel::str() const {
     }
     os << "\n";
   }
-  for (size_t i = 0; i < outputs.size(); ++i) os << "  out" << i << " : " << output_dtypes[i] << " = e" << outputs[i] << "\n";
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    os << "  out" << i << " : " << output_dtypes[i];
+    if (i < output_roles.size()) os << " (" << row_operand_name(output_roles[i]) << ")";
+    os << " = e" << outputs[i] << "\n";
+  }
   return os.str();
 }
 
@@ -220,6 +251,21 @@ int32_t KernelBuilder::fma(int32_t a, int32_t b, int32_t c) {
   e.a = a;
   e.b = b;
   e.c = c;
+  return add(e);
+}
+
+}  // namespace kiln::codegen
+
+namespace kiln::codegen {
+
+int32_t KernelBuilder::reduce(ExprOp op, int32_t a) {
+  KILN_CHECK(is_reduction(op), "kernel IR: ", expr_op_name(op), " is not a reduction");
+  KILN_CHECK(k_.rows, "kernel IR: ", expr_op_name(op), " outside a row kernel");
+  KILN_CHECK(is_floating_point(dtype(a)), "kernel IR: ", expr_op_name(op), " of ", dtype(a));
+  Expr e;
+  e.op = op;
+  e.dtype = dtype(a);
+  e.a = a;
   return add(e);
 }
 

@@ -72,7 +72,42 @@ enum class ExprOp : uint8_t {
   // ternary
   Select,
   Fma,  // a * b + c, rounded once where the host has FMA (as eager's contracted `x + alpha * y`), else twice
+  // row reductions (row kernels only: Note [Row reduction kernels]); unary, floating
+  ReduceSum,
+  ReduceMean,
+  ReduceMax,  // NaN-propagating, as amax
+  ReduceMin,
 };
+
+/// True for the Reduce* ops.
+[[nodiscard]] bool is_reduction(ExprOp op);
+
+// Note [Row reduction kernels]
+// ----------------------------
+// A row kernel (`rows` set) iterates a [rows, cols] space: `cols` is the
+// product of the reduced (trailing, contiguous) dims, `rows` the product of
+// the others; both are kernel arguments (sizes[0], sizes[1]). Each input and
+// output has a RowOperand role: Element (one value per point, row-major
+// contiguous), PerRow (one value per row: a keepdim reduction's result),
+// PerColumn (one value per column, broadcast over rows: a norm's weight),
+// Scalar (one element). A Reduce* expr folds its operand over the row's cols
+// and is then uniform along the row; an expr is uniform when every operand is
+// (loads of PerRow and Scalar inputs are). Codegen makes one pass over the row
+// per reduction depth (softmax: amax, then sum of exp(x - max), then the
+// stores), with vector accumulators; uniform values are computed once per row
+// between passes (a division by one: a multiplication by its reciprocal, as
+// eager's softmax scales by 1 / sum). A costly per-element value a pass
+// computes and a later pass needs again (softmax's exp) is kept in a scratch
+// row (codegen/RowSchedule.h; the `strides` argument points at the calling
+// thread's scratch). PerRow outputs store one uniform value per row; Element
+// outputs are stored in the last pass. A row never depends on how [0, rows)
+// was split between threads. Sum and mean accumulate `lanes` partial sums
+// (a lane per vector position) and add them in a fixed tree at the end of the
+// row, as the eager row kernels do (Vec accumulators and hsum), so results
+// equal eager's up to the order of additions.
+enum class RowOperand : uint8_t { Element, PerRow, PerColumn, Scalar };
+
+[[nodiscard]] const char* row_operand_name(RowOperand r);
 
 [[nodiscard]] const char* expr_op_name(ExprOp op);
 [[nodiscard]] int expr_op_arity(ExprOp op);
@@ -97,6 +132,9 @@ struct Kernel {
   std::vector<DType> output_dtypes;
   std::vector<Expr> exprs;
   std::vector<int32_t> outputs;     // expr stored to each output (cast to its dtype first)
+  // Row kernels (Note [Row reduction kernels]); pointwise kernels leave these empty.
+  bool rows = false;
+  std::vector<RowOperand> input_roles, output_roles;
 
   /// A structural hash: equal kernels (up to `name`) hash equal.
   [[nodiscard]] uint64_t hash() const;
@@ -120,6 +158,8 @@ class KernelBuilder {
   int32_t select(int32_t cond, int32_t a, int32_t b);
   /// a * b + c (floating; one dtype).
   int32_t fma(int32_t a, int32_t b, int32_t c);
+  /// `op` (ReduceSum, ...) of `a` over the row (floating; row kernels only).
+  int32_t reduce(ExprOp op, int32_t a);
 
   [[nodiscard]] DType dtype(int32_t e) const { return k_.exprs[static_cast<size_t>(e)].dtype; }
 

@@ -339,6 +339,33 @@ Replacement rms_norm(const Node& n, Builder& b) {
   return finish(b, n, {y});
 }
 
+/// _norm_backward_input (layer_norm's and rms_norm's input gradient): with gw = g w (or g) and
+/// xhat = (x - mean) rstd (x rstd without a mean), dx = rstd (gw - mean(gw) - xhat mean(gw xhat)),
+/// the mean(gw) term only where the norm centered (as eager's norm_backward_input_typed).
+Replacement norm_backward_input(const Node& n, Builder& b) {
+  Value* g0 = decomposable_input(n, "grad_out");
+  Value* x0 = decomposable_input(n, "input");
+  Value* rstd = value_argument(n, "rstd");
+  if (g0 == nullptr || x0 == nullptr || rstd == nullptr || !rstd->type().is_tensor()) return {};
+  if (g0->type().tensor_type().sizes != x0->type().tensor_type().sizes) return {};
+  const auto dims = norm_dims(n, x0);
+  bool ok = true;
+  Value* mean = optional_tensor(n, "mean", ok);
+  Value* weight = optional_tensor(n, "weight", ok);
+  if (!dims || !ok || dtype_of(rstd) != dtype_of(x0) || (mean && dtype_of(mean) != dtype_of(x0))) return {};
+  const DType dtype = *compute_dtype(*dtype_of(x0));
+  Value* g = b.cast(g0, dtype);
+  Value* x = b.cast(x0, dtype);
+  rstd = b.cast(rstd, dtype);
+  if (mean) mean = b.cast(mean, dtype);
+  if (weight) weight = b.cast(weight, dtype);
+  Value* gw = weight ? b.mul(g, weight) : g;
+  Value* xhat = b.mul(mean ? b.sub(x, mean) : x, rstd);
+  Value* c = b.reduce("kiln::mean.dim", b.mul(gw, xhat), *dims);
+  Value* centered = mean ? b.sub(gw, b.reduce("kiln::mean.dim", gw, *dims)) : gw;
+  return finish(b, n, {b.mul(rstd, b.sub(centered, b.mul(xhat, c)))});
+}
+
 /// Whether a dropout node draws nothing: train is False, or (dropout only) p is 0.
 bool dropout_is_identity(const Node& n, bool p_zero_counts) {
   const Attribute* train = literal_argument(n, "train");
@@ -395,6 +422,7 @@ constexpr Decomposition kDecompositions[] = {
     {"kiln::layer_norm", layer_norm},
     {"kiln::_fused_rms_norm", rms_norm},
     {"kiln::rms_norm", rms_norm},
+    {"kiln::_norm_backward_input", norm_backward_input},
     {"kiln::dropout", dropout},
     {"kiln::native_dropout", native_dropout},
 };
@@ -426,10 +454,12 @@ bool decompose(const Decomposition& d, Node& n) {
 
 }  // namespace
 
-size_t decompose_composites(ir::Graph& g) {
+size_t decompose_composites(ir::Graph& g) { return decompose_composites_except(g, nullptr); }
+
+size_t decompose_composites_except(ir::Graph& g, const std::function<bool(const ir::Node&)>& keep_whole) {
   size_t done = 0;
   for (Node* n : g.nodes()) {
-    if (n->kind() != ir::NodeKind::Op) continue;
+    if (n->kind() != ir::NodeKind::Op || (keep_whole && keep_whole(*n))) continue;
     const std::string kind = n->kind_name();
     for (const Decomposition& d : kDecompositions) {
       if (d.op == kind && decompose(d, *n)) {

@@ -95,6 +95,7 @@ bool AliasClasses::is_written(const Value* v) { return info_[find(v)].written; }
 bool AliasClasses::may_alias(const Value* a, const Value* b) { return find(a) == find(b); }
 bool AliasClasses::holds_output(const Value* v) { return info_[find(v)].has_output; }
 bool AliasClasses::holds_input(const Value* v) { return info_[find(v)].has_input; }
+size_t AliasClasses::class_of(const Value* v) { return find(v); }
 void AliasClasses::merge(const Value* a, const Value* b) { unite(a, b); }
 
 namespace {

@@ -57,6 +57,8 @@ class AliasClasses {
   /// Whether v's class holds a graph output / a graph input.
   [[nodiscard]] bool holds_output(const ir::Value* v);
   [[nodiscard]] bool holds_input(const ir::Value* v);
+  /// v's class, as a number (equal for values that may share storage).
+  [[nodiscard]] size_t class_of(const ir::Value* v);
   /// Records that a and b now share storage (after forwarding one to the other).
   void merge(const ir::Value* a, const ir::Value* b);
   /// Adds the sharing a node (new since the snapshot) introduces.

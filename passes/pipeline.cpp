@@ -54,7 +54,9 @@ size_t run_pipeline(ir::Graph& g, const PipelineOptions& options) {
   size_t total = 0;
   for (const Pass& pass : kPipeline) {
     if (!options.decompose && pass.run == decompose_composites) continue;
-    const size_t changes = pass.run(g);
+    const size_t changes = pass.run == decompose_composites && options.keep_whole
+                               ? decompose_composites_except(g, options.keep_whole)
+                               : pass.run(g);
     total += changes;
     if (options.verify_after_each) verify_at(g, "after " + std::string(pass.name));
     if (options.log_after_each) options.log_after_each(pass.name, changes, g);

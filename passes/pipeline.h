@@ -19,12 +19,12 @@ inline constexpr bool kVerifyAfterEachPassByDefault = true;
 #endif
 
 struct PipelineOptions {
-  /// Runs decompose_composites. kiln.compile's default backend turns it off
-  /// until reductions fuse with their prologue and epilogue and the pieces'
-  /// kernel math matches eager's composite kernels (one softmax or layer_norm
-  /// kernel beats its unfused pieces; silu as x * sigmoid(x) is an ulp off
-  /// eager's silu): runtime/CompiledGraph.cpp.
+  /// Runs decompose_composites. kiln.compile's default backend runs it too:
+  /// the pieces fuse back into row kernels (passes/fuse_reductions.h; Note
+  /// [Composites compile decomposed], runtime/CompiledGraph.h).
   bool decompose = true;
+  /// Composite nodes decompose_composites leaves whole (none when unset).
+  std::function<bool(const ir::Node&)> keep_whole;
   /// Runs ir::verify on the input and after each pass; a failure names the pass.
   bool verify_after_each = kVerifyAfterEachPassByDefault;
   /// Called after each pass with its name, how many changes it made, and the

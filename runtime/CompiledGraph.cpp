@@ -2,26 +2,37 @@
 #include "runtime/CompiledGraph.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "eager/core/Error.h"
+#include "eager/core/ProfilerEvents.h"
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/creation/Factories.h"
 #include "eager/ops/Tensor.h"
 #include "ir/Clone.h"
 #include "ir/Interpreter.h"
+#include "passes/effects.h"
 #include "passes/fuse_pointwise.h"
+#include "passes/fuse_reductions.h"
+#include "passes/type_facts.h"
 #include "passes/pipeline.h"
+#include "runtime/RowKernelRun.h"
 
 namespace kiln::runtime {
 
 struct CompiledGraph::KernelStep {
-  codegen::FusionKernel fused;
+  codegen::FusionKernel fused;         // a pointwise kernel, or
+  std::optional<codegen::RowKernel> row;  // a row kernel (its kernel is row->kernel)
   codegen::KernelFn fn = nullptr;
   std::vector<const ir::Node*> nodes;  // the group's members (the fallback path runs them)
   std::vector<const ir::Value*> inputs, outputs;
   std::vector<size_t> input_slots, output_slots;
+  std::vector<int32_t> in_place;      // per output: the input (index) whose buffer it may take, or -1
+  std::vector<int64_t> arena_offset;  // per output: its arena byte offset, or -1 (Note [The memory plan])
+  // Per output: the slot of the graph input it may be stored into, or -1 (Note [Outputs written into their inputs]).
+  std::vector<int64_t> into_input_slot;
 };
 
 namespace {
@@ -34,20 +45,58 @@ bool same_layout(const Tensor& t, const std::vector<int64_t>& sizes, const std::
   return true;
 }
 
+/// A fused kernel's profiler name, as Inductor names its CPU kernels:
+/// "cpp_fused_mul_add_3" (the member ops in order, then the kernel's index).
+std::string kernel_event_name(const std::vector<const ir::Node*>& nodes, int32_t index) {
+  std::string name = "cpp_fused";
+  for (const ir::Node* n : nodes) {
+    std::string op = n->kind_name();  // "kiln::mul.Tensor"
+    const size_t colon = op.rfind("::");
+    if (colon != std::string::npos) op = op.substr(colon + 2);
+    name += "_" + op.substr(0, op.find('.'));
+  }
+  return name + "_" + std::to_string(index);
+}
+
 int64_t numel_of(const std::vector<int64_t>& s) {
   int64_t n = 1;
   for (int64_t x : s) n *= x;
   return n;
 }
+
+/// v's recorded layout equals (sizes, strides) (strides of size-1 dims aside) and its dtype is `dtype`.
+bool recorded_layout_is(const ir::Value* v, DType dtype, const std::vector<int64_t>& sizes,
+                        const std::vector<int64_t>& strides) {
+  if (!v->type().is_tensor() || passes::dtype_of(v) != dtype) return false;
+  const auto recorded = passes::concrete_sizes(v);
+  const auto& recorded_strides = v->type().tensor_type().strides;
+  if (!recorded || *recorded != sizes || !recorded_strides || recorded_strides->size() != sizes.size()) return false;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    const ir::SymbolicSize& st = (*recorded_strides)[d];
+    if (sizes[d] != 1 && (!st.is_concrete() || st.value() != strides[d])) return false;
+  }
+  return true;
+}
+
+/// The tensor in `slot` when its buffer may be overwritten: the slot holds the only
+/// reference to its impl and storage, with this dtype and layout (Note [The memory plan]).
+const Tensor* reusable(const IValue& slot, DType dtype, const std::vector<int64_t>& sizes,
+                       const std::vector<int64_t>& strides) {
+  if (!slot.is_tensor()) return nullptr;
+  const Tensor& t = slot.to_tensor();
+  if (t.use_count() != 1 || t.storage().use_count() != 1 || t.dtype() != dtype || t.requires_grad()) return nullptr;
+  return same_layout(t, sizes, strides) ? &t : nullptr;
+}
 }  // namespace
 
 CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : graph_(ir::clone(source)) {
   if (options.fuse) {
-    // The graph passes first (passes/pipeline.h): constants folded, the
-    // algebraic rules, CSE and DCE; composites stay whole for now (see
-    // PipelineOptions::decompose).
+    // The graph passes first (passes/pipeline.h): composites decomposed,
+    // constants folded, the algebraic rules, CSE and DCE.
     passes::PipelineOptions pipeline;
-    pipeline.decompose = false;
+    pipeline.decompose = options.decompose;
+    // A pointwise composite with kernel math of its own (silu, gelu) fuses whole, with eager's math.
+    pipeline.keep_whole = [](const ir::Node& n) { return codegen::has_kernel_math(n); };
     passes::run_pipeline(*graph_, pipeline);
   }
   const ir::Graph& g = *graph_;
@@ -58,17 +107,41 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
   };
   for (const ir::Value* v : g.inputs()) input_slots_.push_back(slot(v));
 
-  std::vector<passes::FusionGroup> groups;
   const bool without_autograd = options.runs_without_autograd;
-  const auto fusible = [without_autograd](const ir::Node& n) {
-    // A kernel records no autograd history.
-    if (!without_autograd && n.output()->type().tensor_type().requires_grad) return false;
-    return codegen::has_kernel_math(n);
+  const auto records_history = [without_autograd](const ir::Node& n) {
+    return !without_autograd && n.output()->type().tensor_type().requires_grad;
   };
-  if (options.fuse) groups = passes::fuse_pointwise(g, fusible);
   std::unordered_map<const ir::Node*, int32_t> anchor;  // last node of a group -> kernel index
   std::unordered_set<const ir::Node*> fused;
   std::vector<codegen::Kernel> to_compile;
+  // Reductions with their prologue and epilogue first (passes/fuse_reductions.h), then pointwise
+  // chains of what is left.
+  std::vector<passes::ReductionGroup> row_groups;
+  if (options.fuse) {
+    row_groups = passes::fuse_reductions(g, [&](const ir::Node& n) {
+      return !records_history(n) && codegen::has_kernel_math(n);  // a kernel records no autograd history
+    });
+  }
+  for (const passes::ReductionGroup& group : row_groups) {
+    bool history = false;
+    for (const ir::Node* n : group.members.nodes) history = history || records_history(*n);
+    std::optional<codegen::RowKernel> rk = history ? std::nullopt : codegen::lower_reduction_group(group);
+    if (!rk) continue;
+    auto step = std::make_unique<KernelStep>();
+    step->row = std::move(*rk);
+    step->nodes = group.members.nodes;
+    step->inputs = group.members.inputs;
+    step->outputs = group.members.outputs;
+    for (const ir::Node* n : group.members.nodes) fused.insert(n);
+    anchor[group.members.nodes.back()] = static_cast<int32_t>(kernels_.size());
+    to_compile.push_back(step->row->kernel);
+    kernels_.push_back(std::move(step));
+  }
+  std::vector<passes::FusionGroup> groups;
+  const auto fusible = [&](const ir::Node& n) {
+    return !fused.count(&n) && !records_history(n) && codegen::has_kernel_math(n);
+  };
+  if (options.fuse) groups = passes::fuse_pointwise(g, fusible);
   for (const passes::FusionGroup& group : groups) {
     std::optional<codegen::FusionKernel> fk = codegen::lower_fusion_group(group);
     if (!fk) continue;
@@ -87,75 +160,180 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     llvm_ir_ = std::move(compiled.llvm_ir);
     for (size_t i = 0; i < kernels_.size(); ++i) {
       kernels_[i]->fn = compiled.functions[i];
-      kernels_[i]->fused.kernel.name = to_compile[i].name;
+      (kernels_[i]->row ? kernels_[i]->row->kernel : kernels_[i]->fused.kernel).name = to_compile[i].name;
     }
   }
 
-  // Steps, and the last step reading each slot.
-  std::unordered_map<size_t, size_t> last_read;
+  // Steps, and what the memory plan needs of each.
+  std::vector<PlanStep> plan_steps;
   for (const ir::Node* n : g.nodes()) {
     if (fused.count(n) && !anchor.count(n)) continue;
     Step s;
+    PlanStep ps;
     if (anchor.count(n)) {
       s.kernel = anchor.at(n);
       KernelStep& k = *kernels_[static_cast<size_t>(s.kernel)];
-      for (const ir::Value* v : k.inputs) {
-        k.input_slots.push_back(slot(v));
-        last_read[slot(v)] = steps_.size();
-      }
+      for (const ir::Value* v : k.inputs) k.input_slots.push_back(slot(v));
       for (const ir::Value* v : k.outputs) k.output_slots.push_back(slot(v));
+      // A row kernel's outputs are its own (run_row_kernel allocates them): the plan sees an eager step.
+      ps.kernel = !k.row;
+      ps.reads = k.input_slots;
+      ps.writes = k.output_slots;
+      for (size_t o = 0; o < k.outputs.size() && !k.row; ++o) {
+        const DType d = k.fused.kernel.output_dtypes[o];
+        ps.write_bytes.push_back(numel_of(k.fused.sizes) * static_cast<int64_t>(itemsize(d)));
+        ps.same_layout_reads.emplace_back();
+        for (size_t i = 0; i < k.inputs.size(); ++i) {
+          if (recorded_layout_is(k.inputs[i], d, k.fused.sizes, k.fused.strides)) ps.same_layout_reads.back().push_back(i);
+        }
+      }
     } else {
       s.node = n;
-      for (const ir::Value* v : n->inputs()) last_read[slot(v)] = steps_.size();
-      for (const ir::Value* v : n->outputs()) slot(v);
+      for (const ir::Value* v : n->inputs()) ps.reads.push_back(slot(v));
+      for (const ir::Value* v : n->outputs()) ps.writes.push_back(slot(v));
     }
     steps_.push_back(std::move(s));
+    plan_steps.push_back(std::move(ps));
   }
-  std::unordered_set<size_t> kept;
-  for (const ir::Value* v : g.outputs()) {
-    output_slots_.push_back(slot(v));
-    kept.insert(slot(v));
-  }
-  for (const auto& [s, step] : last_read) {
-    if (!kept.count(s)) steps_[step].release.push_back(s);
-  }
+  for (const ir::Value* v : g.outputs()) output_slots_.push_back(slot(v));
   num_slots_ = slot_of.size();
+
+  MemoryPlanInput plan_in;
+  plan_in.steps = std::move(plan_steps);
+  plan_in.num_slots = num_slots_;
+  plan_in.graph_inputs = input_slots_;
+  plan_in.graph_outputs = output_slots_;
+  plan_in.arena = options.reduce_overhead;
+  plan_in.storage_class.resize(num_slots_);
+  passes::AliasClasses aliases(g);
+  std::unordered_map<size_t, size_t> class_id;  // AliasClasses' class -> 0, 1, ...
+  for (const auto& [v, sl] : slot_of) {
+    const auto [it, fresh] = class_id.emplace(aliases.class_of(v), class_id.size());
+    plan_in.storage_class[sl] = it->second;
+    if (fresh) {
+      plan_in.class_written.push_back(false);
+      plan_in.class_has_input.push_back(false);
+      plan_in.class_has_output.push_back(false);
+    }
+    const size_t c = it->second;
+    plan_in.class_written[c] = plan_in.class_written[c] || aliases.is_written(v);
+    plan_in.class_has_input[c] = plan_in.class_has_input[c] || aliases.holds_input(v);
+    plan_in.class_has_output[c] = plan_in.class_has_output[c] || aliases.holds_output(v);
+  }
+  plan_ = plan_memory(plan_in);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    steps_[i].release = plan_.release[i];
+    if (steps_[i].kernel < 0) continue;
+    KernelStep& k = *kernels_[static_cast<size_t>(steps_[i].kernel)];
+    k.in_place = options.plan_memory ? plan_.in_place[i] : std::vector<int32_t>(k.output_slots.size(), -1);
+    k.arena_offset = plan_.arena_offset[i];
+  }
   slot_of_ = std::move(slot_of);
+  if (!options.outputs_into_inputs.empty()) {
+    std::unordered_map<size_t, size_t> last_read;  // slot -> the last step reading it
+    for (size_t i = 0; i < plan_in.steps.size(); ++i) {
+      for (size_t r : plan_in.steps[i].reads) last_read[r] = i;
+    }
+    plan_outputs_into_inputs(options.outputs_into_inputs, last_read);
+  }
+}
+
+void CompiledGraph::plan_outputs_into_inputs(const std::vector<std::pair<size_t, size_t>>& pairs,
+                                             const std::unordered_map<size_t, size_t>& last_read) {
+  const ir::Graph& g = *graph_;
+  passes::AliasClasses aliases(g);
+  std::vector<const ir::Value*> values(g.inputs().begin(), g.inputs().end());
+  for (const ir::Node* n : g.nodes()) values.insert(values.end(), n->outputs().begin(), n->outputs().end());
+  std::unordered_map<const ir::Value*, size_t> times_output;
+  for (const ir::Value* v : g.outputs()) ++times_output[v];
+  for (const auto& [o, i] : pairs) {
+    if (o >= g.outputs().size() || i >= g.inputs().size()) continue;
+    const ir::Value* out = g.outputs()[o];
+    const ir::Value* in = g.inputs()[i];
+    if (times_output[out] != 1 || aliases.holds_output(in)) continue;
+    for (size_t si = 0; si < steps_.size(); ++si) {
+      if (steps_[si].kernel < 0) continue;
+      KernelStep& k = *kernels_[static_cast<size_t>(steps_[si].kernel)];
+      if (k.row) continue;  // row kernels store into their own outputs
+      const auto at = std::find(k.outputs.begin(), k.outputs.end(), out);
+      if (at == k.outputs.end()) continue;
+      bool safe = true;
+      for (const ir::Value* v : values) {
+        if (!aliases.may_alias(v, in)) continue;
+        auto read = slot_of_.find(v) == slot_of_.end() ? last_read.end() : last_read.find(slot_of_.at(v));
+        if (read != last_read.end() && read->second > si) safe = false;  // read after the kernel
+        if (v != in && std::find(k.inputs.begin(), k.inputs.end(), v) != k.inputs.end()) safe = false;
+      }
+      if (safe) {
+        k.into_input_slot.resize(k.outputs.size(), -1);
+        k.into_input_slot[static_cast<size_t>(at - k.outputs.begin())] = static_cast<int64_t>(slot_of_.at(in));
+        ++outputs_written_into_inputs_;
+      }
+      break;
+    }
+  }
 }
 
 CompiledGraph::~CompiledGraph() = default;
 
-void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots) const {
+void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena) const {
+  if (k.row) {  // a row kernel allocates its own outputs (the memory plan leaves them: see the constructor)
+    std::vector<Tensor> inputs, outputs;
+    for (size_t s : k.input_slots) inputs.push_back(slots[s].to_tensor());
+    if (run_row_kernel(*k.row, k.fn, inputs, outputs)) {
+      for (size_t o = 0; o < outputs.size(); ++o) slots[k.output_slots[o]] = IValue(std::move(outputs[o]));
+      return;
+    }
+    run_members(k, slots);
+    return;
+  }
   const codegen::Kernel& kernel = k.fused.kernel;
   const std::vector<int64_t>& shape = k.fused.shape;  // iteration order
   const std::vector<int64_t>& sizes_out = k.fused.sizes;
   const std::vector<int64_t>& strides_out = k.fused.strides;
   const size_t ni = k.input_slots.size();
-  std::vector<Tensor> inputs;
+  std::vector<const Tensor*> inputs;  // in their slots: a copy would hide that an input is held once
   inputs.reserve(ni);
   bool as_compiled = true;
   for (size_t i = 0; i < ni; ++i) {
-    inputs.push_back(slots[k.input_slots[i]].to_tensor());
-    const Tensor& t = inputs.back();
+    inputs.push_back(&slots[k.input_slots[i]].to_tensor());
+    const Tensor& t = *inputs.back();
     if (t.dtype() != kernel.input_dtypes[i] || t.dim() > static_cast<int64_t>(shape.size())) as_compiled = false;
     if (kernel.contiguous && !(kernel.input_scalar[i] ? t.numel() == 1 : same_layout(t, sizes_out, strides_out))) {
       as_compiled = false;
     }
   }
   if (!as_compiled) {  // the inputs are not what the kernel was built for: run the members eagerly
-    std::unordered_map<const ir::Value*, IValue> local;
-    for (size_t i = 0; i < ni; ++i) local[k.inputs[i]] = slots[k.input_slots[i]];
-    for (const ir::Node* n : k.nodes) {
-      std::vector<IValue> out = ir::run_node(*n, [&](const ir::Value* v) -> const IValue& { return local.at(v); });
-      local[n->output()] = std::move(out[0]);
-    }
-    for (size_t o = 0; o < k.outputs.size(); ++o) slots[k.output_slots[o]] = local.at(k.outputs[o]);
+    run_members(k, slots);
     return;
   }
   std::vector<void*> data;
-  for (const Tensor& t : inputs) data.push_back(t.data_ptr());
+  for (const Tensor* t : inputs) data.push_back(t->data_ptr());
   for (size_t o = 0; o < k.output_slots.size(); ++o) {
-    Tensor out = kiln::empty_strided(IntArrayRef(sizes_out), IntArrayRef(strides_out), kernel.output_dtypes[o]);
+    if (o < k.into_input_slot.size() && k.into_input_slot[o] >= 0) {  // Note [Outputs written into their inputs]
+      const IValue& target = slots[static_cast<size_t>(k.into_input_slot[o])];
+      if (target.is_tensor()) {
+        const Tensor& t = target.to_tensor();
+        if (t.dtype() == kernel.output_dtypes[o] && same_layout(t, sizes_out, strides_out)) {
+          data.push_back(t.data_ptr());
+          t.impl()->bump_version();
+          slots[k.output_slots[o]] = target;
+          continue;
+        }
+      }
+    }
+    const DType d = kernel.output_dtypes[o];
+    Tensor out;
+    if (arena != nullptr && k.arena_offset[o] >= 0) {
+      out = Tensor(make_intrusive<TensorImpl>(arena->storage(), d, IntArrayRef(sizes_out), IntArrayRef(strides_out),
+                                              k.arena_offset[o] / static_cast<int64_t>(itemsize(d))));
+    } else if (const Tensor* dead = k.in_place[o] >= 0
+                                        ? reusable(slots[k.input_slots[static_cast<size_t>(k.in_place[o])]], d, sizes_out, strides_out)
+                                        : nullptr) {
+      out = *dead;
+    } else {
+      out = kiln::empty_strided(IntArrayRef(sizes_out), IntArrayRef(strides_out), d);
+    }
     data.push_back(out.data_ptr());
     slots[k.output_slots[o]] = IValue(std::move(out));
   }
@@ -176,7 +354,7 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots) 
   std::vector<int64_t> strides(ni * r, 0);  // in iteration order
   const std::vector<size_t>& order = k.fused.order;
   for (size_t i = 0; i < ni && !order.empty(); ++i) {
-    const Tensor& t = inputs[i];
+    const Tensor& t = *inputs[i];
     const size_t tr = static_cast<size_t>(t.dim());
     for (size_t it = 0; it < r; ++it) {
       const size_t dim = order[it];
@@ -196,18 +374,41 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots) 
   }
 }
 
+void CompiledGraph::run_members(const KernelStep& k, std::vector<IValue>& slots) const {
+  std::unordered_map<const ir::Value*, IValue> local;
+  for (size_t i = 0; i < k.input_slots.size(); ++i) local[k.inputs[i]] = slots[k.input_slots[i]];
+  for (const ir::Node* n : k.nodes) {
+    std::vector<IValue> out = ir::run_node(*n, [&](const ir::Value* v) -> const IValue& { return local.at(v); });
+    local[n->output()] = std::move(out[0]);
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) slots[k.output_slots[o]] = local.at(k.outputs[o]);
+}
+
 std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
   KILN_CHECK(inputs.size() == input_slots_.size(), "compiled graph: takes ", input_slots_.size(), " inputs but got ",
              inputs.size());
   std::vector<IValue> slots(num_slots_);
   for (size_t i = 0; i < inputs.size(); ++i) slots[input_slots_[i]] = std::move(inputs[i]);
+  std::unique_lock<std::mutex> arena_lock(arena_mu_, std::defer_lock);
+  const Tensor* arena = nullptr;
+  if (plan_.arena_bytes > 0 && arena_lock.try_lock()) {  // else a concurrent run holds it: allocate
+    if (!arena_.defined()) {
+      const std::vector<int64_t> bytes = {plan_.arena_bytes};
+      arena_ = kiln::empty(IntArrayRef(bytes), DType::UInt8);
+    }
+    arena = &arena_;
+  }
   const auto get = [&](const ir::Value* v) -> const IValue& { return slots[slot_of_.at(v)]; };
+  profiler::RecordScope graph_range("kiln::CompiledGraph", "compiled_graph");
+  if (graph_range.recording()) [[unlikely]] graph_range.add_arg("fused kernels", kernel_count());
   for (const Step& s : steps_) {
     if (s.node != nullptr) {
       std::vector<IValue> out = ir::run_node(*s.node, get);
       for (size_t i = 0; i < out.size(); ++i) slots[slot_of_.at(s.node->outputs()[i])] = std::move(out[i]);
+    } else if (!profiler::is_active()) [[likely]] {
+      run_kernel(*kernels_[static_cast<size_t>(s.kernel)], slots, arena);
     } else {
-      run_kernel(*kernels_[static_cast<size_t>(s.kernel)], slots);
+      run_kernel_profiled(s.kernel, slots, arena);
     }
     for (size_t r : s.release) slots[r] = IValue();
   }
@@ -217,9 +418,25 @@ std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
   return out;
 }
 
+void CompiledGraph::run_kernel_profiled(int32_t index, std::vector<IValue>& slots, const Tensor* arena) const {
+  const KernelStep& k = *kernels_[static_cast<size_t>(index)];
+  profiler::RecordScope range(kernel_event_name(k.nodes, index), "fused_kernel");
+  run_kernel(k, slots, arena);
+  // What kiln.compiler.kernel_summary and the trace show (Note [What the profiler records]).
+  int64_t bytes = 0;
+  for (size_t slot : k.input_slots) bytes += slots[slot].is_tensor() ? slots[slot].to_tensor().nbytes() : 0;
+  for (size_t slot : k.output_slots) bytes += slots[slot].is_tensor() ? slots[slot].to_tensor().nbytes() : 0;
+  std::string ops;
+  for (const ir::Node* n : k.nodes) ops += (ops.empty() ? "" : ", ") + n->kind_name();
+  range.add_arg("ops", std::move(ops));
+  range.add_arg("kernel", (k.row ? k.row->kernel : k.fused.kernel).name);
+  range.add_arg("bytes moved", bytes);
+  range.add_arg("numel", k.row ? k.row->rows * k.row->cols : numel_of(k.fused.shape));
+}
+
 std::vector<std::string> CompiledGraph::kernel_ir() const {
   std::vector<std::string> texts;
-  for (const auto& k : kernels_) texts.push_back(k->fused.kernel.str());
+  for (const auto& k : kernels_) texts.push_back((k->row ? k->row->kernel : k->fused.kernel).str());
   return texts;
 }
 

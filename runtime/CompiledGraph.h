@@ -1,19 +1,24 @@
 // CompiledGraph: a captured graph as a flat list of steps: fused pointwise
 // kernels called through their JIT entry points, every other node through
 // the dispatcher's boxed path (below autograd: see Note [When the compiled
-// graph runs]). Values are released after their last use.
+// graph runs]). Values are released after their last use; kernel outputs may
+// reuse dead inputs or a pre-planned arena (Note [The memory plan]).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "codegen/FusionKernel.h"
+#include "codegen/RowKernel.h"
 #include "codegen/llvm/KernelJit.h"
 #include "eager/dispatch/IValue.h"
+#include "eager/ops/Tensor.h"
 #include "ir/Graph.h"
+#include "runtime/MemoryPlan.h"
 
 namespace kiln::runtime {
 
@@ -29,6 +34,35 @@ namespace kiln::runtime {
 // kiln.compile, a node whose value is recorded as requiring grad stays an
 // eager step, which goes through the whole dispatcher as ir::interpret does.
 
+// Note [Composites compile decomposed]
+// -------------------------------------
+// The pipeline decomposes softmax, log_softmax, layer_norm, rms_norm and
+// their backward (passes/decompose_composites.h; pointwise composites with
+// kernel math of their own, silu and gelu, stay whole), and fusion puts
+// each back together as one row kernel (passes/fuse_reductions.h) that can
+// also take the pointwise ops around it (a residual add, a cast). Measured
+// on the 2-core dev machine (bench/compile_reductions.py): the fused forms
+// run at about eager's composite kernels' speed alone (they are one pass
+// per reduction over rows held in L1, as eager's), and save a kernel and its
+// memory traffic where a neighbour fuses. A composite the decomposition does
+// not take (an empty reduced dim, a strided input) stays one eager step.
+// Numerics: the row kernels add in eager's order; the decomposed formulas
+// differ from eager's composite kernels by a few ulp (softmax's exp(x - max)
+// order of operations, layer_norm's rsqrt as 1 / sqrt).
+// Note [Outputs written into their inputs]
+// ----------------------------------------
+// kiln.compile copies some graph outputs back into graph inputs after a run
+// (an in-place update recorded out of place: a training step's parameters and
+// optimizer state; python/kiln/compiler/_replay.py). The caller names those
+// pairs (CompileOptions::outputs_into_inputs); a fused kernel computing such
+// an output then stores it straight into the input's buffer when that is
+// unobservable: no later step reads the input or any value that may share its
+// storage (passes::AliasClasses), no graph output shares it, the kernel reads
+// no other alias of it, and at run time the input has the output's dtype and
+// exact layout (an element is then read before it is overwritten, in the same
+// vector step). run() returns the input tensor itself for that output (its
+// version bumped, as the in-place op would), and the caller's copy is skipped.
+
 struct CompileOptions {
   bool fuse = true;           // false: every node eager (for tests and comparisons)
   bool keep_llvm_ir = false;  // keep the LLVM IR text (KILN_LOGS=codegen)
@@ -37,6 +71,18 @@ struct CompileOptions {
   // requiring grad may fuse too; otherwise they stay eager steps, which record
   // autograd history (Note [When the compiled graph runs]).
   bool runs_without_autograd = false;
+  // The memory plan (Note [The memory plan], MemoryPlan.h): kernel outputs take dead
+  // inputs' buffers in place; false: every output allocated (for comparisons).
+  bool plan_memory = true;
+  // mode="reduce-overhead": kernel outputs that stay inside the graph live in one
+  // arena laid out once, so a replay allocates none of them.
+  bool reduce_overhead = false;
+  // (graph output index, graph input index): the caller copies that output into that input after
+  // the run (Note [Outputs written into their inputs]).
+  std::vector<std::pair<size_t, size_t>> outputs_into_inputs;
+  // Decomposes composites (softmax, layer_norm, rms_norm, gelu, ...: passes/decompose_composites.h)
+  // so their pieces fuse into row kernels (Note [Composites compile decomposed]).
+  bool decompose = true;
 };
 
 class CompiledGraph {
@@ -57,6 +103,9 @@ class CompiledGraph {
   [[nodiscard]] const std::string& llvm_ir() const { return llvm_ir_; }
   /// Op nodes left to eager, by name (one entry per node).
   [[nodiscard]] std::vector<std::string> eager_ops() const;
+  [[nodiscard]] const MemoryPlan& memory_plan() const { return plan_; }
+  /// How many of CompileOptions::outputs_into_inputs a kernel may store in place.
+  [[nodiscard]] int64_t outputs_written_into_inputs() const { return outputs_written_into_inputs_; }
 
  private:
   struct KernelStep;
@@ -65,7 +114,11 @@ class CompiledGraph {
     int32_t kernel = -1;             // or a kernel step
     std::vector<size_t> release;     // value slots dead after this step
   };
-  void run_kernel(const KernelStep& k, std::vector<IValue>& slots) const;
+  void run_kernel(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena) const;
+  /// run_kernel inside a kiln.profiler range naming the kernel, its ops and bytes moved.
+  void run_kernel_profiled(int32_t index, std::vector<IValue>& slots, const Tensor* arena) const;
+  /// Runs a kernel step's member nodes eagerly (its inputs are not what the kernel was built for).
+  void run_members(const KernelStep& k, std::vector<IValue>& slots) const;
 
   std::unique_ptr<ir::Graph> graph_;
   std::vector<Step> steps_;
@@ -74,6 +127,12 @@ class CompiledGraph {
   size_t num_slots_ = 0;
   std::unordered_map<const ir::Value*, size_t> slot_of_;
   std::string llvm_ir_;
+  MemoryPlan plan_;
+  mutable std::mutex arena_mu_;  // one run at a time uses the arena
+  mutable Tensor arena_;         // plan_.arena_bytes, allocated by the first run that uses it
+  int64_t outputs_written_into_inputs_ = 0;
+  void plan_outputs_into_inputs(const std::vector<std::pair<size_t, size_t>>& pairs,
+                                const std::unordered_map<size_t, size_t>& last_read);
 };
 
 }  // namespace kiln::runtime

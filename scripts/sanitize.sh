@@ -18,8 +18,8 @@
 #   check (malloc/free, memcpy/memset and friends: heap overflows through them,
 #   double and invalid frees), not every load and store; CI runs it (--ci slice)
 #   because it costs test time only.
-# focused: no kiln build: the few parts of kiln whose sources stand alone (eager/core's
-#   Error is all they link against), each compiled straight from its sources into
+# focused: no kiln build: the few parts of kiln whose sources stand alone (a few
+#   eager/core files are all they link against), each compiled straight from its sources into
 #   build/focused (about a minute of CPU in all), and run: the caching allocator's
 #   tests under ASan + UBSan (its poisoning death test included) and under TSan,
 #   the thread pool's tests under TSan (over an uninstrumented oneTBB), and the
@@ -60,7 +60,7 @@ if [ "$mode" = focused ]; then
   ASAN=(-fsanitize=address,undefined)
   TSAN=(-fsanitize=thread)
   ALLOCATOR=(eager/memory/CachingAllocator.cpp eager/memory/CpuAllocator.cpp eager/core/Error.cpp
-             tests/cpp/test_caching_allocator.cpp)
+             eager/core/Device.cpp eager/core/ProfilerEvents.cpp tests/cpp/test_caching_allocator.cpp)
   g++ "${COMMON[@]}" "${ASAN[@]}" "${ALLOCATOR[@]}" -lgtest -lgtest_main -o "$BUILD_DIR/caching_allocator_asan_tests"
   g++ "${COMMON[@]}" "${TSAN[@]}" "${ALLOCATOR[@]}" -lgtest -lgtest_main -o "$BUILD_DIR/caching_allocator_tsan_tests"
   g++ "${COMMON[@]}" "${TSAN[@]}" eager/kernels/Parallel.cpp eager/core/Error.cpp tests/cpp/test_parallel.cpp \

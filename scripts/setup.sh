@@ -24,7 +24,9 @@ APT_PACKAGES=(
 )
 PIP_PACKAGES=(
   "numpy>=1.24" pytest hypothesis pyyaml tqdm safetensors
+  matplotlib                  # python -m kiln.bench's plots (Agg backend; imported only there, never by kiln itself)
   expecttest                  # torch.testing._internal (the OpInfo database, tests/python/opinfo) imports it
+  "onnx==1.23.2" "onnxruntime==1.32.0"  # kiln.onnx.export writes ONNX; tests/python/interop/test_onnx_* run it
   "scikit-build-core>=0.10" "pybind11>=3.0" ninja "cmake>=3.26"
   "torch==2.13.0"             # CPU build from this machine's disk; the tests' oracle, never imported by kiln
 )
@@ -53,7 +55,7 @@ fi
 if ! "$PYTHON" - <<'PY' 2>/dev/null
 import importlib.metadata as md
 need = {"numpy": None, "pytest": None, "hypothesis": None, "PyYAML": None, "tqdm": None, "safetensors": None,
-        "expecttest": None,
+        "expecttest": None, "matplotlib": None, "onnx": "1.23.2", "onnxruntime": "1.32.0",
         "scikit_build_core": None, "pybind11": "3", "ninja": None, "cmake": None, "torch": "2.13.0"}
 for name, prefix in need.items():
     version = md.version(name)

@@ -145,9 +145,9 @@ PYTHON_LAYERS: tuple[tuple[str, ...], ...] = (
     ("kiln.nn",),
     # kiln.distributed.optim wraps kiln.optim's optimizers, so it sits with them, above kiln.distributed.
     ("kiln.optim", "kiln.distributed.optim", "kiln.amp", "kiln.library",
-     "kiln.serialization", "kiln.testing", "kiln.utils", "kiln.compiler"),
+     "kiln.serialization", "kiln.testing", "kiln.utils", "kiln.compiler", "kiln.profiler"),
     (ROOT,),
-    ("kiln.func", "kiln.distributions"),
+    ("kiln.func", "kiln.distributions", "kiln.bench", "kiln.onnx"),
 )
 
 

@@ -4,6 +4,7 @@
 
 #include "eager/dispatch/Dispatcher.h"
 #include "eager/dispatch/Library.h"
+#include "eager/dispatch/ProfilerFallback.h"
 #include "eager/kernels/cpu/creation/Factories.h"
 #include "kiln/generated/Functions.h"
 
@@ -64,5 +65,44 @@ void BM_EmptyOneElement(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(kiln::empty({1}, kiln::DType::Float32));
 }
 BENCHMARK(BM_EmptyOneElement);
+
+}  // namespace
+
+namespace {
+
+// The same typed dispatch and 1-element add after a kiln.profiler session has
+// registered the Profiler fallback and turned the key off again (compare with
+// BM_TypedDispatch and BM_AddOneElement: Note [The profiler key costs nothing
+// when off]), and while it records. Registered last: the first of them
+// registers the fallback for the rest of the process.
+void profile_once() {
+  kiln::profiler::start_profiling({});
+  (void)kiln::profiler::stop_profiling();
+}
+
+void BM_TypedDispatchProfilerOff(benchmark::State& state) {
+  profile_once();
+  Tensor x = input();
+  const auto op = kiln::Dispatcher::singleton()
+                      .find_schema_or_throw("benchdispatch::identity")
+                      .typed<Tensor(const Tensor&, int64_t)>();
+  for (auto _ : state) benchmark::DoNotOptimize(op.call(x, 1));
+}
+BENCHMARK(BM_TypedDispatchProfilerOff);
+
+void BM_AddOneElementProfilerOff(benchmark::State& state) {
+  profile_once();
+  Tensor x = input(), y = input();
+  for (auto _ : state) benchmark::DoNotOptimize(kiln::add(x, y));
+}
+BENCHMARK(BM_AddOneElementProfilerOff);
+
+void BM_AddOneElementProfilerRecording(benchmark::State& state) {
+  Tensor x = input(), y = input();
+  kiln::profiler::start_profiling({});
+  for (auto _ : state) benchmark::DoNotOptimize(kiln::add(x, y));
+  (void)kiln::profiler::stop_profiling();
+}
+BENCHMARK(BM_AddOneElementProfilerRecording)->Iterations(100000);  // every call is an event kept in memory
 
 }  // namespace

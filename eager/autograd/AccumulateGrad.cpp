@@ -1,12 +1,25 @@
 // Accumulating gradients into leaves, by PyTorch's rules.
 #include "eager/autograd/AccumulateGrad.h"
 
+#include <atomic>
+
 #include "eager/autograd/AutogradMeta.h"
 #include "eager/autograd/GradMode.h"
 #include "eager/autograd/Variable.h"
 #include "eager/core/Error.h"
 
 namespace kiln::autograd {
+
+namespace {
+std::atomic<HeldReferencesHook> held_references_hook{nullptr};
+
+long held_references(const Tensor& t) {
+  HeldReferencesHook hook = held_references_hook.load(std::memory_order_relaxed);
+  return hook == nullptr ? 0 : hook(t);
+}
+}  // namespace
+
+void set_held_references_hook(HeldReferencesHook hook) { held_references_hook.store(hook); }
 
 std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
   AutogradMeta& m = materialize_autograd_meta(leaf);
@@ -31,7 +44,7 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   if (!m.grad.defined()) {
     if (create_graph) {
       m.grad = grad;
-    } else if (grad.use_count() == 1 && grad.is_contiguous() && autograd_meta(grad) == nullptr) {
+    } else if (grad.use_count() == 1 + held_references(grad) && grad.is_contiguous() && autograd_meta(grad) == nullptr) {
       m.grad = std::move(grad);  // nobody else holds it: steal
     } else {
       m.grad = detached_copy(grad);  // the caller may still hold (and change) it

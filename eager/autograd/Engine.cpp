@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -13,6 +14,7 @@
 #include "eager/autograd/InputBuffer.h"
 #include "eager/autograd/Variable.h"
 #include "eager/core/Error.h"
+#include "eager/core/ProfilerEvents.h"
 
 namespace kiln::autograd {
 
@@ -112,6 +114,13 @@ std::unordered_set<Node*> nodes_to_execute(Node* root, const std::vector<Edge>& 
 /// Applies `node` and checks its outputs; an error gets the node's name (or
 /// its forward trace in anomaly mode).
 variable_list call_node(Node& node, variable_list&& inputs, bool is_root) {
+  // Two ranges, as torch names them (Note [What the profiler records]); torch
+  // shows no range for the graph root either.
+  std::optional<profiler::RecordScope> evaluate, apply;
+  if (profiler::is_active() && !is_root) [[unlikely]] {
+    evaluate.emplace("autograd::engine::evaluate_function: " + node.name(), "autograd");
+    apply.emplace(node.name(), "autograd");
+  }
   try {
     variable_list grads = node(std::move(inputs));
     validate_outputs(node, grads);

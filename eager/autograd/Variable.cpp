@@ -14,7 +14,9 @@ Tensor detached_alias(const Tensor& t) {
   return Tensor(std::move(impl));
 }
 
-Tensor detached_copy(const Tensor& t) { return to_dtype(t, t.dtype()); }
+// One functional op (clone), not empty + copy_: a graph capture recording a backward (kiln.compile's
+// joint and training-step captures) then holds no in-place write, which would keep the graph unfused.
+Tensor detached_copy(const Tensor& t) { return kiln::clone(detached_alias(t), MemoryFormat::Contiguous); }
 
 Tensor to_dtype(const Tensor& t, DType dtype) {
   Tensor out = kiln::empty(t.sizes(), dtype, t.device());

@@ -8,7 +8,9 @@
 #include <iterator>
 #include <string>
 
+#include "eager/core/Device.h"
 #include "eager/core/Error.h"
+#include "eager/core/ProfilerEvents.h"
 #include "eager/memory/AddressSanitizer.h"
 
 // Policy. The allocator is device-agnostic: a RawAllocator supplies segments
@@ -182,6 +184,26 @@ std::vector<std::pair<std::string, int64_t>> MemoryStats::as_flat_dict() const {
   return out;
 }
 
+namespace {
+
+/// kiln.profiler's allocator event (Note [What the profiler records]): `bytes`
+/// > 0 an allocation, < 0 a free, with the totals after it.
+void report_to_profiler(const RawAllocator& raw, const void* ptr, int64_t bytes, const MemoryStats& stats) {
+  if (!profiler::records_memory()) return;
+  const std::string_view device = raw.name();
+  const auto type = device.starts_with("cuda") ? DeviceType::CUDA : DeviceType::CPU;
+  profiler::record_memory(ptr, bytes, stats.allocated_bytes.current, stats.reserved_bytes.current,
+                          static_cast<int8_t>(type));
+}
+
+/// The profiler's instant for a raw (OS or driver) call.
+void report_os_call(const char* what, size_t bytes) {
+  if (!profiler::records_memory()) return;
+  profiler::record_instant(what, "memory", {{"Bytes", static_cast<int64_t>(bytes)}});
+}
+
+}  // namespace
+
 CachingAllocator::CachingAllocator(RawAllocator& raw, CachingAllocatorOptions options)
     : raw_(raw), options_(options) {}
 
@@ -209,6 +231,7 @@ void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
   if (!options_.caching_enabled) {
     void* ptr = raw_.raw_alloc(nbytes);
     if (ptr == nullptr) throw_out_of_memory(nbytes);
+    report_os_call("[OS alloc]", size);
     ++stats_.num_os_allocs;
     update(stats_.segment, 1);
     update(stats_.reserved_bytes, as_signed(size));
@@ -233,6 +256,7 @@ void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
   update(stats_.allocation, 1);
   update(stats_.allocated_bytes, as_signed(block->size));
   update(stats_.active_bytes, as_signed(block->size));
+  report_to_profiler(raw_, block->ptr, as_signed(block->size), stats_);
   return block->ptr;
 }
 
@@ -247,9 +271,11 @@ void CachingAllocator::deallocate(void* ptr) {
   update(stats_.allocation, -1);
   update(stats_.allocated_bytes, -as_signed(block->size));
   update(stats_.active_bytes, -as_signed(block->size));
+  report_to_profiler(raw_, block->ptr, -as_signed(block->size), stats_);
 
   if (!options_.caching_enabled) {
     raw_.raw_free(block->ptr, block->requested);
+    report_os_call("[OS free]", block->size);
     ++stats_.num_os_frees;
     update(stats_.segment, -1);
     update(stats_.reserved_bytes, -as_signed(block->size));
@@ -321,6 +347,7 @@ CachingAllocator::Block* CachingAllocator::alloc_segment(BlockPool& pool, size_t
   KILN_INTERNAL_ASSERT(reinterpret_cast<uintptr_t>(ptr) % kAlignment == 0, raw_.name(),
                        " raw allocator returned a pointer that is not ", kAlignment,
                        "-byte aligned");
+  report_os_call("[OS alloc]", segment_size);
   ++stats_.num_os_allocs;
   update(stats_.segment, 1);
   update(stats_.reserved_bytes, as_signed(segment_size));
@@ -381,6 +408,7 @@ void CachingAllocator::release_cached_segments() {
       it = pool->erase(it);
       if (options_.host_memory) asan_unpoison(block->ptr, block->size);
       raw_.raw_free(block->ptr, block->size);
+      report_os_call("[OS free]", block->size);
       ++stats_.num_os_frees;
       update(stats_.segment, -1);
       update(stats_.reserved_bytes, -as_signed(block->size));

@@ -28,6 +28,7 @@ void init_capture(PyObject* module);  // PyCapture.cpp (kiln._C._capture)
 void init_passes(PyObject* module);  // PyPasses.cpp (kiln._C._passes)
 void init_distributed(PyObject* module);  // Distributed.cpp (kiln._C._distributed)
 void init_runtime(PyObject* module);  // PyRuntime.cpp (kiln._C._runtime)
+void init_profiler(PyObject* module);  // PyProfiler.cpp (kiln._C._profiler)
 void init_cuda(PyObject* module);     // PyCuda.cpp (kiln.cuda's functions; registers the CUDA kernels)
 void init_generated_functions(PyObject* module);  // python_functions.cpp (generated from ops.yaml)
 void register_generated_tensor_methods();         // python_methods.cpp (generated from ops.yaml)
@@ -67,6 +68,7 @@ PYBIND11_MODULE(_C, m) {
     init_passes(m.ptr());  // after init_ir: it takes ir Graphs
     init_distributed(m.ptr());
     init_runtime(m.ptr());  // takes ir Graphs
+    init_profiler(m.ptr());
     init_cuda(m.ptr());
   } catch (const python_error_already_set&) {
     throw pybind11::error_already_set();

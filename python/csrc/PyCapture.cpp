@@ -129,6 +129,11 @@ void init_capture(PyObject* module) {
       .def_property_readonly("break_reason", [](PySession& s) { return s.session.break_reason(); })
       .def("add_late_input", [](PySession& s, const py::handle& t) { s.session.add_late_input(as_tensor(t)); },
            py::arg("tensor"), "Appends a graph input for a tensor made after ops ran (a joint capture's grad_outputs).")
+      .def_property("functionalize_aliased_inputs",
+                    [](PySession& s) { return s.session.functionalizes_aliased_inputs(); },
+                    [](PySession& s, bool on) { s.session.set_functionalize_aliased_inputs(on); },
+                    "Whether a declared input written in place while views of it are recorded is recorded "
+                    "functionally (Note [Writing an aliased input])")
       .def("add_copy_back_outputs", [](PySession& s) { return s.session.add_copy_back_outputs(); },
            "Appends the new values of inputs written in place to the outputs; returns those inputs' indices.")
       .def_property_readonly("generator_input_index",

@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include "codegen/PointwiseMath.h"
+#include "codegen/llvm/KernelCache.h"
 #include "codegen/llvm/KernelJit.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/IValueConversion.h"
@@ -55,26 +56,63 @@ void init_runtime(PyObject* module) {
       .def_property_readonly("kernels", [](const PyCompiledGraph& g) { return g.compiled->kernel_ir(); })
       .def_property_readonly("kernel_ops", [](const PyCompiledGraph& g) { return g.compiled->kernel_ops(); })
       .def_property_readonly("eager_ops", [](const PyCompiledGraph& g) { return g.compiled->eager_ops(); })
-      .def_property_readonly("llvm_ir", [](const PyCompiledGraph& g) { return g.compiled->llvm_ir(); });
+      .def_property_readonly("llvm_ir", [](const PyCompiledGraph& g) { return g.compiled->llvm_ir(); })
+      .def_property_readonly("memory_plan", [](const PyCompiledGraph& g) { return g.compiled->memory_plan().str(); })
+      .def_property_readonly("arena_bytes",
+                             [](const PyCompiledGraph& g) { return g.compiled->memory_plan().arena_bytes; })
+      .def_property_readonly("outputs_written_into_inputs",
+                             [](const PyCompiledGraph& g) { return g.compiled->outputs_written_into_inputs(); });
   rt.def(
       "compile",
-      [](const ir::Graph& g, bool fuse, bool keep_llvm_ir, bool runs_without_autograd) {
+      [](const ir::Graph& g, bool fuse, bool keep_llvm_ir, bool runs_without_autograd, bool plan_memory,
+         bool reduce_overhead, std::vector<std::pair<size_t, size_t>> outputs_into_inputs, bool decompose) {
         PyCompiledGraph out;
         for (size_t i = 0; i < g.inputs().size(); ++i) out.arguments.push_back(argument_for(g.inputs()[i]->type(), i));
         runtime::CompileOptions options;
         options.fuse = fuse;
         options.keep_llvm_ir = keep_llvm_ir;
         options.runs_without_autograd = runs_without_autograd;
+        options.plan_memory = plan_memory;
+        options.reduce_overhead = reduce_overhead;
+        options.outputs_into_inputs = std::move(outputs_into_inputs);
+        options.decompose = decompose;
         py::gil_scoped_release no_gil;
         out.compiled = std::make_unique<runtime::CompiledGraph>(g, options);
         return out;
       },
       py::arg("graph"), py::arg("fuse") = true, py::arg("keep_llvm_ir") = false,
-      py::arg("runs_without_autograd") = false,
-      "Compiles a verified graph: fusion groups become LLVM kernels, other nodes eager steps.");
+      py::arg("runs_without_autograd") = false, py::arg("plan_memory") = true, py::arg("reduce_overhead") = false,
+      py::arg("outputs_into_inputs") = std::vector<std::pair<size_t, size_t>>{}, py::arg("decompose") = true,
+      "Compiles a verified graph: fusion groups become LLVM kernels, other nodes eager steps; plan_memory: kernel "
+      "outputs reuse dead inputs in place; reduce_overhead: kernel outputs inside the graph in one pre-planned "
+      "arena (runtime/MemoryPlan.h); outputs_into_inputs: (output, input) index pairs the caller copies back after "
+      "a run: a kernel may store such an output into the input directly and return the input "
+      "(Note [Outputs written into their inputs]); decompose: composites decomposed so they fuse "
+      "(Note [Composites compile decomposed]).");
   rt.def("pointwise_math_ops", &codegen::pointwise_math_ops,
          "The ops the kernel math table covers (codegen/PointwiseMath.h).");
   rt.def("compiled_kernel_count", &codegen::compiled_kernel_count, "Kernels in the process's JIT cache.");
+  rt.def(
+      "kernel_cache_stats",
+      [] {
+        const codegen::KernelCacheStats s = codegen::kernel_cache_stats();
+        py::dict d;
+        d["memory_hits"] = s.memory_hits;
+        d["disk_hits"] = s.disk_hits;
+        d["misses"] = s.misses;
+        d["disk_writes"] = s.disk_writes;
+        d["disk_rejected"] = s.disk_rejected;
+        d["disk_write_errors"] = s.disk_write_errors;
+        d["last_rejection"] = s.last_rejection;
+        return d;
+      },
+      "The kernel cache's counters since the start or the last reset (codegen/llvm/KernelCache.h).");
+  rt.def("reset_kernel_cache_stats", &codegen::reset_kernel_cache_stats);
+  rt.def("kernel_cache_dir", &codegen::kernel_cache_dir,
+         "The disk cache's directory ($KILN_CACHE_DIR, else ~/.cache/kiln; '' when off).");
+  rt.def(
+      "forget_compiled_kernels", [] { codegen::forget_compiled_kernels(); },
+      "Empties the in-memory kernel cache (loaded code stays): the next compile reads the disk cache (tests).");
 }
 
 }  // namespace kiln::python

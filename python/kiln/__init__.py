@@ -200,3 +200,5 @@ GradScaler = amp.GradScaler
 from kiln import distributions  # noqa: E402
 from kiln import compiler  # noqa: E402  (kiln.compile and kiln.compiler: graph capture, issue 23)
 from kiln.compiler import compile  # noqa: E402,A001  (shadows the builtin inside kiln, as torch.compile does)
+from kiln import onnx  # noqa: E402  (kiln.onnx.export; the onnx package is imported by the first export)
+from kiln import profiler  # noqa: E402  (kiln.profiler: torch.profiler's shape, issue 26)

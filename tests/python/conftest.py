@@ -14,8 +14,12 @@ known kiln bug is an xfail with strict=True and its reason, never a skip.
 
 from __future__ import annotations
 
+import atexit
+import os
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +27,12 @@ import pytest
 _HELPERS = str(Path(__file__).resolve().parent / "helpers")
 if _HELPERS not in sys.path:
     sys.path.insert(0, _HELPERS)
+
+# Compiled kernels of the run go to a fresh disk cache (codegen/llvm/KernelCache.h), never ~/.cache/kiln;
+# subprocesses the tests start inherit it.
+_KERNEL_CACHE_DIR = tempfile.mkdtemp(prefix="kiln-test-kernel-cache-")
+os.environ["KILN_CACHE_DIR"] = _KERNEL_CACHE_DIR
+atexit.register(shutil.rmtree, _KERNEL_CACHE_DIR, True)
 
 # Each reason a test may skip for, and the one way of writing it.
 ALLOWED_SKIPS = {

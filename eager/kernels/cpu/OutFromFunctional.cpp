@@ -25,7 +25,7 @@ Tensor out_input_dtype(const char*, const Tensor& result, const Tensor& out) {
 Tensor out_bool(const char* op, const Tensor& result, const Tensor& out) {
   KILN_CHECK(out.dtype() == DType::Bool || out.dtype() == DType::UInt8, op,
              " only supports bool tensor for result, got: ", scalar_type_name(out.dtype()));
-  return copy_castable_to_out(result, out);
+  return copy_to_out(result, out);  // a uint8 result (all/any of uint8) into a bool out too, as PyTorch allows
 }
 
 Tensor out_floating(const char* op, const Tensor& result, const Tensor& out) {

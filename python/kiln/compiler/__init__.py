@@ -6,7 +6,8 @@ and what the first slice does not do yet."""
 from kiln.compiler._api import compile, disable, is_compiling, reset
 from kiln.compiler._compiled_function import GraphBreak
 from kiln.compiler._explain import ExplainOutput, explain
+from kiln.compiler._kernel_summary import FusedKernelInfo, KernelSummary, kernel_summary
 from kiln.compiler._module import OptimizedModule
 
 __all__ = ["compile", "disable", "is_compiling", "reset", "explain", "ExplainOutput", "GraphBreak",
-           "OptimizedModule"]
+           "OptimizedModule", "kernel_summary", "KernelSummary", "FusedKernelInfo"]

@@ -28,6 +28,10 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
     run eagerly for that guard set, with the reason kept
     (``kiln.compiler.explain``); ``fullgraph=True`` raises instead.
     ``dynamic=True`` is not supported yet; every shape is specialised.
+    ``mode="reduce-overhead"`` (backend "default") lays the fused kernels' intermediate buffers out once
+    in an arena kept by each compiled graph, so a replay allocates only the tensors it returns and the
+    results of the ops left to eager. Compiled kernels are cached in memory and on disk under
+    ``KILN_CACHE_DIR`` (default ``~/.cache/kiln``; empty turns the disk cache off).
     ``disable=True`` returns ``model`` unchanged.
     """
     if model is None:

@@ -8,7 +8,7 @@ import warnings
 
 from kiln import _C, _logging
 from kiln._tensor import Tensor
-from kiln.compiler import _joint, _state
+from kiln.compiler import _joint, _state, _training
 from kiln.compiler._backends import use_backend
 from kiln.compiler._replay import GraphProgram
 from kiln.compiler._watch import watching
@@ -124,6 +124,7 @@ class CompiledFunction:
         self.last_key = None
         self._warned_limit = False
         self._warned_break = False
+        self._reset_training()
         _state.compiled_functions.add(self)
         if module is None or fn is not module:
             functools.update_wrapper(self, fn)
@@ -136,6 +137,13 @@ class CompiledFunction:
         self.last_key = None
         self._warned_limit = False
         self._warned_break = False
+        self._reset_training()
+
+    def _reset_training(self):
+        self.training_plan = None  # a _training.TrainingPlan once a call showed a training step
+        self.num_replans = 0
+        self.num_state_recaptures = 0
+        self._disabled_reason = None  # set when training-step capture gave up: later misses run eagerly
 
     def _module_state(self):
         if self.module is None:
@@ -151,7 +159,11 @@ class CompiledFunction:
                 if guarded.guards.check(args) and (guarded.module_guards is None or guarded.module_guards.check()):
                     if guarded.graph is None:
                         return self.fn(*args)
-                    outputs = guarded.program(args if guarded.tensor_positions is None else guarded.graph_inputs(args))
+                    try:
+                        outputs = guarded.program(args if guarded.tensor_positions is None
+                                                  else guarded.graph_inputs(args))
+                    except _training.StateChanged as e:
+                        return self._state_changed(guarded.entry, str(e), args, kwargs)
                     return outputs[0] if guarded.single_output else unflatten(guarded.out_spec, outputs)
         if _disabled(self.fn):
             return self.fn(*args, **kwargs)
@@ -183,11 +195,34 @@ class CompiledFunction:
                                            f"{first_difference(self.last_key, key)}")
             self.last_key = key
             guards = self._guard_set(args, kwargs, module_state)
-            return self._capture(key, guards, tensors, module_state, args, kwargs)
+            # kiln.profiler shows a miss as one range around capture and compilation (its JIT compile inside).
+            profiled = _C._profiler.begin_range(f"kiln.compile: capture {self._name()}", "compile")
+            try:
+                return self._capture(key, guards, tensors, module_state, args, kwargs)
+            finally:
+                _C._profiler.end_range(profiled)
         if isinstance(entry, EagerEntry):
             return self.fn(*args, **kwargs)
         inputs = tensors + [t for _, t in module_state] + entry.lifted
-        return entry.outputs(entry.program(inputs))
+        try:
+            return entry.outputs(entry.program(inputs))
+        except _training.StateChanged as e:
+            return self._state_changed(entry, str(e), args, kwargs)
+
+    def _state_changed(self, entry, reason, args, kwargs):
+        """A training-step entry whose gradients or optimizer state changed shape (Note [Capturing a
+        training step]): drop it and capture again, or after RECOMPILE_LIMIT such changes run eagerly."""
+        for key, e in list(self.cache.items()):
+            if e is entry:
+                del self.cache[key]
+        self.guarded_entries = [g for g in self.guarded_entries if g.entry is not entry]
+        self.num_state_recaptures += 1
+        if _logging.is_enabled("recompiles"):
+            _logging.log("recompiles", f"recompiling {self._name()}: the training state changed: {reason}")
+        if self.num_state_recaptures > RECOMPILE_LIMIT:
+            self.training_plan = None
+            self._disabled_reason = f"the training state keeps changing ({reason})"
+        return self._call_through_key(args, kwargs)
 
     def _guard_set(self, args, kwargs, module_state):
         """(the C++ guards of the arguments, the module's ModuleStateGuard or None) for this call, or None
@@ -232,20 +267,30 @@ class CompiledFunction:
 
     def _capture(self, key, guards, tensors, module_state, args, kwargs):
         self.num_captures += 1
+        if self._disabled_reason is not None:
+            self._record_break(key, guards, args, self._disabled_reason)
+            return self.fn(*args, **kwargs)
         session = _C._capture.Session()
-        for t in tensors:
+        declared = tensors + [t for _, t in module_state]
+        for t in declared:
             session.add_input(t)
-        for _, t in module_state:
-            session.add_input(t)
+        step = _training.StepCapture(self.training_plan)
+        step.declare(session, declared)
+        grads_before = _training.GradSnapshot(step.state.all_leaves) if step.state is not None else None
         sessions = _state.active_sessions()
         sessions.append(session)
         try:
-            with watching(), session:
+            with watching(step), session:
                 result = self.fn(*args, **kwargs)
         finally:
             sessions.pop()
-        if session.broken:
-            self._record_break(key, guards, args, session.break_reason)
+        finish = ("replan", None) if step.observing else step.finish_reason()
+        if finish is not None and finish[0] == "replan":
+            self._replan(key, guards, args, step.observed_plan(session), finish[1])
+            session.finish()
+            return result
+        if session.broken or finish is not None:
+            self._record_break(key, guards, args, session.break_reason if session.broken else finish[1])
             session.finish()
             return result
         out_tensors: list = []
@@ -257,6 +302,13 @@ class CompiledFunction:
         for t in out_tensors:
             session.mark_output(t)
         copy_back = session.add_copy_back_outputs()
+        grad_effects = None
+        if grads_before is not None:
+            grad_effects = grads_before.effects(session)
+            if isinstance(grad_effects, str):
+                self._record_break(key, guards, args, grad_effects)
+                session.finish()
+                return result
         lifted = session.input_tensors[session.num_declared_inputs:]
         if any(o is t for o in out_tensors for t in lifted):
             # A replay would hand out the one held tensor on every call, where eager makes a new one (or returns
@@ -265,8 +317,14 @@ class CompiledFunction:
                                                   "closure or Python-made tensor)")
             session.finish()
             return result
+        if step.state is not None and not step.is_training_step and _joint.wants_backward(out_tensors):
+            # Prepared as a training step (its graph replays without autograd), this call made no step.
+            self._record_break(key, guards, args, "a differentiable output from a function captured as a training "
+                                                  "step that called neither backward() nor an optimizer's step()")
+            session.finish()
+            return result
         joint = None
-        if _joint.wants_backward(out_tensors):
+        if step.state is None and _joint.wants_backward(out_tensors):
             joint = _joint.record_backward(session, out_tensors)
             if isinstance(joint, str):
                 self._record_break(key, guards, args, joint)
@@ -279,10 +337,15 @@ class CompiledFunction:
         graph = session.take_graph()
         try:
             graph.verify()
-            program = _joint.JointProgram(graph, joint, **around) if joint is not None else GraphProgram(graph,
-                                                                                                        **around)
+            if joint is not None:
+                program = _joint.JointProgram(graph, joint, **around)
+            else:
+                program = GraphProgram(graph, **around)
+            if step.state is not None:
+                assign, clear = grad_effects
+                program = _training.TrainingStepProgram(program, step.state, len(declared), assign, clear)
             program.graph.verify()
-            use_backend(self.backend, program, self._name())
+            use_backend(self.backend, program, self._name(), self.mode)
         except Exception as e:  # a recording kiln cannot replay: never replay it
             self._record_break(key, guards, args, f"the captured graph does not verify: {e}")
             return result
@@ -292,3 +355,19 @@ class CompiledFunction:
         if _logging.is_enabled("guards"):
             _logging.log("guards", f"guards of {self._name()}:\n  " + "\n  ".join(describe(key)))
         return result
+
+    def _replan(self, key, guards, args, plan, reason):
+        """A call that showed (more of) a training step ran eagerly: capture the next call with ``plan``
+        (Note [Capturing a training step]); nothing is cached for this call."""
+        self.num_replans += 1
+        if self.num_replans > _training.MAX_REPLANS:
+            self._disabled_reason = (f"the training step's optimizers or state keep changing ({reason}); "
+                                     f"gave up after {_training.MAX_REPLANS} tries")
+            self._record_break(key, guards, args, self._disabled_reason)
+            return
+        self.training_plan = plan
+        self.last_key = None
+        if _logging.is_enabled("recompiles"):
+            _logging.log("recompiles", f"{self._name()} is a training step ({reason or _training.OBSERVING}): "
+                                       f"capturing its next call with {len(plan.optimizers)} optimizer(s) and "
+                                       f"{len(plan.leaves)} leaves")

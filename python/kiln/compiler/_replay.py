@@ -27,7 +27,9 @@ def interpret(graph, inputs: list) -> list:
 # - the graph's outputs after the function's own are the new values of inputs
 #   the function wrote in place (Note [In-place ops under capture]); they are
 #   copied back into those inputs (``copy_back``: their input indices), so
-#   the body itself stays functional.
+#   the body itself stays functional. A compiled graph may have stored such
+#   an output in its input already and returned the input itself (runtime
+#   Note [Outputs written into their inputs]); that copy is skipped.
 
 
 class GraphProgram:
@@ -72,7 +74,9 @@ class GraphProgram:
             _set_generator_offset(offset + self.generator_advance)
         n = self.num_outputs
         for k, i in enumerate(self.copy_back):
-            inputs[i].copy_(outputs[n + k])
+            target, value = inputs[i], outputs[n + k]
+            if value is not target:  # a compiled graph may have stored it in place already
+                target.copy_(value)
         return values, outputs
 
     def run(self, inputs: list) -> list:

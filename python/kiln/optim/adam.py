@@ -7,6 +7,7 @@ from typing import Callable
 
 from kiln import _C
 from kiln.autograd import grad_mode
+from kiln.optim import _capturable
 from kiln.optim.optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
@@ -77,6 +78,10 @@ class Adam(Optimizer):
                     decoupled_weight_decay=bool(group.get("decoupled_weight_decay", False)),
                 )
         return loss
+
+
+# Inside a training step kiln.compile captures, step() runs this instead (Note [Captured optimizer steps]).
+_capturable.register_update(Adam.step, _capturable.adam_update)
 
 
 class AdamW(Adam):

@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable
 
 from kiln import _C
 from kiln.autograd import grad_mode
+from kiln.optim import _capturable
 
 __all__ = ["Optimizer", "required"]
 
@@ -25,6 +26,12 @@ required = _Required()
 class Optimizer:
     """Base class: holds ``param_groups`` (dicts with 'params' and options) and
     ``state`` (per parameter), like torch.optim.Optimizer."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # A captured training step must see every step() (kiln.optim._capturable, Note [Captured optimizer steps]).
+        if "step" in cls.__dict__:
+            cls.step = _capturable.wrap_step(cls.__dict__["step"])
 
     def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
         self.defaults = defaults

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kiln import _C
 from kiln.autograd import grad_mode
+from kiln.optim import _capturable
 from kiln.optim.optimizer import Optimizer, required
 
 __all__ = ["SGD"]
@@ -56,3 +57,7 @@ class SGD(Optimizer):
             dampening=float(group["dampening"]), weight_decay=float(group["weight_decay"]),
             nesterov=group["nesterov"], maximize=group["maximize"], is_first_step=first,
         )
+
+
+# Inside a training step kiln.compile captures, step() runs this instead (Note [Captured optimizer steps]).
+_capturable.register_update(SGD.step, _capturable.sgd_update)

@@ -470,23 +470,20 @@ def test_no_grad_block_inside_is_a_graph_break():
         kiln.compile(f, fullgraph=True)(x)
 
 
-def test_backward_inside_is_a_graph_break_and_grads_stay_eager():
+def test_backward_inside_is_captured_with_the_grad_accumulation():
+    # Whole training steps (issue 23 item 5; compiler/test_training_step.py): the first call runs eagerly and
+    # shows the step's leaves, the second captures the forward, the backward and the accumulation into .grad.
     def step(x):
         loss = (x * x).sum()
         loss.backward()
         return loss
 
     x = kiln.tensor(X, requires_grad=True)
-    out = kiln.compiler.explain(step)(x)
-    assert "backward()" in out.break_reasons[0]
-    x.grad = None
-    compiled = kiln.compile(step)
-    with pytest.warns(UserWarning, match="graph break"):
+    compiled = kiln.compile(step, fullgraph=True)
+    for _ in range(3):
         compiled(x)
-    compiled(x)  # eager for this guard set: .grad accumulates as in eager
-    np.testing.assert_allclose(x.grad.numpy(), 4 * X, rtol=1e-6)
-    with pytest.raises(GraphBreak, match="backward"):
-        kiln.compile(step, fullgraph=True)(x)
+    np.testing.assert_allclose(x.grad.numpy(), 3 * 2 * X, rtol=1e-6)
+    assert compiled.num_captures == 2 and len(compiled.cache) == 1 and not compiled.break_reasons
 
 
 def test_disable_and_is_compiling():

@@ -37,6 +37,12 @@ CASES = [
     ("_fused_rms_norm",
      "%y : {t}, %r : {st} = kiln::_fused_rms_norm(%x, normalized_shape=[8], weight=%w, eps=None)", ["w"]),
     ("rms_norm", "%y : {t} = kiln::rms_norm(%x, normalized_shape=[8], weight=None, eps=1e-06)", []),
+    ("_norm_backward_input",
+     "%y : {t} = kiln::_norm_backward_input(%g, %x, normalized_shape=[8], mean=%m, rstd=%r, weight=%w)",
+     ["g", "m", "r", "w"]),
+    ("_norm_backward_input_rms",
+     "%y : {t} = kiln::_norm_backward_input(%g, %x, normalized_shape=[8], mean=None, rstd=%r, weight=None)",
+     ["g", "r"]),
     ("dropout_eval", "%y : {t} = kiln::dropout(%x, p=0.3, train=False)", []),
     ("dropout_p0", "%y : {t} = kiln::dropout(%x, p=0.0, train=True)", []),
     ("native_dropout_eval", "%y : {t}, %mask : b8[4, 6, 8]{{48, 8, 1}} = kiln::native_dropout(%x, p=0.3, train=False)", []),
@@ -49,7 +55,9 @@ def _graph(line, dtype, extra):
     sizes = ", ".join(map(str, SIZES))
     t = f"{SHORT[dtype]}[{sizes}]{{48, 8, 1}}"
     inputs = [f"%x : {t}"]
-    inputs += [f"%{name} : " + (t if name == "g" else f"{SHORT[dtype]}[8]{{1}}") for name in extra]
+    stats = f"{SHORT[dtype]}[4, 6, 1]{{6, 1, 1}}"  # a norm's mean and rstd (%m, %r)
+    inputs += [f"%{name} : " + (t if name == "g" else stats if name in ("m", "r") else f"{SHORT[dtype]}[8]{{1}}")
+               for name in extra]
     body = line.format(t=t, st=f"{SHORT[dtype]}[4, 6, 1]{{6, 1, 1}}", dtype=DTYPE_NAME[dtype])
     outputs = [part.split(" : ")[0].strip() for part in body.split(" = ")[0].split(", %")]
     outputs = [o if o.startswith("%") else "%" + o for o in outputs]
@@ -62,7 +70,9 @@ def _inputs(dtype, extra):
     x[0, 0, :] = [1000.0, -1000.0, 0.0, -0.0, 1e-3, 5.0, 5.0, -5.0]  # a row far from zero, and ties
     out = [kiln.tensor(x.tolist(), dtype=kiln.float64).to(dtype)]
     for name in extra:
-        values = g.standard_normal(SIZES if name == "g" else 8) + 1
+        values = g.standard_normal(SIZES if name == "g" else [4, 6, 1] if name in ("m", "r") else 8) + 1
+        if name == "r":
+            values = np.abs(values) + 0.5  # an rstd is positive
         out.append(kiln.tensor(values.tolist(), dtype=kiln.float64).to(dtype))
     return out
 

@@ -45,8 +45,6 @@ KNOWN_DIFFERENCES = {
     ("cat", "error input"): "cat of an empty list: kiln's dispatcher raises NotImplementedError (no tensor to pick a "
                             "backend), torch a RuntimeError/ValueError from its argument checks",
     # kiln bugs and gaps still open (issue 31 item 2)
-    **_each(("all", "any"), ("forward bool", "forward float32", "forward float64", "forward int64"),
-            "a tuple dim: torch's all.dims/any.dims (int[]? dim) overloads are not in eager/ops/reduction.yaml yet"),
     **_each(("max.binary", "min.binary"), ("forward int64",),
             "a 0-d integer tensor as second argument: kiln's overload order tries max.dim (int) before max.other "
             "(Tensor), so the tensor is read as a dim"),

@@ -57,8 +57,6 @@ def test_conv_transpose_on_integers(dims):
     assert_matches(kfn(_pair(tx)[0], _pair(tw)[0], **options), tfn(tx, tw, **options), exact=True)
 
 
-@pytest.mark.xfail(strict=True, reason="any/all take one int dim: torch's all.dims/any.dims overloads (int[]? dim) "
-                   "are not in eager/ops/reduction.yaml yet (KNOWN_DIFFERENCES 'all'/'any')")
 @pytest.mark.parametrize("op", ["all", "any"])
 @pytest.mark.parametrize("dim,keepdim", [((0, 1), False), ((1,), True), ((), False), (None, False), ([-1, 0], True)])
 def test_all_any_over_a_tuple_of_dims(op, dim, keepdim):
@@ -68,6 +66,17 @@ def test_all_any_over_a_tuple_of_dims(op, dim, keepdim):
         assert_matches(getattr(kiln, op)(k, dim=dim, keepdim=keepdim),
                        getattr(torch, op)(t.to(dtype), dim=dim, keepdim=keepdim), exact=True)
         assert_matches(getattr(k, op)(dim, keepdim), getattr(t.to(dtype), op)(dim, keepdim), exact=True)
+        kout, tout = kiln.empty(0, dtype=kiln.bool), torch.empty(0, dtype=torch.bool)
+        getattr(kiln, op)(k, dim=dim, keepdim=keepdim, out=kout)
+        assert_matches(kout, getattr(torch, op)(t.to(dtype), dim=dim, keepdim=keepdim, out=tout), exact=True)
+
+
+@pytest.mark.parametrize("op", ["all", "any"])
+def test_all_any_refuse_a_dim_out_of_range_in_a_tuple(op):
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        getattr(kiln, op)(kiln.ones(2, 3), dim=(0, 2))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        getattr(torch, op)(torch.ones(2, 3), dim=(0, 2))
 
 
 @pytest.mark.parametrize("op,shapes", [("addmv", [(5,), (5, 3), (3,)]), ("addbmm", [(5, 4), (2, 5, 3), (2, 3, 4)]),

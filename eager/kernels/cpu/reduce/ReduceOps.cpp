@@ -379,18 +379,29 @@ std::tuple<Tensor, Tensor> aminmax_cpu(const Tensor& self, std::optional<int64_t
 
 namespace {
 /// all/any return uint8 for uint8 inputs and bool otherwise, as PyTorch.
-Tensor logical(const Tensor& self, std::optional<int64_t> dim, bool keepdim, bool is_all) {
-  const int64_t dims[1] = {dim.value_or(0)};
-  const ReducePlan p = plan(self, dim ? std::optional<IntArrayRef>(IntArrayRef(dims, 1)) : std::nullopt, keepdim);
+Tensor logical(const Tensor& self, std::optional<IntArrayRef> dims, bool keepdim, bool is_all) {
   const DType result = self.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;
+  // An empty dim list reduces over nothing (unlike sum's and amax's, which mean every dim): each element's truth.
+  if (dims && dims->empty()) return kiln::_to_copy(as_bool(self), result, std::nullopt, false, std::nullopt);
+  const ReducePlan p = plan(self, dims, keepdim);
   return reduce(as_bool(self), p, is_all ? RowReduce::All : RowReduce::Any, DType::Bool, result);
 }
 }  // namespace
 
 Tensor all_cpu(const Tensor& self) { return logical(self, std::nullopt, false, true); }
-Tensor all_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) { return logical(self, dim, keepdim, true); }
+Tensor all_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
+  return logical(self, IntArrayRef(&dim, 1), keepdim, true);
+}
+Tensor all_dims_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim) {
+  return logical(self, dim, keepdim, true);
+}
 Tensor any_cpu(const Tensor& self) { return logical(self, std::nullopt, false, false); }
-Tensor any_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) { return logical(self, dim, keepdim, false); }
+Tensor any_dim_cpu(const Tensor& self, int64_t dim, bool keepdim) {
+  return logical(self, IntArrayRef(&dim, 1), keepdim, false);
+}
+Tensor any_dims_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim) {
+  return logical(self, dim, keepdim, false);
+}
 
 // --- var, std --------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from kiln._memory import memory_stats, reset_peak_memory_stats
 from kiln._tensor import Tensor
 from kiln.compiler._api import compile as kiln_compile
 from kiln.compiler._backends import kernel_counts
+from kiln.compiler._kernel_summary import KernelSummary, summarize_fused_kernels
 from kiln.utils._pytree import tree_leaves
 from kiln.utils.benchmark._measurement import Measurement, select_unit
 from kiln.utils.benchmark._timer import Timer
@@ -37,6 +38,7 @@ class ComparisonRow:
     cached_call: Optional[float] = None   # second call (guard check + replay)
     peak_bytes: Optional[int] = None      # kiln allocator peak during the timed calls, above what was live before
     kernel_count: Optional[int] = None    # fused kernels of the compiled entry (None: none compiled)
+    kernels: Optional[KernelSummary] = None  # each fused kernel's ops, bytes moved, time, fraction of copy bandwidth
 
 
 @dataclass
@@ -147,7 +149,10 @@ def compare_compiled(fn_or_model: Callable, *example_inputs, train_step: bool = 
         peak = memory_stats().get("allocated_bytes.all.peak", live) - live
         counts = kernel_counts(fn) if mode != "eager" else []
         kernels = counts[0] if counts else None
-        rows.append(ComparisonRow(mode, measurement, 1.0, cold, cached, peak, kernels))
+        summary = None
+        if kernels and not _C._profiler.is_active():  # inside kiln.profiler.profile the user's trace has them
+            summary = summarize_fused_kernels(fn, lambda: timed(*inputs), repeat=3)
+        rows.append(ComparisonRow(mode, measurement, 1.0, cold, cached, peak, kernels, summary))
     for side, (fn, args) in (others or {}).items():
         measurement = Timer("fn(*args)", globals={"fn": fn, "args": list(args)}, label=name, description=side,
                             num_threads=threads).blocked_autorange(min_run_time=min_run_time)

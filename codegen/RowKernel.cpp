@@ -1,0 +1,84 @@
+// Reduction fusion group -> row kernel IR.
+#include "codegen/RowKernel.h"
+
+#include <unordered_map>
+
+#include "codegen/PointwiseMath.h"
+#include "codegen/RowSchedule.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+std::vector<int64_t> concrete(const std::vector<ir::SymbolicSize>& s) {
+  std::vector<int64_t> out;
+  for (const auto& d : s) out.push_back(d.value());
+  return out;
+}
+
+RowOperand operand_of(passes::RowShape s) {
+  switch (s) {
+    case passes::RowShape::Element: return RowOperand::Element;
+    case passes::RowShape::PerRow: return RowOperand::PerRow;
+    case passes::RowShape::PerColumn: return RowOperand::PerColumn;
+    case passes::RowShape::Scalar: return RowOperand::Scalar;
+  }
+  return RowOperand::Scalar;
+}
+
+std::optional<ExprOp> reduce_op(const std::string& kind) {
+  if (kind == "kiln::sum.dim_IntList") return ExprOp::ReduceSum;
+  if (kind == "kiln::mean.dim") return ExprOp::ReduceMean;
+  if (kind == "kiln::amax") return ExprOp::ReduceMax;
+  if (kind == "kiln::amin") return ExprOp::ReduceMin;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& group) {
+  RowKernel rk;
+  Kernel& k = rk.kernel;
+  k.rows = true;
+  k.rank = 2;  // [rows, cols]
+  const size_t outer = group.sizes.size() - group.reduced_dims;
+  rk.rows = 1;
+  rk.cols = 1;
+  for (size_t d = 0; d < group.sizes.size(); ++d) (d < outer ? rk.rows : rk.cols) *= group.sizes[d];
+  for (const ir::Value* v : group.members.inputs) {
+    const auto shape = passes::row_shape_of(v, group.sizes, group.reduced_dims);
+    if (!shape) return std::nullopt;
+    const ir::TensorType& t = v->type().tensor_type();
+    k.input_dtypes.push_back(*t.dtype);
+    k.input_roles.push_back(operand_of(*shape));
+    rk.input_sizes.push_back(concrete(*t.sizes));
+  }
+  KernelBuilder b(k);
+  std::unordered_map<const ir::Value*, int32_t> expr_of;
+  for (size_t i = 0; i < group.members.inputs.size(); ++i) expr_of[group.members.inputs[i]] = b.load(static_cast<int32_t>(i));
+  for (const ir::Node* n : group.members.nodes) {
+    std::vector<int32_t> inputs;
+    for (const ir::Value* v : n->inputs()) inputs.push_back(expr_of.at(v));
+    if (const auto op = reduce_op(n->kind_name())) {
+      expr_of[n->output()] = b.reduce(*op, inputs.at(0));
+      continue;
+    }
+    const std::optional<int32_t> e = build_pointwise_math(b, *n, inputs);
+    if (!e) return std::nullopt;
+    expr_of[n->output()] = *e;
+  }
+  for (const ir::Value* v : group.members.outputs) {
+    const auto shape = passes::row_shape_of(v, group.sizes, group.reduced_dims, true);
+    if (shape != passes::RowShape::Element && shape != passes::RowShape::PerRow) return std::nullopt;
+    const ir::TensorType& t = v->type().tensor_type();
+    k.output_dtypes.push_back(*t.dtype);
+    k.output_roles.push_back(operand_of(*shape));
+    k.outputs.push_back(expr_of.at(v));
+    rk.output_sizes.push_back(concrete(*t.sizes));
+    rk.output_strides.push_back(concrete(*t.strides));
+  }
+  rk.scratch_rows = static_cast<int64_t>(schedule_rows(k).spilled.size());
+  return rk;
+}
+
+}  // namespace kiln::codegen

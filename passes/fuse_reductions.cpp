@@ -1,0 +1,275 @@
+// Reduction fusion (Note [Reduction fusion groups]).
+#include "passes/fuse_reductions.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "passes/arguments.h"
+#include "passes/type_facts.h"
+
+namespace kiln::passes {
+
+namespace {
+
+int64_t product(std::vector<int64_t>::const_iterator a, std::vector<int64_t>::const_iterator b) {
+  int64_t n = 1;
+  for (; a != b; ++a) n *= *a;
+  return n;
+}
+
+/// Concrete sizes of a CPU tensor whose strides are all known and concrete, or nullopt.
+std::optional<std::vector<int64_t>> typed_sizes(const ir::Value* v) {
+  if (!v->type().is_tensor()) return std::nullopt;
+  const ir::TensorType& t = v->type().tensor_type();
+  if (!t.dtype || !t.strides || !t.device.is_cpu()) return std::nullopt;
+  for (const ir::SymbolicSize& s : *t.strides) {
+    if (!s.is_concrete()) return std::nullopt;
+  }
+  return concrete_sizes(v);
+}
+
+bool writes_in_place(const ir::Graph& g) {
+  for (const ir::Node* n : g.nodes()) {
+    if (n->kind() != ir::NodeKind::Op) continue;
+    for (const SchemaArgument& a : n->op().schema().arguments()) {
+      if (a.alias && a.alias->is_write) return true;
+    }
+  }
+  return false;
+}
+
+bool is_reduction_kind(const std::string& kind) {
+  return kind == "kiln::sum.dim_IntList" || kind == "kiln::mean.dim" || kind == "kiln::amax" || kind == "kiln::amin";
+}
+
+/// Whether pointwise node n fits the space (sizes, reduced_dims); reduced_dims 0 (no row yet):
+/// an Element output and inputs of known sizes.
+bool pointwise_fits(const ir::Node& n, const std::vector<int64_t>& sizes, size_t reduced_dims) {
+  const auto out = row_shape_of(n.output(), sizes, reduced_dims, true);
+  if (!out || (*out != RowShape::Element && *out != RowShape::PerRow)) return false;
+  for (const ir::Value* v : n.inputs()) {
+    if (reduced_dims == 0) {
+      if (!typed_sizes(v)) return false;
+      continue;
+    }
+    const auto in = row_shape_of(v, sizes, reduced_dims);
+    if (!in) return false;
+    if (*out == RowShape::PerRow && *in != RowShape::PerRow && *in != RowShape::Scalar) return false;
+  }
+  return true;
+}
+
+/// Whether pointwise node p may move into `group` when n joins it: p reads only values of one
+/// kind that vary at most along one axis (PerColumn, or PerRow; Scalar), none the group computes,
+/// and no reader of p stands before n (p is then computed where the group runs, after n).
+bool pullable(const ir::Node& p, const ir::Node& n, const ReductionGroup& group,
+              const std::function<bool(const ir::Node*)>& member,
+              const std::function<bool(const ir::Node&)>& fusible) {
+  if (p.kind() != ir::NodeKind::Op || p.outputs().size() != 1 || member(&p)) return false;
+  if (fusible_reduction(p) || !fusible(p)) return false;
+  for (const ir::Use& u : p.output()->uses()) {
+    if (u.user != &n && !member(u.user) && (!u.user->in_node_list() || u.user->is_before(&n))) return false;
+  }
+  for (const ir::Value* v : p.inputs()) {
+    if (member(v->node())) return false;
+  }
+  const auto out = row_shape_of(p.output(), group.sizes, group.reduced_dims, true);
+  if (out != RowShape::PerColumn && out != RowShape::PerRow && out != RowShape::Scalar) return false;
+  for (const ir::Value* v : p.inputs()) {
+    const auto in = row_shape_of(v, group.sizes, group.reduced_dims);
+    if (in != out && in != RowShape::Scalar) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<RowShape> row_shape_of(const ir::Value* v, const std::vector<int64_t>& sizes, size_t reduced_dims,
+                                     bool as_output) {
+  const auto vs = typed_sizes(v);
+  if (!vs) return std::nullopt;
+  const int64_t numel = product(vs->begin(), vs->end());
+  if (*vs == sizes) return is_contiguous(v) ? std::optional(RowShape::Element) : std::nullopt;
+  if (reduced_dims == 0 || reduced_dims > sizes.size()) {
+    if (numel == 1 && !as_output) return RowShape::Scalar;
+    return std::nullopt;
+  }
+  const size_t outer = sizes.size() - reduced_dims;
+  std::vector<int64_t> per_row(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(outer));
+  const bool row_shaped = [&] {
+    if (*vs == per_row) return true;
+    std::vector<int64_t> kept = per_row;
+    kept.resize(sizes.size(), 1);
+    return *vs == kept;
+  }();
+  if (as_output && row_shaped) return is_contiguous(v) ? std::optional(RowShape::PerRow) : std::nullopt;
+  if (numel == 1) return RowShape::Scalar;
+  if (!is_contiguous(v)) return std::nullopt;  // a size-1 dim's stride is free (is_contiguous)
+  if (row_shaped) return RowShape::PerRow;
+  // PerColumn: right-aligned, the row dims' sizes and ones before them.
+  if (vs->size() > sizes.size() || vs->size() < reduced_dims) return std::nullopt;
+  const size_t lead = sizes.size() - vs->size();
+  for (size_t d = 0; d < vs->size(); ++d) {
+    const size_t sd = d + lead;
+    const int64_t want = sd < outer ? 1 : sizes[sd];
+    if ((*vs)[d] != want) return std::nullopt;
+  }
+  return RowShape::PerColumn;
+}
+
+std::optional<size_t> fusible_reduction(const ir::Node& n) {
+  if (n.kind() != ir::NodeKind::Op || n.outputs().size() != 1 || !is_reduction_kind(n.kind_name())) return std::nullopt;
+  const ir::Value* x = first_argument(n);
+  if (x == nullptr || n.inputs().size() != 1 || !is_contiguous(x) || !typed_sizes(x) || !typed_sizes(n.output())) {
+    return std::nullopt;
+  }
+  const auto dtype = dtype_of(x);
+  if (!dtype || (*dtype != DType::Float32 && *dtype != DType::Float64) || dtype_of(n.output()) != dtype) {
+    return std::nullopt;
+  }
+  const ir::Attribute* requested = literal_argument(n, "dtype");
+  if (requested != nullptr && !requested->is_none()) return std::nullopt;
+  const ir::Attribute* dim = literal_argument(n, "dim");
+  if (dim == nullptr || dim->kind() != ir::Attribute::Kind::IntList || dim->to_int_list().empty()) return std::nullopt;
+  const std::vector<int64_t> sizes = *concrete_sizes(x);
+  std::vector<int64_t> dims;
+  for (int64_t d : dim->to_int_list()) {
+    const auto w = wrap_dim(d, sizes.size());
+    if (!w) return std::nullopt;
+    dims.push_back(*w);
+  }
+  std::sort(dims.begin(), dims.end());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t want = static_cast<int64_t>(sizes.size() - dims.size() + i);
+    if (dims[i] != want || sizes[static_cast<size_t>(want)] == 0) return std::nullopt;
+  }
+  // The result is PerRow in the input's space (or Element, where a row is one column).
+  const auto result = row_shape_of(n.output(), sizes, dims.size(), true);
+  if (result != RowShape::PerRow && result != RowShape::Element) return std::nullopt;
+  return dims.size();
+}
+
+std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::function<bool(const ir::Node&)>& fusible) {
+  if (writes_in_place(g)) return {};
+  std::vector<ReductionGroup> groups;
+  std::unordered_map<const ir::Node*, size_t> group_of;
+  for (const ir::Node* n : g.nodes()) {
+    if (n->kind() != ir::NodeKind::Op || n->outputs().size() != 1) continue;
+    const std::optional<size_t> folds = fusible_reduction(*n);
+    std::vector<int64_t> space;  // the element shape n implies for a new group
+    if (folds) {
+      space = *concrete_sizes(first_argument(*n));
+    } else {
+      const auto out = typed_sizes(n->output());
+      if (!out || !is_contiguous(n->output())) continue;
+      bool typed = true;
+      for (const ir::Value* v : n->inputs()) typed = typed && typed_sizes(v).has_value();
+      if (!typed || !fusible(*n)) continue;
+      space = *out;
+    }
+    // Whether n may join group gi: it fits gi's space (a reduction: every member fits its row), and
+    // no node outside gi before n reads a member's result.
+    const auto may_join = [&](size_t gi) {
+      const ReductionGroup& group = groups[gi];
+      if (folds) {
+        if (group.sizes != space || (group.reduced_dims != 0 && group.reduced_dims != *folds)) return false;
+        for (const ir::Node* m : group.members.nodes) {
+          if (group.reduced_dims != 0) break;  // the members already fit this row
+          if (!fusible_reduction(*m) && !pointwise_fits(*m, group.sizes, *folds)) return false;
+        }
+      } else if (!pointwise_fits(*n, group.sizes, group.reduced_dims)) {
+        return false;
+      }
+      for (const ir::Node* m : group.members.nodes) {
+        for (const ir::Use& u : m->output()->uses()) {
+          const ir::Node* user = u.user;
+          if (!user->in_node_list() || user == n) continue;
+          const auto owner = group_of.find(user);
+          const bool in_group = owner != group_of.end() && owner->second == gi;
+          if (!in_group && user->is_before(n)) return false;
+        }
+      }
+      return true;
+    };
+    std::optional<size_t> join;
+    for (const ir::Value* v : n->inputs()) {
+      const auto it = group_of.find(v->node());
+      if (it == group_of.end() || (join && *join >= it->second)) continue;
+      if (may_join(it->second)) join = it->second;
+    }
+    if (!join && !groups.empty() && may_join(groups.size() - 1)) join = groups.size() - 1;
+    if (!join) {
+      // A pointwise node starts a group only where its output is the element shape.
+      if (!folds && !pointwise_fits(*n, space, 0)) continue;
+      groups.emplace_back();
+      groups.back().sizes = space;
+      join = groups.size() - 1;
+    }
+    ReductionGroup& group = groups[*join];
+    const bool row_fixed_now = folds && group.reduced_dims == 0;
+    if (folds) group.reduced_dims = *folds;
+    group.members.nodes.push_back(n);
+    group_of[n] = *join;
+    if (group.reduced_dims == 0) continue;
+    // Row-invariant producers read by n (or, when n fixed the row, by any member) move into the group
+    // (a norm's weight or statistics cast to float32), in front: they read nothing the group computes.
+    const size_t gi = *join;
+    const auto member = [&](const ir::Node* m) {
+      const auto it = group_of.find(m);
+      return it != group_of.end() && it->second == gi;
+    };
+    std::vector<const ir::Node*> readers = {n};
+    if (row_fixed_now) readers = group.members.nodes;
+    std::vector<const ir::Node*> pulled;
+    for (const ir::Node* reader : readers) {
+      for (const ir::Value* v : reader->inputs()) {
+        const ir::Node* p = v->node();
+        if (!pullable(*p, *n, group, member, fusible)) continue;
+        const auto it = group_of.find(p);
+        if (it != group_of.end()) {
+          // Only from a group without a row yet (no member there reads p: p's readers are here or later).
+          if (groups[it->second].reduced_dims != 0) continue;
+          std::vector<const ir::Node*>& others = groups[it->second].members.nodes;
+          others.erase(std::find(others.begin(), others.end(), p));
+        }
+        group_of[p] = gi;
+        pulled.push_back(p);
+      }
+    }
+    std::sort(pulled.begin(), pulled.end(), [](const ir::Node* a, const ir::Node* b) { return a->is_before(b); });
+    group.members.nodes.insert(group.members.nodes.begin(), pulled.begin(), pulled.end());
+  }
+  // Inputs and outputs of each group; groups without a reduction are dropped.
+  std::unordered_set<const ir::Value*> returned(g.outputs().begin(), g.outputs().end());
+  std::vector<ReductionGroup> kept;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    ReductionGroup& group = groups[gi];
+    if (group.reduced_dims == 0 || group.members.nodes.empty()) continue;
+    FusionGroup& fg = group.members;
+    for (const ir::Node* m : fg.nodes) {
+      for (const ir::Value* v : m->inputs()) {
+        const auto it = group_of.find(v->node());
+        if ((it == group_of.end() || it->second != gi) &&
+            std::find(fg.inputs.begin(), fg.inputs.end(), v) == fg.inputs.end()) {
+          fg.inputs.push_back(v);
+        }
+      }
+      const ir::Value* out = m->output();
+      bool outside = returned.count(out) != 0;
+      for (const ir::Use& u : out->uses()) {
+        const auto it = group_of.find(u.user);
+        if (it == group_of.end() || it->second != gi) outside = true;
+      }
+      if (outside) fg.outputs.push_back(out);
+    }
+    kept.push_back(std::move(group));
+  }
+  std::sort(kept.begin(), kept.end(), [](const ReductionGroup& a, const ReductionGroup& b) {
+    return a.members.nodes.back()->is_before(b.members.nodes.back());
+  });
+  return kept;
+}
+
+}  // namespace kiln::passes

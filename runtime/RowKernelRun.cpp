@@ -1,0 +1,46 @@
+// A row kernel step: checks, outputs, rows across threads.
+#include "runtime/RowKernelRun.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "eager/kernels/Parallel.h"
+#include "eager/kernels/cpu/creation/Factories.h"
+
+namespace kiln::runtime {
+
+bool run_row_kernel(const codegen::RowKernel& rk, codegen::KernelFn fn, const std::vector<Tensor>& inputs,
+                    std::vector<Tensor>& outputs) {
+  const codegen::Kernel& k = rk.kernel;
+  if (inputs.size() != k.input_dtypes.size()) return false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (t.dtype() != k.input_dtypes[i]) return false;
+    if (k.input_roles[i] == codegen::RowOperand::Scalar) {
+      if (t.numel() != 1) return false;
+      continue;
+    }
+    const auto& want = rk.input_sizes[i];
+    if (!std::equal(t.sizes().begin(), t.sizes().end(), want.begin(), want.end()) || !t.is_contiguous()) return false;
+  }
+  std::vector<void*> data;
+  for (const Tensor& t : inputs) data.push_back(t.data_ptr());
+  outputs.clear();
+  for (size_t o = 0; o < k.output_dtypes.size(); ++o) {
+    outputs.push_back(kiln::empty_strided(IntArrayRef(rk.output_sizes[o]), IntArrayRef(rk.output_strides[o]),
+                                          k.output_dtypes[o]));
+    data.push_back(outputs.back().data_ptr());
+  }
+  if (rk.rows == 0 || rk.cols == 0) return true;
+  const int64_t sizes[2] = {rk.rows, rk.cols};
+  void** d = data.data();
+  const size_t scratch = static_cast<size_t>(rk.scratch_rows * rk.cols);
+  parallel_for(0, rk.rows, std::max<int64_t>(1, kGrainSize / rk.cols), [&](int64_t b, int64_t e) {
+    // The kernel's `strides` argument is this thread's scratch rows (codegen/RowSchedule.h).
+    std::vector<double> rows_kept(scratch);
+    fn(d, sizes, reinterpret_cast<const int64_t*>(rows_kept.data()), b, e);
+  });
+  return true;
+}
+
+}  // namespace kiln::runtime

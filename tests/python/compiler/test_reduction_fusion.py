@@ -1,0 +1,181 @@
+"""kiln.compile's "default" backend fuses reductions over the trailing dims
+with their pointwise prologue and epilogue (passes/fuse_reductions,
+codegen/RowKernel, codegen/llvm/RowLowering): kernel counts for softmax,
+log_softmax, layer_norm, rms_norm (forward, forward+backward) and a GELU MLP
+block; values and gradients against eager in float32 and bfloat16 over rows
+of length 1, rows that are not a multiple of the vector width, and no rows.
+
+Tolerances: the fused kernels add a row in eager's order (four vector
+accumulators, lanes in order) where eager's composite kernels do, but the
+decomposed graph computes some steps differently (softmax divides through
+1 / sum as eager does; layer_norm's rsqrt is 1 / sqrt), so float32 agrees to
+a few ulp (rtol 1e-5, atol 1e-6); bfloat16 results round once per value
+(rtol and atol 1e-2)."""
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.nn.functional as F
+from kiln.compiler._backends import compiled_graphs, kernel_counts
+
+RNG = np.random.default_rng(2024)
+TOL = {kiln.float32: dict(rtol=1e-5, atol=1e-6), kiln.bfloat16: dict(rtol=1e-2, atol=1e-2)}
+
+
+def rand(*shape, dtype=kiln.float32):
+    return kiln.from_numpy(RNG.standard_normal(shape).astype(np.float32)).to(dtype)
+
+
+def assert_close(got, want, dtype):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), **TOL[dtype])
+
+
+def norm_params(n, dtype, bias=True):
+    w = rand(n, dtype=dtype).requires_grad_()
+    b = rand(n, dtype=dtype).requires_grad_() if bias else None
+    return w, b
+
+
+def cases(n, dtype):
+    w, b = norm_params(n, dtype)
+    (rw, _) = norm_params(n, dtype, bias=False)
+    return {
+        "softmax": (lambda x: F.softmax(x, -1), []),
+        "log_softmax": (lambda x: F.log_softmax(x, -1), []),
+        "layer_norm": (lambda x: F.layer_norm(x, (n,), w, b), [w, b]),
+        "rms_norm": (lambda x: F.rms_norm(x, (n,), rw), [rw]),
+    }
+
+
+OPS = ["softmax", "log_softmax", "layer_norm", "rms_norm"]
+SHAPES = [(6, 40), (3, 13), (5, 1), (2, 3, 19)]
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_forward_is_one_kernel_and_equals_eager(op, shape):
+    fn, _ = cases(shape[-1], kiln.float32)[op]
+    compiled = kiln.compile(fn)
+    x = rand(*shape)
+    with kiln.no_grad():
+        compiled(x)
+        got = compiled(x)
+        want = fn(x)
+    assert kernel_counts(compiled) == [1]
+    (graph,) = compiled_graphs(compiled)
+    assert graph.eager_ops == []
+    assert_close(got, want, kiln.float32)
+
+
+# The backward kernels: each input gradient is one row kernel (softmax's and
+# log_softmax's backward, the norms' _norm_backward_input, decomposed); the
+# norms' weight and bias gradients reduce over the rows, which a row kernel
+# does not, and stay eager's column kernels.
+BACKWARD = {
+    "softmax": (1, []),
+    "log_softmax": (1, []),
+    "layer_norm": (1, ["kiln::_norm_backward_weight", "kiln::_norm_backward_bias"]),
+    "rms_norm": (1, ["kiln::_norm_backward_weight"]),
+}
+
+
+def forward_backward(fn, x, g, params):
+    for p in [x, *params]:
+        p.grad = None
+    y = fn(x)
+    (y * g).sum().backward()
+    return [y.detach()] + [p.grad.clone() for p in [x, *params]]
+
+
+@pytest.mark.parametrize("dtype", [kiln.float32, kiln.bfloat16])
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("shape", SHAPES + [(0, 16)])
+def test_forward_backward_equals_eager(op, shape, dtype):
+    fn, params = cases(shape[-1], dtype)[op]
+    compiled = kiln.compile(fn)
+    x = rand(*shape, dtype=dtype).requires_grad_()
+    g = rand(*shape, dtype=dtype)
+    forward_backward(compiled, x, g, params)
+    got = forward_backward(compiled, x, g, params)
+    want = forward_backward(fn, x, g, params)
+    for a, b in zip(got, want):
+        assert_close(a, b, dtype)
+    if shape[0] == 0:
+        return  # no rows: capture keeps the composite (its reduced dims are guarded as unknown)
+    forward, backward = compiled_graphs(compiled)
+    assert forward.kernel_count == 1 and forward.eager_ops == []
+    kernels, eager = BACKWARD[op]
+    assert backward.kernel_count == kernels and backward.eager_ops == eager
+
+
+def test_row_kernel_ir_and_scratch_row():
+    # softmax: amax, then the sum of exp(x - max) (kept in a scratch row), then the scaled stores.
+    compiled = kiln.compile(lambda x: F.softmax(x, -1))
+    with kiln.no_grad():
+        compiled(rand(4, 8))
+    (graph,) = compiled_graphs(compiled)
+    (text,) = graph.kernels
+    assert "(rows)" in text and "reduce_max" in text and "reduce_sum" in text
+    assert "in0 : float32 (element)" in text and "out0 : float32 (element)" in text
+    assert graph.kernel_ops == [["kiln::amax", "kiln::sub.Tensor", "kiln::exp", "kiln::sum.dim_IntList",
+                                 "kiln::div.Tensor"]]
+
+
+def test_user_written_reductions_fuse():
+    def f(x, w):
+        mean = x.mean(-1, keepdim=True)
+        centered = x - mean
+        return centered * w / (centered.abs().amax(-1, keepdim=True) + 1), x.sum(-1)
+
+    compiled = kiln.compile(f)
+    x, w = rand(7, 21), rand(21)
+    with kiln.no_grad():
+        compiled(x, w)
+        got = compiled(x, w)
+        want = f(x, w)
+    assert kernel_counts(compiled) == [1]
+    for a, b in zip(got, want):
+        assert_close(a, b, kiln.float32)
+
+
+def test_nan_and_inf_rows_propagate_as_eager():
+    x = rand(4, 11)
+    x[1, 3] = float("nan")
+    x[2, 5] = float("inf")
+    x[3, :] = float("-inf")
+    for fn in (lambda t: F.softmax(t, -1), lambda t: t.amax(-1, keepdim=True) - t.amin(-1, keepdim=True)):
+        compiled = kiln.compile(fn)
+        with kiln.no_grad():
+            compiled(x)
+            got = compiled(x).numpy()
+            want = fn(x).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7, equal_nan=True)
+
+
+def test_gelu_mlp_block_kernel_counts():
+    kiln.manual_seed(0)
+    norm = kiln.nn.LayerNorm(32)
+    fc1, fc2 = kiln.nn.Linear(32, 64), kiln.nn.Linear(64, 32)
+    params = list(norm.parameters()) + list(fc1.parameters()) + list(fc2.parameters())
+
+    def block(x):
+        return x + fc2(F.gelu(fc1(norm(x))))
+
+    compiled = kiln.compile(block)
+    x = rand(8, 32).requires_grad_()
+    g = rand(8, 32)
+    forward_backward(compiled, x, g, params)
+    got = forward_backward(compiled, x, g, params)
+    want = forward_backward(block, x, g, params)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+    forward, backward = compiled_graphs(compiled)
+    # forward: layer_norm (one row kernel), gelu after fc1, the residual add after fc2
+    assert forward.kernel_count == 3
+    assert forward.eager_ops == ["kiln::transpose.int", "kiln::mm", "kiln::transpose.int", "kiln::mm"]
+    # backward: the norm's input gradient with the residual's gradient add as its epilogue (one row
+    # kernel); gelu_backward (no kernel math yet) and the norm's weight and bias gradients stay eager ops
+    assert backward.kernel_count == 1 and backward.kernel_ops[0][-1] == "kiln::add.Tensor"
+    assert "kiln::gelu_backward" in backward.eager_ops and "kiln::_norm_backward_weight" in backward.eager_ops
