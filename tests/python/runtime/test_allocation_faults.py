@@ -188,4 +188,5 @@ def test_every_allocation_of_a_compiled_replay_can_fail():
             compiled(x, w, b)
         assert kiln._C._allocations_until_failure() == 0
         assert live() == baseline, f"failing allocation {n} of {count} leaked"
-        np.testing.assert_array_equal(as_numpy(compiled(x, w, b)), expected)
+        # The first call captures (and may run unfused); replays run the fused kernels: equal to rounding.
+        np.testing.assert_allclose(as_numpy(compiled(x, w, b)), expected, rtol=1e-5, atol=1e-5)
