@@ -14,6 +14,21 @@ echo "== C++ tests (ctest) =="
 # --no-tests=error: a build that lost the C++ suite fails here instead of passing with none.
 ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j2
 
+echo "== ASan's runtime preloaded into the release build: GoogleTest, fuzzing, a pytest slice =="
+# ctest above replayed the fuzz corpora; this also mutates them (and kiln.load's) for
+# KILN_FUZZ_SECONDS (3) each (fuzz/README.md), all with ASan's interceptors watching.
+bash scripts/sanitize.sh preload --ci
+
+echo "== ASan + UBSan and TSan on the parts of kiln that build alone (allocator, thread pool, schema parser) =="
+bash scripts/sanitize.sh focused
+
+if [ "${KILN_SANITIZE_CI:-0}" = "1" ]; then
+  # Off by default: each is a second full build of kiln, over an hour cold on two cores (scripts/sanitize.sh).
+  echo "== Sanitizers: ASan + UBSan build of all of kiln, GoogleTest, fuzzing and a pytest slice; TSan build =="
+  bash scripts/sanitize.sh asan --ci
+  bash scripts/sanitize.sh tsan
+fi
+
 echo "== Python tests (pytest) =="
 # -rs lists every skip and its reason; tests/python/conftest.py fails a skip whose reason is not allowed.
 cd tests/python && ../../.venv/bin/python -m pytest -q -rs -p no:cacheprovider .

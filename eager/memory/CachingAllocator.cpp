@@ -11,6 +11,7 @@
 #include "eager/core/Device.h"
 #include "eager/core/Error.h"
 #include "eager/core/ProfilerEvents.h"
+#include "eager/memory/AddressSanitizer.h"
 
 // Policy. The allocator is device-agnostic: a RawAllocator supplies segments
 // (malloc on CPU, cudaMalloc on CUDA) and this file carves them into blocks.
@@ -71,6 +72,30 @@
 // the events complete; a process_events() step at the top of allocate, and
 // before release_cached_segments, then calls free_block. The spot is marked in
 // deallocate() below.
+
+// Note [Failing the N-th allocation]
+// ----------------------------------
+// Tests need every allocation of an op to fail in turn, to show that kiln's
+// out-of-memory path leaks nothing, leaves no tensor half-written and keeps
+// the allocator usable (tests/python/runtime/test_allocation_faults.py). So
+// fail_nth_allocation(n) arms a countdown that allocate() decrements for each
+// nonzero request; the request that takes it to zero raises the same
+// OutOfMemory a full device raises (counted in num_ooms; the message says the
+// failure was injected), before touching any pool, and disarms it. Off, the
+// cost is one test of a member already in cache under the lock allocate()
+// takes anyway: a branch that always goes the same way.
+//
+// Note [Cached blocks are poisoned]
+// ---------------------------------
+// A caching allocator hides buffer overflows from AddressSanitizer: the bytes
+// past a tensor's end belong to the same malloc'd segment, so reading them is
+// legal as far as ASan knows. In an ASan build (eager/memory/AddressSanitizer.h)
+// a host-memory pool therefore poisons every byte it is not lending out: a new
+// segment whole, a freed block whole (before it merges), and allocate()
+// unpoisons exactly the caller's nbytes, not the rounded block. An access past
+// a tensor's storage, or to a freed tensor's cached block, is then an ASan
+// report even with caching on. Segments are unpoisoned before they go back to
+// the raw allocator. Device pools (CUDA) hold no host memory and poison nothing.
 
 namespace kiln::memory {
 
@@ -196,6 +221,9 @@ CachingAllocator::~CachingAllocator() {
 void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
   if (nbytes == 0) return nullptr;
   std::lock_guard<std::mutex> guard(mutex_);
+  if (fail_countdown_ != 0 && --fail_countdown_ == 0) [[unlikely]] {
+    throw_out_of_memory(nbytes, " (failure injected by fail_nth_allocation)");
+  }
   if (nbytes > kMaxAllocSize) throw_out_of_memory(nbytes);
   const size_t size = round_size(nbytes);
 
@@ -219,6 +247,7 @@ void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
     }
     if (block == nullptr) throw_out_of_memory(nbytes);
     split_block(block, size);
+    if (options_.host_memory) asan_unpoison(block->ptr, nbytes);
   }
 
   block->allocated = true;
@@ -255,6 +284,7 @@ void CachingAllocator::deallocate(void* ptr) {
   }
   // Hook [record_stream]: a block used on other streams is parked here behind
   // events instead of freed. See Note [Stream-ordered reuse].
+  if (options_.host_memory) asan_poison(block->ptr, block->size);
   free_block(block);
 }
 
@@ -285,6 +315,17 @@ size_t CachingAllocator::allocation_size(void* ptr) const {
   return it->second->size;
 }
 
+void CachingAllocator::fail_nth_allocation(int64_t n) {
+  KILN_CHECK_VALUE(n >= 0, "fail_nth_allocation: n must be >= 0 (0 disarms), got ", n);
+  std::lock_guard<std::mutex> guard(mutex_);
+  fail_countdown_ = n;
+}
+
+int64_t CachingAllocator::allocations_until_failure() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return fail_countdown_;
+}
+
 /// Takes the smallest free block of `pool` on `stream` with at least `size`
 /// bytes out of the pool, or returns nullptr.
 CachingAllocator::Block* CachingAllocator::find_free_block(BlockPool& pool, size_t size,
@@ -310,6 +351,7 @@ CachingAllocator::Block* CachingAllocator::alloc_segment(BlockPool& pool, size_t
   ++stats_.num_os_allocs;
   update(stats_.segment, 1);
   update(stats_.reserved_bytes, as_signed(segment_size));
+  if (options_.host_memory) asan_poison(ptr, segment_size);
   return new Block{ptr, segment_size, stream, &pool};
 }
 
@@ -364,6 +406,7 @@ void CachingAllocator::release_cached_segments() {
         continue;
       }
       it = pool->erase(it);
+      if (options_.host_memory) asan_unpoison(block->ptr, block->size);
       raw_.raw_free(block->ptr, block->size);
       report_os_call("[OS free]", block->size);
       ++stats_.num_os_frees;
@@ -374,13 +417,13 @@ void CachingAllocator::release_cached_segments() {
   }
 }
 
-void CachingAllocator::throw_out_of_memory(size_t nbytes) {
+void CachingAllocator::throw_out_of_memory(size_t nbytes, const char* cause) {
   ++stats_.num_ooms;
   KILN_FAIL(OutOfMemory, raw_.name(), " out of memory: tried to allocate ", format_bytes(nbytes),
             " (", nbytes, " bytes); kiln's caching allocator has ",
             format_bytes(static_cast<size_t>(stats_.allocated_bytes.current)), " allocated and ",
             format_bytes(static_cast<size_t>(stats_.reserved_bytes.current)), " reserved",
-            options_.caching_enabled ? "" : " (caching disabled)");
+            options_.caching_enabled ? "" : " (caching disabled)", cause);
 }
 
 }  // namespace kiln::memory

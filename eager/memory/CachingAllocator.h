@@ -60,6 +60,9 @@ struct MemoryStats {
 struct CachingAllocatorOptions {
   /// When false every allocate/deallocate is one raw call; statistics still count.
   bool caching_enabled = true;
+  /// The raw allocator's memory is host memory the process may touch (CPU, not CUDA):
+  /// under AddressSanitizer, cached blocks are then poisoned (Note [Cached blocks are poisoned]).
+  bool host_memory = false;
 };
 
 /// A thread-safe pool of blocks over one device's RawAllocator. Freed blocks are
@@ -97,6 +100,13 @@ class CachingAllocator {
   /// was too small to split off. 0 for nullptr; a RuntimeError for a foreign pointer.
   [[nodiscard]] size_t allocation_size(void* ptr) const;
 
+  /// Fault injection for tests (Note [Failing the N-th allocation]): arms the
+  /// n-th allocate() of a nonzero size from now to raise OutOfMemory, once, as
+  /// if the device were full; n == 0 disarms. n < 0 is a ValueError.
+  void fail_nth_allocation(int64_t n);
+  /// Nonzero-size allocate() calls left until the armed failure; 0 when none is armed.
+  [[nodiscard]] int64_t allocations_until_failure() const;
+
  private:
   struct Block;
   /// Orders free blocks by (stream, size, address): best fit on the caller's stream.
@@ -111,7 +121,7 @@ class CachingAllocator {
   void split_block(Block* block, size_t size);
   void free_block(Block* block);
   void release_cached_segments();
-  [[noreturn]] void throw_out_of_memory(size_t nbytes);
+  [[noreturn]] void throw_out_of_memory(size_t nbytes, const char* cause = "");
 
   RawAllocator& raw_;
   const CachingAllocatorOptions options_;
@@ -120,6 +130,7 @@ class CachingAllocator {
   BlockPool large_blocks_;  // free blocks of large segments
   std::unordered_map<void*, Block*> live_blocks_;  // handed out, by pointer
   MemoryStats stats_;
+  int64_t fail_countdown_ = 0;  // Note [Failing the N-th allocation]
 };
 
 }  // namespace kiln::memory

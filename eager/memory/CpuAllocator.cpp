@@ -38,7 +38,7 @@ CachingAllocator& cpu_caching_allocator() {
   // Leaked on purpose, as above; its cached segments stay reachable from here.
   static auto* allocator = new CachingAllocator(
       cpu_raw_allocator(),
-      CachingAllocatorOptions{.caching_enabled = !caching_disabled_by_environment()});
+      CachingAllocatorOptions{.caching_enabled = !caching_disabled_by_environment(), .host_memory = true});
   return *allocator;
 }
 

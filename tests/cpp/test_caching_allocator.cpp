@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "eager/core/Error.h"
+#include "eager/memory/AddressSanitizer.h"
 #include "eager/memory/CachingAllocator.h"
 #include "eager/memory/CpuAllocator.h"
 
@@ -516,6 +517,56 @@ TEST(CachingAllocator, DestructorReturnsCachedSegments) {
   EXPECT_EQ(raw.used(), 0u);
   EXPECT_EQ(raw.free_calls(), 2);
 }
+
+// Note [Failing the N-th allocation]: the hook tests lean on.
+TEST(CachingAllocator, FailNthAllocationFailsOnceThenDisarms) {
+  BudgetRawAllocator raw;
+  CachingAllocator allocator(raw);
+  EXPECT_EQ(allocator.allocations_until_failure(), 0);
+  allocator.fail_nth_allocation(3);
+  void* a = allocator.allocate(100);
+  EXPECT_EQ(allocator.allocate(0), nullptr);  // a zero-size request is no allocation and does not count
+  void* b = allocator.allocate(5 * kMiB);
+  EXPECT_EQ(allocator.allocations_until_failure(), 1);
+  const MemoryStats before = allocator.stats();
+  const Error error = expect_error([&] { (void)allocator.allocate(200); });
+  EXPECT_EQ(error.kind(), ErrorKind::OutOfMemory);
+  EXPECT_NE(std::string(error.what()).find("failure injected by fail_nth_allocation"), std::string::npos)
+      << error.what();
+  MemoryStats after = allocator.stats();
+  EXPECT_EQ(after.num_ooms, before.num_ooms + 1);
+  EXPECT_EQ(after.allocation.current, before.allocation.current);
+  EXPECT_EQ(after.allocated_bytes.current, before.allocated_bytes.current);
+  EXPECT_EQ(after.num_os_allocs, before.num_os_allocs) << "an injected failure reaches no pool and no raw call";
+  EXPECT_EQ(allocator.allocations_until_failure(), 0);
+  void* c = allocator.allocate(200);  // disarmed: the next request works
+  for (void* p : {a, b, c}) allocator.deallocate(p);
+
+  allocator.fail_nth_allocation(1);
+  allocator.fail_nth_allocation(0);  // disarmed before it fired
+  allocator.deallocate(allocator.allocate(64));
+  EXPECT_EQ(expect_error([&] { allocator.fail_nth_allocation(-1); }).kind(), ErrorKind::Value);
+}
+
+#ifdef KILN_ADDRESS_SANITIZER
+// Note [Cached blocks are poisoned]: under ASan, the bytes of a host pool that
+// no caller holds are unaddressable, so an overflow past a tensor's requested
+// size, or a read of a freed block still in the cache, is a report.
+TEST(CachingAllocatorDeathTest, HostPoolPoisonsWhatItDoesNotLend) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  BudgetRawAllocator raw;
+  CachingAllocator allocator(raw, CachingAllocatorOptions{.host_memory = true});
+  auto* p = static_cast<volatile char*>(allocator.allocate(100));
+  p[0] = 1;
+  p[99] = 1;
+  EXPECT_DEATH(p[100] = 1, "use-after-poison");
+  allocator.deallocate(const_cast<char*>(p));
+  EXPECT_DEATH((void)p[0], "use-after-poison");
+  auto* q = static_cast<volatile char*>(allocator.allocate(100));  // the same block, lent again
+  q[99] = 2;
+  allocator.deallocate(const_cast<char*>(q));
+}
+#endif
 
 TEST(CpuAllocator, ProcessWideAllocatorFollowsTheEnvironment) {
   const char* env = std::getenv("KILN_NO_MEMORY_CACHING");

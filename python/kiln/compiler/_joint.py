@@ -135,8 +135,14 @@ class JointProgram:
         return results
 
     def _attach(self, forward_values, saved, inputs, results):
+        # The closure must not hold `results` or `inputs`: the outputs hold the node, the node holds
+        # `backward`, and a reference back from it is a cycle through C++ that Python's collector
+        # cannot see, leaking every step's outputs and inputs (found by scripts/soak.py). So it keeps
+        # only what backward reads, and release() drops the tensors.
         state = [list(forward_values), saved]
         program = self
+        zero_grad_meta = [(results[k].shape, results[k].dtype) for k in self.differentiable_outputs]
+        num_inputs = len(inputs)
 
         def backward(*grads):
             if state[1] is None:
@@ -148,12 +154,12 @@ class JointProgram:
             if _C.is_grad_enabled():
                 raise RuntimeError("kiln.compile: double backward (create_graph=True) through a compiled function is "
                                    "not supported yet: its backward graph does not record history")
-            grads = [g if g is not None else _C._functions.zeros(results[k].shape, dtype=results[k].dtype)
-                     for g, k in zip(grads, program.differentiable_outputs)]
+            grads = [g if g is not None else _C._functions.zeros(shape, dtype=dtype)
+                     for g, (shape, dtype) in zip(grads, zero_grad_meta)]
             joint_values = state[0] + grads + program.backward_lifted
             bwd_inputs = [joint_values[i] for i in program.backward_inputs] + state[1]
             computed = program.backward.runner(program.backward.graph, bwd_inputs)
-            out = [None] * len(inputs)
+            out = [None] * num_inputs
             for k, g in zip(program.grad_positions, computed):
                 out[k] = g
             return tuple(out)

@@ -16,6 +16,7 @@ import io
 import os
 import pickle
 import pickletools
+import struct
 
 import numpy as np
 
@@ -165,10 +166,14 @@ def _unpickle(reader: CheckpointReader, loader: StorageLoader, weights_only: boo
     unpickler = WeightsOnlyUnpickler(data, loader, encoding=load_args.get("encoding", "utf-8"))
     try:
         return unpickler.load()
-    except (pickle.UnpicklingError, RuntimeError):
-        raise
+    except (pickle.UnpicklingError, RuntimeError) as e:
+        if "kiln" in str(e):
+            raise
+        # CPython's own unpickler errors ("Memo value not found at index 40") say nothing of
+        # the checkpoint; found by fuzz/python/fuzz_load.py.
+        raise type(e)(f"kiln.load: corrupt checkpoint: its pickle is invalid ({e})") from None
     except (EOFError, IndexError, KeyError, TypeError, ValueError, AttributeError, OverflowError,
-            RecursionError, MemoryError, UnicodeDecodeError) as e:
+            RecursionError, MemoryError, UnicodeDecodeError, struct.error) as e:  # struct.error: a truncated opcode
         raise pickle.UnpicklingError(f"kiln.load: corrupt checkpoint: its pickle is invalid "
                                      f"({type(e).__name__}: {e})") from None
 

@@ -69,18 +69,44 @@ def _read_safetensors(buf: bytes) -> tuple[dict[str, Any], dict[str, str]]:
         header = json.loads(buf[8:8 + n])
     except ValueError as e:
         raise RuntimeError(f"kiln.load: corrupt safetensors header ({e})") from None
+    if not isinstance(header, dict):
+        raise _corrupt("its header is not a JSON object")
     metadata = header.pop("__metadata__", {}) or {}
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise _corrupt("its __metadata__ is not a map of strings")
     base = 8 + n
     tensors = {}
     for name, info in header.items():
-        begin, end = info["data_offsets"]
-        if info["dtype"] not in _CODE_DTYPES:
-            raise RuntimeError(f"kiln.load: unsupported safetensors dtype {info['dtype']} for '{name}'")
+        begin, end, dtype, shape = _entry(name, info)
         if not 0 <= begin <= end <= len(buf) - base:
             raise RuntimeError(f"kiln.load: corrupt safetensors file: '{name}' lies outside the data")
-        tensors[name] = _C._tensor_from_bytes(buf[base + begin:base + end], _CODE_DTYPES[info["dtype"]],
-                                              list(info["shape"]))
+        numel = 1
+        for size in shape:
+            numel *= size
+        if numel * dtype.itemsize != end - begin:
+            raise _corrupt(f"'{name}' holds {end - begin} bytes, not the {numel * dtype.itemsize} of shape {shape} "
+                           f"and dtype {info['dtype']}")
+        tensors[name] = _C._tensor_from_bytes(buf[base + begin:base + end], dtype, shape)
     return tensors, metadata
+
+
+def _corrupt(problem: str) -> RuntimeError:
+    return RuntimeError(f"kiln.load: corrupt safetensors file: {problem}")
+
+
+def _entry(name: str, info: Any) -> tuple[int, int, Any, list[int]]:
+    """(begin, end, dtype, shape) of one header entry, each checked for its type: the
+    header is the file's JSON, which may say anything (fuzz/corpus/load)."""
+    if not isinstance(info, dict):
+        raise _corrupt(f"the entry for '{name}' is not a JSON object")
+    offsets, code, shape = info.get("data_offsets"), info.get("dtype"), info.get("shape")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)):
+        raise _corrupt(f"'{name}' has no [begin, end] data_offsets")
+    if not isinstance(code, str) or code not in _CODE_DTYPES:
+        raise RuntimeError(f"kiln.load: unsupported safetensors dtype {code} for '{name}'")
+    if not (isinstance(shape, list) and all(type(size) is int and size >= 0 for size in shape)):
+        raise _corrupt(f"'{name}' has no shape of non-negative integer sizes")
+    return offsets[0], offsets[1], _CODE_DTYPES[code], shape
 
 
 def looks_like_safetensors(head: bytes) -> bool:
@@ -110,7 +136,12 @@ def read_safetensors_file(buf: bytes) -> Any:
             structure = json.loads(metadata[_STRUCTURE_KEY])
         except ValueError as e:
             raise RuntimeError(f"kiln.load: corrupt structure in the file's metadata ({e})") from None
-        return _unflatten(structure, tensors, {})
+        try:
+            return _unflatten(structure, tensors, {})
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as e:
+            # The structure is the file's JSON: any shape of value may stand where a node should.
+            raise RuntimeError(f"kiln.load: corrupt structure in the file's metadata ({type(e).__name__}: {e})") \
+                from None
     return tensors
 
 

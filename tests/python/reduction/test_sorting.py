@@ -227,3 +227,14 @@ def test_topk_heap_path_with_leading_nans_and_ties(largest):
         exact(r.values, e.values)
         sv, si = k.sort(dim=1, descending=largest, stable=True)
         exact(r.indices, torch.from_numpy(si.numpy()[:, :kk].copy()))
+
+
+def test_topk_of_a_zero_dim_tensor_writes_both_outputs_for_k_0():
+    """topk(0) of a 0-dim tensor returns that element and index 0, as torch does; kiln's
+    kernel wrote nothing for k = 0 and returned uninitialised memory (found by running
+    this file under scripts/sanitize.sh preload, where ASan fills fresh memory with 0xbe)."""
+    for _ in range(3):
+        junk = [kiln.full((64,), -7.0, dtype=kiln.float64) for _ in range(8)]
+        del junk  # the outputs below reuse these cached blocks, still holding -7.0
+        values, indices = kiln.tensor(2.0).topk(0)
+        assert (values.item(), indices.item()) == (2.0, 0)

@@ -81,7 +81,9 @@ std::tuple<Tensor, Tensor> topk_cpu(const Tensor& self, int64_t k, int64_t dim, 
   Tensor values = empty(sizes, self.dtype(), self.device());
   Tensor indices = empty(sizes, DType::Int64, self.device());
   if (values.numel() == 0) return {values, indices};
-  const SortRows p = plan_rows(self, values, indices, d, k, largest);
+  // A 0-dim input's outputs are 0-dim too, holding its one element whether k is 0 or 1 (as in
+  // PyTorch): the row's k is then 1, or k = 0 would write nothing into them.
+  const SortRows p = plan_rows(self, values, indices, d, self.dim() == 0 ? 1 : k, largest);
   sort_stub(self, values, indices, p);
   return {values, indices};
 }
