@@ -73,7 +73,7 @@ if [ "$mode" = focused ]; then
   "$BUILD_DIR/caching_allocator_asan_tests" --gtest_brief=1
   "$BUILD_DIR/caching_allocator_tsan_tests" --gtest_brief=1
   "$BUILD_DIR/parallel_tsan_tests" --gtest_brief=1
-  "$BUILD_DIR/kiln_fuzz_function_schema" -max_total_time="${KILN_FUZZ_SECONDS:-5}" -seed="$(date +%Y%m%d)" \
+  "$BUILD_DIR/kiln_fuzz_function_schema" -max_total_time="${KILN_FUZZ_SECONDS:-5}" -seed="${KILN_FUZZ_SEED:-$(date +%Y%m%d)}" \
     -dict=fuzz/dictionaries/function_schema.dict -artifact_prefix=fuzz/artifacts/function_schema- \
     fuzz/corpus/function_schema
   echo "sanitize: focused clean (caching allocator: ASan+UBSan, TSan; thread pool: TSan; schema parser fuzzing: ASan+UBSan)"

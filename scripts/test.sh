@@ -10,6 +10,11 @@ export KILN_BUILD_DIR=$BUILD_DIR
 bash scripts/setup.sh
 bash scripts/build.sh
 
+# The gate is reproducible: hypothesis draws the same examples every run (tests/python/conftest.py's
+# "gate" profile) and the fuzzers mutate from a fixed seed. Run pytest or scripts/fuzz.sh by hand to explore.
+export KILN_HYPOTHESIS_PROFILE=${KILN_HYPOTHESIS_PROFILE:-gate}
+export KILN_FUZZ_SEED=${KILN_FUZZ_SEED:-1}
+
 echo "== C++ tests (ctest) =="
 # --no-tests=error: a build that lost the C++ suite fails here instead of passing with none.
 ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j2

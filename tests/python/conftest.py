@@ -34,6 +34,14 @@ _KERNEL_CACHE_DIR = tempfile.mkdtemp(prefix="kiln-test-kernel-cache-")
 os.environ["KILN_CACHE_DIR"] = _KERNEL_CACHE_DIR
 atexit.register(shutil.rmtree, _KERNEL_CACHE_DIR, True)
 
+# hypothesis: scripts/test.sh (the gate) sets KILN_HYPOTHESIS_PROFILE=gate, so CI draws the same examples every
+# run and a red run means a change, not a newly drawn example; pytest run by hand draws fresh ones and explores.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("gate", derandomize=True, database=None)
+if os.environ.get("KILN_HYPOTHESIS_PROFILE"):
+    _hypothesis_settings.load_profile(os.environ["KILN_HYPOTHESIS_PROFILE"])
+
 # Each reason a test may skip for, and the one way of writing it.
 ALLOWED_SKIPS = {
     "no GPU": re.compile(r"^no GPU\b"),

@@ -228,3 +228,15 @@ def test_pow_exponent_gradient_takes_the_log_in_the_result_dtype():
     (kb.abs() ** ke).backward(kiln.tensor(seed))
     (tb.abs() ** te).backward(torch.tensor(seed))
     torch.testing.assert_close(torch.tensor(ke.grad.tolist()), te.grad)
+
+
+# --- a 0-dim tensor operand's precision ---------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="a 0-dim integer tensor as divisor of a float16 tensor: torch reads a CPU scalar "
+                   "operand of add/sub/mul/div at opmath precision (float32), kiln casts it to float16 first "
+                   "(-82871 becomes -inf, the quotient -0); found by test_broadcasting_and_promotion_match_torch")
+@pytest.mark.parametrize("divisor", [-82871, 70000])
+def test_a_zero_dim_integer_divisor_is_read_in_float32_next_to_float16(divisor):
+    k = kiln.div(kiln.tensor([2.5, 1.0], dtype=kiln.float16), kiln.tensor(divisor, dtype=kiln.int32))
+    t = torch.div(torch.tensor([2.5, 1.0], dtype=torch.float16), torch.tensor(divisor, dtype=torch.int32))
+    assert to_torch(k).tolist() == t.tolist()
