@@ -122,8 +122,8 @@ def write_markdown(report, path: Path) -> None:
         "## Time per call",
         "",
         "Median ± IQR over the samples; in parentheses, the speedup over kiln eager. Compiled columns "
-        "compile the function, a training step's forward and loss (backward runs through the compiled "
-        "graph, the optimizer eagerly), or the optimizer's `step`. Every column's first call is checked "
+        "compile the function, the whole training step (forward, loss, zero_grad, backward, optimizer step), "
+        "or the optimizer's `step`. Every column's first call is checked "
         "against kiln eager's before timing.",
         "",
         time_table(report),

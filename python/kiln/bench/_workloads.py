@@ -3,8 +3,9 @@ takes ``lib`` (``kiln`` or ``torch``), ``compile_fn`` (None for eager, else ``ki
 ``torch.compile``) and ``quick``, and returns a ``Step``. Inputs and initial weights come from
 numpy with fixed seeds, so every column starts from the same numbers and the first call's
 outputs can be checked against kiln eager's. What each builder compiles is the part a user
-would: the function itself, or a training step's forward and loss (backward runs through the
-compiled graph; the optimizer runs eagerly), or the optimizer's ``step``."""
+would: the function itself, a whole training step (forward, loss, zero_grad, backward and the
+optimizer's step: kiln.compile captures it as one graph, torch.compile breaks at backward), or
+the optimizer's ``step``."""
 
 from __future__ import annotations
 
@@ -110,16 +111,18 @@ def load_weights(lib, model, seed: int) -> None:
 
 
 def _training_step(model, forward_loss, opt, compile_fn, next_batch):
-    """One step: the (compiled) forward and loss, backward, the optimizer; the loss kept."""
-    fn = _maybe_compile(forward_loss, compile_fn)
+    """One training step, compiled whole: forward and loss, zero_grad, backward, the optimizer; the loss kept."""
+    def step(*batch):
+        loss = forward_loss(*batch)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    fn = _maybe_compile(step, compile_fn)
     losses = []
 
     def call():
         loss = fn(*next_batch())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        loss = loss.detach()
         losses.append(loss)
         return loss
     return Step(call, fn, losses)
