@@ -22,8 +22,8 @@
 #   eager/core files are all they link against), each compiled straight from its sources into
 #   build/focused (about a minute of CPU in all), and run: the caching allocator's
 #   tests under ASan + UBSan (its poisoning death test included) and under TSan,
-#   the thread pool's tests under TSan (over an uninstrumented oneTBB), and the
-#   schema parser's fuzz target under ASan + UBSan. CI runs it.
+#   and the schema parser's fuzz target under ASan + UBSan. CI runs it. (Not the
+#   thread pool: over Debian's uninstrumented oneTBB, TSan reports races on every run.)
 # tsan: ThreadSanitizer for all of kiln (the "tsan" preset, build/tsan: a second
 #   full build): the autograd engine's, the caching allocator's and the thread
 #   pool's GoogleTests.
@@ -63,8 +63,10 @@ if [ "$mode" = focused ]; then
              eager/core/Device.cpp eager/core/ProfilerEvents.cpp tests/cpp/test_caching_allocator.cpp)
   g++ "${COMMON[@]}" "${ASAN[@]}" "${ALLOCATOR[@]}" -lgtest -lgtest_main -o "$BUILD_DIR/caching_allocator_asan_tests"
   g++ "${COMMON[@]}" "${TSAN[@]}" "${ALLOCATOR[@]}" -lgtest -lgtest_main -o "$BUILD_DIR/caching_allocator_tsan_tests"
-  g++ "${COMMON[@]}" "${TSAN[@]}" eager/kernels/Parallel.cpp eager/core/Error.cpp tests/cpp/test_parallel.cpp \
-    -ltbb -lgtest -lgtest_main -o "$BUILD_DIR/parallel_tsan_tests"
+  # Not the thread pool (eager/kernels/Parallel.cpp): Debian's libtbb.so is not built with TSan, so the ordering
+  # its atomics give (a task submitted, then run on a worker) is invisible and every run reports races on the
+  # caller's stack objects that TBB hands to its workers. It needs a TSan build of oneTBB; until then TSan covers
+  # the allocator here and kiln's own threads in `sanitize.sh tsan`.
   g++ "${COMMON[@]}" "${ASAN[@]}" eager/dispatch/FunctionSchema.cpp eager/core/Error.cpp \
     fuzz/targets/fuzz_function_schema.cpp fuzz/driver/FuzzDriver.cpp -o "$BUILD_DIR/kiln_fuzz_function_schema"
   echo "sanitize: focused binaries built in $(( $(date +%s) - start )) s"
@@ -72,11 +74,10 @@ if [ "$mode" = focused ]; then
   export ASAN_OPTIONS="detect_leaks=1" LSAN_OPTIONS="suppressions=$SUPPRESSIONS/lsan.supp"
   "$BUILD_DIR/caching_allocator_asan_tests" --gtest_brief=1
   "$BUILD_DIR/caching_allocator_tsan_tests" --gtest_brief=1
-  "$BUILD_DIR/parallel_tsan_tests" --gtest_brief=1
   "$BUILD_DIR/kiln_fuzz_function_schema" -max_total_time="${KILN_FUZZ_SECONDS:-5}" -seed="${KILN_FUZZ_SEED:-$(date +%Y%m%d)}" \
     -dict=fuzz/dictionaries/function_schema.dict -artifact_prefix=fuzz/artifacts/function_schema- \
     fuzz/corpus/function_schema
-  echo "sanitize: focused clean (caching allocator: ASan+UBSan, TSan; thread pool: TSan; schema parser fuzzing: ASan+UBSan)"
+  echo "sanitize: focused clean (caching allocator: ASan+UBSan, TSan; schema parser fuzzing: ASan+UBSan)"
   exit 0
 fi
 # CPython does not link libstdc++: preloaded after libasan, so ASan's __cxa_throw interceptor

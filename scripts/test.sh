@@ -24,7 +24,7 @@ echo "== ASan's runtime preloaded into the release build: GoogleTest, fuzzing, a
 # KILN_FUZZ_SECONDS (3) each (fuzz/README.md), all with ASan's interceptors watching.
 bash scripts/sanitize.sh preload --ci
 
-echo "== ASan + UBSan and TSan on the parts of kiln that build alone (allocator, thread pool, schema parser) =="
+echo "== ASan + UBSan and TSan on the parts of kiln that build alone (caching allocator, schema parser) =="
 bash scripts/sanitize.sh focused
 
 if [ "${KILN_SANITIZE_CI:-0}" = "1" ]; then
