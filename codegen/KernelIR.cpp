@@ -78,6 +78,36 @@ bool is_reduction(ExprOp op) {
   return op == ExprOp::ReduceSum || op == ExprOp::ReduceMean || op == ExprOp::ReduceMax || op == ExprOp::ReduceMin;
 }
 
+bool is_vector_math(ExprOp op) {
+  switch (op) {
+    case ExprOp::Exp:
+    case ExprOp::Expm1:
+    case ExprOp::Log:
+    case ExprOp::Log2:
+    case ExprOp::Log10:
+    case ExprOp::Log1p:
+    case ExprOp::Sin:
+    case ExprOp::Cos:
+    case ExprOp::Tan:
+    case ExprOp::Tanh:
+    case ExprOp::Erf:
+    case ExprOp::Erfc:
+    case ExprOp::Exp2:
+    case ExprOp::Asin:
+    case ExprOp::Acos:
+    case ExprOp::Atan:
+    case ExprOp::Sinh:
+    case ExprOp::Cosh:
+    case ExprOp::Asinh:
+    case ExprOp::Acosh:
+    case ExprOp::Atanh:
+    case ExprOp::Pow:
+    case ExprOp::Atan2:
+    case ExprOp::Hypot: return true;
+    default: return false;
+  }
+}
+
 const char* row_operand_name(RowOperand r) {
   switch (r) {
     case RowOperand::Element: return "element";

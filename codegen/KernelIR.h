@@ -105,6 +105,10 @@ enum class ExprOp : uint8_t {
 /// True for the Reduce* ops.
 [[nodiscard]] bool is_reduction(ExprOp op);
 
+/// True for the ops codegen lowers to a call into the vector math library the eager kernels use
+/// (codegen/llvm/VectorMath.h): the transcendental functions, Pow, Atan2 and Hypot.
+[[nodiscard]] bool is_vector_math(ExprOp op);
+
 // Note [Row reduction kernels]
 // ----------------------------
 // A row kernel (`rows` set) iterates a [rows, cols] space: `cols` is the

@@ -9,25 +9,8 @@ namespace {
 
 constexpr size_t kMaxSpills = 4;
 
-bool costly(ExprOp op) {
-  switch (op) {
-    case ExprOp::Exp:
-    case ExprOp::Expm1:
-    case ExprOp::Log:
-    case ExprOp::Log2:
-    case ExprOp::Log10:
-    case ExprOp::Log1p:
-    case ExprOp::Sin:
-    case ExprOp::Cos:
-    case ExprOp::Tan:
-    case ExprOp::Tanh:
-    case ExprOp::Erf:
-    case ExprOp::Pow:
-    case ExprOp::Div:
-    case ExprOp::Sqrt: return true;
-    default: return false;
-  }
-}
+/// Worth keeping in a scratch row for later passes rather than computing again.
+bool costly(ExprOp op) { return is_vector_math(op) || op == ExprOp::Div || op == ExprOp::Sqrt; }
 
 }  // namespace
 

@@ -73,27 +73,53 @@ bool candidate(const ir::Node& n, const std::function<bool(const ir::Node&)>& fu
 
 }  // namespace
 
+bool reads_outside_before(const std::vector<const ir::Node*>& members, size_t gi, const ir::Node* n,
+                          const GroupIndex& group_of) {
+  for (const ir::Node* m : members) {
+    for (const ir::Use& u : m->output()->uses()) {
+      const ir::Node* user = u.user;
+      if (!user->in_node_list() || user == n) continue;
+      const auto owner = group_of.find(user);
+      const bool in_group = owner != group_of.end() && owner->second == gi;
+      if (!in_group && user->is_before(n)) return true;
+    }
+  }
+  return false;
+}
+
+void collect_group_boundary(FusionGroup& group, size_t gi, const GroupIndex& group_of,
+                            const std::unordered_set<const ir::Value*>& returned) {
+  const auto in_group = [&](const ir::Node* node) {
+    const auto it = group_of.find(node);
+    return it != group_of.end() && it->second == gi;
+  };
+  for (const ir::Node* m : group.nodes) {
+    for (const ir::Value* v : m->inputs()) {
+      if (!in_group(v->node()) && std::find(group.inputs.begin(), group.inputs.end(), v) == group.inputs.end()) {
+        group.inputs.push_back(v);
+      }
+    }
+    const ir::Value* out = m->output();
+    bool outside = returned.count(out) != 0;
+    for (const ir::Use& u : out->uses()) {
+      if (!in_group(u.user)) outside = true;
+    }
+    if (outside) group.outputs.push_back(out);
+  }
+}
+
 std::vector<FusionGroup> fuse_pointwise(const ir::Graph& g, const std::function<bool(const ir::Node&)>& fusible) {
   if (writes_in_place(g)) return {};
   std::vector<FusionGroup> groups;
   std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes;  // each group's sizes, strides
-  std::unordered_map<const ir::Node*, size_t> group_of;
+  GroupIndex group_of;
   for (const ir::Node* n : g.nodes()) {
     if (!candidate(*n, fusible)) continue;
     const auto shape = std::make_pair(*known_sizes(n->output()->type()), strides_of(n->output()->type().tensor_type()));
     // Whether n may join group gi: one layout, and no node outside gi before n reads a member's result.
     const auto may_join = [&](size_t gi) {
       if (shapes[gi] != shape) return false;
-      for (const ir::Node* m : groups[gi].nodes) {
-        for (const ir::Use& u : m->output()->uses()) {
-          const ir::Node* user = u.user;
-          if (!user->in_node_list() || user == n) continue;
-          const auto owner = group_of.find(user);
-          const bool in_group = owner != group_of.end() && owner->second == gi;
-          if (!in_group && user->is_before(n)) return false;
-        }
-      }
-      return true;
+      return !reads_outside_before(groups[gi].nodes, gi, n, group_of);
     };
     // The latest group producing one of n's inputs (vertical), else the latest group at all (horizontal:
     // same-layout siblings share one loop and their common inputs' reads).
@@ -114,25 +140,7 @@ std::vector<FusionGroup> fuse_pointwise(const ir::Graph& g, const std::function<
   }
   // Inputs and outputs of each group.
   std::unordered_set<const ir::Value*> returned(g.outputs().begin(), g.outputs().end());
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    FusionGroup& group = groups[gi];
-    for (const ir::Node* m : group.nodes) {
-      for (const ir::Value* v : m->inputs()) {
-        const auto it = group_of.find(v->node());
-        if ((it == group_of.end() || it->second != gi) &&
-            std::find(group.inputs.begin(), group.inputs.end(), v) == group.inputs.end()) {
-          group.inputs.push_back(v);
-        }
-      }
-      const ir::Value* out = m->output();
-      bool outside = returned.count(out) != 0;
-      for (const ir::Use& u : out->uses()) {
-        const auto it = group_of.find(u.user);
-        if (it == group_of.end() || it->second != gi) outside = true;
-      }
-      if (outside) group.outputs.push_back(out);
-    }
-  }
+  for (size_t gi = 0; gi < groups.size(); ++gi) collect_group_boundary(groups[gi], gi, group_of, returned);
   // Order groups by where they run (their last node).
   std::sort(groups.begin(), groups.end(),
             [](const FusionGroup& a, const FusionGroup& b) { return a.nodes.back()->is_before(b.nodes.back()); });

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/Graph.h"
@@ -35,6 +37,23 @@ struct FusionGroup {
   std::vector<const ir::Value*> inputs;   // read from outside the group, in first-use order
   std::vector<const ir::Value*> outputs;  // member results read outside the group or returned
 };
+
+/// Which group each grouped node is in (an index into the pass's list of groups).
+using GroupIndex = std::unordered_map<const ir::Node*, size_t>;
+
+/// Given group gi's members so far and a node n after them.
+/// Do    reads_outside_before(members, gi, n, group_of).
+/// Result whether a node outside gi that stands before n reads a member's result: n may then not
+///        join gi, since the group runs at its last node (Note [Pointwise fusion groups]).
+[[nodiscard]] bool reads_outside_before(const std::vector<const ir::Node*>& members, size_t gi, const ir::Node* n,
+                                        const GroupIndex& group_of);
+
+/// Given group gi with its nodes decided, and the values g returns.
+/// Do    collect_group_boundary(group, gi, group_of, returned).
+/// Result group.inputs holds what its members read from outside gi (first-use order) and group.outputs
+///        the member results read outside gi or returned.
+void collect_group_boundary(FusionGroup& group, size_t gi, const GroupIndex& group_of,
+                            const std::unordered_set<const ir::Value*>& returned);
 
 /// Given g and a predicate saying which candidate nodes may fuse (they have kernel math and,
 /// where the graph runs with autograd, record no history: runtime/CompiledGraph.cpp).

@@ -154,7 +154,7 @@ std::optional<size_t> fusible_reduction(const ir::Node& n) {
 std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::function<bool(const ir::Node&)>& fusible) {
   if (writes_in_place(g)) return {};
   std::vector<ReductionGroup> groups;
-  std::unordered_map<const ir::Node*, size_t> group_of;
+  GroupIndex group_of;
   for (const ir::Node* n : g.nodes()) {
     if (n->kind() != ir::NodeKind::Op || n->outputs().size() != 1) continue;
     const std::optional<size_t> folds = fusible_reduction(*n);
@@ -182,16 +182,7 @@ std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::funct
       } else if (!pointwise_fits(*n, group.sizes, group.reduced_dims)) {
         return false;
       }
-      for (const ir::Node* m : group.members.nodes) {
-        for (const ir::Use& u : m->output()->uses()) {
-          const ir::Node* user = u.user;
-          if (!user->in_node_list() || user == n) continue;
-          const auto owner = group_of.find(user);
-          const bool in_group = owner != group_of.end() && owner->second == gi;
-          if (!in_group && user->is_before(n)) return false;
-        }
-      }
-      return true;
+      return !reads_outside_before(group.members.nodes, gi, n, group_of);
     };
     std::optional<size_t> join;
     for (const ir::Value* v : n->inputs()) {
@@ -247,23 +238,7 @@ std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::funct
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     ReductionGroup& group = groups[gi];
     if (group.reduced_dims == 0 || group.members.nodes.empty()) continue;
-    FusionGroup& fg = group.members;
-    for (const ir::Node* m : fg.nodes) {
-      for (const ir::Value* v : m->inputs()) {
-        const auto it = group_of.find(v->node());
-        if ((it == group_of.end() || it->second != gi) &&
-            std::find(fg.inputs.begin(), fg.inputs.end(), v) == fg.inputs.end()) {
-          fg.inputs.push_back(v);
-        }
-      }
-      const ir::Value* out = m->output();
-      bool outside = returned.count(out) != 0;
-      for (const ir::Use& u : out->uses()) {
-        const auto it = group_of.find(u.user);
-        if (it == group_of.end() || it->second != gi) outside = true;
-      }
-      if (outside) fg.outputs.push_back(out);
-    }
+    collect_group_boundary(group.members, gi, group_of, returned);
     kept.push_back(std::move(group));
   }
   std::sort(kept.begin(), kept.end(), [](const ReductionGroup& a, const ReductionGroup& b) {
