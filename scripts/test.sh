@@ -11,9 +11,10 @@ bash scripts/setup.sh
 bash scripts/build.sh
 
 # The gate is reproducible: hypothesis draws the same examples every run (tests/python/conftest.py's
-# "gate" profile) and the fuzzers mutate from a fixed seed. Run pytest or scripts/fuzz.sh by hand to explore.
+# "gate" profile) and the sanitizer runs' fuzzers mutate from a fixed seed (passed to sanitize.sh alone:
+# in pytest, KILN_FUZZ_SEED=N narrows the compile fuzzer to program N). By hand, both explore.
 export KILN_HYPOTHESIS_PROFILE=${KILN_HYPOTHESIS_PROFILE:-gate}
-export KILN_FUZZ_SEED=${KILN_FUZZ_SEED:-1}
+FUZZ_SEED=${KILN_FUZZ_SEED:-1}
 
 echo "== C++ tests (ctest) =="
 # --no-tests=error: a build that lost the C++ suite fails here instead of passing with none.
@@ -22,15 +23,15 @@ ctest --test-dir "$BUILD_DIR" --output-on-failure --no-tests=error -j2
 echo "== ASan's runtime preloaded into the release build: GoogleTest, fuzzing, a pytest slice =="
 # ctest above replayed the fuzz corpora; this also mutates them (and kiln.load's) for
 # KILN_FUZZ_SECONDS (3) each (fuzz/README.md), all with ASan's interceptors watching.
-bash scripts/sanitize.sh preload --ci
+KILN_FUZZ_SEED=$FUZZ_SEED bash scripts/sanitize.sh preload --ci
 
 echo "== ASan + UBSan and TSan on the parts of kiln that build alone (caching allocator, schema parser) =="
-bash scripts/sanitize.sh focused
+KILN_FUZZ_SEED=$FUZZ_SEED bash scripts/sanitize.sh focused
 
 if [ "${KILN_SANITIZE_CI:-0}" = "1" ]; then
   # Off by default: each is a second full build of kiln, over an hour cold on two cores (scripts/sanitize.sh).
   echo "== Sanitizers: ASan + UBSan build of all of kiln, GoogleTest, fuzzing and a pytest slice; TSan build =="
-  bash scripts/sanitize.sh asan --ci
+  KILN_FUZZ_SEED=$FUZZ_SEED bash scripts/sanitize.sh asan --ci
   bash scripts/sanitize.sh tsan
 fi
 
