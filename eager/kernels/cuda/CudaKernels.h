@@ -15,5 +15,7 @@ void register_cuda_pointwise_kernels();  // CudaPointwiseKernels.cpp
 void register_cuda_factory_kernels();    // CudaFactoryKernels.cpp
 void register_cuda_reduce_kernels();     // CudaReduceKernels.cpp
 void register_cuda_blas_kernels();       // CudaBlasKernels.cpp
+void register_cuda_norm_kernels();       // CudaNormKernels.cpp
+void register_cuda_loss_kernels();       // CudaLossKernels.cpp
 
 }  // namespace kiln::native

@@ -6,6 +6,8 @@
 #include "eager/core/Error.h"
 #include "eager/cuda/CudaDevice.h"
 #include "eager/cuda/KernelCache.h"
+#include "eager/kernels/cpu/creation/Factories.h"
+#include "eager/kernels/cuda/CudaCopy.h"
 #include "kiln/generated/Functions.h"
 
 namespace kiln::native::cuda_kernels {
@@ -103,6 +105,20 @@ std::vector<Tensor> on_one_device(const std::vector<Tensor>& tensors, const char
     }
   }
   return out;
+}
+
+Tensor contiguous_as(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype && t.is_contiguous()) return t;
+  return to_copy_across_devices(t, dtype, t.device(), false, MemoryFormat::Contiguous);
+}
+
+Tensor bad_index_flag(const Device& device) { return kiln::zeros({2}, DType::Int64, device); }
+
+std::optional<int64_t> read_bad_index(const Tensor& flag) {
+  const Tensor host = to_copy_across_devices(flag, std::nullopt, Device(DeviceType::CPU), false, std::nullopt);
+  const int64_t* v = host.data_ptr<int64_t>();
+  if (v[0] == 0) return std::nullopt;
+  return v[1];
 }
 
 void check_kernel_dtype(DType dtype, const char* op) {

@@ -2,6 +2,7 @@
 // device checks, and the grid for a grid-stride loop.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,19 @@ template <int N>
 void launch_elementwise(const KernelInstance& kernel, int device, int64_t n, std::vector<void*> params);
 /// Runs a row kernel: one block of 256 threads per row (grid capped).
 void launch_rows(const KernelInstance& kernel, int device, int64_t rows, std::vector<void*> params);
+
+/// A contiguous CUDA tensor with t's values in `dtype` (t itself when it already is one).
+[[nodiscard]] Tensor contiguous_as(const Tensor& t, DType dtype);
+
+/// Note [Bad indices on CUDA]
+/// The indexing and loss kernels check every index on the device: a bad one is
+/// never read, and is stored in a 2-element int64 flag (bad[0] = 1, bad[1] = the
+/// index). The launcher then reads the flag back (one 16-byte device-to-host
+/// copy, which waits for the kernel) and raises the CPU kernel's error, where
+/// torch's CUDA kernels would trip a device assert that poisons the context.
+[[nodiscard]] Tensor bad_index_flag(const Device& device);
+/// The bad index the kernels stored in `flag`, if any (waits for them).
+[[nodiscard]] std::optional<int64_t> read_bad_index(const Tensor& flag);
 
 /// torch's "Expected all tensors to be on the same device, but found at least two
 /// devices, cuda:0 and cpu!" unless every tensor is on `device`, except 0-dim

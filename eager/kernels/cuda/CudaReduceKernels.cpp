@@ -1,5 +1,5 @@
 // The CUDA kernels of the reductions (sum, mean, prod, amax, amin, max, min)
-// and of softmax / log_softmax: the reduced dims are moved last and made
+// and of softmax / log_softmax (forward and backward): the reduced dims are moved last and made
 // contiguous, so every kernel reads [rows, cols] rows (KernelSources.h).
 #include <algorithm>
 #include <optional>
@@ -11,6 +11,7 @@
 #include "eager/kernels/cuda/CudaCopy.h"
 #include "eager/kernels/cuda/CudaKernels.h"
 #include "eager/kernels/cuda/CudaLaunch.h"
+#include "eager/kernels/cuda/NnKernelSources.h"
 
 namespace kiln::native {
 
@@ -161,6 +162,57 @@ Tensor softmax_impl(const Tensor& self, int64_t dim, DType dtype, bool log) {
   return to_copy_across_devices(out.permute(inverse), std::nullopt, self.device(), false, MemoryFormat::Contiguous);
 }
 
+/// _softmax_backward_data / _log_softmax_backward_data: from the forward's output, as the CPU ops.
+Tensor softmax_backward_impl(const Tensor& grad_output, const Tensor& output, int64_t dim, DType input_dtype, bool log) {
+  const char* op = log ? "_log_softmax_backward_data" : "_softmax_backward_data";
+  KILN_CHECK(grad_output.sizes().size() == output.sizes().size() &&
+                 std::equal(grad_output.sizes().begin(), grad_output.sizes().end(), output.sizes().begin()),
+             op, ": grad_output of shape ", grad_output.sizes(), " does not match output of shape ", output.sizes());
+  KILN_CHECK(grad_output.dtype() == output.dtype(), op, ": expected grad_output and output to have the same dtype, ",
+             "but got ", scalar_type_name(grad_output.dtype()), " and ", scalar_type_name(output.dtype()));
+  KILN_CHECK_NOT_IMPLEMENTED(is_floating(output.dtype()) && is_floating(input_dtype), "\"", op,
+                             "\" not implemented for '", scalar_type_name(output.dtype()), "'");
+  const auto ops = cuda_kernels::on_one_device({grad_output, output}, op);
+  const DType dtype = output.dtype();
+  const int64_t ndim = output.dim();
+  const int64_t d = wrap_dim(dim, ndim);
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < ndim; ++i) {
+    if (i != d) kept.push_back(i);
+  }
+  const std::vector<int64_t> reduced = ndim == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{d};
+  const int device = device_of(output);
+  cuda::DeviceGuard guard(device);
+  const Tensor g = rows_of(ops[0], kept, reduced, dtype);
+  const Tensor y = rows_of(ops[1], kept, reduced, dtype);
+  Tensor dx = kiln::empty(y.sizes(), dtype, output.device());
+  const int64_t cols = ndim == 0 ? 1 : output.sizes()[static_cast<size_t>(d)];
+  const int64_t rows = cols == 0 ? 0 : output.numel() / cols;
+  const void* g_ptr = g.data_ptr();
+  const void* y_ptr = y.data_ptr();
+  void* dx_ptr = dx.data_ptr();
+  long long r = rows;
+  long long c = cols;
+  cuda_kernels::launch_rows(cuda_kernels::softmax_backward_kernel(log, dtype), device, rows,
+                            {&g_ptr, &y_ptr, &dx_ptr, &r, &c});
+  Tensor result = dx;
+  if (ndim > 0 && d != ndim - 1) {
+    std::vector<int64_t> inverse(static_cast<size_t>(ndim));
+    for (int64_t i = 0; i < ndim - 1; ++i) inverse[static_cast<size_t>(kept[static_cast<size_t>(i)])] = i;
+    inverse[static_cast<size_t>(d)] = ndim - 1;
+    result = dx.permute(inverse);
+  }
+  return cuda_kernels::contiguous_as(result, input_dtype);
+}
+
+Tensor softmax_backward_data_cuda(const Tensor& grad_output, const Tensor& output, int64_t dim, DType input_dtype) {
+  return softmax_backward_impl(grad_output, output, dim, input_dtype, false);
+}
+Tensor log_softmax_backward_data_cuda(const Tensor& grad_output, const Tensor& output, int64_t dim,
+                                      DType input_dtype) {
+  return softmax_backward_impl(grad_output, output, dim, input_dtype, true);
+}
+
 Tensor softmax_int_cuda(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
   return softmax_impl(self, dim, dtype.value_or(self.dtype()), false);
 }
@@ -191,6 +243,8 @@ void register_cuda_reduce_kernels() {
   lib->impl("log_softmax.int", &log_softmax_int_cuda);
   lib->impl("_softmax", &softmax_cuda);
   lib->impl("_log_softmax", &log_softmax_cuda);
+  lib->impl("_softmax_backward_data", &softmax_backward_data_cuda);
+  lib->impl("_log_softmax_backward_data", &log_softmax_backward_data_cuda);
 }
 
 }  // namespace kiln::native

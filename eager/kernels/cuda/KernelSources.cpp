@@ -4,7 +4,11 @@
 #include <algorithm>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/cuda/IndexKernelSources.h"
+#include "eager/kernels/cuda/NnKernelSources.h"
+#include "eager/kernels/cuda/OptimKernelSources.h"
 #include "eager/kernels/cuda/PointwiseMath.h"
+#include "eager/kernels/cuda/RandomKernelSources.h"
 
 namespace kiln::native::cuda_kernels {
 
@@ -316,6 +320,12 @@ extern "C" __global__ void $NAME(const $IN* in, $IN* out, long long rows, long l
 
 }  // namespace
 
+const char* template_cuda_type(DType dtype) { return cuda_type(dtype); }
+const char* template_tag(DType dtype) { return tag(dtype); }
+std::string fill_template(std::string text, std::vector<std::pair<std::string, std::string>> values) {
+  return fill(std::move(text), std::move(values));
+}
+
 const std::string& kernel_prelude() {
   static const std::string prelude = kPrelude;
   return prelude;
@@ -450,6 +460,10 @@ std::vector<std::pair<std::string, std::vector<KernelInstance>>> all_kernel_inst
     softmax.push_back(softmax_kernel(true, d));
   }
   families.emplace_back("softmax", std::move(softmax));
+  append_nn_kernel_instances(families);
+  append_index_kernel_instances(families);
+  append_random_kernel_instances(families);
+  append_optim_kernel_instances(families);
   return families;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "eager/core/DType.h"
@@ -51,6 +52,14 @@ struct KernelInstance {
 [[nodiscard]] KernelInstance reduce_kernel(const std::string& op, DType in, DType out);
 /// Row-wise softmax / log_softmax over a contiguous [rows, cols] input.
 [[nodiscard]] KernelInstance softmax_kernel(bool log, DType dtype);
+
+// For the other template files (NnKernelSources.h, IndexKernelSources.h, ...).
+/// The CUDA spelling of a dtype in the prelude ("float", "kiln::half", "long long").
+[[nodiscard]] const char* template_cuda_type(DType dtype);
+/// The short tag kernel names carry ("f32", "i64", "b8").
+[[nodiscard]] const char* template_tag(DType dtype);
+/// `text` with each "$KEY" replaced by its value (longer keys first).
+[[nodiscard]] std::string fill_template(std::string text, std::vector<std::pair<std::string, std::string>> values);
 
 /// Every instantiation the launchers may ask for, grouped by family (the family's name first).
 [[nodiscard]] std::vector<std::pair<std::string, std::vector<KernelInstance>>> all_kernel_instances();

@@ -31,6 +31,8 @@ void register_cuda_kernels() {
     register_cuda_pointwise_kernels();
     register_cuda_reduce_kernels();
     register_cuda_blas_kernels();
+    register_cuda_norm_kernels();
+    register_cuda_loss_kernels();
   });
 }
 
