@@ -12,6 +12,7 @@
 #include "eager/cuda/DynamicLibrary.h"
 #include "eager/cuda/KernelCache.h"
 #include "eager/cuda/Nvrtc.h"
+#include "eager/dispatch/Dispatcher.h"
 #include "eager/kernels/cuda/CudaCopy.h"
 #include "eager/kernels/cuda/CudaKernels.h"
 #include "eager/kernels/cuda/KernelSources.h"
@@ -94,6 +95,19 @@ void init_cuda(PyObject* module) {
     }
     return out;
   });
+  m.def(
+      "_cuda_check_kernel",
+      [](const std::string& qualified_name, const std::string& overload) {
+        // What dispatching `op` on a CUDA tensor finds, without a GPU: True when a kernel (the
+        // op's CUDA kernel or a composite) serves it, else the dispatcher's NotImplementedError
+        // naming the op and the 'CUDA' backend, as a call would raise it.
+        const std::optional<OperatorHandle> op = Dispatcher::singleton().find_op(qualified_name, overload);
+        KILN_CHECK(op.has_value(), "no operator ", qualified_name, overload.empty() ? "" : ".", overload);
+        const OperatorEntry& entry = op->entry();
+        if (!entry.lookup(DispatchKey::CUDA).is_kernel()) entry.report_missing_kernel(DispatchKey::CUDA);
+        return true;
+      },
+      py::arg("qualified_name"), py::arg("overload") = "");
   m.def("_cuda_nvrtc_compile_count", [] { return cuda::nvrtc_compile_count(); });
 
   // Memory.

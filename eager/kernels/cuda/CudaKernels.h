@@ -17,5 +17,8 @@ void register_cuda_reduce_kernels();     // CudaReduceKernels.cpp
 void register_cuda_blas_kernels();       // CudaBlasKernels.cpp
 void register_cuda_norm_kernels();       // CudaNormKernels.cpp
 void register_cuda_loss_kernels();       // CudaLossKernels.cpp
+void register_cuda_index_kernels();      // CudaIndexKernels.cpp
+void register_cuda_random_kernels();     // CudaRandomKernels.cpp
+void register_cuda_optim_kernels();      // CudaOptimKernels.cpp
 
 }  // namespace kiln::native
