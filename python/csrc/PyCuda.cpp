@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "eager/cuda/Cublas.h"
+#include "eager/cuda/CublasLt.h"
 #include "eager/cuda/CudaAllocator.h"
 #include "eager/cuda/CudaDevice.h"
 #include "eager/cuda/CudaStream.h"
@@ -74,6 +75,8 @@ void init_cuda(PyObject* module) {
   m.def("_nvrtc_version", [] { return cuda::nvrtc_version(); });
   m.def("_nvrtc_library_path", [] { return cuda::nvrtc_library_path(); });
   m.def("_cublas_library_path", [] { return std::string(cuda::cublas_library_path()); });
+  // "" when cuBLASLt does not load (addmm then keeps to cuBLAS: Note [addmm's bias epilogue]).
+  m.def("_cublaslt_library_path", [] { return std::string(cuda::cublaslt_library_path()); });
   m.def(
       "_nvrtc_compile",
       [](const std::string& source, const std::string& name, const std::string& arch, bool ptx) {
@@ -108,6 +111,28 @@ void init_cuda(PyObject* module) {
         return true;
       },
       py::arg("qualified_name"), py::arg("overload") = "");
+  m.def("_cublas_gemm_direct", [](py::handle out_obj, py::handle a_obj, py::handle b_obj) {
+    // out = a @ b for contiguous 2-D CUDA tensors of one dtype, straight through cuda::gemm: the
+    // "cuBLAS called directly" baseline of tests/gpu/cuda_bench.py (no checks beyond these).
+    const Tensor& out = tensor_arg(out_obj, "out");
+    const Tensor& a = tensor_arg(a_obj, "a");
+    const Tensor& b = tensor_arg(b_obj, "b");
+    KILN_CHECK(a.dim() == 2 && b.dim() == 2 && out.dim() == 2 && a.is_contiguous() && b.is_contiguous() &&
+                   out.is_contiguous() && a.dtype() == b.dtype() && a.dtype() == out.dtype() && a.size(1) == b.size(0) &&
+                   out.size(0) == a.size(0) && out.size(1) == b.size(1) && out.device().is_cuda(),
+               "_cublas_gemm_direct: contiguous 2-D CUDA tensors of one dtype with matching shapes");
+    cuda::GemmArgs g;
+    g.m = b.size(1);  // row-major out = a b is column-major out^T = b^T a^T
+    g.n = a.size(0);
+    g.k = a.size(1);
+    g.a = b.data_ptr();
+    g.lda = b.size(1);
+    g.b = a.data_ptr();
+    g.ldb = a.size(1);
+    g.c = out.data_ptr();
+    g.ldc = b.size(1);
+    cuda::gemm(cuda::current_stream(out.device().index()), out.dtype(), g);
+  });
   m.def("_cuda_nvrtc_compile_count", [] { return cuda::nvrtc_compile_count(); });
 
   // Memory.

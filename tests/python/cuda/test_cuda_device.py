@@ -93,6 +93,41 @@ def test_stream_aware_reuse_and_record_stream():
     assert y.sum().item() == 3 * (1 << 18)
 
 
+def test_allocator_stress_with_several_streams():
+    # Many sizes (small and large pools, splits and merges) allocated, used and freed on four
+    # streams, blocks handed between streams with record_stream; afterwards every byte is back.
+    kiln.cuda.synchronize()
+    base = kiln.cuda.memory_allocated()
+    streams = [kiln.cuda.Stream() for _ in range(4)]
+    sizes = [1, 300, 4096, 70000, 1 << 20, (1 << 20) + 1, 3 << 20, 12345678]
+    live = []
+    for i in range(400):
+        s = streams[i % 4]
+        with kiln.cuda.stream(s):
+            t = kiln.full((sizes[(i * 7) % len(sizes)] // 4 + 1,), float(i), device="cuda")
+            live.append((t, float(i)))
+        if i % 5 == 0:
+            other = streams[(i + 1) % 4]
+            with kiln.cuda.stream(other):
+                _ = live[-1][0] * 2
+            live[-1][0].record_stream(other)
+        if len(live) > 24:
+            t, v = live.pop(0)
+            assert t[:1].cpu().item() == v
+            del t
+    for s in streams:
+        s.synchronize()
+    for t, v in live:
+        assert t[-1:].cpu().item() == v
+    live.clear()
+    kiln.cuda.synchronize()
+    assert kiln.cuda.memory_allocated() == base
+    stats = kiln.cuda.memory_stats()
+    assert stats["allocated_bytes.all.current"] == base
+    kiln.cuda.empty_cache()
+    assert kiln.cuda.memory_reserved() >= kiln.cuda.memory_allocated()
+
+
 def test_out_of_memory_raises_with_a_summary():
     with pytest.raises(kiln.cuda.OutOfMemoryError, match="out of memory"):
         kiln.empty(1 << 50, dtype=kiln.uint8, device="cuda")

@@ -94,7 +94,7 @@ def _compile_and_assemble(family: str, source: str, names: list[str], arch: str,
 def test_every_instantiation_compiles_to_ptx_and_assembles():
     modules = kiln._C._cuda_kernel_modules()
     jobs = [(family, source, names, arch) for family, source, names in modules for arch in ARCHS]
-    with tempfile.TemporaryDirectory() as folder, ThreadPoolExecutor(max_workers=2) as pool:
+    with tempfile.TemporaryDirectory() as folder, ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 2)) as pool:
         results = list(pool.map(lambda job: _compile_and_assemble(*job, folder), jobs))
         failures = {what: err for what, err in results if err}
         assert not failures, failures
@@ -102,6 +102,20 @@ def test_every_instantiation_compiles_to_ptx_and_assembles():
     assert len(assembled) == len(jobs)
     total = sum(len(names) for _, _, names in modules)
     assert total >= 500 + sum(NN_FAMILIES.values()), total  # 606 when the nn kernels landed
+
+
+def _cublas_loads() -> bool:
+    try:
+        kiln._C._cublas_library_path()
+        return True
+    except RuntimeError:
+        return False
+
+
+@pytest.mark.skipif(not _cublas_loads(), reason="optional package nvidia-cublas is not installed")
+def test_cublaslt_loads_from_the_cublas_wheel():
+    # addmm's bias epilogue (Note [addmm's bias epilogue]) dlopens it like cuBLAS; "" would mean it did not load.
+    assert kiln._C._cublaslt_library_path().endswith("libcublasLt.so.13")
 
 
 def test_a_compile_error_reports_nvrtcs_log():

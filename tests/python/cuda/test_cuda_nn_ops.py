@@ -233,6 +233,20 @@ def test_bad_indices_raise_cpus_errors():
         c.gather(1, kiln.tensor([[9]], device="cuda"))
 
 
+# --- addmm through cuBLASLt's bias epilogue -------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [kiln.float32, kiln.float16, kiln.bfloat16])
+def test_linear_with_bias_epilogue(dtype):
+    x, w, b = kiln.randn(33, 64).to(dtype), kiln.randn(48, 64).to(dtype), kiln.randn(48).to(dtype)
+    exact = F.linear(x.double(), w.double(), b.double())
+    got = F.linear(x.cuda(), w.cuda(), b.cuda())
+    assert got.dtype == dtype
+    atol = {kiln.float32: 1e-3, kiln.float16: 5e-2, kiln.bfloat16: 3e-1}[dtype]
+    assert (got.cpu().double() - exact).abs().max().item() < atol
+    got = kiln.addmm(b.view(1, 48).cuda(), x.cuda(), w.t().cuda(), alpha=0.5)
+    assert (got.cpu().double() - kiln.addmm(b.double(), x.double(), w.double().t(), alpha=0.5)).abs().max() < atol
+
+
 # --- fused optimizers -------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("make", [
