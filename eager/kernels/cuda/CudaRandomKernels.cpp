@@ -1,6 +1,6 @@
 // The CUDA random kernels: bernoulli_ with one p (dropout's keep-mask:
 // native_dropout and dropout are composites of bernoulli_ and mul, Note
-// [Dropout is composite] in eager/kernels/cpu/nn/DropoutOps.cpp) and uniform_.
+// [Dropout is composite] in eager/kernels/cpu/nn/DropoutOps.cpp), uniform_ and normal_.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -37,7 +37,9 @@ namespace kiln::native {
 //   * equal numbers: bernoulli (dropout's mask) and the [0, 1) uniforms are
 //     bit-identical to the CPU's for the same (seed, offset) (integer tests on
 //     the same words), and uniform_ in float rounds as the CPU's may differ in
-//     the last ulp where one side contracts a * b + c into an FMA.
+//     the last ulp where one side contracts a * b + c into an FMA; normal_ pairs the same
+//     uniforms by Box-Muller, its log/sqrt/sin/cos CUDA's libdevice rather than SLEEF, so
+//     its values agree with the CPU's to a few ulps.
 // torch instead keeps a separate Philox generator per CUDA device; kiln has no
 // CUDA generator object, so a torch-style `generator=` of device cuda is
 // refused (cpu_generator_or_default's error) and a CPU Generator is accepted.
@@ -140,6 +142,32 @@ Tensor uniform_cuda_(const Tensor& self, double from, double to, const std::opti
   });
 }
 
+Tensor normal_cuda_(const Tensor& self, double mean, double std, const std::optional<Generator>& generator) {
+  KILN_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  if (self.numel() == 0) return self;
+  KILN_CHECK_NOT_IMPLEMENTED(is_floating_point(self.dtype()), "\"normal_kernel_cuda\" not implemented for '",
+                             scalar_type_name(self.dtype()), "'");
+  return draw_into_cuda(self, [&](const Tensor& out) {
+    const bool wide = out.dtype() == DType::Float64;
+    const PhiloxInputs philox = reserve_for(generator, out.numel(), wide ? 2 : 1);
+    void* op = out.data_ptr();
+    long long n = out.numel();
+    unsigned long long seed = philox.seed;
+    unsigned long long offset = philox.offset;
+    const int device = cuda_kernels::device_of(out);
+    const cuda_kernels::KernelInstance kernel = cuda_kernels::normal_kernel(out.dtype());
+    if (wide) {
+      double m = mean;
+      double s = std;
+      cuda_kernels::launch_elementwise(kernel, device, (n + 31) / 32 * 16, {&op, &n, &seed, &offset, &m, &s});
+      return;
+    }
+    float m = static_cast<float>(mean);
+    float s = static_cast<float>(std);
+    cuda_kernels::launch_elementwise(kernel, device, (n + 63) / 64 * 16, {&op, &n, &seed, &offset, &m, &s});
+  });
+}
+
 }  // namespace
 
 void register_cuda_random_kernels() {
@@ -147,6 +175,7 @@ void register_cuda_random_kernels() {
   lib->impl("bernoulli_.float", &bernoulli_scalar_cuda_);
   lib->impl("bernoulli.p", &bernoulli_p_cuda);
   lib->impl("uniform_", &uniform_cuda_);
+  lib->impl("normal_", &normal_cuda_);
 }
 
 }  // namespace kiln::native

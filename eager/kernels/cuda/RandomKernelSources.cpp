@@ -94,6 +94,50 @@ extern "C" __global__ void $NAME(double* out, long long n, unsigned long long se
 }
 )CUDA";
 
+// Standard normals by Box-Muller as the CPU's box_muller: in a float group, elements e and e + 32
+// pair up (words w and w + 2 of one block), z_e = r cos(theta), z_{e+32} = r sin(theta),
+// r = sqrt(-2 log(1 - u_e)), theta = 2 pi u_{e+32}; then mean + std * z.
+const char* kNormalFloat = R"CUDA(
+extern "C" __global__ void $NAME($T* out, long long n, unsigned long long seed, unsigned long long offset,
+                                 float mean, float std) {
+  const long long blocks = (n + 63) / 64 * 16;
+  const float scale = 1.0f / 16777216.0f;
+  const float two_pi = 6.2831853071795864769f;
+  for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < blocks; j += (long long)gridDim.x * blockDim.x) {
+    const uint4 b = kiln::philox_block(seed, offset + static_cast<unsigned long long>(j));
+    const unsigned words[4] = {b.x, b.y, b.z, b.w};
+    const long long first = (j / 16) * 64 + (j % 16);
+    for (int w = 0; w < 2; ++w) {
+      const float u1 = 1.0f - static_cast<float>(static_cast<int>(words[w] >> 8)) * scale;
+      const float theta = two_pi * (static_cast<float>(static_cast<int>(words[w + 2] >> 8)) * scale);
+      const float radius = sqrtf(-2.0f * logf(u1));
+      const long long e = first + 16 * w;
+      if (e < n) out[e] = kiln::convert<$T>(radius * cosf(theta) * std + mean);
+      if (e + 32 < n) out[e + 32] = kiln::convert<$T>(radius * sinf(theta) * std + mean);
+    }
+  }
+}
+)CUDA";
+
+// double: block j = 16 g + r holds the uniforms of elements 32 g + r (words 0, 1) and 32 g + 16 + r
+// (words 2, 3), the pair Box-Muller takes together.
+const char* kNormalDouble = R"CUDA(
+extern "C" __global__ void $NAME(double* out, long long n, unsigned long long seed, unsigned long long offset,
+                                 double mean, double std) {
+  const long long blocks = (n + 31) / 32 * 16;
+  for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < blocks; j += (long long)gridDim.x * blockDim.x) {
+    const uint4 b = kiln::philox_block(seed, offset + static_cast<unsigned long long>(j));
+    const long long first = (j / 16) * 32 + (j % 16);
+    const double u0 = static_cast<double>(b.y) * 0x1.0p-32 + static_cast<double>(b.x >> 11) * 0x1.0p-53;
+    const double u1 = static_cast<double>(b.w) * 0x1.0p-32 + static_cast<double>(b.z >> 11) * 0x1.0p-53;
+    const double radius = sqrt(-2.0 * log(1.0 - u0));
+    const double theta = 6.283185307179586476925 * u1;
+    if (first < n) out[first] = radius * cos(theta) * std + mean;
+    if (first + 16 < n) out[first + 16] = radius * sin(theta) * std + mean;
+  }
+}
+)CUDA";
+
 int uniform_digits(DType dtype) {
   switch (dtype) {
     case DType::Float32: return 24;
@@ -119,11 +163,20 @@ KernelInstance uniform_kernel(DType dtype) {
                                                                      {"DIGITS", std::to_string(uniform_digits(dtype))}})};
 }
 
+KernelInstance normal_kernel(DType dtype) {
+  KILN_CHECK(category(dtype) == DTypeCategory::Floating, "no CUDA normal template for ", scalar_type_name(dtype));
+  const std::string name = std::string("kiln_normal_") + template_tag(dtype);
+  if (dtype == DType::Float64) return {name, std::string(kPhilox) + fill_template(kNormalDouble, {{"NAME", name}})};
+  return {name, std::string(kPhilox) + fill_template(kNormalFloat, {{"NAME", name}, {"T", template_cuda_type(dtype)}})};
+}
+
 void append_random_kernel_instances(std::vector<std::pair<std::string, std::vector<KernelInstance>>>& families) {
   std::vector<KernelInstance> random;
   for (DType d : cuda_kernel_dtypes()) {
     random.push_back(bernoulli_kernel(d));
-    if (category(d) == DTypeCategory::Floating) random.push_back(uniform_kernel(d));
+    if (category(d) != DTypeCategory::Floating) continue;
+    random.push_back(uniform_kernel(d));
+    random.push_back(normal_kernel(d));
   }
   families.emplace_back("random", std::move(random));
 }

@@ -1,6 +1,6 @@
 """kiln.cuda on a GPU: devices, streams and events, the caching allocator, copies between
 devices, and every eager CUDA op against the CPU result. Without a GPU every test skips
-with "no GPU"; scripts/gpu_check.sh runs this file on a lent GPU machine."""
+with "no GPU"; tests/gpu/run.sh runs this file on a lent GPU machine."""
 
 import pytest
 import torch

@@ -17,6 +17,7 @@ WITH_CUDA_KERNELS = [
     ("nll_loss_forward", ""), ("nll_loss_backward", ""), ("nll_loss", ""), ("cross_entropy_loss", ""),
     ("embedding", ""), ("_embedding_dense_backward", ""),
     ("native_dropout", ""), ("dropout", ""), ("bernoulli_", "float"), ("bernoulli", "p"), ("uniform_", ""),
+    ("normal_", ""),
     ("index_select", ""), ("gather", ""), ("scatter", "src"), ("scatter", "value"), ("scatter_", "src"),
     ("scatter_", "value"), ("scatter_add", ""), ("scatter_add_", ""), ("index_add", ""), ("index_add_", ""),
     ("masked_fill", "Scalar"), ("masked_fill", "Tensor"), ("masked_fill_", "Scalar"), ("masked_fill_", "Tensor"),
@@ -29,7 +30,7 @@ WITH_CUDA_KERNELS = [
 WITHOUT_CUDA_KERNELS = [
     ("cumsum", ""), ("sort", "stable"), ("topk", ""), ("_convolution2d", ""), ("max_pool2d_with_indices", ""),
     ("native_batch_norm", ""), ("scatter_reduce", "two"), ("index_fill_", "int_Scalar"), ("take", ""),
-    ("normal_", ""), ("_conv2d_backward_weight", ""),
+    ("exponential_", ""), ("_conv2d_backward_weight", ""),
 ]
 
 

@@ -178,6 +178,17 @@ def test_uniform_matches_the_cpu_stream(dtype):
     assert got.cpu().min().item() >= -2 and got.cpu().max().item() < 3
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_normal_follows_the_cpu_stream(dtype):
+    kiln.manual_seed(5)
+    cpu = kiln.empty(4096, dtype=dtype).normal_(1.5, 2.0)
+    kiln.manual_seed(5)
+    got = kiln.empty(4096, dtype=dtype, device="cuda").normal_(1.5, 2.0)
+    _close(got, cpu, dtype, 100)  # the same uniforms; libdevice's log/sin/cos against SLEEF's
+    assert abs(got.cpu().float().mean().item() - 1.5) < 0.15 and abs(got.cpu().float().std().item() - 2.0) < 0.15
+    assert kiln.randn(3, 5, device="cuda").shape == (3, 5)
+
+
 # --- indexing ----------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [kiln.float32, kiln.float16, kiln.int64, kiln.bool, kiln.uint8])
