@@ -20,5 +20,6 @@ void register_cuda_loss_kernels();       // CudaLossKernels.cpp
 void register_cuda_index_kernels();      // CudaIndexKernels.cpp
 void register_cuda_random_kernels();     // CudaRandomKernels.cpp
 void register_cuda_optim_kernels();      // CudaOptimKernels.cpp
+void register_cuda_shape_kernels();      // CudaShapeKernels.cpp
 
 }  // namespace kiln::native

@@ -36,6 +36,7 @@ void register_cuda_kernels() {
     register_cuda_index_kernels();
     register_cuda_random_kernels();
     register_cuda_optim_kernels();
+    register_cuda_shape_kernels();
   });
 }
 

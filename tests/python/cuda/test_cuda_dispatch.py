@@ -22,7 +22,7 @@ WITH_CUDA_KERNELS = [
     ("scatter_", "value"), ("scatter_add", ""), ("scatter_add_", ""), ("index_add", ""), ("index_add_", ""),
     ("masked_fill", "Scalar"), ("masked_fill", "Tensor"), ("masked_fill_", "Scalar"), ("masked_fill_", "Tensor"),
     ("index_put", ""), ("index_put_", ""),
-    ("_fused_adam_", ""), ("_fused_sgd_", ""),
+    ("_fused_adam_", ""), ("_fused_sgd_", ""), ("cat", ""), ("stack", ""), ("tril", ""), ("triu_", ""),
     ("mm", ""), ("bmm", ""), ("addmm", ""), ("sum", ""), ("softmax", "int"),
 ]
 

@@ -244,6 +244,19 @@ def test_bad_indices_raise_cpus_errors():
         c.gather(1, kiln.tensor([[9]], device="cuda"))
 
 
+def test_cat_and_triangles():
+    a, b = kiln.randn(2, 3, 4), kiln.randn(2, 5, 4).double()
+    _close(kiln.cat([a.cuda(), b.cuda()], 1), kiln.cat([a, b], 1), kiln.float64)
+    _close(kiln.cat([a.cuda(), kiln.empty(0, device="cuda"), a.cuda()], -1), kiln.cat([a, a], -1))
+    _close(kiln.stack([a.cuda(), a.cuda()]), kiln.stack([a, a]))
+    x = kiln.randn(3, 5, 6)
+    for k in (-1, 0, 2):
+        _close(x.cuda().tril(k), x.tril(k))
+        _close(x.cuda().triu(k), x.triu(k))
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 1"):
+        kiln.cat([a.cuda(), kiln.randn(3, 1, 4, device="cuda")], 1)
+
+
 # --- addmm through cuBLASLt's bias epilogue -------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [kiln.float32, kiln.float16, kiln.bfloat16])
