@@ -12,7 +12,8 @@ CUDA. Figures:
   softmax, layer_norm   rows x cols float32, GB/s and fraction of the copy bandwidth;
   matmul                TFLOP/s of kiln.mm against cuBLAS called directly (kiln._C._cublas_gemm_direct)
                         and torch.mm, float32 / float16 / bfloat16;
-  mlp_step, gpt_block_step  eager training steps (forward, cross-entropy, backward, AdamW), ms per step.
+  training              MLP and GPT-block training steps (forward, cross-entropy, backward, AdamW), ms per
+                        step: kiln eager, kiln with the model kiln.compile'd, torch eager.
 """
 
 from __future__ import annotations
@@ -194,18 +195,27 @@ def _block(lib, C, H):
     return Block()
 
 
-def _train_step_ms(lib, model, x, y) -> float:
+def _train_step_ms(lib, model, x, y, compiled: bool = False) -> float:
     model = model.to("cuda")
     opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
     Fl = lib.nn.functional
+    forward = lib.compile(model) if compiled else model
 
     def step():
         opt.zero_grad()
-        logits = model(x)
+        logits = forward(x)
         loss = Fl.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         loss.backward()
         opt.step()
     return timed_ms(step, lib, warmup=2, iters=10)
+
+
+def _compiled_or_error(run):
+    """The compiled step's time, or its error (kiln.compile on CUDA is issue 25 item 4)."""
+    try:
+        return run()
+    except Exception as e:
+        return f"{type(e).__name__}: {str(e)[:300]}"
 
 
 def bench_training(quick: bool) -> dict:
@@ -219,6 +229,8 @@ def bench_training(quick: bool) -> dict:
         y = (lib.rand(batch, device="cuda") * 10).long()
         row = out.setdefault("mlp_step", {"width": width, "batch": batch})
         row[f"{name}_ms"] = _train_step_ms(lib, _mlp(lib, width), x, y)
+        if lib is kiln:
+            row["kiln_compiled_ms"] = _compiled_or_error(lambda: _train_step_ms(lib, _mlp(lib, width), x, y, True))
     C, H, T, B = (128, 4, 64, 4) if quick else (512, 8, 256, 16)
     for lib in [kiln] + ([torch] if torch is not None else []):
         name = lib.__name__
@@ -227,6 +239,8 @@ def bench_training(quick: bool) -> dict:
         y = (lib.rand(B, T, device="cuda") * 64).long()
         row = out.setdefault("gpt_block_step", {"C": C, "H": H, "T": T, "B": B})
         row[f"{name}_ms"] = _train_step_ms(lib, _block(lib, C, H), x, y)
+        if lib is kiln:
+            row["kiln_compiled_ms"] = _compiled_or_error(lambda: _train_step_ms(lib, _block(lib, C, H), x, y, True))
     return out
 
 
