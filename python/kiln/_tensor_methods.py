@@ -6,6 +6,7 @@ is_signed and get_device are kiln/_predicates.py's functions, bound as methods.)
 from __future__ import annotations
 
 from kiln import _C
+from kiln._arguments import _require_tensor
 
 
 
@@ -74,6 +75,8 @@ def pin_memory(self, device=None):
 def record_stream(self, stream) -> None:
     """Marks this CUDA tensor's memory as used by ``stream``: the caching allocator will not
     reuse it until the work queued on ``stream`` so far has finished."""
+    if not hasattr(stream, "_stream"):  # a kiln.cuda.Stream holds its native stream there
+        raise TypeError(f"record_stream(): argument 's' (position 1) must be Stream, not {type(stream).__name__}")
     _C._cuda_record_stream(self, stream._stream)
 
 
@@ -119,6 +122,8 @@ def index_copy(self, dim, index, source):
 
 def put_(self, index, source, accumulate=False):
     """Writes (or adds) ``source`` at the flat positions ``index`` of ``self`` (as if it were 1-D)."""
+    _require_tensor(index, "put_", "index", 1)
+    _require_tensor(source, "put_", "source", 2)
     n = self.numel()
     flat_index = index.reshape(-1)
     if flat_index.numel():
@@ -140,4 +145,6 @@ def put_(self, index, source, accumulate=False):
 
 def put(self, index, source, accumulate=False):
     """put_ on a copy of ``self``."""
+    _require_tensor(index, "put", "index", 1)
+    _require_tensor(source, "put", "source", 2)
     return put_(self.clone(), index, source, accumulate)
