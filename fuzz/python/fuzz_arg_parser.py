@@ -14,18 +14,20 @@ seeded fresh and mutated cases for S seconds.
 The contract: a call returns, or raises TypeError, RuntimeError (and its subclasses),
 ValueError, IndexError, NotImplementedError, OverflowError or MemoryError with a message.
 SystemError (a binding returned NULL without an exception, or a value with one set), any
-other exception type, or a crash is a finding: the case is written to
+other exception type, a call running longer than CALL_SECONDS (a hang; the watchdog dumps
+the stack and exits) or a crash is a finding: the case is written to
 DIR/crash-arg_parser-<hash>.json (and, before each call, to DIR/current-arg_parser-input.json,
 which survives a crash of the interpreter).
 
-The process's address space is capped (RLIMIT_AS, 16 GiB; not under ASan) so that a size the checks let
+The process's address space is capped (RLIMIT_AS, 2.5 GiB; not under ASan) so that a size the checks let
 through fails as an allocation error instead of swapping the machine; sizes drawn are tiny
-(<= 6) or far past any memory (2**62 and up), never in between.
+(<= 6), near the int32 limit (2**31, at most 2 GiB, which the cap refuses) or far past any memory (2**62 and up).
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import hashlib
 import json
 import math
@@ -40,10 +42,12 @@ import kiln
 import kiln._C._functions as _functions
 
 ALLOWED = (TypeError, RuntimeError, ValueError, IndexError, NotImplementedError, OverflowError, MemoryError)
-ADDRESS_SPACE_LIMIT = 16 << 30
+ADDRESS_SPACE_LIMIT = 5 << 29  # 2.5 GiB: kiln imported is 0.6 GiB
+CALL_SECONDS = 20  # a call still running after this hangs: the process dumps its stack and exits
 
 DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"]
 INTS = [0, 1, 2, 3, -1, -2, 6, 2**31 - 1, 2**31, 2**62, 2**63 - 1, -(2**63), 2**63, 2**64]
+NEAR_INT32_LIMIT = (2**31 - 1, 2**31)  # sizes of up to 8 GiB: left out where no address-space cap applies
 FLOATS = [0.0, -0.0, 0.5, -1.5, 2.0, "nan", "inf", "-inf", 1e300]
 STRINGS = ["", "mean", "sum", "none", "cpu", "cuda", "meta", "float32", "\x00", "é", "tanh", "reflect"]
 SHAPES = [[], [0], [1], [3], [2, 3], [3, 1], [1, 4], [2, 0, 3], [2, 3, 4], [1, 2, 3, 2]]
@@ -221,7 +225,10 @@ def _sanitizer_loaded() -> bool:
 
 
 def limit_address_space() -> None:
+    """Caps the address space; under a sanitizer, which a cap would break, leaves out the sizes
+    near the int32 limit instead (they would allocate and fill gigabytes)."""
     if _sanitizer_loaded():
+        INTS[:] = [i for i in INTS if i not in NEAR_INT32_LIMIT]
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if soft == resource.RLIM_INFINITY or soft > ADDRESS_SPACE_LIMIT:
@@ -238,6 +245,7 @@ def fuzz(corpus: list[dict], seconds: float, seed: int, artifacts: Path, runs: i
     def run(case: dict) -> None:
         text = json.dumps(case, sort_keys=True)
         current.write_text(text)
+        faulthandler.dump_traceback_later(CALL_SECONDS, exit=True)
         try:
             outcome = check_one(case)
         except Finding:
@@ -245,6 +253,8 @@ def fuzz(corpus: list[dict], seconds: float, seed: int, artifacts: Path, runs: i
             crash.write_text(text)
             print(f"fuzz_arg_parser: finding; case written to {crash}", file=sys.stderr)
             raise
+        finally:
+            faulthandler.cancel_dump_traceback_later()
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
 
     for case in corpus:
