@@ -5,6 +5,7 @@ writing a result into ``out``."""
 from __future__ import annotations
 
 import builtins
+import operator
 
 from kiln import _C
 
@@ -29,6 +30,19 @@ def _require_tensor(value, function, argument="input", position=1):
     if not isinstance(value, _C.TensorBase):
         where = f" (position {position})" if position is not None else ""
         raise TypeError(f"{function}(): argument '{argument}'{where} must be Tensor, not {_type_name(value)}")
+
+
+def _require_int(value, function, argument, position=None):
+    """torch's argument parser's TypeError for a non-int (a bool is refused, an integer 0-dim
+    tensor or anything with ``__index__`` taken)."""
+    if not isinstance(value, bool_):
+        try:
+            operator.index(value)
+            return
+        except TypeError:
+            pass
+    where = f" (position {position})" if position is not None else ""
+    raise TypeError(f"{function}(): argument '{argument}'{where} must be int, not {_type_name(value)}")
 
 
 def _require_bool(value, function, argument, position=None):

@@ -6,7 +6,7 @@ is_signed and get_device are kiln/_predicates.py's functions, bound as methods.)
 from __future__ import annotations
 
 from kiln import _C
-from kiln._arguments import _require_tensor
+from kiln._arguments import _require_int, _require_tensor
 
 
 
@@ -82,7 +82,14 @@ def record_stream(self, stream) -> None:
 
 # --- index_copy, put ---------------------------------------------------------------------------
 
-def _index_copy_checks(self, dim, index, source):
+def _index_copy_argument_types(dim, index, source, op):
+    _require_int(dim, op, "dim", 1)
+    _require_tensor(index, op, "index", 2)
+    _require_tensor(source, op, "source", 3)
+
+
+def _index_copy_checks(self, dim, index, source, op):
+    _index_copy_argument_types(dim, index, source, op)
     ndim = max(self.dim(), 1)
     d = dim % ndim if -ndim <= dim < ndim else None
     if d is None:
@@ -105,7 +112,7 @@ def _index_copy_checks(self, dim, index, source):
 
 def index_copy_(self, dim, index, source):
     """self[..., index[i], ...] = source[..., i, ...] along ``dim``."""
-    d = _index_copy_checks(self, dim, index, source)
+    d = _index_copy_checks(self, dim, index, source, "index_copy_")
     if self.dim() == 0:  # a 0-d tensor is read as one slot along dim 0
         if index.numel():
             self.copy_(source.reshape(()))
@@ -117,6 +124,7 @@ def index_copy_(self, dim, index, source):
 
 def index_copy(self, dim, index, source):
     """A copy of ``self`` with ``source``'s slices written at ``index`` along ``dim``."""
+    _index_copy_argument_types(dim, index, source, "index_copy")
     return index_copy_(self.clone(), dim, index, source)
 
 

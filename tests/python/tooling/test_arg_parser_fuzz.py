@@ -61,7 +61,30 @@ NON_TENSOR_CALLS = {
     "lu_solve": (lambda lib: lib.lu_solve(_t(lib), [1], _t(lib)), "argument 'LU_data' \\(position 2\\)"),
     "linalg_lu_solve": (lambda lib: lib.linalg.lu_solve(_t(lib), [1], _t(lib)),
                         "argument 'pivots' \\(position 2\\) must be Tensor, not list"),
+    "bincount_weights": (lambda lib: lib.tensor([1]).bincount(weights=(1,)),
+                         "argument 'weights' must be Tensor, not tuple"),
+    "prelu": (lambda lib: lib.prelu(_t(lib), 1.5), "argument 'weight' \\(position 2\\) must be Tensor, not float"),
+    "prelu_method": (lambda lib: _t(lib).prelu(()), "argument 'weight' \\(position \\d\\) must be Tensor, not tuple"),
+    "index_copy_index": (lambda lib: _t(lib).index_copy_(0, [0], _t(lib)),
+                         "argument 'index' \\(position 2\\) must be Tensor, not list"),
 }
+
+# Calls with a bool or float where an int goes.
+NON_INT_CALLS = {
+    "index_copy_bool_dim": (lambda lib: _t(lib).index_copy(False, lib.tensor([0]), _t(lib)),
+                            "argument 'dim' \\(position 1\\) must be int, not bool"),
+    "index_copy__float_dim": (lambda lib: _t(lib).index_copy_(-1.5, lib.tensor([0]), _t(lib)),
+                              "argument 'dim' \\(position 1\\) must be int, not float"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NON_INT_CALLS))
+def test_non_int_argument_raises_torchs_type_error(name):
+    call, message = NON_INT_CALLS[name]
+    with pytest.raises(TypeError, match=message):
+        call(torch)
+    with pytest.raises(TypeError, match=message):
+        call(kiln)
 
 
 @pytest.mark.parametrize("name", sorted(NON_TENSOR_CALLS))
