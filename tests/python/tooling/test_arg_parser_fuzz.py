@@ -69,6 +69,21 @@ NON_TENSOR_CALLS = {
                          "argument 'index' \\(position 2\\) must be Tensor, not list"),
 }
 
+# Where torch's message differs (an overload list), the type alone is compared.
+NON_TENSOR_CALLS_TYPE_ONLY = {
+    "histogram_weight": lambda lib: _t(lib).histogram(weight=5),
+    "histogramdd_weight": lambda lib: lib.histogramdd(_t(lib), bins=[2, 2], weight=5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NON_TENSOR_CALLS_TYPE_ONLY))
+def test_non_tensor_argument_raises_type_error(name):
+    call = NON_TENSOR_CALLS_TYPE_ONLY[name]
+    with pytest.raises(TypeError, match="."):
+        call(torch)
+    with pytest.raises(TypeError, match="must be Tensor, not int"):
+        call(kiln)
+
 # Calls with a bool or float where an int goes.
 NON_INT_CALLS = {
     "index_copy_bool_dim": (lambda lib: _t(lib).index_copy(False, lib.tensor([0]), _t(lib)),
