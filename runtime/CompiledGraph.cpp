@@ -507,6 +507,18 @@ std::vector<codegen::cuda::CudaKernelSource> CompiledGraph::cuda_sources() const
   return sources;
 }
 
+std::vector<std::vector<int64_t>> CompiledGraph::kernel_graph_inputs() const {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& k : kernels_) {
+    out.emplace_back();
+    for (size_t slot : k->input_slots) {
+      const auto it = std::find(input_slots_.begin(), input_slots_.end(), slot);
+      out.back().push_back(it == input_slots_.end() ? -1 : static_cast<int64_t>(it - input_slots_.begin()));
+    }
+  }
+  return out;
+}
+
 std::vector<std::vector<std::string>> CompiledGraph::kernel_ops() const {
   std::vector<std::vector<std::string>> ops;
   for (const auto& k : kernels_) {

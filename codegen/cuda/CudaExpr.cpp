@@ -115,6 +115,10 @@ const std::string& cuda_prelude() {
 #ifndef KILN_KCG_PRELUDE
 #define KILN_KCG_PRELUDE
 namespace kcg {
+#ifdef KILN_KCG_HOST  // the host emulation of tests/python/compiler/test_cuda_host_emulation.py
+__device__ __forceinline__ float f16_to_float(unsigned short h) { _Float16 x; memcpy(&x, &h, 2); return static_cast<float>(x); }
+__device__ __forceinline__ unsigned short float_to_f16(float f) { _Float16 x = static_cast<_Float16>(f); unsigned short h; memcpy(&h, &x, 2); return h; }
+#else
 __device__ __forceinline__ float f16_to_float(unsigned short h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
@@ -125,6 +129,7 @@ __device__ __forceinline__ unsigned short float_to_f16(float f) {
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
+#endif
 __device__ __forceinline__ float bf16_to_float(unsigned short b) { return __uint_as_float(static_cast<unsigned>(b) << 16); }
 __device__ __forceinline__ unsigned short float_to_bf16(float f) {
   unsigned u = __float_as_uint(f);
@@ -164,6 +169,9 @@ __device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(
 // every thread gets the same bits. The caller's loop is the same in every thread.
 template <typename T, typename F>
 __device__ __forceinline__ T block_reduce(T v, T identity, T* shm, F op) {
+#ifdef KILN_KCG_HOST
+  return v;  // the host emulation runs one thread per block
+#endif
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
   __syncthreads();  // shm may still be read by the last reduction

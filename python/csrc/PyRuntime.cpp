@@ -55,6 +55,9 @@ void init_runtime(PyObject* module) {
       .def_property_readonly("kernel_count", [](const PyCompiledGraph& g) { return g.compiled->kernel_count(); })
       .def_property_readonly("kernels", [](const PyCompiledGraph& g) { return g.compiled->kernel_ir(); })
       .def_property_readonly("kernel_ops", [](const PyCompiledGraph& g) { return g.compiled->kernel_ops(); })
+      .def_property_readonly(
+          "kernel_graph_inputs", [](const PyCompiledGraph& g) { return g.compiled->kernel_graph_inputs(); },
+          "Per kernel, the graph input index of each of its inputs (-1: another step's value).")
       .def_property_readonly("eager_ops", [](const PyCompiledGraph& g) { return g.compiled->eager_ops(); })
       .def_property_readonly("llvm_ir", [](const PyCompiledGraph& g) { return g.compiled->llvm_ir(); })
       .def_property_readonly("targets_cuda", [](const PyCompiledGraph& g) { return g.compiled->targets_cuda(); })

