@@ -107,6 +107,8 @@ class CompiledGraph {
   [[nodiscard]] int64_t kernel_count() const { return static_cast<int64_t>(kernels_.size()); }
   /// Each fused kernel's kernel IR text, in step order.
   [[nodiscard]] std::vector<std::string> kernel_ir() const;
+  /// Per kernel, where each of its inputs comes from: the graph input's index, or -1 (another step's value).
+  [[nodiscard]] std::vector<std::vector<int64_t>> kernel_graph_inputs() const;
   /// The ops each kernel fused ("kiln::mul.Scalar", ...), per kernel.
   [[nodiscard]] std::vector<std::vector<std::string>> kernel_ops() const;
   [[nodiscard]] const std::string& llvm_ir() const { return llvm_ir_; }

@@ -22,7 +22,7 @@ from kiln.compiler._backends import _entries, _graph_programs
 
 import test_pointwise_math as table_cases
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="optional package g++ is not installed")
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="optional package gcc is not installed (no g++)")
 
 SHIM = r"""
 #include <cmath>
