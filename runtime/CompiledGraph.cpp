@@ -519,6 +519,18 @@ std::vector<std::vector<int64_t>> CompiledGraph::kernel_graph_inputs() const {
   return out;
 }
 
+std::vector<std::vector<int64_t>> CompiledGraph::kernel_graph_outputs() const {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& k : kernels_) {
+    out.emplace_back();
+    for (size_t slot : k->output_slots) {
+      const auto it = std::find(output_slots_.begin(), output_slots_.end(), slot);
+      out.back().push_back(it == output_slots_.end() ? -1 : static_cast<int64_t>(it - output_slots_.begin()));
+    }
+  }
+  return out;
+}
+
 std::vector<std::vector<std::string>> CompiledGraph::kernel_ops() const {
   std::vector<std::vector<std::string>> ops;
   for (const auto& k : kernels_) {

@@ -109,6 +109,8 @@ class CompiledGraph {
   [[nodiscard]] std::vector<std::string> kernel_ir() const;
   /// Per kernel, where each of its inputs comes from: the graph input's index, or -1 (another step's value).
   [[nodiscard]] std::vector<std::vector<int64_t>> kernel_graph_inputs() const;
+  /// Per kernel, the graph output index of each of its outputs, or -1 (read only by later steps).
+  [[nodiscard]] std::vector<std::vector<int64_t>> kernel_graph_outputs() const;
   /// The ops each kernel fused ("kiln::mul.Scalar", ...), per kernel.
   [[nodiscard]] std::vector<std::vector<std::string>> kernel_ops() const;
   [[nodiscard]] const std::string& llvm_ir() const { return llvm_ir_; }

@@ -58,6 +58,9 @@ void init_runtime(PyObject* module) {
       .def_property_readonly(
           "kernel_graph_inputs", [](const PyCompiledGraph& g) { return g.compiled->kernel_graph_inputs(); },
           "Per kernel, the graph input index of each of its inputs (-1: another step's value).")
+      .def_property_readonly(
+          "kernel_graph_outputs", [](const PyCompiledGraph& g) { return g.compiled->kernel_graph_outputs(); },
+          "Per kernel, the graph output index of each of its outputs (-1: read only by later steps).")
       .def_property_readonly("eager_ops", [](const PyCompiledGraph& g) { return g.compiled->eager_ops(); })
       .def_property_readonly("llvm_ir", [](const PyCompiledGraph& g) { return g.compiled->llvm_ir(); })
       .def_property_readonly("targets_cuda", [](const PyCompiledGraph& g) { return g.compiled->targets_cuda(); })

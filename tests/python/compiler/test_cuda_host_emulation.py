@@ -173,3 +173,75 @@ def test_strided_broadcast_and_row_kernels_run_as_eager_does(dtype):
             tol = {kiln.float32: 1e-5, kiln.float16: 2e-3, kiln.bfloat16: 1.6e-2}[dtype]
             g, e = got.float().numpy(), want.float().numpy()
             np.testing.assert_allclose(g, e, rtol=tol, atol=tol, err_msg=f"{name} on {dtype}")
+
+
+def _recorded_runs(fn, *args):
+    """[(graph, inputs)] of each graph a joint capture of fn runs (forward, then backward from a fixed
+    gradient), with the inputs a replay hands it."""
+    compiled = kiln.compile(fn, backend="eager")
+    out = compiled(*args)  # capture
+    gradient = kiln.linspace(-1, 1, out.numel()).reshape(out.shape).to(out.dtype)
+    out.backward(gradient)
+    runs = []
+    programs = [p for e in _entries(compiled) for p in _graph_programs(e.program)]
+    for p in programs:
+        def recording(graph, inputs, run=p.runner):
+            runs.append((graph, list(inputs)))
+            return run(graph, inputs)
+        p.runner = recording
+    for a in args:
+        a.grad = None
+    compiled(*args).backward(gradient)  # replay
+    return runs
+
+
+def _contiguous_kernels(source):
+    return "row kernel" in source or "contiguous" in source
+
+
+@pytest.mark.parametrize("dtype", [kiln.float32, kiln.bfloat16], ids=str)
+def test_forward_and_backward_kernels_run_as_the_cpu_kernels_do(dtype):
+    """Every row kernel and contiguous pointwise kernel of the softmax, log_softmax, layer_norm and
+    rms_norm training graphs that reads graph inputs and writes graph outputs (several reductions in
+    one pass, per-row outputs, per-column inputs), emulated, against the same graph's LLVM kernels."""
+    F = kiln.nn.functional
+
+    def t(*shape):
+        return kiln.randn(*shape).to(dtype).requires_grad_(True)
+
+    cases = [
+        ("softmax", lambda x: F.softmax(x, dim=-1), (t(5, 24),)),
+        ("log_softmax", lambda x: F.log_softmax(x, dim=-1), (t(5, 24),)),
+        ("layer_norm", lambda x, w, b: F.layer_norm(x, (24,), w, b), (t(5, 24), t(24), t(24))),
+        ("rms_norm", lambda x, w: F.rms_norm(x, (24,), w), (t(5, 24), t(24))),
+    ]
+    checked = 0
+    with tempfile.TemporaryDirectory() as folder:
+        for name, fn, args in cases:
+            for index, (graph, inputs) in enumerate(_recorded_runs(fn, *args)):
+                cpu = _C._runtime.compile(graph, runs_without_autograd=True, target="cpu")
+                cuda = _C._runtime.compile(graph, runs_without_autograd=True, target="cuda")
+                with kiln.no_grad():
+                    want = cpu.run(inputs)
+                for k, (source, _, entry) in enumerate(cuda.cuda_sources):
+                    ins, outs = cuda.kernel_graph_inputs[k], cuda.kernel_graph_outputs[k]
+                    if min(ins + outs, default=0) < 0 or not _contiguous_kernels(source):
+                        continue  # reads or writes another step's value
+                    args_in = [inputs[i] for i in ins]
+                    if any(not a.is_contiguous() for a in args_in):
+                        continue
+                    lib = _host_library([(source, entry)], folder, f"{name}_{index}_{k}")
+                    got = [kiln.empty(want[o].shape, dtype=want[o].dtype) for o in outs]
+                    ptrs = [a.data_ptr() for a in args_in] + [g.data_ptr() for g in got]
+                    if "row kernel" in source:
+                        words = _words(*ptrs, 5, 24)
+                    else:
+                        n = want[outs[0]].numel()
+                        words = _words(*ptrs, n, n, *([0] * max(1, len(ins))))
+                    getattr(lib, f"call_{entry}")(words)
+                    tol = 1e-5 if dtype == kiln.float32 else 1.6e-2
+                    for g, o in zip(got, outs):
+                        np.testing.assert_allclose(g.float().numpy(), want[o].float().numpy(), rtol=tol, atol=tol,
+                                                   err_msg=f"{name} graph {index} kernel {k}")
+                    checked += 1
+    assert checked >= 8, checked
