@@ -7,6 +7,7 @@
 #include "eager/core/Error.h"
 #include "eager/cuda/CudaDevice.h"
 #include "eager/cuda/CudaStream.h"
+#include "eager/cuda/DriverApi.h"
 #include "eager/cuda/KernelCache.h"
 #include "eager/kernels/cpu/creation/Factories.h"
 
@@ -44,7 +45,8 @@ int common_cuda_device(const std::vector<const Tensor*>& inputs) {
     if (device >= 0 && d != device) return -1;
     device = d;
   }
-  return device < 0 ? cuda::current_device() : device;
+  if (device >= 0) return device;
+  return cuda::driver_available() ? cuda::current_device() : -1;  // no inputs: the current device, if any
 }
 
 void launch_cuda_pointwise(const CudaKernel& k, const codegen::Kernel& kernel, int device, const std::vector<void*>& data,

@@ -48,7 +48,8 @@ void launch_cuda_pointwise(const CudaKernel& k, const codegen::Kernel& kernel, i
 [[nodiscard]] bool run_cuda_row_kernel(const CudaKernel& k, const codegen::RowKernel& rk,
                                        const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
 
-/// The CUDA device every tensor of `inputs` is on, or -1 when one is not a CUDA tensor or they differ.
+/// The CUDA device every tensor of `inputs` is on, or -1 when one is not a CUDA tensor or they differ
+/// (no inputs: the current device, -1 without a driver).
 [[nodiscard]] int common_cuda_device(const std::vector<const Tensor*>& inputs);
 
 }  // namespace kiln::runtime

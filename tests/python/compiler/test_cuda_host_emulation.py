@@ -120,6 +120,7 @@ def test_every_table_op_runs_as_eager_does():
                 continue  # reads a tensor the function made (masked_fill.Tensor's value): not x or y
             runs.append((case, dtype, (x, y), want, source, entry64, inputs))
     assert len(runs) >= 700, len(runs)
+    print(f"host emulation: {len(runs)} (case, dtype) runs")
     with tempfile.TemporaryDirectory() as folder:
         unique = {entry: source for _, _, _, _, source, entry, _ in runs}
         lib = _host_library([(s, e) for e, s in unique.items()], folder, "table")
