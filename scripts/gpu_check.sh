@@ -2,7 +2,9 @@
 # The GPU check, in one call on a machine with an NVIDIA GPU (DESIGN.md, decision 6): the
 # CUDA test folder (devices, streams, events, the caching allocator, copies and every eager
 # CUDA op against the CPU result) plus the kernel-source compile check at ptxas's full
-# optimisation. Expects this checkout built (scripts/build.sh) with its .venv (the NVRTC and
+# optimisation, and kiln.compile on CUDA tensors against eager (compiler/test_cuda_compiled.py:
+# fused CUDA kernels from codegen/cuda) with the generated kernels' compile check
+# (compiler/test_cuda_codegen.py, compiler/test_cuda_target.py). Expects this checkout built (scripts/build.sh) with its .venv (the NVRTC and
 # cuBLAS wheels). Writes a JSON summary to $OUT/gpu_check.json when OUT is set, else to
 # build/gpu_check.json. Exit status: pytest's.
 set -uo pipefail
@@ -23,6 +25,7 @@ PY
 
 cd tests/python
 KILN_LONG_TESTS=1 timeout 420 "../../$PYTHON" -m pytest -q -p no:cacheprovider -rs cuda \
+  compiler/test_cuda_compiled.py compiler/test_cuda_codegen.py compiler/test_cuda_target.py \
   --junitxml="$OLDPWD/build/gpu_check_junit.xml" 2>&1 | tail -40
 status=${PIPESTATUS[0]}
 cd "$OLDPWD"
