@@ -1,0 +1,48 @@
+// SymbolicInts: the int-valued ops a symbolic capture records for sizes read in
+// Python and the integer arithmetic done on them (See Note [Symbolic sizes under
+// capture]).
+#pragma once
+
+#include "eager/dispatch/Dispatcher.h"
+
+namespace kiln::capture {
+
+// Note [Symbolic sizes under capture]
+// -----------------------------------
+// Under a symbolic capture (kiln.compile with dynamic shapes, python/kiln/compiler/
+// _symbolic.py), a size read in Python (x.size(), x.shape[0], len(x)) of a
+// dimension that may change is a Python SymInt rather than an int. Each SymInt is
+// backed by an int value of the graph: %n = capture::sym_size(%x, dim=0) for a
+// size, %m = capture::sym_arith(%n, %k, op=...) for + - * // % (CaptureSession::
+// symbolic_size / symbolic_arith hand Python a handle to it). The graph therefore
+// recomputes every size it uses from the tensors it runs on: nothing the capture
+// saw is baked in.
+//
+// A SymInt passed to an op (an int, int[], SymInt?, Scalar argument) reaches
+// the kernel as its capture-time value: the Python argument parser reads it
+// (python/csrc/PySymbolicInt.h) and notes (value, handle) on the session
+// (note_symbolic_argument). When the Capture fallback records the next node, each
+// int argument (and int-list element) takes, in argument order, the first pending
+// symbolic argument with the same value (take_symbolic_argument), becoming an
+// int graph value (a prim::ListConstruct for a list) instead of a literal. The
+// pending list lives until a symbolic argument is noted after a node was
+// recorded, so a CompositeImplicit op whose first recorded part does not take
+// the size (reshape's clone before its view) still hands it to the part that does.
+// Matching by value within one call is exact for ops that pass their Python
+// arguments through; a composite that computes a size in C++ (matmul folding a
+// batch into rows) records it as a literal. kiln.compiler checks every symbolic
+// graph by running it on meta tensors at other sizes (_symbolic.validate) and
+// specialises the guards of a graph that does not generalise.
+
+/// capture::sym_size(Tensor self, int dim) -> int.
+[[nodiscard]] const OperatorHandle& symbolic_size_op();
+/// capture::sym_arith(int a, int b, int op) -> int, op one of SymbolicOp.
+[[nodiscard]] const OperatorHandle& symbolic_arith_op();
+
+/// The arithmetic of capture::sym_arith (Python's semantics: floor division and modulo).
+enum class SymbolicOp : int64_t { Add = 0, Sub = 1, Mul = 2, FloorDiv = 3, Mod = 4, Max = 5, Min = 6 };
+
+/// a `op` b with Python's integer semantics (RuntimeError on division by zero).
+[[nodiscard]] int64_t symbolic_arith(int64_t a, int64_t b, int64_t op);
+
+}  // namespace kiln::capture
