@@ -34,15 +34,21 @@ ir::Value* symbolic_argument(CaptureSession& s, const SchemaArgument& a, const I
   if (!s.has_pending_symbolic() || !takes_sizes(a)) return nullptr;
   if (v.tag() == IValue::Tag::Int) return s.take_symbolic_argument(v.to_int(), *cursor);
   if (v.tag() != IValue::Tag::IntList) return nullptr;
-  std::vector<ir::Value*> elements;
+  // An element first takes the symbolic int noted at its own position (the list passed through from
+  // Python), then, for elements left, the next one of its value (a list a composite rebuilt).
+  const auto& literals = v.to_int_list();
+  std::vector<ir::Value*> elements(literals.size(), nullptr);
   bool any = false;
-  for (int64_t x : v.to_int_list()) {
-    elements.push_back(s.take_symbolic_argument(x, *cursor));
-    any = any || elements.back() != nullptr;
+  for (size_t k = 0; k < literals.size(); ++k) {
+    elements[k] = s.take_symbolic_argument(literals[k], *cursor, static_cast<int64_t>(k));
+    any = any || elements[k] != nullptr;
+  }
+  for (size_t k = 0; k < literals.size(); ++k) {
+    if (elements[k] == nullptr) elements[k] = s.take_symbolic_argument(literals[k], *cursor);
+    any = any || elements[k] != nullptr;
   }
   if (!any) return nullptr;
   ir::Graph& g = s.graph();
-  const auto& literals = v.to_int_list();
   for (size_t k = 0; k < elements.size(); ++k) {
     if (elements[k] != nullptr) continue;
     elements[k] = g.append(g.create_constant(ir::Attribute::of_int(literals[k])))->output();

@@ -197,21 +197,22 @@ ir::Value* CaptureSession::symbolic_value(size_t handle) const {
   return symbolic_values_[handle];
 }
 
-void CaptureSession::note_symbolic_argument(int64_t value, size_t handle) {
+void CaptureSession::note_symbolic_argument(int64_t value, size_t handle, int64_t position) {
   if (handle >= symbolic_values_.size()) return;  // a symbolic int of another session
   if (pending_closed_) {
     pending_symbolic_.clear();
     pending_closed_ = false;
   }
-  pending_symbolic_.emplace_back(value, handle);
+  pending_symbolic_.push_back({value, handle, position});
 }
 
-ir::Value* CaptureSession::take_symbolic_argument(int64_t value, size_t& cursor) {
-  for (size_t k = cursor; k < pending_symbolic_.size(); ++k) {
-    if (pending_symbolic_[k].first != value) continue;
-    ir::Value* v = symbolic_values_[pending_symbolic_[k].second];
+ir::Value* CaptureSession::take_symbolic_argument(int64_t value, size_t& cursor, int64_t position) {
+  for (size_t k = position >= 0 ? 0 : cursor; k < pending_symbolic_.size(); ++k) {
+    const PendingSymbolic& p = pending_symbolic_[k];
+    if (p.value != value || (position >= 0 && p.position != position)) continue;
+    ir::Value* v = symbolic_values_[p.handle];
     pending_symbolic_.erase(pending_symbolic_.begin() + static_cast<std::ptrdiff_t>(k));
-    cursor = k;
+    if (position < 0) cursor = k;
     return v;
   }
   return nullptr;
@@ -227,6 +228,12 @@ std::unique_ptr<ir::Graph> CaptureSession::probe_graph(const std::vector<size_t>
   ir::ValueMap map;
   for (ir::Value* out : ir::clone_graph_into(*graph_, *g, inputs, map)) g->add_output(out);
   for (size_t h : handles) g->add_output(map.at(symbolic_value(h)));
+  // Factory ops (zeros, new_zeros, arange, to) make meta tensors too: the probe allocates nothing.
+  for (ir::Node* n : g->nodes()) {
+    for (const ir::NamedAttribute& a : std::vector<ir::NamedAttribute>(n->attributes())) {
+      if (a.value.kind() == ir::Attribute::Kind::Device) n->set_attribute(a.name, ir::Attribute::of_device(Device(DeviceType::Meta)));
+    }
+  }
   return g;
 }
 

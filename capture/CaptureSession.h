@@ -206,13 +206,15 @@ class CaptureSession {
   /// The int value behind a handle.
   [[nodiscard]] ir::Value* symbolic_value(size_t handle) const;
   /// Notes that the op about to be called takes an int argument `value` standing
-  /// for the symbolic int `handle` (the Python argument parser calls it).
-  void note_symbolic_argument(int64_t value, size_t handle);
-  /// Called for each int argument of a node being recorded, in order, with a
-  /// cursor starting at 0 per node: the value of the first pending symbolic
-  /// argument at or after the cursor equal to `value`, consumed (the cursor
-  /// moves to it), or nullptr.
-  [[nodiscard]] ir::Value* take_symbolic_argument(int64_t value, size_t& cursor);
+  /// for the symbolic int `handle`, at `position` of an int list (-1: a single
+  /// int or Scalar). The Python argument parser calls it.
+  void note_symbolic_argument(int64_t value, size_t handle, int64_t position = -1);
+  /// Called for the int arguments of a node being recorded, with a cursor
+  /// starting at 0 per node. position >= 0 (an element of an int list): the
+  /// pending symbolic argument noted at that position with that value;
+  /// position -1: the first one at or after the cursor with that value (the
+  /// cursor moves to it). Consumed when found; else nullptr.
+  [[nodiscard]] ir::Value* take_symbolic_argument(int64_t value, size_t& cursor, int64_t position = -1);
   [[nodiscard]] bool has_pending_symbolic() const { return !pending_symbolic_.empty(); }
   /// A copy of the graph recorded so far whose outputs are followed by the values of
   /// `handles` (kiln.compiler's probe run: Note [Symbolic capture] in _symbolic.py).
@@ -245,7 +247,12 @@ class CaptureSession {
   std::optional<std::string> impure_reason_;
   size_t num_ops_ = 0;
   std::vector<ir::Value*> symbolic_values_;
-  std::vector<std::pair<int64_t, size_t>> pending_symbolic_;  // (value, handle), in argument order
+  struct PendingSymbolic {
+    int64_t value;
+    size_t handle;
+    int64_t position;
+  };
+  std::vector<PendingSymbolic> pending_symbolic_;  // in argument order
   bool pending_closed_ = false;
   ir::Value* rng_seed_ = nullptr;
   ir::Value* rng_offset_ = nullptr;

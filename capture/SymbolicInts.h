@@ -21,13 +21,16 @@ namespace kiln::capture {
 // A SymInt passed to an op (an int, int[], SymInt?, Scalar argument) reaches
 // the kernel as its capture-time value: the Python argument parser reads it
 // (python/csrc/PySymbolicInt.h) and notes (value, handle) on the session
-// (note_symbolic_argument). When the Capture fallback records the next node, each
-// int argument (and int-list element) takes, in argument order, the first pending
-// symbolic argument with the same value (take_symbolic_argument), becoming an
-// int graph value (a prim::ListConstruct for a list) instead of a literal. The
-// pending list lives until a symbolic argument is noted after a node was
-// recorded, so a CompositeImplicit op whose first recorded part does not take
-// the size (reshape's clone before its view) still hands it to the part that does.
+// (note_symbolic_argument, with its index in an int list). When the Capture
+// fallback records the next node, each element of an int-list argument takes the
+// pending symbolic argument noted at its own index with its value (the list passed
+// through from Python), and the elements and int/Scalar arguments left take, in
+// argument order, the next pending one with their value (take_symbolic_argument),
+// becoming int graph values (a prim::ListConstruct for a list) instead of
+// literals. The pending list lives until a symbolic argument is noted after a
+// node was recorded, so a CompositeImplicit op whose first recorded part does not
+// take the size (reshape's clone before its view) still hands it to the part
+// that does (narrow's slice takes start + length: matched by value).
 // Matching by value within one call is exact for ops that pass their Python
 // arguments through; a composite that computes a size in C++ (matmul folding a
 // batch into rows) records it as a literal. kiln.compiler checks every symbolic

@@ -26,11 +26,11 @@ int64_t read_int_attribute(PyObject* obj, const char* name) {
 
 bool is_symbolic_int(PyObject* obj) { return symbolic_int_type != nullptr && Py_TYPE(obj) == symbolic_int_type; }
 
-int64_t symbolic_int_value(PyObject* obj) {
+int64_t symbolic_int_value(PyObject* obj, int64_t position) {
   const int64_t value = read_int_attribute(obj, "_value");
   if (capture::CaptureSession* s = capture::current_session()) {
     const int64_t handle = read_int_attribute(obj, "_handle");
-    if (handle >= 0) s->note_symbolic_argument(value, static_cast<size_t>(handle));
+    if (handle >= 0) s->note_symbolic_argument(value, static_cast<size_t>(handle), position);
   }
   return value;
 }

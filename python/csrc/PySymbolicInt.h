@@ -12,9 +12,10 @@ namespace kiln::python {
 
 /// Whether obj is a kiln.compiler SymInt (false until the class is registered).
 [[nodiscard]] bool is_symbolic_int(PyObject* obj);
-/// obj's capture-time value (its `_value`), noting (value, its `_handle`) on the
-/// current capture session for the op being called.
-[[nodiscard]] int64_t symbolic_int_value(PyObject* obj);
+/// obj's capture-time value (its `_value`), noting (value, its `_handle`, `position`:
+/// its index in an int list, -1 for a single int) on the current capture session
+/// for the op being called.
+[[nodiscard]] int64_t symbolic_int_value(PyObject* obj, int64_t position = -1);
 /// Registers `_capture.set_symbolic_int_type(cls)`, `symbolic_size` and `symbolic_arith` on the
 /// `_capture` submodule.
 void init_symbolic_int(PyObject* capture_module);

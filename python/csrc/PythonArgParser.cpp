@@ -907,6 +907,7 @@ int64_t unpack_index(PyObject* obj) {
 int64_t intlist_element(const FunctionSignature& sig, int i, PyObject* obj, Py_ssize_t idx) {
   try {
     if (PyLong_CheckExact(obj)) return unpack_long(obj);
+    if (is_symbolic_int(obj)) return symbolic_int_value(obj, idx);  // capture Note [Symbolic sizes under capture]
     if (is_tensor(obj)) {
       const Tensor& t = unwrap_tensor(obj);
       if (t.numel() != 1 || !is_integral(t.dtype(), /*include_bool=*/true)) throw_intlist_error(sig, i, obj, idx);

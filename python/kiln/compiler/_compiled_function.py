@@ -145,8 +145,8 @@ class CompiledFunction:
 
     def _reset_dynamic(self):
         self.layout = _dynamic.Layout({})  # the dynamic dimensions (Note [Symbolic capture])
-        self.symbolic_cache: dict = {}  # symbolic key -> [SymbolicEntry]
-        self.num_symbolic_entries = 0
+        self.fixed_dims: dict = {}  # tensor index -> dims a probe found the graph's ops fix: never symbolic
+        self.symbolic_entries: list = []  # _dynamic.SymbolicEntry, in capture order
         self.recompile_reasons: list = []  # why each capture after the first happened
         self.specialized_reasons: list = []  # why a symbolic capture was kept for its exact sizes only
 
@@ -193,12 +193,10 @@ class CompiledFunction:
         except Unguardable as e:
             return self._run_eagerly(str(e), args, kwargs)
         entry = self.cache.get(key)
-        symbolic = None
-        if entry is None and self.layout:
-            symbolic = self.layout.bind(key)
-            entry = self._symbolic_lookup(*symbolic)
+        if entry is None and self.symbolic_entries:
+            entry = self._symbolic_lookup(key)
         if entry is None:
-            if len(self.cache) + self.num_symbolic_entries >= RECOMPILE_LIMIT:
+            if len(self.cache) + len(self.symbolic_entries) >= RECOMPILE_LIMIT:
                 if not self._warned_limit:
                     self._warned_limit = True
                     changed = first_difference(self.last_key, key) if self.last_key is not None else "?"
@@ -207,7 +205,7 @@ class CompiledFunction:
                 return self.fn(*args, **kwargs)
             layout = self._layout_for(key, tensors)
             if self.last_key is not None:
-                reason = self._recompile_reason(key, symbolic)
+                reason = self._recompile_reason(key)
                 self.recompile_reasons.append(reason)
                 if _logging.is_enabled("recompiles"):
                     _logging.log("recompiles", f"recompiling {self._name()}: {reason}")
@@ -227,13 +225,11 @@ class CompiledFunction:
         except _training.StateChanged as e:
             return self._state_changed(entry, str(e), args, kwargs)
 
-    def _symbolic_lookup(self, skey, env, names):
-        """The entry of a symbolic cache hit for this binding of the symbols, or None."""
-        candidates = self.symbolic_cache.get(skey)
-        if not candidates:
-            return None
-        for sentry in candidates:
-            if sentry.failing_guard(env) is None:
+    def _symbolic_lookup(self, key):
+        """The entry of a symbolic cache hit for the call keyed ``key``, or None."""
+        for sentry in self.symbolic_entries:
+            env = sentry.bind(key)
+            if env is not None and sentry.failing_guard(env) is None:
                 return sentry.entry
         return None
 
@@ -245,13 +241,13 @@ class CompiledFunction:
             return _dynamic.Layout({})
         if self.dynamic is True:
             self.layout = _dynamic.Layout({i: range(len(t.shape)) for i, t in enumerate(tensors)})
-            return self.layout
-        changed = _dynamic.sizes_changed(self.last_key, key)
-        if changed:
-            self.layout = self.layout.merged(changed)
-        return self.layout
+        else:
+            changed = _dynamic.sizes_changed(self.last_key, key)
+            if changed:
+                self.layout = self.layout.merged(changed)
+        return self.layout.without(self.fixed_dims)
 
-    def _recompile_reason(self, key, symbolic) -> str:
+    def _recompile_reason(self, key) -> str:
         """Why this call missed the cache: the guard that changed against the last capture, and for a
         symbolic cache miss the symbolic guard that failed (for explain and KILN_LOGS=recompiles)."""
         reason = f"failing guard: {first_difference(self.last_key, key)}"
@@ -262,14 +258,13 @@ class CompiledFunction:
             reason = "; ".join(parts)
             if self.dynamic is None:
                 reason += " (dims " + ", ".join(f"{i}:{list(d)}" for i, d in changed.items()) + " now dynamic)"
-        if symbolic is not None:
-            for sentry in self.symbolic_cache.get(symbolic[0], ()):
-                failing = sentry.failing_guard(symbolic[1])
-                if failing is not None:
-                    return f"symbolic guard failed: {failing}; {reason}"
-            if self.symbolic_cache:
-                return f"no symbolic entry matches (rank, 0/1 extents, equal extents, layout or another guard " \
-                       f"changed); {reason}"
+        for sentry in self.symbolic_entries:
+            env = sentry.bind(key)
+            failing = sentry.failing_guard(env) if env is not None else None
+            if failing is not None:
+                return f"symbolic guard failed: {failing}; {reason}"
+        if self.symbolic_entries:
+            return f"no symbolic entry matches (a static guard, rank, 0/1 extent or layout changed); {reason}"
         return reason
 
     def _state_changed(self, entry, reason, args, kwargs):
@@ -332,11 +327,13 @@ class CompiledFunction:
         """The SymbolicContext of a capture symbolic in ``layout``'s dimensions, or None where the capture
         specialises every size: no dimension >= 2 is dynamic, a training step, or a call whose outputs may
         need gradients (a joint graph's backward bakes sizes into literals: Note [Symbolic capture])."""
-        if not layout or self.training_plan is not None:
+        if not layout:
             return None
-        if _C.is_grad_enabled() and any(t.requires_grad for t in declared):
+        if self.training_plan is not None or (_C.is_grad_enabled() and any(t.requires_grad for t in declared)):
+            self.specialized_reasons.append("a training step, or a call whose outputs may need gradients (the "
+                                            "backward graph's sizes are literals): captured for its exact sizes")
             return None
-        _, env, names = layout.bind(key)
+        names, env = layout.names(key)
         if not names:
             return None
         return SymbolicContext(session, declared, names, env)
@@ -438,10 +435,9 @@ class CompiledFunction:
             return result
         captured = CapturedEntry(program, lifted, out_spec, num_ops)
         if symbolic is not None:
-            skey, names = symbolic
-            self.symbolic_cache.setdefault(skey, []).append(_dynamic.SymbolicEntry(captured, list(context.guards),
-                                                                                   names))
-            self.num_symbolic_entries += 1
+            skey, names, constants = symbolic
+            self.symbolic_entries.append(_dynamic.SymbolicEntry(captured, list(context.guards), names, skey,
+                                                                constants))
         else:
             self._store(key, guards, args, captured)
         if _logging.is_enabled("graph"):
@@ -454,24 +450,32 @@ class CompiledFunction:
         """(symbolic key, symbol names per tensor) when the graph just recorded serves every binding of its
         symbols its guards accept, its inputs then typed with the symbols; None where it is kept for
         these exact sizes (the reason logged under KILN_LOGS=recompiles): Note [Symbolic capture]."""
-        skey, env, names = self.layout.bind(key) if self.layout else (None, {}, {})
+        names, env = context.dims, context.values
         reason = context.specialized
         if reason is None and joint is not None:
             reason = "its outputs need gradients (the backward graph's sizes are literals)"
         if reason is None and session.generator_input_index is not None:
             reason = "it draws random numbers (the generator's advance depends on the sizes)"
-        if reason is None and session.num_declared_inputs != len(declared):
-            reason = "inputs were declared after the capture ran"
         if reason is None:
+            pinned_before = set(context.pinned)
             reason = _dynamic.probe(session, context, declared, names, env, copy_back)
+            for name in context.pinned - pinned_before:  # the graph's ops fix these extents: static from now on
+                for i, tensor_names in names.items():
+                    self.fixed_dims.setdefault(i, set()).update(d for d, n in enumerate(tensor_names) if n == name)
         if reason is not None:
             self.specialized_reasons.append(reason)
             if _logging.is_enabled("recompiles"):
                 _logging.log("recompiles", f"{self._name()}: graph kept for these exact sizes: {reason}")
             return None
+        # Pinned symbols (an equality guard, or an extent the ops fix) are keyed as the extents they are.
+        constants = {n: env[n] for n in context.pinned if n in env}
+        names = {i: [None if n in constants else n for n in ns] for i, ns in names.items()}
+        names = {i: ns for i, ns in names.items() if any(n is not None for n in ns)}
+        if not names:
+            return None
         for i, tensor_names in names.items():
             session.set_input_symbols(i, [n or "" for n in tensor_names])
-        return skey, names
+        return _dynamic.symbolic_key(key, names)[0], names, constants
 
     def _replan(self, key, guards, args, plan, reason):
         """A call that showed (more of) a training step ran eagerly: capture the next call with ``plan``

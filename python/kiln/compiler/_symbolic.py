@@ -32,7 +32,8 @@ def active_context():
 
 
 # --- expressions over the input symbols ------------------------------------------------
-# ("sym", name) | ("const", value) | (op code, lhs, rhs); None: not expressible.
+# ("sym", name) | ("const", value) | ("handle", k): the k-th intermediate extent, until the probe
+# fits it (_dynamic.probe) | (op code, lhs, rhs); None: not expressible.
 
 def evaluate(expr, env: dict) -> int:
     kind = expr[0]
@@ -40,7 +41,28 @@ def evaluate(expr, env: dict) -> int:
         return env[expr[1]]
     if kind == "const":
         return expr[1]
+    if kind == "handle":
+        raise KeyError(f"an intermediate extent (h{expr[1]}) has no expression yet")
     return _PY_OPS[kind](evaluate(expr[1], env), evaluate(expr[2], env))
+
+
+def substitute(expr, table: dict):
+    """expr with each ("handle", k) replaced by table[k]."""
+    kind = expr[0]
+    if kind == "handle":
+        return table[expr[1]]
+    if kind in ("sym", "const"):
+        return expr
+    return (kind, substitute(expr[1], table), substitute(expr[2], table))
+
+
+def has_handles(expr) -> bool:
+    kind = expr[0]
+    if kind == "handle":
+        return True
+    if kind in ("sym", "const"):
+        return False
+    return has_handles(expr[1]) or has_handles(expr[2])
 
 
 def expr_text(expr) -> str:
@@ -51,6 +73,8 @@ def expr_text(expr) -> str:
         return expr[1]
     if kind == "const":
         return str(expr[1])
+    if kind == "handle":
+        return f"h{expr[1]}"
     return f"({expr_text(expr[1])} {_OP_TEXT[kind]} {expr_text(expr[2])})"
 
 
@@ -58,7 +82,7 @@ def symbols_of(expr, out: set) -> set:
     if expr is not None:
         if expr[0] == "sym":
             out.add(expr[1])
-        elif expr[0] != "const":
+        elif expr[0] not in ("const", "handle"):
             symbols_of(expr[1], out)
             symbols_of(expr[2], out)
     return out
@@ -174,7 +198,8 @@ class SymbolicContext:
     """One symbolic capture: which dimensions of the declared tensors are symbols (``dims``:
     index -> per-dimension symbol name or None), the guards added, whether the graph had to be
     specialised (``specialized``: the reason), and the SymInts whose expressions are guesses a probe
-    run checks (``assumed``: [(handle, expr)])."""
+    run fits (``assumed``: [graph handle, capture-time extent] per intermediate extent read, referred
+    to as ("handle", index) in expressions until ``resolve``)."""
 
     def __init__(self, session, declared: list, dims: dict, values: dict):
         self.session = session
@@ -190,6 +215,7 @@ class SymbolicContext:
         self.guards: list = []
         self.specialized = None
         self.pinned: set = set()  # symbols an equality guard fixes
+        self.pin_exprs: list = []  # expressions guarded equal to a constant that mention intermediate extents
         self.assumed: list = []
         self._sizes: dict = {}  # (id(tensor), dim) -> SymInt or int
         self._held: list = []  # tensors whose id keys _sizes
@@ -213,25 +239,11 @@ class SymbolicContext:
             result = value  # nothing is symbolic, or a 0/1 extent (Note [Symbolic capture])
         else:
             handle = self.session.symbolic_size(t, dim)
-            expr = self._guess(value)
-            self.assumed.append((handle, expr))
-            result = SymInt(value, handle, expr, self)
+            self.assumed.append([handle, value])
+            result = SymInt(value, handle, ("handle", len(self.assumed) - 1), self)
         self._sizes[key] = result
         self._held.append(t)
         return result
-
-    def _guess(self, value: int):
-        """The expression an intermediate tensor's extent most likely has: a symbol of that value, a
-        product of two, else the constant (checked by the probe run: Note [Symbolic capture])."""
-        for name, v in self.values.items():
-            if v == value:
-                return ("sym", name)
-        names = list(self.values)
-        for i, a in enumerate(names):
-            for b in names[i:]:
-                if self.values[a] * self.values[b] == value:
-                    return (_MUL, ("sym", a), ("sym", b))
-        return ("const", value)
 
     # --- arithmetic -------------------------------------------------------------------------
     def arith(self, op, lhs, rhs):
@@ -266,8 +278,7 @@ class SymbolicContext:
             self.guards.append(Guard(le, op, re, result, _user_location()))
             if (op == "==" and result) or (op == "!=" and not result):
                 for e in (le, re):
-                    if e[0] == "sym":
-                        self.pinned.add(e[1])
+                    self._pin_expr(e)
         return result
 
     def specialize(self, s: SymInt, why: str) -> int:
@@ -276,8 +287,30 @@ class SymbolicContext:
             self._specialize_all(f"a size kiln cannot express was {why} at {_user_location()}")
         else:
             self.guards.append(Guard(s._expr, "==", ("const", s._value), True, f"{why} at {_user_location()}"))
-            self.pinned |= symbols_of(s._expr, set())
+            self._pin_expr(s._expr)
         return s._value
+
+    def _pin_expr(self, expr):
+        """An expression guarded equal to a constant: the symbols it mentions are pinned (when it mentions
+        intermediate extents, once ``resolve`` has fitted them)."""
+        if has_handles(expr):
+            self.pin_exprs.append(expr)
+        else:
+            self.pinned |= symbols_of(expr, set())
+
+    def resolve(self, table: dict):
+        """Replaces the intermediate extents in the guards by their fitted expressions (``table``:
+        index -> expression) and pins the symbols of the pinned expressions that mentioned them."""
+        for g in self.guards:
+            g.lhs, g.rhs = substitute(g.lhs, table), substitute(g.rhs, table)
+        for e in self.pin_exprs:
+            self.pinned |= symbols_of(substitute(e, table), set())
+        self.pin_exprs.clear()
+
+    def pin(self, name: str, value: int, why: str):
+        """Guards symbol ``name`` equal to ``value``."""
+        self.guards.append(Guard(("sym", name), "==", ("const", value), True, why))
+        self.pinned.add(name)
 
     def _specialize_all(self, reason):
         if self.specialized is None:
