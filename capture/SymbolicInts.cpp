@@ -3,6 +3,13 @@
 
 #include "eager/core/Error.h"
 #include "eager/ops/Tensor.h"
+#include "kiln/generated/Functions.h"
+#include "ir/Clone.h"
+#include "ir/Graph.h"
+#include "ir/Interpreter.h"
+#include "ir/Type.h"
+
+#include <unordered_map>
 
 namespace kiln::capture {
 
@@ -76,6 +83,83 @@ int64_t symbolic_arith(int64_t a, int64_t b, int64_t op) {
     case SymbolicOp::Min: return a < b ? a : b;
   }
   KILN_FAIL(Value, "capture::sym_arith: unknown op ", op);
+}
+
+}  // namespace kiln::capture
+
+namespace kiln::capture {
+
+namespace {
+
+/// A meta tensor with t's sizes, strides and dtype (t itself when already meta).
+Tensor meta_like(const Tensor& t) {
+  if (t.device().type() == DeviceType::Meta) return t;
+  return kiln::empty_strided(t.sizes(), t.strides(), t.dtype(), Device(DeviceType::Meta));
+}
+
+bool is_symbolic_op(const ir::Node& n) {
+  return n.kind() == ir::NodeKind::Op &&
+         (n.op().name() == symbolic_size_op().name() || n.op().name() == symbolic_arith_op().name());
+}
+
+}  // namespace
+
+std::unique_ptr<ir::Graph> specialize_shapes(const ir::Graph& src, const std::vector<IValue>& inputs) {
+  KILN_CHECK(inputs.size() == src.inputs().size(), "specialize_shapes: the graph takes ", src.inputs().size(),
+             " inputs, got ", inputs.size());
+  std::unique_ptr<ir::Graph> g = ir::clone(src);
+  std::unordered_map<const ir::Value*, IValue> env;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ir::Value* v = g->inputs()[i];
+    if (inputs[i].is_tensor()) {
+      const Tensor& t = inputs[i].to_tensor();
+      ir::TensorType tt = ir::TensorType::of(t);
+      if (v->type().is_tensor()) tt.requires_grad = v->type().tensor_type().requires_grad;
+      v->set_type(ir::Type::tensor(tt));
+      env[v] = IValue(meta_like(t));
+    } else {
+      env[v] = inputs[i];
+    }
+  }
+  const auto get = [&](const ir::Value* v) -> const IValue& {
+    auto it = env.find(v);
+    KILN_CHECK(it != env.end(), "specialize_shapes: a value is read before it is computed");
+    return it->second;
+  };
+  const Device meta(DeviceType::Meta);
+  const std::vector<ir::Node*> nodes = g->nodes();
+  for (ir::Node* n : nodes) {
+    // Factory ops run on meta too (their device attributes swapped for the run only).
+    std::vector<std::pair<std::string, ir::Attribute>> devices;
+    for (const ir::NamedAttribute& a : std::vector<ir::NamedAttribute>(n->attributes())) {
+      if (a.value.kind() != ir::Attribute::Kind::Device) continue;
+      devices.emplace_back(a.name, a.value);
+      n->set_attribute(a.name, ir::Attribute::of_device(meta));
+    }
+    std::vector<IValue> outputs = ir::run_node(*n, get);
+    for (auto& [name, value] : devices) n->set_attribute(name, value);
+    if (is_symbolic_op(*n)) {
+      ir::Node* c = g->create_constant(ir::Attribute::of_int(outputs.at(0).to_int()));
+      c->insert_before(n);
+      c->output()->set_type(ir::Type::int_type());
+      env[c->output()] = outputs.at(0);
+      n->output()->replace_all_uses_with(c->output());
+      g->erase(n);
+      continue;
+    }
+    for (size_t k = 0; k < outputs.size() && k < n->outputs().size(); ++k) {
+      ir::Value* out = n->outputs()[k];
+      if (outputs[k].is_tensor() && outputs[k].to_tensor().defined() && out->type().is_tensor()) {
+        const ir::TensorType& old = out->type().tensor_type();
+        ir::TensorType tt = ir::TensorType::of(outputs[k].to_tensor());
+        tt.device = old.device;
+        tt.requires_grad = old.requires_grad;
+        out->set_type(ir::Type::tensor(tt));
+      }
+      env[out] = std::move(outputs[k]);
+    }
+  }
+  return g;
 }
 
 }  // namespace kiln::capture

@@ -3,6 +3,9 @@
 // capture]).
 #pragma once
 
+#include <memory>
+#include <vector>
+
 #include "eager/dispatch/Dispatcher.h"
 
 namespace kiln::capture {
@@ -47,5 +50,23 @@ enum class SymbolicOp : int64_t { Add = 0, Sub = 1, Mul = 2, FloorDiv = 3, Mod =
 
 /// a `op` b with Python's integer semantics (RuntimeError on division by zero).
 [[nodiscard]] int64_t symbolic_arith(int64_t a, int64_t b, int64_t op);
+
+}  // namespace kiln::capture
+
+namespace kiln::ir {
+class Graph;
+}  // namespace kiln::ir
+
+namespace kiln::capture {
+
+/// Given a symbolic graph (capture::sym_* int nodes, inputs typed with symbols) and
+/// the tensors (or other values) of one run.
+/// Do    specialize_shapes(g, inputs).
+/// Result a copy of g for those inputs' sizes: inputs typed from them, each
+///        capture::sym_* node replaced by the constant it computes, every tensor
+///        value retyped from the op's meta run (sizes, strides, dtype; device and
+///        requires_grad kept). The fusing runtime compiles it per size
+///        (kiln.compiler's _specialize.py: Note [Fused kernels for symbolic graphs]).
+[[nodiscard]] std::unique_ptr<ir::Graph> specialize_shapes(const ir::Graph& g, const std::vector<IValue>& inputs);
 
 }  // namespace kiln::capture

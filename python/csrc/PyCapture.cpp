@@ -19,9 +19,12 @@
 #include <pybind11/stl.h>
 
 #include "capture/JointPartition.h"
+#include "capture/SymbolicInts.h"
 #include "eager/kernels/random/Generator.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyTensor.h"
+#include "python/csrc/IValueConversion.h"
+#include "python/csrc/PyIr.h"
 #include "python/csrc/PySymbolicInt.h"
 
 namespace py = pybind11;
@@ -187,6 +190,19 @@ void init_capture(PyObject* module) {
          "Whether a capture session is recording on this thread.");
   init_guard_set(cm.ptr());
   init_symbolic_int(cm.ptr());
+  cm.def(
+      "specialize_shapes",
+      [](const ir::Graph& g, const py::sequence& inputs) {
+        std::vector<IValue> values;
+        for (size_t i = 0; i < g.inputs().size() && i < static_cast<size_t>(py::len(inputs)); ++i) {
+          py::object item = inputs[i];
+          values.push_back(ivalue_from_python(item.ptr(), argument_for(g.inputs()[i]->type(), i), "specialize_shapes"));
+        }
+        return capture::specialize_shapes(g, values);
+      },
+      py::arg("graph"), py::arg("inputs"),
+      "A copy of a symbolic graph for these inputs' sizes: sizes folded to constants, every tensor retyped "
+      "(capture/SymbolicInts.h).");
 }
 
 }  // namespace kiln::python

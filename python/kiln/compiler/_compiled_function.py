@@ -13,6 +13,7 @@ from kiln.compiler._symbolic import SymbolicContext
 from kiln.compiler._symbolic_patches import patched
 from kiln.compiler._backends import use_backend
 from kiln.compiler._replay import GraphProgram
+from kiln.compiler._specialize import use_specializing_backend
 from kiln.compiler._watch import watching
 from kiln.compiler._guards import (ModuleStateGuard, Unguardable, describe, first_difference, flatten, guard_key,
                                   unflatten)
@@ -208,7 +209,9 @@ class CompiledFunction:
                 reason = self._recompile_reason(key)
                 self.recompile_reasons.append(reason)
                 if _logging.is_enabled("recompiles"):
-                    _logging.log("recompiles", f"recompiling {self._name()}: {reason}")
+                    failing = reason.split(";")[0] if reason.startswith("symbolic guard failed") else \
+                        first_difference(self.last_key, key)
+                    _logging.log("recompiles", f"recompiling {self._name()}: failing guard: {failing}")
             self.last_key = key
             guards = self._guard_set(args, kwargs, module_state)
             # kiln.profiler shows a miss as one range around capture and compilation (its JIT compile inside).
@@ -428,8 +431,10 @@ class CompiledFunction:
                 assign, clear = grad_effects
                 program = _training.TrainingStepProgram(program, step.state, len(declared), assign, clear)
             program.graph.verify()
-            if context is None:  # sizes read as SymInts are graph values the fusing runtime does not take yet
+            if context is None:
                 use_backend(self.backend, program, self._name(), self.mode)
+            elif isinstance(program, GraphProgram):  # a graph with SymInt sizes: Note [Fused kernels for ...]
+                use_specializing_backend(self.backend, program, self._name(), self.mode)
         except Exception as e:  # a recording kiln cannot replay: never replay it
             self._record_break(key, guards, args, f"the captured graph does not verify: {e}")
             return result

@@ -297,7 +297,8 @@ def test_recompiles_log(capfd):
         compiled(_randn(4, 3))
     finally:
         _logging.set_logs()
-    assert "tensor argument 0 sizes (2, 3) -> (4, 3)" in capfd.readouterr().err
+    assert "<lambda>: failing guard: tensor argument 0 sizes" in capfd.readouterr().err
+    assert compiled.recompile_reasons == ["tensor argument 0 sizes (2, 3) -> (4, 3) (dims 0:[0] now dynamic)"]
 
 
 def test_dynamic_argument_is_checked():
