@@ -314,3 +314,23 @@ def test_symbolic_int_outside_a_capture_is_rejected_by_nothing_else():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert x.new_zeros(2, 2).shape == (2, 2)
+
+
+def test_default_backend_compiles_fused_kernels_per_size_for_one_graph():
+    # One capture, one set of guards; the runtime's kernels are compiled per set of input sizes
+    # (Note [Fused kernels for symbolic graphs] in kiln/compiler/_specialize.py).
+    from kiln.compiler._specialize import SpecializingRunner
+
+    def f(x):
+        B, C = x.shape
+        return ((x * 2 + 1).relu().view(B, 2, C // 2) * 3).sum(-1)
+
+    compiled = kiln.compile(f, dynamic=True)
+    for n in (4, 6, 9, 6):
+        x = _randn(n, 8)
+        _assert_close(compiled(x), f(x))
+    assert compiled.num_captures == 1
+    runner = compiled.symbolic_entries[0].entry.program.runner
+    assert isinstance(runner, SpecializingRunner) and not runner.failed
+    assert len(runner.compiled) == 2  # 6 and 9: the capturing call (4) ran eagerly
+    assert all(g.kernel_count >= 1 for g in runner.compiled.values())
