@@ -228,10 +228,12 @@ std::unique_ptr<ir::Graph> CaptureSession::probe_graph(const std::vector<size_t>
   ir::ValueMap map;
   for (ir::Value* out : ir::clone_graph_into(*graph_, *g, inputs, map)) g->add_output(out);
   for (size_t h : handles) g->add_output(map.at(symbolic_value(h)));
-  // Factory ops (zeros, new_zeros, arange, to) make meta tensors too: the probe allocates nothing.
+  // Factory ops (zeros, new_zeros, arange, to; device=None too) make meta tensors: the probe allocates nothing.
   for (ir::Node* n : g->nodes()) {
     for (const ir::NamedAttribute& a : std::vector<ir::NamedAttribute>(n->attributes())) {
-      if (a.value.kind() == ir::Attribute::Kind::Device) n->set_attribute(a.name, ir::Attribute::of_device(Device(DeviceType::Meta)));
+      if (a.value.kind() == ir::Attribute::Kind::Device || (a.name == "device" && a.value.is_none())) {
+        n->set_attribute(a.name, ir::Attribute::of_device(Device(DeviceType::Meta)));
+      }
     }
   }
   return g;

@@ -129,10 +129,10 @@ std::unique_ptr<ir::Graph> specialize_shapes(const ir::Graph& src, const std::ve
   const Device meta(DeviceType::Meta);
   const std::vector<ir::Node*> nodes = g->nodes();
   for (ir::Node* n : nodes) {
-    // Factory ops run on meta too (their device attributes swapped for the run only).
+    // Factory ops run on meta too (their device attributes, None included, swapped for the run only).
     std::vector<std::pair<std::string, ir::Attribute>> devices;
     for (const ir::NamedAttribute& a : std::vector<ir::NamedAttribute>(n->attributes())) {
-      if (a.value.kind() != ir::Attribute::Kind::Device) continue;
+      if (a.value.kind() != ir::Attribute::Kind::Device && !(a.name == "device" && a.value.is_none())) continue;
       devices.emplace_back(a.name, a.value);
       n->set_attribute(a.name, ir::Attribute::of_device(meta));
     }

@@ -334,3 +334,24 @@ def test_default_backend_compiles_fused_kernels_per_size_for_one_graph():
     assert isinstance(runner, SpecializingRunner) and not runner.failed
     assert len(runner.compiled) == 2  # 6 and 9: the capturing call (4) ran eagerly
     assert all(g.kernel_count >= 1 for g in runner.compiled.values())
+
+
+def test_positions_from_arange_of_a_symbolic_length():
+    # nanoGPT's input: b, t = idx.size(); pos = arange(0, t); tok_emb + pos_emb.
+    kiln.manual_seed(0)
+    wte, wpe = nn.Embedding(50, 8), nn.Embedding(32, 8)
+
+    def f(idx):
+        b, t = idx.size()
+        pos = kiln.arange(0, t, dtype=kiln.long)
+        x = wte(idx) + wpe(pos)
+        return (kiln.ones(b, t, 1) * x).mean(1) + x[:, -1, :]
+
+    for backend in ("eager", "default"):
+        compiled = kiln.compile(f, backend=backend)
+        with kiln.no_grad():
+            for b, t in ((2, 5), (2, 7), (3, 9), (4, 16), (2, 3)):
+                idx = kiln.tensor(RNG.integers(0, 50, (b, t)))
+                _assert_close(compiled(idx), f(idx))
+        # (2, 5) static; (2, 7) symbolic in t; (3, 9) symbolic in b and t, reused by the rest.
+        assert compiled.num_captures == 3
