@@ -9,7 +9,7 @@ import warnings
 from kiln import _C, _logging
 from kiln._tensor import Tensor
 from kiln.compiler import _dynamic, _joint, _state, _training
-from kiln.compiler._symbolic import SymbolicContext
+from kiln.compiler._symbolic import SymbolicContext, plain_sizes
 from kiln.compiler._symbolic_patches import patched
 from kiln.compiler._backends import use_backend
 from kiln.compiler._replay import GraphProgram
@@ -363,6 +363,7 @@ class CompiledFunction:
             else:
                 with watching(step), session, patched(context):
                     result = self.fn(*args, **kwargs)
+                    result = plain_sizes(result)  # a size the function returns is guarded, then an int
         finally:
             sessions.pop()
             if context is not None:

@@ -125,6 +125,8 @@ class SymInt:
         if isinstance(other, bool) or not isinstance(other, (int, SymInt)):
             return NotImplemented
         lhs, rhs = (other, self) if reflected else (self, other)
+        if self._handle < 0:  # kept past its capture: a plain int from now on
+            return _PY_OPS[op](int(lhs), int(rhs))
         return self._context.arith(op, lhs, rhs)
 
     def __add__(self, o): return self._arith(_ADD, o)
@@ -137,11 +139,13 @@ class SymInt:
     def __rfloordiv__(self, o): return self._arith(_FLOORDIV, o, True)
     def __mod__(self, o): return self._arith(_MOD, o)
     def __rmod__(self, o): return self._arith(_MOD, o, True)
-    def __neg__(self): return self._context.arith(_SUB, 0, self)
+    def __neg__(self): return self._arith(_SUB, 0, True)
     def __pos__(self): return self
 
     # --- what leaves the graph: a guard ---------------------------------------------------
     def _compare(self, op, other):
+        if self._handle < 0:
+            return _COMPARISONS[op](self._value, other._value if isinstance(other, SymInt) else other)
         if isinstance(other, bool) or not isinstance(other, (int, SymInt)):
             if isinstance(other, float):
                 return _COMPARISONS[op](self._context.specialize(self, f"compared with float {other}"), other)
@@ -186,6 +190,19 @@ class SymInt:
 _C._capture.set_symbolic_int_type(SymInt)
 
 
+def plain_sizes(value):
+    """``value`` (a function's result) with each SymInt in its tuples, lists and dicts replaced by its int
+    (which guards it: a replay returns the captured value)."""
+    cls = type(value)
+    if cls is SymInt:
+        return int(value)
+    if cls is tuple or cls is list:
+        return cls(plain_sizes(v) for v in value)
+    if cls is dict:
+        return {k: plain_sizes(v) for k, v in value.items()}
+    return value
+
+
 def _user_location() -> str:
     import sys
     frame = sys._getframe(3)
@@ -219,6 +236,7 @@ class SymbolicContext:
         self.assumed: list = []
         self._sizes: dict = {}  # (id(tensor), dim) -> SymInt or int
         self._held: list = []  # tensors whose id keys _sizes
+        self._made: list = []  # every SymInt made (release turns them into plain values)
 
     # --- sizes ------------------------------------------------------------------------------
     def size(self, t, dim: int):
@@ -233,14 +251,14 @@ class SymbolicContext:
         entry = self.by_tensor.get(id(t))
         if entry is not None and entry[0] is t:
             name = entry[1][dim]
-            result = value if name is None else SymInt(value, self.session.symbolic_size(t, dim), ("sym", name),
-                                                       self)
+            result = value if name is None else self._made_int(value, self.session.symbolic_size(t, dim),
+                                                               ("sym", name))
         elif not self.values or value < 2:
             result = value  # nothing is symbolic, or a 0/1 extent (Note [Symbolic capture])
         else:
             handle = self.session.symbolic_size(t, dim)
             self.assumed.append([handle, value])
-            result = SymInt(value, handle, ("handle", len(self.assumed) - 1), self)
+            result = self._made_int(value, handle, ("handle", len(self.assumed) - 1))
         self._sizes[key] = result
         self._held.append(t)
         return result
@@ -263,10 +281,17 @@ class SymbolicContext:
                                              rhs._handle if isinstance(rhs, SymInt) else rhs,
                                              not isinstance(rhs, SymInt))
         expr = None if le is None or re is None else (op, le, re)
-        return SymInt(value, handle, expr, self)
+        return self._made_int(value, handle, expr)
+
+    def _made_int(self, value, handle, expr):
+        s = SymInt(value, handle, expr, self)
+        self._made.append(s)
+        return s
 
     # --- guards -----------------------------------------------------------------------------
     def compare(self, op, lhs, rhs) -> bool:
+        if any(isinstance(x, SymInt) and x._handle < 0 for x in (lhs, rhs)):
+            return _COMPARISONS[op](int(lhs), int(rhs))
         lv = lhs._value if isinstance(lhs, SymInt) else lhs
         rv = rhs._value if isinstance(rhs, SymInt) else rhs
         result = _COMPARISONS[op](lv, rv)
@@ -283,6 +308,8 @@ class SymbolicContext:
 
     def specialize(self, s: SymInt, why: str) -> int:
         """A SymInt that becomes a plain int: guard its expression equal to its value."""
+        if s._handle < 0:
+            return s._value
         if s._expr is None:
             self._specialize_all(f"a size kiln cannot express was {why} at {_user_location()}")
         else:
@@ -317,6 +344,11 @@ class SymbolicContext:
             self.specialized = reason
 
     def release(self):
+        """After the capture: every SymInt it made becomes its value (a SymInt kept in Python, say on a
+        module, must not name a graph value of a later capture)."""
+        for s in self._made:
+            s._handle = -1
+        self._made.clear()
         self._sizes.clear()
         self._held.clear()
 

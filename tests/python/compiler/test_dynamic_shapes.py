@@ -355,3 +355,28 @@ def test_positions_from_arange_of_a_symbolic_length():
                 _assert_close(compiled(idx), f(idx))
         # (2, 5) static; (2, 7) symbolic in t; (3, 9) symbolic in b and t, reused by the rest.
         assert compiled.num_captures == 3
+
+
+def test_a_symbolic_int_kept_past_its_capture_is_a_plain_value():
+    kept = []
+
+    def f(x):
+        kept.append(x.shape[0])
+        return x * 2
+
+    compiled = kiln.compile(f, backend="eager", dynamic=True)
+    compiled(_randn(3, 2))
+    s = kept[0]
+    assert s + 1 == 4 and s * 2 == 6 and s > 2 and int(s) == 3
+    x = _randn(4, 2)
+    _assert_close(x.view(s + 1, 2), x)  # no capture: the parser reads its value
+
+
+def test_a_returned_size_is_guarded():
+    compiled = kiln.compile(lambda x: (x * 2, x.shape[0] + 1), backend="eager", dynamic=True)
+    for n in (3, 4, 3):
+        x = _randn(n, 2)
+        out, size = compiled(x)
+        assert size == n + 1 and type(size) is int
+        _assert_close(out, x * 2)
+    assert compiled.num_captures == 2
