@@ -5,7 +5,7 @@ symbolic cache entries, and the probe run that checks a symbolic graph before it
 from __future__ import annotations
 
 from kiln import _C
-from kiln.compiler._symbolic import evaluate
+from kiln.compiler._symbolic import _ADD, _FLOORDIV, _MUL, evaluate, has_handles
 
 
 def sizes_changed(old_key, new_key) -> dict | None:
@@ -150,7 +150,6 @@ def perturbations(env: dict, fixed: set, guards: list):
 def _fit(value: int, env: dict, points: list):
     """The first candidate expression over the symbols that is ``value`` at ``env`` and each
     (extents, value) of ``points``: a constant, a symbol, s * c, s // c, s + c, s * t; else None."""
-    from kiln.compiler._symbolic import _ADD, _FLOORDIV, _MUL
     names = list(env)
     candidates = [("const", value)] + [("sym", n) for n in names]
     for n in names:
@@ -176,8 +175,6 @@ def probe(session, context, declared: list, names: dict, env: dict, copy_back: l
     check: a feature dimension a weight fixes). Two such runs fit an expression to each intermediate
     extent Python read (context.resolve), and a last run at extents every guard accepts checks the
     fits. None when the graph generalises (context.guards may have grown), else why not."""
-    from kiln.compiler._symbolic import has_handles
-
     def run(other):
         return _probe_at(session, declared, names, other, copy_back, [h for h, _ in context.assumed])
 

@@ -372,17 +372,22 @@ _TensorBase_dim = _C.TensorBase.dim
 # its expression over the symbols (`T > 8`, or `T == 16` for int(T)); the guard
 # key of a symbolic entry keeps each tensor's rank, dtype, device,
 # requires_grad, contiguity, its static extents, and which symbol each dynamic
-# extent binds (with 0 and 1 kept apart), and a lookup then checks the entry's
-# guards on the bound symbols.
+# extent binds; a lookup binds each symbol from the call (its extents must agree
+# and be >= 2; two symbols may meet at one extent) and checks the entry's guards.
 #
-# An intermediate tensor's extent gets a guessed expression (a symbol of that
-# value, a product of two, else the constant), and a composite op that
-# computes sizes in C++ records them as literals. So before a symbolic entry is
-# kept, a probe run replays the graph on meta tensors at other symbol values
-# (consistent with the guards) and checks that it runs, that each guessed
-# SymInt has its guessed value there and that each copied-back input keeps its
-# shape; where any of that fails, or a comparison involved an expression-less
-# SymInt, the entry is keyed on exact sizes instead (the graph is still right
+# An intermediate tensor's extent (k.size(-1) of a computed tensor) is an
+# unknown ("handle") until the capture ends, and a composite op that computes
+# sizes in C++ records them as literals. So before a symbolic entry is kept, a
+# probe replays the graph on meta tensors at other symbol values (_dynamic.probe):
+# symbols no run can move (a feature dimension a weight fixes) are pinned by an
+# equality guard; each intermediate extent gets the simplest expression (a
+# constant, a symbol, s * c, s // c, s + c, s * t) that fits its values at two
+# probe points and is checked at a third; the guards mentioning it are rewritten
+# with it. Where the graph runs at no other extents, an extent fits no
+# expression, or a comparison involved an expression-less SymInt, the entry is
+# keyed on exact sizes instead (the graph is still right
 # for the sizes it saw). nn.Linear/matmul on inputs of rank > 2 and basic
 # slicing with SymInt bounds are rewritten in Python during the capture
-# (_symbolic_patches), since their C++ forms fold sizes into literals.
+# (_symbolic_patches), since their C++ forms fold sizes into literals. What the
+# probe cannot see: a literal size that runs at every extent and only changes an
+# output's shape (a C++ composite returning zeros of a size it computed).
