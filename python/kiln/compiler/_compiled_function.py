@@ -20,6 +20,7 @@ from kiln.compiler._guards import (ModuleStateGuard, Unguardable, describe, firs
 from kiln.nn.modules.module import Module
 
 RECOMPILE_LIMIT = 8
+SYMBOLIC_FAST_PATHS = 4  # exact sizes per function whose symbolic hits also get a C++ guard check
 _compiling = _state.thread_local  # its "sessions": see _state.is_compiling
 
 
@@ -148,6 +149,8 @@ class CompiledFunction:
         self.layout = _dynamic.Layout({})  # the dynamic dimensions (Note [Symbolic capture])
         self.fixed_dims: dict = {}  # tensor index -> dims a probe found the graph's ops fix: never symbolic
         self.symbolic_entries: list = []  # _dynamic.SymbolicEntry, in capture order
+        self.symbolic_hits: dict = {}  # exact guard key -> the captured entry a symbolic lookup found
+        self.num_symbolic_fast_paths = 0
         self.recompile_reasons: list = []  # why each capture after the first happened
         self.specialized_reasons: list = []  # why a symbolic capture was kept for its exact sizes only
 
@@ -195,7 +198,11 @@ class CompiledFunction:
             return self._run_eagerly(str(e), args, kwargs)
         entry = self.cache.get(key)
         if entry is None and self.symbolic_entries:
-            entry = self._symbolic_lookup(key)
+            entry = self.symbolic_hits.get(key)
+            if entry is None:
+                entry = self._symbolic_lookup(key)
+                if entry is not None:
+                    self._remember_symbolic_hit(key, entry, args, kwargs, module_state)
         if entry is None:
             if len(self.cache) + len(self.symbolic_entries) >= RECOMPILE_LIMIT:
                 if not self._warned_limit:
@@ -227,6 +234,18 @@ class CompiledFunction:
             return entry.outputs(entry.program(inputs))
         except _training.StateChanged as e:
             return self._state_changed(entry, str(e), args, kwargs)
+
+    def _remember_symbolic_hit(self, key, entry, args, kwargs, module_state):
+        """Later calls with these exact sizes skip binding the symbols (a dict hit) and, for the first
+        SYMBOLIC_FAST_PATHS sizes, take the C++ guard check too (Note [The cached-call fast path])."""
+        if len(self.symbolic_hits) >= 64:
+            return
+        self.symbolic_hits[key] = entry
+        if self.num_symbolic_fast_paths < SYMBOLIC_FAST_PATHS:
+            guards = self._guard_set(args, kwargs, module_state)
+            if guards is not None:
+                self.num_symbolic_fast_paths += 1
+                self.guarded_entries.append(GuardedEntry(guards[0], guards[1], entry, args))
 
     def _symbolic_lookup(self, key):
         """The entry of a symbolic cache hit for the call keyed ``key``, or None."""

@@ -380,3 +380,14 @@ def test_a_returned_size_is_guarded():
         assert size == n + 1 and type(size) is int
         _assert_close(out, x * 2)
     assert compiled.num_captures == 2
+
+
+def test_symbolic_hits_of_repeated_sizes_take_the_guard_set():
+    compiled = kiln.compile(lambda x: x * 2 + 1, backend="eager", dynamic=True)
+    compiled(_randn(3, 2))  # captures
+    assert not compiled.guarded_entries
+    x = _randn(5, 2)
+    _assert_close(compiled(x), x * 2 + 1)  # a symbolic hit: remembered for these sizes
+    assert len(compiled.guarded_entries) == 1 and compiled.guarded_entries[0].guards.check((x,))
+    _assert_close(compiled(x), x * 2 + 1)
+    assert compiled.num_captures == 1
