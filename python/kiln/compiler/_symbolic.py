@@ -270,10 +270,13 @@ class SymbolicContext:
         if op in (_FLOORDIV, _MOD) and rv == 0:
             raise ZeroDivisionError("integer division or modulo by zero")
         value = _PY_OPS[op](lv, rv)
-        # Identities keep the graph small: x + 0, x * 1, x // 1.
+        # Identities keep the graph small: x + 0, x * 1, x // 1, 0 + x, 1 * x.
         if isinstance(lhs, SymInt) and not isinstance(rhs, SymInt):
             if (op in (_ADD, _SUB) and rv == 0) or (op in (_MUL, _FLOORDIV) and rv == 1):
                 return lhs
+        if isinstance(rhs, SymInt) and not isinstance(lhs, SymInt):
+            if (op == _ADD and lv == 0) or (op == _MUL and lv == 1):
+                return rhs
         le = lhs._expr if isinstance(lhs, SymInt) else ("const", lhs)
         re = rhs._expr if isinstance(rhs, SymInt) else ("const", rhs)
         handle = self.session.symbolic_arith(op, lhs._handle if isinstance(lhs, SymInt) else lhs,

@@ -1,6 +1,6 @@
 """What a symbolic capture changes in kiln while it runs (Note [Symbolic capture], _symbolic.py):
 Tensor.size / .shape / len() / numel() hand out SymInts, and the ops whose C++ forms fold sizes into
-literals (linear and matmul on operands of rank > 2, basic slicing) run as Python compositions that
+literals (linear and matmul on operands of rank > 2, flatten, basic slicing) run as Python compositions that
 pass the sizes as SymInts. Installed by ``patched(context)`` on the thread that captures."""
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ _base_getitem = Tensor.__getitem__
 _base_linear = _C._functions.linear
 _base_matmul = _C._functions.matmul
 _base_tensor_matmul = _TensorBase.matmul
-_PATCHED = ("size", "shape", "__len__", "numel", "__getitem__", "matmul", "__matmul__")
+_base_flatten = _C._functions.flatten
+_PATCHED = ("size", "shape", "__len__", "numel", "__getitem__", "matmul", "__matmul__", "flatten")
 _originals = {name: Tensor.__dict__.get(name) for name in _PATCHED}  # None: inherited from TensorBase
 
 
@@ -102,6 +103,23 @@ def _matmul(a, b):
     return out.reshape(*sa[:-2], sa[-2], sb[-1])
 
 
+def _flatten(input, start_dim=0, end_dim=-1):
+    if _symbolic.active_context() is None or not isinstance(input, _TensorBase) or _base_dim(input) == 0:
+        return _base_flatten(input, start_dim, end_dim)
+    rank = _base_dim(input)
+    start = start_dim + rank if start_dim < 0 else start_dim
+    end = end_dim + rank if end_dim < 0 else end_dim
+    if not 0 <= start <= end < rank:
+        return _base_flatten(input, start_dim, end_dim)  # its own error
+    if start == end:
+        return input
+    shape = _size(input)
+    merged = 1
+    for s in shape[start:end + 1]:
+        merged = merged * s
+    return input.reshape(*shape[:start], merged, *shape[end + 1:])
+
+
 def _tensor_matmul(self, other):
     return _matmul(self, other)
 
@@ -166,12 +184,14 @@ def patched(context):
     kiln = sys.modules["kiln"]
     _symbolic._local.context = context
     replacements = dict(size=_size, shape=property(_shape), __len__=_len, numel=_numel, __getitem__=_getitem,
-                        matmul=_tensor_matmul, __matmul__=_tensor_matmul_operator)
+                        matmul=_tensor_matmul, __matmul__=_tensor_matmul_operator, flatten=_flatten)
     for name, value in replacements.items():
         setattr(Tensor, name, value)
     _C._functions.linear = _linear
     _C._functions.matmul = _matmul
+    _C._functions.flatten = _flatten
     kiln.matmul = _matmul
+    kiln.flatten = _flatten
     try:
         yield context
     finally:
@@ -183,4 +203,6 @@ def patched(context):
                 setattr(Tensor, name, value)
         _C._functions.linear = _base_linear
         _C._functions.matmul = _base_matmul
+        _C._functions.flatten = _base_flatten
         kiln.matmul = _base_matmul
+        kiln.flatten = _base_flatten

@@ -260,10 +260,13 @@ def test_equal_extents_share_a_symbol():
 
 
 def test_a_graph_that_does_not_generalise_is_kept_for_its_sizes():
-    # flatten's C++ form computes its merged extent itself (a literal in the graph): the probe run at
-    # other sizes finds that the graph does not generalise, so the entry keeps exact sizes.
+    # matmul broadcasting its batch runs matmul's C++ form, which computes the folded extents itself
+    # (literals in the graph): the probe run at other sizes finds that the graph does not generalise,
+    # so the entry keeps exact sizes.
+    w = _randn(1, 5, 3)
+
     def f(x):
-        return kiln.flatten(x, 0, 1) * 2
+        return (x @ w) * 2
 
     compiled = kiln.compile(f, backend="eager", dynamic=True)
     for n in (3, 4, 3):
@@ -271,6 +274,17 @@ def test_a_graph_that_does_not_generalise_is_kept_for_its_sizes():
         _assert_close(compiled(x), f(x))
     assert compiled.num_captures == 2
     assert "does not run at other sizes" in compiled.specialized_reasons[0]
+
+
+def test_flatten_stays_symbolic():
+    def f(x):
+        return kiln.flatten(x, 0, 1).sum(1).view(x.shape[0], -1).sum(1) * 2 + x.flatten(1).sum(1)
+
+    compiled = kiln.compile(f, backend="eager", dynamic=True)
+    for n in (3, 4, 6):
+        x = _randn(n, 2, 5)
+        _assert_close(compiled(x), f(x))
+    assert compiled.num_captures == 1
 
 
 def test_recompile_reasons_are_reported():
