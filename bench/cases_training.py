@@ -37,26 +37,10 @@ def _mlp_step(lib):
 def _gpt_block_step(lib, batch=8, tokens=64, channels=128, heads=4):
     import numpy as np
 
-    nn, F = lib.nn, lib.nn.functional
+    from kiln.bench._gpt_mini import gpt_block_class
 
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln_1 = nn.LayerNorm(channels)
-            self.c_attn = nn.Linear(channels, 3 * channels)
-            self.c_proj = nn.Linear(channels, channels)
-            self.ln_2 = nn.LayerNorm(channels)
-            self.mlp = nn.Sequential(nn.Linear(channels, 4 * channels), nn.GELU(), nn.Linear(4 * channels, channels))
-
-        def forward(self, x):
-            B, T, C = x.shape
-            q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
-            q, k, v = (t.view(B, T, heads, C // heads).transpose(1, 2) for t in (q, k, v))
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).contiguous().view(B, T, C)
-            x = x + self.c_proj(y)
-            return x + self.mlp(self.ln_2(x))
-
-    model = Block()
+    F = lib.nn.functional
+    model = gpt_block_class(lib, channels, heads)()
     opt = lib.optim.AdamW(model.parameters(), lr=3e-4)
     rng = np.random.default_rng(0)
     x = lib.from_numpy(rng.standard_normal((batch, tokens, channels)).astype(np.float32))

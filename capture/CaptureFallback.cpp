@@ -20,6 +20,43 @@ void run_below_capture(const OperatorHandle& op, DispatchKeySet keys, Stack* sta
   op.redispatch_boxed(keys.below(DispatchKey::Capture), stack);
 }
 
+/// Whether an argument of this schema type may carry a size read in Python: a SymInt (or a SymInt list or
+/// optional), a Scalar, or an int list named like a size.
+bool takes_sizes(const SchemaArgument& a) {
+  using K = SchemaType::Kind;
+  if (a.type.kind == K::SymInt || (a.type.kind == K::Scalar && !a.type.is_list)) return true;
+  return a.type.kind == K::Int && a.type.is_list && (a.name == "size" || a.name == "shape" || a.name == "sizes");
+}
+
+/// The int value (or int-list value) standing for argument `v` when it carries symbolic ints noted by the
+/// Python argument parser (Note [Symbolic sizes under capture]), else nullptr.
+ir::Value* symbolic_argument(CaptureSession& s, const SchemaArgument& a, const IValue& v, size_t* cursor) {
+  if (!s.has_pending_symbolic() || !takes_sizes(a)) return nullptr;
+  if (v.tag() == IValue::Tag::Int) return s.take_symbolic_argument(v.to_int(), *cursor);
+  if (v.tag() != IValue::Tag::IntList) return nullptr;
+  // An element first takes the symbolic int noted at its own position (the list passed through from
+  // Python), then, for elements left, the next one of its value (a list a composite rebuilt).
+  const auto& literals = v.to_int_list();
+  std::vector<ir::Value*> elements(literals.size(), nullptr);
+  bool any = false;
+  for (size_t k = 0; k < literals.size(); ++k) {
+    elements[k] = s.take_symbolic_argument(literals[k], *cursor, static_cast<int64_t>(k));
+    any = any || elements[k] != nullptr;
+  }
+  for (size_t k = 0; k < literals.size(); ++k) {
+    if (elements[k] == nullptr) elements[k] = s.take_symbolic_argument(literals[k], *cursor);
+    any = any || elements[k] != nullptr;
+  }
+  if (!any) return nullptr;
+  ir::Graph& g = s.graph();
+  for (size_t k = 0; k < elements.size(); ++k) {
+    if (elements[k] != nullptr) continue;
+    elements[k] = g.append(g.create_constant(ir::Attribute::of_int(literals[k])))->output();
+    elements[k]->set_type(ir::Type::int_type());
+  }
+  return g.append(g.create_list(std::move(elements), ir::Type::int_type()))->output();
+}
+
 /// The op node for the arguments on top of the stack (list nodes for tensor
 /// lists are appended on the way), or nullopt with `why` set. `record` is the
 /// op the node calls: `op` itself, or its functional variant (same arguments).
@@ -32,6 +69,7 @@ ir::Node* build_node(CaptureSession& s, const OperatorHandle& op, const Operator
   const size_t base = stack.size() - args.size();
   std::vector<ir::Value*> inputs;
   std::vector<ir::NamedAttribute> attributes;
+  size_t cursor = 0;  // into the session's pending symbolic arguments: Note [Symbolic sizes under capture]
   for (size_t i = 0; i < args.size(); ++i) {
     const IValue& v = stack[base + i];
     if (v.is_tensor() && args[i].alias && args[i].alias->is_write &&
@@ -65,6 +103,10 @@ ir::Node* build_node(CaptureSession& s, const OperatorHandle& op, const Operator
         if (args[i].type.kind == SchemaType::Kind::Generator && v.is_none()) {
           inputs.push_back(default_generator(s, op, stack, why));
           if (inputs.back() == nullptr) return nullptr;
+          break;
+        }
+        if (ir::Value* sym = symbolic_argument(s, args[i], v, &cursor)) {
+          inputs.push_back(sym);
           break;
         }
         // By position: a functional replacement may name it differently (fill_'s value, full_like's fill_value).
@@ -137,6 +179,7 @@ void capture_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Stac
   if (node == nullptr || s->broken()) return;
   s->graph().append(node);
   s->count_op();
+  s->node_recorded();
   bind_results(*s, node, *stack, op.schema().returns().size());
 }
 

@@ -4,6 +4,9 @@
 #include <algorithm>
 
 #include "eager/core/Error.h"
+#include "capture/SymbolicInts.h"
+#include "ir/Attribute.h"
+#include "ir/Clone.h"
 #include "ir/Type.h"
 
 namespace kiln::capture {
@@ -147,6 +150,93 @@ void CaptureSession::finish() {
   input_storages_.clear();
   declared_impls_.clear();
   stale_.clear();
+}
+
+void CaptureSession::set_input_symbols(size_t i, const std::vector<std::string>& names) {
+  KILN_CHECK(i < graph_->inputs().size() && graph_->inputs()[i]->type().is_tensor(),
+             "capture: set_input_symbols: input ", i, " is not a tensor input");
+  ir::Value* v = graph_->inputs()[i];
+  ir::TensorType tt = v->type().tensor_type();
+  KILN_CHECK(tt.sizes && tt.sizes->size() == names.size(), "capture: set_input_symbols: input ", i, " has rank ",
+             tt.sizes ? tt.sizes->size() : 0, ", got ", names.size(), " names");
+  bool any = false;
+  for (size_t d = 0; d < names.size(); ++d) {
+    if (names[d].empty()) continue;
+    (*tt.sizes)[d] = ir::SymbolicSize::symbol(names[d]);
+    any = true;
+  }
+  if (any) tt.strides.reset();
+  v->set_type(ir::Type::tensor(std::move(tt)));
+}
+
+size_t CaptureSession::symbolic_size(const Tensor& t, int64_t dim) {
+  ir::Value* self = value_for(t);
+  ir::Node* n = graph_->append(graph_->create_op(symbolic_size_op(), {self}, {{"dim", ir::Attribute::of_int(dim)}}));
+  n->output()->set_type(ir::Type::int_type());
+  symbolic_values_.push_back(n->output());
+  return symbolic_values_.size() - 1;
+}
+
+size_t CaptureSession::symbolic_arith(int64_t op, int64_t lhs, bool lhs_literal, int64_t rhs, bool rhs_literal) {
+  auto operand = [&](int64_t x, bool literal) {
+    if (!literal) return symbolic_value(static_cast<size_t>(x));
+    ir::Node* c = graph_->append(graph_->create_constant(ir::Attribute::of_int(x)));
+    c->output()->set_type(ir::Type::int_type());
+    return c->output();
+  };
+  ir::Value* a = operand(lhs, lhs_literal);
+  ir::Value* b = operand(rhs, rhs_literal);
+  ir::Node* n = graph_->append(graph_->create_op(symbolic_arith_op(), {a, b}, {{"op", ir::Attribute::of_int(op)}}));
+  n->output()->set_type(ir::Type::int_type());
+  symbolic_values_.push_back(n->output());
+  return symbolic_values_.size() - 1;
+}
+
+ir::Value* CaptureSession::symbolic_value(size_t handle) const {
+  KILN_CHECK(handle < symbolic_values_.size(), "capture: no symbolic int ", handle);
+  return symbolic_values_[handle];
+}
+
+void CaptureSession::note_symbolic_argument(int64_t value, size_t handle, int64_t position) {
+  if (handle >= symbolic_values_.size()) return;  // a symbolic int of another session
+  if (pending_closed_) {
+    pending_symbolic_.clear();
+    pending_closed_ = false;
+  }
+  pending_symbolic_.push_back({value, handle, position});
+}
+
+ir::Value* CaptureSession::take_symbolic_argument(int64_t value, size_t& cursor, int64_t position) {
+  for (size_t k = position >= 0 ? 0 : cursor; k < pending_symbolic_.size(); ++k) {
+    const PendingSymbolic& p = pending_symbolic_[k];
+    if (p.value != value || (position >= 0 && p.position != position)) continue;
+    ir::Value* v = symbolic_values_[p.handle];
+    pending_symbolic_.erase(pending_symbolic_.begin() + static_cast<std::ptrdiff_t>(k));
+    if (position < 0) cursor = k;
+    return v;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<ir::Graph> CaptureSession::probe_graph(const std::vector<size_t>& handles) const {
+  auto g = std::make_unique<ir::Graph>();
+  std::vector<ir::Value*> inputs;
+  // Tensor inputs untyped: the probe runs the graph at other sizes.
+  for (const ir::Value* v : graph_->inputs()) {
+    inputs.push_back(g->add_input(v->type().is_tensor() ? ir::Type::tensor() : v->type()));
+  }
+  ir::ValueMap map;
+  for (ir::Value* out : ir::clone_graph_into(*graph_, *g, inputs, map)) g->add_output(out);
+  for (size_t h : handles) g->add_output(map.at(symbolic_value(h)));
+  // Factory ops (zeros, new_zeros, arange, to; device=None too) make meta tensors: the probe allocates nothing.
+  for (ir::Node* n : g->nodes()) {
+    for (const ir::NamedAttribute& a : std::vector<ir::NamedAttribute>(n->attributes())) {
+      if (a.value.kind() == ir::Attribute::Kind::Device || (a.name == "device" && a.value.is_none())) {
+        n->set_attribute(a.name, ir::Attribute::of_device(Device(DeviceType::Meta)));
+      }
+    }
+  }
+  return g;
 }
 
 CaptureSession* current_session() { return tls_session; }

@@ -14,6 +14,7 @@
 #include "eager/ops/Tensor.h"
 #include "eager/dispatch/LocalDispatchKeySet.h"
 #include "ir/Graph.h"
+#include "ir/SymbolicSize.h"
 
 namespace kiln::capture {
 
@@ -192,6 +193,35 @@ class CaptureSession {
   ///        indices, in output order, that a run copies those outputs back into.
   std::vector<size_t> add_copy_back_outputs();
 
+  // --- symbolic sizes: See Note [Symbolic sizes under capture] (SymbolicInts.h) ----
+  /// Given graph input i (a declared tensor) and a name or "" per dimension.
+  /// Do    set_input_symbols(i, names).   Result those dimensions of the input's
+  /// type are the named symbols (its strides unknown): a run binds them.
+  void set_input_symbols(size_t i, const std::vector<std::string>& names);
+  /// The handle of a new int value: the size of t at dim (capture::sym_size).
+  size_t symbolic_size(const Tensor& t, int64_t dim);
+  /// The handle of a new int value lhs `op` rhs (capture::sym_arith; each side a
+  /// handle, or a literal when its `_is_literal` flag is set).
+  size_t symbolic_arith(int64_t op, int64_t lhs, bool lhs_literal, int64_t rhs, bool rhs_literal);
+  /// The int value behind a handle.
+  [[nodiscard]] ir::Value* symbolic_value(size_t handle) const;
+  /// Notes that the op about to be called takes an int argument `value` standing
+  /// for the symbolic int `handle`, at `position` of an int list (-1: a single
+  /// int or Scalar). The Python argument parser calls it.
+  void note_symbolic_argument(int64_t value, size_t handle, int64_t position = -1);
+  /// Called for the int arguments of a node being recorded, with a cursor
+  /// starting at 0 per node. position >= 0 (an element of an int list): the
+  /// pending symbolic argument noted at that position with that value;
+  /// position -1: the first one at or after the cursor with that value (the
+  /// cursor moves to it). Consumed when found; else nullptr.
+  [[nodiscard]] ir::Value* take_symbolic_argument(int64_t value, size_t& cursor, int64_t position = -1);
+  [[nodiscard]] bool has_pending_symbolic() const { return !pending_symbolic_.empty(); }
+  /// A copy of the graph recorded so far whose outputs are followed by the values of
+  /// `handles` (kiln.compiler's probe run: Note [Symbolic capture] in _symbolic.py).
+  [[nodiscard]] std::unique_ptr<ir::Graph> probe_graph(const std::vector<size_t>& handles) const;
+  /// After a node was recorded: the next noted argument starts a new pending list.
+  void node_recorded() { pending_closed_ = true; }
+
   /// Number of op nodes recorded so far.
   [[nodiscard]] size_t num_ops() const { return num_ops_; }
   void count_op() { ++num_ops_; }
@@ -216,6 +246,14 @@ class CaptureSession {
   std::optional<std::string> break_reason_;
   std::optional<std::string> impure_reason_;
   size_t num_ops_ = 0;
+  std::vector<ir::Value*> symbolic_values_;
+  struct PendingSymbolic {
+    int64_t value;
+    size_t handle;
+    int64_t position;
+  };
+  std::vector<PendingSymbolic> pending_symbolic_;  // in argument order
+  bool pending_closed_ = false;
   ir::Value* rng_seed_ = nullptr;
   ir::Value* rng_offset_ = nullptr;
   size_t rng_input_index_ = 0;

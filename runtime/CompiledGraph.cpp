@@ -2,6 +2,7 @@
 #include "runtime/CompiledGraph.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -18,6 +19,7 @@
 #include "passes/fuse_reductions.h"
 #include "passes/type_facts.h"
 #include "passes/pipeline.h"
+#include "runtime/CudaKernelRun.h"
 #include "runtime/RowKernelRun.h"
 
 namespace kiln::runtime {
@@ -26,6 +28,7 @@ struct CompiledGraph::KernelStep {
   codegen::FusionKernel fused;         // a pointwise kernel, or
   std::optional<codegen::RowKernel> row;  // a row kernel (its kernel is row->kernel)
   codegen::KernelFn fn = nullptr;
+  std::unique_ptr<CudaKernel> cuda;    // the CUDA kernel, for a CUDA graph (Note [Compiled graphs on CUDA])
   std::vector<const ir::Node*> nodes;  // the group's members (the fallback path runs them)
   std::vector<const ir::Value*> inputs, outputs;
   std::vector<size_t> input_slots, output_slots;
@@ -102,6 +105,12 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     passes::run_pipeline(*graph_, pipeline);
   }
   const ir::Graph& g = *graph_;
+  cuda_ = options.target == KernelTarget::Cuda;
+  if (options.target == KernelTarget::Auto) {
+    for (const ir::Value* v : g.inputs()) {
+      if (v->type().is_tensor() && v->type().tensor_type().device.is_cuda()) cuda_ = true;
+    }
+  }
   std::unordered_map<const ir::Value*, size_t> slot_of;
   const auto slot = [&](const ir::Value* v) {
     auto [it, fresh] = slot_of.emplace(v, slot_of.size());
@@ -157,7 +166,19 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     to_compile.push_back(step->fused.kernel);
     kernels_.push_back(std::move(step));
   }
-  if (!to_compile.empty()) {
+  if (cuda_) {
+    for (size_t i = 0; i < kernels_.size(); ++i) {
+      codegen::Kernel& kernel = kernels_[i]->row ? kernels_[i]->row->kernel : kernels_[i]->fused.kernel;
+      char name[48];
+      std::snprintf(name, sizeof name, "kiln_fused_%016llx", static_cast<unsigned long long>(kernel.hash()));
+      kernel.name = name;
+      kernels_[i]->cuda = std::make_unique<CudaKernel>();
+      kernels_[i]->cuda->source = codegen::cuda::print_cuda_kernel(kernel);
+      for (const ir::Node* n : kernels_[i]->nodes) {
+        kernels_[i]->cuda->ops += (kernels_[i]->cuda->ops.empty() ? "" : ", ") + n->kind_name();
+      }
+    }
+  } else if (!to_compile.empty()) {
     codegen::CompiledKernels compiled = codegen::compile_kernels(to_compile, options.keep_llvm_ir);
     llvm_ir_ = std::move(compiled.llvm_ir);
     for (size_t i = 0; i < kernels_.size(); ++i) {
@@ -211,7 +232,7 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
   plan_in.num_slots = num_slots_;
   plan_in.graph_inputs = input_slots_;
   plan_in.graph_outputs = output_slots_;
-  plan_in.arena = options.reduce_overhead;
+  plan_in.arena = options.reduce_overhead && !cuda_;  // the arena is a CPU tensor
   plan_in.storage_class.resize(num_slots_);
   passes::AliasClasses aliases(g);
   std::unordered_map<size_t, size_t> class_id;  // AliasClasses' class -> 0, 1, ...
@@ -288,7 +309,9 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
   if (k.row) {  // a row kernel allocates its own outputs (the memory plan leaves them: see the constructor)
     std::vector<Tensor> inputs, outputs;
     for (size_t s : k.input_slots) inputs.push_back(slots[s].to_tensor());
-    if (run_row_kernel(*k.row, k.fn, inputs, outputs)) {
+    if (k.cuda ? run_cuda_row_kernel(*k.cuda, *k.row, inputs, outputs)
+               : (std::all_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.device().is_cpu(); }) &&
+                  run_row_kernel(*k.row, k.fn, inputs, outputs))) {
       for (size_t o = 0; o < outputs.size(); ++o) slots[k.output_slots[o]] = IValue(std::move(outputs[o]));
       return;
     }
@@ -310,6 +333,15 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
     if (kernel.contiguous && !(kernel.input_scalar[i] ? t.numel() == 1 : same_layout(t, sizes_out, strides_out))) {
       as_compiled = false;
     }
+  }
+  // The inputs must be where the kernel runs: CPU tensors for an LLVM kernel, tensors of one CUDA device
+  // for a CUDA kernel (a CPU 0-dim tensor included: the members' eager ops take it as a scalar).
+  int device = -1;
+  if (k.cuda) {
+    device = common_cuda_device(inputs);
+    as_compiled = as_compiled && device >= 0;
+  } else {
+    for (const Tensor* t : inputs) as_compiled = as_compiled && t->device().is_cpu();
   }
   if (!as_compiled) {  // the inputs are not what the kernel was built for: run the members eagerly
     run_members(k, slots);
@@ -339,6 +371,9 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
                                         ? reusable(slots[k.input_slots[static_cast<size_t>(k.in_place[o])]], d, sizes_out, strides_out)
                                         : nullptr) {
       out = *dead;
+    } else if (k.cuda) {
+      out = kiln::empty_strided(IntArrayRef(sizes_out), IntArrayRef(strides_out), d,
+                                Device(DeviceType::CUDA, static_cast<int8_t>(device)));
     } else {
       out = kiln::empty_strided(IntArrayRef(sizes_out), IntArrayRef(strides_out), d);
     }
@@ -347,29 +382,37 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
   }
   const int64_t numel = numel_of(shape);
   if (numel == 0) return;
+  // Sizes and strides (elements) in iteration order, for a strided kernel.
+  const size_t r = static_cast<size_t>(kernel.rank);
+  std::vector<int64_t> sizes, strides;
+  if (!kernel.contiguous) {
+    sizes.assign(shape.begin(), shape.end());
+    if (sizes.empty()) sizes.push_back(1);
+    strides.assign(ni * r, 0);
+    const std::vector<size_t>& order = k.fused.order;
+    for (size_t i = 0; i < ni && !order.empty(); ++i) {
+      const Tensor& t = *inputs[i];
+      const size_t tr = static_cast<size_t>(t.dim());
+      for (size_t it = 0; it < r; ++it) {
+        const size_t dim = order[it];
+        if (dim + tr < r) continue;  // a leading broadcast dimension
+        const size_t td = dim + tr - r;
+        strides[i * r + it] = t.sizes()[td] == 1 ? 0 : t.strides()[td];
+      }
+    }
+  }
+  if (k.cuda) {
+    launch_cuda_pointwise(*k.cuda, kernel, device, data, numel, sizes, strides);
+    return;
+  }
   const codegen::KernelFn fn = k.fn;
   void** d = data.data();
   if (kernel.contiguous) {
-    const int64_t sizes[1] = {numel};
-    std::vector<int64_t> strides(ni, 1);
-    const int64_t* st = strides.data();
-    parallel_for(0, numel, kGrainSize, [&](int64_t b, int64_t e) { fn(d, sizes, st, b, e); });
+    const int64_t flat[1] = {numel};
+    std::vector<int64_t> ones(ni, 1);
+    const int64_t* st = ones.data();
+    parallel_for(0, numel, kGrainSize, [&](int64_t b, int64_t e) { fn(d, flat, st, b, e); });
     return;
-  }
-  const size_t r = static_cast<size_t>(kernel.rank);
-  std::vector<int64_t> sizes(shape.begin(), shape.end());
-  if (sizes.empty()) sizes.push_back(1);
-  std::vector<int64_t> strides(ni * r, 0);  // in iteration order
-  const std::vector<size_t>& order = k.fused.order;
-  for (size_t i = 0; i < ni && !order.empty(); ++i) {
-    const Tensor& t = *inputs[i];
-    const size_t tr = static_cast<size_t>(t.dim());
-    for (size_t it = 0; it < r; ++it) {
-      const size_t dim = order[it];
-      if (dim + tr < r) continue;  // a leading broadcast dimension
-      const size_t td = dim + tr - r;
-      strides[i * r + it] = t.sizes()[td] == 1 ? 0 : t.strides()[td];
-    }
   }
   const int64_t inner = sizes.back();
   const int64_t rows = numel / inner;
@@ -454,6 +497,38 @@ std::vector<std::string> CompiledGraph::kernel_ir() const {
   std::vector<std::string> texts;
   for (const auto& k : kernels_) texts.push_back((k->row ? k->row->kernel : k->fused.kernel).str());
   return texts;
+}
+
+std::vector<codegen::cuda::CudaKernelSource> CompiledGraph::cuda_sources() const {
+  std::vector<codegen::cuda::CudaKernelSource> sources;
+  for (const auto& k : kernels_) {
+    if (k->cuda) sources.push_back(k->cuda->source);
+  }
+  return sources;
+}
+
+std::vector<std::vector<int64_t>> CompiledGraph::kernel_graph_inputs() const {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& k : kernels_) {
+    out.emplace_back();
+    for (size_t slot : k->input_slots) {
+      const auto it = std::find(input_slots_.begin(), input_slots_.end(), slot);
+      out.back().push_back(it == input_slots_.end() ? -1 : static_cast<int64_t>(it - input_slots_.begin()));
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<int64_t>> CompiledGraph::kernel_graph_outputs() const {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& k : kernels_) {
+    out.emplace_back();
+    for (size_t slot : k->output_slots) {
+      const auto it = std::find(output_slots_.begin(), output_slots_.end(), slot);
+      out.back().push_back(it == output_slots_.end() ? -1 : static_cast<int64_t>(it - output_slots_.begin()));
+    }
+  }
+  return out;
 }
 
 std::vector<std::vector<std::string>> CompiledGraph::kernel_ops() const {

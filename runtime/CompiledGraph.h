@@ -14,6 +14,7 @@
 
 #include "codegen/FusionKernel.h"
 #include "codegen/RowKernel.h"
+#include "codegen/cuda/CudaKernelSource.h"
 #include "codegen/llvm/KernelJit.h"
 #include "eager/dispatch/IValue.h"
 #include "eager/ops/Tensor.h"
@@ -63,8 +64,16 @@ namespace kiln::runtime {
 // vector step). run() returns the input tensor itself for that output (its
 // version bumped, as the in-place op would), and the caller's copy is skipped.
 
+/// Where a compiled graph's kernels run (Note [Compiled graphs on CUDA], CudaKernelRun.h).
+enum class KernelTarget : uint8_t {
+  Auto,  // CUDA when a graph input was captured on a CUDA device, else the CPU
+  Cpu,   // LLVM kernels
+  Cuda,  // CUDA C kernels, compiled by NVRTC at their first launch (printing needs no GPU)
+};
+
 struct CompileOptions {
   bool fuse = true;           // false: every node eager (for tests and comparisons)
+  KernelTarget target = KernelTarget::Auto;
   bool keep_llvm_ir = false;  // keep the LLVM IR text (KILN_LOGS=codegen)
   // The caller runs the graph with grad mode off (the forward and backward graphs
   // of a joint capture, python/kiln/compiler/_joint.py), so values recorded as
@@ -98,9 +107,17 @@ class CompiledGraph {
   [[nodiscard]] int64_t kernel_count() const { return static_cast<int64_t>(kernels_.size()); }
   /// Each fused kernel's kernel IR text, in step order.
   [[nodiscard]] std::vector<std::string> kernel_ir() const;
+  /// Per kernel, where each of its inputs comes from: the graph input's index, or -1 (another step's value).
+  [[nodiscard]] std::vector<std::vector<int64_t>> kernel_graph_inputs() const;
+  /// Per kernel, the graph output index of each of its outputs, or -1 (read only by later steps).
+  [[nodiscard]] std::vector<std::vector<int64_t>> kernel_graph_outputs() const;
   /// The ops each kernel fused ("kiln::mul.Scalar", ...), per kernel.
   [[nodiscard]] std::vector<std::vector<std::string>> kernel_ops() const;
   [[nodiscard]] const std::string& llvm_ir() const { return llvm_ir_; }
+  /// True when the kernels are CUDA kernels (Note [Compiled graphs on CUDA]).
+  [[nodiscard]] bool targets_cuda() const { return cuda_; }
+  /// Each fused kernel's CUDA C (a complete NVRTC program) and entry points, in step order; empty on the CPU.
+  [[nodiscard]] std::vector<codegen::cuda::CudaKernelSource> cuda_sources() const;
   /// Op nodes left to eager, by name (one entry per node).
   [[nodiscard]] std::vector<std::string> eager_ops() const;
   [[nodiscard]] const MemoryPlan& memory_plan() const { return plan_; }
@@ -136,6 +153,7 @@ class CompiledGraph {
   size_t num_slots_ = 0;
   std::unordered_map<const ir::Value*, size_t> slot_of_;
   std::string llvm_ir_;
+  bool cuda_ = false;  // the kernels are CUDA kernels
   MemoryPlan plan_;
   mutable std::mutex arena_mu_;  // one run at a time uses the arena
   mutable Tensor arena_;         // plan_.arena_bytes, allocated by the first run that uses it

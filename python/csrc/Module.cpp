@@ -30,6 +30,7 @@ void init_distributed(PyObject* module);  // Distributed.cpp (kiln._C._distribut
 void init_runtime(PyObject* module);  // PyRuntime.cpp (kiln._C._runtime)
 void init_profiler(PyObject* module);  // PyProfiler.cpp (kiln._C._profiler)
 void init_cuda(PyObject* module);     // PyCuda.cpp (kiln.cuda's functions; registers the CUDA kernels)
+void init_cuda_codegen(PyObject* module);  // PyCudaCodegen.cpp (kiln._C._cuda_codegen)
 void init_generated_functions(PyObject* module);  // python_functions.cpp (generated from ops.yaml)
 void register_generated_tensor_methods();         // python_methods.cpp (generated from ops.yaml)
 }  // namespace kiln::python
@@ -70,6 +71,7 @@ PYBIND11_MODULE(_C, m) {
     init_runtime(m.ptr());  // takes ir Graphs
     init_profiler(m.ptr());
     init_cuda(m.ptr());
+    init_cuda_codegen(m.ptr());  // after init_cuda: gives its pointwise kernels the table's math
   } catch (const python_error_already_set&) {
     throw pybind11::error_already_set();
   }

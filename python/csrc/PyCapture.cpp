@@ -19,9 +19,13 @@
 #include <pybind11/stl.h>
 
 #include "capture/JointPartition.h"
+#include "capture/SymbolicInts.h"
 #include "eager/kernels/random/Generator.h"
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/PyTensor.h"
+#include "python/csrc/IValueConversion.h"
+#include "python/csrc/PyIr.h"
+#include "python/csrc/PySymbolicInt.h"
 
 namespace py = pybind11;
 
@@ -144,7 +148,21 @@ void init_capture(PyObject* module) {
       .def_property_readonly("generator_advance",
                              [](PySession& s) { return static_cast<int64_t>(s.session.generator_advance()); })
       .def_property_readonly("impure_reason", [](PySession& s) { return s.session.impure_reason(); })
-      .def_property_readonly("num_nodes", [](PySession& s) { return s.session.graph().num_nodes(); });
+      .def_property_readonly("num_nodes", [](PySession& s) { return s.session.graph().num_nodes(); })
+      .def("set_input_symbols",
+           [](PySession& s, size_t i, const std::vector<std::string>& names) { s.session.set_input_symbols(i, names); },
+           py::arg("index"), py::arg("names"), "Names dimensions of declared input `index` as symbols ('' keeps one).")
+      .def("symbolic_size", [](PySession& s, const py::handle& t, int64_t dim) {
+             return s.session.symbolic_size(as_tensor(t), dim);
+           }, py::arg("tensor"), py::arg("dim"), "Records capture::sym_size(t, dim); returns its handle.")
+      .def("symbolic_arith",
+           [](PySession& s, int64_t op, int64_t lhs, bool lhs_literal, int64_t rhs, bool rhs_literal) {
+             return s.session.symbolic_arith(op, lhs, lhs_literal, rhs, rhs_literal);
+           },
+           py::arg("op"), py::arg("lhs"), py::arg("lhs_literal"), py::arg("rhs"), py::arg("rhs_literal"),
+           "Records capture::sym_arith(lhs, rhs, op) (a side is a handle, or a literal); returns its handle.")
+      .def("probe_graph", [](PySession& s, const std::vector<size_t>& handles) { return s.session.probe_graph(handles); },
+           py::arg("handles"), "A copy of the graph so far, its outputs followed by the symbolic ints `handles`.");
   cm.def(
       "default_generator_state",
       [] {
@@ -171,6 +189,20 @@ void init_capture(PyObject* module) {
   cm.def("is_capturing", [] { return capture::current_session() != nullptr; },
          "Whether a capture session is recording on this thread.");
   init_guard_set(cm.ptr());
+  init_symbolic_int(cm.ptr());
+  cm.def(
+      "specialize_shapes",
+      [](const ir::Graph& g, const py::sequence& inputs) {
+        std::vector<IValue> values;
+        for (size_t i = 0; i < g.inputs().size() && i < static_cast<size_t>(py::len(inputs)); ++i) {
+          py::object item = inputs[i];
+          values.push_back(ivalue_from_python(item.ptr(), argument_for(g.inputs()[i]->type(), i), "specialize_shapes"));
+        }
+        return capture::specialize_shapes(g, values);
+      },
+      py::arg("graph"), py::arg("inputs"),
+      "A copy of a symbolic graph for these inputs' sizes: sizes folded to constants, every tensor retyped "
+      "(capture/SymbolicInts.h).");
 }
 
 }  // namespace kiln::python

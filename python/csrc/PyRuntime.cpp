@@ -55,8 +55,23 @@ void init_runtime(PyObject* module) {
       .def_property_readonly("kernel_count", [](const PyCompiledGraph& g) { return g.compiled->kernel_count(); })
       .def_property_readonly("kernels", [](const PyCompiledGraph& g) { return g.compiled->kernel_ir(); })
       .def_property_readonly("kernel_ops", [](const PyCompiledGraph& g) { return g.compiled->kernel_ops(); })
+      .def_property_readonly(
+          "kernel_graph_inputs", [](const PyCompiledGraph& g) { return g.compiled->kernel_graph_inputs(); },
+          "Per kernel, the graph input index of each of its inputs (-1: another step's value).")
+      .def_property_readonly(
+          "kernel_graph_outputs", [](const PyCompiledGraph& g) { return g.compiled->kernel_graph_outputs(); },
+          "Per kernel, the graph output index of each of its outputs (-1: read only by later steps).")
       .def_property_readonly("eager_ops", [](const PyCompiledGraph& g) { return g.compiled->eager_ops(); })
       .def_property_readonly("llvm_ir", [](const PyCompiledGraph& g) { return g.compiled->llvm_ir(); })
+      .def_property_readonly("targets_cuda", [](const PyCompiledGraph& g) { return g.compiled->targets_cuda(); })
+      .def_property_readonly(
+          "cuda_sources",
+          [](const PyCompiledGraph& g) {
+            py::list out;
+            for (const auto& s : g.compiled->cuda_sources()) out.append(py::make_tuple(s.source, s.entry_i32, s.entry_i64));
+            return out;
+          },
+          "Each fused kernel's CUDA C program and its (32-bit, 64-bit index) entry points; empty on the CPU.")
       .def_property_readonly("memory_plan", [](const PyCompiledGraph& g) { return g.compiled->memory_plan().str(); })
       .def_property_readonly("arena_bytes",
                              [](const PyCompiledGraph& g) { return g.compiled->memory_plan().arena_bytes; })
@@ -65,7 +80,8 @@ void init_runtime(PyObject* module) {
   rt.def(
       "compile",
       [](const ir::Graph& g, bool fuse, bool keep_llvm_ir, bool runs_without_autograd, bool plan_memory,
-         bool reduce_overhead, std::vector<std::pair<size_t, size_t>> outputs_into_inputs, bool decompose) {
+         bool reduce_overhead, std::vector<std::pair<size_t, size_t>> outputs_into_inputs, bool decompose,
+         const std::string& target) {
         PyCompiledGraph out;
         for (size_t i = 0; i < g.inputs().size(); ++i) out.arguments.push_back(argument_for(g.inputs()[i]->type(), i));
         runtime::CompileOptions options;
@@ -76,6 +92,11 @@ void init_runtime(PyObject* module) {
         options.reduce_overhead = reduce_overhead;
         options.outputs_into_inputs = std::move(outputs_into_inputs);
         options.decompose = decompose;
+        KILN_CHECK_VALUE(target == "auto" || target == "cpu" || target == "cuda",
+                         "compile: target must be 'auto', 'cpu' or 'cuda', not '", target, "'");
+        options.target = target == "cuda"  ? runtime::KernelTarget::Cuda
+                         : target == "cpu" ? runtime::KernelTarget::Cpu
+                                           : runtime::KernelTarget::Auto;
         py::gil_scoped_release no_gil;
         out.compiled = std::make_unique<runtime::CompiledGraph>(g, options);
         return out;
@@ -83,12 +104,14 @@ void init_runtime(PyObject* module) {
       py::arg("graph"), py::arg("fuse") = true, py::arg("keep_llvm_ir") = false,
       py::arg("runs_without_autograd") = false, py::arg("plan_memory") = true, py::arg("reduce_overhead") = false,
       py::arg("outputs_into_inputs") = std::vector<std::pair<size_t, size_t>>{}, py::arg("decompose") = true,
+      py::arg("target") = "auto",
       "Compiles a verified graph: fusion groups become LLVM kernels, other nodes eager steps; plan_memory: kernel "
       "outputs reuse dead inputs in place; reduce_overhead: kernel outputs inside the graph in one pre-planned "
       "arena (runtime/MemoryPlan.h); outputs_into_inputs: (output, input) index pairs the caller copies back after "
       "a run: a kernel may store such an output into the input directly and return the input "
       "(Note [Outputs written into their inputs]); decompose: composites decomposed so they fuse "
-      "(Note [Composites compile decomposed]).");
+      "(Note [Composites compile decomposed]); target: 'cuda' prints CUDA C kernels (launched through NVRTC), 'cpu' "
+      "LLVM kernels, 'auto' CUDA when an input was captured on a CUDA device (Note [Compiled graphs on CUDA]).");
   rt.def("pointwise_math_ops", &codegen::pointwise_math_ops,
          "The ops the kernel math table covers (codegen/PointwiseMath.h).");
   rt.def("compiled_kernel_count", &codegen::compiled_kernel_count, "Kernels in the process's JIT cache.");

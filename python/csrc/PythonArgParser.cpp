@@ -16,6 +16,7 @@
 #include "python/csrc/PyDevice.h"
 #include "python/csrc/PyGenerator.h"
 #include "python/csrc/PyMemoryFormat.h"
+#include "python/csrc/PySymbolicInt.h"
 
 namespace kiln::python {
 
@@ -196,7 +197,7 @@ bool is_numpy_complex(PyObject* obj) {
 bool is_int_object(PyObject* obj) {
   if (PyLong_CheckExact(obj)) return true;
   if (PyLong_Check(obj)) return !PyBool_Check(obj);
-  return is_numpy_integer(obj);
+  return is_numpy_integer(obj) || is_symbolic_int(obj);
 }
 
 /// What may stand for one int inside (or in place of) an int list: an int, a
@@ -481,7 +482,7 @@ bool FunctionParameter::check(PyObject* obj, int argnum, int64_t* failed_idx) co
       if (PyComplex_Check(obj)) return true;
       [[fallthrough]];
     case ParamType::Double:
-      if (PyFloat_Check(obj) || PyLong_Check(obj)) return true;  // bool too, as PyTorch
+      if (PyFloat_Check(obj) || PyLong_Check(obj) || is_symbolic_int(obj)) return true;  // bool too, as PyTorch
       if (is_tensor(obj)) {
         const Tensor& t = unwrap_tensor(obj);
         return t.dim() == 0 && !t.requires_grad();
@@ -879,6 +880,7 @@ int64_t unpack_long(PyObject* obj) {
 /// Any __index__ object (a NumPy integer, a bool inside a list) as int64.
 int64_t unpack_index(PyObject* obj) {
   if (PyLong_Check(obj)) return unpack_long(obj);
+  if (is_symbolic_int(obj)) return symbolic_int_value(obj);  // capture Note [Symbolic sizes under capture]
   PyObject* index = PyNumber_Index(obj);
   if (index == nullptr) throw python_error_already_set();
   try {
@@ -905,6 +907,7 @@ int64_t unpack_index(PyObject* obj) {
 int64_t intlist_element(const FunctionSignature& sig, int i, PyObject* obj, Py_ssize_t idx) {
   try {
     if (PyLong_CheckExact(obj)) return unpack_long(obj);
+    if (is_symbolic_int(obj)) return symbolic_int_value(obj, idx);  // capture Note [Symbolic sizes under capture]
     if (is_tensor(obj)) {
       const Tensor& t = unwrap_tensor(obj);
       if (t.numel() != 1 || !is_integral(t.dtype(), /*include_bool=*/true)) throw_intlist_error(sig, i, obj, idx);
@@ -929,7 +932,7 @@ Scalar scalar_from(PyObject* obj, const FunctionSignature& sig, int i) {
   }
   if (PyFloat_Check(obj)) return Scalar(PyFloat_AS_DOUBLE(obj));
   if (is_tensor(obj)) return tensor_item(unwrap_tensor(obj), sig, i);
-  if (is_numpy_integer(obj)) return Scalar(unpack_index(obj));
+  if (is_numpy_integer(obj) || is_symbolic_int(obj)) return Scalar(unpack_index(obj));
   if (PyComplex_Check(obj) || is_numpy_complex(obj)) {
     const Py_complex c = PyComplex_AsCComplex(obj);
     if (c.real == -1.0 && PyErr_Occurred()) throw python_error_already_set();

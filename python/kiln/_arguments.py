@@ -5,17 +5,44 @@ writing a result into ``out``."""
 from __future__ import annotations
 
 import builtins
+import operator
 
 from kiln import _C
 
 bool_ = builtins.bool
 
 
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class defined in Python
+
+
+def _type_name(value) -> str:
+    """The type name torch's argument parser prints (CPython's tp_name): `int`, `list`, a Python
+    class's own name, or an extension type's qualified name such as `kiln.dtype`."""
+    kind = type(value)
+    if kind.__module__ == "builtins" or kind.__flags__ & _HEAP_TYPE:
+        return kind.__name__
+    return f"{kind.__module__}.{kind.__name__}"
+
+
 def _require_tensor(value, function, argument="input", position=1):
-    """torch's argument parser's TypeError for a non-tensor."""
+    """torch's argument parser's TypeError for a non-tensor (``position=None`` for an argument
+    torch names without one)."""
     if not isinstance(value, _C.TensorBase):
-        raise TypeError(f"{function}(): argument '{argument}' (position {position}) must be Tensor, not "
-                        f"{type(value).__name__}")
+        where = f" (position {position})" if position is not None else ""
+        raise TypeError(f"{function}(): argument '{argument}'{where} must be Tensor, not {_type_name(value)}")
+
+
+def _require_int(value, function, argument, position=None):
+    """torch's argument parser's TypeError for a non-int (a bool is refused, an integer 0-dim
+    tensor or anything with ``__index__`` taken)."""
+    if not isinstance(value, bool_):
+        try:
+            operator.index(value)
+            return
+        except TypeError:
+            pass
+    where = f" (position {position})" if position is not None else ""
+    raise TypeError(f"{function}(): argument '{argument}'{where} must be int, not {_type_name(value)}")
 
 
 def _require_bool(value, function, argument, position=None):

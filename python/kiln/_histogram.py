@@ -8,6 +8,7 @@ import math
 from collections import namedtuple
 
 from kiln import _C
+from kiln._arguments import _require_tensor
 from kiln._messages import _format_double, _scalar_name, _type_word
 from kiln._no_derivative import _no_derivative
 from kiln.autograd.grad_mode import no_grad
@@ -139,6 +140,9 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     (edges a linspace over ``range`` or the data's [min, max]) or over the 1-D edge tensor ``bins``;
     each bin holds its left edge, the last one its right edge too. Returns (hist, bin_edges).
     Not differentiable (as in torch, backward raises)."""
+    _require_tensor(input, "histogram", "input", 1)
+    if weight is not None:
+        _require_tensor(weight, "histogram", "weight", position=None)
     points = input.reshape(input.numel(), 1)
     flat_weight = weight.reshape(weight.numel()) if weight is not None else None
     if isinstance(bins, _C.TensorBase):
@@ -169,6 +173,9 @@ def histogramdd(input, bins, range=None, weight=None, density=False):
     """torch.histogramdd: the N-dimensional histogram of the points in ``input``'s last dim (all
     other dims flattened); ``bins`` an int (for every dim), N ints or N 1-D edge tensors.
     Returns (hist, bin_edges) with bin_edges a tuple of N tensors. Not differentiable."""
+    _require_tensor(input, "histogramdd", "input", 1)
+    if weight is not None:
+        _require_tensor(weight, "histogramdd", "weight", position=None)
     if input.dim() == 0:
         raise IndexError("Dimension specified as -1 but tensor has no dimensions")
     if input.dim() < 2:

@@ -7,6 +7,7 @@ select_scatter / slice_scatter (a copy of the input with one view overwritten)."
 from __future__ import annotations
 
 from kiln import _C
+from kiln._arguments import _require_tensor
 from kiln._creation import tensor
 
 _F = _C._functions
@@ -34,6 +35,8 @@ def _saved_input(self, src):
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """Tensor.scatter_reduce_: the scatter_reduce op's result copied into self (differentiable
     through copy_)."""
+    _require_tensor(index, "scatter_reduce_", "index", 2)
+    _require_tensor(src, "scatter_reduce_", "src", 3)
     result = _C._functions.scatter_reduce(_saved_input(self, src), dim, index, src, reduce, include_self=include_self)
     return self.copy_(result)
 
@@ -136,7 +139,9 @@ def _check_slice_size(src, view):
                            f"slice size = {list(view.shape)}")
 
 
-def _scatter_into(input, src, pick):
+def _scatter_into(input, src, pick, op):
+    _require_tensor(input, op, "input", 1)
+    _require_tensor(src, op, "src", 2)
     result = input.clone()
     view = pick(result)
     _check_slice_size(src, view)
@@ -146,12 +151,12 @@ def _scatter_into(input, src, pick):
 
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     """A copy of input with the diagonal (offset, dim1, dim2) replaced by src."""
-    return _scatter_into(input, src, lambda t: _C._functions.diagonal(t, offset, dim1, dim2))
+    return _scatter_into(input, src, lambda t: _C._functions.diagonal(t, offset, dim1, dim2), "diagonal_scatter")
 
 
 def select_scatter(input, src, dim, index):
     """A copy of input with input.select(dim, index) replaced by src."""
-    return _scatter_into(input, src, lambda t: t.select(dim, index))
+    return _scatter_into(input, src, lambda t: t.select(dim, index), "select_scatter")
 
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
@@ -160,4 +165,4 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
         d = dim + t.dim() if dim < 0 else dim
         return t[(slice(None),) * d + (slice(start, end, step),)]
 
-    return _scatter_into(input, src, pick)
+    return _scatter_into(input, src, pick, "slice_scatter")

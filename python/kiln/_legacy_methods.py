@@ -11,6 +11,7 @@ import operator
 import numpy as np
 
 from kiln import _C, cuda as _cuda
+from kiln._arguments import _require_tensor
 from kiln._creation import _NUMPY_DTYPES, tensor
 from kiln._messages import _options_text
 
@@ -43,6 +44,7 @@ def new(self, *args, device=None):
 
 def resize_as_(self, the_template, *, memory_format=None):
     """Tensor.resize_as_: ``self.resize_(the_template.shape)``."""
+    _require_tensor(the_template, "resize_as_", "the_template", 1)
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     if memory_format is None:
@@ -81,9 +83,12 @@ def _map_in_place(self, name, others, fn):
     return self
 
 
-def _check_same_type(self, name, tensor, argument):
+def _check_same_type(self, name, tensor, argument, position, described):
+    """`tensor` broadcast to self, after torch's checks: a Tensor (the parser's message), of
+    self's dtype (map_'s message, where torch describes the argument as `described`)."""
+    _require_tensor(tensor, name, argument, position)
     if tensor.dtype != self.dtype:
-        raise TypeError(f"{name}: expected {self.type()} for {argument} (got {tensor.type()})")
+        raise TypeError(f"{name}: expected {self.type()} for {described} (got {tensor.type()})")
     return tensor.expand(self.shape)
 
 
@@ -94,13 +99,13 @@ def apply_(self, callable):  # noqa: A002 - torch's name
 
 def map_(self, tensor, callable):  # noqa: A002 - torch's name
     """Tensor.map_: ``self[i] = callable(self[i], tensor[i])``, ``tensor`` broadcast to ``self``."""
-    return _map_in_place(self, "map_", [_check_same_type(self, "map_", tensor, "'other'")], callable)
+    return _map_in_place(self, "map_", [_check_same_type(self, "map_", tensor, "other", 1, "'other'")], callable)
 
 
 def map2_(self, x, y, callable):  # noqa: A002 - torch's name
     """Tensor.map2_: ``self[i] = callable(self[i], x[i], y[i])``, ``x`` and ``y`` broadcast."""
-    x = _check_same_type(self, "map2_", x, "argument 'x'")
-    y = _check_same_type(self, "map2_", y, "argument 'y'")
+    x = _check_same_type(self, "map2_", x, "x", 1, "argument 'x'")
+    y = _check_same_type(self, "map2_", y, "y", 2, "argument 'y'")
     return _map_in_place(self, "map2_", [x, y], callable)
 
 

@@ -10,7 +10,7 @@ import warnings
 
 from kiln import _C
 from kiln._comparison import scalar_type_name
-from kiln._arguments import _wrap_dim
+from kiln._arguments import _require_tensor, _wrap_dim
 from kiln._norms import vector_norm
 from kiln._shape import broadcast_tensors
 
@@ -23,6 +23,10 @@ def _f():
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along ``dim`` (logical xor for bool), after ``prepend``/``append``."""
+    _require_tensor(input, "diff", "input", 1)
+    for name, extra in (("prepend", prepend), ("append", append)):
+        if extra is not None:
+            _require_tensor(extra, "diff", name, position=None)
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     if input.dim() == 0:
@@ -114,6 +118,8 @@ def linalg_cross(input, other, *, dim=-1, out=None):
 
 def cross(input, other, dim=None, *, out=None):
     """The cross product along ``dim``; without ``dim``, the first dim of size 3 (deprecated, as in PyTorch)."""
+    _require_tensor(input, "cross", "input", 1)
+    _require_tensor(other, "cross", "other", 2)
     if dim is None:
         warnings.warn("Using kiln.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
                       "explicitly or simply use kiln.linalg.cross.\nThe default value of dim will change to agree "

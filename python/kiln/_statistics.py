@@ -23,6 +23,7 @@ import math
 from collections import namedtuple
 
 from kiln import _C
+from kiln._arguments import _require_tensor
 from kiln._comparison import scalar_type_name
 from kiln._creation import tensor
 from kiln._indexing import nonzero
@@ -308,6 +309,9 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 def bincount(input, weights=None, minlength=0):
     """Counts of each non-negative integer in the 1-D ``input`` (or the sums of ``weights`` per value)."""
+    _require_tensor(input, "bincount", "input", 1)
+    if weights is not None:
+        _require_tensor(weights, "bincount", "weights", position=None)
     _refuse_meta("bincount", input)
     if input.dim() != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")

@@ -42,6 +42,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     [batch?, n_fft // 2 + 1 (onesided) or n_fft, frames]."""
     if not isinstance(input, _C.TensorBase):
         raise TypeError(f"stft(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if window is not None and not isinstance(window, _C.TensorBase):
+        raise TypeError(f"stft(): argument 'window' (position 5) must be Tensor, not {type(window).__name__}")
     if return_complex is None:
         if not (input.dtype.is_complex or (window is not None and window.dtype.is_complex)):
             raise RuntimeError("stft requires the return_complex parameter be given for real inputs, and will further "

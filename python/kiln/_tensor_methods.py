@@ -6,6 +6,7 @@ is_signed and get_device are kiln/_predicates.py's functions, bound as methods.)
 from __future__ import annotations
 
 from kiln import _C
+from kiln._arguments import _require_int, _require_tensor
 
 
 
@@ -74,12 +75,21 @@ def pin_memory(self, device=None):
 def record_stream(self, stream) -> None:
     """Marks this CUDA tensor's memory as used by ``stream``: the caching allocator will not
     reuse it until the work queued on ``stream`` so far has finished."""
+    if not hasattr(stream, "_stream"):  # a kiln.cuda.Stream holds its native stream there
+        raise TypeError(f"record_stream(): argument 's' (position 1) must be Stream, not {type(stream).__name__}")
     _C._cuda_record_stream(self, stream._stream)
 
 
 # --- index_copy, put ---------------------------------------------------------------------------
 
-def _index_copy_checks(self, dim, index, source):
+def _index_copy_argument_types(dim, index, source, op):
+    _require_int(dim, op, "dim", 1)
+    _require_tensor(index, op, "index", 2)
+    _require_tensor(source, op, "source", 3)
+
+
+def _index_copy_checks(self, dim, index, source, op):
+    _index_copy_argument_types(dim, index, source, op)
     ndim = max(self.dim(), 1)
     d = dim % ndim if -ndim <= dim < ndim else None
     if d is None:
@@ -102,7 +112,7 @@ def _index_copy_checks(self, dim, index, source):
 
 def index_copy_(self, dim, index, source):
     """self[..., index[i], ...] = source[..., i, ...] along ``dim``."""
-    d = _index_copy_checks(self, dim, index, source)
+    d = _index_copy_checks(self, dim, index, source, "index_copy_")
     if self.dim() == 0:  # a 0-d tensor is read as one slot along dim 0
         if index.numel():
             self.copy_(source.reshape(()))
@@ -114,11 +124,14 @@ def index_copy_(self, dim, index, source):
 
 def index_copy(self, dim, index, source):
     """A copy of ``self`` with ``source``'s slices written at ``index`` along ``dim``."""
+    _index_copy_argument_types(dim, index, source, "index_copy")
     return index_copy_(self.clone(), dim, index, source)
 
 
 def put_(self, index, source, accumulate=False):
     """Writes (or adds) ``source`` at the flat positions ``index`` of ``self`` (as if it were 1-D)."""
+    _require_tensor(index, "put_", "index", 1)
+    _require_tensor(source, "put_", "source", 2)
     n = self.numel()
     flat_index = index.reshape(-1)
     if flat_index.numel():
@@ -140,4 +153,6 @@ def put_(self, index, source, accumulate=False):
 
 def put(self, index, source, accumulate=False):
     """put_ on a copy of ``self``."""
+    _require_tensor(index, "put", "index", 1)
+    _require_tensor(source, "put", "source", 2)
     return put_(self.clone(), index, source, accumulate)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The GPU run (issue 25 item 6), in one call on a machine with an NVIDIA GPU, in under 8 minutes:
 #   1. the CUDA test suite: tests/python/cuda (devices, streams, events, the caching allocator and
-#      its several-stream stress, copies, every eager CUDA op against the CPU result, compiled
-#      against eager where codegen/cuda's tests sit there) and the kernel-source compile check
+#      its several-stream stress, copies, every eager CUDA op against the CPU result), kiln.compile
+#      on CUDA tensors against eager (compiler/test_cuda_compiled.py: fused kernels from
+#      codegen/cuda) with the generated kernels' checks (compiler/test_cuda_codegen.py,
+#      compiler/test_cuda_target.py), and the kernel-source compile check
 #      (ptxas -O0, as in CI: the device JIT-compiles every kernel it runs at full optimisation
 #      anyway); at most 300 s;
 #   2. the CUDA benchmarks (tests/gpu/cuda_bench.py: copy bandwidth, allocation from the cache,
@@ -32,6 +34,7 @@ else:
 PY
 
 (cd tests/python && timeout 300 "$ROOT/$PYTHON" -m pytest -q -p no:cacheprovider -rs cuda \
+  compiler/test_cuda_compiled.py compiler/test_cuda_codegen.py compiler/test_cuda_target.py \
   --junitxml="$ROOT/build/gpu_run_junit.xml" 2>&1 | tail -40)
 status=${PIPESTATUS[0]}
 

@@ -11,7 +11,11 @@
 // reads its arguments off the stack by the schema: Tensor/Scalar operands in
 // order, `alpha`, `out`, in-place when the name ends in '_'. It builds the same
 // TensorIterator the CPU kernel builds (promotion, broadcasting, out= resizing
-// and safe-cast checks are shared), then launches the op's template.
+// and safe-cast checks are shared), then launches the kernel of the op's math:
+// generated from the compiler's table where it covers the dtypes, else the
+// op's template (Note [Eager CUDA pointwise math from the compiler's table],
+// PointwiseMath.h).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +36,23 @@ namespace kiln::native {
 namespace {
 
 using cuda_kernels::PointwiseKind;
+using cuda_kernels::KernelInstance;
 using cuda_kernels::PointwiseMath;
+
+/// The generated kernel of the table's math for these dtypes (PointwiseMath.h), if the generator covers them.
+std::optional<KernelInstance> generated_kernel(const PointwiseMath& math, DType in, DType out,
+                                               const std::optional<Scalar>& alpha, const std::string& approximate) {
+  const cuda_kernels::PointwiseKernelGenerator generate = cuda_kernels::pointwise_kernel_generator();
+  if (generate == nullptr) return std::nullopt;
+  cuda_kernels::PointwiseKernelRequest request;
+  request.op = math.name;
+  request.arity = math.arity;
+  request.input = in;
+  request.output = out;
+  request.alpha = alpha;
+  request.approximate = approximate;
+  return generate(request);
+}
 
 void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*/, Stack* stack) {
   const auto* math = static_cast<const PointwiseMath*>(ctx);
@@ -42,16 +62,18 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
   std::vector<Tensor> operands;
   Tensor out;
   double alpha = 1.0;
+  std::optional<Scalar> alpha_scalar;
+  std::string approximate;
   for (size_t i = 0; i < args.size(); ++i) {
     const SchemaArgument& a = args[i];
     IValue& v = (*stack)[base + i];
     if (a.is_out()) {
       out = v.to_tensor();
     } else if (a.name == "alpha") {
-      alpha = v.to_scalar().to_double();
+      alpha_scalar = v.to_scalar();
+      alpha = alpha_scalar->to_double();
     } else if (a.name == "approximate") {
-      KILN_CHECK_NOT_IMPLEMENTED(v.to_string() == "none", "gelu(approximate='", v.to_string(),
-                                 "') has no CUDA kernel yet");
+      approximate = v.to_string();
     } else if (v.is_tensor()) {
       operands.push_back(v.to_tensor());
     } else {
@@ -81,7 +103,11 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
                                "\"", name, "_cuda\" not implemented for '", scalar_type_name(in), "'");
     auto ix = cuda_kernels::indexer_of<2>(iter);
     long long n = iter.numel();
-    cuda_kernels::launch_elementwise(cuda_kernels::unary_kernel(name, in, iter.dtype(0)), device, n, {&ix, &n});
+    const std::optional<KernelInstance> generated = generated_kernel(*math, in, iter.dtype(0), alpha_scalar, approximate);
+    KILN_CHECK_NOT_IMPLEMENTED(generated || approximate.empty() || approximate == "none", "gelu(approximate='",
+                               approximate, "') has no CUDA kernel yet");
+    cuda_kernels::launch_elementwise(generated ? *generated : cuda_kernels::unary_kernel(name, in, iter.dtype(0)),
+                                     device, n, {&ix, &n});
     iter.cast_outputs();
     result = finish(iter, into);
   } else {
@@ -96,8 +122,12 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
                                "\"", name, "_cuda\" not implemented for '", scalar_type_name(in), "'");
     auto ix = cuda_kernels::indexer_of<3>(iter);
     long long n = iter.numel();
-    cuda_kernels::launch_elementwise(cuda_kernels::binary_kernel(name, in, iter.dtype(0)), device, n,
-                                     {&ix, &n, &alpha});
+    if (const auto generated = generated_kernel(*math, in, iter.dtype(0), alpha_scalar, approximate)) {
+      cuda_kernels::launch_elementwise(*generated, device, n, {&ix, &n});  // alpha is a constant of its source
+    } else {
+      cuda_kernels::launch_elementwise(cuda_kernels::binary_kernel(name, in, iter.dtype(0)), device, n,
+                                       {&ix, &n, &alpha});
+    }
     iter.cast_outputs();
     result = finish(iter, into);
   }

@@ -1,5 +1,7 @@
-// The table of pointwise CUDA math (PointwiseMath.h).
+// The table of eager CUDA pointwise ops and the generator hook (PointwiseMath.h).
 #include "eager/kernels/cuda/PointwiseMath.h"
+
+#include <atomic>
 
 namespace kiln::native::cuda_kernels {
 
@@ -76,6 +78,13 @@ const PointwiseMath* find_pointwise_math(const std::string& name) {
   }
   return nullptr;
 }
+
+namespace {
+std::atomic<PointwiseKernelGenerator> generator{nullptr};
+}  // namespace
+
+void set_pointwise_kernel_generator(PointwiseKernelGenerator g) { generator.store(g); }
+PointwiseKernelGenerator pointwise_kernel_generator() { return generator.load(); }
 
 bool dtype_in_set(DType dtype, DtypeSet set) {
   switch (set) {

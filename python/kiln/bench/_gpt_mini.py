@@ -42,11 +42,12 @@ def batches(ids: np.ndarray, cfg: GPTConfig, count: int, seed: int = 0) -> list:
     return pairs
 
 
-def build_model(lib, cfg: GPTConfig, vocab: int):
-    """A GPT-mini module of ``lib`` (token and position embeddings, ``cfg.layers`` pre-norm blocks of
-    causal self-attention and a GELU MLP, a final LayerNorm and an untied head)."""
+def gpt_block_class(lib, channels: int, heads: int):
+    """The pre-norm transformer block of ``lib`` (causal self-attention through
+    scaled_dot_product_attention and a GELU MLP, each with a residual add), as a Module class;
+    the benchmarks' single-block training step uses it too."""
     nn, F = lib.nn, lib.nn.functional
-    C, H = cfg.channels, cfg.heads
+    C, H = channels, heads
 
     class Block(nn.Module):
         def __init__(self):
@@ -64,6 +65,16 @@ def build_model(lib, cfg: GPTConfig, vocab: int):
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).contiguous().view(B, T, C)
             x = x + self.c_proj(y)
             return x + self.mlp(self.ln_2(x))
+
+    return Block
+
+
+def build_model(lib, cfg: GPTConfig, vocab: int):
+    """A GPT-mini module of ``lib`` (token and position embeddings, ``cfg.layers`` pre-norm blocks of
+    causal self-attention and a GELU MLP, a final LayerNorm and an untied head)."""
+    nn, F = lib.nn, lib.nn.functional
+    C = cfg.channels
+    Block = gpt_block_class(lib, cfg.channels, cfg.heads)
 
     class GPTMini(nn.Module):
         def __init__(self):

@@ -27,7 +27,10 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
     A graph break (a tensor value escaping to Python, ...) makes the function
     run eagerly for that guard set, with the reason kept
     (``kiln.compiler.explain``); ``fullgraph=True`` raises instead.
-    ``dynamic=True`` is not supported yet; every shape is specialised.
+    ``dynamic=None`` specialises every size until a call differs from an earlier one in some tensor
+    extents, then captures once more with those dimensions symbolic and reuses that graph for other
+    extents; ``dynamic=True`` is symbolic in every dimension from the first capture; ``dynamic=False``
+    specialises every shape (README.md, "Shapes that change").
     ``mode="reduce-overhead"`` (backend "default") lays the fused kernels' intermediate buffers out once
     in an arena kept by each compiled graph, so a replay allocates only the tensors it returns and the
     results of the ops left to eager. Compiled kernels are cached in memory and on disk under

@@ -8,15 +8,19 @@ import warnings
 
 from kiln import _C, _logging
 from kiln._tensor import Tensor
-from kiln.compiler import _joint, _state, _training
+from kiln.compiler import _dynamic, _joint, _state, _training
+from kiln.compiler._symbolic import SymbolicContext, plain_sizes
+from kiln.compiler._symbolic_patches import patched
 from kiln.compiler._backends import use_backend
 from kiln.compiler._replay import GraphProgram
+from kiln.compiler._specialize import use_specializing_backend
 from kiln.compiler._watch import watching
 from kiln.compiler._guards import (ModuleStateGuard, Unguardable, describe, first_difference, flatten, guard_key,
                                   unflatten)
 from kiln.nn.modules.module import Module
 
 RECOMPILE_LIMIT = 8
+SYMBOLIC_FAST_PATHS = 4  # exact sizes per function whose symbolic hits also get a C++ guard check
 _compiling = _state.thread_local  # its "sessions": see _state.is_compiling
 
 
@@ -108,9 +112,9 @@ class CompiledFunction:
                  options=None):
         if backend not in ("default", "eager"):
             raise ValueError(f"kiln.compile: unknown backend {backend!r} (available: 'default', 'eager')")
-        if dynamic:
-            raise NotImplementedError("kiln.compile: dynamic=True (symbolic shapes) is not supported yet; "
-                                      "use dynamic=None or False")
+        if dynamic not in (None, True, False):
+            raise ValueError(f"kiln.compile: dynamic must be None, True or False, got {dynamic!r}")
+        self.dynamic = dynamic
         self.fn = fn
         self.module = module
         self.fullgraph = fullgraph
@@ -124,6 +128,7 @@ class CompiledFunction:
         self.last_key = None
         self._warned_limit = False
         self._warned_break = False
+        self._reset_dynamic()
         self._reset_training()
         _state.compiled_functions.add(self)
         if module is None or fn is not module:
@@ -137,7 +142,17 @@ class CompiledFunction:
         self.last_key = None
         self._warned_limit = False
         self._warned_break = False
+        self._reset_dynamic()
         self._reset_training()
+
+    def _reset_dynamic(self):
+        self.layout = _dynamic.Layout({})  # the dynamic dimensions (Note [Symbolic capture])
+        self.fixed_dims: dict = {}  # tensor index -> dims a probe found the graph's ops fix: never symbolic
+        self.symbolic_entries: list = []  # _dynamic.SymbolicEntry, in capture order
+        self.symbolic_hits: dict = {}  # exact guard key -> the captured entry a symbolic lookup found
+        self.num_symbolic_fast_paths = 0
+        self.recompile_reasons: list = []  # why each capture after the first happened
+        self.specialized_reasons: list = []  # why a symbolic capture was kept for its exact sizes only
 
     def _reset_training(self):
         self.training_plan = None  # a _training.TrainingPlan once a call showed a training step
@@ -182,23 +197,34 @@ class CompiledFunction:
         except Unguardable as e:
             return self._run_eagerly(str(e), args, kwargs)
         entry = self.cache.get(key)
+        if entry is None and self.symbolic_entries:
+            entry = self.symbolic_hits.get(key)
+            if entry is None:
+                entry = self._symbolic_lookup(key)
+                if entry is not None:
+                    self._remember_symbolic_hit(key, entry, args, kwargs, module_state)
         if entry is None:
-            if len(self.cache) >= RECOMPILE_LIMIT:
+            if len(self.cache) + len(self.symbolic_entries) >= RECOMPILE_LIMIT:
                 if not self._warned_limit:
                     self._warned_limit = True
                     changed = first_difference(self.last_key, key) if self.last_key is not None else "?"
                     warnings.warn(f"kiln.compile: {self._name()} hit the recompile limit ({RECOMPILE_LIMIT}); "
                                   f"last failing guard: {changed}. Running it eagerly from now on.", stacklevel=2)
                 return self.fn(*args, **kwargs)
-            if self.last_key is not None and _logging.is_enabled("recompiles"):
-                _logging.log("recompiles", f"recompiling {self._name()}: failing guard: "
-                                           f"{first_difference(self.last_key, key)}")
+            layout = self._layout_for(key, tensors)
+            if self.last_key is not None:
+                reason = self._recompile_reason(key)
+                self.recompile_reasons.append(reason)
+                if _logging.is_enabled("recompiles"):
+                    failing = reason.split(";")[0] if reason.startswith("symbolic guard failed") else \
+                        first_difference(self.last_key, key)
+                    _logging.log("recompiles", f"recompiling {self._name()}: failing guard: {failing}")
             self.last_key = key
             guards = self._guard_set(args, kwargs, module_state)
             # kiln.profiler shows a miss as one range around capture and compilation (its JIT compile inside).
             profiled = _C._profiler.begin_range(f"kiln.compile: capture {self._name()}", "compile")
             try:
-                return self._capture(key, guards, tensors, module_state, args, kwargs)
+                return self._capture(key, guards, tensors, module_state, args, kwargs, layout)
             finally:
                 _C._profiler.end_range(profiled)
         if isinstance(entry, EagerEntry):
@@ -208,6 +234,60 @@ class CompiledFunction:
             return entry.outputs(entry.program(inputs))
         except _training.StateChanged as e:
             return self._state_changed(entry, str(e), args, kwargs)
+
+    def _remember_symbolic_hit(self, key, entry, args, kwargs, module_state):
+        """Later calls with these exact sizes skip binding the symbols (a dict hit) and, for the first
+        SYMBOLIC_FAST_PATHS sizes, take the C++ guard check too (Note [The cached-call fast path])."""
+        if len(self.symbolic_hits) >= 64:
+            return
+        self.symbolic_hits[key] = entry
+        if self.num_symbolic_fast_paths < SYMBOLIC_FAST_PATHS:
+            guards = self._guard_set(args, kwargs, module_state)
+            if guards is not None:
+                self.num_symbolic_fast_paths += 1
+                self.guarded_entries.append(GuardedEntry(guards[0], guards[1], entry, args))
+
+    def _symbolic_lookup(self, key):
+        """The entry of a symbolic cache hit for the call keyed ``key``, or None."""
+        for sentry in self.symbolic_entries:
+            env = sentry.bind(key)
+            if env is not None and sentry.failing_guard(env) is None:
+                return sentry.entry
+        return None
+
+    def _layout_for(self, key, tensors):
+        """The dynamic dimensions a capture for ``key`` treats as symbols (Note [Symbolic capture]):
+        dynamic=True: every dimension of every tensor argument; None: those whose extent changed between
+        calls that differ in extents only (they join the layout for good); False: none."""
+        if self.dynamic is False:
+            return _dynamic.Layout({})
+        if self.dynamic is True:
+            self.layout = _dynamic.Layout({i: range(len(t.shape)) for i, t in enumerate(tensors)})
+        else:
+            changed = _dynamic.sizes_changed(self.last_key, key)
+            if changed:
+                self.layout = self.layout.merged(changed)
+        return self.layout.without(self.fixed_dims)
+
+    def _recompile_reason(self, key) -> str:
+        """Why this call missed the cache: the guard that changed against the last capture, and for a
+        symbolic cache miss the symbolic guard that failed (for explain and KILN_LOGS=recompiles)."""
+        reason = f"failing guard: {first_difference(self.last_key, key)}"
+        changed = _dynamic.sizes_changed(self.last_key, key)
+        if changed:
+            old, new = self.last_key[3], key[3]
+            parts = [f"tensor argument {i} sizes {tuple(old[i][0])} -> {tuple(new[i][0])}" for i in changed]
+            reason = "; ".join(parts)
+            if self.dynamic is None:
+                reason += " (dims " + ", ".join(f"{i}:{list(d)}" for i, d in changed.items()) + " now dynamic)"
+        for sentry in self.symbolic_entries:
+            env = sentry.bind(key)
+            failing = sentry.failing_guard(env) if env is not None else None
+            if failing is not None:
+                return f"symbolic guard failed: {failing}; {reason}"
+        if self.symbolic_entries:
+            return f"no symbolic entry matches (a static guard, rank, 0/1 extent or layout changed); {reason}"
+        return reason
 
     def _state_changed(self, entry, reason, args, kwargs):
         """A training-step entry whose gradients or optimizer state changed shape (Note [Capturing a
@@ -265,7 +345,22 @@ class CompiledFunction:
             warnings.warn(f"kiln.compile: graph break in {self._name()}, running it eagerly for these inputs: "
                           f"{reason}", stacklevel=3)
 
-    def _capture(self, key, guards, tensors, module_state, args, kwargs):
+    def _symbolic_context(self, key, layout, session, declared):
+        """The SymbolicContext of a capture symbolic in ``layout``'s dimensions, or None where the capture
+        specialises every size: no dimension >= 2 is dynamic, a training step, or a call whose outputs may
+        need gradients (a joint graph's backward bakes sizes into literals: Note [Symbolic capture])."""
+        if not layout:
+            return None
+        if self.training_plan is not None or (_C.is_grad_enabled() and any(t.requires_grad for t in declared)):
+            self.specialized_reasons.append("a training step, or a call whose outputs may need gradients (the "
+                                            "backward graph's sizes are literals): captured for its exact sizes")
+            return None
+        names, env = layout.names(key)
+        if not names:
+            return None
+        return SymbolicContext(session, declared, names, env)
+
+    def _capture(self, key, guards, tensors, module_state, args, kwargs, layout=None):
         self.num_captures += 1
         if self._disabled_reason is not None:
             self._record_break(key, guards, args, self._disabled_reason)
@@ -277,13 +372,21 @@ class CompiledFunction:
         step = _training.StepCapture(self.training_plan)
         step.declare(session, declared)
         grads_before = _training.GradSnapshot(step.state.all_leaves) if step.state is not None else None
+        context = self._symbolic_context(key, layout, session, declared) if step.state is None else None
         sessions = _state.active_sessions()
         sessions.append(session)
         try:
-            with watching(step), session:
-                result = self.fn(*args, **kwargs)
+            if context is None:
+                with watching(step), session:
+                    result = self.fn(*args, **kwargs)
+            else:
+                with watching(step), session, patched(context):
+                    result = self.fn(*args, **kwargs)
+                    result = plain_sizes(result)  # a size the function returns is guarded, then an int
         finally:
             sessions.pop()
+            if context is not None:
+                context.release()
         finish = ("replan", None) if step.observing else step.finish_reason()
         if finish is not None and finish[0] == "replan":
             self._replan(key, guards, args, step.observed_plan(session), finish[1])
@@ -330,6 +433,9 @@ class CompiledFunction:
                 self._record_break(key, guards, args, joint)
                 session.finish()
                 return result
+        symbolic = None
+        if context is not None:
+            symbolic = self._check_symbolic(key, session, context, declared, joint, copy_back)
         num_ops = session.num_ops
         around = dict(num_outputs=len(out_tensors), generator_index=session.generator_input_index,
                       generator_advance=session.generator_advance, copy_back=copy_back,
@@ -345,16 +451,56 @@ class CompiledFunction:
                 assign, clear = grad_effects
                 program = _training.TrainingStepProgram(program, step.state, len(declared), assign, clear)
             program.graph.verify()
-            use_backend(self.backend, program, self._name(), self.mode)
+            if context is None:
+                use_backend(self.backend, program, self._name(), self.mode)
+            elif isinstance(program, GraphProgram):  # a graph with SymInt sizes: Note [Fused kernels for ...]
+                use_specializing_backend(self.backend, program, self._name(), self.mode)
         except Exception as e:  # a recording kiln cannot replay: never replay it
             self._record_break(key, guards, args, f"the captured graph does not verify: {e}")
             return result
-        self._store(key, guards, args, CapturedEntry(program, lifted, out_spec, num_ops))
+        captured = CapturedEntry(program, lifted, out_spec, num_ops)
+        if symbolic is not None:
+            skey, names, constants = symbolic
+            self.symbolic_entries.append(_dynamic.SymbolicEntry(captured, list(context.guards), names, skey,
+                                                                constants))
+        else:
+            self._store(key, guards, args, captured)
         if _logging.is_enabled("graph"):
             _logging.log("graph", f"captured graph of {self._name()}:\n{str(graph).rstrip()}")
         if _logging.is_enabled("guards"):
             _logging.log("guards", f"guards of {self._name()}:\n  " + "\n  ".join(describe(key)))
         return result
+
+    def _check_symbolic(self, key, session, context, declared, joint, copy_back):
+        """(symbolic key, symbol names per tensor) when the graph just recorded serves every binding of its
+        symbols its guards accept, its inputs then typed with the symbols; None where it is kept for
+        these exact sizes (the reason logged under KILN_LOGS=recompiles): Note [Symbolic capture]."""
+        names, env = context.dims, context.values
+        reason = context.specialized
+        if reason is None and joint is not None:
+            reason = "its outputs need gradients (the backward graph's sizes are literals)"
+        if reason is None and session.generator_input_index is not None:
+            reason = "it draws random numbers (the generator's advance depends on the sizes)"
+        if reason is None:
+            pinned_before = set(context.pinned)
+            reason = _dynamic.probe(session, context, declared, names, env, copy_back)
+            for name in context.pinned - pinned_before:  # the graph's ops fix these extents: static from now on
+                for i, tensor_names in names.items():
+                    self.fixed_dims.setdefault(i, set()).update(d for d, n in enumerate(tensor_names) if n == name)
+        if reason is not None:
+            self.specialized_reasons.append(reason)
+            if _logging.is_enabled("recompiles"):
+                _logging.log("recompiles", f"{self._name()}: graph kept for these exact sizes: {reason}")
+            return None
+        # Pinned symbols (an equality guard, or an extent the ops fix) are keyed as the extents they are.
+        constants = {n: env[n] for n in context.pinned if n in env}
+        names = {i: [None if n in constants else n for n in ns] for i, ns in names.items()}
+        names = {i: ns for i, ns in names.items() if any(n is not None for n in ns)}
+        if not names:
+            return None
+        for i, tensor_names in names.items():
+            session.set_input_symbols(i, [n or "" for n in tensor_names])
+        return _dynamic.symbolic_key(key, names)[0], names, constants
 
     def _replan(self, key, guards, args, plan, reason):
         """A call that showed (more of) a training step ran eagerly: capture the next call with ``plan``

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kiln import _C
 from kiln._tensor import Tensor
+from kiln.compiler._symbolic import SymInt
 
 
 class Unguardable(Exception):
@@ -30,6 +31,8 @@ def flatten(value, tensors: list, path: str = "args"):
     if cls is Tensor or isinstance(value, Tensor):
         tensors.append(value)
         return ("T", len(tensors) - 1)
+    if cls is SymInt:  # a size the function returns: its value, guarded (Note [Symbolic capture])
+        return ("V", int, int(value))
     if cls is tuple or cls is list:
         return (cls.__name__, tuple([flatten(v, tensors, path) for v in value]))
     if isinstance(value, (tuple, list)):  # a named tuple or another subclass

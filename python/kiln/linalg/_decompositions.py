@@ -9,6 +9,7 @@ import functools
 from collections import namedtuple
 
 from kiln import _C, _dtypes, _shape
+from kiln._arguments import _require_tensor
 from kiln._comparison import scalar_type_name
 from kiln.autograd import Function, grad_mode
 from kiln.linalg._solve import LinAlgError
@@ -91,6 +92,8 @@ def cholesky_solve(B, L, upper=False, *, out=None):
 
 def _check_cholesky_solve(B, L):
     """torch's checks of cholesky_solve, in its order and with its messages."""
+    _require_tensor(B, "cholesky_solve", "input", 1)
+    _require_tensor(L, "cholesky_solve", "input2", 2)
     name = scalar_type_name
     for tensor, letter in ((B, "b"), (L, "u")):
         if tensor.dim() < 2:
@@ -178,6 +181,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """torch.triangular_solve: (solution of op(A) X = b, a copy of A), op transposing when asked."""
+    _require_tensor(b, "triangular_solve", "input", 1)
+    _require_tensor(A, "triangular_solve", "A", 2)
     coefficient = A.mT if transpose else A
     solution = solve_triangular(coefficient, b, upper=upper != transpose, unitriangular=unitriangular)
     return _out(triangular_solve_type(solution, A.clone()), out)

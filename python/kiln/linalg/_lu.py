@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from kiln import _C, _shape
+from kiln._arguments import _require_tensor
 from kiln.linalg._decompositions import _out
 from kiln.linalg._decompositions import solve_triangular
 from kiln.linalg._solve import solve
@@ -71,6 +72,8 @@ def _dtype_word(dtype):
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """X with A X = B (X A = B when not ``left``; A^T in place of A when ``adjoint``) from A's LU."""
+    for position, (argument, value) in enumerate((("LU", LU), ("pivots", pivots), ("B", B)), start=1):
+        _require_tensor(value, "linalg_lu_solve", argument, position)
     if LU.dtype != B.dtype:
         raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
                            f"{_dtype_word(LU.dtype)} and B of type {_dtype_word(B.dtype)} instead")
@@ -125,4 +128,6 @@ def lu_legacy(A, pivot=True, get_infos=False, out=None):
 
 def lu_solve_legacy(b, LU_data, LU_pivots, *, out=None):
     """torch.lu_solve: linalg.lu_solve with the right-hand side first."""
+    for position, (argument, value) in enumerate((("input", b), ("LU_data", LU_data), ("LU_pivots", LU_pivots)), start=1):
+        _require_tensor(value, "lu_solve", argument, position)
     return lu_solve(LU_data, LU_pivots, b, out=out)

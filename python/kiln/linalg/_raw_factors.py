@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from kiln import _C, _shape
+from kiln._arguments import _require_tensor
 from kiln.linalg._matrix_functions import householder_product
 
 _f = _C._functions
@@ -39,6 +40,8 @@ def geqrf(input, *, out=None):
 
 def _check_ormqr(input, tau, other, left):
     caller = "kiln.ormqr"
+    for position, (argument, value) in enumerate((("input", input), ("input2", tau), ("input3", other)), start=1):
+        _require_tensor(value, "ormqr", argument, position)
     if input.dim() < 2:
         raise RuntimeError(f"{caller}: input must have at least 2 dimensions.")
     if other.dim() < 2:

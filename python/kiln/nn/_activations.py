@@ -14,6 +14,7 @@ from typing import Optional
 
 import numpy as np
 
+from kiln._arguments import _require_tensor
 from kiln._comparison import scalar_type_name
 from kiln.nn._ops import functions as _functions
 
@@ -224,6 +225,8 @@ def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-1
 
 def prelu(input, weight):
     """max(0, x) + weight * min(0, x), weight one value or one per channel (dim 1)."""
+    _require_tensor(input, "prelu", "input", 1)
+    _require_tensor(weight, "prelu", "weight", 2)
     if weight.numel() != 1:
         if input.dim() == 0:
             raise RuntimeError("Not allow zero-dim input tensor.")

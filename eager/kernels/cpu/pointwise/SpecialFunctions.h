@@ -122,8 +122,10 @@ template <typename T>
 T polygamma(int64_t n, T x) {
   if (n == 0) return digamma(x);
   if (n == 1) return trigamma(x);
+  // n! overflows T by n = 171 (double) or 35 (float): stop there, or a huge n
+  // (polygamma(2**62, x)) would loop for centuries.
   T factorial = 1;
-  for (int64_t k = 2; k <= n; ++k) factorial *= static_cast<T>(k);
+  for (int64_t k = 2; k <= n && std::isfinite(factorial); ++k) factorial *= static_cast<T>(k);
   const T sign = (n % 2 == 1) ? T(1) : T(-1);
   return sign * factorial * hurwitz_zeta(static_cast<T>(n + 1), x);
 }
