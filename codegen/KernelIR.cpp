@@ -192,6 +192,7 @@ std::string Kernel::str() const {
       for (int32_t x : {e.a, e.b, e.c}) {
         if (x >= 0) os << " e" << x;
       }
+      if (is_reduction(e.op)) os << " lanes=" << e.ivalue;
     }
     os << "\n";
   }
@@ -312,7 +313,7 @@ int32_t KernelBuilder::fma(int32_t a, int32_t b, int32_t c) {
 
 namespace kiln::codegen {
 
-int32_t KernelBuilder::reduce(ExprOp op, int32_t a) {
+int32_t KernelBuilder::reduce(ExprOp op, int32_t a, int64_t lanes) {
   KILN_CHECK(is_reduction(op), "kernel IR: ", expr_op_name(op), " is not a reduction");
   KILN_CHECK(k_.rows, "kernel IR: ", expr_op_name(op), " outside a row kernel");
   KILN_CHECK(is_floating_point(dtype(a)), "kernel IR: ", expr_op_name(op), " of ", dtype(a));
@@ -320,6 +321,7 @@ int32_t KernelBuilder::reduce(ExprOp op, int32_t a) {
   e.op = op;
   e.dtype = dtype(a);
   e.a = a;
+  e.ivalue = lanes;
   return add(e);
 }
 

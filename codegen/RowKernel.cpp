@@ -5,6 +5,7 @@
 
 #include "codegen/PointwiseMath.h"
 #include "codegen/RowSchedule.h"
+#include "eager/kernels/cpu/CpuCapability.h"
 
 namespace kiln::codegen {
 
@@ -34,6 +35,13 @@ std::optional<ExprOp> reduce_op(const std::string& kind) {
   return std::nullopt;
 }
 
+/// Elements in a vector of the eager reduction kernels' build for this CPU (their Vec<T>::size:
+/// eager/kernels/cpu/vec/Vec.h), which fixes the order they add a row in (Note [Row reduction kernels]).
+int64_t eager_vector_lanes(DType d) {
+  const int64_t bytes = cpu_capability() == CpuCapability::AVX512 ? 64 : cpu_capability() == CpuCapability::AVX2 ? 32 : 16;
+  return bytes / static_cast<int64_t>(itemsize(d));
+}
+
 }  // namespace
 
 std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& group) {
@@ -60,7 +68,7 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
     std::vector<int32_t> inputs;
     for (const ir::Value* v : n->inputs()) inputs.push_back(expr_of.at(v));
     if (const auto op = reduce_op(n->kind_name())) {
-      expr_of[n->output()] = b.reduce(*op, inputs.at(0));
+      expr_of[n->output()] = b.reduce(*op, inputs.at(0), eager_vector_lanes(b.dtype(inputs.at(0))));
       continue;
     }
     const std::optional<int32_t> e = build_pointwise_math(b, *n, inputs);

@@ -13,6 +13,8 @@ namespace kiln::passes {
 
 namespace {
 
+constexpr int64_t kEagerLongRow = 1 << 16;  // eager's kChunk (eager/kernels/cpu/reduce/per_capability)
+
 int64_t product(std::vector<int64_t>::const_iterator a, std::vector<int64_t>::const_iterator b) {
   int64_t n = 1;
   for (; a != b; ++a) n *= *a;
@@ -145,6 +147,10 @@ std::optional<size_t> fusible_reduction(const ir::Node& n) {
     const int64_t want = static_cast<int64_t>(sizes.size() - dims.size() + i);
     if (dims[i] != want || sizes[static_cast<size_t>(want)] == 0) return std::nullopt;
   }
+  // One row longer than eager's chunk: eager splits it across threads and adds the chunks' sums in double
+  // (a row kernel runs a row on one thread, and adds as one chunk).
+  const int64_t cols = product(sizes.end() - static_cast<std::ptrdiff_t>(dims.size()), sizes.end());
+  if (cols == product(sizes.begin(), sizes.end()) && cols > kEagerLongRow) return std::nullopt;
   // The result is PerRow in the input's space (or Element, where a row is one column).
   const auto result = row_shape_of(n.output(), sizes, dims.size(), true);
   if (result != RowShape::PerRow && result != RowShape::Element) return std::nullopt;

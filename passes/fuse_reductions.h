@@ -25,7 +25,8 @@ namespace kiln::passes {
 // weight) or Scalar (one element). Members are
 //  - reductions: kiln::sum.dim_IntList, mean.dim (dtype None), amax, amin of a
 //    float32/float64 Element value over exactly the trailing `reduced_dims`
-//    dims, each of concrete nonzero size (keepdim either way);
+//    dims, each of concrete nonzero size (keepdim either way), and not one
+//    row of more than 65536 elements (eager splits that row across threads);
 //  - pointwise nodes `fusible` accepts (the kernel math table) whose output is
 //    Element, or PerRow with only PerRow and Scalar inputs (uniform along the
 //    row), and whose inputs all have a RowShape.

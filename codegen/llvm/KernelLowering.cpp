@@ -283,10 +283,7 @@ std::vector<llvm::Value*> Lowering::evaluate(const std::function<llvm::Value*(in
       case ExprOp::Add: v[i] = fp ? b_.CreateFAdd(a, bb) : b_.CreateAdd(a, bb); break;
       case ExprOp::Sub: v[i] = fp ? b_.CreateFSub(a, bb) : b_.CreateSub(a, bb); break;
       case ExprOp::Mul: v[i] = fp ? b_.CreateFMul(a, bb) : b_.CreateMul(a, bb); break;
-      case ExprOp::Div:
-        v[i] = !recip_.empty() && recip_[static_cast<size_t>(e.b)] != nullptr ? b_.CreateFMul(a, recip_[static_cast<size_t>(e.b)])
-                                                                             : b_.CreateFDiv(a, bb);
-        break;
+      case ExprOp::Div: v[i] = b_.CreateFDiv(a, bb); break;
       case ExprOp::Maximum:
       case ExprOp::Minimum: {
         llvm::Value* pick = b_.CreateSelect(compare(e.op == ExprOp::Maximum ? ExprOp::Gt : ExprOp::Lt, ad, a, bb), a, bb);
