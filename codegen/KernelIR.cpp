@@ -166,13 +166,14 @@ uint64_t Kernel::hash() const {
     h = mix(h, 0x726f7773u);  // "rows"
     for (RowOperand r : input_roles) h = mix(h, static_cast<uint64_t>(r));
     for (RowOperand r : output_roles) h = mix(h, static_cast<uint64_t>(r) + 16);
+    if (columns) h = mix(h, 0x636f6c73u);  // "cols"
   }
   return h;
 }
 
 std::string Kernel::str() const {
   std::ostringstream os;
-  os << "kernel " << name << "(" << (rows ? "rows" : "rank=" + std::to_string(rank)) << (contiguous ? ", contiguous" : "")
+  os << "kernel " << name << "(" << (rows ? (columns ? "columns" : "rows") : "rank=" + std::to_string(rank)) << (contiguous ? ", contiguous" : "")
      << ")\n";
   for (size_t i = 0; i < input_dtypes.size(); ++i) {
     os << "  in" << i << " : " << input_dtypes[i]

@@ -163,6 +163,9 @@ struct Kernel {
   // Row kernels (Note [Row reduction kernels]); pointwise kernels leave these empty.
   bool rows = false;
   std::vector<RowOperand> input_roles, output_roles;
+  // With `rows`: the Reduce* exprs fold over the rows instead, one result per column (PerColumn), and
+  // every input and output is Element, PerColumn or Scalar (Note [Column reduction kernels], RowLowering.cpp).
+  bool columns = false;
 
   /// A structural hash: equal kernels (up to `name`) hash equal.
   [[nodiscard]] uint64_t hash() const;

@@ -6,6 +6,7 @@
 #include "codegen/PointwiseMath.h"
 #include "codegen/RowSchedule.h"
 #include "eager/kernels/cpu/CpuCapability.h"
+#include "passes/fuse_column_reductions.h"
 
 namespace kiln::codegen {
 
@@ -48,13 +49,19 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
   RowKernel rk;
   Kernel& k = rk.kernel;
   k.rows = true;
+  k.columns = group.columns;
   k.rank = 2;  // [rows, cols]
-  const size_t outer = group.sizes.size() - group.reduced_dims;
+  // A row group folds its trailing reduced_dims, a column group its leading ones.
+  const size_t outer = group.columns ? group.reduced_dims : group.sizes.size() - group.reduced_dims;
+  const auto shape_of = [&](const ir::Value* v, bool as_output) {
+    return group.columns ? passes::column_shape_of(v, group.sizes, group.reduced_dims, as_output)
+                         : passes::row_shape_of(v, group.sizes, group.reduced_dims, as_output);
+  };
   rk.rows = 1;
   rk.cols = 1;
   for (size_t d = 0; d < group.sizes.size(); ++d) (d < outer ? rk.rows : rk.cols) *= group.sizes[d];
   for (const ir::Value* v : group.members.inputs) {
-    const auto shape = passes::row_shape_of(v, group.sizes, group.reduced_dims);
+    const auto shape = shape_of(v, false);
     if (!shape) return std::nullopt;
     const ir::TensorType& t = v->type().tensor_type();
     k.input_dtypes.push_back(*t.dtype);
@@ -76,8 +83,9 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
     expr_of[n->output()] = *e;
   }
   for (const ir::Value* v : group.members.outputs) {
-    const auto shape = passes::row_shape_of(v, group.sizes, group.reduced_dims, true);
-    if (shape != passes::RowShape::Element && shape != passes::RowShape::PerRow) return std::nullopt;
+    const auto shape = shape_of(v, true);
+    const passes::RowShape folded = group.columns ? passes::RowShape::PerColumn : passes::RowShape::PerRow;
+    if (shape != passes::RowShape::Element && shape != folded) return std::nullopt;
     const ir::TensorType& t = v->type().tensor_type();
     k.output_dtypes.push_back(*t.dtype);
     k.output_roles.push_back(operand_of(*shape));
@@ -85,7 +93,7 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
     rk.output_sizes.push_back(concrete(*t.sizes));
     rk.output_strides.push_back(concrete(*t.strides));
   }
-  rk.scratch_rows = static_cast<int64_t>(schedule_rows(k).spilled.size());
+  rk.scratch_rows = k.columns ? 0 : static_cast<int64_t>(schedule_rows(k).spilled.size());
   return rk;
 }
 

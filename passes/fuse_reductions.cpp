@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "passes/arguments.h"
+#include "passes/fuse_column_reductions.h"
 #include "passes/type_facts.h"
 
 namespace kiln::passes {
@@ -245,6 +246,12 @@ std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::funct
     ReductionGroup& group = groups[gi];
     if (group.reduced_dims == 0 || group.members.nodes.empty()) continue;
     collect_group_boundary(group.members, gi, group_of, returned);
+    kept.push_back(std::move(group));
+  }
+  std::unordered_set<const ir::Node*> taken;
+  for (const ReductionGroup& group : kept) taken.insert(group.members.nodes.begin(), group.members.nodes.end());
+  for (ReductionGroup& group :
+       fuse_column_reductions(g, fusible, [&](const ir::Node* m) { return taken.count(m) != 0; })) {
     kept.push_back(std::move(group));
   }
   std::sort(kept.begin(), kept.end(), [](const ReductionGroup& a, const ReductionGroup& b) {

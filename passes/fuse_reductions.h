@@ -48,7 +48,8 @@ enum class RowShape { Element, PerRow, PerColumn, Scalar };
 struct ReductionGroup {
   FusionGroup members;
   std::vector<int64_t> sizes;  // the element shape
-  size_t reduced_dims = 0;     // the trailing dims the reductions fold
+  size_t reduced_dims = 0;     // the trailing dims the reductions fold (columns: the leading dims)
+  bool columns = false;        // a column group (Note [Column reduction groups], fuse_column_reductions.h)
 };
 
 /// The RowShape of v (concrete sizes and strides) in the space (sizes, reduced_dims), or nullopt.
@@ -62,7 +63,8 @@ struct ReductionGroup {
 /// Given g and the pointwise predicate of fuse_pointwise (kernel math, and no autograd history).
 /// Do    fuse_reductions(g, fusible).
 /// Result the reduction groups of g (each with at least one reduction) in the order of their last
-///        nodes; every other node is left for fuse_pointwise or eager.
+///        nodes, then column groups (fuse_column_reductions.h) of what those leave, in one order;
+///        every other node is left for fuse_pointwise or eager.
 [[nodiscard]] std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g,
                                                           const std::function<bool(const ir::Node&)>& fusible);
 

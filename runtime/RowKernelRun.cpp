@@ -53,6 +53,12 @@ bool run_row_kernel(const codegen::RowKernel& rk, codegen::KernelFn fn, const st
   if (rk.rows == 0 || rk.cols == 0) return true;
   const int64_t sizes[2] = {rk.rows, rk.cols};
   void** d = data.data();
+  if (k.columns) {  // a column kernel takes a range of columns (Note [Column reduction kernels])
+    parallel_for(0, rk.cols, std::max<int64_t>(64, kGrainSize / rk.rows), [&](int64_t b, int64_t e) {
+      fn(d, sizes, nullptr, b, e);
+    });
+    return true;
+  }
   const size_t scratch = static_cast<size_t>(rk.scratch_rows * rk.cols);
   // Rows split as eager's row loops split theirs (softmax, layer_norm: kGrainSize elements a chunk).
   parallel_for(0, rk.rows, std::max<int64_t>(1, kGrainSize / rk.cols), [&](int64_t b, int64_t e) {

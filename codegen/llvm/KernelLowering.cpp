@@ -40,7 +40,9 @@ void Lowering::emit() {
     llvm::Value* p = b_.CreateLoad(b_.getPtrTy(), slot);
     (i < ni ? in_ptr_ : out_ptr_).push_back(p);
   }
-  if (k_.rows) {
+  if (k_.rows && k_.columns) {
+    emit_column_kernel(begin, end);
+  } else if (k_.rows) {
     emit_row_kernel(begin, end);
   } else if (k_.contiguous) {
     scalar_.resize(ni, nullptr);

@@ -63,6 +63,8 @@ class Lowering {
   void emit_rows(llvm::Value* begin, llvm::Value* end);
   // --- row kernels (RowLowering.cpp, Note [Row reduction kernels]) -----------------------------------
   void emit_row_kernel(llvm::Value* begin, llvm::Value* end);
+  /// A column kernel (Kernel::columns) over the columns [begin, end) (Note [Column reduction kernels]).
+  void emit_column_kernel(llvm::Value* begin, llvm::Value* end);
   /// Input `input` at row `row` (which starts at element `row_start`), columns j..j+w.
   llvm::Value* load_row_operand(size_t input, llvm::Value* row, llvm::Value* row_start, llvm::Value* j,
                                 llvm::Value* mask);

@@ -422,4 +422,119 @@ void Lowering::emit_row_kernel(llvm::Value* begin, llvm::Value* end) {
   row_ = nullptr;
 }
 
+// Note [Column reduction kernels]
+// -------------------------------
+// A column kernel (Kernel::columns; passes/fuse_column_reductions.h) folds
+// each column of its [rows, cols] space, and equals eager's sum.dim and
+// mean.dim over leading dims bit for bit by adding in the order of eager's
+// across-rows loop (sum_columns in eager/kernels/cpu/reduce/per_capability/
+// ReduceOpsKernel.cpp): per column, blocks of up to 1024 rows; in a block an
+// accumulator in T from +0 adds the rows four at a time as
+// (r0 + r1) + (r2 + r3), then the block's last rows one at a time; each
+// block's accumulator is added into a double total, which is rounded to T at
+// the end (mean: then divided by rows in T). Columns are independent, so the
+// kernel's [begin, end) is a range of columns (how threads split them changes
+// nothing): w columns a vector, the last one masked, each vector through
+// every row before the next. Element outputs (prologue values read outside
+// the group) are stored where they are computed; there is no epilogue.
+void Lowering::emit_column_kernel(llvm::Value* begin, llvm::Value* end) {
+  const size_t n = k_.exprs.size();
+  llvm::Value* rows = size(0);
+  llvm::Value* cols = size(1);
+  std::vector<int32_t> reduces, targets;
+  for (size_t i = 0; i < n; ++i) {
+    if (is_reduction(k_.exprs[i].op)) reduces.push_back(static_cast<int32_t>(i));
+  }
+  for (size_t o = 0; o < k_.outputs.size(); ++o) {
+    if (k_.output_roles[o] == RowOperand::Element) targets.push_back(k_.outputs[o]);
+  }
+  for (int32_t r : reduces) targets.push_back(k_.exprs[static_cast<size_t>(r)].a);
+  const std::vector<bool> need = needed_for(k_, targets, std::vector<bool>(n, false));
+  for (int32_t r : reduces) {
+    KILN_CHECK(!need[static_cast<size_t>(r)], "codegen: a column kernel's value depends on a column's sum");
+  }
+  llvm::Type* wide = vec(b_.getDoubleTy());
+  emit_range(begin, end, [&](llvm::Value* j, llvm::Value* mask) {
+    // The reductions' operands at row r (storing the Element outputs there).
+    const auto at_row = [&](llvm::Value* r) {
+      llvm::Value* row_start = b_.CreateMul(r, cols);
+      const std::vector<llvm::Value*> v = evaluate(
+          [&](int32_t in) { return load_row_operand(static_cast<size_t>(in), r, row_start, j, mask); }, nullptr, &need);
+      for (size_t o = 0; o < k_.outputs.size(); ++o) {
+        if (k_.output_roles[o] != RowOperand::Element) continue;
+        const DType d = k_.output_dtypes[o];
+        const size_t e = static_cast<size_t>(k_.outputs[o]);
+        llvm::Value* x = to_memory(d, cast(v[e], k_.exprs[e].dtype, d));
+        llvm::Value* p = b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], b_.CreateAdd(row_start, j));
+        if (mask) b_.CreateMaskedStore(x, p, align(d), mask);
+        else b_.CreateAlignedStore(x, p, align(d));
+      }
+      std::vector<llvm::Value*> out;
+      for (int32_t red : reduces) out.push_back(v[static_cast<size_t>(k_.exprs[static_cast<size_t>(red)].a)]);
+      return out;
+    };
+    std::vector<llvm::Value*> totals(reduces.size(), llvm::Constant::getNullValue(wide));
+    // Blocks of up to 1024 rows (eager's kBlock).
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, "colblocks.header", f_);
+    auto* body = llvm::BasicBlock::Create(ctx_, "colblocks.body", f_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "colblocks.exit", f_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* block_start = b_.CreatePHI(b_.getInt64Ty(), 2);
+    block_start->addIncoming(b_.getInt64(0), pre);
+    std::vector<llvm::PHINode*> total_phis;
+    for (llvm::Value*& t : totals) {
+      llvm::PHINode* p = b_.CreatePHI(wide, 2);
+      p->addIncoming(t, pre);
+      total_phis.push_back(p);
+      t = p;
+    }
+    b_.CreateCondBr(b_.CreateICmpSLT(block_start, rows), body, exit);
+    b_.SetInsertPoint(body);
+    llvm::Value* block_end =
+        b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(block_start, b_.getInt64(1024)), rows);
+    std::vector<llvm::Value*> accs;
+    for (int32_t r : reduces) accs.push_back(reduction_identity(k_.exprs[static_cast<size_t>(r)].op, k_.exprs[static_cast<size_t>(r)].dtype));
+    llvm::Value* r4 = accumulating_loop(block_start, block_end, 4, accs, [&](llvm::Value* r0, std::vector<llvm::Value*>& a) {
+      const std::vector<llvm::Value*> v0 = at_row(r0);
+      const std::vector<llvm::Value*> v1 = at_row(b_.CreateAdd(r0, b_.getInt64(1)));
+      const std::vector<llvm::Value*> v2 = at_row(b_.CreateAdd(r0, b_.getInt64(2)));
+      const std::vector<llvm::Value*> v3 = at_row(b_.CreateAdd(r0, b_.getInt64(3)));
+      for (size_t i = 0; i < a.size(); ++i) {
+        a[i] = b_.CreateFAdd(a[i], b_.CreateFAdd(b_.CreateFAdd(v0[i], v1[i]), b_.CreateFAdd(v2[i], v3[i])));
+      }
+    });
+    accumulating_loop(r4, block_end, 1, accs, [&](llvm::Value* r, std::vector<llvm::Value*>& a) {
+      const std::vector<llvm::Value*> v = at_row(r);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = b_.CreateFAdd(a[i], v[i]);
+    });
+    for (size_t i = 0; i < totals.size(); ++i) {
+      llvm::Value* acc = accs[i]->getType() == wide ? accs[i] : b_.CreateFPExt(accs[i], wide);
+      totals[i] = b_.CreateFAdd(totals[i], acc);
+    }
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    block_start->addIncoming(block_end, latch);
+    for (size_t i = 0; i < totals.size(); ++i) total_phis[i]->addIncoming(totals[i], latch);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (k_.output_roles[o] != RowOperand::PerColumn) continue;
+      const auto it = std::find(reduces.begin(), reduces.end(), k_.outputs[o]);
+      KILN_CHECK(it != reduces.end(), "codegen: a column kernel's per-column output is not a column's sum");
+      const size_t i = static_cast<size_t>(it - reduces.begin());
+      const Expr& e = k_.exprs[static_cast<size_t>(*it)];
+      llvm::Type* t = vec(reg_scalar(e.dtype));
+      llvm::Value* s = total_phis[i];
+      if (t != wide) s = b_.CreateFPTrunc(s, t);
+      if (e.op == ExprOp::ReduceMean) s = b_.CreateFDiv(s, b_.CreateVectorSplat(w_, b_.CreateSIToFP(rows, reg_scalar(e.dtype))));
+      const DType d = k_.output_dtypes[o];
+      llvm::Value* x = to_memory(d, cast(s, e.dtype, d));
+      llvm::Value* p = b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], j);
+      if (mask) b_.CreateMaskedStore(x, p, align(d), mask);
+      else b_.CreateAlignedStore(x, p, align(d));
+    }
+  });
+}
+
 }  // namespace kiln::codegen
