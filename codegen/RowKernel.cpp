@@ -93,7 +93,11 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
     rk.output_sizes.push_back(concrete(*t.sizes));
     rk.output_strides.push_back(concrete(*t.strides));
   }
-  rk.scratch_rows = k.columns ? 0 : static_cast<int64_t>(schedule_rows(k).spilled.size());
+  if (k.columns) {  // per reduction an accumulator row and a total row (Note [Column reduction kernels])
+    for (const Expr& e : k.exprs) rk.scratch_rows += is_reduction(e.op) ? 2 : 0;
+  } else {
+    rk.scratch_rows = static_cast<int64_t>(schedule_rows(k).spilled.size());
+  }
   return rk;
 }
 

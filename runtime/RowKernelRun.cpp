@@ -53,9 +53,19 @@ bool run_row_kernel(const codegen::RowKernel& rk, codegen::KernelFn fn, const st
   if (rk.rows == 0 || rk.cols == 0) return true;
   const int64_t sizes[2] = {rk.rows, rk.cols};
   void** d = data.data();
-  if (k.columns) {  // a column kernel takes a range of columns (Note [Column reduction kernels])
-    parallel_for(0, rk.cols, std::max<int64_t>(64, kGrainSize / rk.rows), [&](int64_t b, int64_t e) {
-      fn(d, sizes, nullptr, b, e);
+  if (k.columns) {
+    // A column kernel takes a piece of the columns (Note [Column reduction kernels]), cut as eager's
+    // across-rows reduction cuts them: one piece per thread, a multiple of 64 columns, at most 4096.
+    const int64_t threads = get_num_threads();
+    const int64_t wanted = (rk.cols + threads - 1) / threads;
+    const int64_t piece = std::min<int64_t>(4096, std::max<int64_t>(64, (wanted + 63) / 64 * 64));
+    const int64_t pieces = (rk.cols + piece - 1) / piece;
+    parallel_for(0, pieces, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(rk.rows * piece, 1)),
+                 [&](int64_t b, int64_t e) {
+      double* rows_kept = thread_scratch(static_cast<size_t>(rk.scratch_rows * piece));
+      for (int64_t p = b; p < e; ++p) {
+        fn(d, sizes, reinterpret_cast<const int64_t*>(rows_kept), p * piece, std::min(rk.cols, (p + 1) * piece));
+      }
     });
     return true;
   }

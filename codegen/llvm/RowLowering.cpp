@@ -433,14 +433,18 @@ void Lowering::emit_row_kernel(llvm::Value* begin, llvm::Value* end) {
 // (r0 + r1) + (r2 + r3), then the block's last rows one at a time; each
 // block's accumulator is added into a double total, which is rounded to T at
 // the end (mean: then divided by rows in T). Columns are independent, so the
-// kernel's [begin, end) is a range of columns (how threads split them changes
-// nothing): w columns a vector, the last one masked, each vector through
-// every row before the next. Element outputs (prologue values read outside
-// the group) are stored where they are computed; there is no epilogue.
+// kernel's [begin, end) is a piece of the columns (at most kColumnPiece,
+// split across threads as eager splits them; the split changes nothing),
+// and it walks the piece as eager does, row by row along memory: the
+// accumulators and totals are rows of the calling thread's scratch (the
+// `strides` argument: per reduction an accumulator row, then a total row,
+// 8 bytes a column). Element outputs (prologue values read outside the
+// group) are stored where they are computed; there is no epilogue.
 void Lowering::emit_column_kernel(llvm::Value* begin, llvm::Value* end) {
   const size_t n = k_.exprs.size();
   llvm::Value* rows = size(0);
   llvm::Value* cols = size(1);
+  llvm::Value* width = b_.CreateSub(end, begin);
   std::vector<int32_t> reduces, targets;
   for (size_t i = 0; i < n; ++i) {
     if (is_reduction(k_.exprs[i].op)) reduces.push_back(static_cast<int32_t>(i));
@@ -453,86 +457,118 @@ void Lowering::emit_column_kernel(llvm::Value* begin, llvm::Value* end) {
   for (int32_t r : reduces) {
     KILN_CHECK(!need[static_cast<size_t>(r)], "codegen: a column kernel's value depends on a column's sum");
   }
-  llvm::Type* wide = vec(b_.getDoubleTy());
-  emit_range(begin, end, [&](llvm::Value* j, llvm::Value* mask) {
-    // The reductions' operands at row r (storing the Element outputs there).
-    const auto at_row = [&](llvm::Value* r) {
-      llvm::Value* row_start = b_.CreateMul(r, cols);
-      const std::vector<llvm::Value*> v = evaluate(
-          [&](int32_t in) { return load_row_operand(static_cast<size_t>(in), r, row_start, j, mask); }, nullptr, &need);
-      for (size_t o = 0; o < k_.outputs.size(); ++o) {
-        if (k_.output_roles[o] != RowOperand::Element) continue;
-        const DType d = k_.output_dtypes[o];
-        const size_t e = static_cast<size_t>(k_.outputs[o]);
-        llvm::Value* x = to_memory(d, cast(v[e], k_.exprs[e].dtype, d));
-        llvm::Value* p = b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], b_.CreateAdd(row_start, j));
-        if (mask) b_.CreateMaskedStore(x, p, align(d), mask);
-        else b_.CreateAlignedStore(x, p, align(d));
-      }
-      std::vector<llvm::Value*> out;
-      for (int32_t red : reduces) out.push_back(v[static_cast<size_t>(k_.exprs[static_cast<size_t>(red)].a)]);
-      return out;
-    };
-    std::vector<llvm::Value*> totals(reduces.size(), llvm::Constant::getNullValue(wide));
-    // Blocks of up to 1024 rows (eager's kBlock).
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
-    auto* header = llvm::BasicBlock::Create(ctx_, "colblocks.header", f_);
-    auto* body = llvm::BasicBlock::Create(ctx_, "colblocks.body", f_);
-    auto* exit = llvm::BasicBlock::Create(ctx_, "colblocks.exit", f_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode* block_start = b_.CreatePHI(b_.getInt64Ty(), 2);
-    block_start->addIncoming(b_.getInt64(0), pre);
-    std::vector<llvm::PHINode*> total_phis;
-    for (llvm::Value*& t : totals) {
-      llvm::PHINode* p = b_.CreatePHI(wide, 2);
-      p->addIncoming(t, pre);
-      total_phis.push_back(p);
-      t = p;
+  const auto dtype_of = [&](size_t i) { return k_.exprs[static_cast<size_t>(reduces[i])].dtype; };
+  llvm::Type* wide = b_.getDoubleTy();
+  // Scratch row `slot` (2i: reduction i's accumulators in T, 2i + 1: its double totals) at column jj of the piece.
+  const auto scratch = [&](size_t slot, llvm::Type* t, llvm::Value* jj) {
+    llvm::Value* base = b_.CreateInBoundsGEP(b_.getInt8Ty(), strides_,
+                                             b_.CreateMul(width, b_.getInt64(static_cast<int64_t>(slot) * 8)));
+    return b_.CreateInBoundsGEP(t, base, jj);
+  };
+  const auto load = [&](llvm::Type* t, llvm::Value* p, llvm::Value* mask) -> llvm::Value* {
+    llvm::Type* vt = vec(t);
+    const llvm::Align a(t->getScalarSizeInBits() / 8);
+    if (mask) return b_.CreateMaskedLoad(vt, p, a, mask, llvm::Constant::getNullValue(vt));
+    return b_.CreateAlignedLoad(vt, p, a);
+  };
+  const auto store = [&](llvm::Value* x, llvm::Value* p, llvm::Value* mask) {
+    const llvm::Align a(x->getType()->getScalarSizeInBits() / 8);
+    if (mask) b_.CreateMaskedStore(x, p, a, mask);
+    else b_.CreateAlignedStore(x, p, a);
+  };
+  // The reductions' operands at row r, columns begin + jj .. (storing the Element outputs there).
+  const auto at_row = [&](llvm::Value* r, llvm::Value* jj, llvm::Value* mask) {
+    llvm::Value* j = b_.CreateAdd(begin, jj);
+    llvm::Value* row_start = b_.CreateMul(r, cols);
+    const std::vector<llvm::Value*> v = evaluate(
+        [&](int32_t in) { return load_row_operand(static_cast<size_t>(in), r, row_start, j, mask); }, nullptr, &need);
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (k_.output_roles[o] != RowOperand::Element) continue;
+      const DType d = k_.output_dtypes[o];
+      const size_t e = static_cast<size_t>(k_.outputs[o]);
+      llvm::Value* x = to_memory(d, cast(v[e], k_.exprs[e].dtype, d));
+      llvm::Value* p = b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], b_.CreateAdd(row_start, j));
+      if (mask) b_.CreateMaskedStore(x, p, align(d), mask);
+      else b_.CreateAlignedStore(x, p, align(d));
     }
-    b_.CreateCondBr(b_.CreateICmpSLT(block_start, rows), body, exit);
-    b_.SetInsertPoint(body);
-    llvm::Value* block_end =
-        b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(block_start, b_.getInt64(1024)), rows);
-    std::vector<llvm::Value*> accs;
-    for (int32_t r : reduces) accs.push_back(reduction_identity(k_.exprs[static_cast<size_t>(r)].op, k_.exprs[static_cast<size_t>(r)].dtype));
-    llvm::Value* r4 = accumulating_loop(block_start, block_end, 4, accs, [&](llvm::Value* r0, std::vector<llvm::Value*>& a) {
-      const std::vector<llvm::Value*> v0 = at_row(r0);
-      const std::vector<llvm::Value*> v1 = at_row(b_.CreateAdd(r0, b_.getInt64(1)));
-      const std::vector<llvm::Value*> v2 = at_row(b_.CreateAdd(r0, b_.getInt64(2)));
-      const std::vector<llvm::Value*> v3 = at_row(b_.CreateAdd(r0, b_.getInt64(3)));
-      for (size_t i = 0; i < a.size(); ++i) {
-        a[i] = b_.CreateFAdd(a[i], b_.CreateFAdd(b_.CreateFAdd(v0[i], v1[i]), b_.CreateFAdd(v2[i], v3[i])));
+    std::vector<llvm::Value*> out;
+    for (int32_t red : reduces) out.push_back(v[static_cast<size_t>(k_.exprs[static_cast<size_t>(red)].a)]);
+    return out;
+  };
+  const auto zero_rows = [&](bool totals) {
+    emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+      for (size_t i = 0; i < reduces.size(); ++i) {
+        llvm::Type* t = totals ? wide : reg_scalar(dtype_of(i));
+        store(llvm::Constant::getNullValue(vec(t)), scratch(2 * i + (totals ? 1 : 0), t, jj), mask);
       }
     });
-    accumulating_loop(r4, block_end, 1, accs, [&](llvm::Value* r, std::vector<llvm::Value*>& a) {
-      const std::vector<llvm::Value*> v = at_row(r);
-      for (size_t i = 0; i < a.size(); ++i) a[i] = b_.CreateFAdd(a[i], v[i]);
+  };
+  zero_rows(true);
+  // Blocks of up to 1024 rows (eager's kBlock).
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "colblocks.header", f_);
+  auto* body = llvm::BasicBlock::Create(ctx_, "colblocks.body", f_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "colblocks.exit", f_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* block_start = b_.CreatePHI(b_.getInt64Ty(), 2);
+  block_start->addIncoming(b_.getInt64(0), pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(block_start, rows), body, exit);
+  b_.SetInsertPoint(body);
+  llvm::Value* block_end =
+      b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(block_start, b_.getInt64(1024)), rows);
+  zero_rows(false);
+  std::vector<llvm::Value*> no_state;
+  llvm::Value* r4 = accumulating_loop(block_start, block_end, 4, no_state, [&](llvm::Value* r0, std::vector<llvm::Value*>&) {
+    emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+      const std::vector<llvm::Value*> v0 = at_row(r0, jj, mask);
+      const std::vector<llvm::Value*> v1 = at_row(b_.CreateAdd(r0, b_.getInt64(1)), jj, mask);
+      const std::vector<llvm::Value*> v2 = at_row(b_.CreateAdd(r0, b_.getInt64(2)), jj, mask);
+      const std::vector<llvm::Value*> v3 = at_row(b_.CreateAdd(r0, b_.getInt64(3)), jj, mask);
+      for (size_t i = 0; i < reduces.size(); ++i) {
+        llvm::Type* t = reg_scalar(dtype_of(i));
+        llvm::Value* p = scratch(2 * i, t, jj);
+        llvm::Value* four = b_.CreateFAdd(b_.CreateFAdd(v0[i], v1[i]), b_.CreateFAdd(v2[i], v3[i]));
+        store(b_.CreateFAdd(load(t, p, mask), four), p, mask);
+      }
     });
-    for (size_t i = 0; i < totals.size(); ++i) {
-      llvm::Value* acc = accs[i]->getType() == wide ? accs[i] : b_.CreateFPExt(accs[i], wide);
-      totals[i] = b_.CreateFAdd(totals[i], acc);
+  });
+  accumulating_loop(r4, block_end, 1, no_state, [&](llvm::Value* r, std::vector<llvm::Value*>&) {
+    emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+      const std::vector<llvm::Value*> v = at_row(r, jj, mask);
+      for (size_t i = 0; i < reduces.size(); ++i) {
+        llvm::Type* t = reg_scalar(dtype_of(i));
+        llvm::Value* p = scratch(2 * i, t, jj);
+        store(b_.CreateFAdd(load(t, p, mask), v[i]), p, mask);
+      }
+    });
+  });
+  emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+    for (size_t i = 0; i < reduces.size(); ++i) {
+      llvm::Type* t = reg_scalar(dtype_of(i));
+      llvm::Value* acc = load(t, scratch(2 * i, t, jj), mask);
+      llvm::Value* p = scratch(2 * i + 1, wide, jj);
+      store(b_.CreateFAdd(load(wide, p, mask), t == wide ? acc : b_.CreateFPExt(acc, vec(wide))), p, mask);
     }
-    llvm::BasicBlock* latch = b_.GetInsertBlock();
-    block_start->addIncoming(block_end, latch);
-    for (size_t i = 0; i < totals.size(); ++i) total_phis[i]->addIncoming(totals[i], latch);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(exit);
+  });
+  block_start->addIncoming(block_end, b_.GetInsertBlock());
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+  // The totals rounded to T into the per-column outputs.
+  emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
       if (k_.output_roles[o] != RowOperand::PerColumn) continue;
       const auto it = std::find(reduces.begin(), reduces.end(), k_.outputs[o]);
       KILN_CHECK(it != reduces.end(), "codegen: a column kernel's per-column output is not a column's sum");
       const size_t i = static_cast<size_t>(it - reduces.begin());
       const Expr& e = k_.exprs[static_cast<size_t>(*it)];
-      llvm::Type* t = vec(reg_scalar(e.dtype));
-      llvm::Value* s = total_phis[i];
-      if (t != wide) s = b_.CreateFPTrunc(s, t);
-      if (e.op == ExprOp::ReduceMean) s = b_.CreateFDiv(s, b_.CreateVectorSplat(w_, b_.CreateSIToFP(rows, reg_scalar(e.dtype))));
+      llvm::Type* t = reg_scalar(e.dtype);
+      llvm::Value* s = load(wide, scratch(2 * i + 1, wide, jj), mask);
+      if (t != wide) s = b_.CreateFPTrunc(s, vec(t));
+      if (e.op == ExprOp::ReduceMean) s = b_.CreateFDiv(s, b_.CreateVectorSplat(w_, b_.CreateSIToFP(rows, t)));
       const DType d = k_.output_dtypes[o];
       llvm::Value* x = to_memory(d, cast(s, e.dtype, d));
-      llvm::Value* p = b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], j);
-      if (mask) b_.CreateMaskedStore(x, p, align(d), mask);
-      else b_.CreateAlignedStore(x, p, align(d));
+      store(x, b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], b_.CreateAdd(begin, jj)), mask);
     }
   });
 }
