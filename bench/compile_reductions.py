@@ -2,10 +2,12 @@
 epilogue) at GPT-small shapes against kiln eager, torch eager and
 torch.compile (issue 24):
 
-    python bench/compile_reductions.py [--threads N] [--repeat N] [--vocab-rows N] [--no-torch-compile]
+    python bench/compile_reductions.py [--threads N[,N...]] [--repeat N] [--vocab-rows N] [--no-torch-compile]
+                                       [--no-vocab]
 
 Cases: softmax and layer_norm over [8192, 768] and softmax over a vocabulary
-row [rows, 50304], each forward and forward+backward (y.backward(g)). Every
+row [rows, 50304], each forward and forward+backward (y.backward(g)), for
+each thread count of --threads (default 1,2: one table per count, one run). Every
 function is timed interleaved with the others of its case, the fastest of
 `repeat` samples (the shared 2-core dev machine's load makes medians swing
 by 2x), one run. Columns are milliseconds, then each side's time
@@ -105,27 +107,31 @@ def time_case(fns, repeat, backward):
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--vocab-rows", type=int, default=512, help="rows of the [rows, 50304] softmax")
+    parser.add_argument("--no-vocab", action="store_true", help="leave out the [rows, 50304] softmax")
     parser.add_argument("--no-torch-compile", action="store_true")
     args = parser.parse_args()
-    kiln.set_num_threads(args.threads)
-    if torch is not None:
-        torch.set_num_threads(args.threads)
-    cases = [("softmax", (8192, 768)), ("layer_norm", (8192, 768)), ("softmax", (args.vocab_rows, 50304))]
+    cases = [("softmax", (8192, 768)), ("layer_norm", (8192, 768))]
+    if not args.no_vocab:
+        cases.append(("softmax", (args.vocab_rows, 50304)))
     columns = ["kiln eager", "kiln compiled", "torch eager", "torch.compile"]
-    print(f"float32, {args.threads} threads, fastest of {args.repeat}; ms (time / kiln eager)")
-    print("| case | " + " | ".join(columns) + " |")
-    print("|---|" + "---|" * len(columns))
-    for name, shape in cases:
-        for backward in (False, True):
-            fns = sides(name, shape, backward, not args.no_torch_compile)
-            t = time_case(fns, args.repeat, backward)
-            base = t["kiln eager"]
-            cells = [f"{t[c] * 1e3:.2f} ({t[c] / base:.2f})" if c in t else "-" for c in columns]
-            label = f"{name} {list(shape)} {'fwd+bwd' if backward else 'fwd'}"
-            print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
+    for threads in [int(t) for t in args.threads.split(",")]:
+        kiln.set_num_threads(threads)
+        if torch is not None:
+            torch.set_num_threads(threads)
+        print(f"\nfloat32, {threads} threads, fastest of {args.repeat}; ms (time / kiln eager)")
+        print("| case | " + " | ".join(columns) + " |")
+        print("|---|" + "---|" * len(columns))
+        for name, shape in cases:
+            for backward in (False, True):
+                fns = sides(name, shape, backward, not args.no_torch_compile)
+                t = time_case(fns, args.repeat, backward)
+                base = t["kiln eager"]
+                cells = [f"{t[c] * 1e3:.2f} ({t[c] / base:.2f})" if c in t else "-" for c in columns]
+                label = f"{name} {list(shape)} {'fwd+bwd' if backward else 'fwd'}"
+                print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
     return 0
 
 

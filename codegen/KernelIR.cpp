@@ -166,13 +166,14 @@ uint64_t Kernel::hash() const {
     h = mix(h, 0x726f7773u);  // "rows"
     for (RowOperand r : input_roles) h = mix(h, static_cast<uint64_t>(r));
     for (RowOperand r : output_roles) h = mix(h, static_cast<uint64_t>(r) + 16);
+    if (columns) h = mix(h, 0x636f6c73u);  // "cols"
   }
   return h;
 }
 
 std::string Kernel::str() const {
   std::ostringstream os;
-  os << "kernel " << name << "(" << (rows ? "rows" : "rank=" + std::to_string(rank)) << (contiguous ? ", contiguous" : "")
+  os << "kernel " << name << "(" << (rows ? (columns ? "columns" : "rows") : "rank=" + std::to_string(rank)) << (contiguous ? ", contiguous" : "")
      << ")\n";
   for (size_t i = 0; i < input_dtypes.size(); ++i) {
     os << "  in" << i << " : " << input_dtypes[i]
@@ -192,6 +193,7 @@ std::string Kernel::str() const {
       for (int32_t x : {e.a, e.b, e.c}) {
         if (x >= 0) os << " e" << x;
       }
+      if (is_reduction(e.op)) os << " lanes=" << e.ivalue;
     }
     os << "\n";
   }
@@ -312,7 +314,7 @@ int32_t KernelBuilder::fma(int32_t a, int32_t b, int32_t c) {
 
 namespace kiln::codegen {
 
-int32_t KernelBuilder::reduce(ExprOp op, int32_t a) {
+int32_t KernelBuilder::reduce(ExprOp op, int32_t a, int64_t lanes) {
   KILN_CHECK(is_reduction(op), "kernel IR: ", expr_op_name(op), " is not a reduction");
   KILN_CHECK(k_.rows, "kernel IR: ", expr_op_name(op), " outside a row kernel");
   KILN_CHECK(is_floating_point(dtype(a)), "kernel IR: ", expr_op_name(op), " of ", dtype(a));
@@ -320,6 +322,7 @@ int32_t KernelBuilder::reduce(ExprOp op, int32_t a) {
   e.op = op;
   e.dtype = dtype(a);
   e.a = a;
+  e.ivalue = lanes;
   return add(e);
 }
 

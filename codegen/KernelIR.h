@@ -122,16 +122,17 @@ enum class ExprOp : uint8_t {
 // (loads of PerRow and Scalar inputs are). Codegen makes one pass over the row
 // per reduction depth (softmax: amax, then sum of exp(x - max), then the
 // stores), with vector accumulators; uniform values are computed once per row
-// between passes (a division by one: a multiplication by its reciprocal, as
-// eager's softmax scales by 1 / sum). A costly per-element value a pass
+// between passes. A costly per-element value a pass
 // computes and a later pass needs again (softmax's exp) is kept in a scratch
 // row (codegen/RowSchedule.h; the `strides` argument points at the calling
 // thread's scratch). PerRow outputs store one uniform value per row; Element
 // outputs are stored in the last pass. A row never depends on how [0, rows)
-// was split between threads. Sum and mean accumulate `lanes` partial sums
-// (a lane per vector position) and add them in a fixed tree at the end of the
-// row, as the eager row kernels do (Vec accumulators and hsum), so results
-// equal eager's up to the order of additions.
+// was split between threads. A Reduce* expr's `ivalue` is the element count
+// of the eager reduction kernel's vector (Vec<T>::size of the CPU capability
+// eager dispatches to): each reduction folds the row in exactly the order of
+// eager's sum_span / extreme_span (eager/kernels/cpu/reduce), so its result
+// equals sum.dim_IntList's, mean.dim's, amax's and amin's bit for bit
+// (Note [Row reductions in eager's order], codegen/llvm/RowLowering.cpp).
 enum class RowOperand : uint8_t { Element, PerRow, PerColumn, Scalar };
 
 [[nodiscard]] const char* row_operand_name(RowOperand r);
@@ -145,7 +146,7 @@ struct Expr {
   int32_t a = -1, b = -1, c = -1;  // operand expr indices
   int32_t input = -1;              // Load
   double fvalue = 0;               // Constant, floating dtype
-  int64_t ivalue = 0;              // Constant, integral/bool dtype
+  int64_t ivalue = 0;              // Constant, integral/bool dtype; Reduce*: eager's vector width (elements)
 
   bool operator==(const Expr& o) const;
 };
@@ -162,6 +163,9 @@ struct Kernel {
   // Row kernels (Note [Row reduction kernels]); pointwise kernels leave these empty.
   bool rows = false;
   std::vector<RowOperand> input_roles, output_roles;
+  // With `rows`: the Reduce* exprs fold over the rows instead, one result per column (PerColumn), and
+  // every input and output is Element, PerColumn or Scalar (Note [Column reduction kernels], RowLowering.cpp).
+  bool columns = false;
 
   /// A structural hash: equal kernels (up to `name`) hash equal.
   [[nodiscard]] uint64_t hash() const;
@@ -185,8 +189,9 @@ class KernelBuilder {
   int32_t select(int32_t cond, int32_t a, int32_t b);
   /// a * b + c (floating; one dtype).
   int32_t fma(int32_t a, int32_t b, int32_t c);
-  /// `op` (ReduceSum, ...) of `a` over the row (floating; row kernels only).
-  int32_t reduce(ExprOp op, int32_t a);
+  /// `op` (ReduceSum, ...) of `a` over the row (floating; row kernels only), in the order of eager's
+  /// reduction kernel with vectors of `lanes` elements (Note [Row reduction kernels]).
+  int32_t reduce(ExprOp op, int32_t a, int64_t lanes);
 
   [[nodiscard]] DType dtype(int32_t e) const { return k_.exprs[static_cast<size_t>(e)].dtype; }
 

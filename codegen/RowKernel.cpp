@@ -5,6 +5,8 @@
 
 #include "codegen/PointwiseMath.h"
 #include "codegen/RowSchedule.h"
+#include "eager/kernels/cpu/CpuCapability.h"
+#include "passes/fuse_column_reductions.h"
 
 namespace kiln::codegen {
 
@@ -34,19 +36,32 @@ std::optional<ExprOp> reduce_op(const std::string& kind) {
   return std::nullopt;
 }
 
+/// Elements in a vector of the eager reduction kernels' build for this CPU (their Vec<T>::size:
+/// eager/kernels/cpu/vec/Vec.h), which fixes the order they add a row in (Note [Row reduction kernels]).
+int64_t eager_vector_lanes(DType d) {
+  const int64_t bytes = cpu_capability() == CpuCapability::AVX512 ? 64 : cpu_capability() == CpuCapability::AVX2 ? 32 : 16;
+  return bytes / static_cast<int64_t>(itemsize(d));
+}
+
 }  // namespace
 
 std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& group) {
   RowKernel rk;
   Kernel& k = rk.kernel;
   k.rows = true;
+  k.columns = group.columns;
   k.rank = 2;  // [rows, cols]
-  const size_t outer = group.sizes.size() - group.reduced_dims;
+  // A row group folds its trailing reduced_dims, a column group its leading ones.
+  const size_t outer = group.columns ? group.reduced_dims : group.sizes.size() - group.reduced_dims;
+  const auto shape_of = [&](const ir::Value* v, bool as_output) {
+    return group.columns ? passes::column_shape_of(v, group.sizes, group.reduced_dims, as_output)
+                         : passes::row_shape_of(v, group.sizes, group.reduced_dims, as_output);
+  };
   rk.rows = 1;
   rk.cols = 1;
   for (size_t d = 0; d < group.sizes.size(); ++d) (d < outer ? rk.rows : rk.cols) *= group.sizes[d];
   for (const ir::Value* v : group.members.inputs) {
-    const auto shape = passes::row_shape_of(v, group.sizes, group.reduced_dims);
+    const auto shape = shape_of(v, false);
     if (!shape) return std::nullopt;
     const ir::TensorType& t = v->type().tensor_type();
     k.input_dtypes.push_back(*t.dtype);
@@ -60,7 +75,7 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
     std::vector<int32_t> inputs;
     for (const ir::Value* v : n->inputs()) inputs.push_back(expr_of.at(v));
     if (const auto op = reduce_op(n->kind_name())) {
-      expr_of[n->output()] = b.reduce(*op, inputs.at(0));
+      expr_of[n->output()] = b.reduce(*op, inputs.at(0), eager_vector_lanes(b.dtype(inputs.at(0))));
       continue;
     }
     const std::optional<int32_t> e = build_pointwise_math(b, *n, inputs);
@@ -68,8 +83,9 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
     expr_of[n->output()] = *e;
   }
   for (const ir::Value* v : group.members.outputs) {
-    const auto shape = passes::row_shape_of(v, group.sizes, group.reduced_dims, true);
-    if (shape != passes::RowShape::Element && shape != passes::RowShape::PerRow) return std::nullopt;
+    const auto shape = shape_of(v, true);
+    const passes::RowShape folded = group.columns ? passes::RowShape::PerColumn : passes::RowShape::PerRow;
+    if (shape != passes::RowShape::Element && shape != folded) return std::nullopt;
     const ir::TensorType& t = v->type().tensor_type();
     k.output_dtypes.push_back(*t.dtype);
     k.output_roles.push_back(operand_of(*shape));
@@ -77,7 +93,11 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
     rk.output_sizes.push_back(concrete(*t.sizes));
     rk.output_strides.push_back(concrete(*t.strides));
   }
-  rk.scratch_rows = static_cast<int64_t>(schedule_rows(k).spilled.size());
+  if (k.columns) {  // per reduction an accumulator row and a total row (Note [Column reduction kernels])
+    for (const Expr& e : k.exprs) rk.scratch_rows += is_reduction(e.op) ? 2 : 0;
+  } else {
+    rk.scratch_rows = static_cast<int64_t>(schedule_rows(k).spilled.size());
+  }
   return rk;
 }
 

@@ -15,7 +15,7 @@ namespace kiln::codegen {
 struct RowKernel {
   Kernel kernel;
   int64_t rows = 0, cols = 0;                          // the [rows, cols] space
-  int64_t scratch_rows = 0;                            // rows of 8-byte scratch per thread (RowSchedule.h)
+  int64_t scratch_rows = 0;  // rows of 8-byte scratch per thread (RowSchedule.h; a column kernel's: a piece wide)
   std::vector<std::vector<int64_t>> input_sizes;       // each input's recorded sizes (checked at run time)
   std::vector<std::vector<int64_t>> output_sizes, output_strides;  // outputs are allocated so
 };

@@ -66,7 +66,6 @@ class Builder {
   Value* sub(Value* a, Value* b) {
     return op("kiln::sub.Tensor", {a, b}, {{"alpha", Attribute::of_int(1)}}, broadcast_type(a, b));
   }
-  Value* div(Value* a, Value* b) { return op("kiln::div.Tensor", {a, b}, {}, broadcast_type(a, b)); }
   /// A reduction over `dims` with keepdim=True.
   Value* reduce(std::string_view name, Value* x, const std::vector<int64_t>& dims) {
     ir::TensorType t = type_of(x);
@@ -229,7 +228,8 @@ std::optional<std::pair<std::vector<int64_t>, DType>> softmax_setup(const Node& 
   return std::pair(*dims, *compute);
 }
 
-/// softmax(x) = exp(x - max) / sum(exp(x - max)); log_softmax(x) = (x - max) - log(sum(exp(x - max))).
+/// softmax(x) = exp(x - max) * (1 / sum(exp(x - max))), as eager's softmax scales the row by the sum's
+/// reciprocal (a division of each element rounds differently); log_softmax(x) = (x - max) - log(sum(exp(x - max))).
 Replacement softmax(const Node& n, Builder& b, bool log) {
   Value* x0 = decomposable_input(n);
   if (x0 == nullptr) return {};
@@ -241,7 +241,8 @@ Replacement softmax(const Node& n, Builder& b, bool log) {
   Value* e = b.unary("kiln::exp", shifted);
   Value* total = b.reduce("kiln::sum.dim_IntList", e, dims);
   if (log) return finish(b, n, {b.sub(shifted, b.unary("kiln::log", total))});
-  return finish(b, n, {b.div(e, total)});
+  Value* scale = b.unary("kiln::reciprocal", total);
+  return finish(b, n, {b.mul(e, scale)});
 }
 
 /// _softmax_backward_data: y (g - sum(g y)); _log_softmax_backward_data: g - exp(y) sum(g),

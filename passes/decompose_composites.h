@@ -16,7 +16,8 @@ namespace kiln::passes {
 ///         return (%y)
 /// Do    decompose_composites(g).
 /// Result %m = amax(%x, [1], keepdim) ; %e = exp(%x - %m) ;
-///        %y = %e / sum(%e, [1], keepdim), and the softmax node is erased.
+///        %y = %e * reciprocal(sum(%e, [1], keepdim)) (eager's softmax scales by 1 / sum), and the
+///        softmax node is erased.
 /// Decomposed (See Note [What decompose_composites rewrites]): gelu (both
 /// approximations), silu, softmax.int, _softmax, log_softmax.int,
 /// _log_softmax, their backward ops (_softmax_backward_data,

@@ -7,11 +7,14 @@
 #include <unordered_set>
 
 #include "passes/arguments.h"
+#include "passes/fuse_column_reductions.h"
 #include "passes/type_facts.h"
 
 namespace kiln::passes {
 
 namespace {
+
+constexpr int64_t kEagerLongRow = 1 << 16;  // eager's kChunk (eager/kernels/cpu/reduce/per_capability)
 
 int64_t product(std::vector<int64_t>::const_iterator a, std::vector<int64_t>::const_iterator b) {
   int64_t n = 1;
@@ -145,6 +148,10 @@ std::optional<size_t> fusible_reduction(const ir::Node& n) {
     const int64_t want = static_cast<int64_t>(sizes.size() - dims.size() + i);
     if (dims[i] != want || sizes[static_cast<size_t>(want)] == 0) return std::nullopt;
   }
+  // One row longer than eager's chunk: eager splits it across threads and adds the chunks' sums in double
+  // (a row kernel runs a row on one thread, and adds as one chunk).
+  const int64_t cols = product(sizes.end() - static_cast<std::ptrdiff_t>(dims.size()), sizes.end());
+  if (cols == product(sizes.begin(), sizes.end()) && cols > kEagerLongRow) return std::nullopt;
   // The result is PerRow in the input's space (or Element, where a row is one column).
   const auto result = row_shape_of(n.output(), sizes, dims.size(), true);
   if (result != RowShape::PerRow && result != RowShape::Element) return std::nullopt;
@@ -239,6 +246,12 @@ std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::funct
     ReductionGroup& group = groups[gi];
     if (group.reduced_dims == 0 || group.members.nodes.empty()) continue;
     collect_group_boundary(group.members, gi, group_of, returned);
+    kept.push_back(std::move(group));
+  }
+  std::unordered_set<const ir::Node*> taken;
+  for (const ReductionGroup& group : kept) taken.insert(group.members.nodes.begin(), group.members.nodes.end());
+  for (ReductionGroup& group :
+       fuse_column_reductions(g, fusible, [&](const ir::Node* m) { return taken.count(m) != 0; })) {
     kept.push_back(std::move(group));
   }
   std::sort(kept.begin(), kept.end(), [](const ReductionGroup& a, const ReductionGroup& b) {

@@ -25,7 +25,8 @@ namespace kiln::passes {
 // weight) or Scalar (one element). Members are
 //  - reductions: kiln::sum.dim_IntList, mean.dim (dtype None), amax, amin of a
 //    float32/float64 Element value over exactly the trailing `reduced_dims`
-//    dims, each of concrete nonzero size (keepdim either way);
+//    dims, each of concrete nonzero size (keepdim either way), and not one
+//    row of more than 65536 elements (eager splits that row across threads);
 //  - pointwise nodes `fusible` accepts (the kernel math table) whose output is
 //    Element, or PerRow with only PerRow and Scalar inputs (uniform along the
 //    row), and whose inputs all have a RowShape.
@@ -47,7 +48,8 @@ enum class RowShape { Element, PerRow, PerColumn, Scalar };
 struct ReductionGroup {
   FusionGroup members;
   std::vector<int64_t> sizes;  // the element shape
-  size_t reduced_dims = 0;     // the trailing dims the reductions fold
+  size_t reduced_dims = 0;     // the trailing dims the reductions fold (columns: the leading dims)
+  bool columns = false;        // a column group (Note [Column reduction groups], fuse_column_reductions.h)
 };
 
 /// The RowShape of v (concrete sizes and strides) in the space (sizes, reduced_dims), or nullopt.
@@ -61,7 +63,8 @@ struct ReductionGroup {
 /// Given g and the pointwise predicate of fuse_pointwise (kernel math, and no autograd history).
 /// Do    fuse_reductions(g, fusible).
 /// Result the reduction groups of g (each with at least one reduction) in the order of their last
-///        nodes; every other node is left for fuse_pointwise or eager.
+///        nodes, then column groups (fuse_column_reductions.h) of what those leave, in one order;
+///        every other node is left for fuse_pointwise or eager.
 [[nodiscard]] std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g,
                                                           const std::function<bool(const ir::Node&)>& fusible);
 

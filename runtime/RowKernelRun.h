@@ -1,6 +1,7 @@
 // Running one compiled row kernel (codegen/RowKernel.h) on tensors: the
 // run-time check that the inputs are what it was built for, its outputs, and
-// its rows split across kiln's thread pool.
+// its rows (a column kernel: pieces of its columns) split across kiln's
+// thread pool, each thread with its scratch rows.
 #pragma once
 
 #include <vector>

@@ -40,7 +40,9 @@ void Lowering::emit() {
     llvm::Value* p = b_.CreateLoad(b_.getPtrTy(), slot);
     (i < ni ? in_ptr_ : out_ptr_).push_back(p);
   }
-  if (k_.rows) {
+  if (k_.rows && k_.columns) {
+    emit_column_kernel(begin, end);
+  } else if (k_.rows) {
     emit_row_kernel(begin, end);
   } else if (k_.contiguous) {
     scalar_.resize(ni, nullptr);
@@ -283,10 +285,7 @@ std::vector<llvm::Value*> Lowering::evaluate(const std::function<llvm::Value*(in
       case ExprOp::Add: v[i] = fp ? b_.CreateFAdd(a, bb) : b_.CreateAdd(a, bb); break;
       case ExprOp::Sub: v[i] = fp ? b_.CreateFSub(a, bb) : b_.CreateSub(a, bb); break;
       case ExprOp::Mul: v[i] = fp ? b_.CreateFMul(a, bb) : b_.CreateMul(a, bb); break;
-      case ExprOp::Div:
-        v[i] = !recip_.empty() && recip_[static_cast<size_t>(e.b)] != nullptr ? b_.CreateFMul(a, recip_[static_cast<size_t>(e.b)])
-                                                                             : b_.CreateFDiv(a, bb);
-        break;
+      case ExprOp::Div: v[i] = b_.CreateFDiv(a, bb); break;
       case ExprOp::Maximum:
       case ExprOp::Minimum: {
         llvm::Value* pick = b_.CreateSelect(compare(e.op == ExprOp::Maximum ? ExprOp::Gt : ExprOp::Lt, ad, a, bb), a, bb);

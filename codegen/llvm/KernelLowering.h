@@ -63,12 +63,19 @@ class Lowering {
   void emit_rows(llvm::Value* begin, llvm::Value* end);
   // --- row kernels (RowLowering.cpp, Note [Row reduction kernels]) -----------------------------------
   void emit_row_kernel(llvm::Value* begin, llvm::Value* end);
+  /// A column kernel (Kernel::columns) over the columns [begin, end) (Note [Column reduction kernels]).
+  void emit_column_kernel(llvm::Value* begin, llvm::Value* end);
   /// Input `input` at row `row` (which starts at element `row_start`), columns j..j+w.
   llvm::Value* load_row_operand(size_t input, llvm::Value* row, llvm::Value* row_start, llvm::Value* j,
                                 llvm::Value* mask);
   /// One reduction pass over the row: the values of `reduces` (each's operand folded over the cols).
   std::vector<llvm::Value*> emit_reduction_pass(const std::vector<int32_t>& reduces, std::vector<llvm::Value*>& known,
                                                 llvm::Value* row, llvm::Value* row_start, llvm::Value* cols);
+  /// The folds of `reduces` (all of eager vector width `lanes`) in eager's order (Note [Row reductions in
+  /// eager's order], RowLowering.cpp).
+  std::vector<llvm::Value*> emit_eager_order_folds(const std::vector<int32_t>& reduces, int64_t lanes,
+                                                   std::vector<llvm::Value*>& known, llvm::Value* row,
+                                                   llvm::Value* row_start, llvm::Value* cols);
   /// Loops j over [start, hi) in steps of `step` elements carrying `accs`; returns j's exit value.
   llvm::Value* accumulating_loop(llvm::Value* start, llvm::Value* hi, int64_t step, std::vector<llvm::Value*>& accs,
                                  const std::function<void(llvm::Value*, std::vector<llvm::Value*>&)>& body);
@@ -81,7 +88,6 @@ class Lowering {
   /// Scratch row `slot` at column j (a row kernel's `strides` argument is its thread's scratch).
   llvm::Value* scratch_at(size_t slot, llvm::Value* cols, llvm::Value* j);
   llvm::Value* reduction_identity(ExprOp op, DType d);
-  llvm::Value* combine(ExprOp op, llvm::Value* acc, llvm::Value* x);
 
   llvm::LLVMContext& ctx_;
   llvm::Module& m_;
@@ -93,7 +99,6 @@ class Lowering {
   llvm::Value* strides_ = nullptr;
   std::vector<llvm::Value*> in_ptr_, out_ptr_, scalar_;
   const struct RowSchedule* row_ = nullptr;  // while a row kernel is emitted
-  std::vector<llvm::Value*> recip_;          // row kernels: 1 / e per row-uniform divisor e
 };
 
 }  // namespace kiln::codegen

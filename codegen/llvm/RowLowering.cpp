@@ -26,19 +26,37 @@ llvm::Value* Lowering::load_row_operand(size_t input, llvm::Value* row, llvm::Va
   return to_register(d, raw);
 }
 
+// Note [Row reductions in eager's order]
+// ---------------------------------------
+// A row kernel's sum, mean, amax and amin equal eager's sum.dim_IntList,
+// mean.dim, amax and amin bit for bit (the compile fuzzer compares them so;
+// a different order of additions differs in the last bits). Eager reduces a
+// contiguous row with the loops of eager/kernels/cpu/reduce/per_capability/
+// ReduceOpsKernel.cpp, whose order depends on its vector of E elements (the
+// Reduce* expr's `lanes`) and W = 4E, and the pass folds the row as they do:
+//  - sum_span: the first n - n % W elements in blocks of up to 1024 (whole W
+//    steps); in a block four E-lane accumulators from +0 (step i adds
+//    x[i + qE .. i + qE + E) into accumulator q), then (a0 + a1) + (a2 + a3),
+//    its lanes added in order to +0 in T, that added into a double total; the
+//    last n % W elements added into the total one at a time, in order; the
+//    total rounded to T. mean: that divided by cols in T (eager's mean is the
+//    sum tensor divided by the count).
+//  - extreme_span: four E-lane accumulators over every W step (a > x ? a : x,
+//    a tie taking the later value), folded as (a0 . a1) . (a2 . a3), its
+//    lanes in order (x > m ? x : m, a tie keeping the earlier), then the last
+//    n % W elements one at a time: which of +0 and -0 comes out depends on
+//    that order. NaN (positive, quiet_NaN()) when any element is NaN.
+// A W step here is W / w vectors of the kernel's w lanes (one vector with
+// lanes past W masked off where W < w); the last elements are masked
+// vectors whose valid lanes are taken one by one. Reductions of one pass
+// with different E (float32 and float64) fold in separate loops.
+
 llvm::Value* Lowering::reduction_identity(ExprOp op, DType d) {
   llvm::Type* t = reg_scalar(d);
   double v = 0.0;  // sum and mean start at +0, as the eager accumulators
   if (op == ExprOp::ReduceMax) v = -std::numeric_limits<double>::infinity();
   if (op == ExprOp::ReduceMin) v = std::numeric_limits<double>::infinity();
   return b_.CreateVectorSplat(w_, llvm::ConstantFP::get(t, v));
-}
-
-llvm::Value* Lowering::combine(ExprOp op, llvm::Value* acc, llvm::Value* x) {
-  if (op == ExprOp::ReduceSum || op == ExprOp::ReduceMean) return b_.CreateFAdd(acc, x);
-  // NaN-propagating, as amax/amin: x wins when it is NaN or beyond acc (a NaN acc stays).
-  llvm::Value* beyond = op == ExprOp::ReduceMax ? b_.CreateFCmpOGT(x, acc) : b_.CreateFCmpOLT(x, acc);
-  return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpUNO(x, x), beyond), x, acc);
 }
 
 llvm::Value* Lowering::accumulating_loop(llvm::Value* start, llvm::Value* hi, int64_t step,
@@ -75,77 +93,211 @@ llvm::Value* Lowering::accumulating_loop(llvm::Value* start, llvm::Value* hi, in
 std::vector<llvm::Value*> Lowering::emit_reduction_pass(const std::vector<int32_t>& reduces,
                                                         std::vector<llvm::Value*>& known, llvm::Value* row,
                                                         llvm::Value* row_start, llvm::Value* cols) {
+  std::vector<llvm::Value*> results(reduces.size(), nullptr);
+  std::vector<bool> done(reduces.size(), false);
+  for (size_t first = 0; first < reduces.size(); ++first) {
+    if (done[first]) continue;
+    const int64_t lanes = k_.exprs[static_cast<size_t>(reduces[first])].ivalue;
+    std::vector<int32_t> same;
+    std::vector<size_t> at;
+    for (size_t r = first; r < reduces.size(); ++r) {
+      if (done[r] || k_.exprs[static_cast<size_t>(reduces[r])].ivalue != lanes) continue;
+      done[r] = true;
+      same.push_back(reduces[r]);
+      at.push_back(r);
+    }
+    const std::vector<llvm::Value*> folded = emit_eager_order_folds(same, lanes, known, row, row_start, cols);
+    for (size_t i = 0; i < at.size(); ++i) results[at[i]] = folded[i];
+  }
+  return results;
+}
+
+std::vector<llvm::Value*> Lowering::emit_eager_order_folds(const std::vector<int32_t>& reduces, int64_t lanes,
+                                                           std::vector<llvm::Value*>& known, llvm::Value* row,
+                                                           llvm::Value* row_start, llvm::Value* cols) {
+  KILN_CHECK(lanes > 0, "codegen: a row reduction without eager's vector width");
   std::vector<int32_t> operands;
   for (int32_t r : reduces) operands.push_back(k_.exprs[static_cast<size_t>(r)].a);
   const int pass = row_->stage[static_cast<size_t>(reduces.at(0))];
   const size_t nr = reduces.size();
   const auto op_of = [&](size_t r) { return k_.exprs[static_cast<size_t>(reduces[r])].op; };
   const auto dtype_of = [&](size_t r) { return k_.exprs[static_cast<size_t>(reduces[r])].dtype; };
-  // The operands' values at columns j..j+w (mask: the row's tail).
+  const auto is_sum = [&](size_t r) { return op_of(r) == ExprOp::ReduceSum || op_of(r) == ExprOp::ReduceMean; };
   const auto values = [&](llvm::Value* j, llvm::Value* mask) {
     const std::vector<llvm::Value*> v = evaluate_row_pass(pass, operands, known, row, row_start, cols, j, mask);
     std::vector<llvm::Value*> out;
     for (int32_t o : operands) out.push_back(v[static_cast<size_t>(o)]);
     return out;
   };
-  // As eager's sum_chunks and row_max: four accumulators over 4w-column steps, then w-column steps
-  // into the first, the masked tail into the second; (a0 . a1) . (a2 . a3); then the lanes in order.
-  const int64_t w = w_;
-  std::vector<llvm::Value*> accs;  // accumulator q of reduction r at [q * nr + r]
-  for (int q = 0; q < 4; ++q) {
-    for (size_t r = 0; r < nr; ++r) accs.push_back(reduction_identity(op_of(r), dtype_of(r)));
-  }
-  llvm::Value* j = accumulating_loop(b_.getInt64(0), cols, 4 * w, accs, [&](llvm::Value* j0, std::vector<llvm::Value*>& a) {
-    for (int q = 0; q < 4; ++q) {
-      const std::vector<llvm::Value*> v = values(b_.CreateAdd(j0, b_.getInt64(q * w)), nullptr);
-      for (size_t r = 0; r < nr; ++r) a[q * nr + r] = combine(op_of(r), a[q * nr + r], v[r]);
+  const int64_t E = lanes, W = 4 * E, w = w_;
+  const int64_t k = (W + w - 1) / w;  // vectors per W step (a power of two, as W and w)
+  KILN_CHECK((k & (k - 1)) == 0, "codegen: ", k, " vectors per row step");
+  KILN_CHECK(W < w || W % w == 0, "codegen: eager's row step of ", W, " is not whole vectors of ", w);
+  llvm::Value* step_mask = W < w ? b_.CreateICmpSLT(lane_ids(), splat64(b_.getInt64(W))) : nullptr;
+  llvm::Type* wide = b_.getDoubleTy();
+  // a > x ? a : x (max; min: a < x), one lane or a vector: eager's `maximum(a, x)`.
+  const auto pick = [&](ExprOp op, llvm::Value* a, llvm::Value* x) {
+    return b_.CreateSelect(op == ExprOp::ReduceMax ? b_.CreateFCmpOGT(a, x) : b_.CreateFCmpOLT(a, x), a, x);
+  };
+  // x > m ? x : m (max; min: x < m): eager's scalar fold.
+  const auto keep = [&](ExprOp op, llvm::Value* m, llvm::Value* x) {
+    return b_.CreateSelect(op == ExprOp::ReduceMax ? b_.CreateFCmpOGT(x, m) : b_.CreateFCmpOLT(x, m), x, m);
+  };
+  // The first W lanes of k accumulators as four E-lane vectors.
+  const auto quarters = [&](const std::vector<llvm::Value*>& acc) {
+    std::vector<llvm::Value*> parts = acc;  // k is a power of two: concatenate pairs
+    while (parts.size() > 1) {
+      std::vector<llvm::Value*> joined;
+      for (size_t i = 0; i + 1 < parts.size(); i += 2) {
+        const auto n = static_cast<int>(llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements());
+        llvm::SmallVector<int, 64> idx;
+        for (int l = 0; l < 2 * n; ++l) idx.push_back(l);
+        joined.push_back(b_.CreateShuffleVector(parts[i], parts[i + 1], idx));
+      }
+      parts = joined;
     }
-  });
-  std::vector<llvm::Value*> first(accs.begin(), accs.begin() + static_cast<std::ptrdiff_t>(nr));
-  j = accumulating_loop(j, cols, w, first, [&](llvm::Value* j0, std::vector<llvm::Value*>& a) {
-    const std::vector<llvm::Value*> v = values(j0, nullptr);
-    for (size_t r = 0; r < nr; ++r) a[r] = combine(op_of(r), a[r], v[r]);
-  });
-  for (size_t r = 0; r < nr; ++r) accs[r] = first[r];
-  // The tail: one masked vector, its missing lanes the identity.
-  llvm::BasicBlock* before_tail = b_.GetInsertBlock();
-  auto* tail = llvm::BasicBlock::Create(ctx_, "red.tail", f_);
-  auto* done = llvm::BasicBlock::Create(ctx_, "red.done", f_);
-  b_.CreateCondBr(b_.CreateICmpSLT(j, cols), tail, done);
-  b_.SetInsertPoint(tail);
-  llvm::Value* mask = b_.CreateICmpSLT(b_.CreateAdd(splat64(j), lane_ids()), splat64(cols));
-  const std::vector<llvm::Value*> v = values(j, mask);
-  std::vector<llvm::Value*> tail_second(nr);
+    llvm::Value* all = parts[0];
+    std::vector<llvm::Value*> q;
+    for (int64_t i = 0; i < 4; ++i) {
+      llvm::SmallVector<int, 16> idx;
+      for (int64_t l = 0; l < E; ++l) idx.push_back(static_cast<int>(i * E + l));
+      q.push_back(b_.CreateShuffleVector(all, all, idx));
+    }
+    return q;
+  };
+  // State carried over the row: per reduction, a sum's double total, or a max's k accumulators and its
+  // NaN lanes; laid out flat for the loops.
+  std::vector<size_t> base(nr);
+  std::vector<llvm::Value*> state;
   for (size_t r = 0; r < nr; ++r) {
-    llvm::Value* x = b_.CreateSelect(mask, v[r], reduction_identity(op_of(r), dtype_of(r)));
-    tail_second[r] = combine(op_of(r), accs[nr + r], x);
+    base[r] = state.size();
+    if (is_sum(r)) {
+      state.push_back(llvm::ConstantFP::get(wide, 0.0));
+    } else {
+      for (int64_t t = 0; t < k; ++t) state.push_back(reduction_identity(op_of(r), dtype_of(r)));
+      state.push_back(llvm::Constant::getNullValue(vec(b_.getInt1Ty())));
+    }
   }
-  llvm::BasicBlock* tail_end = b_.GetInsertBlock();
-  b_.CreateBr(done);
-  b_.SetInsertPoint(done);
-  std::vector<llvm::PHINode*> seconds;  // every phi first: they lead the block
-  for (size_t r = 0; r < nr; ++r) {
-    llvm::PHINode* second = b_.CreatePHI(accs[nr + r]->getType(), 2);
-    second->addIncoming(accs[nr + r], before_tail);
-    second->addIncoming(tail_second[r], tail_end);
-    seconds.push_back(second);
+  // The W steps: blocks of up to 1024 elements up to full = cols - cols % W.
+  llvm::Value* full = b_.CreateSub(cols, b_.CreateSRem(cols, b_.getInt64(W)));
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "blocks.header", f_);
+  auto* body = llvm::BasicBlock::Create(ctx_, "blocks.body", f_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "blocks.exit", f_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* block_start = b_.CreatePHI(b_.getInt64Ty(), 2);
+  block_start->addIncoming(b_.getInt64(0), pre);
+  std::vector<llvm::PHINode*> state_phis;
+  for (llvm::Value*& v : state) {
+    llvm::PHINode* p = b_.CreatePHI(v->getType(), 2);
+    p->addIncoming(v, pre);
+    state_phis.push_back(p);
+    v = p;
   }
-  std::vector<llvm::Value*> results;
+  b_.CreateCondBr(b_.CreateICmpSLT(block_start, full), body, exit);
+  b_.SetInsertPoint(body);
+  constexpr int64_t kBlock = 1024;  // eager's kBlock (a whole number of W steps)
+  llvm::Value* block_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(block_start, b_.getInt64(kBlock)), full);
+  // In the block: each sum's k block accumulators, then each max's state.
+  std::vector<llvm::Value*> accs;
   for (size_t r = 0; r < nr; ++r) {
-    llvm::Value* second = seconds[r];
-    const ExprOp op = op_of(r);
-    llvm::Value* all = combine(op, combine(op, accs[r], second), combine(op, accs[2 * nr + r], accs[3 * nr + r]));
-    llvm::Value* s = b_.CreateExtractElement(reduction_identity(op, dtype_of(r)), static_cast<uint64_t>(0));
-    for (int l = 0; l < w_; ++l) {
-      llvm::Value* lane = b_.CreateExtractElement(all, static_cast<uint64_t>(l));
-      if (op == ExprOp::ReduceSum || op == ExprOp::ReduceMean) {
-        s = b_.CreateFAdd(s, lane);
-      } else {
-        llvm::Value* beyond = op == ExprOp::ReduceMax ? b_.CreateFCmpOGT(lane, s) : b_.CreateFCmpOLT(lane, s);
-        s = b_.CreateSelect(b_.CreateOr(b_.CreateFCmpUNO(lane, lane), beyond), lane, s);
+    if (!is_sum(r)) continue;
+    for (int64_t t = 0; t < k; ++t) accs.push_back(reduction_identity(op_of(r), dtype_of(r)));
+  }
+  for (size_t r = 0; r < nr; ++r) {
+    if (is_sum(r)) continue;
+    for (int64_t t = 0; t <= k; ++t) accs.push_back(state[base[r] + static_cast<size_t>(t)]);
+  }
+  accumulating_loop(block_start, block_end, W, accs, [&](llvm::Value* j0, std::vector<llvm::Value*>& a) {
+    for (int64_t t = 0; t < k; ++t) {
+      const std::vector<llvm::Value*> v = values(b_.CreateAdd(j0, b_.getInt64(t * w)), step_mask);
+      size_t at = 0;
+      for (size_t r = 0; r < nr; ++r) {
+        if (!is_sum(r)) continue;
+        llvm::Value*& acc = a[at + static_cast<size_t>(t)];
+        acc = b_.CreateFAdd(acc, v[r]);
+        at += static_cast<size_t>(k);
+      }
+      for (size_t r = 0; r < nr; ++r) {
+        if (is_sum(r)) continue;
+        llvm::Value*& acc = a[at + static_cast<size_t>(t)];
+        acc = pick(op_of(r), acc, v[r]);
+        llvm::Value*& nan = a[at + static_cast<size_t>(k)];
+        llvm::Value* isnan = b_.CreateFCmpUNO(v[r], v[r]);
+        nan = b_.CreateOr(nan, step_mask ? b_.CreateAnd(isnan, step_mask) : isnan);
+        at += static_cast<size_t>(k) + 1;
       }
     }
-    if (op == ExprOp::ReduceMean) s = b_.CreateFDiv(s, b_.CreateSIToFP(cols, s->getType()));
+  });
+  // The block's sums into their totals; the maxes carry on.
+  size_t at = 0;
+  for (size_t r = 0; r < nr; ++r) {
+    if (!is_sum(r)) continue;
+    const std::vector<llvm::Value*> q = quarters(std::vector<llvm::Value*>(
+        accs.begin() + static_cast<std::ptrdiff_t>(at), accs.begin() + static_cast<std::ptrdiff_t>(at + k)));
+    llvm::Value* v = b_.CreateFAdd(b_.CreateFAdd(q[0], q[1]), b_.CreateFAdd(q[2], q[3]));
+    llvm::Value* s = llvm::ConstantFP::get(reg_scalar(dtype_of(r)), 0.0);
+    for (int64_t l = 0; l < E; ++l) s = b_.CreateFAdd(s, b_.CreateExtractElement(v, static_cast<uint64_t>(l)));
+    state[base[r]] = b_.CreateFAdd(state[base[r]], s->getType() == wide ? s : b_.CreateFPExt(s, wide));
+    at += static_cast<size_t>(k);
+  }
+  for (size_t r = 0; r < nr; ++r) {
+    if (is_sum(r)) continue;
+    for (int64_t t = 0; t <= k; ++t) state[base[r] + static_cast<size_t>(t)] = accs[at + static_cast<size_t>(t)];
+    at += static_cast<size_t>(k) + 1;
+  }
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  block_start->addIncoming(block_end, latch);
+  for (size_t i = 0; i < state_phis.size(); ++i) state_phis[i]->addIncoming(state[i], latch);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+  for (size_t i = 0; i < state_phis.size(); ++i) state[i] = state_phis[i];
+  // Each max folded to one value and a NaN flag; then the last elements one at a time.
+  std::vector<llvm::Value*> tail_state;  // per reduction: the running value (sum: the double total), its NaN flag
+  for (size_t r = 0; r < nr; ++r) {
+    if (is_sum(r)) {
+      tail_state.push_back(state[base[r]]);
+      tail_state.push_back(b_.getFalse());
+      continue;
+    }
+    const std::vector<llvm::Value*> q = quarters(std::vector<llvm::Value*>(
+        state.begin() + static_cast<std::ptrdiff_t>(base[r]), state.begin() + static_cast<std::ptrdiff_t>(base[r] + k)));
+    const ExprOp op = op_of(r);
+    llvm::Value* m = pick(op, pick(op, q[0], q[1]), pick(op, q[2], q[3]));
+    llvm::Value* s = b_.CreateExtractElement(reduction_identity(op, dtype_of(r)), static_cast<uint64_t>(0));
+    for (int64_t l = 0; l < E; ++l) s = keep(op, s, b_.CreateExtractElement(m, static_cast<uint64_t>(l)));
+    tail_state.push_back(s);
+    tail_state.push_back(b_.CreateOrReduce(state[base[r] + static_cast<size_t>(k)]));
+  }
+  accumulating_loop(full, b_.CreateAdd(cols, b_.getInt64(w - 1)), w, tail_state,
+                    [&](llvm::Value* j0, std::vector<llvm::Value*>& a) {
+    llvm::Value* mask = b_.CreateICmpSLT(b_.CreateAdd(splat64(j0), lane_ids()), splat64(cols));
+    const std::vector<llvm::Value*> v = values(j0, mask);
+    for (int64_t l = 0; l < w; ++l) {
+      llvm::Value* valid = b_.CreateExtractElement(mask, static_cast<uint64_t>(l));
+      for (size_t r = 0; r < nr; ++r) {
+        llvm::Value* x = b_.CreateExtractElement(v[r], static_cast<uint64_t>(l));
+        llvm::Value*& s = a[2 * r];
+        if (is_sum(r)) {
+          s = b_.CreateSelect(valid, b_.CreateFAdd(s, x->getType() == wide ? x : b_.CreateFPExt(x, wide)), s);
+        } else {
+          s = b_.CreateSelect(valid, keep(op_of(r), s, x), s);
+          a[2 * r + 1] = b_.CreateOr(a[2 * r + 1], b_.CreateAnd(valid, b_.CreateFCmpUNO(x, x)));
+        }
+      }
+    }
+  });
+  std::vector<llvm::Value*> results;
+  for (size_t r = 0; r < nr; ++r) {
+    llvm::Type* t = reg_scalar(dtype_of(r));
+    llvm::Value* s = tail_state[2 * r];
+    if (is_sum(r)) {
+      if (s->getType() != t) s = b_.CreateFPTrunc(s, t);
+      if (op_of(r) == ExprOp::ReduceMean) s = b_.CreateFDiv(s, b_.CreateSIToFP(cols, t));
+    } else {
+      s = b_.CreateSelect(tail_state[2 * r + 1], llvm::ConstantFP::getQNaN(t), s);
+    }
     results.push_back(b_.CreateVectorSplat(w_, s));
   }
   return results;
@@ -181,6 +333,7 @@ std::vector<llvm::Value*> Lowering::evaluate_row_pass(int pass, const std::vecto
   for (size_t s = 0; s < row_->spilled.size(); ++s) {
     if (row_->spill_pass[s] != pass) continue;
     llvm::Value* x = v[static_cast<size_t>(row_->spilled[s])];
+    if (x == nullptr) continue;  // computed by this pass's folds of another vector width
     llvm::Value* p = scratch_at(s, cols, j);
     const llvm::Align a = llvm::Align(x->getType()->getScalarSizeInBits() / 8);
     if (mask) b_.CreateMaskedStore(x, p, a, mask);
@@ -195,7 +348,6 @@ void Lowering::emit_row_kernel(llvm::Value* begin, llvm::Value* end) {
   const RowSchedule& facts = schedule;
   const size_t n = k_.exprs.size();
   const int passes = schedule.passes();
-  recip_.assign(n, nullptr);
   llvm::Value* cols = size(1);
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, "row.header", f_);
@@ -225,16 +377,6 @@ void Lowering::emit_row_kernel(llvm::Value* begin, llvm::Value* end) {
         [&](int32_t in) { return load_row_operand(static_cast<size_t>(in), row, row_start, nullptr, nullptr); }, &known,
         &need);
     for (int32_t i : ready) known[static_cast<size_t>(i)] = v[static_cast<size_t>(i)];
-    // A division of row values by a row-uniform value multiplies by its reciprocal, computed once per row
-    // (as eager's softmax scales by 1 / sum).
-    for (size_t i = 0; i < n; ++i) {
-      const Expr& e = k_.exprs[i];
-      if (e.op != ExprOp::Div || !facts.live[i] || facts.uniform[i]) continue;
-      const size_t d = static_cast<size_t>(e.b);
-      if (known[d] != nullptr && recip_[d] == nullptr) {
-        recip_[d] = b_.CreateFDiv(llvm::ConstantFP::get(known[d]->getType(), 1.0), known[d]);
-      }
-    }
   };
   compute_uniform(0);
   for (int stage = 1; stage <= passes; ++stage) {
@@ -278,7 +420,157 @@ void Lowering::emit_row_kernel(llvm::Value* begin, llvm::Value* end) {
   b_.CreateBr(header);
   b_.SetInsertPoint(exit);
   row_ = nullptr;
-  recip_.clear();
+}
+
+// Note [Column reduction kernels]
+// -------------------------------
+// A column kernel (Kernel::columns; passes/fuse_column_reductions.h) folds
+// each column of its [rows, cols] space, and equals eager's sum.dim and
+// mean.dim over leading dims bit for bit by adding in the order of eager's
+// across-rows loop (sum_columns in eager/kernels/cpu/reduce/per_capability/
+// ReduceOpsKernel.cpp): per column, blocks of up to 1024 rows; in a block an
+// accumulator in T from +0 adds the rows four at a time as
+// (r0 + r1) + (r2 + r3), then the block's last rows one at a time; each
+// block's accumulator is added into a double total, which is rounded to T at
+// the end (mean: then divided by rows in T). Columns are independent, so the
+// kernel's [begin, end) is a piece of the columns (at most kColumnPiece,
+// split across threads as eager splits them; the split changes nothing),
+// and it walks the piece as eager does, row by row along memory: the
+// accumulators and totals are rows of the calling thread's scratch (the
+// `strides` argument: per reduction an accumulator row, then a total row,
+// 8 bytes a column). Element outputs (prologue values read outside the
+// group) are stored where they are computed; there is no epilogue.
+void Lowering::emit_column_kernel(llvm::Value* begin, llvm::Value* end) {
+  const size_t n = k_.exprs.size();
+  llvm::Value* rows = size(0);
+  llvm::Value* cols = size(1);
+  llvm::Value* width = b_.CreateSub(end, begin);
+  std::vector<int32_t> reduces, targets;
+  for (size_t i = 0; i < n; ++i) {
+    if (is_reduction(k_.exprs[i].op)) reduces.push_back(static_cast<int32_t>(i));
+  }
+  for (size_t o = 0; o < k_.outputs.size(); ++o) {
+    if (k_.output_roles[o] == RowOperand::Element) targets.push_back(k_.outputs[o]);
+  }
+  for (int32_t r : reduces) targets.push_back(k_.exprs[static_cast<size_t>(r)].a);
+  const std::vector<bool> need = needed_for(k_, targets, std::vector<bool>(n, false));
+  for (int32_t r : reduces) {
+    KILN_CHECK(!need[static_cast<size_t>(r)], "codegen: a column kernel's value depends on a column's sum");
+  }
+  const auto dtype_of = [&](size_t i) { return k_.exprs[static_cast<size_t>(reduces[i])].dtype; };
+  llvm::Type* wide = b_.getDoubleTy();
+  // Scratch row `slot` (2i: reduction i's accumulators in T, 2i + 1: its double totals) at column jj of the piece.
+  const auto scratch = [&](size_t slot, llvm::Type* t, llvm::Value* jj) {
+    llvm::Value* base = b_.CreateInBoundsGEP(b_.getInt8Ty(), strides_,
+                                             b_.CreateMul(width, b_.getInt64(static_cast<int64_t>(slot) * 8)));
+    return b_.CreateInBoundsGEP(t, base, jj);
+  };
+  const auto load = [&](llvm::Type* t, llvm::Value* p, llvm::Value* mask) -> llvm::Value* {
+    llvm::Type* vt = vec(t);
+    const llvm::Align a(t->getScalarSizeInBits() / 8);
+    if (mask) return b_.CreateMaskedLoad(vt, p, a, mask, llvm::Constant::getNullValue(vt));
+    return b_.CreateAlignedLoad(vt, p, a);
+  };
+  const auto store = [&](llvm::Value* x, llvm::Value* p, llvm::Value* mask) {
+    const llvm::Align a(x->getType()->getScalarSizeInBits() / 8);
+    if (mask) b_.CreateMaskedStore(x, p, a, mask);
+    else b_.CreateAlignedStore(x, p, a);
+  };
+  // The reductions' operands at row r, columns begin + jj .. (storing the Element outputs there).
+  const auto at_row = [&](llvm::Value* r, llvm::Value* jj, llvm::Value* mask) {
+    llvm::Value* j = b_.CreateAdd(begin, jj);
+    llvm::Value* row_start = b_.CreateMul(r, cols);
+    const std::vector<llvm::Value*> v = evaluate(
+        [&](int32_t in) { return load_row_operand(static_cast<size_t>(in), r, row_start, j, mask); }, nullptr, &need);
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (k_.output_roles[o] != RowOperand::Element) continue;
+      const DType d = k_.output_dtypes[o];
+      const size_t e = static_cast<size_t>(k_.outputs[o]);
+      llvm::Value* x = to_memory(d, cast(v[e], k_.exprs[e].dtype, d));
+      llvm::Value* p = b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], b_.CreateAdd(row_start, j));
+      if (mask) b_.CreateMaskedStore(x, p, align(d), mask);
+      else b_.CreateAlignedStore(x, p, align(d));
+    }
+    std::vector<llvm::Value*> out;
+    for (int32_t red : reduces) out.push_back(v[static_cast<size_t>(k_.exprs[static_cast<size_t>(red)].a)]);
+    return out;
+  };
+  const auto zero_rows = [&](bool totals) {
+    emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+      for (size_t i = 0; i < reduces.size(); ++i) {
+        llvm::Type* t = totals ? wide : reg_scalar(dtype_of(i));
+        store(llvm::Constant::getNullValue(vec(t)), scratch(2 * i + (totals ? 1 : 0), t, jj), mask);
+      }
+    });
+  };
+  zero_rows(true);
+  // Blocks of up to 1024 rows (eager's kBlock).
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "colblocks.header", f_);
+  auto* body = llvm::BasicBlock::Create(ctx_, "colblocks.body", f_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "colblocks.exit", f_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* block_start = b_.CreatePHI(b_.getInt64Ty(), 2);
+  block_start->addIncoming(b_.getInt64(0), pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(block_start, rows), body, exit);
+  b_.SetInsertPoint(body);
+  llvm::Value* block_end =
+      b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(block_start, b_.getInt64(1024)), rows);
+  zero_rows(false);
+  std::vector<llvm::Value*> no_state;
+  llvm::Value* r4 = accumulating_loop(block_start, block_end, 4, no_state, [&](llvm::Value* r0, std::vector<llvm::Value*>&) {
+    emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+      const std::vector<llvm::Value*> v0 = at_row(r0, jj, mask);
+      const std::vector<llvm::Value*> v1 = at_row(b_.CreateAdd(r0, b_.getInt64(1)), jj, mask);
+      const std::vector<llvm::Value*> v2 = at_row(b_.CreateAdd(r0, b_.getInt64(2)), jj, mask);
+      const std::vector<llvm::Value*> v3 = at_row(b_.CreateAdd(r0, b_.getInt64(3)), jj, mask);
+      for (size_t i = 0; i < reduces.size(); ++i) {
+        llvm::Type* t = reg_scalar(dtype_of(i));
+        llvm::Value* p = scratch(2 * i, t, jj);
+        llvm::Value* four = b_.CreateFAdd(b_.CreateFAdd(v0[i], v1[i]), b_.CreateFAdd(v2[i], v3[i]));
+        store(b_.CreateFAdd(load(t, p, mask), four), p, mask);
+      }
+    });
+  });
+  accumulating_loop(r4, block_end, 1, no_state, [&](llvm::Value* r, std::vector<llvm::Value*>&) {
+    emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+      const std::vector<llvm::Value*> v = at_row(r, jj, mask);
+      for (size_t i = 0; i < reduces.size(); ++i) {
+        llvm::Type* t = reg_scalar(dtype_of(i));
+        llvm::Value* p = scratch(2 * i, t, jj);
+        store(b_.CreateFAdd(load(t, p, mask), v[i]), p, mask);
+      }
+    });
+  });
+  emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+    for (size_t i = 0; i < reduces.size(); ++i) {
+      llvm::Type* t = reg_scalar(dtype_of(i));
+      llvm::Value* acc = load(t, scratch(2 * i, t, jj), mask);
+      llvm::Value* p = scratch(2 * i + 1, wide, jj);
+      store(b_.CreateFAdd(load(wide, p, mask), t == wide ? acc : b_.CreateFPExt(acc, vec(wide))), p, mask);
+    }
+  });
+  block_start->addIncoming(block_end, b_.GetInsertBlock());
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+  // The totals rounded to T into the per-column outputs.
+  emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (k_.output_roles[o] != RowOperand::PerColumn) continue;
+      const auto it = std::find(reduces.begin(), reduces.end(), k_.outputs[o]);
+      KILN_CHECK(it != reduces.end(), "codegen: a column kernel's per-column output is not a column's sum");
+      const size_t i = static_cast<size_t>(it - reduces.begin());
+      const Expr& e = k_.exprs[static_cast<size_t>(*it)];
+      llvm::Type* t = reg_scalar(e.dtype);
+      llvm::Value* s = load(wide, scratch(2 * i + 1, wide, jj), mask);
+      if (t != wide) s = b_.CreateFPTrunc(s, vec(t));
+      if (e.op == ExprOp::ReduceMean) s = b_.CreateFDiv(s, b_.CreateVectorSplat(w_, b_.CreateSIToFP(rows, t)));
+      const DType d = k_.output_dtypes[o];
+      llvm::Value* x = to_memory(d, cast(s, e.dtype, d));
+      store(x, b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], b_.CreateAdd(begin, jj)), mask);
+    }
+  });
 }
 
 }  // namespace kiln::codegen

@@ -1,7 +1,7 @@
 // passes/fuse_reductions on IR text: a decomposed softmax and layer_norm are
 // one group each (prologue, reductions, epilogue), row shapes of values, and
-// the cases left alone (a reduction over a leading dim, a read between
-// members, no reduction at all).
+// the cases left alone (a read between members, no reduction at all); a
+// reduction over the leading dims with its prologue is a column group.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -74,12 +74,39 @@ TEST(FuseReductions, RowShapes) {
   EXPECT_EQ(shape(5), std::nullopt);  // neither the space's layout nor a broadcast of part of it
 }
 
-TEST(FuseReductions, ReductionOverALeadingDimIsLeftAlone) {
-  EXPECT_TRUE(groups_of(R"(graph(%x : f32[4, 8]{8, 1}):
+TEST(FuseReductions, ReductionOverALeadingDimIsAColumnGroup) {
+  // Note [Column reduction groups]: the prologue joins; the weight is PerColumn.
+  EXPECT_EQ(groups_of(R"(graph(%x : f32[4, 8]{8, 1}, %w : f32[8]{1}):
   %e : f32[4, 8]{8, 1} = kiln::exp(%x)
-  %t : f32[1, 8]{8, 1} = kiln::sum.dim_IntList(%e, dim=[0], keepdim=True, dtype=None)
+  %p : f32[4, 8]{8, 1} = kiln::mul.Tensor(%e, %w)
+  %t : f32[1, 8]{8, 1} = kiln::sum.dim_IntList(%p, dim=[0], keepdim=True, dtype=None)
+  return (%t, %e)
+)"),
+            (std::vector<std::string>{"exp mul sum | x w | e t | 1"}));
+}
+
+TEST(FuseReductions, ColumnReductionsLeftAlone) {
+  // a sum with no prologue; one kept element (eager reduces that as a row); a weight broadcast along a
+  // kept dim (not one value per column); a reader of the prologue before the sum.
+  for (const char* text : {R"(graph(%x : f32[4, 8]{8, 1}):
+  %t : f32[8]{1} = kiln::sum.dim_IntList(%x, dim=[0], keepdim=False, dtype=None)
   return (%t)
-)").empty());
+)", R"(graph(%x : f32[4, 1]{1, 1}):
+  %e : f32[4, 1]{1, 1} = kiln::exp(%x)
+  %t : f32[1]{1} = kiln::sum.dim_IntList(%e, dim=[0], keepdim=False, dtype=None)
+  return (%t)
+)", R"(graph(%x : f32[2, 3, 8]{24, 8, 1}, %w : f32[8]{1}):
+  %p : f32[2, 3, 8]{24, 8, 1} = kiln::mul.Tensor(%x, %w)
+  %t : f32[3, 8]{8, 1} = kiln::sum.dim_IntList(%p, dim=[0], keepdim=False, dtype=None)
+  return (%t)
+)", R"(graph(%x : f32[4, 8]{8, 1}):
+  %e : f32[4, 8]{8, 1} = kiln::exp(%x)
+  %k : f32[4, 8]{8, 1} = kiln::cumsum(%e, dim=1, dtype=None)
+  %t : f32[8]{1} = kiln::sum.dim_IntList(%e, dim=[0], keepdim=False, dtype=None)
+  return (%t, %k)
+)"}) {
+    EXPECT_TRUE(groups_of(text).empty()) << text;
+  }
 }
 
 TEST(FuseReductions, EagerReaderBetweenMembersSplitsTheGroup) {

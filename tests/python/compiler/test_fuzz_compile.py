@@ -29,10 +29,6 @@ import kiln
 LONG = os.environ.get("KILN_LONG_TESTS") == "1"
 NUM_PROGRAMS = 3000 if LONG else 200
 SEEDS = [int(os.environ["KILN_FUZZ_SEED"])] if "KILN_FUZZ_SEED" in os.environ else range(NUM_PROGRAMS)
-# Programs that differ from eager since reductions fuse (fuse_reductions met this fuzzer at the merge; each mixes
-# a sum/mean with pointwise ops grouped into one row kernel): known bugs, not yet diagnosed.
-DIFFERS_SINCE_REDUCTIONS_FUSE = {67, 88, 118}
-
 # The text every program starts with: it builds the inputs, so a printed program runs on its own.
 PRELUDE = '''\
 import numpy as np
@@ -263,11 +259,7 @@ def inputs_of(env, names, requires_grad):
     return out
 
 
-@pytest.mark.parametrize("seed", [
-    pytest.param(seed, marks=pytest.mark.xfail(strict=True, reason="an output differs from eager's since reductions "
-                                               "fuse into row kernels (issue 24); not yet diagnosed"))
-    if seed in DIFFERS_SINCE_REDUCTIONS_FUSE else seed
-    for seed in SEEDS])
+@pytest.mark.parametrize("seed", SEEDS)
 def test_compiled_program_equals_eager(seed):
     text, names, differentiable = make_program(seed)
     env = {}

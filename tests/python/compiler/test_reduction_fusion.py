@@ -5,11 +5,12 @@ log_softmax, layer_norm, rms_norm (forward, forward+backward) and a GELU MLP
 block; values and gradients against eager in float32 and bfloat16 over rows
 of length 1, rows that are not a multiple of the vector width, and no rows.
 
-Tolerances: the fused kernels add a row in eager's order (four vector
-accumulators, lanes in order) where eager's composite kernels do, but the
-decomposed graph computes some steps differently (softmax divides through
-1 / sum as eager does; layer_norm's rsqrt is 1 / sqrt), so float32 agrees to
-a few ulp (rtol 1e-5, atol 1e-6); bfloat16 results round once per value
+Tolerances: the fused kernels reduce a row exactly as eager's sum.dim,
+mean.dim, amax and amin do (test_row_reductions_equal_eager below checks
+that bit for bit), but eager's composite kernels (softmax, layer_norm) add
+in their own order (float accumulators), and the decomposed graph computes
+some steps differently (layer_norm's rsqrt is 1 / sqrt), so float32 agrees
+to a few ulp (rtol 1e-5, atol 1e-6); bfloat16 results round once per value
 (rtol and atol 1e-2)."""
 
 import numpy as np
@@ -120,7 +121,7 @@ def test_row_kernel_ir_and_scratch_row():
     assert "(rows)" in text and "reduce_max" in text and "reduce_sum" in text
     assert "in0 : float32 (element)" in text and "out0 : float32 (element)" in text
     assert graph.kernel_ops == [["kiln::amax", "kiln::sub.Tensor", "kiln::exp", "kiln::sum.dim_IntList",
-                                 "kiln::div.Tensor"]]
+                                 "kiln::reciprocal", "kiln::mul.Tensor"]]
 
 
 def test_user_written_reductions_fuse():
@@ -175,8 +176,132 @@ def test_gelu_mlp_block_kernel_counts():
     # forward: layer_norm (one row kernel), gelu after fc1, the residual add after fc2
     assert forward.kernel_count == 3
     assert forward.eager_ops == ["kiln::transpose.int", "kiln::mm", "kiln::transpose.int", "kiln::mm"]
-    # backward: the norm's input gradient with the residual's gradient add as its epilogue (one row
-    # kernel) and gelu_backward (one pointwise kernel); the norm's weight and bias gradients stay eager ops
+    # backward: gelu_backward with fc1's bias gradient (its sum over the rows) as one column kernel, and
+    # the norm's input gradient with the residual's gradient add as its epilogue (one row kernel); fc2's
+    # bias gradient (a sum with nothing before it to fuse) and the norm's weight and bias gradients stay
+    # eager ops
     assert backward.kernel_count == 2
-    assert [ops[-1] for ops in backward.kernel_ops] == ["kiln::add.Tensor", "kiln::gelu_backward"]
+    assert backward.kernel_ops[0] == ["kiln::gelu_backward", "kiln::sum.dim_IntList"]
+    assert backward.kernel_ops[1][-1] == "kiln::add.Tensor"
+    assert "(columns)" in backward.kernels[0] and "(rows)" in backward.kernels[1]
     assert "kiln::_norm_backward_weight" in backward.eager_ops and "kiln::gelu_backward" not in backward.eager_ops
+    assert backward.eager_ops.count("kiln::sum.dim_IntList") == 1
+
+
+# Row reductions equal eager's bit for bit (the compile fuzzer's programs 67, 88 and 118 differed). Two causes:
+#  - a division by a value uniform along the row (a constant, a row's sum) was a multiplication by its
+#    reciprocal, which rounds differently (fuzz program 118: x / 3 next to a mean); the row kernel now
+#    divides, and softmax's decomposition itself multiplies by 1 / sum, as eager's softmax does;
+#  - sum and mean added a row in another order than eager's sum.dim (fuzz programs 67 and 88: rows of 68
+#    and 9); amax and amin picked between -0 and +0 in another order. A row now folds in the order of
+#    eager's loops (codegen/llvm/RowLowering.cpp, Note [Row reductions in eager's order]).
+def _spread(*shape, dtype=kiln.float32, seed=0):
+    """Values of mixed magnitudes (so the order of additions shows in the last bits)."""
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(shape) * rng.choice([0.01, 1.0, 300.0], size=shape)
+    return kiln.tensor(v).to(dtype)
+
+
+def _signed_zero_ties(n):
+    """-1 everywhere but -0 at 0 and +0 at n // 2: the max is a zero, and which one depends on the order."""
+    v = -np.ones((2, n))
+    v[:, 0] = -0.0
+    v[:, n // 2] = 0.0
+    return kiln.tensor(v).float()
+
+
+EAGER_ORDER_CASES = {
+    # name: (fn, inputs, kernels)
+    "divide by a constant beside a mean": (
+        lambda a, b: (kiln.expm1(a / 3), (b * 0.5 + 1).mean(0, keepdim=True)), [_spread(4), _spread(4, seed=1)], 1),
+    "divide by the row's sum": (lambda a: a / a.sum(-1, keepdim=True), [_spread(5, 37)], 1),
+    "sum of a row shorter than a step": (lambda a: (a - kiln.rsqrt(a.abs())).sum(-1), [_spread(1, 9)], 1),
+    "sum over two dims, a row of 68": (lambda a: (a * 2).sum((1, 2), keepdim=True), [_spread(7, 4, 17)], 1),
+    "sum of rows past eager's 1024-element block": (lambda a: (a + 1).sum(-1), [_spread(3, 2500)], 1),
+    "float64 mean": (lambda a: a.exp().mean(-1), [_spread(4, 45, dtype=kiln.float64) / 300], 1),
+    "amax of -0 and +0": (lambda a: (a * 1).amax(-1), [_signed_zero_ties(64)], 1),
+    "amin of -0 and +0": (lambda a: (-a).amin(-1), [-_signed_zero_ties(64)], 1),
+    "amax of a short row of zeros": (lambda a: (a * 1).amax(-1), [_signed_zero_ties(6)], 1),
+}
+
+
+def _same_bits(got, want):
+    g, w = got.numpy(), want.numpy()
+    return g.dtype == w.dtype and g.shape == w.shape and bool(np.all(
+        ((g == w) & (np.signbit(g) == np.signbit(w))) | (np.isnan(g) & np.isnan(w))))
+
+
+@pytest.mark.parametrize("name", list(EAGER_ORDER_CASES))
+def test_row_reductions_equal_eager(name):
+    fn, inputs, kernels = EAGER_ORDER_CASES[name]
+    compiled = kiln.compile(fn)
+    with kiln.no_grad():
+        compiled(*inputs)
+        got = compiled(*inputs)
+        want = fn(*inputs)
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    for g, w in zip(got, want):
+        assert _same_bits(g, w), (g, w)
+    assert kernel_counts(compiled) == [kernels]
+    assert all(graph.eager_ops == [] for graph in compiled_graphs(compiled))
+
+
+# Column kernels (passes/fuse_column_reductions.h): a sum or mean over the leading dims with its pointwise
+# prologue, in the order of eager's across-rows loop, so equal to eager bit for bit (Note [Column reduction
+# kernels], codegen/llvm/RowLowering.cpp). name: (fn, inputs, kernels, eager ops).
+COLUMN_CASES = {
+    "bias gradient of a pointwise prologue": (
+        lambda a, w: (a * w + 1).sum(0), [_spread(37, 20), _spread(20, seed=1)], 1, []),
+    "mean over two leading dims, keepdim": (
+        lambda a: (a / 300).exp().mean((0, 1), keepdim=True), [_spread(3, 5, 13)], 1, []),
+    "rows past eager's 1024-row block": (lambda a: (a - 1).sum(0), [_spread(2100, 9)], 1, []),
+    "float64": (lambda a, w: (a * w).sum(0), [_spread(33, 7, dtype=kiln.float64), _spread(7, dtype=kiln.float64)],
+                1, []),
+    "a prologue value also returned": (lambda a: (lambda e: ((e * 2).sum(0), e))((a / 300).exp()), [_spread(9, 12)],
+                                       1, []),
+    "two kept dims, the weight over both": (
+        lambda a, w: (a * w).sum(0), [_spread(6, 4, 5), _spread(4, 5, seed=2)], 1, []),
+    # left alone: a sum with nothing to fuse stays eager's, and one kept element is eager's row reduction
+    "a lone column sum": (lambda a: a.sum(0), [_spread(8, 16)], 0, ["kiln::sum.dim_IntList"]),
+    "one kept element": (lambda a: (a * 2).sum(0), [_spread(8, 1)], 1, ["kiln::sum.dim_IntList"]),
+}
+
+
+@pytest.mark.parametrize("name", list(COLUMN_CASES))
+def test_column_reductions_fuse_and_equal_eager(name):
+    fn, inputs, kernels, eager_ops = COLUMN_CASES[name]
+    compiled = kiln.compile(fn)
+    with kiln.no_grad():
+        compiled(*inputs)
+        got = compiled(*inputs)
+        want = fn(*inputs)
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    for g, w in zip(got, want):
+        assert _same_bits(g, w), (g, w)
+    assert kernel_counts(compiled) == [kernels]
+    (graph,) = compiled_graphs(compiled)
+    assert graph.eager_ops == eager_ops
+    assert sum("(columns)" in k for k in graph.kernels) == (1 if not eager_ops else 0)
+
+
+def test_linear_bias_gradient_fuses_with_its_activation_backward():
+    """fc's bias gradient is the sum over the batch of gelu's gradient: one column kernel, which also
+    stores that gradient for the weight's and the input's matmuls."""
+    kiln.manual_seed(0)
+    fc = kiln.nn.Linear(16, 24)
+
+    def f(x):
+        return F.gelu(fc(x))
+
+    compiled = kiln.compile(f)
+    x, g = rand(40, 16).requires_grad_(), rand(40, 24)
+    params = list(fc.parameters())
+    forward_backward(compiled, x, g, params)
+    got = forward_backward(compiled, x, g, params)
+    want = forward_backward(f, x, g, params)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+    _, backward = compiled_graphs(compiled)
+    assert backward.kernel_count == 1 and backward.kernel_ops == [["kiln::gelu_backward", "kiln::sum.dim_IntList"]]
+    assert "(columns)" in backward.kernels[0]
+    assert "kiln::gelu_backward" not in backward.eager_ops and "kiln::sum.dim_IntList" not in backward.eager_ops

@@ -1,0 +1,143 @@
+// Column reduction fusion (Note [Column reduction groups]).
+#include "passes/fuse_column_reductions.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_set>
+
+#include "passes/arguments.h"
+#include "passes/type_facts.h"
+
+namespace kiln::passes {
+
+namespace {
+
+/// Concrete sizes of a CPU tensor whose strides are all known and concrete, or nullopt.
+std::optional<std::vector<int64_t>> typed_sizes(const ir::Value* v) {
+  if (!v->type().is_tensor()) return std::nullopt;
+  const ir::TensorType& t = v->type().tensor_type();
+  if (!t.dtype || !t.strides || !t.device.is_cpu()) return std::nullopt;
+  for (const ir::SymbolicSize& s : *t.strides) {
+    if (!s.is_concrete()) return std::nullopt;
+  }
+  return concrete_sizes(v);
+}
+
+int64_t product(const std::vector<int64_t>& s, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t d = from; d < to; ++d) n *= s[d];
+  return n;
+}
+
+}  // namespace
+
+std::optional<RowShape> column_shape_of(const ir::Value* v, const std::vector<int64_t>& sizes, size_t reduced_dims,
+                                        bool as_output) {
+  const auto vs = typed_sizes(v);
+  if (!vs || reduced_dims == 0 || reduced_dims >= sizes.size()) return std::nullopt;
+  if (*vs == sizes) return is_contiguous(v) ? std::optional(RowShape::Element) : std::nullopt;
+  const std::vector<int64_t> kept(sizes.begin() + static_cast<std::ptrdiff_t>(reduced_dims), sizes.end());
+  if (as_output) {
+    std::vector<int64_t> kept_dims(reduced_dims, 1);
+    kept_dims.insert(kept_dims.end(), kept.begin(), kept.end());
+    if ((*vs == kept || *vs == kept_dims) && is_contiguous(v)) return RowShape::PerColumn;
+    return std::nullopt;
+  }
+  if (product(*vs, 0, vs->size()) == 1) return RowShape::Scalar;
+  // PerColumn: every kept dim's size (one value per column), and ones (or nothing) before them.
+  if (vs->size() > sizes.size() || vs->size() < kept.size() || !is_contiguous(v)) return std::nullopt;
+  const size_t lead = sizes.size() - vs->size();
+  for (size_t d = 0; d < vs->size(); ++d) {
+    const size_t sd = d + lead;
+    if ((*vs)[d] != (sd < reduced_dims ? 1 : sizes[sd])) return std::nullopt;
+  }
+  return RowShape::PerColumn;
+}
+
+std::optional<size_t> fusible_column_reduction(const ir::Node& n) {
+  if (n.kind() != ir::NodeKind::Op || n.outputs().size() != 1 || n.inputs().size() != 1) return std::nullopt;
+  const std::string kind = n.kind_name();
+  if (kind != "kiln::sum.dim_IntList" && kind != "kiln::mean.dim") return std::nullopt;
+  const ir::Value* x = first_argument(n);
+  if (x == nullptr || !is_contiguous(x) || !typed_sizes(x) || !typed_sizes(n.output())) return std::nullopt;
+  const auto dtype = dtype_of(x);
+  if (!dtype || (*dtype != DType::Float32 && *dtype != DType::Float64) || dtype_of(n.output()) != dtype) {
+    return std::nullopt;
+  }
+  const ir::Attribute* requested = literal_argument(n, "dtype");
+  if (requested != nullptr && !requested->is_none()) return std::nullopt;
+  const ir::Attribute* dim = literal_argument(n, "dim");
+  if (dim == nullptr || dim->kind() != ir::Attribute::Kind::IntList || dim->to_int_list().empty()) return std::nullopt;
+  const std::vector<int64_t> sizes = *typed_sizes(x);
+  std::vector<int64_t> dims;
+  for (int64_t d : dim->to_int_list()) {
+    const auto w = wrap_dim(d, sizes.size());
+    if (!w) return std::nullopt;
+    dims.push_back(*w);
+  }
+  std::sort(dims.begin(), dims.end());
+  if (std::adjacent_find(dims.begin(), dims.end()) != dims.end()) return std::nullopt;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] != static_cast<int64_t>(i) || sizes[i] == 0) return std::nullopt;
+  }
+  const size_t k = dims.size();
+  // Eager reduces across rows only when more than one element is kept (else: contiguous rows).
+  if (k >= sizes.size() || product(sizes, k, sizes.size()) <= 1) return std::nullopt;
+  if (column_shape_of(n.output(), sizes, k, true) != RowShape::PerColumn) return std::nullopt;
+  return k;
+}
+
+std::vector<ReductionGroup> fuse_column_reductions(const ir::Graph& g,
+                                                   const std::function<bool(const ir::Node&)>& fusible,
+                                                   const std::function<bool(const ir::Node*)>& taken) {
+  std::vector<ReductionGroup> groups;
+  GroupIndex group_of;
+  for (const ir::Node* n : g.nodes()) {
+    if (taken(n) || group_of.count(n)) continue;
+    const std::optional<size_t> folds = fusible_column_reduction(*n);
+    if (!folds) continue;
+    const size_t gi = groups.size();
+    ReductionGroup group;
+    group.columns = true;
+    group.sizes = *typed_sizes(first_argument(*n));
+    group.reduced_dims = *folds;
+    group_of[n] = gi;
+    std::vector<const ir::Node*> members = {n};
+    // The prologue: producers of Element values, back from n's input.
+    std::vector<const ir::Node*> frontier = {n};
+    while (!frontier.empty()) {
+      const ir::Node* m = frontier.back();
+      frontier.pop_back();
+      for (const ir::Value* v : m->inputs()) {
+        const ir::Node* p = v->node();
+        if (p->kind() != ir::NodeKind::Op || p->outputs().size() != 1 || taken(p) || group_of.count(p)) continue;
+        if (fusible_reduction(*p) || fusible_column_reduction(*p) || !fusible(*p)) continue;
+        if (column_shape_of(p->output(), group.sizes, group.reduced_dims) != RowShape::Element) continue;
+        bool fits = true;
+        for (const ir::Value* in : p->inputs()) fits = fits && column_shape_of(in, group.sizes, group.reduced_dims);
+        for (const ir::Use& u : p->output()->uses()) {
+          const auto it = group_of.find(u.user);
+          const bool member = it != group_of.end() && it->second == gi;
+          const bool after = u.user == g.return_node() || (u.user->in_node_list() && n->is_before(u.user));
+          fits = fits && (member || after);
+        }
+        if (!fits) continue;
+        group_of[p] = gi;
+        members.push_back(p);
+        frontier.push_back(p);
+      }
+    }
+    if (members.size() == 1) {  // no prologue: eager's reduction alone does as well
+      group_of.erase(n);
+      continue;
+    }
+    std::sort(members.begin(), members.end(), [](const ir::Node* a, const ir::Node* b) { return a->is_before(b); });
+    group.members.nodes = std::move(members);
+    groups.push_back(std::move(group));
+  }
+  std::unordered_set<const ir::Value*> returned(g.outputs().begin(), g.outputs().end());
+  for (size_t gi = 0; gi < groups.size(); ++gi) collect_group_boundary(groups[gi].members, gi, group_of, returned);
+  return groups;
+}
+
+}  // namespace kiln::passes
