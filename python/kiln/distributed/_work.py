@@ -3,6 +3,8 @@ it finished and then copies results into tensors that were not contiguous."""
 
 from __future__ import annotations
 
+from kiln.futures import Future
+
 __all__ = ["Work"]
 
 
@@ -33,6 +35,10 @@ class Work:
     def result(self) -> list:
         self.wait()
         return list(self._result)
+
+    def get_future(self) -> Future:
+        """A kiln.futures.Future of ``result()`` (the output tensors), completed when this Work is."""
+        return Future(_waiter=self.result)
 
     def _source_rank(self) -> int:
         return self._work._source_rank()
