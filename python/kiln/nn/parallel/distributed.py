@@ -24,7 +24,9 @@ __all__ = ["DistributedDataParallel"]
 
 _MIB = 1024 * 1024
 _DEFAULT_BUCKET_CAP_MB = 25
-_FIRST_BUCKET_BYTES = 1 * _MIB  # torch's first bucket is small, so communication starts early in backward
+# With the default bucket_cap_mb, torch's first bucket is small, so communication starts early in backward;
+# a bucket_cap_mb the caller gives caps the first bucket too.
+_FIRST_BUCKET_BYTES = 1 * _MIB
 
 # Note [DDP buckets]
 # ------------------
@@ -66,13 +68,13 @@ class _Bucket:
         return self.buffer[start:start + self.params[i].numel()]
 
 
-def _buckets_of(params: list, cap_bytes: int) -> list[_Bucket]:
+def _buckets_of(params: list, cap_bytes: int, first_cap_bytes: int) -> list[_Bucket]:
     buckets: list[_Bucket] = []
     open_by_dtype: dict = {}
     for p in reversed(params):
         nbytes = p.numel() * p.element_size()
         current = open_by_dtype.get(p.dtype)
-        limit = _FIRST_BUCKET_BYTES if buckets and current is buckets[0] else cap_bytes
+        limit = first_cap_bytes if buckets and current is buckets[0] else cap_bytes
         if current is None or current[1] + nbytes > limit:
             current = [[], 0]
             open_by_dtype[p.dtype] = current
@@ -147,7 +149,8 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_params", params)
         if init_sync:
             _broadcast_coalesced(params + list(module.buffers()), group)
-        object.__setattr__(self, "_buckets", _buckets_of(params, self.bucket_bytes_cap))
+        first_cap = _FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
+        object.__setattr__(self, "_buckets", _buckets_of(params, self.bucket_bytes_cap, first_cap))
         place = {}
         for b, bucket in enumerate(self._buckets):
             for i, p in enumerate(bucket.params):
