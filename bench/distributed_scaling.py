@@ -145,7 +145,8 @@ def main() -> int:
     solo = two[0]["solo"]
     scaling_interleaved = (2 * PER_PROCESS_BATCH / step_two) / (PER_PROCESS_BATCH / solo)
     hidden = 1.0 - max(0.0, step_two - local) / comm if comm > 0 else float("nan")
-    report = {"cpus": os.cpu_count(), "load_before": load_before, "load": os.getloadavg(), "one_process_step_s": one["step"],
+    report = {"cpus": os.cpu_count(), "load_before": load_before, "load": os.getloadavg(),
+              "one_process_step_s": one["step"],
               "ddp_step_s": step_two, "no_sync_step_s": local, "all_reduce_alone_s": comm,
               "scaling": scaling, "solo_step_interleaved_s": solo, "scaling_interleaved": scaling_interleaved,
               "hidden_share": hidden,
