@@ -24,6 +24,17 @@ def one_process_group():
     dist.destroy_process_group()
 
 
+def test_names_match_torch():
+    def public(cls):
+        return sorted(m for m in dir(cls) if not m.startswith("_"))
+    assert public(dist.GradBucket) == public(torch.distributed.GradBucket)
+    assert public(Future) == public(torch.futures.Future)
+    assert [n for n in ("collect_all", "wait_all") if hasattr(kiln.futures, n)] == ["collect_all", "wait_all"]
+    for name in ("allreduce_hook", "fp16_compress_hook", "bf16_compress_hook"):
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks as torch_hooks
+        assert callable(getattr(default_hooks, name)) and callable(getattr(torch_hooks, name))
+
+
 @pytest.mark.parametrize("framework", [kiln, torch])
 def test_future_matches_torch(framework):
     Fut = framework.futures.Future

@@ -54,6 +54,7 @@ VARIANTS = {
     "hook-fp16": {"hook": "fp16_compress_hook"},
     "hook-bf16": {"hook": "bf16_compress_hook", "bucket_cap_mb": 1e-4},
     "hook-counting": {"hook": "counting", "bucket_cap_mb": 1e-4},
+    "hook-compiled-inside": {"hook": "allreduce_hook", "compile": "inside"},  # DDP(compile(model)) with a hook
 }
 # The compressing hooks all-reduce float16/bfloat16 copies of the gradients: close to the exact result.
 TOLERANCE = {"hook-fp16": (2e-3, 1e-3), "hook-bf16": (2e-2, 1e-2)}
@@ -83,7 +84,7 @@ def test_ddp_training_equals_full_batch_training(ranks, variant):
         assert sorted([first["shard"], second["shard"]]) == [1, 3]  # weight0 (128) | weight2, bias0, bias2 (84)
     if kind == "gpt":
         return
-    prefix = "module._orig_mod." if variant == "compiled-inside" else "module."
+    prefix = "module._orig_mod." if VARIANTS[variant].get("compile") == "inside" else "module."
     assert first["keys"] == [prefix + key for key in ("0.weight", "0.bias", "2.weight", "2.bias")]
 
 
