@@ -24,23 +24,30 @@ class Future:
     """torch.futures.Future: ``wait()``/``value()`` the result, ``then(callback)`` a new Future of
     ``callback(this_future)``, ``done()``, ``set_result``/``set_exception``, ``add_done_callback``."""
 
-    def __init__(self, *, devices=None, _waiter=None) -> None:
+    def __init__(self, *, devices=None, _waiter=None, _poll=None) -> None:
         self._lock = threading.RLock()
         self._value = _PENDING
         self._exception: BaseException | None = None
         self._waiter = _waiter  # () -> value, blocking; None for a Future completed by set_result
+        self._poll = _poll  # () -> whether the waiter would return at once (the operation finished)
         self._ready = None if _waiter is not None else threading.Event()
         self._callbacks: list = []
 
     # --- completion -----------------------------------------------------------------
     def done(self) -> bool:
         """Whether the value (or an error) is in; a bound Future whose operation finished counts."""
+        if self._completed():
+            return True
+        poll = self._poll
+        return poll is not None and self._waiter is not None and poll()
+
+    def _completed(self) -> bool:
         with self._lock:
             return self._value is not _PENDING or self._exception is not None
 
     def set_result(self, result) -> None:
         with self._lock:
-            if self.done():
+            if self._completed():
                 raise RuntimeError("Future can only be marked completed once.")
             self._value = result
         self._complete()
@@ -49,7 +56,7 @@ class Future:
         if not isinstance(result, BaseException):
             raise TypeError(f"set_exception takes an exception, got {type(result).__name__}")
         with self._lock:
-            if self.done():
+            if self._completed():
                 raise RuntimeError("Future can only be marked completed once.")
             self._exception = result
         self._complete()
@@ -65,7 +72,7 @@ class Future:
     def _resolve(self) -> None:
         """A bound Future runs its waiter once (the first caller to wait)."""
         with self._lock:
-            if self.done():
+            if self._completed():
                 return
             waiter, self._waiter = self._waiter, None
             if waiter is None:  # completed by set_result, from another thread
@@ -116,13 +123,13 @@ class Future:
     def add_done_callback(self, callback) -> None:
         """``callback(self)`` once this Future completed (now, if it already has)."""
         with self._lock:
-            if not self.done():
+            if not self._completed():
                 self._callbacks.append(callback)
                 return
         callback(self)
 
     def __repr__(self) -> str:
-        return f"<kiln.futures.Future done={self.done()}>"
+        return f"<kiln.futures.Future done={self._completed()}>"
 
 
 def collect_all(futures: list) -> Future:

@@ -68,6 +68,9 @@ def test_work_get_future(one_process_group):
     assert fut.wait()[0] is t and t.tolist() == [2.0, 2.0, 2.0]
     assert fut.then(lambda f: f.value()[0].sum().item()).wait() == 6.0
     assert collect_all([fut]).wait()[0] is fut and wait_all([fut])[0][0] is t
+    work = dist.all_reduce(kiln.ones(2), async_op=True)
+    work.wait()
+    assert work.get_future().done()  # the operation finished: done before anyone waited on the future
 
 
 @pytest.mark.parametrize("hook", ["allreduce_hook", "fp16_compress_hook", "bf16_compress_hook"])
