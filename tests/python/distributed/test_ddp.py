@@ -78,6 +78,8 @@ def test_ddp_training_equals_full_batch_training(ranks, variant):
     rtol, atol = TOLERANCE.get(variant, (1e-10, 1e-12))
     _assert_close(first["final"], _reference(first["initial"], micro_batches, kiln, momentum, kind), rtol, atol)
     _assert_close(first["final"], _reference(first["initial"], micro_batches, torch, momentum, kind), rtol, atol)
+    if "compile" in VARIANTS[variant]:  # one captured entry, run as fused kernels (not the interpreter)
+        assert len(first["kernels"]) == 1 and first["kernels"][0], first["kernels"]
     if variant.startswith("hook"):  # the same weights as DDP without a hook
         _assert_close(first["final"], ranks[0]["one-bucket"]["final"], rtol, atol)
     if VARIANTS[variant].get("zero"):

@@ -372,7 +372,8 @@ def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
     zero = options.pop("zero", False)
     compiled = options.pop("compile", None)  # "inside": DDP(compile(model)); "outside": compile(DDP(model))
     hook = options.pop("hook", None)  # a default hook's name, or "counting" (counting_hook)
-    ddp = DistributedDataParallel(kiln.compile(model) if compiled == "inside" else model, **options)
+    compiled_model = kiln.compile(model) if compiled == "inside" else None
+    ddp = DistributedDataParallel(compiled_model if compiled == "inside" else model, **options)
     hook_calls = []
     if hook == "counting":
         ddp.register_comm_hook(hook_calls, counting_hook)
@@ -382,6 +383,7 @@ def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
     keys = list(ddp.state_dict().keys())
     if compiled == "outside":
         ddp = kiln.compile(ddp)
+        compiled_model = ddp
     initial = _parameters(model)
     if zero:  # optimizer state sharded across the ranks
         from kiln.distributed.optim import ZeroRedundancyOptimizer
@@ -407,7 +409,11 @@ def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
                 backward()
         optimizer.step()
     shard = sum(len(g["params"]) for g in optimizer.optim.param_groups) if zero else None
-    return {"initial": initial, "final": _parameters(model), "keys": keys, "shard": shard,
+    # Fused kernels per captured entry (None: replayed by the interpreter): the compiled model really ran
+    # compiled, with DDP's all-reduces outside its graphs.
+    from kiln.compiler._backends import kernel_counts
+    kernels = kernel_counts(compiled_model) if compiled_model is not None else None
+    return {"initial": initial, "final": _parameters(model), "keys": keys, "shard": shard, "kernels": kernels,
             "hook_calls": hook_calls, "buckets": len(model_of(ddp)._buckets)}
 
 
