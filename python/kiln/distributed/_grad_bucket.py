@@ -37,8 +37,9 @@ class GradBucket:
         return self._is_last
 
     def set_buffer(self, buffer) -> None:
-        """Replaces the buffer's contents (torch: the bucket's buffer becomes ``buffer``)."""
-        self._buffer.copy_(buffer.reshape(-1))
+        """``buffer()`` becomes ``buffer`` (a compressing hook swaps in a lower-precision copy); DDP takes
+        the reduced gradients from the hook's Future, not from here."""
+        self._buffer = buffer
 
     def __repr__(self) -> str:
         return f"<kiln.distributed.GradBucket index={self._index} params={len(self._parameters)}>"

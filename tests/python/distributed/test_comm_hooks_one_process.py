@@ -30,7 +30,8 @@ def test_names_match_torch():
     assert public(dist.GradBucket) == public(torch.distributed.GradBucket)
     assert public(Future) == public(torch.futures.Future)
     assert [n for n in ("collect_all", "wait_all") if hasattr(kiln.futures, n)] == ["collect_all", "wait_all"]
-    for name in ("allreduce_hook", "fp16_compress_hook", "bf16_compress_hook"):
+    for name in ("allreduce_hook", "fp16_compress_hook", "bf16_compress_hook", "fp16_compress_wrapper",
+                 "bf16_compress_wrapper"):
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks as torch_hooks
         assert callable(getattr(default_hooks, name)) and callable(getattr(torch_hooks, name))
 
@@ -82,6 +83,14 @@ def test_default_hooks_on_a_bucket(one_process_group, hook):
     assert [tuple(g.shape) for g in bucket.gradients()] == [(2, 1), (2,)]
     result = getattr(default_hooks, hook)(None, bucket).wait()
     assert result.dtype == kiln.float32 and result.tolist() == [0.5, -1.25, 3.0, 8.0]  # exact in 16 bits
+
+
+@pytest.mark.parametrize("wrapper", ["fp16_compress_wrapper", "bf16_compress_wrapper"])
+def test_compress_wrappers(one_process_group, wrapper):
+    bucket = dist.GradBucket(0, kiln.tensor([0.5, -1.25]), [kiln.nn.Parameter(kiln.zeros(2))], [0], True)
+    result = getattr(default_hooks, wrapper)(default_hooks.allreduce_hook)(None, bucket).wait()
+    low = kiln.float16 if wrapper.startswith("fp16") else kiln.bfloat16
+    assert result.dtype == low and bucket.buffer() is result and result.tolist() == [0.5, -1.25]
 
 
 def test_register_comm_hook_errors(one_process_group):

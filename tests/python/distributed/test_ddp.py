@@ -54,10 +54,11 @@ VARIANTS = {
     "hook-fp16": {"hook": "fp16_compress_hook"},
     "hook-bf16": {"hook": "bf16_compress_hook", "bucket_cap_mb": 1e-4},
     "hook-counting": {"hook": "counting", "bucket_cap_mb": 1e-4},
+    "hook-fp16-wrapper": {"hook": "fp16_compress_wrapper(allreduce_hook)"},  # a float16 result, float64 grads
     "hook-compiled-inside": {"hook": "allreduce_hook", "compile": "inside"},  # DDP(compile(model)) with a hook
 }
 # The compressing hooks all-reduce float16/bfloat16 copies of the gradients: close to the exact result.
-TOLERANCE = {"hook-fp16": (2e-3, 1e-3), "hook-bf16": (2e-2, 1e-2)}
+TOLERANCE = {"hook-fp16": (2e-3, 1e-3), "hook-fp16-wrapper": (2e-3, 1e-3), "hook-bf16": (2e-2, 1e-2)}
 
 
 @pytest.fixture(scope="module")

@@ -377,9 +377,11 @@ def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
     hook_calls = []
     if hook == "counting":
         ddp.register_comm_hook(hook_calls, counting_hook)
-    elif hook is not None:
+    elif hook is not None:  # "name" or "wrapper(name)"
         from kiln.distributed.algorithms.ddp_comm_hooks import default_hooks
-        ddp.register_comm_hook(None, getattr(default_hooks, hook))
+        wrapper, _, inner = hook.rstrip(")").rpartition("(")
+        fn = getattr(default_hooks, inner)
+        ddp.register_comm_hook(None, getattr(default_hooks, wrapper)(fn) if wrapper else fn)
     keys = list(ddp.state_dict().keys())
     if compiled == "outside":
         ddp = kiln.compile(ddp)

@@ -7,7 +7,8 @@ from kiln._C import bfloat16, float16
 from kiln.distributed._collectives import all_reduce
 from kiln.distributed._process_group import GroupMember
 
-__all__ = ["allreduce_hook", "bf16_compress_hook", "fp16_compress_hook"]
+__all__ = ["allreduce_hook", "bf16_compress_hook", "bf16_compress_wrapper", "fp16_compress_hook",
+           "fp16_compress_wrapper"]
 
 
 def _group_or_world(process_group):
@@ -42,3 +43,28 @@ def fp16_compress_hook(process_group, bucket):
 def bf16_compress_hook(process_group, bucket):
     """All-reduces the bucket in bfloat16 (half the bytes), then casts back to the bucket's dtype."""
     return _compress_hook(bfloat16, process_group, bucket)
+
+
+def _compress_wrapper(dtype, hook):
+    def compressed_hook(hook_state, bucket):
+        bucket.set_buffer(bucket.buffer().to(dtype))
+        fut = hook(hook_state, bucket)
+
+        def decompress(fut):
+            decompressed = bucket.buffer()
+            decompressed.copy_(fut.value())
+            return decompressed
+
+        return fut.then(decompress)
+
+    return compressed_hook
+
+
+def fp16_compress_wrapper(hook):
+    """``hook`` run on a float16 copy of the bucket (torch's wrapper): a hook that compresses first."""
+    return _compress_wrapper(float16, hook)
+
+
+def bf16_compress_wrapper(hook):
+    """``hook`` run on a bfloat16 copy of the bucket (torch's wrapper)."""
+    return _compress_wrapper(bfloat16, hook)
