@@ -147,7 +147,8 @@ def _run(world: int, steps: int, bucket_cap_mb=None) -> list:
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     port = _free_port()
-    procs = [context.Process(target=_worker, args=(r, world, port, steps, bucket_cap_mb, results)) for r in range(world)]
+    procs = [context.Process(target=_worker, args=(r, world, port, steps, bucket_cap_mb, results))
+             for r in range(world)]
     for p in procs:
         p.start()
     got = dict(results.get(timeout=600) for _ in procs)
