@@ -4,7 +4,7 @@
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
-#include <gloo/alltoall.h>
+#include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/gather.h>
@@ -279,20 +279,46 @@ std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, con
   });
 }
 
-std::shared_ptr<Work> ProcessGroupGloo::all_to_all(const Tensor& output, const Tensor& input) {
+std::shared_ptr<Work> ProcessGroupGloo::all_to_all(const Tensor& output, const Tensor& input,
+                                                   std::vector<int64_t> output_counts,
+                                                   std::vector<int64_t> input_counts) {
   check_dense_cpu(output, "all_to_all", "output");
   check_dense_cpu(input, "all_to_all", "input");
-  KILN_CHECK(output.dtype() == input.dtype() && output.numel() == input.numel() && input.numel() % size_ == 0,
-             "all_to_all: input and output must have the same dtype and a number of elements divisible by "
-             "world_size (", size_, "), got ", input.numel(), " and ", output.numel());
-  return enqueue("all_to_all", {output, input}, [this, output, input](uint32_t tag) {
-    if (input.numel() == 0) return;
-    gloo::AlltoallOptions opts(context_);
-    opts.setInput(bytes_of(input), nbytes_of(input));
-    opts.setOutput(bytes_of(output), nbytes_of(output));
+  KILN_CHECK(output.dtype() == input.dtype(), "all_to_all: output is ", dtype_name(output.dtype()),
+             " but input is ", dtype_name(input.dtype()));
+  const auto check_counts = [&](const std::vector<int64_t>& counts, const Tensor& t, const char* name) {
+    KILN_CHECK_VALUE(static_cast<int>(counts.size()) == size_, "all_to_all: ", name, " split sizes must have "
+                     "world_size (", size_, ") entries, got ", counts.size());
+    int64_t total = 0;
+    for (int64_t c : counts) {
+      KILN_CHECK_VALUE(c >= 0, "all_to_all: ", name, " split sizes must not be negative, got ", c);
+      total += c;
+    }
+    KILN_CHECK_VALUE(total == t.numel(), "all_to_all: ", name, " split sizes add up to ", total,
+                     " elements but the ", name, " tensor has ", t.numel());
+  };
+  check_counts(output_counts, output, "output");
+  check_counts(input_counts, input, "input");
+  KILN_CHECK_VALUE(output_counts[rank_] == input_counts[rank_], "all_to_all: rank ", rank_, " sends itself ",
+                   input_counts[rank_], " elements but expects ", output_counts[rank_]);
+  return enqueue("all_to_all", {output, input},
+                 [this, output, input, out_counts = std::move(output_counts),
+                  in_counts = std::move(input_counts)](uint32_t tag) {
+    // Every rank takes part, even one that sends and receives nothing: its peers'
+    // zero-length messages must be matched. Gloo wants a buffer, so an empty
+    // tensor lends it a byte of scratch (Gloo reads and writes none of it).
+    uint8_t scratch_in = 0, scratch_out = 0;
+    gloo::AlltoallvOptions opts(context_);
+    const int64_t element = input.itemsize();
+    std::vector<int64_t> in_bytes, out_bytes;
+    for (int64_t c : in_counts) in_bytes.push_back(c * element);
+    for (int64_t c : out_counts) out_bytes.push_back(c * element);
+    // Byte counts, elements of one byte: Gloo splits nothing inside a chunk.
+    opts.setInput(input.numel() ? bytes_of(input) : &scratch_in, in_bytes);
+    opts.setOutput(output.numel() ? bytes_of(output) : &scratch_out, out_bytes);
     opts.setTag(tag);
     opts.setTimeout(timeout_);
-    gloo::alltoall(opts);
+    gloo::alltoallv(opts);
   });
 }
 

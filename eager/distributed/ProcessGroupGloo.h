@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "eager/distributed/ReduceOp.h"
 #include "eager/distributed/Store.h"
@@ -71,8 +72,11 @@ class ProcessGroupGloo {
   /// `input` holds size() chunks of output's shape; this rank gets the reduction of
   /// its chunk. `input` is used as scratch space (kiln.distributed passes a copy).
   std::shared_ptr<Work> reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op);
-  /// `output` and `input` both hold size() equal chunks; chunk i goes to rank i.
-  std::shared_ptr<Work> all_to_all(const Tensor& output, const Tensor& input);
+  /// Gloo's alltoallv: input's next `input_counts[i]` elements go to
+  /// rank i; output's next `output_counts[i]` come from rank i. Rank i's
+  /// input_counts[j] must equal rank j's output_counts[i]; counts may be zero.
+  std::shared_ptr<Work> all_to_all(const Tensor& output, const Tensor& input, std::vector<int64_t> output_counts,
+                                   std::vector<int64_t> input_counts);
   std::shared_ptr<Work> barrier();
   std::shared_ptr<Work> send(const Tensor& tensor, int dst, uint32_t tag);
   /// `src` -1 receives from any rank (Work::source_rank says which).

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "eager/distributed/FileStore.h"
+#include "eager/distributed/NcclLibrary.h"
 #include "eager/distributed/ProcessGroupGloo.h"
 #include "eager/distributed/TcpStore.h"
 #include "python/csrc/PyTensor.h"
@@ -50,6 +51,14 @@ void init_distributed(PyObject* module) {
       .value("PRODUCT", ReduceOp::Product)
       .value("MIN", ReduceOp::Min)
       .value("MAX", ReduceOp::Max);
+
+  // NCCL (dlopen'ed at first use): whether it loads, and why not; its version.
+  m.def("_nccl_loadable", [] {
+    std::string why;
+    const bool ok = distributed::nccl_loadable(&why);
+    return py::make_tuple(ok, why);
+  });
+  m.def("_nccl_version", [] { return distributed::nccl_version(); });
 
   py::class_<Store, std::shared_ptr<Store>>(m, "Store")
       .def("set", [](Store& s, const std::string& key, const py::handle& value) {
@@ -175,11 +184,12 @@ void init_distributed(PyObject* module) {
         py::gil_scoped_release nogil;
         return pg.reduce_scatter(o, i, op);
       }, py::arg("output"), py::arg("input"), py::arg("op"))
-      .def("all_to_all", [](PG& pg, const py::handle& out, const py::handle& in) {
+      .def("all_to_all", [](PG& pg, const py::handle& out, const py::handle& in, std::vector<int64_t> out_counts,
+                              std::vector<int64_t> in_counts) {
         Tensor o = as_tensor(out), i = as_tensor(in);
         py::gil_scoped_release nogil;
-        return pg.all_to_all(o, i);
-      }, py::arg("output"), py::arg("input"))
+        return pg.all_to_all(o, i, std::move(out_counts), std::move(in_counts));
+      }, py::arg("output"), py::arg("input"), py::arg("output_counts"), py::arg("input_counts"))
       .def("barrier", [](PG& pg) {
         py::gil_scoped_release nogil;
         return pg.barrier();

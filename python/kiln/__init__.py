@@ -164,7 +164,7 @@ from kiln._constants import e, has_lapack, has_mkl, has_openmp, has_spectral, in
 from kiln._predicates import is_tensor, numel  # noqa: E402
 import builtins  # noqa: E402,F401  (kiln.builtins has always been reachable: kept so dir(kiln) is unchanged)
 
-from kiln import distributed, nn, optim, utils  # noqa: E402  (torch's subpackages after `import torch`)
+from kiln import distributed, futures, nn, optim, utils  # noqa: E402  (torch's subpackages after `import torch`)
 from kiln import accelerator, backends, multiprocessing  # noqa: E402,F401  (torch.accelerator, torch.backends...)
 from kiln.nn._torch_spellings import (  # noqa: E402  (torch's spellings of nn ops: ATen argument lists)
     adaptive_max_pool1d, affine_grid_generator, alpha_dropout, alpha_dropout_, batch_norm_backward_elemt,

@@ -7,9 +7,10 @@ from kiln.distributed._backend import (
     is_ucc_available, is_xccl_available,
 )
 from kiln.distributed._errors import DistBackendError, DistError, DistStoreError
+from kiln.distributed._grad_bucket import GradBucket
 from kiln.distributed._collectives import (
-    all_gather, all_gather_into_tensor, all_reduce, all_to_all_single, barrier, broadcast, gather, irecv, isend,
-    recv, reduce, reduce_scatter, reduce_scatter_tensor, scatter, send,
+    all_gather, all_gather_into_tensor, all_reduce, all_to_all, all_to_all_single, barrier, broadcast, gather, irecv,
+    isend, recv, reduce, reduce_scatter, reduce_scatter_tensor, scatter, send,
 )
 from kiln.distributed._object_collectives import (
     all_gather_object, broadcast_object_list, gather_object, scatter_object_list,
@@ -25,13 +26,13 @@ from kiln.distributed.constants import default_pg_timeout
 
 
 __all__ = [
-    "Backend", "DistBackendError", "DistError", "DistStoreError", "FileStore", "GroupMember", "PrefixStore",
-    "ProcessGroup", "ReduceOp", "Store", "TCPStore", "Work", "all_gather", "all_gather_into_tensor",
-    "all_gather_object", "all_reduce", "all_to_all_single", "barrier", "broadcast", "broadcast_object_list",
-    "default_pg_timeout", "destroy_process_group", "gather", "gather_object", "get_backend", "get_global_rank",
-    "get_group_rank", "get_process_group_ranks", "get_rank", "get_world_size", "group", "init_process_group",
-    "irecv", "is_available", "is_backend_available", "is_gloo_available", "is_initialized", "is_mpi_available",
-    "is_nccl_available", "is_torchelastic_launched", "is_ucc_available", "is_xccl_available", "isend",
-    "new_group", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter", "scatter_object_list",
-    "send",
+    "Backend", "DistBackendError", "DistError", "DistStoreError", "FileStore", "GradBucket", "GroupMember",
+    "PrefixStore", "ProcessGroup", "ReduceOp", "Store", "TCPStore", "Work", "all_gather", "all_gather_into_tensor",
+    "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single", "barrier", "broadcast",
+    "broadcast_object_list", "default_pg_timeout", "destroy_process_group", "gather", "gather_object", "get_backend",
+    "get_global_rank", "get_group_rank", "get_process_group_ranks", "get_rank", "get_world_size", "group",
+    "init_process_group", "irecv", "is_available", "is_backend_available", "is_gloo_available", "is_initialized",
+    "is_mpi_available", "is_nccl_available", "is_torchelastic_launched", "is_ucc_available", "is_xccl_available",
+    "isend", "new_group", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
+    "scatter_object_list", "send",
 ]

@@ -4,6 +4,7 @@ accepts), ReduceOp, and the errors for backends kiln does not have."""
 from __future__ import annotations
 
 from kiln._C import _distributed
+from kiln.distributed._nccl import nccl_missing, nccl_version
 
 __all__ = ["Backend", "ReduceOp", "check_backend", "is_available", "is_gloo_available", "is_mpi_available",
            "is_nccl_available", "is_ucc_available", "is_xccl_available", "is_backend_available"]
@@ -44,8 +45,9 @@ def is_gloo_available() -> bool:
 
 
 def is_nccl_available() -> bool:
-    # NCCL is loaded with dlopen by a CUDA build (DESIGN.md, decision 14); this build has no CUDA collectives.
-    return False
+    """Whether NCCL (libnccl.so.2) loads: it is dlopen'ed at first use, never linked (DESIGN.md,
+    decision 14). False, never an error, where it is not installed."""
+    return nccl_missing() is None
 
 
 def is_mpi_available() -> bool:
@@ -61,12 +63,11 @@ def is_xccl_available() -> bool:
 
 
 def is_backend_available(backend: str) -> bool:
-    return str(Backend(backend)) == Backend.GLOO
+    name = str(Backend(backend))
+    return name == Backend.GLOO or (name == Backend.NCCL and is_nccl_available())
 
 
 _UNAVAILABLE = {
-    Backend.NCCL: "Distributed package doesn't have NCCL built in (kiln loads NCCL only in a CUDA build on a "
-                  "machine with a GPU; use backend='gloo' for CPU tensors)",
     Backend.MPI: "Distributed package doesn't have MPI built in. kiln's CPU backend is Gloo: use backend='gloo'",
     Backend.UCC: "Distributed package doesn't have UCC built in. kiln's CPU backend is Gloo: use backend='gloo'",
     Backend.XCCL: "Distributed package doesn't have XCCL built in. kiln's CPU backend is Gloo: use backend='gloo'",
@@ -88,6 +89,26 @@ def check_backend(backend) -> str:
     name = Backend(text)
     if name == Backend.GLOO:
         return Backend.GLOO
+    if name == Backend.NCCL:
+        _check_nccl()
     if name in _UNAVAILABLE:
         raise RuntimeError(_UNAVAILABLE[name])
     raise ValueError(f"Invalid backend: '{backend}' (kiln.distributed supports 'gloo')")
+
+
+def _check_nccl() -> None:
+    """Raises torch's RuntimeError naming what the NCCL backend lacks: the library, a GPU, or (with
+    both) kiln's NCCL process group, which is not written yet."""
+    missing = nccl_missing()
+    if missing is not None:
+        raise RuntimeError(f"Distributed package doesn't have NCCL built in: kiln loads NCCL with dlopen at "
+                           f"first use, and it is not installed here. {missing}\nUse backend='gloo' for CPU "
+                           f"tensors.")
+    from kiln import cuda
+    if cuda.device_count() == 0:
+        raise RuntimeError("ProcessGroupNCCL is only supported with GPUs, no GPUs found! (NCCL "
+                           f"{'.'.join(map(str, nccl_version()))} loaded, but kiln sees no CUDA device; use "
+                           "backend='gloo' for CPU tensors)")
+    raise RuntimeError(f"kiln's NCCL process group is not written yet: NCCL {'.'.join(map(str, nccl_version()))} "
+                       "and a CUDA device are here, but kiln.distributed runs collectives on Gloo (CPU tensors) "
+                       "only; use backend='gloo'")

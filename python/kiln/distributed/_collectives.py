@@ -16,8 +16,9 @@ from kiln.distributed._backend import ReduceOp
 from kiln.distributed._process_group import resolve_group
 from kiln.distributed._work import CompletedWork, Work
 
-__all__ = ["all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all_single", "barrier", "broadcast",
-           "gather", "irecv", "isend", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter", "send"]
+__all__ = ["all_gather", "all_gather_into_tensor", "all_reduce", "all_to_all", "all_to_all_single", "barrier",
+           "broadcast", "gather", "irecv", "isend", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor",
+           "scatter", "send"]
 
 
 def _group_or_none(group, what: str):
@@ -232,20 +233,79 @@ def scatter(tensor, scatter_list=None, src: int = 0, group=None, async_op: bool 
     return _run(pg._gloo.scatter(_flat(buffer), None, root), async_op, finish, [tensor])
 
 
+def _row_elements(tensor) -> int:
+    """Elements in one slice along dim 0 (split sizes count these rows)."""
+    n = 1
+    for size in tuple(tensor.shape)[1:]:
+        n *= size
+    return n
+
+
+def _split_counts(tensor, split_sizes, world: int, what: str, name: str) -> list[int]:
+    """Elements going to (or coming from) each rank: split_sizes rows each, or equal chunks of dim 0."""
+    if tensor.dim() == 0:
+        raise ValueError(f"{what}: {name} must have at least one dimension to be split across ranks")
+    rows = tensor.shape[0]
+    if split_sizes is None or len(split_sizes) == 0:
+        if rows % world != 0:
+            raise ValueError(f"{what}: {name}'s dim 0 ({rows}) does not divide equally across group size ({world})")
+        sizes = [rows // world] * world
+    else:
+        sizes = [int(s) for s in split_sizes]
+        if len(sizes) != world:
+            raise ValueError(f"{what}: number of {name} splits ({len(sizes)}) not equal to group size ({world})")
+        if any(s < 0 for s in sizes):
+            raise ValueError(f"{what}: {name} split sizes must not be negative, got {sizes}")
+        if sum(sizes) != rows:
+            raise ValueError(f"{what}: {name} split sizes {sizes} don't match total dim 0 size ({rows})")
+    row = _row_elements(tensor)
+    return [s * row for s in sizes]
+
+
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
                       async_op: bool = False):
-    """Chunk r of ``input`` goes to rank r; ``output``'s chunk r comes from rank r (equal chunks)."""
+    """Rows of ``input`` go to the ranks in order (``input_split_sizes[r]`` rows to rank r, or equal
+    chunks of dim 0); ``output``'s rows come from the ranks in order (``output_split_sizes``)."""
     _check_tensor(output, "all_to_all_single", "output")
     _check_tensor(input, "all_to_all_single", "input")
     pg = _group_or_none(group, "all_to_all_single")
     if pg is None:
         return None
-    for sizes in (output_split_sizes, input_split_sizes):
-        if sizes is not None and len(set(sizes)) > 1:
-            raise NotImplementedError("all_to_all_single: uneven split sizes are not supported by kiln's Gloo "
-                                      "backend; pass equal chunks")
+    if output.dtype != input.dtype:
+        raise ValueError(f"all_to_all_single: output is {output.dtype} but input is {input.dtype}")
+    world = pg.size()
+    out_counts = _split_counts(output, output_split_sizes, world, "all_to_all_single", "output")
+    in_counts = _split_counts(input, input_split_sizes, world, "all_to_all_single", "input")
     buffer, finish = _writable(output)
-    return _run(pg._gloo.all_to_all(_flat(buffer), _flat(_readable(input))), async_op, finish, [output])
+    work = pg._gloo.all_to_all(_flat(buffer), _flat(_readable(input)), out_counts, in_counts)
+    return _run(work, async_op, finish, [output])
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool = False):
+    """``input_tensor_list[r]`` goes to rank r; ``output_tensor_list[r]`` comes from rank r (any sizes:
+    rank r's ``input_tensor_list[j]`` and rank j's ``output_tensor_list[r]`` must have as many elements)."""
+    pg = _group_or_none(group, "all_to_all")
+    if pg is None:
+        return None
+    world = pg.size()
+    for name, tensors in (("output_tensor_list", output_tensor_list), ("input_tensor_list", input_tensor_list)):
+        if len(tensors) != world:
+            raise ValueError(f"all_to_all: {name} must hold world_size ({world}) tensors, got {len(tensors)}")
+        for t in tensors:
+            _check_tensor(t, "all_to_all", name)
+    dtype = input_tensor_list[0].dtype
+    if any(t.dtype != dtype for t in list(output_tensor_list) + list(input_tensor_list)):
+        raise ValueError("all_to_all: every tensor of output_tensor_list and input_tensor_list must have one dtype")
+    in_counts = [t.numel() for t in input_tensor_list]
+    out_counts = [t.numel() for t in output_tensor_list]
+    flat_in = input_tensor_list[0].new_empty((sum(in_counts),))
+    start = 0
+    for t, n in zip(input_tensor_list, in_counts):
+        flat_in[start:start + n].copy_(_flat(t.detach()))
+        start += n
+    flat_out = input_tensor_list[0].new_empty((sum(out_counts),))
+    work = pg._gloo.all_to_all(flat_out, flat_in, out_counts, in_counts)
+    return _run(work, async_op, _copy_chunks_to(output_tensor_list, flat_out), output_tensor_list)
 
 
 def barrier(group=None, async_op: bool = False, device_ids=None):

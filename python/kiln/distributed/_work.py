@@ -3,6 +3,8 @@ it finished and then copies results into tensors that were not contiguous."""
 
 from __future__ import annotations
 
+from kiln.futures import Future
+
 __all__ = ["Work"]
 
 
@@ -34,6 +36,13 @@ class Work:
         self.wait()
         return list(self._result)
 
+    def get_future(self) -> Future:
+        """A kiln.futures.Future of ``result()`` (the output tensors), completed when this Work is."""
+        return Future(_waiter=self.result, _poll=self._communication_done)
+
+    def _communication_done(self) -> bool:
+        return self._work.is_completed()
+
     def _source_rank(self) -> int:
         return self._work._source_rank()
 
@@ -52,6 +61,9 @@ class CompletedWork(Work):
         return True
 
     def is_completed(self) -> bool:
+        return True
+
+    def _communication_done(self) -> bool:
         return True
 
     def __repr__(self) -> str:

@@ -29,7 +29,8 @@ def one_process_group():
 def test_the_api_has_torchs_names_and_signatures():
     for name in ["init_process_group", "new_group", "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
                  "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "send", "recv", "isend", "irecv",
-                 "barrier", "broadcast_object_list", "all_gather_object", "reduce", "destroy_process_group"]:
+                 "barrier", "broadcast_object_list", "all_gather_object", "reduce", "destroy_process_group",
+                 "all_to_all", "all_to_all_single"]:
         kiln_params = list(inspect.signature(getattr(dist, name)).parameters)
         torch_params = list(inspect.signature(getattr(torch.distributed, name)).parameters)
         assert kiln_params[:len(torch_params)] == torch_params[:len(kiln_params)], name
@@ -75,8 +76,12 @@ def test_process_group_errors(one_process_group):
         dist.all_reduce([1.0, 2.0])
     with pytest.raises(ValueError, match=r"new_group: rank 4 is out of range for world_size 1"):
         dist.new_group([0, 4])
-    with pytest.raises(NotImplementedError, match="uneven split sizes"):
-        dist.all_to_all_single(kiln.ones(3), kiln.ones(3), [1, 2], [2, 1])
+    with pytest.raises(ValueError, match=r"number of output splits \(2\) not equal to group size \(1\)"):
+        dist.all_to_all_single(kiln.ones(3), kiln.ones(3), [1, 2], [3])
+    with pytest.raises(ValueError, match=r"input split sizes \[2\] don't match total dim 0 size \(3\)"):
+        dist.all_to_all_single(kiln.ones(3), kiln.ones(3), [3], [2])
+    with pytest.raises(ValueError, match="must have at least one dimension"):
+        dist.all_to_all_single(kiln.ones(()), kiln.ones(()))
 
 
 def test_init_errors(monkeypatch):
@@ -84,6 +89,7 @@ def test_init_errors(monkeypatch):
         dist.get_rank()
     with pytest.raises(ValueError, match="Default process group has not been initialized"):
         dist.all_reduce(kiln.ones(1))
+    monkeypatch.setenv("KILN_NCCL_LIBRARY", "/nowhere/libnccl.so.2")  # the same answer where NCCL is installed
     with pytest.raises(RuntimeError, match="Distributed package doesn't have NCCL built in"):
         dist.init_process_group("nccl")
     with pytest.raises(RuntimeError, match="Distributed package doesn't have MPI built in"):

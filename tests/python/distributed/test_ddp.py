@@ -35,9 +35,9 @@ def _reference(initial: list, loss_scale: float, framework, momentum: float = 0.
     return [p.detach().tolist() for p in model.parameters()]
 
 
-def _assert_close(got: list, expected: list) -> None:
+def _assert_close(got: list, expected: list, rtol: float = 1e-10, atol: float = 1e-12) -> None:
     for g, e in zip(got, expected):
-        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=rtol, atol=atol)
 
 
 VARIANTS = {
@@ -49,7 +49,16 @@ VARIANTS = {
     "compiled-outside": {"compile": "outside"},  # kiln.compile(DDP(model))
     "zero": {"zero": True},  # ZeroRedundancyOptimizer: SGD's momentum sharded across the ranks
     "gpt": {"model": "gpt", "bucket_cap_mb": 1e-4},  # a GPT-style block: LayerNorm, causal attention, GELU MLP
+    # Communication hooks (register_comm_hook): torch's default hooks, and a custom one on 4 buckets.
+    "hook-allreduce": {"hook": "allreduce_hook", "bucket_cap_mb": 1e-4},
+    "hook-fp16": {"hook": "fp16_compress_hook"},
+    "hook-bf16": {"hook": "bf16_compress_hook", "bucket_cap_mb": 1e-4},
+    "hook-counting": {"hook": "counting", "bucket_cap_mb": 1e-4},
+    "hook-fp16-wrapper": {"hook": "fp16_compress_wrapper(allreduce_hook)"},  # a float16 result, float64 grads
+    "hook-compiled-inside": {"hook": "allreduce_hook", "compile": "inside"},  # DDP(compile(model)) with a hook
 }
+# The compressing hooks all-reduce float16/bfloat16 copies of the gradients: close to the exact result.
+TOLERANCE = {"hook-fp16": (2e-3, 1e-3), "hook-fp16-wrapper": (2e-3, 1e-3), "hook-bf16": (2e-2, 1e-2)}
 
 
 @pytest.fixture(scope="module")
@@ -67,14 +76,29 @@ def test_ddp_training_equals_full_batch_training(ranks, variant):
     assert first["final"] != first["initial"]
     momentum = workers.MOMENTUM if VARIANTS[variant].get("zero") else 0.0
     kind = VARIANTS[variant].get("model", "mlp")
-    _assert_close(first["final"], _reference(first["initial"], micro_batches, kiln, momentum, kind))
-    _assert_close(first["final"], _reference(first["initial"], micro_batches, torch, momentum, kind))
+    rtol, atol = TOLERANCE.get(variant, (1e-10, 1e-12))
+    _assert_close(first["final"], _reference(first["initial"], micro_batches, kiln, momentum, kind), rtol, atol)
+    _assert_close(first["final"], _reference(first["initial"], micro_batches, torch, momentum, kind), rtol, atol)
+    if "compile" in VARIANTS[variant]:  # one captured entry, run as fused kernels (not the interpreter)
+        assert len(first["kernels"]) == 1 and first["kernels"][0], first["kernels"]
+    if variant.startswith("hook"):  # the same weights as DDP without a hook
+        _assert_close(first["final"], ranks[0]["one-bucket"]["final"], rtol, atol)
     if VARIANTS[variant].get("zero"):
         assert sorted([first["shard"], second["shard"]]) == [1, 3]  # weight0 (128) | weight2, bias0, bias2 (84)
     if kind == "gpt":
         return
-    prefix = "module._orig_mod." if variant == "compiled-inside" else "module."
+    prefix = "module._orig_mod." if VARIANTS[variant].get("compile") == "inside" else "module."
     assert first["keys"] == [prefix + key for key in ("0.weight", "0.bias", "2.weight", "2.bias")]
+
+
+def test_ddp_custom_comm_hook_runs_once_per_bucket_per_step(ranks):
+    for rank in ranks:
+        result = rank["hook-counting"]
+        n = result["buckets"]
+        assert n == 4  # one bucket per parameter (bucket_cap_mb=1e-4)
+        # [index, is_last, parameters, gradients() shaped as parameters(), buffer holds them all]
+        assert result["hook_calls"] == [[i, i == n - 1, 1, True, True] for _ in range(STEPS) for i in range(n)]
+    assert not ranks[0]["one-bucket"]["hook_calls"]
 
 
 def test_ddp_unused_parameters(ranks):

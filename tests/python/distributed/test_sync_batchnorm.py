@@ -1,4 +1,4 @@
-"""kiln.nn.SyncBatchNorm on 2 processes over loopback, each with its own share (of unequal size) of one
+"""kiln.nn.SyncBatchNorm on 2 and 3 processes over loopback, each with its own share (of unequal size) of one
 batch: outputs, input gradients, the sum of the ranks' weight and bias gradients and the running stats
 equal those of one BatchNorm (kiln, and torch) over the whole batch; convert_sync_batchnorm on a small
 CNN (against torch's converted module); eval mode; the errors."""
@@ -21,8 +21,18 @@ def _cnn_initial() -> list:
 
 @pytest.fixture(scope="module")
 def ranks():
-    """One 2-rank job runs every case (process start-up dominates these tests' time)."""
+    """One 2-rank job runs every 2-rank case (process start-up dominates these tests' time)."""
     return run_ranks(workers.sync_batchnorm_jobs, 2, _cnn_initial(), timeout=90)
+
+
+@pytest.fixture(scope="module")
+def three_ranks():
+    """One 3-rank job runs the cases whose batch is split 3 ways."""
+    return run_ranks(workers.sync_batchnorm_jobs, 3, _cnn_initial(), timeout=90)
+
+
+def _ranks_of(request, case: str) -> list:
+    return request.getfixturevalue("three_ranks" if len(workers.CASES[case]["split"]) == 3 else "ranks")
 
 
 def _close(got, expected, dtype: str = "float64") -> None:
@@ -66,15 +76,16 @@ CASES = list(workers.CASES)
 
 @pytest.mark.parametrize("framework", ["kiln", "torch"])
 @pytest.mark.parametrize("case", CASES)
-def test_sync_batchnorm_equals_batchnorm_on_the_whole_batch(ranks, case, framework):
+def test_sync_batchnorm_equals_batchnorm_on_the_whole_batch(request, case, framework):
+    ranks = _ranks_of(request, case)
     expected = _reference(kiln if framework == "kiln" else torch, case)
     dtype = workers.CASES[case]["options"].get("dtype", "float64")
     for step in range(workers.STEPS):
         _close(_joined(ranks, case, lambda r: r["steps"][step]["out"]), expected["steps"][step]["out"], dtype)
         _close(_joined(ranks, case, lambda r: r["steps"][step]["grad"]), expected["steps"][step]["grad"], dtype)
     # Weight and bias gradients stay per rank (as torch's); their sum is the whole batch's (DDP averages them).
-    summed = [np.asarray(a) + np.asarray(b) for a, b in zip(ranks[0][case]["param_grads"],
-                                                            ranks[1][case]["param_grads"])]
+    summed = [sum(np.asarray(r[case]["param_grads"][i]) for r in ranks)
+              for i in range(len(ranks[0][case]["param_grads"]))]
     assert len(summed) == len(expected["param_grads"])
     for got, want in zip(summed, expected["param_grads"]):
         _close(got, want, dtype)
@@ -85,8 +96,9 @@ def test_sync_batchnorm_equals_batchnorm_on_the_whole_batch(ranks, case, framewo
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c != "no-running-stats"])  # no running stats: batch stats
-def test_sync_batchnorm_eval_uses_running_stats_without_syncing(ranks, case):
+def test_sync_batchnorm_eval_uses_running_stats_without_syncing(request, case):
     """Eval mode is plain batch norm on the running stats: each rank's share normalised on its own."""
+    ranks = _ranks_of(request, case)
     spec = workers.CASES[case]
     dtype = spec["options"].get("dtype", "float64")
     tdtype = getattr(torch, dtype)

@@ -28,7 +28,16 @@ CASES = {
     "empty-rank": {"shape": (CHANNELS, 5), "split": (8, 0), "options": {}},
     "group": {"shape": (CHANNELS, 4), "split": (4, 4), "options": {"group": True}},
     "float32": {"shape": (CHANNELS, 4, 4), "split": (3, 5), "options": {"dtype": "float32"}},
+    # On 3 ranks (a job of its own): the split's length is the world size.
+    "3-ranks-2d": {"shape": (CHANNELS, 4, 4), "split": (3, 5, 2), "options": {}},
+    "3-ranks-empty-middle": {"shape": (CHANNELS, 5), "split": (4, 0, 3), "options": {"momentum": None}},
+    "3-ranks-1d-float32": {"shape": (CHANNELS,), "split": (2, 3, 6), "options": {"dtype": "float32"}},
 }
+
+
+def cases_of(world: int) -> list:
+    """The cases a job of ``world`` ranks runs."""
+    return [case for case, spec in CASES.items() if len(spec["split"]) == world]
 
 
 def full_input(case: str, step: int) -> np.ndarray:
@@ -117,11 +126,13 @@ def _too_few_values(rank: int) -> str:
 
 
 def sync_batchnorm_jobs(rank: int, world: int, initial_cnn: list) -> dict:
+    """Every case of this world size; on 2 ranks also the converted CNN and the too-few-values error."""
     dist.init_process_group("gloo", timeout=TIMEOUT)
     try:
-        results = {case: _run_case(rank, case) for case in CASES}
-        results["cnn"] = _run_cnn(rank, initial_cnn)
-        results["too_few_values"] = _too_few_values(rank)
+        results = {case: _run_case(rank, case) for case in cases_of(world)}
+        if world == 2:
+            results["cnn"] = _run_cnn(rank, initial_cnn)
+            results["too_few_values"] = _too_few_values(rank)
     finally:
         dist.destroy_process_group()
     return results

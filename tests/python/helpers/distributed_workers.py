@@ -371,10 +371,21 @@ def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
     micro_batches = options.pop("micro_batches", 1)
     zero = options.pop("zero", False)
     compiled = options.pop("compile", None)  # "inside": DDP(compile(model)); "outside": compile(DDP(model))
-    ddp = DistributedDataParallel(kiln.compile(model) if compiled == "inside" else model, **options)
+    hook = options.pop("hook", None)  # a default hook's name, or "counting" (counting_hook)
+    compiled_model = kiln.compile(model) if compiled == "inside" else None
+    ddp = DistributedDataParallel(compiled_model if compiled == "inside" else model, **options)
+    hook_calls = []
+    if hook == "counting":
+        ddp.register_comm_hook(hook_calls, counting_hook)
+    elif hook is not None:  # "name" or "wrapper(name)"
+        from kiln.distributed.algorithms.ddp_comm_hooks import default_hooks
+        wrapper, _, inner = hook.rstrip(")").rpartition("(")
+        fn = getattr(default_hooks, inner)
+        ddp.register_comm_hook(None, getattr(default_hooks, wrapper)(fn) if wrapper else fn)
     keys = list(ddp.state_dict().keys())
     if compiled == "outside":
         ddp = kiln.compile(ddp)
+        compiled_model = ddp
     initial = _parameters(model)
     if zero:  # optimizer state sharded across the ranks
         from kiln.distributed.optim import ZeroRedundancyOptimizer
@@ -400,7 +411,27 @@ def ddp_train(rank: int, world: int, steps: int, options: dict) -> dict:
                 backward()
         optimizer.step()
     shard = sum(len(g["params"]) for g in optimizer.optim.param_groups) if zero else None
-    return {"initial": initial, "final": _parameters(model), "keys": keys, "shard": shard}
+    # Fused kernels per captured entry (None: replayed by the interpreter): the compiled model really ran
+    # compiled, with DDP's all-reduces outside its graphs.
+    from kiln.compiler._backends import kernel_counts
+    kernels = kernel_counts(compiled_model) if compiled_model is not None else None
+    return {"initial": initial, "final": _parameters(model), "keys": keys, "shard": shard, "kernels": kernels,
+            "hook_calls": hook_calls, "buckets": len(model_of(ddp)._buckets)}
+
+
+def counting_hook(calls: list, bucket):
+    """A custom comm hook: records what it was given, all-reduces synchronously and averages, and returns a
+    Future it completed itself."""
+    params = bucket.parameters()
+    shapes_match = [tuple(g.shape) for g in bucket.gradients()] == [tuple(p.shape) for p in params]
+    calls.append([bucket.index(), bucket.is_last(), len(params), shapes_match,
+                  bucket.buffer().numel() == sum(p.numel() for p in params)])
+    buffer = bucket.buffer()
+    dist.all_reduce(buffer)
+    buffer.div_(dist.get_world_size())
+    future = kiln.futures.Future()
+    future.set_result(buffer)
+    return future
 
 
 def model_of(wrapped):
@@ -435,3 +466,81 @@ def ddp_unused_parameters(rank: int, world: int) -> dict:
     except RuntimeError as e:
         error = str(e)
     return {"grads": grads, "error": error}
+
+
+# --- all_to_all with uneven splits ---------------------------------------------------------------
+
+A2A_DTYPES = ("float32", "float64", "bfloat16", "int64", "uint8")
+
+
+def a2a_split_matrices(world: int) -> list:
+    """(name, rows[i][j]: rows rank i sends rank j) cases every rank draws alike: random counts with
+    zeros, one rank that sends and receives nothing, everything empty, and equal chunks."""
+    rng = np.random.default_rng(1000 + world)
+    cases = [("random", rng.integers(0, 4, size=(world, world)).tolist())]
+    silent = rng.integers(1, 3, size=(world, world))
+    silent[world - 1, :] = 0
+    silent[:, world - 1] = 0
+    cases.append(("a silent rank", silent.tolist()))
+    cases.append(("all empty", [[0] * world for _ in range(world)]))
+    cases.append(("equal", [[2] * world for _ in range(world)]))
+    return cases
+
+
+def _a2a_block(sender: int, receiver: int, rows: int, row_shape: tuple) -> np.ndarray:
+    """What rank ``sender`` sends ``receiver``: small integers, exact in every dtype."""
+    n = rows * int(np.prod(row_shape, dtype=np.int64))
+    return ((np.arange(n) + 7 * sender + 3 * receiver) % 11).astype(np.float64).reshape((rows,) + row_shape)
+
+
+def all_to_all_uneven(rank: int, world: int) -> list:
+    """all_to_all_single with input/output split sizes, and all_to_all of tensor lists, against numpy:
+    the failures found (empty when all agree)."""
+    dist.init_process_group("gloo", timeout=TIMEOUT)
+    failures = []
+
+    def check(what, got, expected):
+        got = np.asarray(got.detach().to(kiln.float64).tolist(), dtype=np.float64).reshape(tuple(got.shape))
+        if got.shape != expected.shape or not np.array_equal(got, expected):
+            failures.append(f"{what}: got {got.reshape(-1).tolist()[:12]} {got.shape}, "
+                            f"expected {expected.reshape(-1).tolist()[:12]} {expected.shape}")
+
+    for name, rows in a2a_split_matrices(world):
+        sends = [rows[rank][j] for j in range(world)]
+        receives = [rows[i][rank] for i in range(world)]
+        for dtype in A2A_DTYPES:
+            kdtype = getattr(kiln, dtype)
+            for row_shape in ((), (3,), (2, 2)):
+                what = f"{name} {dtype} rows of {row_shape}"
+                source = np.concatenate([_a2a_block(rank, j, sends[j], row_shape) for j in range(world)])
+                expected = np.concatenate([_a2a_block(i, rank, receives[i], row_shape) for i in range(world)])
+                try:
+                    inp = kiln.tensor(source.tolist(), dtype=kdtype).reshape(source.shape)
+                    out = kiln.full(expected.shape, -1, dtype=kdtype)
+                    dist.all_to_all_single(out, inp, output_split_sizes=receives, input_split_sizes=sends)
+                    check(what, out, expected)
+                    if row_shape == (2, 2):  # non-contiguous input and output (same values)
+                        inp_nc = inp.transpose(1, 2).contiguous().transpose(1, 2)
+                        out_nc = kiln.zeros(expected.shape[0], 2, 2, dtype=kdtype).transpose(1, 2)
+                        work = dist.all_to_all_single(out_nc, inp_nc, receives, sends, async_op=True)
+                        work.wait()
+                        check(f"{what} non-contiguous, async", out_nc.transpose(1, 2), expected.transpose(0, 2, 1))
+                    if row_shape == (3,):  # the list form: one tensor per peer, any shapes
+                        ins = [kiln.tensor(_a2a_block(rank, j, sends[j], row_shape).tolist(), dtype=kdtype)
+                               .reshape(sends[j], 3) for j in range(world)]
+                        outs = [kiln.full((receives[i], 3), -1, dtype=kdtype) for i in range(world)]
+                        dist.all_to_all(outs, ins)
+                        for i in range(world):
+                            check(f"{what} all_to_all from rank {i}", outs[i],
+                                  _a2a_block(i, rank, receives[i], row_shape))
+                except Exception as e:  # noqa: BLE001  (recorded: the test names it)
+                    failures.append(f"{what}: raised {type(e).__name__}: {e}")
+    try:
+        dist.all_to_all_single(kiln.zeros(world), kiln.zeros(world), [1] * world, [2] + [1] * (world - 1))
+        failures.append("mismatched input split sizes did not raise")
+    except ValueError as e:
+        if "don't match total dim 0 size" not in str(e):
+            failures.append(f"wrong error for mismatched split sizes: {e}")
+    dist.barrier()
+    dist.destroy_process_group()
+    return failures

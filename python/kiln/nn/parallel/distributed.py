@@ -15,14 +15,18 @@ from contextlib import contextmanager
 
 from kiln import _C
 from kiln.distributed import ReduceOp, all_reduce, broadcast
+from kiln.distributed._grad_bucket import GradBucket
 from kiln.distributed._process_group import resolve_group
+from kiln.futures import Future
 from kiln.nn.modules.module import Module
 
 __all__ = ["DistributedDataParallel"]
 
 _MIB = 1024 * 1024
 _DEFAULT_BUCKET_CAP_MB = 25
-_FIRST_BUCKET_BYTES = 1 * _MIB  # torch's first bucket is small, so communication starts early in backward
+# With the default bucket_cap_mb, torch's first bucket is small, so communication starts early in backward;
+# a bucket_cap_mb the caller gives caps the first bucket too.
+_FIRST_BUCKET_BYTES = 1 * _MIB
 
 # Note [DDP buckets]
 # ------------------
@@ -40,6 +44,11 @@ _FIRST_BUCKET_BYTES = 1 * _MIB  # torch's first bucket is small, so communicatio
 # parameters get a .grad (those some other rank used). Without it, a missing
 # gradient leaves the reduction unfinished and the next forward raises
 # torch's error.
+#
+# A communication hook (register_comm_hook) replaces the averaging all-reduce:
+# each bucket, launched in the same order, goes to hook(state, GradBucket) with
+# its raw (unaveraged) gradients, and the Future it returns is waited on by the
+# final callback, whose value is written back as the bucket's reduced gradients.
 
 
 class _Bucket:
@@ -59,13 +68,13 @@ class _Bucket:
         return self.buffer[start:start + self.params[i].numel()]
 
 
-def _buckets_of(params: list, cap_bytes: int) -> list[_Bucket]:
+def _buckets_of(params: list, cap_bytes: int, first_cap_bytes: int) -> list[_Bucket]:
     buckets: list[_Bucket] = []
     open_by_dtype: dict = {}
     for p in reversed(params):
         nbytes = p.numel() * p.element_size()
         current = open_by_dtype.get(p.dtype)
-        limit = _FIRST_BUCKET_BYTES if buckets and current is buckets[0] else cap_bytes
+        limit = first_cap_bytes if buckets and current is buckets[0] else cap_bytes
         if current is None or current[1] + nbytes > limit:
             current = [[], 0]
             open_by_dtype[p.dtype] = current
@@ -140,13 +149,15 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_params", params)
         if init_sync:
             _broadcast_coalesced(params + list(module.buffers()), group)
-        object.__setattr__(self, "_buckets", _buckets_of(params, self.bucket_bytes_cap))
+        first_cap = _FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
+        object.__setattr__(self, "_buckets", _buckets_of(params, self.bucket_bytes_cap, first_cap))
         place = {}
         for b, bucket in enumerate(self._buckets):
             for i, p in enumerate(bucket.params):
                 place[id(p)] = (b, i)
         object.__setattr__(self, "_place", place)
         object.__setattr__(self, "_hooks", [p.register_post_accumulate_grad_hook(self._grad_ready) for p in params])
+        object.__setattr__(self, "_comm_hook", None)
         self._reset_reduction()
         object.__setattr__(self, "_unfinished", None)
 
@@ -179,9 +190,21 @@ class DistributedDataParallel(Module):
 
     def _launch_ready_buckets(self) -> None:
         while self._next_bucket < len(self._buckets) and self._missing[self._next_bucket] == 0:
-            bucket = self._buckets[self._next_bucket]
-            self._works.append(all_reduce(bucket.buffer, op=ReduceOp.AVG, group=self.process_group, async_op=True))
-            object.__setattr__(self, "_next_bucket", self._next_bucket + 1)
+            index = self._next_bucket
+            bucket = self._buckets[index]
+            if self._comm_hook is None:
+                self._works.append(all_reduce(bucket.buffer, op=ReduceOp.AVG, group=self.process_group,
+                                              async_op=True))
+            else:
+                state, hook = self._comm_hook
+                grad_bucket = GradBucket(index, bucket.buffer, bucket.params, bucket.offsets,
+                                         index == len(self._buckets) - 1)
+                future = hook(state, grad_bucket)
+                if not isinstance(future, Future):
+                    raise RuntimeError(f"DistributedDataParallel: a communication hook must return a "
+                                       f"kiln.futures.Future, got {type(future).__name__}")
+                self._works.append((bucket, future))
+            object.__setattr__(self, "_next_bucket", index + 1)
 
     def _finish_reduction(self) -> None:
         used = None
@@ -190,8 +213,7 @@ class DistributedDataParallel(Module):
                 missing = [self._param_name(b.params[i]) for b, flags in zip(self._buckets, self._ready)
                            for i, ok in enumerate(flags) if not ok]
                 object.__setattr__(self, "_unfinished", missing)
-                for work in self._works:
-                    work.wait()
+                self._wait_for_buckets()
                 object.__setattr__(self, "_in_backward", False)
                 return
             for b, bucket in enumerate(self._buckets):
@@ -204,8 +226,7 @@ class DistributedDataParallel(Module):
             flags = [float(ok) for flags in self._ready for ok in flags]
             used = self._buckets[0].buffer.new_tensor(flags)
             all_reduce(used, op=ReduceOp.MAX, group=self.process_group)
-        for work in self._works:
-            work.wait()
+        self._wait_for_buckets()
         k = 0
         for bucket in self._buckets:
             for i, p in enumerate(bucket.params):
@@ -221,6 +242,22 @@ class DistributedDataParallel(Module):
                 elif p.grad.data_ptr() != averaged.data_ptr():
                     p.grad.detach().copy_(averaged)
         object.__setattr__(self, "_in_backward", False)
+
+    def _wait_for_buckets(self) -> None:
+        """Waits for every launched bucket; a hook's result becomes the bucket's reduced gradients."""
+        for work in self._works:
+            if not isinstance(work, tuple):
+                work.wait()
+                continue
+            bucket, future = work
+            reduced = future.wait()
+            if isinstance(reduced, (list, tuple)):
+                reduced = reduced[0]
+            if reduced.numel() != bucket.buffer.numel():
+                raise RuntimeError(f"DistributedDataParallel: the communication hook's result has {reduced.numel()} "
+                                   f"elements; the bucket has {bucket.buffer.numel()}")
+            if reduced.data_ptr() != bucket.buffer.data_ptr():
+                bucket.buffer.copy_(reduced.detach().reshape(-1))
 
     def _param_name(self, param) -> str:
         for name, p in self.module.named_parameters():
@@ -257,7 +294,16 @@ class DistributedDataParallel(Module):
             self.require_backward_grad_sync = previous
 
     def register_comm_hook(self, state, hook) -> None:
-        raise NotImplementedError("DistributedDataParallel.register_comm_hook is not supported by kiln yet")
+        """Reduces each gradient bucket with ``hook(state, bucket)`` instead of the averaging all-reduce.
+
+        ``bucket`` is a kiln.distributed.GradBucket; the hook returns a kiln.futures.Future of the
+        reduced buffer (kiln.distributed.algorithms.ddp_comm_hooks.default_hooks has torch's). It can be
+        registered once, before training."""
+        if not callable(hook):
+            raise TypeError(f"Communication hook must be callable, got {type(hook).__name__}")
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        object.__setattr__(self, "_comm_hook", (state, hook))
 
     def _set_static_graph(self) -> None:
         self.static_graph = True

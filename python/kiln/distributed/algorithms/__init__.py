@@ -1,0 +1,1 @@
+"""kiln.distributed.algorithms: torch.distributed.algorithms' communication hooks for DDP."""
