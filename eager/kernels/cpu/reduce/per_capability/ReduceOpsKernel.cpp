@@ -10,6 +10,10 @@
 #include <limits>
 #include <type_traits>
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 #include "eager/core/Error.h"
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/reduce/ReduceOpsStubs.h"
@@ -99,6 +103,13 @@ template <typename T>
 Vec<double> load_wide(const T* x) {
   if constexpr (std::is_same_v<T, double>) {
     return Vec<double>::loadu(x);
+#if defined(__AVX512F__)
+  } else if constexpr (std::is_same_v<T, float>) {
+    return {(Vec<double>::Native)_mm512_cvtps_pd(_mm256_loadu_ps(x))};
+#elif defined(__AVX__)
+  } else if constexpr (std::is_same_v<T, float>) {  // one vcvtps2pd (GCC splits __builtin_convertvector in two)
+    return {(Vec<double>::Native)_mm256_cvtps_pd(_mm_loadu_ps(x))};
+#endif
   } else {
     typedef T Narrow __attribute__((vector_size(Vec<double>::size * sizeof(T))));
     Narrow narrow;
