@@ -53,20 +53,31 @@ void parallel_for_each(int64_t begin, int64_t end, const F& f) {
   detail::parallel_for_each_impl(begin, end, f);
 }
 
+/// Chunks of a parallel_reduce one task takes at a time.
+inline constexpr int64_t kReduceChunksPerTask = 4;
+
 /// Deterministic parallel reduction: [begin, end) is cut into chunks of
 /// `chunk` elements (by size only), each reduced by f(b, e) -> T, and the
-/// partial results combined left to right with combine(T, T) -> T.
+/// partial results combined left to right with combine(T, T) -> T. Threads
+/// take tasks of kReduceChunksPerTask chunks as they free up (parallel_for_each),
+/// so a thread that wakes late, or shares its core, holds up no fixed half of
+/// the work (a static split left a 64 MiB sum waiting on the slower thread);
+/// which thread reduces a chunk never changes the result.
 template <typename T, typename F, typename Combine>
 T parallel_reduce(int64_t begin, int64_t end, int64_t chunk, T identity, const F& f, const Combine& combine) {
   if (begin >= end) return identity;
   const int64_t n_chunks = (end - begin + chunk - 1) / chunk;
   if (n_chunks == 1) return combine(identity, f(begin, end));
   std::vector<T> partial(static_cast<size_t>(n_chunks), identity);
-  parallel_for(0, n_chunks, 1, [&](int64_t cb, int64_t ce) {
+  const auto reduce_chunks = [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       const int64_t b = begin + c * chunk;
       partial[static_cast<size_t>(c)] = f(b, std::min(end, b + chunk));
     }
+  };
+  const int64_t n_tasks = (n_chunks + kReduceChunksPerTask - 1) / kReduceChunksPerTask;
+  parallel_for_each(0, n_tasks, [&](int64_t task) {
+    reduce_chunks(task * kReduceChunksPerTask, std::min(n_chunks, (task + 1) * kReduceChunksPerTask));
   });
   T acc = identity;
   for (const T& p : partial) acc = combine(acc, p);

@@ -124,7 +124,12 @@ void TensorIterator::compute_shape(const TensorIteratorConfig& config) {
     bool first = true;
     for (const auto& op : operands_) {
       if (op.is_output) continue;
-      shape_ = first ? DimVector(op.tensor.sizes()) : broadcast_shapes(shape_, op.tensor.sizes());
+      const IntArrayRef sizes = op.tensor.sizes();
+      if (first) {
+        shape_ = DimVector(sizes);
+      } else if (sizes.size() != shape_.size() || !std::equal(sizes.begin(), sizes.end(), shape_.begin())) {
+        shape_ = broadcast_shapes(shape_, sizes);  // equal shapes (the common case) need no broadcast
+      }
       first = false;
     }
     if (first) {  // no inputs: the outputs give the shape
@@ -364,6 +369,11 @@ void TensorIterator::serial_for_each(Loop2d loop, int64_t begin, int64_t end) co
   for (size_t i = 0; i < nt; ++i) {
     strides[i] = operands_[i].byte_strides[0];
     strides[nt + i] = ndim > 1 ? operands_[i].byte_strides[1] : 0;
+  }
+  if (ndim == 1) {  // one run from `begin`: no multi-index to work out
+    for (size_t i = 0; i < nt; ++i) ptrs[i] = operands_[i].data + begin * strides[i];
+    if (begin < end) loop(ptrs, strides, end - begin, 1);
+    return;
   }
   int64_t linear = begin;
   while (linear < end) {

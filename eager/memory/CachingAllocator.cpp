@@ -36,7 +36,9 @@
 //   the large pool (only requests above 1 MiB look there). Otherwise the caller
 //   gets the whole block, and the slack counts as allocated.
 // - A freed block merges with the free neighbours of its segment, so a segment
-//   whose blocks are all free is one block again.
+//   whose blocks are all free is one block again. Blocks of at most
+//   kQuickMaxSize (4 KiB) wait unmerged on a quick list of their size first
+//   (Note [Tiny blocks skip the merge]).
 // - Freed blocks stay cached and are reused: a steady-state loop makes no raw
 //   calls. empty_cache() returns every wholly free segment; so does the
 //   destructor.
@@ -96,6 +98,22 @@
 // a tensor's storage, or to a freed tensor's cached block, is then an ASan
 // report even with caching on. Segments are unpoisoned before they go back to
 // the raw allocator. Device pools (CUDA) hold no host memory and poison nothing.
+
+// Note [Tiny blocks skip the merge]
+// ---------------------------------
+// Eager code allocates and frees many tiny buffers (a 1-element op's result,
+// a 0-dim scalar): each would take a 512-byte block split off a free
+// remainder (a set lookup, a new Block, a set insert) and on free merge it
+// back (two set erases, a delete, an insert), plus a hash-map node each way:
+// about a third of a 1-element add's time from Python. So a freed block of at
+// most kQuickMaxSize bytes is not merged: it goes, with its live_blocks_ node,
+// onto the quick list of its size (at most kQuickDepth deep), still marked
+// allocated so its neighbours do not merge into it; the next request of that
+// size and stream takes the most recent one back (reuse is LIFO, as a freed
+// block that merges is also the first fit). Statistics count it freed as
+// before. Anything that returns segments (empty_cache, the OOM retry, the
+// destructor) first frees the quick lists' blocks the ordinary way, so a
+// segment of free blocks is still one block again, and still returned.
 
 namespace kiln::memory {
 
@@ -228,7 +246,14 @@ void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
   const size_t size = round_size(nbytes);
 
   Block* block = nullptr;
-  if (!options_.caching_enabled) {
+  bool listed = false;  // taken from a quick list with its live_blocks_ node
+  if (options_.caching_enabled && size <= kQuickMaxSize) {
+    block = take_quick_block(size, stream);
+    listed = block != nullptr;
+  }
+  if (listed) {
+    if (options_.host_memory) asan_unpoison(block->ptr, nbytes);
+  } else if (!options_.caching_enabled) {
     void* ptr = raw_.raw_alloc(nbytes);
     if (ptr == nullptr) throw_out_of_memory(nbytes);
     report_os_call("[OS alloc]", size);
@@ -252,7 +277,7 @@ void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
 
   block->allocated = true;
   block->requested = nbytes;
-  live_blocks_.emplace(block->ptr, block);
+  if (!listed) live_blocks_.emplace(block->ptr, block);
   update(stats_.allocation, 1);
   update(stats_.allocated_bytes, as_signed(block->size));
   update(stats_.active_bytes, as_signed(block->size));
@@ -266,8 +291,8 @@ void CachingAllocator::deallocate(void* ptr) {
   auto it = live_blocks_.find(ptr);
   KILN_CHECK(it != live_blocks_.end(), "caching allocator (", raw_.name(),
              "): cannot free pointer ", ptr, ", which it did not allocate or has already freed");
-  Block* block = it->second;
-  live_blocks_.erase(it);
+  LiveBlocks::node_type node = live_blocks_.extract(it);
+  Block* block = node.mapped();
   update(stats_.allocation, -1);
   update(stats_.allocated_bytes, -as_signed(block->size));
   update(stats_.active_bytes, -as_signed(block->size));
@@ -285,6 +310,7 @@ void CachingAllocator::deallocate(void* ptr) {
   // Hook [record_stream]: a block used on other streams is parked here behind
   // events instead of freed. See Note [Stream-ordered reuse].
   if (options_.host_memory) asan_poison(block->ptr, block->size);
+  if (block->size <= kQuickMaxSize && keep_quick_block(node)) return;
   free_block(block);
 }
 
@@ -396,8 +422,38 @@ void CachingAllocator::free_block(Block* block) {
   pool.insert(block);
 }
 
+/// The most recently freed block of `size` bytes (a multiple of kMinBlockSize,
+/// at most kQuickMaxSize) on `stream`, back in live_blocks_; nullptr when none.
+CachingAllocator::Block* CachingAllocator::take_quick_block(size_t size, StreamId stream) {
+  QuickList& list = quick_[size / kMinBlockSize - 1];
+  if (list.empty() || list.back().mapped()->stream != stream) return nullptr;
+  Block* block = list.back().mapped();
+  live_blocks_.insert(std::move(list.back()));
+  list.pop_back();
+  return block;
+}
+
+/// Keeps a freed small block (its node just taken out of live_blocks_) on its
+/// quick list, unmerged; false when that list is full.
+bool CachingAllocator::keep_quick_block(LiveBlocks::node_type& node) {
+  QuickList& list = quick_[node.mapped()->size / kMinBlockSize - 1];
+  if (list.size() >= kQuickDepth) return false;
+  if (list.capacity() == 0) list.reserve(kQuickDepth);
+  list.push_back(std::move(node));
+  return true;
+}
+
+/// Frees every quick-listed block into its pool, merging it with its neighbours.
+void CachingAllocator::drain_quick_blocks() {
+  for (QuickList& list : quick_) {
+    for (LiveBlocks::node_type& node : list) free_block(node.mapped());
+    list.clear();
+  }
+}
+
 /// Returns every wholly free segment, on every stream, to the raw allocator.
 void CachingAllocator::release_cached_segments() {
+  drain_quick_blocks();
   for (BlockPool* pool : {&small_blocks_, &large_blocks_}) {
     for (auto it = pool->begin(); it != pool->end();) {
       Block* block = *it;

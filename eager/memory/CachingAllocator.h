@@ -29,6 +29,8 @@ inline constexpr size_t kLargeBuffer = size_t{20} << 20;  // 20 MiB segment for 
 inline constexpr size_t kMinLargeAlloc = size_t{10} << 20;  // from 10 MiB, a segment of its own
 inline constexpr size_t kRoundLarge = size_t{2} << 20;    // ...rounded up to a multiple of 2 MiB
 inline constexpr size_t kMaxAllocSize = size_t{1} << 62;  // bytes; beyond: OutOfMemory, no raw call
+inline constexpr size_t kQuickMaxSize = 4096;             // blocks up to this size are kept unmerged when freed
+inline constexpr size_t kQuickDepth = 64;                 // ...at most this many of each size
 
 /// One statistic, PyTorch-style.
 struct Stat {
@@ -114,6 +116,10 @@ class CachingAllocator {
     bool operator()(const Block* a, const Block* b) const;
   };
   using BlockPool = std::set<Block*, BlockOrder>;
+  using LiveBlocks = std::unordered_map<void*, Block*>;
+  /// Freed small blocks of one size, most recent last, each with its live_blocks_
+  /// node kept for reuse (Note [Tiny blocks skip the merge]).
+  using QuickList = std::vector<LiveBlocks::node_type>;
 
   // Helpers below run with mutex_ held.
   Block* find_free_block(BlockPool& pool, size_t size, StreamId stream);
@@ -121,6 +127,9 @@ class CachingAllocator {
   void split_block(Block* block, size_t size);
   void free_block(Block* block);
   void release_cached_segments();
+  Block* take_quick_block(size_t size, StreamId stream);
+  bool keep_quick_block(LiveBlocks::node_type& node);
+  void drain_quick_blocks();
   [[noreturn]] void throw_out_of_memory(size_t nbytes, const char* cause = "");
 
   RawAllocator& raw_;
@@ -128,7 +137,8 @@ class CachingAllocator {
   mutable std::mutex mutex_;
   BlockPool small_blocks_;  // free blocks of small (2 MiB) segments
   BlockPool large_blocks_;  // free blocks of large segments
-  std::unordered_map<void*, Block*> live_blocks_;  // handed out, by pointer
+  LiveBlocks live_blocks_;  // handed out, by pointer
+  QuickList quick_[kQuickMaxSize / kMinBlockSize];  // by size / kMinBlockSize - 1
   MemoryStats stats_;
   int64_t fail_countdown_ = 0;  // Note [Failing the N-th allocation]
 };

@@ -391,6 +391,85 @@ _INCLUDES = """#include <Python.h>
 """
 
 
+# Note [Operators in C]
+# ---------------------
+# Python's operators on a tensor (t * u, t += 1, t == u) run Tensor.__mul__ and
+# the like. As Python functions wrapping the method (kiln/_tensor.py had them)
+# each one cost a Python frame and a try block: about an eighth of a 1-element
+# `a * b + a`. So the binary operators that are the method applied to (self,
+# other) are generated here beside their method, one METH_FASTCALL function
+# each: the method's binding, and, when it raises TypeError and `other` is
+# neither a tensor nor a number (kiln/_tensor.py's _is_operand), NotImplemented,
+# so that Python tries the other operand and then raises its own TypeError (and
+# t == None is False). kiln/_tensor.py installs them; the reflected operators
+# with no method of their own (2 / t, 2 - t) stay in Python.
+OPERATORS = {
+    "__add__": "add", "__radd__": "add", "__iadd__": "add_",
+    "__sub__": "sub", "__isub__": "sub_",
+    "__mul__": "mul", "__rmul__": "mul", "__imul__": "mul_",
+    "__truediv__": "div", "__itruediv__": "div_",
+    "__floordiv__": "floor_divide", "__ifloordiv__": "floor_divide_",
+    "__mod__": "remainder", "__imod__": "remainder_",
+    "__pow__": "pow", "__ipow__": "pow_",
+    "__and__": "bitwise_and", "__rand__": "bitwise_and", "__iand__": "bitwise_and_",
+    "__or__": "bitwise_or", "__ror__": "bitwise_or", "__ior__": "bitwise_or_",
+    "__xor__": "bitwise_xor", "__rxor__": "bitwise_xor", "__ixor__": "bitwise_xor_",
+    "__lshift__": "bitwise_left_shift", "__ilshift__": "bitwise_left_shift_",
+    "__rshift__": "bitwise_right_shift", "__irshift__": "bitwise_right_shift_",
+    "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
+}
+
+_OPERATOR_PRELUDE = """
+/// kiln/_tensor.py's _is_operand: a tensor or a (real or complex) number,
+/// numpy's scalars included; -1 with an error set when the check failed.
+int is_operator_operand(PyObject* value) {
+  if (is_tensor(value) || PyFloat_Check(value) || PyLong_Check(value) || PyComplex_Check(value)) return 1;
+  PyObject* module = PyImport_ImportModule("kiln._tensor");
+  if (module == nullptr) return -1;
+  PyObject* check = PyObject_GetAttrString(module, "_is_operand");
+  Py_DECREF(module);
+  if (check == nullptr) return -1;
+  PyObject* answer = PyObject_CallOneArg(check, value);
+  Py_DECREF(check);
+  if (answer == nullptr) return -1;
+  const int truth = PyObject_IsTrue(answer);
+  Py_DECREF(answer);
+  return truth;
+}
+
+/// A method's result as its operator's (Note [Operators in C]): a TypeError
+/// whose other operand is no tensor or number becomes NotImplemented.
+PyObject* as_operator(PyObject* result, PyObject* const* args, Py_ssize_t nargs) {
+  if (result != nullptr || PyVectorcall_NARGS(nargs) != 1 || !PyErr_ExceptionMatches(PyExc_TypeError)) return result;
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  const int operand = is_operator_operand(args[0]);
+  if (operand != 0) {
+    PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+    return nullptr;
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  Py_RETURN_NOTIMPLEMENTED;
+}
+"""
+
+
+def _operators(groups: dict[str, list[PySignature]]) -> tuple[str, str]:
+    """The operator functions over the generated methods, and their table rows."""
+    code, rows = [_OPERATOR_PRELUDE], []
+    for dunder, method in OPERATORS.items():
+        if method not in groups:
+            continue
+        code.append(f"\nPyObject* operator_{dunder}(PyObject* self, PyObject* const* args, Py_ssize_t nargs, "
+                    f"PyObject* kwnames) {{\n  return as_operator(method_{method}(self, args, nargs, kwnames), "
+                    f"args, nargs);\n}}\n")
+        rows.append(f"    {{\"{dunder}\", &operator_{dunder}}},")
+    return "".join(code), "\n".join(rows)
+
+
 def _schemas(sigs: list[PySignature]) -> list[str]:
     return [str(o.schema) for s in sigs for o in (s.op, s.out_op) if o is not None]
 
@@ -403,7 +482,15 @@ def _file(groups: dict[str, list[PySignature]], is_method: bool, what: str, tail
     rows = "\n".join(f"    {{\"{name}\", &{kind}_{name}, &parser_{kind}_{name}, "
                      f"{cpp_string(chr(10).join(_schemas(sigs)))}}},"
                      for name, sigs in groups.items())
-    out.append(f"\nconst Binding kBindings[] = {{\n{rows}\n}};\n\n}}  // namespace\n{tail}\n}}  // namespace kiln::python\n")
+    out.append(f"\nconst Binding kBindings[] = {{\n{rows}\n}};\n")
+    if is_method:
+        code, operator_rows = _operators(groups)
+        out.append(code)
+        out.append("\n/// An operator: its name and entry point (Note [Operators in C]).\n"
+                   "struct Operator {\n  const char* name;\n"
+                   "  PyObject* (*fn)(PyObject*, PyObject* const*, Py_ssize_t, PyObject*);\n};\n"
+                   f"\nconst Operator kOperators[] = {{\n{operator_rows}\n}};\n")
+    out.append(f"\n}}  // namespace\n{tail}\n}}  // namespace kiln::python\n")
     return "".join(out)
 
 
@@ -437,6 +524,10 @@ def python_methods_cpp(ops: list[Op]) -> str:
 /// of a name, so a generated method wins over a leftover hand-written one.
 void register_generated_tensor_methods() {
   for (const Binding& b : kBindings) tensor_method_table().push_back(method_def(b, /*is_method=*/true));
+  for (const Operator& o : kOperators) {
+    tensor_method_table().push_back({o.name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(o.fn)),
+                                     METH_FASTCALL | METH_KEYWORDS, nullptr});
+  }
 }
 """
     return _file(method_groups(ops), True, ": Tensor methods", tail)

@@ -1,6 +1,6 @@
 // linalg_vector_norm (eager/ops/reduction.yaml): torch.linalg.vector_norm's
 // checks and dtype rules, computed with the reductions (Note [Reductions as
-// rows]); torch.norm's string orders are python/kiln/_norms.py's.
+// rows], the 1- and 2-norms in one pass: sum_of_terms); torch.norm's string orders are python/kiln/_norms.py's.
 #include <cmath>
 #include <optional>
 #include <sstream>
@@ -8,6 +8,7 @@
 
 #include "eager/core/Error.h"
 #include "eager/kernels/cpu/copy/Copy.h"
+#include "eager/kernels/cpu/reduce/ReduceOpsStubs.h"
 #include "kiln/generated/Functions.h"
 #include "kiln/generated/NativeFunctions.h"
 
@@ -74,9 +75,9 @@ Tensor linalg_vector_norm_cpu(const Tensor& self, const Scalar& ord, std::option
   if (p == 0) {
     norm = kiln::sum(kiln::ne(x, 0), dims, keepdim, work);
   } else if (p == 1) {
-    norm = kiln::sum(kiln::abs(x), dims, keepdim);
+    norm = sum_of_terms(x, dims, keepdim, RowReduce::SumAbs);
   } else if (p == 2) {
-    norm = kiln::sqrt(kiln::sum(kiln::mul(x, x), dims, keepdim));
+    norm = kiln::sqrt(sum_of_terms(x, dims, keepdim, RowReduce::SumSquares));
   } else if (std::isinf(p)) {
     norm = p > 0 ? kiln::amax(kiln::abs(x), dims, keepdim) : kiln::amin(kiln::abs(x), dims, keepdim);
   } else {

@@ -245,6 +245,12 @@ Tensor sum_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keep
 
 Tensor sum_cpu(const Tensor& self, std::optional<DType> dtype) { return sum_dim_cpu(self, std::nullopt, false, dtype); }
 
+Tensor sum_of_terms(const Tensor& x, IntArrayRef dims, bool keepdim, RowReduce op) {
+  KILN_INTERNAL_ASSERT(x.dtype() == DType::Float32 || x.dtype() == DType::Float64, "sum_of_terms: float or double");
+  const ReducePlan p = plan(x, dims.empty() ? std::nullopt : std::optional<IntArrayRef>(dims), keepdim);
+  return reduce(x, p, op, x.dtype(), x.dtype());
+}
+
 Tensor mean_dim_cpu(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim, std::optional<DType> dtype) {
   const DType result = dtype.value_or(self.dtype());
   if (is_complex(self.dtype()) || is_complex(result)) {

@@ -7,8 +7,9 @@
 
 namespace kiln::native {
 
-/// What a reduction computes.
-enum class RowReduce : uint8_t { Sum, Prod, Max, Min, All, Any, Var };
+/// What a reduction computes. SumSquares and SumAbs (float and double only)
+/// sum x * x and |x|: the 2- and 1-norms in one pass over x.
+enum class RowReduce : uint8_t { Sum, Prod, Max, Min, All, Any, Var, SumSquares, SumAbs };
 
 /// Reduces the middle dim of the contiguous 3-D `in` ([batch, len, inner])
 /// into out[b * inner + k]; Max/Min with a defined int64 `indices` also write
@@ -19,6 +20,11 @@ enum class RowReduce : uint8_t { Sum, Prod, Max, Min, All, Any, Var };
 /// int64 only; Var float and double.
 using reduce_fn = void (*)(const Tensor& in, const Tensor& out, const Tensor& indices, RowReduce op, double param);
 KILN_DECLARE_DISPATCH(reduce_fn, reduce_stub);
+
+/// The sum of x * x (SumSquares) or of |x| (SumAbs) over `dims` (empty: all),
+/// in x's dtype (float or double), shaped as sum(x, dims, keepdim) is.
+/// Defined in ReduceOps.cpp; linalg_vector_norm's 1- and 2-norms.
+Tensor sum_of_terms(const Tensor& x, IntArrayRef dims, bool keepdim, RowReduce op);
 
 /// Inclusive scan along the middle dim of a contiguous [outer, len, inner]
 /// `in` into `out` of the same shape and dtype (float, double or int64).

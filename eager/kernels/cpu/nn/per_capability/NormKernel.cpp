@@ -1,6 +1,7 @@
 // layer_norm / rms_norm loops and their backward, compiled per CPU capability:
 // rows of N elements on Vec, float16/bfloat16 widened to float.
 // See Note [Norm statistics] (NormOps.cpp).
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -119,6 +120,24 @@ void norm_backward_input_typed(const Tensor& grad, const Tensor& x, const Tensor
   });
 }
 
+/// Rows of one partial sum in norm_backward_params_typed: about kGrainSize
+/// elements, and at most kMaxRowChunks chunks. Depends on the shape alone.
+constexpr int64_t kMaxRowChunks = 256;
+constexpr int64_t kParamColumns = 4096;  // most columns one task of the column sums keeps
+
+int64_t rows_per_chunk(NormRows s) {
+  const int64_t by_grain = (kGrainSize + s.cols - 1) / std::max<int64_t>(s.cols, 1);
+  const int64_t by_count = (s.rows + kMaxRowChunks - 1) / kMaxRowChunks;
+  return std::max<int64_t>({int64_t{1}, by_grain, by_count});
+}
+
+/// The weight gradient sum over rows of g * xhat (x given) or the bias
+/// gradient sum over rows of g (x null), per column. The rows are cut into
+/// fixed chunks (rows_per_chunk: by shape only), each chunk's column sums
+/// written to its own partial row, and the partial rows added in chunk order:
+/// every thread gets work whatever the column count (a split by 256-column
+/// blocks gave a [8192, 768] input three blocks for two threads), and the
+/// result never depends on the thread count.
 template <typename T>
 void norm_backward_params_typed(const Tensor& grad, const Tensor* x, const Tensor* mean, const Tensor* rstd,
                                 const Tensor& out, NormRows s) {
@@ -129,31 +148,39 @@ void norm_backward_params_typed(const Tensor& grad, const Tensor* x, const Tenso
   const T* mp = mean ? mean->data_ptr<T>() : nullptr;
   const T* rp = rstd ? rstd->data_ptr<T>() : nullptr;
   T* op = out.data_ptr<T>();
-  // Columns split between threads; each column sums its rows in order.
-  constexpr int64_t kBlock = 256;
-  const int64_t blocks = (n + kBlock - 1) / kBlock;
-  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<A> acc(kBlock), gbuf, xbuf;
-    for (int64_t blk = b0; blk < b1; ++blk) {
-      const int64_t c0 = blk * kBlock, width = std::min(kBlock, n - c0);
-      std::fill(acc.begin(), acc.end(), A(0));
-      for (int64_t r = 0; r < s.rows; ++r) {
-        const A* g = as_compute_type<A>(gp + r * n + c0, width, gbuf);
-        if (xp) {
-          const A* row = as_compute_type<A>(xp + r * n + c0, width, xbuf);
-          const V<A> mu = V<A>::splat(mp ? static_cast<A>(mp[r]) : A(0));
-          const V<A> inv = V<A>::splat(static_cast<A>(rp[r]));
-          for_chunks<A>(width, [&](int64_t i, int64_t c) {
-            store(load(acc.data() + i, c) + load(g + i, c) * ((load(row + i, c) - mu) * inv), acc.data() + i, c);
-          });
-        } else {
-          for_chunks<A>(width, [&](int64_t i, int64_t c) {
-            store(load(acc.data() + i, c) + load(g + i, c), acc.data() + i, c);
-          });
-        }
+  const int64_t chunk_rows = rows_per_chunk(s);
+  const int64_t chunks = (s.rows + chunk_rows - 1) / chunk_rows;
+  const int64_t col_blocks = (n + kParamColumns - 1) / kParamColumns;
+  std::vector<A> partial(static_cast<size_t>(chunks * n));
+  parallel_for_each(0, chunks * col_blocks, [&](int64_t task) {
+    const int64_t chunk = task / col_blocks, c0 = (task % col_blocks) * kParamColumns;
+    const int64_t width = std::min(kParamColumns, n - c0);
+    A* const acc = partial.data() + chunk * n + c0;
+    std::fill(acc, acc + width, A(0));
+    std::vector<A> gbuf, xbuf;
+    const int64_t r1 = std::min(s.rows, (chunk + 1) * chunk_rows);
+    for (int64_t r = chunk * chunk_rows; r < r1; ++r) {
+      const A* g = as_compute_type<A>(gp + r * n + c0, width, gbuf);
+      if (xp) {
+        const A* row = as_compute_type<A>(xp + r * n + c0, width, xbuf);
+        const V<A> mu = V<A>::splat(mp ? static_cast<A>(mp[r]) : A(0));
+        const V<A> inv = V<A>::splat(static_cast<A>(rp[r]));
+        for_chunks<A>(width, [&](int64_t i, int64_t c) {
+          store(load(acc + i, c) + load(g + i, c) * ((load(row + i, c) - mu) * inv), acc + i, c);
+        });
+      } else {
+        for_chunks<A>(width, [&](int64_t i, int64_t c) { store(load(acc + i, c) + load(g + i, c), acc + i, c); });
       }
-      for (int64_t i = 0; i < width; ++i) op[c0 + i] = static_cast<T>(acc[static_cast<size_t>(i)]);
     }
+  });
+  // The partial rows, added in chunk order, column blocks in parallel.
+  parallel_for(0, n, kGrainSize / chunks + 1, [&](int64_t j0, int64_t j1) {
+    std::vector<A> total(partial.begin() + j0, partial.begin() + j1);
+    for (int64_t c = 1; c < chunks; ++c) {
+      const A* part = partial.data() + c * n + j0;
+      for (int64_t j = 0; j < j1 - j0; ++j) total[static_cast<size_t>(j)] += part[j];
+    }
+    for (int64_t j = j0; j < j1; ++j) op[j] = static_cast<T>(total[static_cast<size_t>(j - j0)]);
   });
 }
 

@@ -10,6 +10,10 @@
 #include <limits>
 #include <type_traits>
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 #include "eager/core/Error.h"
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/reduce/ReduceOpsStubs.h"
@@ -49,13 +53,31 @@ T hsum(Vec<T> v) {
   return s;
 }
 
+/// What a sum adds per element: the value (Sum), its square (SumSquares) or
+/// its magnitude (SumAbs); each works on a Vec and on one value alike.
+struct Value {
+  template <typename V>
+  V operator()(V v) const { return v; }
+};
+struct Square {
+  template <typename V>
+  V operator()(V v) const { return v * v; }
+};
+struct Magnitude {
+  template <typename T>
+  Vec<T> operator()(Vec<T> v) const { return {v.v < 0 ? -v.v : v.v}; }
+  template <typename T>
+  T operator()(T v) const { return v < 0 ? -v : v; }
+};
+
 // --- one contiguous row -------------------------------------------------------------------
 
-/// Sum of x[0, n): four vector accumulators over blocks of kBlock elements,
-/// each block's total added into a double (for float) sum — as accurate as
-/// PyTorch's cascade sum for float32, and not bound by the add latency.
-template <typename T>
-wide_t<T> sum_span(const T* x, int64_t n) {
+/// Sum of term(x[i]) over [0, n): four vector accumulators over blocks of
+/// kBlock elements, each block's total added into a double (for float) sum —
+/// as accurate as PyTorch's cascade sum for float32, and not bound by the add
+/// latency.
+template <typename T, typename Term = Value>
+wide_t<T> sum_span(const T* x, int64_t n, Term term = {}) {
   using V = Vec<T>;
   constexpr int64_t W = 4 * V::size;
   static_assert(kBlock % W == 0, "blocks hold whole steps");
@@ -65,21 +87,61 @@ wide_t<T> sum_span(const T* x, int64_t n) {
     const int64_t stop = i + std::min<int64_t>(kBlock, (n - i) / W * W);
     V a0{}, a1{}, a2{}, a3{};
     for (; i < stop; i += W) {
-      a0 = a0 + V::loadu(x + i);
-      a1 = a1 + V::loadu(x + i + V::size);
-      a2 = a2 + V::loadu(x + i + 2 * V::size);
-      a3 = a3 + V::loadu(x + i + 3 * V::size);
+      a0 = a0 + term(V::loadu(x + i));
+      a1 = a1 + term(V::loadu(x + i + V::size));
+      a2 = a2 + term(V::loadu(x + i + 2 * V::size));
+      a3 = a3 + term(V::loadu(x + i + 3 * V::size));
     }
     total += hsum((a0 + a1) + (a2 + a3));
   }
-  for (; i < n; ++i) total += x[i];
+  for (; i < n; ++i) total += term(x[i]);
   return total;
 }
 
+/// Vec<double>::size elements of x from x[0], as doubles.
+template <typename T>
+Vec<double> load_wide(const T* x) {
+  if constexpr (std::is_same_v<T, double>) {
+    return Vec<double>::loadu(x);
+#if defined(__AVX512F__)
+  } else if constexpr (std::is_same_v<T, float>) {
+    return {(Vec<double>::Native)_mm512_cvtps_pd(_mm256_loadu_ps(x))};
+#elif defined(__AVX__)
+  } else if constexpr (std::is_same_v<T, float>) {  // one vcvtps2pd (GCC splits __builtin_convertvector in two)
+    return {(Vec<double>::Native)_mm256_cvtps_pd(_mm_loadu_ps(x))};
+#endif
+  } else {
+    typedef T Narrow __attribute__((vector_size(Vec<double>::size * sizeof(T))));
+    Narrow narrow;
+    std::memcpy(&narrow, x, sizeof(Narrow));
+    return {__builtin_convertvector(narrow, Vec<double>::Native)};
+  }
+}
+
+/// Product of x[0, n). Floating types multiply in double, in four vector
+/// accumulators (a single running product is bound by the multiply's latency:
+/// a 16M-element float prod took 32x torch's time), joined lane by lane in a
+/// fixed order; integers in one int64 product (exact in any order).
 template <typename T>
 wide_t<T> prod_span(const T* x, int64_t n) {
   wide_t<T> acc = 1;
-  for (int64_t i = 0; i < n; ++i) acc *= x[i];
+  int64_t i = 0;
+  if constexpr (std::is_floating_point_v<T>) {
+    using V = Vec<double>;
+    constexpr int64_t W = 4 * V::size;
+    if (n >= W) {
+      V a0 = V::splat(1), a1 = a0, a2 = a0, a3 = a0;
+      for (; i + W <= n; i += W) {
+        a0 = a0 * load_wide(x + i);
+        a1 = a1 * load_wide(x + i + V::size);
+        a2 = a2 * load_wide(x + i + 2 * V::size);
+        a3 = a3 * load_wide(x + i + 3 * V::size);
+      }
+      const V a = (a0 * a1) * (a2 * a3);
+      for (int64_t l = 0; l < V::size; ++l) acc *= a.v[l];
+    }
+  }
+  for (; i < n; ++i) acc *= x[i];
   return acc;
 }
 
@@ -183,6 +245,12 @@ T row_value(const T* x, int64_t n, RowReduce op, double param) {
   } else {
     switch (op) {
       case RowReduce::Sum: return static_cast<T>(sum_span(x, n));
+      case RowReduce::SumSquares:
+        if constexpr (std::is_floating_point_v<T>) return static_cast<T>(sum_span(x, n, Square{}));
+        break;
+      case RowReduce::SumAbs:
+        if constexpr (std::is_floating_point_v<T>) return static_cast<T>(sum_span(x, n, Magnitude{}));
+        break;
       case RowReduce::Prod: return static_cast<T>(prod_span(x, n));
       case RowReduce::Max: return extreme_span<T, true>(x, n);
       case RowReduce::Min: return extreme_span<T, false>(x, n);
@@ -193,6 +261,13 @@ T row_value(const T* x, int64_t n, RowReduce op, double param) {
     }
     KILN_FAIL(Runtime, "reduce: op not supported for ", dtype_of<T>());
   }
+}
+
+template <typename T, typename Term>
+wide_t<T> sum_long_row(const T* x, int64_t n, Term term) {
+  return parallel_reduce<wide_t<T>>(
+      0, n, kChunk, wide_t<T>(0), [&](int64_t b, int64_t e) { return sum_span(x + b, e - b, term); },
+      [](wide_t<T> a, wide_t<T> c) { return a + c; });
 }
 
 /// One long row (a full reduction): deterministic chunks, combined in order.
@@ -208,11 +283,15 @@ bool reduce_long_row(const T* x, int64_t n, T* dst, RowReduce op) {
     return true;
   } else {
     switch (op) {
-      case RowReduce::Sum:
-        dst[0] = static_cast<T>(parallel_reduce<wide_t<T>>(
-            0, n, kChunk, wide_t<T>(0), [&](int64_t b, int64_t e) { return sum_span(x + b, e - b); },
-            [](wide_t<T> a, wide_t<T> c) { return a + c; }));
-        return true;
+      case RowReduce::Sum: dst[0] = static_cast<T>(sum_long_row(x, n, Value{})); return true;
+      case RowReduce::SumSquares:
+      case RowReduce::SumAbs:
+        if constexpr (std::is_floating_point_v<T>) {
+          dst[0] = static_cast<T>(op == RowReduce::SumSquares ? sum_long_row(x, n, Square{})
+                                                               : sum_long_row(x, n, Magnitude{}));
+          return true;
+        }
+        return false;
       case RowReduce::Prod:
         dst[0] = static_cast<T>(parallel_reduce<wide_t<T>>(
             0, n, kChunk, wide_t<T>(1), [&](int64_t b, int64_t e) { return prod_span(x + b, e - b); },
@@ -239,8 +318,8 @@ bool reduce_long_row(const T* x, int64_t n, T* dst, RowReduce op) {
 
 // --- across rows: x[r * stride + j] for r < len, j < width (width <= kColumns) --------------
 
-template <typename T>
-void sum_columns(const T* x, int64_t len, int64_t stride, int64_t width, T* dst) {
+template <typename T, typename Term = Value>
+void sum_columns(const T* x, int64_t len, int64_t stride, int64_t width, T* dst, Term term = {}) {
   using V = Vec<T>;
   wide_t<T> wide[kColumns];
   T acc[kColumns];
@@ -256,16 +335,17 @@ void sum_columns(const T* x, int64_t len, int64_t stride, int64_t width, T* dst)
       const T* p3 = p2 + stride;
       int64_t j = 0;
       for (; j + V::size <= width; j += V::size) {
-        const V four = (V::loadu(p0 + j) + V::loadu(p1 + j)) + (V::loadu(p2 + j) + V::loadu(p3 + j));
+        const V four = (term(V::loadu(p0 + j)) + term(V::loadu(p1 + j))) +
+                       (term(V::loadu(p2 + j)) + term(V::loadu(p3 + j)));
         (V::loadu(acc + j) + four).storeu(acc + j);
       }
-      for (; j < width; ++j) acc[j] += (p0[j] + p1[j]) + (p2[j] + p3[j]);
+      for (; j < width; ++j) acc[j] += (term(p0[j]) + term(p1[j])) + (term(p2[j]) + term(p3[j]));
     }
     for (; r < r1; ++r) {
       const T* row = x + r * stride;
       int64_t j = 0;
-      for (; j + V::size <= width; j += V::size) (V::loadu(acc + j) + V::loadu(row + j)).storeu(acc + j);
-      for (; j < width; ++j) acc[j] += row[j];
+      for (; j + V::size <= width; j += V::size) (V::loadu(acc + j) + term(V::loadu(row + j))).storeu(acc + j);
+      for (; j < width; ++j) acc[j] += term(row[j]);
     }
     for (int64_t j = 0; j < width; ++j) wide[j] += acc[j];
   }
@@ -382,6 +462,12 @@ void reduce_columns(const T* x, int64_t len, int64_t stride, int64_t width, T* d
   } else {
     switch (op) {
       case RowReduce::Sum: return sum_columns(x, len, stride, width, dst);
+      case RowReduce::SumSquares:
+        if constexpr (std::is_floating_point_v<T>) return sum_columns(x, len, stride, width, dst, Square{});
+        break;
+      case RowReduce::SumAbs:
+        if constexpr (std::is_floating_point_v<T>) return sum_columns(x, len, stride, width, dst, Magnitude{});
+        break;
       case RowReduce::Prod: return prod_columns(x, len, stride, width, dst);
       case RowReduce::Max: return extreme_columns<T, true>(x, len, stride, width, dst);
       case RowReduce::Min: return extreme_columns<T, false>(x, len, stride, width, dst);
