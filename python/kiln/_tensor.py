@@ -354,6 +354,7 @@ _ARITHMETIC_OPERATORS = {
     "__truediv__": _operator(_TensorBase.div, "__truediv__"),
     "__rtruediv__": _reflected(lambda other, self: _C._functions.div(_scalar_operand(other, self), self),
                                "__rtruediv__"),
+    "__rdiv__": _reflected(lambda other, self: _C._functions.div(_scalar_operand(other, self), self), "__rdiv__"),
     "__itruediv__": _operator(_TensorBase.div_, "__itruediv__"),
     "__floordiv__": _operator(_TensorBase.floor_divide, "__floordiv__"),
     "__rfloordiv__": _reflected(
