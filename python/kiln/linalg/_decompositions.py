@@ -351,7 +351,8 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
         solution = _full_rank_lstsq(A, b, m, n)
     else:
         solution = pinv(A, rtol=rtol) @ b
-    residuals = _F.empty(0, dtype=A.dtype)
+    # no residuals: an empty tensor, an output of the solve as torch's (it requires grad with the inputs)
+    residuals = solution.reshape(-1)[:0] if solution.requires_grad else _F.empty(0, dtype=A.dtype)
     if driver != "gelsy" and m > n and full_rank:
         residuals = ((A @ solution - b) ** 2).sum(-2)
     singular_values = S if driver in ("gelsd", "gelss") else _F.empty(0, dtype=A.dtype)

@@ -45,29 +45,9 @@ KNOWN_DIFFERENCES = {
     ("cat", "error input"): "cat of an empty list: kiln's dispatcher raises NotImplementedError (no tensor to pick a "
                             "backend), torch a RuntimeError/ValueError from its argument checks",
     # kiln bugs and gaps still open (issue 31 item 2)
-    **_each(("max.binary", "min.binary"), ("forward int64",),
-            "a 0-d integer tensor as second argument: kiln's overload order tries max.dim (int) before max.other "
-            "(Tensor), so the tensor is read as a dim"),
-    ("amax", "error input"): "amax of an empty tensor without dim: kiln's IndexError names the dim, torch's "
-                             "RuntimeError asks for a dim",
-    ("amin", "error input"): "as amax",
     ("arange", "error input"): "arange with a float end and an int out=: kiln's binding has no out= overload there",
-    ("cov", "error input"): "cov does not check fweights/aweights (dims, dtype, sizes, negative values)",
-    ("cov", "error message"): "as cov's error input: kiln fails later, in broadcasting",
     ("cumprod", "gradient float64"): "cumprod's backward divides by the input: NaN where the input has zeros",
-    ("index_fill", "gradient float64"): "index_fill's backward over-counts duplicate indices for the value",
-    ("linalg.lstsq", "gradient float64"): "linalg.lstsq's residuals output does not record a gradient",
-    ("linalg.lstsq.grad_oriented", "gradient float64"): "as linalg.lstsq",
-    ("linalg.slogdet", "gradient float64"): "linalg.slogdet's sign output is not differentiable in kiln "
-                                            "(torch's sign output requires grad, with a zero gradient)",
-    ("linalg.matrix_power", "forward float32"): "negative powers: kiln's matrix_power has no matrix inverse yet",
-    ("linalg.matrix_power", "forward float64"): "as float32",
-    ("linalg.matrix_power", "gradient float64"): "as forward, and n = 0 gives an output that does not require grad",
-    ("linalg.norm.subgradients_at_zero", "forward float32"): "linalg.norm(ord=inf) of an empty reduction dim: kiln's "
-                                                              "amax refuses it, torch returns 0",
-    ("linalg.norm.subgradients_at_zero", "forward float64"): "as float32",
     ("linalg.pinv.singular", "gradient float64"): "linalg.pinv's backward gives NaN on singular inputs",
-    ("nextafter", "gradient float64"): "nextafter has no derivative formula in kiln (torch: zero for self)",
     ("native_group_norm", "gradient float64"): "native_group_norm's backward through its mean/rstd outputs differs",
     ("nn.functional.avg_pool3d", "forward int64"): "avg_pool3d on integers is not implemented in kiln",
     ("nn.functional.embedding", "forward float32"): "embedding(max_norm=...) is not implemented in kiln",
@@ -79,10 +59,8 @@ KNOWN_DIFFERENCES = {
     ("nn.functional.upsample_bilinear", "forward uint8"): _UINT8_INTERPOLATE,
     ("nn.functional.local_response_norm", "forward int64"): "local_response_norm of int64: kiln averages in float32 "
                                                             "by another order; up to 5e-5 off",
-    ("nn.functional.prelu", "error input"): "prelu does not check that weight is 0-d or 1-d",
     ("nn.functional.multi_margin_loss", "error input"): "multi_margin_loss checks the target's range before the "
                                                         "reduction name (torch checks the name first)",
-    ("sum_to_size", "forward bool"): "sum_to_size of bool keeps bool where torch's sum gives int64",
     **_each(("hash_tensor",), ("forward bool", "forward float32", "forward float64", "forward int64"),
             "kiln has no uint64 dtype: hash_tensor returns torch's 64 bits as int64 (test_missing_public_ops.py "
             "compares the bits)"),
@@ -123,13 +101,9 @@ KNOWN_DIFFERENCES = {
 FULL_RUN_DIFFERENCES = {
     **_each(("diff",), ("forward bool", "forward float32", "forward float64", "forward int64", "gradient float64"),
             "diff with prepend/append along a dim other than the last: kiln concatenates along the wrong dim"),
-    **_each(("nn.functional.prelu",), ("forward float32", "forward float64", "gradient float64"),
-            "0-d input (with keepdim): kiln returns shape (1,), torch () (issue 31)"),
     **_each(("nn.functional.batch_norm",), ("forward float32", "forward float64", "gradient float64"),
             "batch_norm of an empty input in training: kiln refuses it, torch returns an empty result (issue 31)"),
     **_each(("linalg.svd", "svd"), ("forward float32", "forward float64"), _EIGENVECTOR_SIGN),
-    **_each(("linalg.norm",), ("forward float32", "forward float64"),
-            "linalg.norm(ord=inf) over an empty dim: kiln's amax refuses it, torch returns 0"),
     ("linalg.norm.subgradients_at_zero", "gradient float64"): "the subgradient of a norm at zero: kiln gives NaN",
     **_each(("normal.number_mean",), ("forward float32", "forward float64"),
             "normal(..., layout=kiln.strided): kiln's binding refuses the layout object kiln exports"),
