@@ -327,7 +327,7 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
         return loss.sum()
     if reduction == "none":
         return loss
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+    raise ValueError(f"{reduction} is not valid")  # gaussian_nll_loss's own wording in torch
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):

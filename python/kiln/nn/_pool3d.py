@@ -224,8 +224,16 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = Fal
     return result / divisor_override if divisor_override is not None else result
 
 
+def check_output_size_rank(input, output_size) -> None:
+    """torch.nn.functional's own check of a list output_size (modules/utils.py _list_with_default):
+    the input must have more dims than the list has entries, a ValueError before the op's checks."""
+    if output_size is not None and not isinstance(output_size, int) and input.dim() <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+
+
 def _adaptive_sizes(name: str, input, output_size, spatial: int, message: str) -> list:
     """The output sizes (None: the input's size), after torch's checks."""
+    check_output_size_rank(input, output_size)
     if input.dim() not in (spatial + 1, spatial + 2):
         raise RuntimeError(f"{name}(): Expected {spatial + 1}D or {spatial + 2}D tensor, but "
                            f"got{':' if 'max' in name else ''} {list(input.shape)}")

@@ -16,10 +16,8 @@ _EIGENVECTOR_SIGN = "eigenvectors/singular vectors are defined up to sign (a pha
 _MESSAGE = "same exception type; kiln's message words it differently"
 _ALIASED_OUT = "torch refuses an out= that overlaps the input (internal overlap check); kiln has no overlap check"
 
-_FFT_0D = "fft of a 0-d tensor: kiln says 'Dimension out of range', torch 'Dimension specified as d but tensor has no dimensions'"
 _LINSPACE = ("linspace/logspace: kiln's binding refuses a Tensor start/end and a float steps with a TypeError of its own "
              "wording; torch accepts 0-d tensors and raises RuntimeError for others")
-_ADAPTIVE_POOL_RANK = "adaptive pooling of too few dims: torch's Python wrapper raises ValueError, kiln RuntimeError"
 _UINT8_INTERPOLATE = "uint8 bilinear/bicubic interpolation: torch's fixed-point uint8 kernel is not in kiln (issue 31 item 2)"
 
 
@@ -72,23 +70,11 @@ KNOWN_DIFFERENCES = {
     ("special.bessel_y1", "forward float64"): "bessel_y1 float64 near its zeros: absolute error ~3e-7 (issue 31)",
     ("special.i1", "forward float32"): "i1 float32 at large arguments: 2e-4 absolute on a value of ~400",
     # the same exception type, other words
-    **_each(("fft.fft", "fft.fft2", "fft.fftn", "fft.hfft", "fft.hfft2", "fft.hfftn", "fft.ifft", "fft.ifft2",
-             "fft.ifftn", "fft.ihfft", "fft.ihfft2", "fft.ihfftn", "fft.irfft", "fft.irfft2", "fft.irfftn", "fft.rfft",
-             "fft.rfft2", "fft.rfftn"), ("error message",), _FFT_0D),
     **_each(("linspace", "linspace.tensor_overload", "logspace", "logspace.tensor_overload"),
             ("error input", "error message"), _LINSPACE),
-    **_each(("nn.functional.adaptive_avg_pool2d", "nn.functional.adaptive_avg_pool3d",
-             "nn.functional.adaptive_max_pool2d", "nn.functional.adaptive_max_pool3d"), ("error input",),
-            _ADAPTIVE_POOL_RANK),
-    **_each(("nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d"), ("error message",),
-            _MESSAGE + " ('non-positive dilation is not supported' for 'dilation should be greater than zero')"),
     ("complex", "error message"): _MESSAGE + " (names the second argument's dtype, not both)",
     ("masked_fill", "error message"): "masked_fill of an int tensor with a complex value: kiln says complex is not "
                                       "implemented, torch that the value overflows int64",
-    ("narrow_copy", "error input"): "narrow_copy with dim out of range: kiln IndexError, torch RuntimeError",
-    ("narrow_copy", "error message"): _MESSAGE + " (negative length)",
-    ("nn.functional.gaussian_nll_loss", "error message"): _MESSAGE + " (a bad reduction name)",
-    ("nn.functional.max_pool1d", "error message"): _MESSAGE + " (the input rank)",
     ("nn.functional.multi_margin_loss", "error message"): "kiln checks the target's range before its dtype",
     ("nn.functional.multilabel_margin_loss", "error message"): "kiln checks the target's dtype before its size",
     ("nn.functional.soft_margin_loss", "error message"): "the broadcast error names input and target the other way",
