@@ -48,7 +48,6 @@ KNOWN_DIFFERENCES = {
     ("cumprod", "gradient float64"): "cumprod's backward divides by the input: NaN where the input has zeros",
     ("linalg.pinv.singular", "gradient float64"): "linalg.pinv's backward gives NaN on singular inputs",
     ("native_group_norm", "gradient float64"): "native_group_norm's backward through its mean/rstd outputs differs",
-    ("nn.functional.avg_pool3d", "forward int64"): "avg_pool3d on integers is not implemented in kiln",
     **_each(("nn.functional.embedding",), ("forward float32", "forward float64"), _SPARSE_GRADIENT),
     ("nn.functional.interpolate.bicubic", "forward uint8"): _UINT8_INTERPOLATE,
     ("nn.functional.interpolate.bilinear", "forward uint8"): _UINT8_INTERPOLATE,
