@@ -46,7 +46,6 @@ KNOWN_DIFFERENCES = {
     # kiln bugs and gaps still open (issue 31 item 2)
     ("arange", "error input"): "arange with a float end and an int out=: kiln's binding has no out= overload there",
     ("cumprod", "gradient float64"): "cumprod's backward divides by the input: NaN where the input has zeros",
-    ("linalg.pinv.singular", "gradient float64"): "linalg.pinv's backward gives NaN on singular inputs",
     ("native_group_norm", "gradient float64"): "native_group_norm's backward through its mean/rstd outputs differs",
     **_each(("nn.functional.embedding",), ("forward float32", "forward float64"), _SPARSE_GRADIENT),
     ("nn.functional.interpolate.bicubic", "forward uint8"): _UINT8_INTERPOLATE,

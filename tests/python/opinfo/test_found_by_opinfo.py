@@ -319,3 +319,12 @@ def test_avg_pool3d_of_integers_truncates_as_torch(options):
     x = torch.randint(-50, 50, (2, 3, 5, 4, 6), generator=torch.Generator().manual_seed(1))
     assert_matches(kiln.nn.functional.avg_pool3d(_pair(x)[0], **options),
                    torch.nn.functional.avg_pool3d(x, **options), exact=True)
+
+
+def test_pinv_gradient_of_a_singular_matrix():
+    a = _floats(4, 2) @ _floats(2, 5)  # rank 2 of 4: the SVD's backward would divide by equal (zero) values
+    (ka, ta) = _pair(a, True)
+    upstream = _floats(5, 4)
+    kiln.linalg.pinv(ka).backward(_pair(upstream)[0])
+    torch.linalg.pinv(ta).backward(upstream)
+    assert_matches(ka.grad, ta.grad)
