@@ -53,8 +53,6 @@ KNOWN_DIFFERENCES = {
     ("nn.functional.upsample_bilinear", "forward uint8"): _UINT8_INTERPOLATE,
     ("nn.functional.local_response_norm", "forward int64"): "local_response_norm of int64: kiln averages in float32 "
                                                             "by another order; up to 5e-5 off",
-    ("nn.functional.multi_margin_loss", "error input"): "multi_margin_loss checks the target's range before the "
-                                                        "reduction name (torch checks the name first)",
     **_each(("hash_tensor",), ("forward bool", "forward float32", "forward float64", "forward int64"),
             "kiln has no uint64 dtype: hash_tensor returns torch's 64 bits as int64 (test_missing_public_ops.py "
             "compares the bits)"),
@@ -72,9 +70,6 @@ KNOWN_DIFFERENCES = {
     ("complex", "error message"): _MESSAGE + " (names the second argument's dtype, not both)",
     ("masked_fill", "error message"): "masked_fill of an int tensor with a complex value: kiln says complex is not "
                                       "implemented, torch that the value overflows int64",
-    ("nn.functional.multi_margin_loss", "error message"): "kiln checks the target's range before its dtype",
-    ("nn.functional.multilabel_margin_loss", "error message"): "kiln checks the target's dtype before its size",
-    ("nn.functional.soft_margin_loss", "error message"): "the broadcast error names input and target the other way",
     ("scatter", "error message"): "index of another rank than src: kiln fails in its strides, torch checks first",
     ("scatter_add", "error message"): "as scatter",
 }
