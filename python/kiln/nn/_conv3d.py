@@ -54,7 +54,7 @@ def _check_conv3d(input, weight, bias, stride, pads, dilation, groups) -> None:
     if any(p < 0 for pair in pads for p in pair):
         raise RuntimeError("negative padding is not supported")
     if any(d <= 0 for d in dilation):
-        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+        raise RuntimeError("non-positive dilation is not supported")
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     w = list(weight.shape)

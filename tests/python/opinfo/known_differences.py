@@ -67,6 +67,9 @@ KNOWN_DIFFERENCES = {
     # the same exception type, other words
     **_each(("linspace", "linspace.tensor_overload", "logspace", "logspace.tensor_overload"), ("error message",),
             _LINSPACE),
+    **_each(("nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d"), ("error message",),
+            _MESSAGE + " (torch words dilation 0 two ways by input: 'non-positive dilation is not supported', as "
+            "kiln always does, or 'dilation should be greater than zero' for these samples)"),
     ("complex", "error message"): _MESSAGE + " (names the second argument's dtype, not both)",
     ("masked_fill", "error message"): "masked_fill of an int tensor with a complex value: kiln says complex is not "
                                       "implemented, torch that the value overflows int64",

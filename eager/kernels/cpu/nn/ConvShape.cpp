@@ -30,7 +30,7 @@ void check_conv_forward(const Tensor& input, const Tensor& weight, const std::op
   const int64_t spatial = k - 2;
   for (int64_t s : stride) KILN_CHECK(s > 0, "non-positive stride is not supported");
   for (int64_t p : padding) KILN_CHECK(p >= 0, "negative padding is not supported");
-  for (int64_t d : dilation) KILN_CHECK(d > 0, "dilation should be greater than zero, but got ", dilation);
+  for (int64_t d : dilation) KILN_CHECK(d > 0, "non-positive dilation is not supported");
   KILN_CHECK(groups > 0, "non-positive groups is not supported");
   const IntArrayRef w = weight.sizes();
   const int64_t weight_dim = weight.dim();
