@@ -45,7 +45,6 @@ KNOWN_DIFFERENCES = {
                             "backend), torch a RuntimeError/ValueError from its argument checks",
     # kiln bugs and gaps still open (issue 31 item 2)
     ("arange", "error input"): "arange with a float end and an int out=: kiln's binding has no out= overload there",
-    ("cumprod", "gradient float64"): "cumprod's backward divides by the input: NaN where the input has zeros",
     ("native_group_norm", "gradient float64"): "native_group_norm's backward through its mean/rstd outputs differs",
     **_each(("nn.functional.embedding",), ("forward float32", "forward float64"), _SPARSE_GRADIENT),
     ("nn.functional.interpolate.bicubic", "forward uint8"): _UINT8_INTERPOLATE,
@@ -69,7 +68,10 @@ KNOWN_DIFFERENCES = {
             _LINSPACE),
     **_each(("nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d"), ("error message",),
             _MESSAGE + " (torch words dilation 0 two ways by input: 'non-positive dilation is not supported', as "
-            "kiln always does, or 'dilation should be greater than zero' for these samples)"),
+            "kiln always does, or 'dilation should be greater than zero' for these samples; and a weight of the "
+            "wrong rank: kiln checks the other arguments first)"),
+    ("nn.functional.max_pool1d", "error message"): _MESSAGE + " (stride 0: 'stride should not be zero' for "
+                                                   "'max_pool1d() stride must be greater than zero, but got 0')",
     ("complex", "error message"): _MESSAGE + " (names the second argument's dtype, not both)",
     ("masked_fill", "error message"): "masked_fill of an int tensor with a complex value: kiln says complex is not "
                                       "implemented, torch that the value overflows int64",
