@@ -60,7 +60,6 @@ globals().update(_GENERATED_FUNCTIONS)
 from kiln._creation import (  # noqa: E402
     as_tensor, asarray, empty_permuted, fill, frombuffer, range, scalar_tensor, tensor,  # noqa: A004
 )
-from kiln._creation import linspace, logspace  # noqa: E402  (0-d tensor start/end, over the generated ops)
 from kiln import random  # noqa: E402
 from kiln.random import get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402
 from kiln._shape import broadcast_shapes, broadcast_tensors, split  # noqa: E402

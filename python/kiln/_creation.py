@@ -1,13 +1,12 @@
 """Tensor creation that is not an op: kiln.tensor(data) (it parses nested Python data),
-as_tensor, asarray, frombuffer, scalar_tensor, range (deprecated), fill,
-empty_permuted, and linspace/logspace reading 0-d tensor bounds. The factories (empty, zeros, ones, full, arange, linspace, logspace,
+as_tensor, asarray, frombuffer, scalar_tensor, range (deprecated), fill and
+empty_permuted. The factories (empty, zeros, ones, full, arange, linspace, logspace,
 eye, rand, ...) and the *_like forms are ops in eager/ops/*.yaml with generated
 bindings."""
 
 from __future__ import annotations
 
 import builtins
-import inspect
 import math
 import numbers
 import warnings
@@ -240,40 +239,3 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
         result.requires_grad_(True)
     return result
 
-
-def _scalar_bounds(name: str, start, end):
-    """start and end as numbers: torch's linspace/logspace take 0-d tensors there (read as their value)
-    and refuse others."""
-    start_is, end_is = isinstance(start, _C.TensorBase), isinstance(end, _C.TensorBase)
-    if not (start_is or end_is):
-        return start, end
-    wrong = (start_is and start.dim() != 0) or (end_is and end.dim() != 0)
-    if wrong:
-        parts = ([f"start with {start.dim()} dimension(s)"] if start_is else []) + (
-            [f"end with {end.dim()} dimension(s)"] if end_is else [])
-        raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors, but got "
-                           f"{' and '.join(parts)}.")
-    return (start.item() if start_is else start), (end.item() if end_is else end)
-
-
-def linspace(start, end, steps, *args, **kwargs):
-    """``steps`` points from start to end (numbers or 0-d tensors), evenly spaced."""
-    start, end = _scalar_bounds("linspace", start, end)
-    return _C._functions.linspace(start, end, steps, *args, **kwargs)
-
-
-def logspace(start, end, steps, *args, **kwargs):
-    """``steps`` powers of ``base`` whose exponents run evenly from start to end (numbers or 0-d tensors)."""
-    start, end = _scalar_bounds("logspace", start, end)
-    return _C._functions.logspace(start, end, steps, *args, **kwargs)
-
-
-def _same_signature(wrapper, fn):
-    try:
-        wrapper.__signature__ = inspect.signature(fn)
-    except (TypeError, ValueError):
-        pass
-
-
-_same_signature(linspace, _C._functions.linspace)
-_same_signature(logspace, _C._functions.logspace)
