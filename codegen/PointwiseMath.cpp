@@ -109,7 +109,9 @@ Builder arithmetic(ExprOp e, Operands from) {
     const DType c = compute_of(op.out);
     std::optional<int32_t> x, y;
     switch (from) {
-      case Operands::TensorOther: x = op.x(0, c), y = op.x(1, c); break;
+      case Operands::TensorOther:  // mul and div read a 1-element divisor at float precision (x_opmath_scalar)
+        x = op.x(0, c), y = e == ExprOp::Mul || e == ExprOp::Div ? op.x_opmath_scalar(1, c) : op.x(1, c);
+        break;
       case Operands::ScalarOther: x = op.x(0, c), y = op.scalar("other", c, op.out); break;
       case Operands::SwappedTensor: x = op.x(1, c), y = op.x(0, c); break;
       case Operands::SwappedScalar: x = op.scalar("other", c, op.out), y = op.x(0, c); break;

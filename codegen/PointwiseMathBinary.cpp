@@ -13,22 +13,24 @@ namespace kiln::codegen::pointwise_math {
 namespace {
 
 /// Input i, or the Scalar attribute `name` when the node has no input i (the .Scalar overloads), in `c`,
-/// rounded through the op's dtype as a wrapped number.
-std::optional<int32_t> operand(const Op& op, size_t i, const char* name, DType c) {
+/// rounded through the op's dtype as a wrapped number; `opmath_scalar`: a 1-element tensor input is read
+/// at float precision (the divisions: Op::x_opmath_scalar).
+std::optional<int32_t> operand(const Op& op, size_t i, const char* name, DType c, bool opmath_scalar = false) {
   if (op.attr(name) != nullptr) return op.scalar(name, c, op.out);
   if (i >= op.in.size()) return std::nullopt;
-  return op.x(i, c);
+  return opmath_scalar ? op.x_opmath_scalar(i, c) : op.x(i, c);
 }
 
 /// A floating op of two operands (`self`, `other`; either may be a Scalar attribute); integer inputs
-/// compute in the floating output dtype.
-Builder floating_binary(std::function<int32_t(const Math&, int32_t, int32_t)> f) {
-  return [f = std::move(f)](Op& op) -> std::optional<int32_t> {
+/// compute in the floating output dtype. `divides`: a division, whose tensor divisor eager reads at
+/// float precision when it is one element (Note [CPU scalars at opmath precision]).
+Builder floating_binary(std::function<int32_t(const Math&, int32_t, int32_t)> f, bool divides = false) {
+  return [f = std::move(f), divides](Op& op) -> std::optional<int32_t> {
     if (!is_floating_point(op.out)) return std::nullopt;
     const DType c = compute_of(op.out);
     const bool scalar_self = op.attr("self") != nullptr;
     const auto x = scalar_self ? op.scalar("self", c, op.out) : std::optional<int32_t>(op.x(0, c));
-    const auto y = operand(op, scalar_self ? 0 : 1, "other", c);
+    const auto y = operand(op, scalar_self ? 0 : 1, "other", c, divides && !scalar_self);
     if (!x || !y) return std::nullopt;
     return op.result(f(Math{op.b, c}, *x, *y));
   };
@@ -146,7 +148,7 @@ Builder where_scalar(bool scalar_self, bool scalar_other) {
 }  // namespace
 
 void add_binary_math(Table& t) {
-  t["kiln::floor_divide"] = floating_binary(floor_divide);
+  t["kiln::floor_divide"] = floating_binary(floor_divide, /*divides=*/true);
   t["kiln::floor_divide.Scalar"] = floating_binary(floor_divide);
   t["kiln::remainder.Tensor"] = floating_binary(remainder);
   t["kiln::remainder.Scalar"] = floating_binary(remainder);
@@ -180,13 +182,14 @@ void add_binary_math(Table& t) {
       const ir::Attribute* mode = op.attr("rounding_mode");
       if (mode == nullptr) return std::nullopt;
       if (mode->is_none()) {
-        return floating_binary([](const Math& m, int32_t a, int32_t b) { return m.div(a, b); })(op);
+        return floating_binary([](const Math& m, int32_t a, int32_t b) { return m.div(a, b); }, true)(op);
       }
       if (mode->kind() != ir::Attribute::Kind::Str) return std::nullopt;
       if (mode->to_str() == "trunc") {
-        return floating_binary([](const Math& m, int32_t a, int32_t b) { return m.call(ExprOp::Trunc, m.div(a, b)); })(op);
+        return floating_binary([](const Math& m, int32_t a, int32_t b) { return m.call(ExprOp::Trunc, m.div(a, b)); },
+                               true)(op);
       }
-      if (mode->to_str() == "floor") return floating_binary(floor_divide)(op);
+      if (mode->to_str() == "floor") return floating_binary(floor_divide, true)(op);
       return std::nullopt;
     };
   }

@@ -44,6 +44,18 @@ struct Op {
     if (is_reduced(out) && compute == DType::Float32 && in_dtype(i) != out) return b.cast(b.cast(in[i], out), compute);
     return b.cast(in[i], compute);
   }
+  /// Input i as eager's float16/bfloat16 mul and divisions read their second operand: a 1-element
+  /// CPU tensor at float precision from its own dtype (Note [CPU scalars at opmath precision],
+  /// eager/kernels/cpu/pointwise/per_capability/BinaryOpsKernel.cpp), any other input as x(i).
+  [[nodiscard]] int32_t x_opmath_scalar(size_t i, DType compute) const {
+    if (!is_reduced(out) || compute != DType::Float32 || i >= n.inputs().size()) return x(i, compute);
+    const ir::Type& type = n.input(i)->type();
+    if (!type.is_tensor() || !type.tensor_type().sizes || !type.tensor_type().device.is_cpu()) return x(i, compute);
+    for (const auto& size : *type.tensor_type().sizes) {
+      if (!size.is_concrete() || size.value() != 1) return x(i, compute);
+    }
+    return b.cast(in[i], compute);
+  }
   /// `r` (in the compute dtype) stored as the output dtype.
   [[nodiscard]] int32_t result(int32_t r) const { return b.cast(r, out); }
 };

@@ -140,7 +140,7 @@ PYTHON_LAYERS: tuple[tuple[str, ...], ...] = (
     # The tensor library: Tensor, the functions of kiln's namespace by topic, and the
     # namespaces torch keeps beside it (special, linalg, fft).
     ("kiln._", "kiln.random", "kiln.return_types", "kiln.special", "kiln.linalg", "kiln.fft", "kiln.cuda",
-     "kiln.futures"),
+     "kiln.futures", "kiln.sparse"),
     # Collectives across processes (tensors in, tensors out); DDP in kiln.nn.parallel builds on them.
     ("kiln.distributed",),
     ("kiln.nn",),
@@ -148,7 +148,7 @@ PYTHON_LAYERS: tuple[tuple[str, ...], ...] = (
     ("kiln.optim", "kiln.distributed.optim", "kiln.amp", "kiln.library",
      "kiln.serialization", "kiln.testing", "kiln.utils", "kiln.compiler", "kiln.profiler"),
     (ROOT,),
-    ("kiln.func", "kiln.distributions", "kiln.bench", "kiln.onnx"),
+    ("kiln.func", "kiln.distributions", "kiln.bench", "kiln.onnx", "kiln.masked", "kiln.signal"),
 )
 
 

@@ -654,12 +654,20 @@ template <typename Dims>
   return kiln::flip(kiln::cumsum(kiln::flip(grad, IntArrayRef(dims, 1)), dim), IntArrayRef(dims, 1));
 }
 
-/// Gradient of cumprod for inputs without zeros: reverse cumsum of grad * result, over self.
-/// (Zeros take PyTorch's slower exact path there; kiln computes it by the
-/// quotient rule, exact except at the zeros themselves.)
+/// Gradient of cumprod: reverse cumsum of grad * result, over self (the quotient rule), exact
+/// before the first zero of each slice (the products past it are 0). At that first zero z it is
+/// the reverse cumsum of grad times the cumprod with x_z read as 1 (the products without x_z);
+/// past it, 0 (every product keeps x_z). No data-dependent branch: capture records the same ops.
 [[nodiscard]] inline Tensor cumprod_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& result) {
   if (grad.dim() == 0) return grad;
-  return kiln::div(cumsum_backward(kiln::mul(grad, conj_if_complex(result)), dim), conj_if_complex(self));
+  const Tensor quotient = kiln::div(cumsum_backward(kiln::mul(grad, conj_if_complex(result)), dim), conj_if_complex(self));
+  const Tensor is_zero = kiln::eq(self, 0);
+  const Tensor zeros_so_far = kiln::cumsum(is_zero, dim);  // int64
+  const Tensor first_zero = kiln::logical_and(is_zero, kiln::eq(zeros_so_far, 1));
+  const Tensor past_first_zero = kiln::logical_and(kiln::gt(zeros_so_far, 0), kiln::logical_not(first_zero));
+  const Tensor without_first_zero = kiln::cumprod(kiln::where(first_zero, 1, self), dim);
+  const Tensor at_first_zero = cumsum_backward(kiln::mul(grad, conj_if_complex(without_first_zero)), dim);
+  return kiln::where(first_zero, at_first_zero, kiln::where(past_first_zero, 0, quotient));
 }
 
 /// Gradient of as_strided(input, size, stride, storage_offset): every element

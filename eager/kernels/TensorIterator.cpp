@@ -2,7 +2,9 @@
 #include "eager/kernels/TensorIterator.h"
 
 #include <algorithm>
+#include <complex>
 #include <cstdio>
+#include <cstring>
 
 #include "eager/core/Error.h"
 #include "eager/kernels/MemorySpan.h"
@@ -168,6 +170,7 @@ void TensorIterator::compute_types(const TensorIteratorConfig& config) {
     for (auto& op : operands_) {
       if (op.is_output || op.tensor.dtype() == common_dtype_) continue;
       const bool wrapped = op.tensor.impl()->is_wrapped_number();
+      op.original = op.tensor;  // read by original_scalar_input
       op.tensor = to_dtype_copy(op.tensor, common_dtype_);
       op.tensor.impl()->set_wrapped_number(wrapped);
     }
@@ -334,6 +337,35 @@ void TensorIterator::check_memory_overlap(const TensorIteratorConfig& config) co
 }
 
 // --- running -----------------------------------------------------------------------
+
+bool TensorIterator::is_cpu_scalar_input(int i) const {
+  const Operand& op = operands_[static_cast<size_t>(noutputs_ + i)];
+  const Tensor& t = op.original.defined() ? op.original : op.tensor;
+  return !meta_ && t.defined() && t.numel() == 1 && t.device().is_cpu();
+}
+
+Scalar TensorIterator::original_scalar_input(int i) const {
+  const Operand& op = operands_[static_cast<size_t>(noutputs_ + i)];
+  const Tensor& t = op.original.defined() ? op.original : op.tensor;
+  KILN_CHECK(t.numel() == 1, "original_scalar_input: input ", i, " has ", t.numel(), " elements");
+  const char* data = static_cast<const char*>(t.data_ptr());
+  return visit_dtype_and_complex(t.dtype(), [&](auto tag) -> Scalar {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v, data, sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) {
+      return Scalar(v);
+    } else if constexpr (std::is_integral_v<T>) {
+      return Scalar(static_cast<int64_t>(v));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return Scalar(static_cast<double>(v));
+    } else if constexpr (is_complex_v<T>) {
+      return Scalar(std::complex<double>(v.real(), v.imag()));
+    } else {
+      return Scalar(static_cast<double>(static_cast<float>(v)));  // float16/bfloat16, exactly
+    }
+  });
+}
 
 const Tensor& TensorIterator::output(int i) const {
   const Operand& op = operands_[static_cast<size_t>(i)];

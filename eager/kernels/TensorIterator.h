@@ -123,6 +123,12 @@ class TensorIterator {
   /// (innermost first): what a device launcher (eager/kernels/cuda) hands its kernel.
   [[nodiscard]] void* operand_data(int i) const { return operands_[static_cast<size_t>(i)].data; }
   [[nodiscard]] IntArrayRef operand_byte_strides(int i) const { return operands_[static_cast<size_t>(i)].byte_strides; }
+  /// Input i is a CPU scalar: one element with data on the CPU, read at every position of the loop
+  /// (a wrapped number, a 0-dim or broadcast 1-element tensor); PyTorch's is_scalar on a CPU loop.
+  [[nodiscard]] bool is_cpu_scalar_input(int i) const;
+  /// That one element as the caller passed it, before its conversion to the common dtype (float16/
+  /// bfloat16 mul and div read it at float precision: Note [CPU scalars at opmath precision]).
+  [[nodiscard]] Scalar original_scalar_input(int i) const;
   /// The operands are meta tensors: no loop runs (Note [TensorIterator on meta tensors]).
   [[nodiscard]] bool is_meta() const { return meta_; }
 
@@ -137,7 +143,7 @@ class TensorIterator {
   friend class TensorIteratorConfig;
   struct Operand {
     Tensor tensor;    // what the loop reads or writes (maybe a converted temporary)
-    Tensor original;  // the caller's out= tensor when `tensor` is a temporary
+    Tensor original;  // the caller's out= tensor when `tensor` is a temporary; an input before its conversion
     bool is_output = false;
     bool allocated = false;  // created by the iterator (no overlap possible)
     DimVector byte_strides;  // per iteration dimension

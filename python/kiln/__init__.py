@@ -66,6 +66,10 @@ from kiln._shape import broadcast_shapes, broadcast_tensors, split  # noqa: E402
 from kiln._indexing import (  # noqa: E402  (nonzero: as_tuple=True over the nonzero ops)
     diagonal_scatter, index_reduce, nonzero, select_scatter, slice_scatter, unravel_index,
 )
+from kiln._indexing import nonzero_static  # noqa: E402
+from kiln._hashing import hash_tensor  # noqa: E402  (torch.hash_tensor: the xor of the elements' 64-bit patterns)
+from kiln._legacy_methods import resize_as_  # noqa: E402  (torch.resize_as_ is the Tensor method as a function)
+from kiln._layout import sparse_not_implemented as _sparse_not_implemented  # noqa: E402
 from kiln._einsum import einsum  # noqa: E402
 from kiln import return_types  # noqa: E402
 from kiln._named_tuple_ops import aminmax, max, min, sort, topk  # noqa: E402,A004
@@ -202,3 +206,12 @@ from kiln import compiler  # noqa: E402  (kiln.compile and kiln.compiler: graph 
 from kiln.compiler import compile  # noqa: E402,A001  (shadows the builtin inside kiln, as torch.compile does)
 from kiln import onnx  # noqa: E402  (kiln.onnx.export; the onnx package is imported by the first export)
 from kiln import profiler  # noqa: E402  (kiln.profiler: torch.profiler's shape, issue 26)
+from kiln import masked, signal, sparse  # noqa: E402  (torch.masked, torch.signal.windows; kiln.sparse refuses)
+
+# torch's sparse constructors (Note [No sparse layouts]): they raise NotImplementedError.
+sparse_coo_tensor = _sparse_not_implemented("kiln.sparse_coo_tensor")
+sparse_csr_tensor = _sparse_not_implemented("kiln.sparse_csr_tensor")
+sparse_csc_tensor = _sparse_not_implemented("kiln.sparse_csc_tensor")
+sparse_bsr_tensor = _sparse_not_implemented("kiln.sparse_bsr_tensor")
+sparse_bsc_tensor = _sparse_not_implemented("kiln.sparse_bsc_tensor")
+sparse_compressed_tensor = _sparse_not_implemented("kiln.sparse_compressed_tensor")

@@ -97,5 +97,14 @@ _SHORTHANDS = {
     "long": _C.int64, "int": _C.int32, "short": _C.int16, "char": _C.int8, "byte": _C.uint8, "bool": _C.bool,
 }
 
-# Tensor.float(), .double(), ... (kiln/_tensor_bindings.py puts them on Tensor).
+_SHORTHANDS.update({"cfloat": _C.complex64, "cdouble": _C.complex128})
+
+
+def chalf(self, memory_format=_C.preserve_format):
+    """Tensor.chalf: torch's complex32 (two float16 halves), a dtype kiln does not have."""
+    raise NotImplementedError("Tensor.chalf: kiln has no complex32 (ComplexHalf) dtype; use cfloat() for complex64")
+
+
+# Tensor.float(), .double(), .cfloat(), ... (kiln/_tensor_bindings.py puts them on Tensor).
 SHORTHAND_METHODS = {name: _shorthand(dtype, name) for name, dtype in _SHORTHANDS.items()}
+SHORTHAND_METHODS["chalf"] = chalf

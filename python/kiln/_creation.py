@@ -238,3 +238,4 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     if requires_grad:
         result.requires_grad_(True)
     return result
+

@@ -1,5 +1,5 @@
 """The indexing functions whose Python signature is not one op: ``nonzero``
-with ``as_tuple`` (the ``nonzero`` and ``nonzero_numpy`` ops underneath),
+with ``as_tuple`` (the ``nonzero`` and ``nonzero_numpy`` ops underneath), nonzero_static,
 Tensor.scatter_reduce_ and index_reduce(_) over the scatter_reduce op; and the
 composites unravel_index, Tensor.fill_diagonal_ and diagonal_scatter /
 select_scatter / slice_scatter (a copy of the input with one view overwritten)."""
@@ -24,6 +24,18 @@ def nonzero(input, *, out=None, as_tuple=False):
     if out is not None:
         return _C._functions.nonzero(input, out=out)
     return _C._functions.nonzero(input)
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero with a fixed row count: the first ``size`` rows of ``nonzero(input)``, padded
+    with rows of ``fill_value`` when there are fewer."""
+    if not isinstance(size, int) or size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = _F.nonzero(input)
+    if found.shape[0] >= size:
+        return found[:size].clone()
+    padding = _F.full([size - found.shape[0], found.shape[1]], fill_value, dtype=found.dtype, device=found.device)
+    return _F.cat([found, padding], 0)
 
 
 def _saved_input(self, src):

@@ -124,3 +124,28 @@ BACKEND_FLAG_PROPERTIES = {
     "is_meta": property(lambda self: _C.TensorBase.is_meta.__get__(self),
                         doc="Tensor.is_meta: whether the tensor is on the meta device (sizes, strides, dtype, no data)."),
 }
+
+# Note [No sparse layouts]
+# ------------------------
+# Sparse tensors (COO, CSR, CSC, BSR, BSC) are a layout of their own that kiln does not have
+# (issue 31). Every entry point torch has for them (Tensor.to_sparse*, kiln.sparse.*) exists
+# and raises NotImplementedError with SPARSE_MESSAGE, so code written for torch fails clearly
+# at the call rather than with an AttributeError somewhere else.
+SPARSE_MESSAGE = "kiln has no sparse layouts (only kiln.strided)"
+
+
+def sparse_not_implemented(name: str):
+    """A function named ``name`` that raises NotImplementedError (Note [No sparse layouts])."""
+    def refuse(*args, **kwargs):
+        raise NotImplementedError(f"{name}: {SPARSE_MESSAGE}")
+
+    refuse.__name__ = refuse.__qualname__ = name.rsplit(".", 1)[-1]
+    refuse.__doc__ = f"{name}: not available, {SPARSE_MESSAGE} (raises NotImplementedError)."
+    refuse.not_implemented_reason = SPARSE_MESSAGE  # what a caller (the OpInfo test) may read: it only refuses
+    return refuse
+
+
+SPARSE_METHODS = {name: sparse_not_implemented(f"Tensor.{name}")
+                  for name in ("to_sparse", "to_sparse_coo", "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr",
+                               "to_sparse_bsc", "sparse_mask", "sparse_dim", "dense_dim", "coalesce", "indices",
+                               "values", "crow_indices", "col_indices", "ccol_indices", "row_indices")}

@@ -19,10 +19,23 @@ def _dims(dim):
     return [dim] if isinstance(dim, int) else list(dim)
 
 
+def _check_identity_dims(x, ord, dim) -> None:
+    """torch's refusal of a max/min-like norm (inf, negative ord) over an empty dim: it has no identity."""
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an empty tensor because the "
+                           f"operation does not have an identity")
+    for d in [dim] if isinstance(dim, int) else dim:
+        if x.dim() and x.shape[d % x.dim()] == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on the dimension {d}because this "
+                               f"dimension is empty and the operation does not have an identity")
+
+
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """torch.linalg.vector_norm: the ord-norm of x's elements over dim (all by default)."""
     if isinstance(ord, str):
         raise TypeError("linalg_vector_norm(): argument 'ord' must be Number, not str")
+    if x.numel() == 0 and (ord < 0 or ord == math.inf):
+        _check_identity_dims(x, ord, dim)
     if out is not None:
         return _F.linalg_vector_norm(x, ord, _dims(dim), keepdim, dtype=dtype, out=out)
     return _F.linalg_vector_norm(x, ord, _dims(dim), keepdim, dtype=dtype)
@@ -36,7 +49,10 @@ def _spectral_norm(A, ord, dim, keepdim):
 
     d0, d1 = (d % A.dim() for d in dim)
     S = svdvals(A.movedim((d0, d1), (-2, -1)))
-    result = S.sum(-1) if ord == "nuc" else S.amax(-1) if ord == 2 else S.amin(-1)
+    if ord == 2 and S.shape[-1] == 0:  # an empty matrix's largest singular value: 0, as torch (-2 refuses)
+        result = S.sum(-1)
+    else:
+        result = S.sum(-1) if ord == "nuc" else S.amax(-1) if ord == 2 else S.amin(-1)
     if keepdim:
         for d in sorted((d0, d1)):
             result = result.unsqueeze(d)
@@ -61,7 +77,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         rows, cols = (dim[1], dim[0]) if abs(ord) == math.inf else (dim[0], dim[1])
         d0, d1 = (d % A.dim() for d in (rows, cols))
         sums = A.abs().sum(d0, keepdim=True)
-        result = sums.amax(d1, keepdim=True) if ord > 0 else sums.amin(d1, keepdim=True)
+        if ord > 0:  # the largest of no sums is 0 for torch (sums are >= 0); amin has no such identity
+            result = sums.amax(d1, keepdim=True) if sums.shape[d1] else sums.sum(d1, keepdim=True)
+        else:
+            result = sums.amin(d1, keepdim=True)
         if not keepdim:
             for d in sorted((d0, d1), reverse=True):
                 result = result.squeeze(d)

@@ -142,6 +142,27 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return result
 
 
+def _check_cov_weights(weights, name: str, observations: int, *, integral: bool) -> None:
+    """torch's checks of cov's fweights (integral) and aweights (floating): at most 1-D, the kind of
+    dtype, one per observation, none negative."""
+    if weights is None:
+        return
+    if weights.dim() > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
+                           f"{weights.dim()} dimensions")
+    if integral and (weights.dtype.is_floating_point or weights.dtype.is_complex):
+        raise RuntimeError(f"cov(): expected {name} to have integral dtype but got {name} with "
+                           f"{scalar_type_name(weights.dtype)} dtype")
+    if not integral and not weights.dtype.is_floating_point:
+        raise RuntimeError(f"cov(): expected {name} to have floating point dtype but got {name} with "
+                           f"{scalar_type_name(weights.dtype)} dtype")
+    if weights.numel() != observations:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the input "
+                           f"but got {weights.numel()} != {observations}")
+    if observations > 0 and bool(weights.min() < 0):
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+
+
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """The covariance matrix of the variables (rows) of ``input`` over its observations (columns)."""
     if input.dim() > 2:
@@ -150,6 +171,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     x = input if input.dim() == 2 else input.reshape(1, -1)
     x = _float_of(x)
     observations = x.shape[1]
+    _check_cov_weights(fweights, "fweights", observations, integral=True)
+    _check_cov_weights(aweights, "aweights", observations, integral=False)
     weights = None
     if fweights is not None:
         weights = fweights

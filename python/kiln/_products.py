@@ -56,8 +56,17 @@ def multi_dot(tensors, *, out=None):
 
 
 def matrix_power(A, n, *, out=None):
-    """torch.linalg.matrix_power for n >= 0 (negative n needs an inverse kiln does not have yet)."""
-    result = _F.matrix_power(A, n)
+    """torch.linalg.matrix_power: A multiplied by itself n times (n < 0: the inverse's -n-th power;
+    n = 0: the identity, as A's clone overwritten, so it records a (zero) gradient as torch's does)."""
+    if n < 0:
+        from kiln.linalg._solve import inv  # same layer; imported here to keep kiln._products free of linalg
+        _F.matrix_power(A, 0)  # matrix_power's own shape checks and messages first
+        result = _F.matrix_power(inv(A), -n)
+    elif n == 0:
+        identity = _F.matrix_power(A, 0)
+        result = A.clone(memory_format=_C.contiguous_format).copy_(identity) if A.requires_grad else identity
+    else:
+        result = _F.matrix_power(A, n)
     if out is None:
         return result
     return _C._functions._copy_to_out(result, out)

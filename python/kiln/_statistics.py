@@ -107,14 +107,41 @@ def nanmedian(input, dim=None, keepdim=False):
     return _select_sorted(input, dim, keepdim, _nanmedian_position, nanmedian_type)
 
 
-def kthvalue(input, k, dim=-1, keepdim=False):
-    """The k-th smallest element along ``dim`` (1-based), as (values, indices)."""
+def _byte_span(t):
+    """[first, last) byte addresses t's elements occupy (empty for an empty tensor)."""
+    if t.numel() == 0:
+        return 0, 0
+    start = t.data_ptr()
+    extent = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    return start, start + (extent + 1) * t.element_size()
+
+
+def _check_out_not_overlapping(out, input) -> None:
+    """torch's refusal of an out= tensor that shares memory with an input."""
+    first, last = _byte_span(out)
+    other_first, other_last = _byte_span(input)
+    if first < other_last and other_first < last:
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor refer "
+                           "to a single memory location. Please clone() the tensor before performing the operation.")
+
+
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    """The k-th smallest element along ``dim`` (1-based), as (values, indices); out=(values, indices)."""
+    if out is not None:
+        for written in out:
+            _check_out_not_overlapping(written, input)
     x_dim = _wrap_dim(dim, input.dim())
     n = input.shape[x_dim] if input.dim() else 1
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {x_dim}")
-    return _select_sorted(input, dim, keepdim, lambda n_, nan_count: _F.zeros_like(nan_count) + (k - 1),
-                          kthvalue_type)
+    result = _select_sorted(input, dim, keepdim, lambda n_, nan_count: _F.zeros_like(nan_count) + (k - 1),
+                            kthvalue_type)
+    if out is None:
+        return result
+    values, indices = out
+    _C._functions._copy_to_out(result.values, values)
+    _C._functions._copy_to_out(result.indices, indices)
+    return kthvalue_type(values, indices)
 
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")

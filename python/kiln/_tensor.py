@@ -357,6 +357,7 @@ _ARITHMETIC_OPERATORS = {
     "__truediv__": _TensorBase.__truediv__,
     "__rtruediv__": _reflected(lambda other, self: _C._functions.div(_scalar_operand(other, self), self),
                                "__rtruediv__"),
+    "__rdiv__": _reflected(lambda other, self: _C._functions.div(_scalar_operand(other, self), self), "__rdiv__"),
     "__itruediv__": _TensorBase.__itruediv__,
     "__floordiv__": _TensorBase.__floordiv__,
     "__rfloordiv__": _reflected(

@@ -14,6 +14,7 @@ from kiln import (
     _complex,
     _conversion,
     _dtypes,
+    _hashing,
     _histogram,
     _indexing,
     _layout,
@@ -55,6 +56,7 @@ def _methods():
         "record_stream": _tensor_methods.record_stream,
         "index_copy_": _tensor_methods.index_copy_, "index_copy": _tensor_methods.index_copy,
         "put_": _tensor_methods.put_, "put": _tensor_methods.put,
+        "hash_tensor": _hashing.hash_tensor, "nonzero_static": _indexing.nonzero_static,
         # queries with a function form (kiln/_predicates.py)
         "is_nonzero": _predicates.is_nonzero, "is_same_size": _predicates.tensor_is_same_size,
         "is_signed": _predicates.is_signed, "get_device": _predicates.get_device,
@@ -104,7 +106,7 @@ def _methods():
         "is_conj": _complex.tensor_is_conj, "is_neg": _complex.tensor_is_neg,
         # layout and the backends kiln does not have (kiln/_layout.py)
         "dim_order": _layout.dim_order, "layout": _layout.LAYOUT_PROPERTY, "output_nr": _layout.OUTPUT_NR_PROPERTY,
-        **_layout.BACKEND_FLAG_PROPERTIES,
+        **_layout.BACKEND_FLAG_PROPERTIES, **_layout.SPARSE_METHODS,
         # legacy methods (kiln/_legacy_methods.py)
         "new": _legacy_methods.new, "resize_as_": _legacy_methods.resize_as_, "apply_": _legacy_methods.apply_,
         "map_": _legacy_methods.map_, "map2_": _legacy_methods.map2_,

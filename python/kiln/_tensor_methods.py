@@ -40,6 +40,8 @@ def sum_to_size(self, *size):
     leading = self.dim() - len(target)
     if leading < 0 or any(t != 1 and t != s for t, s in zip(target, list(self.shape)[leading:])):
         raise RuntimeError(f"size {{{list(target)}}} is not expandable to size {{{list(self.shape)}}}.")
+    if not target:  # torch sums to a 0-dim size outright (bool becomes int64, as sum does), even from 0-dim
+        return self.sum()
     result = self
     if leading:
         result = result.sum(tuple(range(leading)))

@@ -48,7 +48,13 @@ def expand_copy(input, size, *, implicit=False, out=None):
 
 
 def narrow_copy(input, dim, start, length, *, out=None):
-    """torch.narrow_copy (and Tensor.narrow_copy): ``input.narrow(dim, start, length)`` as a new tensor."""
+    """torch.narrow_copy (and Tensor.narrow_copy): ``input.narrow(dim, start, length)`` as a new tensor,
+    with the checks of torch's own narrow_copy kernel (a dim past the last, a negative length) first."""
+    if input.dim() > 0 and dim >= input.dim():
+        raise RuntimeError("Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false.")
+    if input.dim() > 0 and -input.dim() <= dim and length < 0:
+        size = input.shape[dim]
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return _write_out(_materialise(input.narrow(dim, start, length)), out)
 
 

@@ -60,6 +60,8 @@ def _complex(x):
 
 
 def _wrap(d: int, rank: int, name: str) -> int:
+    if rank == 0:  # torch's maybe_wrap_dim words a 0-d tensor's case of its own
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
     if not -rank <= d < rank:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got {d})")
     return d % rank

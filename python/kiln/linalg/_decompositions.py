@@ -298,21 +298,55 @@ def _check_float(caller, A):
         raise RuntimeError(f"linalg.{caller}: Expected a floating point or complex tensor as input. Got {word}")
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
-    """The Moore-Penrose pseudo-inverse: V diag(1/S) U^T over the singular values above the tolerance
-    (through eigh when ``hermitian``)."""
-    _check_float("pinv", A)
+def _pinv_value(A, atol, rtol, hermitian):
     m, n = A.shape[-2], A.shape[-1]
     if hermitian:
         values, vectors = eigh(A)
         magnitude = values.abs()
         keep = magnitude > _tolerance(magnitude, m, n, atol, rtol, A.dtype)
         inverse = _F.where(keep, 1.0 / values, _F.zeros_like(values))
-        return _out((vectors * inverse.unsqueeze(-2)) @ vectors.mH, out)
+        return (vectors * inverse.unsqueeze(-2)) @ vectors.mH
     U, S, Vh = svd(A, full_matrices=False)
     keep = S > _tolerance(S, m, n, atol, rtol, A.dtype)
     inverse = _F.where(keep, 1.0 / S, _F.zeros_like(S))
-    return _out((Vh.mH * inverse.unsqueeze(-2)) @ U.mH, out)
+    return (Vh.mH * inverse.unsqueeze(-2)) @ U.mH
+
+
+def _pinv_backward(grad, pinv_a, A):
+    """The derivative of the pseudo-inverse (Golub and Pereyra), in products of A, A+ and grad only: defined
+    on singular and rank-deficient A too, where the SVD's own backward divides by equal singular values
+    (the formula torch's pinv_backward uses, the cheaper side first)."""
+    m, n = A.shape[-2], A.shape[-1]
+    pinv_ah, grad_h = pinv_a.mH, grad.mH
+    if m <= n:
+        K = grad_h @ pinv_a
+        k_pinv_ah = K @ pinv_ah
+        return -(pinv_a @ K).mH + k_pinv_ah - (A @ pinv_a) @ k_pinv_ah + (pinv_ah @ pinv_a) @ (grad_h - K @ A)
+    K = pinv_a @ grad_h
+    pinv_ah_k = pinv_ah @ K
+    return -(K @ pinv_a).mH + (grad_h - A @ K) @ pinv_a @ pinv_ah + pinv_ah_k - pinv_ah_k @ pinv_a @ A
+
+
+class _Pinv(Function):
+    @staticmethod
+    def forward(ctx, A, atol, rtol, hermitian):
+        result = _pinv_value(A, atol, rtol, hermitian)
+        ctx.save_for_backward(A, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        A, result = ctx.saved_tensors
+        return _pinv_backward(grad, result, A), None, None, None
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The Moore-Penrose pseudo-inverse: V diag(1/S) U^T over the singular values above the tolerance
+    (through eigh when ``hermitian``); its gradient is the pseudo-inverse's own (_pinv_backward)."""
+    _check_float("pinv", A)
+    if A.requires_grad and grad_mode.is_grad_enabled():
+        return _out(_Pinv.apply(A, atol, rtol, hermitian), out)
+    return _out(_pinv_value(A, atol, rtol, hermitian), out)
 
 
 def pinverse(input, rcond=1e-15):
@@ -356,7 +390,8 @@ def lstsq(A, B, rcond=None, *, driver=None, out=None):
         solution = _full_rank_lstsq(A, b, m, n)
     else:
         solution = pinv(A, rtol=rtol) @ b
-    residuals = _F.empty(0, dtype=A.dtype)
+    # no residuals: an empty tensor, an output of the solve as torch's (it requires grad with the inputs)
+    residuals = solution.reshape(-1)[:0] if solution.requires_grad else _F.empty(0, dtype=A.dtype)
     if driver != "gelsy" and m > n and full_rank:
         residuals = ((A @ solution - b) ** 2).sum(-2)
     singular_values = S if driver in ("gelsd", "gelss") else _F.empty(0, dtype=A.dtype)

@@ -135,12 +135,13 @@ def _slogdet_function():
             sign = sign * _F.sgn(diagonal).prod(-1)  # a unit complex number for complex A
             logabsdet = _F.log(_F.abs(diagonal)).sum(-1)
             ctx.save_for_backward(A)
-            ctx.mark_non_differentiable(sign)
+            if A.is_complex():  # a complex sign's gradient is not written here: it stays non-differentiable
+                ctx.mark_non_differentiable(sign)
             return sign, logabsdet
 
         @staticmethod
         def backward(ctx, *grads):
-            # (only logabsdet is differentiable: its gradient comes last)
+            # (a real sign is piecewise constant: its gradient is zero, as torch's; logabsdet's comes last)
             grad_logabsdet = grads[-1]
             (A,) = ctx.saved_tensors
             return grad_logabsdet.unsqueeze(-1).unsqueeze(-1) * inv(A).mH

@@ -227,7 +227,11 @@ def prelu(input, weight):
     """max(0, x) + weight * min(0, x), weight one value or one per channel (dim 1)."""
     _require_tensor(input, "prelu", "input", 1)
     _require_tensor(weight, "prelu", "weight", 2)
-    if weight.numel() != 1:
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    if weight.numel() == 1:
+        weight = weight.reshape(())  # one value broadcasts without adding a dim (a 0-d input stays 0-d)
+    else:
         if input.dim() == 0:
             raise RuntimeError("Not allow zero-dim input tensor.")
         channels = input.shape[1] if input.dim() >= 2 else 1

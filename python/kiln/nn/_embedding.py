@@ -1,13 +1,30 @@
 """F.embedding (the C++ embedding op) and F.one_hot. F.embedding_bag is in _embedding_bag.py.
 
-Imports: kiln.nn._ops only.
+Imports: kiln._C, kiln._statistics (unique), kiln.autograd.grad_mode and kiln.nn._ops only.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
+from kiln import _C
+from kiln._statistics import unique
+from kiln.autograd.grad_mode import no_grad
 from kiln.nn._ops import functions as _functions
+
+
+def renorm_rows(weight, indices, max_norm: float, norm_type: float):
+    """torch.embedding_renorm_: each row of ``weight`` that ``indices`` names, whose norm exceeds max_norm,
+    scaled in place (no gradient) by max_norm / (norm + 1e-7) (a float64 factor rounded to weight's dtype)."""
+    with no_grad():
+        rows = unique(indices.reshape(-1).to(_C.int64))
+        if rows.numel() == 0:
+            return weight
+        picked = weight.index_select(0, rows)
+        norms = _functions.linalg_vector_norm(picked, float(norm_type), [1], True).to(_C.float64)
+        scale = _functions.where(norms > max_norm, max_norm / (norms + 1e-7), _functions.ones_like(norms))
+        weight.index_copy_(0, rows, picked * scale.to(weight.dtype))
+    return weight
 
 
 def embedding(input, weight, padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
@@ -23,7 +40,7 @@ def embedding(input, weight, padding_idx: Optional[int] = None, max_norm: Option
     else:
         padding_idx = -1
     if max_norm is not None:
-        raise NotImplementedError("kiln.nn.functional.embedding: max_norm is not supported yet")
+        renorm_rows(weight, input, max_norm, norm_type)
     if sparse:
         raise NotImplementedError("kiln.nn.functional.embedding: sparse gradients are not supported")
     return _functions.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)

@@ -251,7 +251,7 @@ def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     """log(1 + exp(-target * input))."""
-    return _reduce(_functions.log1p(_functions.exp(-target * input)), reduction)
+    return _reduce(_functions.log1p(_functions.exp(-input * target)), reduction)  # input first: torch's error names
 
 
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
@@ -327,7 +327,7 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
         return loss.sum()
     if reduction == "none":
         return loss
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+    raise ValueError(f"{reduction} is not valid")  # gaussian_nll_loss's own wording in torch
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
@@ -339,9 +339,9 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
-def _check_multi_margin(input, target) -> None:
-    """torch's multi_margin_loss checks and words: a non-empty vector or [batch, classes] matrix, one target per
-    sample, each a class index."""
+def _check_multi_margin(input, target, weight=None) -> None:
+    """torch's multi_margin_loss checks and words, in its order: a non-empty vector or [batch, classes]
+    matrix, one target per sample, one weight per class, int64 targets, each a class index."""
     nd, shape = input.dim(), list(input.shape)
     if not ((nd == 2 and shape[1] != 0) or (nd == 1 and shape[0] != 0) or nd == 0):
         raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: {shape}")
@@ -351,6 +351,10 @@ def _check_multi_margin(input, target) -> None:
         raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
                            f"samples (batch size). Expected target size [{batch}], but got {list(target.shape)}. "
                            f"Input has shape {shape}.")
+    if weight is not None and (weight.dim() > 1 or weight.numel() != classes):
+        raise RuntimeError(f"inconsistent weight size, expected {classes} but got {list(weight.shape)}")
+    if target.dtype != _C.int64:
+        raise RuntimeError(f"expected scalar type Long but found {_scalar_name(target.dtype)}")
     if target.numel() and not bool(((target >= 0) & (target < classes)).all()):
         raise RuntimeError("target out of range")
 
@@ -359,9 +363,13 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
                       reduction: str = "mean"):
     """sum over i != y of max(0, margin - x[y] + x[i])^p / C, per sample (y the target class)."""
     kiln = _functions
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
-    _check_multi_margin(input, target)
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    _check_multi_margin(input, target, weight)
     x = input if input.dim() == 2 else input.reshape(1, -1)
     y = target.reshape(-1, 1)
     picked = x.gather(1, y)
@@ -407,10 +415,10 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if input.dim() > 2 or (input.dim() == 2 and input.shape[1] == 0) or (input.dim() == 1 and input.numel() == 0):
         raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{list(input.shape)}")
-    if target.dtype != _C.int64:
-        raise RuntimeError(f"expected scalar type Long but found {_scalar_name(target.dtype)}")
     if tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    if target.dtype != _C.int64:
+        raise RuntimeError(f"expected scalar type Long but found {_scalar_name(target.dtype)}")
     x = input.reshape(-1, input.shape[-1] if input.dim() else 1)
     y = target.reshape(tuple(x.shape))
     classes = x.shape[1]

@@ -198,6 +198,24 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _max_over_tables(input, tables, return_indices)
 
 
+def _integer_avg_pool3d(input, out, k, s, p, count_include_pad, divisor_override):
+    """avg_pool3d of integers as torch's CPU kernel: each window's sum divided by its divisor in
+    integer arithmetic (truncated toward zero). Sums are exact in float64 below 2**53."""
+    ones, divisors = [], []
+    for i, n in enumerate(input.shape[-3:]):
+        start = np.arange(out[i]) * s[i] - p[i]
+        end = np.minimum(start + k[i], n + p[i])
+        ones.append(_average_matrix(n, out[i], start, end, np.full(out[i], 1.0), _C.float64))
+        divisors.append(end - start if count_include_pad else np.minimum(end, n) - np.maximum(start, 0))
+    sums = _apply_separable(input.to(_C.float64), ones)
+    if divisor_override is not None:
+        divisor = float(divisor_override)
+    else:
+        grid = divisors[0][:, None, None] * divisors[1][None, :, None] * divisors[2][None, None, :]
+        divisor = _tensor(grid.astype(np.float64).reshape(-1).tolist(), _C.float64).reshape(*out)
+    return (sums / divisor).trunc().to(input.dtype)
+
+
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override=None):
     """Mean over [kD, kH, kW] windows (zero padding counted when count_include_pad; or / divisor_override)."""
@@ -208,6 +226,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = Fal
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     out = _check_pool3d("avg_pool3d", input, k, s, p, [1, 1, 1], ceil_mode)
+    if input.dtype != _C.bool and not input.dtype.is_floating_point and not input.dtype.is_complex:
+        return _integer_avg_pool3d(input, out, k, s, p, count_include_pad, divisor_override)
     _require_float("avg_pool3d", input)
     matrices = []
     for i, n in enumerate(input.shape[-3:]):
@@ -224,8 +244,16 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = Fal
     return result / divisor_override if divisor_override is not None else result
 
 
+def check_output_size_rank(input, output_size) -> None:
+    """torch.nn.functional's own check of a list output_size (modules/utils.py _list_with_default):
+    the input must have more dims than the list has entries, a ValueError before the op's checks."""
+    if output_size is not None and not isinstance(output_size, int) and input.dim() <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+
+
 def _adaptive_sizes(name: str, input, output_size, spatial: int, message: str) -> list:
     """The output sizes (None: the input's size), after torch's checks."""
+    check_output_size_rank(input, output_size)
     if input.dim() not in (spatial + 1, spatial + 2):
         raise RuntimeError(f"{name}(): Expected {spatial + 1}D or {spatial + 2}D tensor, but "
                            f"got{':' if 'max' in name else ''} {list(input.shape)}")

@@ -51,6 +51,7 @@ def adaptive_avg_pool1d(input, output_size):
 
 
 def adaptive_avg_pool2d(input, output_size):
+    _pool3d.check_output_size_rank(input, output_size)
     if isinstance(output_size, int):
         output_size = (output_size, output_size)
     size = [input.shape[-2 + i] if s is None else s for i, s in enumerate(output_size)]
@@ -60,6 +61,7 @@ def adaptive_avg_pool2d(input, output_size):
 def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
     if native("adaptive_max_pool2d") is None:  # composed: see Note [Pooling through window tables]
         return _pool3d.adaptive_max_pool2d(input, output_size, return_indices)
+    _pool3d.check_output_size_rank(input, output_size)
     if isinstance(output_size, int):
         output_size = (output_size, output_size)
     size = [input.shape[-2 + i] if s is None else s for i, s in enumerate(output_size)]

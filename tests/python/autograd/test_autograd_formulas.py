@@ -273,6 +273,7 @@ SPECIAL = {
                  lambda L, a, b: [L.copysign(a, b), a.copysign(-1.5)]),
     "xlogy": (["xlogy.Tensor", "xlogy.Scalar_Self", "xlogy.Scalar_Other"], [(2, 3), (2, 3)],
               lambda L, a, b: [L.xlogy(a, _pos(b)), L.xlogy(2.5, _pos(b)), a.xlogy(3.0)]),
+    "nextafter": (["nextafter"], [(2, 3), (2, 3)], lambda L, a, b: L.nextafter(a, b)),  # slope 1 in self, 0 in other
 }
 
 def _spd(L, x):

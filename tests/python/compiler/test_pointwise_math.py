@@ -313,7 +313,8 @@ def test_every_table_op_is_tested():
 @pytest.mark.parametrize("dtype", [kiln.float16, kiln.bfloat16], ids=str)
 def test_a_wider_zero_dim_input_rounds_to_the_result_dtype_first(dtype):
     """A float64 0-dim tensor beside a float16/bfloat16 one does not promote the result; TensorIterator
-    converts it to the result dtype before the loop widens it to float, so the kernel rounds it too."""
+    converts it to the result dtype before the loop widens it to float, so the kernel rounds it too
+    (add); mul reads it at float precision from its own dtype (Note [CPU scalars at opmath precision])."""
     x = kiln.tensor([1.0, -3.0, 100.0, 0.1], dtype=kiln.float64).to(dtype)
     # Just above a rounding tie of the dtype: it rounds up to 1 + ulp, which float32 arithmetic would miss.
     ulp = 2 ** -10 if dtype == kiln.float16 else 2 ** -7

@@ -65,6 +65,8 @@ def kiln_callable(opinfo):
     if isinstance(op, (types.MethodDescriptorType, types.WrapperDescriptorType)):
         return _tensor_method(op.__name__)
     found = _attribute_path(kiln, opinfo.name)
+    if getattr(found, "not_implemented_reason", None):  # an entry point that only refuses (kiln.sparse.*)
+        return None
     if found is not None and callable(found):
         return found
     if opinfo.method_variant is not None or "." not in opinfo.name:
@@ -73,7 +75,11 @@ def kiln_callable(opinfo):
 
 
 def is_missing_attribute(error: BaseException) -> bool:
-    """The error says a kiln module or Tensor lacks an attribute (a wrapper reached an op kiln lacks)."""
+    """The error says a kiln module or Tensor lacks an attribute (a wrapper reached an op kiln lacks),
+    or a kiln entry point refuses what kiln has no counterpart of ("kiln has no sparse layouts",
+    "kiln has no complex32"): the op counts as missing."""
+    if isinstance(error, NotImplementedError) and "kiln has no " in str(error):
+        return True
     if not isinstance(error, AttributeError):
         return False
     text = str(error)

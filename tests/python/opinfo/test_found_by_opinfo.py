@@ -184,3 +184,146 @@ def test_quantile_of_a_0d_tensor(op, q, dim, keepdim):
     kq = _pair(q)[0] if isinstance(q, torch.Tensor) else q
     k = getattr(kiln, op)(_pair(t)[0], kq, dim=dim, keepdim=keepdim)
     assert_matches(k, getattr(torch, op)(t, q, dim=dim, keepdim=keepdim))
+
+
+# --- issue 31 item 2, the rows fixed by the opinfo branch ------------------------------------------
+
+def test_max_min_with_a_0d_integer_tensor_take_the_binary_overload():
+    t, other = _ints(3, 4), torch.tensor(2)
+    k, ko = _pair(t)[0], _pair(other)[0]
+    assert_matches(kiln.max(k, ko), torch.max(t, other), exact=True)
+    assert_matches(k.min(ko), t.min(other), exact=True)
+    assert_matches(kiln.max(k, 1).values, torch.max(t, 1).values, exact=True)
+
+
+def test_sum_to_size_of_a_0d_bool_gives_int64():
+    t = torch.tensor(True)
+    assert_matches(_pair(t)[0].sum_to_size(()), t.sum_to_size(()), exact=True)
+
+
+@pytest.mark.parametrize("weights", [dict(fweights=torch.ones(5, 5)), dict(aweights=torch.ones(5, dtype=torch.int64)),
+                                     dict(fweights=torch.ones(5)), dict(aweights=torch.ones(1)),
+                                     dict(fweights=-torch.ones(5, dtype=torch.int64)), dict(aweights=-torch.ones(5))])
+def test_cov_checks_its_weights(weights):
+    x = _floats(5)
+    assert_fails_alike(lambda: kiln.cov(_pair(x)[0], **{k: _pair(v)[0] for k, v in weights.items()}),
+                       lambda: torch.cov(x, **weights))
+
+
+@pytest.mark.parametrize("n", [-3, -1, 0, 2])
+def test_matrix_power_of_negative_and_zero_powers_with_gradients(n):
+    a = _floats(2, 3, 3) + 3 * torch.eye(3, dtype=torch.float64)
+    (ka, ta) = _pair(a, True)
+    k, t = kiln.linalg.matrix_power(ka, n), torch.linalg.matrix_power(ta, n)
+    assert_matches(k, t.detach())
+    assert k.requires_grad
+    k.sum().backward()
+    t.sum().backward()
+    assert_matches(ka.grad, ta.grad)
+
+
+def test_slogdet_sign_and_lstsq_residuals_require_grad_as_torch():
+    (ka, ta), (kb, tb) = _pair(_floats(3, 3), True), _pair(_floats(3, 2), True)
+    assert kiln.linalg.slogdet(ka).sign.requires_grad == torch.linalg.slogdet(ta).sign.requires_grad
+    assert kiln.linalg.lstsq(ka, kb).residuals.requires_grad == torch.linalg.lstsq(ta, tb).residuals.requires_grad
+
+
+def test_nextafter_and_index_fill_gradients():
+    (kx, tx), (ky, ty) = _pair(_floats(4), True), _pair(_floats(4).flip(0), True)
+    kiln.nextafter(kx, ky).sum().backward()
+    torch.nextafter(tx, ty).sum().backward()
+    assert_matches(kx.grad, tx.grad)
+    assert_matches(ky.grad, ty.grad)
+    (ks, ts), (kv, tv) = _pair(_floats(3, 4), True), _pair(torch.tensor(2.0, dtype=torch.float64), True)
+    index = torch.tensor([1, 1, 3])  # a duplicate index fills the same element once
+    upstream = _floats(3, 4).flip(1)
+    kiln.index_fill(ks, 1, _pair(index)[0], kv).backward(_pair(upstream)[0])
+    torch.index_fill(ts, 1, index, tv).backward(upstream)
+    assert_matches(kv.grad, tv.grad)
+    assert_matches(ks.grad, ts.grad)
+
+
+def test_cumprod_gradient_with_zeros():
+    x = _floats(3, 6)
+    x[0, 2] = 0
+    x[1, 1] = x[1, 4] = 0  # two zeros in a row: only the first gets a gradient
+    (kx, tx) = _pair(x, True)
+    upstream = _floats(3, 6).flip(0)
+    kiln.cumprod(kx, 1).backward(_pair(upstream)[0])
+    torch.cumprod(tx, 1).backward(upstream)
+    assert_matches(kx.grad, tx.grad)
+
+
+def test_prelu_checks_weight_rank_and_keeps_a_0d_input_0d():
+    x, w = _floats(1).reshape(()), torch.tensor([0.25], dtype=torch.float64)
+    assert_matches(kiln.nn.functional.prelu(_pair(x)[0], _pair(w)[0]), torch.nn.functional.prelu(x, w))
+    w2 = torch.ones(1, 1, dtype=torch.float64)
+    assert_fails_alike(lambda: kiln.nn.functional.prelu(_pair(_floats(2, 1))[0], _pair(w2)[0]),
+                       lambda: torch.nn.functional.prelu(_floats(2, 1), w2))
+
+
+def test_empty_reductions_and_norms_fail_or_return_as_torch():
+    empty = torch.zeros(2, 0, dtype=torch.float64)
+    k = _pair(empty)[0]
+    assert_fails_alike(lambda: kiln.amax(k), lambda: torch.amax(empty))
+    assert_fails_alike(lambda: kiln.amin(k), lambda: torch.amin(empty))
+    assert_fails_alike(lambda: kiln.linalg.vector_norm(k, float("inf"), dim=-1),
+                       lambda: torch.linalg.vector_norm(empty, float("inf"), dim=-1))
+    for ord in (1, float("inf"), 2, "nuc"):
+        assert_matches(kiln.linalg.matrix_norm(k, ord), torch.linalg.matrix_norm(empty, ord))
+
+
+def test_kthvalue_out_and_its_overlap_check():
+    t = _floats(10)
+    kv, kix = kiln.empty(0, dtype=kiln.float64), kiln.empty(0, dtype=kiln.int64)
+    kiln.kthvalue(_pair(t)[0], 3, out=(kv, kix))
+    assert_matches(kv, torch.kthvalue(t, 3).values)
+    k = _pair(t)[0]
+    assert_fails_alike(lambda: kiln.kthvalue(k, 5, out=(k, kix)),
+                       lambda: torch.kthvalue(t, 5, out=(t, torch.empty(0, dtype=torch.int64))))
+
+
+def test_error_wordings_match_torch():
+    F, tF = kiln.nn.functional, torch.nn.functional
+    zero_d = torch.tensor(1.0)
+    assert_fails_alike(lambda: kiln.fft.fft(_pair(zero_d)[0]), lambda: torch.fft.fft(zero_d))
+    assert_fails_alike(lambda: kiln.fft.rfft2(_pair(zero_d)[0]), lambda: torch.fft.rfft2(zero_d))
+    x = torch.ones(2, 2, dtype=torch.float64)
+    assert_fails_alike(lambda: F.adaptive_avg_pool2d(_pair(x)[0], (1, 1)), lambda: tF.adaptive_avg_pool2d(x, (1, 1)))
+    assert_fails_alike(lambda: F.adaptive_max_pool3d(_pair(x)[0], (1, 1, 1)),
+                       lambda: tF.adaptive_max_pool3d(x, (1, 1, 1)))
+    assert_fails_alike(lambda: F.max_pool1d(_pair(zero_d)[0], 1), lambda: tF.max_pool1d(zero_d, 1))
+    t = torch.ones(10, 5, 20)
+    assert_fails_alike(lambda: kiln.narrow_copy(_pair(t)[0], 3, 0, 0), lambda: torch.narrow_copy(t, 3, 0, 0),
+                       message=False)  # torch's text adds a request to report a better message
+    assert_fails_alike(lambda: kiln.narrow_copy(_pair(t)[0], 0, 0, -1), lambda: torch.narrow_copy(t, 0, 0, -1))
+    a, b = torch.ones(3), torch.ones(3)
+    assert_fails_alike(lambda: F.gaussian_nll_loss(_pair(a)[0], _pair(b)[0], _pair(b)[0], reduction="abc"),
+                       lambda: tF.gaussian_nll_loss(a, b, b, reduction="abc"))
+
+
+def test_embedding_max_norm_renormalises_the_rows_it_reads():
+    weight, index = _floats(6, 3) * 3, torch.tensor([[0, 2, 2], [5, 1, 0]])
+    kw, tw = _pair(weight.clone())[0], weight.clone()
+    k = kiln.nn.functional.embedding(_pair(index)[0], kw, max_norm=1.5)
+    t = torch.nn.functional.embedding(index, tw, max_norm=1.5)
+    assert_matches(k, t)
+    assert_matches(kw, tw)  # renormalised in place, row 3 and 4 untouched
+
+
+@pytest.mark.parametrize("options", [dict(kernel_size=2), dict(kernel_size=2, padding=1, count_include_pad=False),
+                                     dict(kernel_size=(2, 1, 2), stride=1, divisor_override=3),
+                                     dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)])
+def test_avg_pool3d_of_integers_truncates_as_torch(options):
+    x = torch.randint(-50, 50, (2, 3, 5, 4, 6), generator=torch.Generator().manual_seed(1))
+    assert_matches(kiln.nn.functional.avg_pool3d(_pair(x)[0], **options),
+                   torch.nn.functional.avg_pool3d(x, **options), exact=True)
+
+
+def test_pinv_gradient_of_a_singular_matrix():
+    a = _floats(4, 2) @ _floats(2, 5)  # rank 2 of 4: the SVD's backward would divide by equal (zero) values
+    (ka, ta) = _pair(a, True)
+    upstream = _floats(5, 4)
+    kiln.linalg.pinv(ka).backward(_pair(upstream)[0])
+    torch.linalg.pinv(ta).backward(upstream)
+    assert_matches(ka.grad, ta.grad)

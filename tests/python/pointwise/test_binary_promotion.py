@@ -232,11 +232,45 @@ def test_pow_exponent_gradient_takes_the_log_in_the_result_dtype():
 
 # --- a 0-dim tensor operand's precision ---------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="a 0-dim integer tensor as divisor of a float16 tensor: torch reads a CPU scalar "
-                   "operand of add/sub/mul/div at opmath precision (float32), kiln casts it to float16 first "
-                   "(-82871 becomes -inf, the quotient -0); found by test_broadcasting_and_promotion_match_torch")
+# Note [CPU scalars at opmath precision] (eager/kernels/cpu/pointwise/per_capability/BinaryOpsKernel.cpp):
+# found by test_broadcasting_and_promotion_match_torch (-82871 cast to float16 first is -inf, the quotient -0).
 @pytest.mark.parametrize("divisor", [-82871, 70000])
 def test_a_zero_dim_integer_divisor_is_read_in_float32_next_to_float16(divisor):
     k = kiln.div(kiln.tensor([2.5, 1.0], dtype=kiln.float16), kiln.tensor(divisor, dtype=kiln.int32))
     t = torch.div(torch.tensor([2.5, 1.0], dtype=torch.float16), torch.tensor(divisor, dtype=torch.int32))
     assert to_torch(k).tolist() == t.tolist()
+
+
+def _cpu_scalar_cases():
+    """mul and the divisions (and their in-place forms) with a CPU-scalar second operand, the other ops
+    and the scalar as first operand, whose result differs between reading it at float precision and
+    rounding it to the dtype first."""
+    m, a = 1 + 2 ** -11, 2 ** -11 + 2 ** -24  # 3 * m and 1 + a round up only when read at float precision
+    return [
+        ("mul", lambda lib, x, s: lib.mul(x, s), 3.0, m),
+        ("mul scalar first", lambda lib, x, s: lib.mul(s, x), 3.0, m),
+        ("div", lambda lib, x, s: lib.div(x, s), 3.0, 1 / m),
+        ("div trunc", lambda lib, x, s: lib.div(x, s, rounding_mode="trunc"), 6.0, 2 + 2 ** -12),
+        ("div floor", lambda lib, x, s: lib.div(x, s, rounding_mode="floor"), 6.0, 2 + 2 ** -12),
+        ("floor_divide", lambda lib, x, s: lib.floor_divide(x, s), 6.0, 2 + 2 ** -12),
+        ("mul_", lambda lib, x, s: x.clone().mul_(s), 3.0, m),
+        ("div_", lambda lib, x, s: x.clone().div_(s), 3.0, 1 / m),
+        ("add", lambda lib, x, s: lib.add(x, s), 1.0, a),
+        ("sub", lambda lib, x, s: lib.sub(x, s), 1.0, -a),
+        ("atan2", lambda lib, x, s: lib.atan2(x, s), 1.0, 70000.0),
+    ]
+
+
+@pytest.mark.parametrize("case", _cpu_scalar_cases(), ids=lambda case: case[0])
+@pytest.mark.parametrize("scalar_dtype", ["float32", "float64", "int32"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(), (1,)], ids=["0-dim", "1-element"])
+def test_a_cpu_scalar_operand_is_read_as_torch_reads_it(case, scalar_dtype, dtype, shape):
+    _, fn, value, scalar = case
+    scalar = round(scalar * 1000) if scalar_dtype == "int32" else scalar
+    want = fn(torch, torch.tensor([value, -value], dtype=getattr(torch, dtype)),
+              torch.tensor(scalar, dtype=getattr(torch, scalar_dtype)).reshape(shape))
+    got = fn(kiln, kiln.tensor([value, -value], dtype=getattr(kiln, dtype)),
+             kiln.tensor(scalar, dtype=getattr(kiln, scalar_dtype)).reshape(shape))
+    assert str(got.dtype) == str(want.dtype).replace("torch", "kiln")
+    assert to_torch(got).tolist() == want.tolist()

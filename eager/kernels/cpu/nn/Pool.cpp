@@ -290,6 +290,14 @@ void check_one(IntArrayRef values, const char* op, const char* name, bool may_be
              "' should contain one int (got ", values.size(), ")");
 }
 
+/// torch's max_pool1d input check: 2-D, or 3-D with a batch dim that may be 0, the other dims non-zero.
+void check_max_pool1d_input(const Tensor& self) {
+  KILN_CHECK((self.dim() == 2 && self.size(0) != 0 && self.size(1) != 0) ||
+                 (self.dim() == 3 && self.size(1) != 0 && self.size(2) != 0),
+             "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, but got:",
+             self.sizes());
+}
+
 }  // namespace
 
 std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
@@ -298,7 +306,7 @@ std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& self, IntArrayR
   check_one(stride, "max_pool1d", "stride", true);
   check_one(padding, "max_pool1d", "padding", false);
   check_one(dilation, "max_pool1d", "dilation", false);
-  KILN_CHECK(self.dim() == 2 || self.dim() == 3, "max_pool1d() Expected 2D or 3D input, but got ", self.sizes());
+  check_max_pool1d_input(self);
   const int64_t k[] = {1, kernel_size[0]}, p[] = {0, padding[0]}, d[] = {1, dilation[0]};
   const int64_t s[] = {1, stride.empty() ? kernel_size[0] : stride[0]};
   const auto [out, indices] = kiln::max_pool2d_with_indices(kiln::unsqueeze(self, -2), IntArrayRef(k),
@@ -308,7 +316,7 @@ std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& self, IntArrayR
 
 Tensor max_pool1d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
-  KILN_CHECK(self.dim() == 2 || self.dim() == 3, "max_pool1d() Expected 2D or 3D input, but got ", self.sizes());
+  check_max_pool1d_input(self);
   check_one(kernel_size, "max_pool1d", "kernel_size", false);
   check_one(padding, "max_pool1d", "padding", false);
   KILN_CHECK(kernel_size[0] > 0, "max_pool1d() kernel_size must be greater than zero, but got ", kernel_size[0]);

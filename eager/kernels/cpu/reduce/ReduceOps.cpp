@@ -305,6 +305,8 @@ Tensor extreme(const Tensor& self, std::optional<IntArrayRef> dim, bool keepdim,
                        " to have non-zero size.");
     }
   }
+  KILN_CHECK((dim && !dim->empty()) || self.numel() != 0, name, "(): Expected reduction dim to be specified for "
+             "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
   check_nonempty_dims(self, p, name);
   return reduce(self, p, is_max ? RowReduce::Max : RowReduce::Min, compute_dtype(self.dtype()), self.dtype());
 }

@@ -23,6 +23,29 @@ auto in_float(const F& f) {
   return [f](T a, T b) -> T { return T(f(static_cast<float>(a), static_cast<float>(b))); };
 }
 
+// Note [CPU scalars at opmath precision]
+// ---------------------------------------
+// PyTorch's CPU mul, true division, div(rounding_mode='trunc'/'floor') and floor_divide read a
+// CPU-scalar second operand (a 0-dim or 1-element tensor, TensorIterator's is_scalar) of a
+// float16/bfloat16 op at float precision, from the value the caller passed, before its conversion
+// to the op's dtype (BinaryOpsKernel.cpp's `iter.original_scalar_value<opmath_t>(2)`): float16
+// 2.5 / int32(-82871) is -3.0e-05 there, where rounding the divisor to float16 first gives
+// 2.5 / -inf = -0. The CPU scalar as first operand, and the other ops (add, sub, remainder, ...),
+// read the converted value. A Python number arrives as a wrapped number already made in the op's
+// dtype (scalar_operand, BinaryOps.cpp), so it keeps rounding through the dtype, as codegen's
+// PointwiseMath computes it (its Note [Pointwise math matches eager]); codegen follows this Note
+// for a 1-element tensor operand.
+
+/// A float16/bfloat16 loop of `f(x, b)` with b the CPU-scalar second operand read at float
+/// precision (Note [CPU scalars at opmath precision]); false when input 1 is not a CPU scalar.
+template <typename T, typename F>
+bool run_with_opmath_scalar(TensorIterator& iter, const F& f) {
+  if (!iter.is_cpu_scalar_input(1)) return false;
+  const float b = iter.original_scalar_input(1).to<float>();
+  cpu_kernel(iter, [b, f](T x, T) -> T { return T(f(static_cast<float>(x), b)); });
+  return true;
+}
+
 // --- add, mul, div --------------------------------------------------------------------
 
 void add_kernel(TensorIterator& iter, const Scalar& alpha) {
@@ -68,7 +91,8 @@ void mul_kernel(TensorIterator& iter) {
     } else if constexpr (std::is_same_v<T, bool>) {
       cpu_kernel(iter, [](bool x, bool y) -> bool { return x && y; });
     } else if constexpr (is_reduced_float_v<T>) {
-      cpu_kernel(iter, in_float<T>([](float x, float y) { return x * y; }));
+      const auto f = [](float x, float y) { return x * y; };
+      if (!run_with_opmath_scalar<T>(iter, f)) cpu_kernel(iter, in_float<T>(f));
     } else if constexpr (std::is_floating_point_v<T>) {
       binary_kernel_vec_streaming<T>(iter, [](T x, T y) -> T { return x * y; },
                                      [](Vec<T> x, Vec<T> y) { return x * y; });
@@ -85,7 +109,8 @@ void div_true_kernel(TensorIterator& iter) {
     if constexpr (is_complex_v<T>) {
       cpu_kernel(iter, [](T x, T y) -> T { return x / y; });
     } else if constexpr (is_reduced_float_v<T>) {
-      cpu_kernel(iter, in_float<T>([](float x, float y) { return x / y; }));
+      const auto f = [](float x, float y) { return x / y; };
+      if (!run_with_opmath_scalar<T>(iter, f)) cpu_kernel(iter, in_float<T>(f));
     } else if constexpr (std::is_floating_point_v<T>) {
       binary_kernel_vec_streaming<T>(iter, [](T x, T y) -> T { return x / y; },
                                      [](Vec<T> x, Vec<T> y) { return x / y; });
@@ -172,15 +197,18 @@ T fmod_integer(T a, T b) {
 
 /// Runs an integer rule, a floating rule (in float for float16/bfloat16), or
 /// PyTorch's NotImplementedError for bool under `name`.
+/// `opmath_scalar`: a float16/bfloat16 loop reads a CPU-scalar divisor at float precision (Note [CPU
+/// scalars at opmath precision]; the divisions, not remainder or fmod).
 template <typename IntegerRule, typename FloatRule>
 void integer_or_floating(TensorIterator& iter, const char* name, const IntegerRule& integer_rule,
-                         const FloatRule& float_rule) {
+                         const FloatRule& float_rule, bool opmath_scalar = false) {
   visit_dtype(iter.common_dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
       fail_not_implemented(name, DType::Bool);
     } else if constexpr (is_reduced_float_v<T>) {
-      cpu_kernel(iter, in_float<T>([&](float x, float y) { return float_rule(x, y); }));
+      const auto f = [&](float x, float y) { return float_rule(x, y); };
+      if (!(opmath_scalar && run_with_opmath_scalar<T>(iter, f))) cpu_kernel(iter, in_float<T>(f));
     } else if constexpr (std::is_floating_point_v<T>) {
       cpu_kernel(iter, [&](T x, T y) -> T { return float_rule(x, y); });
     } else {
@@ -192,13 +220,13 @@ void integer_or_floating(TensorIterator& iter, const char* name, const IntegerRu
 void div_trunc_kernel(TensorIterator& iter) {
   integer_or_floating(
       iter, "div_trunc_cpu", [](auto a, auto b) { return div_trunc_integer(a, b); },
-      [](auto a, auto b) { return std::trunc(a / b); });
+      [](auto a, auto b) { return std::trunc(a / b); }, /*opmath_scalar=*/true);
 }
 
 void div_floor_kernel(TensorIterator& iter) {
   integer_or_floating(
       iter, "div_floor_cpu", [](auto a, auto b) { return div_floor_integer(a, b); },
-      [](auto a, auto b) { return div_floor_floating(a, b); });
+      [](auto a, auto b) { return div_floor_floating(a, b); }, /*opmath_scalar=*/true);
 }
 
 void remainder_kernel(TensorIterator& iter) {
