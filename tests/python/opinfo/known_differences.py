@@ -74,7 +74,6 @@ KNOWN_DIFFERENCES = {
     ("nn.functional.max_pool1d", "error message"): _MESSAGE + " (stride 0, dilation 0, an output size below 1: "
                                                    "kiln words them as max_pool2d, which it runs underneath; torch "
                                                    "'max_pool1d() stride must be greater than zero, but got 0', ...)",
-    ("complex", "error message"): _MESSAGE + " (names the second argument's dtype, not both)",
     ("masked_fill", "error message"): "masked_fill of an int tensor with a complex value: kiln says complex is not "
                                       "implemented, torch that the value overflows int64",
     ("scatter", "error message"): "index of another rank than src: kiln fails in its strides, torch checks first",
