@@ -127,6 +127,10 @@ def polar(abs, angle, *, out=None):
 def complex(real, imag, *, out=None):
     """torch.complex: real + i imag from two float (or two double) tensors, broadcast together."""
     _check_parts("complex", real, imag)
+    wanted = _C.complex128 if real.dtype == _C.float64 else _C.complex64
+    if out is not None and out.dtype != wanted:
+        raise RuntimeError(f"Expected object of scalar type {_scalar_type_name(wanted)} but got scalar type "
+                           f"{_scalar_type_name(out.dtype)} for argument 'out'")
     real, imag = _functions.broadcast_tensors([real, imag])
     return _write_out(_functions.view_as_complex(_functions.stack([real, imag], -1)), out)
 
@@ -134,7 +138,7 @@ def complex(real, imag, *, out=None):
 def _check_parts(name, first, second):
     _require_tensor(first, name)
     _require_tensor(second, name, "imag", 2)
-    if first.dtype not in (_C.float32, _C.float64):
+    if first.dtype not in (_C.float32, _C.float64) or second.dtype not in (_C.float16, _C.float32, _C.float64):
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
                            f"{_scalar_type_name(first.dtype)} and {_scalar_type_name(second.dtype)}")
     if second.dtype is not first.dtype:

@@ -71,9 +71,9 @@ KNOWN_DIFFERENCES = {
             _MESSAGE + " (torch words dilation 0 two ways by input: 'non-positive dilation is not supported', as "
             "kiln always does, or 'dilation should be greater than zero' for these samples; and a weight of the "
             "wrong rank: kiln checks the other arguments first)"),
-    ("nn.functional.max_pool1d", "error message"): _MESSAGE + " (stride 0: 'stride should not be zero' for "
-                                                   "'max_pool1d() stride must be greater than zero, but got 0')",
-    ("complex", "error message"): _MESSAGE + " (names the second argument's dtype, not both)",
+    ("nn.functional.max_pool1d", "error message"): _MESSAGE + " (stride 0, dilation 0, an output size below 1: "
+                                                   "kiln words them as max_pool2d, which it runs underneath; torch "
+                                                   "'max_pool1d() stride must be greater than zero, but got 0', ...)",
     ("masked_fill", "error message"): "masked_fill of an int tensor with a complex value: kiln says complex is not "
                                       "implemented, torch that the value overflows int64",
     ("scatter", "error message"): "index of another rank than src: kiln fails in its strides, torch checks first",

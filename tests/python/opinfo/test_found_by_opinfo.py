@@ -327,3 +327,11 @@ def test_pinv_gradient_of_a_singular_matrix():
     kiln.linalg.pinv(ka).backward(_pair(upstream)[0])
     torch.linalg.pinv(ta).backward(upstream)
     assert_matches(ka.grad, ta.grad)
+
+
+def test_complex_checks_both_parts_and_out_as_torch():
+    f, i = torch.ones(2), torch.ones(2, dtype=torch.int32)
+    assert_fails_alike(lambda: kiln.complex(_pair(f)[0], _pair(i)[0]), lambda: torch.complex(f, i))
+    d, out = torch.ones(2, dtype=torch.float64), torch.empty(2, dtype=torch.complex64)
+    assert_fails_alike(lambda: kiln.complex(_pair(d)[0], _pair(d)[0], out=kiln.empty(2, dtype=kiln.complex64)),
+                       lambda: torch.complex(d, d, out=out))
