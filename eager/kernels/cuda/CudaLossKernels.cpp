@@ -8,6 +8,7 @@
 #include "eager/core/Error.h"
 #include "eager/cuda/CudaDevice.h"
 #include "eager/dispatch/Library.h"
+#include "eager/kernels/NllLossShape.h"
 #include "eager/kernels/cpu/creation/Factories.h"
 #include "eager/kernels/cuda/CudaKernels.h"
 #include "eager/kernels/cuda/CudaLaunch.h"
@@ -22,35 +23,6 @@ using cuda_kernels::device_of;
 
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
-struct NllShape {
-  int64_t batch = 1;
-  int64_t classes = 0;
-  bool batched = true;
-};
-
-NllShape check_nll(const Tensor& self, const Tensor& target, const std::optional<Tensor>& weight, int64_t reduction) {
-  KILN_CHECK(self.dim() > 0 && self.dim() <= 2, "input tensor should be 1D or 2D");
-  KILN_CHECK(target.dim() <= 1, "0D or 1D target tensor expected, multi-target not supported");
-  const bool no_batch = self.dim() == 1 && target.dim() == 0;
-  KILN_CHECK_VALUE(no_batch || self.size(0) == target.size(0), "Expected input batch_size (", self.size(0),
-                   ") to match target batch_size (", target.dim() ? target.size(0) : 1, ").");
-  KILN_CHECK(target.dtype() == DType::Int64 || target.dtype() == DType::UInt8,
-             "expected scalar type Long but found ", scalar_type_name(target.dtype()));
-  KILN_CHECK_NOT_IMPLEMENTED(is_floating_point(self.dtype()), "\"nll_loss_out_frame\" not implemented for '",
-                             scalar_type_name(self.dtype()), "'");
-  KILN_CHECK(reduction >= 0 && reduction <= 2, reduction, " is not a valid value for reduction");
-  NllShape s;
-  s.batched = self.dim() == 2;
-  s.batch = s.batched ? self.size(0) : 1;
-  s.classes = self.size(-1);
-  if (weight && weight->defined()) {
-    KILN_CHECK(weight->numel() == s.classes, "weight tensor should be defined either for all ", s.classes,
-               " classes or no classes but got weight tensor of shape: ", weight->sizes());
-    KILN_CHECK(weight->dtype() == self.dtype(), "expected scalar type ", scalar_type_name(self.dtype()),
-               " but found ", scalar_type_name(weight->dtype()));
-  }
-  return s;
-}
 
 void raise_bad_target(const Tensor& flag) {
   if (const std::optional<int64_t> bad = cuda_kernels::read_bad_index(flag)) {
@@ -61,7 +33,7 @@ void raise_bad_target(const Tensor& flag) {
 std::tuple<Tensor, Tensor> nll_loss_forward_cuda(const Tensor& self, const Tensor& target,
                                                  const std::optional<Tensor>& weight, int64_t reduction,
                                                  int64_t ignore_index) {
-  const NllShape s = check_nll(self, target, weight, reduction);
+  const NllShape s = check_nll_arguments(self, target, weight, reduction);
   const auto ops = cuda_kernels::on_one_device({self, target, weight.value_or(Tensor())}, "nll_loss_forward");
   const DType dt = self.dtype();
   const int device = device_of(self);
@@ -94,7 +66,7 @@ std::tuple<Tensor, Tensor> nll_loss_forward_cuda(const Tensor& self, const Tenso
 Tensor nll_loss_backward_cuda(const Tensor& grad_output, const Tensor& self, const Tensor& target,
                               const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index,
                               const Tensor& total_weight) {
-  const NllShape s = check_nll(self, target, weight, reduction);
+  const NllShape s = check_nll_arguments(self, target, weight, reduction);
   const bool per_element = reduction == kNone && s.batched;
   KILN_CHECK(per_element ? grad_output.numel() == s.batch : grad_output.numel() == 1,
              "nll_loss_backward: expected grad_output of ", per_element ? s.batch : 1, " elements but got ",

@@ -11,6 +11,7 @@
 #include "eager/core/Error.h"
 #include "eager/cuda/CudaDevice.h"
 #include "eager/dispatch/Library.h"
+#include "eager/kernels/NormShape.h"
 #include "eager/kernels/cpu/creation/Factories.h"
 #include "eager/kernels/cuda/CudaKernels.h"
 #include "eager/kernels/cuda/CudaLaunch.h"
@@ -23,57 +24,6 @@ namespace {
 using cuda_kernels::contiguous_as;
 using cuda_kernels::device_of;
 
-struct Rows {
-  int64_t rows = 0;
-  int64_t cols = 1;
-};
-
-std::string list_text(IntArrayRef v) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-  os << "]";
-  return os.str();
-}
-
-/// The CPU op's shape checks (messages as torch's), then the [rows, cols] view.
-Rows check_norm(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
-                const std::optional<Tensor>& bias) {
-  const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  KILN_CHECK(k >= 1, "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "
-                     "but got normalized_shape = ", list_text(normalized_shape));
-  auto same = [&](const Tensor& t) {
-    if (t.dim() != k) return false;
-    for (int64_t d = 0; d < k; ++d) {
-      if (t.size(d) != normalized_shape[static_cast<size_t>(d)]) return false;
-    }
-    return true;
-  };
-  KILN_CHECK(!weight || !weight->defined() || same(*weight), "Expected weight to be of same shape as normalized_shape, "
-             "but got weight of shape ", list_text(weight ? weight->sizes() : IntArrayRef{}), " and normalized_shape = ",
-             list_text(normalized_shape));
-  KILN_CHECK(!bias || !bias->defined() || same(*bias), "Expected bias to be of same shape as normalized_shape, "
-             "but got bias of shape ", list_text(bias ? bias->sizes() : IntArrayRef{}), " and normalized_shape = ",
-             list_text(normalized_shape));
-  bool fits = input.dim() >= k;
-  for (int64_t d = 0; fits && d < k; ++d) {
-    fits = input.size(input.dim() - k + d) == normalized_shape[static_cast<size_t>(d)];
-  }
-  if (!fits) {
-    std::ostringstream os;
-    os << "Given normalized_shape=" << list_text(normalized_shape) << ", expected input with shape [*";
-    for (int64_t s : normalized_shape) os << ", " << s;
-    os << "], but got input of size" << list_text(input.sizes());
-    KILN_CHECK(false, os.str());
-  }
-  KILN_CHECK_NOT_IMPLEMENTED(is_floating_point(input.dtype()), "\"LayerNormKernelImpl\" not implemented for '",
-                             scalar_type_name(input.dtype()), "'");
-  Rows s;
-  for (int64_t v : normalized_shape) s.cols *= v;
-  s.rows = 1;
-  for (int64_t d = 0; d < input.dim() - k; ++d) s.rows *= input.size(d);
-  return s;
-}
 
 DimVector stats_shape(const Tensor& input, int64_t k) {
   DimVector shape(input.sizes());
@@ -95,7 +45,7 @@ const void* ptr_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : n
 /// y, mean (layer_norm) and rstd; `mean` false for rms_norm.
 std::vector<Tensor> norm_forward(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
                                  const std::optional<Tensor>& bias, double eps, bool centered, const char* op) {
-  const Rows s = check_norm(input, normalized_shape, weight, bias);
+  const NormRows s = check_norm_arguments(input, normalized_shape, weight, bias);
   (void)same_device({input, weight.value_or(Tensor()), bias.value_or(Tensor())}, op);
   const DType dt = input.dtype();
   const int device = device_of(input);
@@ -140,7 +90,7 @@ std::tuple<Tensor, Tensor> fused_rms_norm_cuda(const Tensor& input, IntArrayRef 
 Tensor norm_backward_input_cuda(const Tensor& grad_out, const Tensor& input, IntArrayRef normalized_shape,
                                 const std::optional<Tensor>& mean, const Tensor& rstd,
                                 const std::optional<Tensor>& weight) {
-  const Rows s = check_norm(input, normalized_shape, weight, std::nullopt);
+  const NormRows s = check_norm_arguments(input, normalized_shape, weight, std::nullopt);
   (void)same_device({grad_out, input, mean.value_or(Tensor()), rstd, weight.value_or(Tensor())}, "_norm_backward_input");
   const DType dt = input.dtype();
   const int device = device_of(input);
@@ -167,7 +117,7 @@ Tensor norm_backward_input_cuda(const Tensor& grad_out, const Tensor& input, Int
 
 /// Column sums over the rows of g (x undefined: the bias's gradient) or of g * xhat.
 Tensor norm_backward_params(const Tensor& grad_out, const Tensor& input, IntArrayRef normalized_shape,
-                            const std::optional<Tensor>& mean, const Tensor& rstd, DType dt, Rows s) {
+                            const std::optional<Tensor>& mean, const Tensor& rstd, DType dt, NormRows s) {
   const int device = device_of(grad_out);
   cuda::DeviceGuard guard(device);
   const Tensor g = contiguous_as(grad_out, dt);
@@ -191,13 +141,14 @@ Tensor norm_backward_params(const Tensor& grad_out, const Tensor& input, IntArra
 
 Tensor norm_backward_weight_cuda(const Tensor& grad_out, const Tensor& input, IntArrayRef normalized_shape,
                                  const std::optional<Tensor>& mean, const Tensor& rstd) {
-  const Rows s = check_norm(input, normalized_shape, std::nullopt, std::nullopt);
+  const NormRows s = check_norm_arguments(input, normalized_shape, std::nullopt, std::nullopt);
   (void)same_device({grad_out, input, mean.value_or(Tensor()), rstd}, "_norm_backward_weight");
   return norm_backward_params(grad_out, input, normalized_shape, mean, rstd, input.dtype(), s);
 }
 
 Tensor norm_backward_bias_cuda(const Tensor& grad_out, IntArrayRef normalized_shape) {
-  Rows s;
+  NormRows s;
+  s.cols = 1;
   for (int64_t v : normalized_shape) s.cols *= v;
   s.rows = s.cols == 0 ? 0 : grad_out.numel() / s.cols;
   return norm_backward_params(grad_out, Tensor(), normalized_shape, std::nullopt, Tensor(), grad_out.dtype(), s);

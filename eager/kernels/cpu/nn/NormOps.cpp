@@ -33,55 +33,6 @@ KILN_DEFINE_DISPATCH(norm_backward_params_fn, norm_backward_params_stub);
 
 namespace {
 
-std::string list_text(IntArrayRef v) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-  os << "]";
-  return os.str();
-}
-
-NormRows check_norm(const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
-                    const std::optional<Tensor>& bias) {
-  const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  KILN_CHECK(k >= 1, "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "
-                     "but got normalized_shape = ", list_text(normalized_shape));
-  auto same = [&](const Tensor& t) {
-    if (t.dim() != k) return false;
-    for (int64_t d = 0; d < k; ++d) {
-      if (t.size(d) != normalized_shape[static_cast<size_t>(d)]) return false;
-    }
-    return true;
-  };
-  KILN_CHECK(!weight || !weight->defined() || same(*weight), "Expected weight to be of same shape as normalized_shape, "
-             "but got weight of shape ", list_text(weight ? weight->sizes() : IntArrayRef{}), " and normalized_shape = ",
-             list_text(normalized_shape));
-  KILN_CHECK(!bias || !bias->defined() || same(*bias), "Expected bias to be of same shape as normalized_shape, "
-             "but got bias of shape ", list_text(bias ? bias->sizes() : IntArrayRef{}), " and normalized_shape = ",
-             list_text(normalized_shape));
-  bool fits = input.dim() >= k;
-  for (int64_t d = 0; fits && d < k; ++d) {
-    fits = input.size(input.dim() - k + d) == normalized_shape[static_cast<size_t>(d)];
-  }
-  if (!fits) {
-    std::ostringstream os;
-    os << "Given normalized_shape=" << list_text(normalized_shape) << ", expected input with shape [*";
-    for (int64_t s : normalized_shape) os << ", " << s;
-    os << "], but got input of size" << list_text(input.sizes());
-    KILN_CHECK(false, os.str());
-  }
-  KILN_CHECK_NOT_IMPLEMENTED(is_floating_point(input.dtype()), "\"LayerNormKernelImpl\" not implemented for '",
-                             scalar_type_name(input.dtype()), "'");
-  NormRows s;
-  s.cols = 1;
-  for (int64_t v : normalized_shape) s.cols *= v;
-  s.rows = s.cols == 0 ? 0 : input.numel() / s.cols;
-  if (s.cols == 0) {
-    s.rows = 1;
-    for (int64_t d = 0; d < input.dim() - k; ++d) s.rows *= input.size(d);
-  }
-  return s;
-}
 
 /// input's leading dims followed by ones: the shape of mean and rstd.
 DimVector stats_shape(const Tensor& input, int64_t k) {
@@ -99,7 +50,7 @@ Tensor same_dtype_contiguous(const Tensor& t, DType dtype) {
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
                                                           const std::optional<Tensor>& weight,
                                                           const std::optional<Tensor>& bias, double eps) {
-  const NormRows s = check_norm(input, normalized_shape, weight, bias);
+  const NormRows s = check_norm_arguments(input, normalized_shape, weight, bias);
   const Tensor x = contiguous_values(input);
   Tensor y = empty(input.sizes(), input.dtype(), input.device());
   const DimVector st = stats_shape(input, static_cast<int64_t>(normalized_shape.size()));
@@ -120,7 +71,7 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const std::
 
 std::tuple<Tensor, Tensor> fused_rms_norm_cpu(const Tensor& input, IntArrayRef normalized_shape,
                                               const std::optional<Tensor>& weight, std::optional<double> eps) {
-  const NormRows s = check_norm(input, normalized_shape, weight, std::nullopt);
+  const NormRows s = check_norm_arguments(input, normalized_shape, weight, std::nullopt);
   // eps None: the epsilon of the type the loop computes in (float for float16/bfloat16), as torch.
   const double e = eps ? *eps : input.dtype() == DType::Float64 ? std::numeric_limits<double>::epsilon()
                                                                 : double(std::numeric_limits<float>::epsilon());
@@ -140,7 +91,7 @@ Tensor rms_norm(const Tensor& input, IntArrayRef normalized_shape, const std::op
 Tensor norm_backward_input_cpu(const Tensor& grad_out, const Tensor& input, IntArrayRef normalized_shape,
                                const std::optional<Tensor>& mean, const Tensor& rstd,
                                const std::optional<Tensor>& weight) {
-  const NormRows s = check_norm(input, normalized_shape, weight, std::nullopt);
+  const NormRows s = check_norm_arguments(input, normalized_shape, weight, std::nullopt);
   const DType dt = input.dtype();
   const Tensor g = same_dtype_contiguous(grad_out, dt);
   const Tensor x = contiguous_values(input);
@@ -156,7 +107,7 @@ Tensor norm_backward_input_cpu(const Tensor& grad_out, const Tensor& input, IntA
 
 Tensor norm_backward_weight_cpu(const Tensor& grad_out, const Tensor& input, IntArrayRef normalized_shape,
                                 const std::optional<Tensor>& mean, const Tensor& rstd) {
-  const NormRows s = check_norm(input, normalized_shape, std::nullopt, std::nullopt);
+  const NormRows s = check_norm_arguments(input, normalized_shape, std::nullopt, std::nullopt);
   const DType dt = input.dtype();
   const Tensor g = same_dtype_contiguous(grad_out, dt);
   const Tensor x = contiguous_values(input);

@@ -5,15 +5,11 @@
 
 #include <cstdint>
 
+#include "eager/kernels/NormShape.h"
 #include "eager/kernels/cpu/CpuCapability.h"
 #include "eager/ops/Tensor.h"
 
 namespace kiln::native {
-
-struct NormRows {
-  int64_t rows = 0;  // M
-  int64_t cols = 0;  // N
-};
 
 /// y = (x - mean) * rstd * weight + bias; mean (undefined for rms_norm: 0) and rstd written.
 using norm_forward_fn = void (*)(const Tensor& x, const Tensor* weight, const Tensor* bias, const Tensor& y,
