@@ -58,6 +58,15 @@ const std::vector<PointwiseMath>& pointwise_math_table() {
       {"bitwise_and", 2, "a & b", K::Binary, D::Integral},
       {"bitwise_or", 2, "a | b", K::Binary, D::Integral},
       {"bitwise_xor", 2, "a ^ b", K::Binary, D::Integral},
+      // activation backwards (grad_output, then the forward's output or input): what training through
+      // sigmoid, tanh, silu and gelu needs; the math comes from codegen's table (the template text is
+      // the fallback only)
+      {"sigmoid_backward", 2, "a * (A(1) - b) * b", K::Binary, D::Floating},
+      {"tanh_backward", 2, "a * (A(1) - b * b)", K::Binary, D::Floating},
+      {"silu_backward", 2, "a * (A(1) / (A(1) + exp(-b))) * (A(1) + b * (A(1) - A(1) / (A(1) + exp(-b))))", K::Binary,
+       D::Floating},
+      {"gelu_backward", 2, "a * (A(0.5) * (A(1) + erf(b * A(0.70710678118654752440))) + b * A(0.39894228040143267794) * "
+       "exp(A(-0.5) * b * b))", K::Binary, D::Floating},
       // comparisons and logic: bool results
       {"eq", 2, "a == b", K::Comparison, D::All},
       {"ne", 2, "a != b", K::Comparison, D::All},

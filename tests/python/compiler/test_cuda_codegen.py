@@ -287,4 +287,6 @@ def test_eager_pointwise_kernels_come_from_the_table_and_compile():
                          [name for _, name, _ in part]))
     assert compile_programs(programs) == len(kernels)
     what = {w for w, _, _ in kernels}
-    assert {"add Half -> Half", "eq Long -> Bool", "gelu BFloat16 -> BFloat16", "exp Double -> Double"} <= what
+    assert {"add Half -> Half", "eq Long -> Bool", "gelu BFloat16 -> BFloat16", "exp Double -> Double",
+            "gelu_backward Float -> Float", "sigmoid_backward Half -> Half", "tanh_backward BFloat16 -> BFloat16",
+            "silu_backward Double -> Double"} <= what

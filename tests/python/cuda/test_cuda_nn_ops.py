@@ -296,7 +296,7 @@ def test_fused_optimizers_match_cpu(make):
 # --- a small training step end to end ------------------------------------------------------------------------------------
 
 def _mlp():
-    # No ReLU/GELU: their backward ops (threshold_backward, gelu_backward) have no CUDA kernel yet. Dropout
+    # No ReLU: its backward op (threshold_backward) has no CUDA kernel yet. Dropout
     # draws the same masks on both devices from the same seed (Note [CUDA random numbers]).
     nn = kiln.nn
     return nn.Sequential(nn.Linear(16, 32), nn.LayerNorm(32), nn.Dropout(0.2), nn.Linear(32, 5))
