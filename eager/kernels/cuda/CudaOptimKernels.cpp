@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/OptimizerGroupChecks.h"
 #include "eager/cuda/CudaDevice.h"
 #include "eager/dispatch/Library.h"
 #include "eager/kernels/cuda/CudaKernels.h"
@@ -15,26 +16,11 @@ namespace kiln::native {
 namespace {
 
 void check_group(const char* op, TensorList params, std::initializer_list<std::pair<const char*, TensorList>> lists) {
-  for (const auto& [name, list] : lists) {
-    KILN_CHECK(list.empty() || list.size() == params.size(), op, ": expected ", params.size(), " tensors in ", name,
-               ", got ", list.size());
-  }
   for (size_t i = 0; i < params.size(); ++i) {
-    const Tensor& p = params[i];
-    KILN_CHECK(p.dtype() == DType::Float32 || p.dtype() == DType::Float64, op,
-               ": parameters must be float32 or float64, got ", p.dtype());
-    KILN_CHECK(p.device().is_cuda(), op, ": expected all tensors to be on the same device, but parameter ", i,
-               " is on ", p.device());
-    for (const auto& [name, list] : lists) {
-      if (list.empty()) continue;
-      const Tensor& t = list[i];
-      KILN_CHECK(t.dtype() == p.dtype() && t.numel() == p.numel() && t.is_contiguous(), op, ": ", name, "[", i,
-                 "] must be a contiguous ", p.dtype(), " tensor with ", p.numel(), " elements");
-      KILN_CHECK(t.device() == p.device(), "Expected all tensors to be on the same device, but found at least two "
-                 "devices, ", p.device(), " and ", t.device(), "! (in ", op, ")");
-    }
-    KILN_CHECK(p.is_contiguous(), op, ": parameter ", i, " must be contiguous");
+    KILN_CHECK(params[i].device().is_cuda(), op, ": expected all tensors to be on the same device, but parameter ", i,
+               " is on ", params[i].device());
   }
+  check_optimizer_group(op, params, lists);
 }
 
 void fused_adam_cuda_(TensorList self, TensorList grads, TensorList exp_avgs, TensorList exp_avg_sqs,

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "eager/core/Error.h"
+#include "eager/kernels/OptimizerGroupChecks.h"
 #include "eager/kernels/Parallel.h"
 #include "kiln/generated/NativeFunctions.h"
 
@@ -12,24 +13,6 @@ namespace kiln::native {
 
 namespace {
 
-void check_group(const char* op, TensorList params, std::initializer_list<std::pair<const char*, TensorList>> lists) {
-  for (const auto& [name, list] : lists) {
-    KILN_CHECK(list.empty() || list.size() == params.size(), op, ": expected ", params.size(), " tensors in ", name,
-               ", got ", list.size());
-  }
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Tensor& p = params[i];
-    KILN_CHECK(p.dtype() == DType::Float32 || p.dtype() == DType::Float64, op,
-               ": parameters must be float32 or float64, got ", p.dtype());
-    for (const auto& [name, list] : lists) {
-      if (list.empty()) continue;
-      const Tensor& t = list[i];
-      KILN_CHECK(t.dtype() == p.dtype() && t.numel() == p.numel() && t.is_contiguous(), op, ": ", name, "[", i,
-                 "] must be a contiguous ", p.dtype(), " tensor with ", p.numel(), " elements");
-    }
-    KILN_CHECK(p.is_contiguous(), op, ": parameter ", i, " must be contiguous");
-  }
-}
 
 template <typename T>
 void adam_one(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const Tensor* vmax, double lr,
@@ -95,7 +78,7 @@ void fused_adam_cpu_(TensorList self, TensorList grads, TensorList exp_avgs, Ten
                      double eps, bool amsgrad, bool maximize, int64_t step, bool decoupled_weight_decay) {
   KILN_CHECK(step >= 1, "_fused_adam_: step must be at least 1, got ", step);
   KILN_CHECK(!amsgrad || max_exp_avg_sqs.size() == self.size(), "_fused_adam_: amsgrad needs max_exp_avg_sqs");
-  check_group("_fused_adam_", self, {{"grads", grads}, {"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs},
+  check_optimizer_group("_fused_adam_", self, {{"grads", grads}, {"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs},
                                      {"max_exp_avg_sqs", amsgrad ? max_exp_avg_sqs : TensorList()}});
   for (size_t i = 0; i < self.size(); ++i) {
     const Tensor* vmax = amsgrad ? &max_exp_avg_sqs[i] : nullptr;
@@ -114,7 +97,7 @@ void fused_adam_cpu_(TensorList self, TensorList grads, TensorList exp_avgs, Ten
 
 void fused_sgd_cpu_(TensorList self, TensorList grads, TensorList momentum_buffers, double lr, double momentum,
                     double dampening, double weight_decay, bool nesterov, bool maximize, bool is_first_step) {
-  check_group("_fused_sgd_", self, {{"grads", grads}, {"momentum_buffers", momentum_buffers}});
+  check_optimizer_group("_fused_sgd_", self, {{"grads", grads}, {"momentum_buffers", momentum_buffers}});
   for (size_t i = 0; i < self.size(); ++i) {
     const Tensor* buf = momentum_buffers.empty() ? nullptr : &momentum_buffers[i];
     if (self[i].dtype() == DType::Float32) {
