@@ -6,22 +6,12 @@
 #include <unordered_set>
 
 #include "passes/arguments.h"
+#include "passes/reduction_dims.h"
 #include "passes/type_facts.h"
 
 namespace kiln::passes {
 
 namespace {
-
-/// Concrete sizes of a CPU tensor whose strides are all known and concrete, or nullopt.
-std::optional<std::vector<int64_t>> typed_sizes(const ir::Value* v) {
-  if (!v->type().is_tensor()) return std::nullopt;
-  const ir::TensorType& t = v->type().tensor_type();
-  if (!t.dtype || !t.strides || !t.device.is_cpu()) return std::nullopt;
-  for (const ir::SymbolicSize& s : *t.strides) {
-    if (!s.is_concrete()) return std::nullopt;
-  }
-  return concrete_sizes(v);
-}
 
 int64_t product(const std::vector<int64_t>& s, size_t from, size_t to) {
   int64_t n = 1;
@@ -33,7 +23,7 @@ int64_t product(const std::vector<int64_t>& s, size_t from, size_t to) {
 
 std::optional<RowShape> column_shape_of(const ir::Value* v, const std::vector<int64_t>& sizes, size_t reduced_dims,
                                         bool as_output) {
-  const auto vs = typed_sizes(v);
+  const auto vs = strided_cpu_sizes(v);
   if (!vs || reduced_dims == 0 || reduced_dims >= sizes.size()) return std::nullopt;
   if (*vs == sizes) return is_contiguous(v) ? std::optional(RowShape::Element) : std::nullopt;
   const std::vector<int64_t> kept(sizes.begin() + static_cast<std::ptrdiff_t>(reduced_dims), sizes.end());
@@ -55,27 +45,12 @@ std::optional<RowShape> column_shape_of(const ir::Value* v, const std::vector<in
 }
 
 std::optional<size_t> fusible_column_reduction(const ir::Node& n) {
-  if (n.kind() != ir::NodeKind::Op || n.outputs().size() != 1 || n.inputs().size() != 1) return std::nullopt;
+  if (n.kind() != ir::NodeKind::Op) return std::nullopt;
   const std::string kind = n.kind_name();
   if (kind != "kiln::sum.dim_IntList" && kind != "kiln::mean.dim") return std::nullopt;
-  const ir::Value* x = first_argument(n);
-  if (x == nullptr || !is_contiguous(x) || !typed_sizes(x) || !typed_sizes(n.output())) return std::nullopt;
-  const auto dtype = dtype_of(x);
-  if (!dtype || (*dtype != DType::Float32 && *dtype != DType::Float64) || dtype_of(n.output()) != dtype) {
-    return std::nullopt;
-  }
-  const ir::Attribute* requested = literal_argument(n, "dtype");
-  if (requested != nullptr && !requested->is_none()) return std::nullopt;
-  const ir::Attribute* dim = literal_argument(n, "dim");
-  if (dim == nullptr || dim->kind() != ir::Attribute::Kind::IntList || dim->to_int_list().empty()) return std::nullopt;
-  const std::vector<int64_t> sizes = *typed_sizes(x);
-  std::vector<int64_t> dims;
-  for (int64_t d : dim->to_int_list()) {
-    const auto w = wrap_dim(d, sizes.size());
-    if (!w) return std::nullopt;
-    dims.push_back(*w);
-  }
-  std::sort(dims.begin(), dims.end());
+  const std::optional<ReducedDims> reduced = literal_reduced_dims(n);
+  if (!reduced) return std::nullopt;
+  const auto& [sizes, dims] = *reduced;
   if (std::adjacent_find(dims.begin(), dims.end()) != dims.end()) return std::nullopt;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] != static_cast<int64_t>(i) || sizes[i] == 0) return std::nullopt;
@@ -99,7 +74,7 @@ std::vector<ReductionGroup> fuse_column_reductions(const ir::Graph& g,
     const size_t gi = groups.size();
     ReductionGroup group;
     group.columns = true;
-    group.sizes = *typed_sizes(first_argument(*n));
+    group.sizes = *strided_cpu_sizes(first_argument(*n));
     group.reduced_dims = *folds;
     group_of[n] = gi;
     std::vector<const ir::Node*> members = {n};

@@ -8,6 +8,7 @@
 
 #include "passes/arguments.h"
 #include "passes/fuse_column_reductions.h"
+#include "passes/reduction_dims.h"
 #include "passes/type_facts.h"
 
 namespace kiln::passes {
@@ -20,17 +21,6 @@ int64_t product(std::vector<int64_t>::const_iterator a, std::vector<int64_t>::co
   int64_t n = 1;
   for (; a != b; ++a) n *= *a;
   return n;
-}
-
-/// Concrete sizes of a CPU tensor whose strides are all known and concrete, or nullopt.
-std::optional<std::vector<int64_t>> typed_sizes(const ir::Value* v) {
-  if (!v->type().is_tensor()) return std::nullopt;
-  const ir::TensorType& t = v->type().tensor_type();
-  if (!t.dtype || !t.strides || !t.device.is_cpu()) return std::nullopt;
-  for (const ir::SymbolicSize& s : *t.strides) {
-    if (!s.is_concrete()) return std::nullopt;
-  }
-  return concrete_sizes(v);
 }
 
 bool writes_in_place(const ir::Graph& g) {
@@ -54,7 +44,7 @@ bool pointwise_fits(const ir::Node& n, const std::vector<int64_t>& sizes, size_t
   if (!out || (*out != RowShape::Element && *out != RowShape::PerRow)) return false;
   for (const ir::Value* v : n.inputs()) {
     if (reduced_dims == 0) {
-      if (!typed_sizes(v)) return false;
+      if (!strided_cpu_sizes(v)) return false;
       continue;
     }
     const auto in = row_shape_of(v, sizes, reduced_dims);
@@ -91,7 +81,7 @@ bool pullable(const ir::Node& p, const ir::Node& n, const ReductionGroup& group,
 
 std::optional<RowShape> row_shape_of(const ir::Value* v, const std::vector<int64_t>& sizes, size_t reduced_dims,
                                      bool as_output) {
-  const auto vs = typed_sizes(v);
+  const auto vs = strided_cpu_sizes(v);
   if (!vs) return std::nullopt;
   const int64_t numel = product(vs->begin(), vs->end());
   if (*vs == sizes) return is_contiguous(v) ? std::optional(RowShape::Element) : std::nullopt;
@@ -123,27 +113,10 @@ std::optional<RowShape> row_shape_of(const ir::Value* v, const std::vector<int64
 }
 
 std::optional<size_t> fusible_reduction(const ir::Node& n) {
-  if (n.kind() != ir::NodeKind::Op || n.outputs().size() != 1 || !is_reduction_kind(n.kind_name())) return std::nullopt;
-  const ir::Value* x = first_argument(n);
-  if (x == nullptr || n.inputs().size() != 1 || !is_contiguous(x) || !typed_sizes(x) || !typed_sizes(n.output())) {
-    return std::nullopt;
-  }
-  const auto dtype = dtype_of(x);
-  if (!dtype || (*dtype != DType::Float32 && *dtype != DType::Float64) || dtype_of(n.output()) != dtype) {
-    return std::nullopt;
-  }
-  const ir::Attribute* requested = literal_argument(n, "dtype");
-  if (requested != nullptr && !requested->is_none()) return std::nullopt;
-  const ir::Attribute* dim = literal_argument(n, "dim");
-  if (dim == nullptr || dim->kind() != ir::Attribute::Kind::IntList || dim->to_int_list().empty()) return std::nullopt;
-  const std::vector<int64_t> sizes = *concrete_sizes(x);
-  std::vector<int64_t> dims;
-  for (int64_t d : dim->to_int_list()) {
-    const auto w = wrap_dim(d, sizes.size());
-    if (!w) return std::nullopt;
-    dims.push_back(*w);
-  }
-  std::sort(dims.begin(), dims.end());
+  if (n.kind() != ir::NodeKind::Op || !is_reduction_kind(n.kind_name())) return std::nullopt;
+  const std::optional<ReducedDims> reduced = literal_reduced_dims(n);
+  if (!reduced) return std::nullopt;
+  const auto& [sizes, dims] = *reduced;
   for (size_t i = 0; i < dims.size(); ++i) {
     const int64_t want = static_cast<int64_t>(sizes.size() - dims.size() + i);
     if (dims[i] != want || sizes[static_cast<size_t>(want)] == 0) return std::nullopt;
@@ -169,10 +142,10 @@ std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::funct
     if (folds) {
       space = *concrete_sizes(first_argument(*n));
     } else {
-      const auto out = typed_sizes(n->output());
+      const auto out = strided_cpu_sizes(n->output());
       if (!out || !is_contiguous(n->output())) continue;
       bool typed = true;
-      for (const ir::Value* v : n->inputs()) typed = typed && typed_sizes(v).has_value();
+      for (const ir::Value* v : n->inputs()) typed = typed && strided_cpu_sizes(v).has_value();
       if (!typed || !fusible(*n)) continue;
       space = *out;
     }

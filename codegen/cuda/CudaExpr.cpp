@@ -269,34 +269,10 @@ std::string ExprPrinter::value(int32_t i) const {
       return fp ? math_function(ExprOp::Abs, ad) + "(" + a + ")" : "(" + a + " < 0 ? kcg::wneg(" + a + ") : " + a + ")";
     case ExprOp::Not: return "(!" + a + ")";
     case ExprOp::Sqrt: return std::string(dbl ? "__dsqrt_rn(" : "__fsqrt_rn(") + a + ")";
-    case ExprOp::Exp:
-    case ExprOp::Expm1:
-    case ExprOp::Log:
-    case ExprOp::Log2:
-    case ExprOp::Log10:
-    case ExprOp::Log1p:
-    case ExprOp::Sin:
-    case ExprOp::Cos:
-    case ExprOp::Tan:
-    case ExprOp::Tanh:
-    case ExprOp::Erf:
-    case ExprOp::Erfc:
-    case ExprOp::Exp2:
-    case ExprOp::Asin:
-    case ExprOp::Acos:
-    case ExprOp::Atan:
-    case ExprOp::Sinh:
-    case ExprOp::Cosh:
-    case ExprOp::Asinh:
-    case ExprOp::Acosh:
-    case ExprOp::Atanh:
     case ExprOp::Floor:
     case ExprOp::Ceil:
     case ExprOp::Trunc:
     case ExprOp::Round: return math_function(e.op, ad) + "(" + a + ")";
-    case ExprOp::Pow:
-    case ExprOp::Atan2:
-    case ExprOp::Hypot:
     case ExprOp::Fmod:
     case ExprOp::Copysign: return math_function(e.op, ad) + "(" + a + ", " + b + ")";
     case ExprOp::Shl:
@@ -336,9 +312,12 @@ std::string ExprPrinter::value(int32_t i) const {
     case ExprOp::ReduceSum:
     case ExprOp::ReduceMean:
     case ExprOp::ReduceMax:
-    case ExprOp::ReduceMin: break;
+    case ExprOp::ReduceMin:
+      KILN_FAIL(Runtime, "codegen/cuda: ", expr_op_name(e.op), " e", i, " is printed by its row pass");
+    default:  // the vector-math calls: is_vector_math (KernelIR.h) is their one list
+      KILN_CHECK(is_vector_math(e.op), "codegen/cuda: no CUDA C for ", expr_op_name(e.op));
+      return math_function(e.op, ad) + "(" + a + (e.b >= 0 ? ", " + b : std::string()) + ")";
   }
-  KILN_FAIL(Runtime, "codegen/cuda: ", expr_op_name(e.op), " e", i, " is printed by its row pass");
 }
 
 }  // namespace kiln::codegen::cuda
