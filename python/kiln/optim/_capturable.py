@@ -22,7 +22,11 @@ the parameter's dtype where
 the kernels cast them; the element-wise update in the parameter's dtype), as
 in-place ops on the parameters and state, which capture records out of place
 with copy-backs. Results equal the eager kernels' up to the rounding of fused
-multiply-adds (a few ulp per step).
+multiply-adds (a few ulp per step; compiled by the default backend they are
+equal bit for bit: tests/python/compiler/test_multi_tensor_optimizer.py). The
+default backend runs a group's per-parameter updates, one identical fused
+kernel each, as ONE multi-tensor kernel step (passes/group_multi_tensor.h,
+Note [Multi-tensor kernel steps]).
 
 What the graph's shape depends on (amsgrad, maximize, nesterov, decoupled
 weight decay, whether weight_decay / momentum is zero, the groups and their
