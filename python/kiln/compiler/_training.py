@@ -90,8 +90,7 @@ class StepState:
     the planned leaves (held), their ``.grad`` where defined, each optimizer's state tensors (read from
     ``optimizer.state`` per call) and its hyperparameter tensors (held, refreshed per call)."""
 
-    __slots__ = ("leaves", "all_leaves", "grad_defined", "grad_leaves", "state_slots", "scalars", "optimizers",
-                 "scalar_tensors")
+    __slots__ = ("leaves", "all_leaves", "grad_defined", "state_slots", "scalars", "optimizers", "scalar_tensors")
 
     def __init__(self, plan: TrainingPlan, declared: list):
         held = {id(t) for t in declared}
@@ -99,8 +98,7 @@ class StepState:
                          + plan.leaves)
         self.all_leaves = leaves  # every leaf whose .grad the capture tracks
         self.leaves = [t for t in leaves if id(t) not in held]
-        self.grad_defined = [t.grad is not None for t in leaves]  # guarded per call
-        self.grad_leaves = [t for t in leaves if t.grad is not None]  # their .grad, read per call
+        self.grad_defined = [t.grad is not None for t in leaves]  # guarded per call; those .grad read per call
         self.optimizers = plan.optimizers
         # (the optimizer's state, parameter, its tensor keys): read per call (load_state_dict replaces them).
         self.state_slots = []
@@ -121,11 +119,14 @@ class StepState:
             if not s.refresh():
                 raise StateChanged("an optimizer's parameter groups changed")
         grads = []
-        for p in self.grad_leaves:
+        for p, defined in zip(self.all_leaves, self.grad_defined):  # (one pass: this runs on every call)
             g = p.grad
-            if g is None:
-                raise StateChanged("a gradient that was defined is None")
-            grads.append(g)
+            if defined:
+                if g is None:
+                    raise StateChanged("a gradient that was defined is None")
+                grads.append(g)
+            elif g is not None:
+                raise StateChanged("a gradient's None-ness changed")
         state = []
         try:
             for st, p, keys in self.state_slots:  # one lookup per parameter (this runs on every call)
@@ -135,10 +136,6 @@ class StepState:
         except KeyError as e:
             raise StateChanged(f"optimizer state entry {e} is missing") from None
         return self.leaves + grads + state + self.scalar_tensors
-
-    def grads_match(self) -> bool:
-        """Whether exactly the leaves that had a ``.grad`` at the capture have one now."""
-        return [p.grad is not None for p in self.all_leaves] == self.grad_defined  # (runs on every call)
 
     def state_tensor_ids(self) -> set:
         return {id(st[p][k]) for st, p, keys in self.state_slots for k in keys}
@@ -301,8 +298,6 @@ class TrainingStepProgram:
 
     def __call__(self, inputs: list) -> list:
         state = self.state
-        if not state.grads_match():
-            raise StateChanged("a gradient's None-ness changed")
         k = self.num_prefix
         inputs = [*inputs[:k], *state.tensors(), *inputs[k:]]
         prev = _C.is_grad_enabled()
