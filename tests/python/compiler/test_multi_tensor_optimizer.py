@@ -193,3 +193,45 @@ def test_seed_mlp_training_step_update_is_one_kernel_and_equals_eager():
 
 # The seed MLP's whole step: 8 kernel steps with one kernel per parameter's update, 5 with the update as one.
 SEED_MLP_KERNELS = 5
+
+
+def test_members_sharing_a_dying_input_never_write_over_it():
+    """Two members read the same intermediate (a matmul's result, dead after the step): no member's output may
+    take its buffer, since the members do not run element by element together (runtime MultiTensorRun.h)."""
+    def f(a, b, c, d, x):
+        t = a @ b
+        u = (t * c).exp()
+        v = (x * 2.0).sin()  # another layout between them: u and w are two groups of one kernel
+        w = (t * d).exp()
+        return u, v, w
+
+    rng = np.random.default_rng(2)
+    a, b, c, d = (kiln.tensor(rng.standard_normal(s).astype(np.float32)) for s in ((64, 32), (32, 48), (64, 48),
+                                                                                    (64, 48)))
+    x = kiln.tensor(rng.standard_normal(7).astype(np.float32))
+    with kiln.no_grad():
+        for mode in (None, "reduce-overhead"):
+            run = kiln.compile(f, mode=mode)
+            for _ in range(2):
+                got = run(a, b, c, d, x)
+            want = f(a, b, c, d, x)
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g.numpy(), w.numpy())
+            (graph,) = compiled_graphs(run)
+            assert sorted(graph.kernel_members) == [1, 2]
+
+
+def test_reduce_overhead_update_equals_eager():
+    def make(ps):
+        return kiln.optim.AdamW(ps, lr=1e-2, weight_decay=0.1)
+
+    want = _run(make, 30, compiled=False)
+    params = _params(30)
+    opt = make(params)
+    run = kiln.compile(lambda: opt.step(), mode="reduce-overhead")
+    for s in range(STEPS):
+        for p, g in zip(params, _grads(params, s)):
+            p.grad = g
+        run()
+    _assert_same((params, opt, run), want)
+    assert sorted(m for m, _ in _update_steps(run)) == [1, 30]
