@@ -34,7 +34,16 @@ namespace kiln::passes {
 // where its last member ran; since nothing reads the earlier members' results,
 // running them later is unobservable, and their inputs are computed earlier
 // still. The element-wise arithmetic is the members' own kernel, so the
-// results are bit for bit those of the separate kernels.
+// results are bit for bit those of the separate kernels. (A 1-element group's
+// kernel reads every input as a single element, a kernel of its own; the
+// runtime gives it the dense kernel of the same math first, which computes the
+// same at one element, so a scalar parameter joins the others' step:
+// runtime/CompiledGraph.cpp.)
+//
+// The runtime plans a member's output into a dead input's buffer only when
+// that input is the member's own (no other member reads it), and stores an
+// output into a graph input only when no other member reads that input: the
+// members do not run element by element together.
 
 /// Given a graph's fusion groups (in the order they run) and, per group, its kernel key (nullopt: not a candidate).
 /// Do    group_multi_tensor(groups, kernel_key).

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -165,6 +166,25 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     const std::optional<codegen::FusionKernel>& fk = lowered.back();
     const bool candidate = !cuda_ && fk && fk->kernel.contiguous && fk->kernel.input_dtypes.size() <= 64;
     multi_tensor_key.push_back(candidate ? std::optional<uint64_t>(fk->kernel.hash()) : std::nullopt);
+  }
+  // A 1-element group's kernel reads every input as a single element (stride 0); at one element a kernel
+  // reading them densely computes the same, so it takes such a kernel of the same math and joins its
+  // multi-tensor step (a scalar parameter's update beside the others').
+  std::map<uint64_t, size_t> dense_key;  // a multi-tensor key of groups of more than one element -> one of them
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (multi_tensor_key[i] && numel_of(lowered[i]->shape) != 1) dense_key.emplace(*multi_tensor_key[i], i);
+  }
+  for (size_t i = 0; i < groups.size() && !dense_key.empty(); ++i) {
+    if (!multi_tensor_key[i] || numel_of(lowered[i]->shape) != 1 || dense_key.count(*multi_tensor_key[i])) continue;
+    for (const auto& [key, j] : dense_key) {
+      codegen::Kernel as_dense = lowered[i]->kernel;
+      as_dense.input_scalar = lowered[j]->kernel.input_scalar;
+      if (as_dense.hash() == key) {
+        lowered[i]->kernel = std::move(as_dense);
+        multi_tensor_key[i] = key;
+        break;
+      }
+    }
   }
   const auto pointwise_step = [&](size_t i) {
     auto step = std::make_unique<KernelStep>();
