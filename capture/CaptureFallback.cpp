@@ -57,6 +57,16 @@ ir::Value* symbolic_argument(CaptureSession& s, const SchemaArgument& a, const I
   return g.append(g.create_list(std::move(elements), ir::Type::int_type()))->output();
 }
 
+/// Notes the values of a size-taking argument with the session (a symbolic element among them too: its
+/// value is a symbol's, which size_table_argument's table never holds as a factor).
+void note_size_literals(CaptureSession& s, const SchemaArgument& a, const IValue& v) {
+  if (!takes_sizes(a)) return;
+  if (v.tag() == IValue::Tag::Int) s.note_size_literal(v.to_int());
+  if (v.tag() == IValue::Tag::IntList) {
+    for (int64_t literal : v.to_int_list()) s.note_size_literal(literal);
+  }
+}
+
 /// The int value (or int-list value) standing for a size-taking argument `v` whose literals the session's
 /// size table names (Note [Symbolic sizes in the backward], SymbolicInts.h), else nullptr.
 ir::Value* size_table_argument(CaptureSession& s, const SchemaArgument& a, const IValue& v) {
@@ -133,6 +143,7 @@ ir::Node* build_node(CaptureSession& s, const OperatorHandle& op, const Operator
           if (inputs.back() == nullptr) return nullptr;
           break;
         }
+        note_size_literals(s, args[i], v);
         if (ir::Value* sym = symbolic_argument(s, args[i], v, &cursor)) {
           inputs.push_back(sym);
           break;
@@ -141,6 +152,7 @@ ir::Node* build_node(CaptureSession& s, const OperatorHandle& op, const Operator
           inputs.push_back(sym);
           break;
         }
+
         // By position: a functional replacement may name it differently (fill_'s value, full_like's fill_value).
         attributes.push_back({record.schema().arguments()[i].name, ir::Attribute::of_ivalue(v)});
         break;

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -239,6 +240,12 @@ class CaptureSession {
   [[nodiscard]] bool matches_size_symbols() const { return !size_symbols_.empty(); }
   /// How many literals size_symbol replaced so far.
   [[nodiscard]] size_t num_size_symbols_used() const { return num_size_symbols_used_; }
+  /// Notes a literal (>= 2) a size-taking argument was recorded with (a head count in view(B, T, h, C // h)).
+  void note_size_literal(int64_t value) {
+    if (value >= 2) size_literals_.insert(value);
+  }
+  /// The literals noted so far: the factors a count in the backward may carry besides the symbols.
+  [[nodiscard]] std::vector<int64_t> size_literals() const { return {size_literals_.begin(), size_literals_.end()}; }
 
   /// Number of op nodes recorded so far.
   [[nodiscard]] size_t num_ops() const { return num_ops_; }
@@ -275,6 +282,7 @@ class CaptureSession {
   std::vector<SizeSymbol> size_symbols_;
   std::unordered_map<int64_t, ir::Value*> size_symbol_values_;  // by value, made on first use
   size_t num_size_symbols_used_ = 0;
+  std::set<int64_t> size_literals_;
   ir::Value* rng_seed_ = nullptr;
   ir::Value* rng_offset_ = nullptr;
   size_t rng_input_index_ = 0;

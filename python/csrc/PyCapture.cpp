@@ -171,6 +171,8 @@ void init_capture(PyObject* module) {
            py::arg("table"),
            "(value, handle, factor) triples: literal size arguments of that value are recorded as the symbolic "
            "int times factor (Note [Symbolic sizes in the backward]); [] turns matching off.")
+      .def_property_readonly("size_literals", [](PySession& s) { return s.session.size_literals(); },
+                             "Literals (>= 2) size-taking arguments were recorded with, ascending.")
       .def_property_readonly("num_size_symbols_used",
                              [](PySession& s) { return s.session.num_size_symbols_used(); })
       .def("probe_graph", [](PySession& s, const std::vector<size_t>& handles) { return s.session.probe_graph(handles); },

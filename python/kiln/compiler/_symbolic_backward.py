@@ -26,32 +26,52 @@ _RTOL, _ATOL = 1e-4, 1e-5
 
 def size_table(session, declared: list, names: dict, env: dict) -> list:
     """(value, handle, factor) triples for ``session.set_size_symbols``: each symbol, each product of
-    two symbols, each of those times a literal extent (>= 2) of an input; a value two entries share,
-    or that is itself a literal extent of an input (it may be a constant), is left out."""
+    two symbols, each of those times a literal extent (>= 2) of an input, a product of two, or an input's
+    literal extents together. A value several entries give takes the one over the most symbols, and is
+    left out when that is still ambiguous, or when it is itself a literal extent of an input (it may be a
+    constant)."""
     handles: dict = {}
     for i, tensor_names in sorted(names.items()):
         for d, n in enumerate(tensor_names):
             if n is not None and n in env and n not in handles:
                 handles[n] = session.symbolic_size(declared[i], d)
-    bases = [(env[n], handles[n]) for n in sorted(handles)]
+    bases = [(env[n], handles[n], 1) for n in sorted(handles)]  # (value, handle, how many symbols)
     symbols = sorted(handles)
     for a in range(len(symbols)):
         for b in range(a + 1, len(symbols)):
             h = session.symbolic_arith(_MUL, handles[symbols[a]], False, handles[symbols[b]], False)
-            bases.append((env[symbols[a]] * env[symbols[b]], h))
+            bases.append((env[symbols[a]] * env[symbols[b]], h, 2))
     extents = set()
+    factors = set()  # what a symbol is multiplied by in a count: an extent, two, or an input's literal extents
     for i, t in enumerate(session.input_tensors):
         tensor_names = names.get(i) if i < len(declared) else None
+        literal = 1
         for d, e in enumerate(t.shape):
             if e >= 2 and (tensor_names is None or tensor_names[d] is None):
                 extents.add(e)
+                literal *= e
+        if literal >= 2:
+            factors.add(literal)
+    # Literal sizes the forward passed (a head count, a head width) multiply symbols too: [B * h, T, C // h].
+    symbol_values = {env[n] for n in handles}
+    literals = {e for e in session.size_literals if e not in extents and e not in symbol_values}
+    factors |= extents | literals | {a * b for a in extents | literals for b in extents | literals}
     candidates: dict = {}
-    for value, h in bases:
-        candidates.setdefault(value, set()).add((h, 1))
-        for c in extents:
-            candidates.setdefault(value * c, set()).add((h, c))
-    return [(value, *next(iter(c))) for value, c in sorted(candidates.items())
-            if len(c) == 1 and value >= 2 and value not in extents]
+    for value, h, n in bases:
+        candidates.setdefault(value, set()).add((n, h, 1))
+        for c in factors:
+            candidates.setdefault(value * c, set()).add((n, h, c))
+    table = []
+    for value, found in sorted(candidates.items()):
+        if value < 2 or value in extents:
+            continue
+        # Of several readings, the one over the most symbols: a count of elements over the dynamic dims
+        # (mean's [B, T, C] is B*T*C, not T*(3C)); none where that is still ambiguous.
+        most = max(n for n, _, _ in found)
+        best = [(h, c) for n, h, c in found if n == most]
+        if len(best) == 1:
+            table.append((value, *best[0]))
+    return table
 
 
 def _tensor_like(t, sizes, rng):
