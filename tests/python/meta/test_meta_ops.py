@@ -27,8 +27,7 @@ NO_META_YET: tuple[str, ...] = (
     "_linalg_eig", "_linalg_eigh", "_linalg_solve", "_linalg_svd", "_lstm_cell_fused", "_lstm_cell_fused_backward",
     "_lstm_sequence", "_lstm_sequence_backward", "_lu_pivots_to_permutation", "_mode",
     "_scaled_dot_product_flash_attention_dropout_for_cpu",
-    "_scaled_dot_product_flash_attention_dropout_for_cpu_backward", "_scaled_dot_product_flash_attention_for_cpu",
-    "_scaled_dot_product_flash_attention_for_cpu_backward", "addmv.out", "avg_pool2d_backward", "col2im", "eye",
+    "_scaled_dot_product_flash_attention_dropout_for_cpu_backward", "addmv.out", "avg_pool2d_backward", "col2im", "eye",
     "eye.m", "eye.m_out", "eye.out", "geqrf", "group_norm", "im2col", "index_fill.int_Tensor",
     "index_fill.int_Tensor_out", "index_fill_.int_Tensor", "linalg_cholesky_ex", "linalg_ldl_factor_ex",
     "linalg_ldl_solve", "linalg_lu_factor_ex", "linalg_qr", "linalg_solve_triangular", "logspace", "logspace.out",
@@ -41,11 +40,11 @@ NO_META_YET: tuple[str, ...] = (
 
 # Ops whose CPU kernel refuses every sample meta_cases builds, so the sweep cannot compare them.
 NO_SAMPLE: tuple[str, ...] = (
-    "_batch_norm_backward_input", "_batch_norm_backward_weight", "_conv2d_backward_input", "_conv2d_backward_weight",
-    "_embedding_dense_backward", "addmv", "addmv_", "addr_", "batch_norm", "max_pool2d_with_indices_backward", "mv",
-    "mv.out", "narrow.Tensor", "native_batch_norm", "nll_loss_backward", "randint_like.Tensor",
-    "randint_like.Tensor_generator", "split.sizes", "tensor_split.tensor_indices_or_sections", "to.device",
-    "unflatten.int",
+    "_batch_norm_backward_input", "_batch_norm_backward_weight", "_conv2d_backward_input",
+    "_conv2d_backward_weight", "_embedding_dense_backward", "_scaled_dot_product_flash_attention_for_cpu_backward",
+    "addmv", "addmv_", "addr_", "batch_norm", "max_pool2d_with_indices_backward", "mv", "mv.out", "narrow.Tensor",
+    "native_batch_norm", "nll_loss_backward", "randint_like.Tensor", "randint_like.Tensor_generator", "split.sizes",
+    "tensor_split.tensor_indices_or_sections", "to.device", "unflatten.int",
 )
 
 

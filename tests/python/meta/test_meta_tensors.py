@@ -242,3 +242,20 @@ def test_cross_entropy_forward_and_backward_run_on_meta_like_torch():
     (kl, kg), (tl, tg) = run(kiln), run(torch)
     assert_meta_like(kl, tl)
     assert_meta_like(kg, tg)
+
+
+def test_cpu_flash_attention_forward_and_backward_on_meta_like_its_cpu_kernels():
+    # The fused op F.scaled_dot_product_attention runs on CPU tensors; a captured graph's probe runs it
+    # on meta tensors at other sizes. (torch's meta output is contiguous where its CPU kernel's is not:
+    # the comparison is with kiln's CPU result, whose layout is aten's CPU one.)
+    shapes = ([2, 4, 5, 8], [2, 2, 7, 8], [2, 2, 7, 6])
+
+    def run(device):
+        qkv = [kiln.randn(s).to(device) for s in shapes]
+        out, lse = kiln._C._call_op("kiln::_scaled_dot_product_flash_attention_for_cpu", (*qkv, 0.0, True), {})
+        grads = kiln._C._call_op("kiln::_scaled_dot_product_flash_attention_for_cpu_backward",
+                                 (kiln.ones_like(out), *qkv, out, lse, 0.0, True), {})
+        return [out, lse, *grads]
+
+    for m, c in zip(run("meta"), run("cpu")):
+        assert m.is_meta and tuple(m.shape) == tuple(c.shape) and m.stride() == c.stride() and m.dtype == c.dtype
