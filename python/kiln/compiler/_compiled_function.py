@@ -20,6 +20,9 @@ from kiln.compiler._guards import (ModuleStateGuard, Unguardable, describe, firs
 from kiln.nn.modules.module import Module
 
 RECOMPILE_LIMIT = 8
+# After this many symbolic backward graphs of one function fail their check (each costs a forward and
+# backward at two other sizes), its calls needing gradients are captured for their exact sizes only.
+MAX_BACKWARD_CHECKS_FAILED = 2
 SYMBOLIC_FAST_PATHS = 4  # exact sizes per function whose symbolic hits also get a C++ guard check
 _compiling = _state.thread_local  # its "sessions": see _state.is_compiling
 
@@ -153,6 +156,7 @@ class CompiledFunction:
         self.num_symbolic_fast_paths = 0
         self.recompile_reasons: list = []  # why each capture after the first happened
         self.specialized_reasons: list = []  # why a symbolic capture was kept for its exact sizes only
+        self.num_backward_checks_failed = 0  # symbolic backward graphs that failed _symbolic_backward's check
 
     def _reset_training(self):
         self.training_plan = None  # a _training.TrainingPlan once a call showed a training step
@@ -347,13 +351,19 @@ class CompiledFunction:
 
     def _symbolic_context(self, key, layout, session, declared):
         """The SymbolicContext of a capture symbolic in ``layout``'s dimensions, or None where the capture
-        specialises every size: no dimension >= 2 is dynamic, a training step, or a call whose outputs may
-        need gradients (a joint graph's backward bakes sizes into literals: Note [Symbolic capture])."""
+        specialises every size: no dimension >= 2 is dynamic, a training step (its backward's sizes are
+        literals), or a call that may need gradients after MAX_BACKWARD_CHECKS_FAILED symbolic backward
+        graphs of this function failed their check (Note [Symbolic sizes in the backward])."""
         if not layout:
             return None
         if self.training_plan is not None:
             self.specialized_reasons.append("a training step (its backward's sizes are literals): captured for its "
                                             "exact sizes")
+            return None
+        if self.num_backward_checks_failed >= MAX_BACKWARD_CHECKS_FAILED and _C.is_grad_enabled() and \
+                any(t.requires_grad for t in declared):
+            self.specialized_reasons.append(f"{self.num_backward_checks_failed} symbolic backward graphs failed "
+                                            "their check at other sizes: captured for its exact sizes")
             return None
         names, env = layout.names(key)
         if not names:
@@ -492,6 +502,7 @@ class CompiledFunction:
             _symbolic_backward.gradients_agree(program, inputs, names, points)
         if reason is None:
             return symbolic
+        self.num_backward_checks_failed += 1
         self.specialized_reasons.append(reason)
         if _logging.is_enabled("recompiles"):
             _logging.log("recompiles", f"{self._name()}: graph kept for these exact sizes: {reason}")

@@ -197,6 +197,26 @@ def test_a_backward_whose_sizes_match_no_symbol_is_kept_for_its_exact_sizes():
     assert any("at other sizes" in r for r in compiled.specialized_reasons)
 
 
+def test_a_backward_the_size_table_cannot_express_is_caught_and_given_up_after_two_tries():
+    # var's backward divides by N - 1, which no entry of the size table is: the check at other sizes
+    # sees wrong gradients, the graph keeps its exact sizes, and after two failed checks the function's
+    # calls needing gradients are no longer captured symbolically (each check costs two extra runs).
+    def f(x):
+        return x.var(0)
+
+    compiled = kiln.compile(f, backend="eager")
+    for n in (5, 6, 7, 8, 9):
+        x = _randn(n, 3, requires_grad=True)
+        x_c = x.detach().clone().requires_grad_(True)
+        f(x).sum().backward()
+        compiled(x_c).sum().backward()
+        _assert_close(x_c.grad, x.grad, 1e-5)
+    assert _captures(compiled) == 5 and not compiled.symbolic_entries
+    assert compiled.num_backward_checks_failed == 2
+    assert "gradients differ from eager's at other sizes" in compiled.specialized_reasons[0]
+    assert "2 symbolic backward graphs failed" in compiled.specialized_reasons[-1]
+
+
 def test_training_step_with_a_new_batch_size_stays_right():
     # A whole training step is captured for exact sizes: a new batch size recaptures it.
     kiln.manual_seed(0)
