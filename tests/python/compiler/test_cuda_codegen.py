@@ -289,7 +289,8 @@ def test_eager_pointwise_kernels_come_from_the_table_and_compile():
     what = {w for w, _, _ in kernels}
     assert {"add Half -> Half", "eq Long -> Bool", "gelu BFloat16 -> BFloat16", "exp Double -> Double",
             "gelu_backward Float -> Float", "sigmoid_backward Half -> Half", "tanh_backward BFloat16 -> BFloat16",
-            "silu_backward Double -> Double"} <= what
+            "silu_backward Double -> Double", "threshold_backward Half -> Half",
+            "threshold_backward Long -> Long"} <= what
 
 
 def test_contiguous_kernels_load_and_store_128_bit_vectors():

@@ -61,7 +61,8 @@ std::vector<Tensor> expand_masks(const Tensor& self, OptionalTensorList indices)
       KILN_CHECK_INDEX(t.size(j) == self.size(src), "The shape of the mask ", t.sizes(), " at index ", j,
                        " does not match the shape of the indexed tensor ", self.sizes(), " at index ", src);
     }
-    const Tensor nonzero = t.device().type() == DeviceType::CPU
+    // A CUDA mask's nonzero() through the CPU (no CUDA nonzero kernel yet); meta masks read no data.
+    const Tensor nonzero = t.device().type() != DeviceType::CUDA
                                ? nonzero_cpu(t)
                                : kiln::_to_copy(nonzero_cpu(kiln::_to_copy(t, std::nullopt, Device(DeviceType::CPU))),
                                                 std::nullopt, t.device());
@@ -220,8 +221,9 @@ IndexPutPlan plan_index_put(const Tensor& self, OptionalTensorList indices, cons
   }
   Tensor value = values;
   if (!accumulate && is_masked_fill(indices, values)) {
-    const bool on_cpu = values.device().type() == DeviceType::CPU;
-    value = scalar_tensor(item(on_cpu ? values : kiln::_to_copy(values, std::nullopt, Device(DeviceType::CPU))),
+    // (a CUDA value is read through a copy to the host)
+    const bool on_cuda = values.device().is_cuda();
+    value = scalar_tensor(item(on_cuda ? kiln::_to_copy(values, std::nullopt, Device(DeviceType::CPU)) : values),
                           self.dtype());
   }
   check_no_overlap(self, value);
