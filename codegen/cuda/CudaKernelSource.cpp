@@ -156,8 +156,8 @@ std::string pointwise_source(const Kernel& k) {
     for (size_t o = 0; o < no; ++o) {
       const int32_t e = k.outputs[o];
       const DType d = k.output_dtypes[o];
-      s << "        y" << o << ".v[j] = " << store_value(d, cast_value(var('v', e), k.exprs[static_cast<size_t>(e)].dtype, d))
-        << ";\n";
+      const DType from = k.exprs[static_cast<size_t>(e)].dtype;
+      s << "        y" << o << ".v[j] = " << store_value(d, cast_value(var('v', e), from, d)) << ";\n";
     }
     s << "      }\n";
     for (size_t o = 0; o < no; ++o) {

@@ -118,7 +118,8 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
                                "\"", name, "_cuda\" not implemented for '", scalar_type_name(in), "'");
     auto ix = cuda_kernels::indexer_of<2>(iter);
     long long n = iter.numel();
-    const std::optional<KernelInstance> generated = generated_kernel(*math, in, iter.dtype(0), alpha_scalar, approximate, threshold);
+    const std::optional<KernelInstance> generated =
+        generated_kernel(*math, in, iter.dtype(0), alpha_scalar, approximate, threshold);
     KILN_CHECK_NOT_IMPLEMENTED(generated || approximate.empty() || approximate == "none", "gelu(approximate='",
                                approximate, "') has no CUDA kernel yet");
     cuda_kernels::launch_elementwise(generated ? *generated : cuda_kernels::unary_kernel(name, in, iter.dtype(0)),

@@ -12,7 +12,9 @@ void scatter_reduce_into(const Tensor& target, int64_t dim, const Tensor& index,
                          const char* device) {
   const PutReduce put = scatter_reduction(reduce);
   check_scatter_reduce_dtype(target.dtype(), reduce, device);
-  if (!include_self) puts.put(target, dim, index, nullptr, reduction_identity(reduce, target.dtype()), PutReduce::Assign);
+  if (!include_self) {
+    puts.put(target, dim, index, nullptr, reduction_identity(reduce, target.dtype()), PutReduce::Assign);
+  }
   puts.put(target, dim, index, &src, std::nullopt, put);
   if (reduce != "mean") return;
   // (counted in the real dtype for a complex target: counts are real, and the division needs an order)
