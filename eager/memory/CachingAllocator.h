@@ -117,9 +117,9 @@ class CachingAllocator {
   };
   using BlockPool = std::set<Block*, BlockOrder>;
   using LiveBlocks = std::unordered_map<void*, Block*>;
-  /// Freed small blocks of one size, most recent last, each with its live_blocks_
-  /// node kept for reuse (Note [Tiny blocks skip the merge]).
-  using QuickList = std::vector<LiveBlocks::node_type>;
+  /// Freed small blocks of one size, most recent last, each still in live_blocks_
+  /// (marked as cached) for reuse (Note [Tiny blocks skip the merge]).
+  using QuickList = std::vector<Block*>;
 
   // Helpers below run with mutex_ held.
   Block* find_free_block(BlockPool& pool, size_t size, StreamId stream);
@@ -128,7 +128,7 @@ class CachingAllocator {
   void free_block(Block* block);
   void release_cached_segments();
   Block* take_quick_block(size_t size, StreamId stream);
-  bool keep_quick_block(LiveBlocks::node_type& node);
+  bool keep_quick_block(Block* block);
   void drain_quick_blocks();
   [[noreturn]] void throw_out_of_memory(size_t nbytes, const char* cause = "");
 
