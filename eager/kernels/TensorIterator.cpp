@@ -81,8 +81,8 @@ TensorIterator TensorIteratorConfig::build() { return TensorIterator(*this); }
 // input, so one promotion tier) is that dtype; nothing is converted or
 // resized; the dense layout holds (one iteration dimension of numel
 // elements); the outputs are new and contiguous, so nothing can overlap them.
-// build_same_shape fills exactly the members the general passes would, and
-// anything else (a static dtype or shape, an out= tensor, integers promoted
+// build_same_shape fills the members the general passes would (less the
+// dimension orders, which only those passes read), and anything else (a static dtype or shape, an out= tensor, integers promoted
 // to float, a broadcast) takes the general path. The config's tensors are
 // moved into the operands: build() is a config's last use.
 
@@ -109,14 +109,10 @@ TensorIterator::TensorIterator(TensorIteratorConfig& config) {
     }
     if (first->is_wrapped_number()) return false;
     if (config.promote_integer_to_float_ && !is_floating_point(dtype) && !is_complex(dtype)) return false;
-    const size_t ndim = sizes.size();
     shape_ = DimVector(sizes);
     numel_ = first->numel();
     common_dtype_ = out_dtype_ = dtype;
-    user_perm_.resize(ndim);
-    for (size_t i = 0; i < ndim; ++i) user_perm_[i] = static_cast<int64_t>(ndim - 1 - i);
-    iter_shape_.assign(1, numel_);
-    perm_.assign(1, static_cast<int64_t>(ndim - 1));
+    iter_shape_.assign(1, numel_);  // user_perm_ and perm_ serve allocate_outputs and strided operands only
     dense_ = true;
     noutputs_ = static_cast<int>(config.outputs_.size());
     const int64_t item = kiln::itemsize(dtype);

@@ -243,6 +243,20 @@ CachingAllocator::~CachingAllocator() {
 void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
   if (nbytes == 0) return nullptr;
   std::lock_guard<std::mutex> guard(mutex_);
+  return allocate_block(nbytes, stream)->ptr;
+}
+
+void* CachingAllocator::allocate_with_handle(size_t nbytes, void** handle, StreamId stream) {
+  *handle = nullptr;
+  if (nbytes == 0) return nullptr;
+  std::lock_guard<std::mutex> guard(mutex_);
+  Block* block = allocate_block(nbytes, stream);
+  *handle = block;
+  return block->ptr;
+}
+
+/// A live block of at least `nbytes` (> 0) bytes on `stream`, counted and in live_blocks_.
+CachingAllocator::Block* CachingAllocator::allocate_block(size_t nbytes, StreamId stream) {
   if (fail_countdown_ != 0 && --fail_countdown_ == 0) [[unlikely]] {
     throw_out_of_memory(nbytes, " (failure injected by fail_nth_allocation)");
   }
@@ -286,7 +300,7 @@ void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
   update(stats_.allocated_bytes, as_signed(block->size));
   update(stats_.active_bytes, as_signed(block->size));
   report_to_profiler(raw_, block->ptr, as_signed(block->size), stats_);
-  return block->ptr;
+  return block;
 }
 
 void CachingAllocator::deallocate(void* ptr) {
@@ -295,14 +309,28 @@ void CachingAllocator::deallocate(void* ptr) {
   auto it = live_blocks_.find(ptr);
   KILN_CHECK(it != live_blocks_.end() && !it->second->cached, "caching allocator (", raw_.name(),
              "): cannot free pointer ", ptr, ", which it did not allocate or has already freed");
-  Block* block = it->second;
+  release_live_block(it->second);
+}
+
+void CachingAllocator::deallocate_handle(void* handle) {
+  if (handle == nullptr) return;
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto* block = static_cast<Block*>(handle);
+  KILN_INTERNAL_ASSERT(block->allocated && !block->cached, "caching allocator (", raw_.name(),
+                       "): a block handle freed twice");
+  release_live_block(block);
+}
+
+/// Takes a handed-out block (in live_blocks_) back: counted freed, then kept on
+/// a quick list, or out of live_blocks_ and merged into its pool (or freed raw).
+void CachingAllocator::release_live_block(Block* block) {
   update(stats_.allocation, -1);
   update(stats_.allocated_bytes, -as_signed(block->size));
   update(stats_.active_bytes, -as_signed(block->size));
   report_to_profiler(raw_, block->ptr, -as_signed(block->size), stats_);
 
   if (!options_.caching_enabled) {
-    live_blocks_.erase(it);
+    live_blocks_.erase(block->ptr);
     raw_.raw_free(block->ptr, block->requested);
     report_os_call("[OS free]", block->size);
     ++stats_.num_os_frees;
@@ -315,7 +343,7 @@ void CachingAllocator::deallocate(void* ptr) {
   // events instead of freed. See Note [Stream-ordered reuse].
   if (options_.host_memory) asan_poison(block->ptr, block->size);
   if (block->size <= kQuickMaxSize && keep_quick_block(block)) return;
-  live_blocks_.erase(it);
+  live_blocks_.erase(block->ptr);
   free_block(block);
 }
 
