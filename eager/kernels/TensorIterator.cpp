@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "eager/core/Error.h"
+#include "eager/core/Storage.h"
+#include "eager/core/TensorImpl.h"
 #include "eager/kernels/MemorySpan.h"
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/Resize.h"
@@ -116,10 +118,13 @@ TensorIterator::TensorIterator(TensorIteratorConfig& config) {
     dense_ = true;
     noutputs_ = static_cast<int>(config.outputs_.size());
     const int64_t item = kiln::itemsize(dtype);
-    const DimVector strides = contiguous_strides(shape_);  // allocate_outputs' strides for the dense order
+    // allocate_outputs' strides for the dense order; empty_strided's checks hold already (the
+    // inputs have this shape, so the sizes are valid and numel * itemsize bytes cannot overflow).
+    const DimVector strides = contiguous_strides(shape_);
+    const auto nbytes = static_cast<size_t>(numel_ * item);
     for (size_t i = 0; i < config.outputs_.size(); ++i) {
       Operand& op = operands_.emplace_back();
-      op.tensor = empty_strided(shape_, strides, dtype, device);
+      op.tensor = Tensor(make_intrusive<TensorImpl>(new_storage(nbytes, device), dtype, shape_, strides, 0));
       op.is_output = true;
       op.allocated = true;
       op.data = static_cast<char*>(op.tensor.data_ptr());
