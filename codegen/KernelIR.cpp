@@ -149,6 +149,7 @@ uint64_t Kernel::hash() const {
   for (size_t i = 0; i < input_dtypes.size(); ++i) {
     h = mix(h, static_cast<uint64_t>(input_dtypes[i]));
     h = mix(h, i < input_scalar.size() && input_scalar[i] ? 1 : 0);
+    if (i < inner_stride_hint.size()) h = mix(h, static_cast<uint64_t>(inner_stride_hint[i] + 0x10));
   }
   h = mix(h, output_dtypes.size());
   for (DType d : output_dtypes) h = mix(h, static_cast<uint64_t>(d));
@@ -178,6 +179,9 @@ std::string Kernel::str() const {
   for (size_t i = 0; i < input_dtypes.size(); ++i) {
     os << "  in" << i << " : " << input_dtypes[i]
        << (i < input_scalar.size() && input_scalar[i] ? " (scalar)" : "");
+    if (i < inner_stride_hint.size() && inner_stride_hint[i] >= 0) {
+      os << " (inner stride " << static_cast<int>(inner_stride_hint[i]) << ")";
+    }
     if (i < input_roles.size()) os << " (" << row_operand_name(input_roles[i]) << ")";
     os << "\n";
   }

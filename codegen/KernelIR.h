@@ -157,6 +157,9 @@ struct Kernel {
   bool contiguous = false;          // rank 1, every input dense or a single element (Note above)
   std::vector<DType> input_dtypes;  // element type of each input
   std::vector<bool> input_scalar;   // contiguous path: input i is one element (stride 0)
+  // Strided path: input i's expected stride along the innermost iteration dim, 1 or 0 (a bias broadcast
+  // along rows: a value per row), -1 unknown; Note [Strided kernels' inner loops] (codegen/llvm/KernelLowering.cpp).
+  std::vector<int8_t> inner_stride_hint;
   std::vector<DType> output_dtypes;
   std::vector<Expr> exprs;
   std::vector<int32_t> outputs;     // expr stored to each output (cast to its dtype first)

@@ -56,9 +56,15 @@ class Lowering {
   void emit_range(llvm::Value* lo, llvm::Value* hi, const std::function<void(llvm::Value*, llvm::Value*)>& step);
   void store_outputs(const std::vector<llvm::Value*>& v, llvm::Value* offset, llvm::Value* mask);
   void step_contiguous(llvm::Value* i, llvm::Value* mask);
-  /// Elements j..j+w of a row: input k at base[k] + (j + lane) * inner[k]; outputs at out + lane.
+  /// Elements j..j+w of a row: input k at base[k] + (j + lane) * inner[k]; outputs at out + lane. With
+  /// `splats` (the fast loop of Note [Strided kernels' inner loops]): an input hinted 1 is a vector load
+  /// at base[k] + j, one hinted 0 is splats[k]; the rest are gathers.
   void step_strided(const std::vector<llvm::Value*>& base, const std::vector<llvm::Value*>& inner, llvm::Value* j,
-                    llvm::Value* out, llvm::Value* mask);
+                    llvm::Value* out, llvm::Value* mask, const std::vector<llvm::Value*>* splats = nullptr);
+  /// Elements [lo, hi) of a row (outputs at out_start + j): a fast loop when every hinted input's inner
+  /// stride is its hint, else the gathers (Note [Strided kernels' inner loops]).
+  void emit_strided_range(const std::vector<llvm::Value*>& base, const std::vector<llvm::Value*>& inner,
+                          llvm::Value* lo, llvm::Value* hi, llvm::Value* out_start);
   /// Rows [begin, end): row r's index over dims 0..rank-2 gives each input's base offset.
   void emit_rows(llvm::Value* begin, llvm::Value* end);
   // --- row kernels (RowLowering.cpp, Note [Row reduction kernels]) -----------------------------------
