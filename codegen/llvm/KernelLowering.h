@@ -71,6 +71,11 @@ class Lowering {
   void emit_row_kernel(llvm::Value* begin, llvm::Value* end);
   /// A column kernel (Kernel::columns) over the columns [begin, end) (Note [Column reduction kernels]).
   void emit_column_kernel(llvm::Value* begin, llvm::Value* end);
+  /// A row's operands of each reduction (its `a`), then each's second factor (`b`, or nullptr).
+  using RowOperands = std::function<std::vector<llvm::Value*>(llvm::Value*, llvm::Value*, llvm::Value*)>;
+  /// A column kernel's folds in eager's norm_backward_params order (Kernel::norm_chunk_rows).
+  void emit_norm_column_folds(llvm::Value* begin, llvm::Value* end, const std::vector<int32_t>& reduces,
+                              const RowOperands& operands_at);
   /// Input `input` at row `row` (which starts at element `row_start`), columns j..j+w.
   llvm::Value* load_row_operand(size_t input, llvm::Value* row, llvm::Value* row_start, llvm::Value* j,
                                 llvm::Value* mask);
