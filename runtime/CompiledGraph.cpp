@@ -140,6 +140,9 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     });
   }
   for (const passes::ReductionGroup& group : row_groups) {
+    // codegen/cuda prints column kernels in eager sum's order only: the norm parameter gradients stay
+    // eager steps there (Note [Norm parameter gradients as column groups]).
+    if (group.norm_params && cuda_) continue;
     bool history = false;
     for (const ir::Node* n : group.members.nodes) history = history || records_history(*n);
     std::optional<codegen::RowKernel> rk = history ? std::nullopt : codegen::lower_reduction_group(group);

@@ -238,9 +238,14 @@ def fused_graph_kernels():
                 graphs += 1
                 cuda = cuda_graph(g)
                 cpu = _C._runtime.compile(g, runs_without_autograd=True, target="cpu")
-                # The CUDA graph fuses as the CPU graph does: the same kernels, the same eager steps.
-                assert cuda.kernel_count == cpu.kernel_count and cuda.eager_ops == cpu.eager_ops, (name, dtype)
-                assert [_unnamed(k) for k in cuda.kernels] == [_unnamed(k) for k in cpu.kernels], (name, dtype)
+                # The CUDA graph fuses as the CPU graph does: the same kernels, the same eager steps; but
+                # layer_norm's weight and bias gradients, a CPU column kernel in eager's norm order
+                # (Note [Norm parameter gradients as column groups]) that codegen/cuda does not print yet,
+                # stay eager steps there.
+                cpu_kernels = [_unnamed(k) for k in cpu.kernels if "norm order" not in k]
+                assert [_unnamed(k) for k in cuda.kernels] == cpu_kernels, (name, dtype)
+                cpu_norm_ops = [op for ops, k in zip(cpu.kernel_ops, cpu.kernels) if "norm order" in k for op in ops]
+                assert sorted(cuda.eager_ops) == sorted(cpu.eager_ops + cpu_norm_ops), (name, dtype)
                 counts[(name, dtype)] = counts.get((name, dtype), 0) + cuda.kernel_count
                 for source, entry32, entry64 in cuda.cuda_sources:
                     kernels[entry32] = (source, [entry32, entry64])
