@@ -48,6 +48,8 @@ void scatter_shape_check(const Tensor& self, int64_t dim, const Tensor& index, c
   if (index.numel() == 0) return;
   const int64_t dims = nonempty_dim(self);
   KILN_CHECK(dims == nonempty_dim(index), "Index tensor must have the same number of dimensions as self tensor");
+  KILN_CHECK(src == nullptr || nonempty_dim(*src) == dims,
+             "Index tensor must have the same number of dimensions as src tensor");
   bool wrong = false;
   for (int64_t d = 0; d < dims && !wrong; ++d) {
     if (d != dim && nonempty_size(index, d) > nonempty_size(self, d)) wrong = true;
@@ -87,9 +89,11 @@ Tensor gather_write(const Tensor& out, const Tensor& self, int64_t dim, const Te
   dim = wrap_dim(dim, self.dim());
   Tensor result = out;
   if (result.defined()) {
-    prepare_out(result, index.sizes(), self.dtype());
+    // torch's checks: no internal overlap and none with self before the resize (which an expanded
+    // out could not take), no partial overlap with index after it (the out it grew into may meet it)
     check_no_internal_overlap(result);
-    check_no_overlap(result, self);
+    check_disjoint(result, self);
+    prepare_out(result, index.sizes(), self.dtype());
     check_no_overlap(result, index);
   } else {
     result = empty(index.sizes(), self.dtype(), self.device());
