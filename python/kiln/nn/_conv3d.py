@@ -48,11 +48,14 @@ def _conv3d_padding(padding, weight, stride, dilation):
     return [(p, p) for p in _triple("padding", padding)]
 
 
-def _check_dilation(dilation) -> None:
-    # torch's two wordings: a negative value (check_shape_forward) before a zero (the conv entry points)
+def _check_dilation(dilation, dtype) -> None:
+    # torch's wordings (check_dilation in eager/kernels/cpu/nn/ConvShape.cpp): a negative value fails
+    # check_shape_forward; a zero one fails in the backend torch picks, oneDNN for float32
     if any(d < 0 for d in dilation):
         raise RuntimeError("dilation should be greater than zero")
     if any(d == 0 for d in dilation):
+        if dtype == _C.float32:
+            raise RuntimeError("non-positive dilation is not supported")
         raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
 
 
@@ -63,7 +66,7 @@ def _check_conv3d(input, weight, bias, stride, pads, dilation, groups) -> None:
         raise RuntimeError("negative padding is not supported")
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
-    _check_dilation(dilation)
+    _check_dilation(dilation, input.dtype)
     w = list(weight.shape)
     if weight.dim() != input.dim():
         raise RuntimeError(f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional weight {w}, "
@@ -104,7 +107,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         raise RuntimeError(f"expected stride to be a single integer value or a list of {weight.dim() - 2} values to "
                            f"match the convolution dimensions, but got stride={stride}")
     if padding == "same":
-        _check_dilation(dilation)
+        _check_dilation(dilation, input.dtype)
     pads = _conv3d_padding(padding, weight, stride, dilation)
     _check_conv3d(input, weight, bias, stride, pads, dilation, groups)
     if any(before != after for before, after in pads[1:]):  # asymmetric 'same': pad H and W here

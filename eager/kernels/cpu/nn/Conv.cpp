@@ -86,7 +86,7 @@ Tensor conv_nd_padding(const Tensor& input, const Tensor& weight, const std::opt
     KILN_CHECK(weight.dim() == x.dim(), "Expected ", weight.dim(), "-dimensional input for ", weight.dim(),
                "-dimensional weight", weight.sizes(), ", but got ", x.dim(), "-dimensional input of size ", x.sizes(),
                " instead");
-    check_dilation(dilations);
+    check_dilation(dilations, x.dtype());
     for (int64_t i = 0; i < spatial; ++i) {
       const size_t u = static_cast<size_t>(i);
       const int64_t total = dilations[u] * (weight.size(i + 2) - 1);
