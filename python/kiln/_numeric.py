@@ -34,6 +34,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     for name, extra in (("prepend", prepend), ("append", append)):
         if extra is not None and extra.dim() != input.dim():
             raise RuntimeError(f"diff expects prepend or append to be the same dimension as input")
+    if n == 0:  # as torch: a copy of the input, prepend and append left out
+        return input.clone()
     parts = [t for t in (prepend, input, append) if t is not None]
     x = _F.cat(parts, dim) if len(parts) > 1 else input
     for _ in range(n):

@@ -48,15 +48,25 @@ def _conv3d_padding(padding, weight, stride, dilation):
     return [(p, p) for p in _triple("padding", padding)]
 
 
+def _check_dilation(dilation, dtype) -> None:
+    # torch's wordings (check_dilation in eager/kernels/cpu/nn/ConvShape.cpp): a negative value fails
+    # check_shape_forward; a zero one fails in the backend torch picks, oneDNN for float32
+    if any(d < 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(d == 0 for d in dilation):
+        if dtype == _C.float32:
+            raise RuntimeError("non-positive dilation is not supported")
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+
+
 def _check_conv3d(input, weight, bias, stride, pads, dilation, groups) -> None:
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
     if any(p < 0 for pair in pads for p in pair):
         raise RuntimeError("negative padding is not supported")
-    if any(d <= 0 for d in dilation):
-        raise RuntimeError("non-positive dilation is not supported")
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
+    _check_dilation(dilation, input.dtype)
     w = list(weight.shape)
     if weight.dim() != input.dim():
         raise RuntimeError(f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional weight {w}, "
@@ -87,9 +97,17 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         return conv3d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     stride = _triple("stride", stride)
     dilation = _triple("dilation", dilation)
+    if weight.dim() < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if weight.dim() != 5 and padding == "same":  # torch's _convolution_mode wording (no space before the sizes)
+        raise RuntimeError(f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional "
+                           f"weight{list(weight.shape)}, but got 5-dimensional input of size {list(input.shape)} "
+                           f"instead")
     if weight.dim() != 5:
         raise RuntimeError(f"expected stride to be a single integer value or a list of {weight.dim() - 2} values to "
                            f"match the convolution dimensions, but got stride={stride}")
+    if padding == "same":
+        _check_dilation(dilation, input.dtype)
     pads = _conv3d_padding(padding, weight, stride, dilation)
     _check_conv3d(input, weight, bias, stride, pads, dilation, groups)
     if any(before != after for before, after in pads[1:]):  # asymmetric 'same': pad H and W here

@@ -92,10 +92,11 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
     if input.numel() == 0:
         return input
-    channels = input.shape[1]
-    squares = pad(input * input, [0, 0] * (input.dim() - 2) + [size // 2, (size - 1) // 2])
-    total = squares.narrow(1, 0, channels)
-    for offset in range(1, size):
-        total = total + squares.narrow(1, offset, channels)
-    return input / (total * (alpha / size) + k).pow(beta)
+    # As torch's: the mean of the squares is an average pool over the zero-padded channels (so an
+    # integer input's mean truncates, as torch's avg_pool of integers does), then scaled.
+    sizes = input.shape
+    squares = (input * input).reshape(sizes[0], 1, sizes[1], -1)
+    squares = pad(squares, [0, 0, size // 2, (size - 1) // 2])
+    mean = _functions.avg_pool2d(squares, [size, 1], stride=1).reshape(sizes)
+    return input / mean.mul(alpha).add(k).pow(beta)
 

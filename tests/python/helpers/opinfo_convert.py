@@ -22,8 +22,11 @@ class NotConvertible(Exception):
     """A sample holds a value kiln has no counterpart of (a torch Generator, a sparse tensor)."""
 
 
-def kiln_tensor(t: torch.Tensor) -> kiln.Tensor:
-    """A kiln tensor with t's values, sizes, strides, storage offset and requires_grad."""
+def kiln_tensor(t: torch.Tensor, bases: dict | None = None) -> kiln.Tensor:
+    """A kiln tensor with t's values, sizes, strides, storage offset and requires_grad. ``bases``
+    maps a torch storage already copied for this sample to its kiln copy: a tensor over that
+    storage (another view of it) becomes a view of the same copy, so views that overlap in torch
+    overlap in kiln (an out= that aliases an input is refused alike)."""
     if t.layout != torch.strided:
         raise NotConvertible(f"a {t.layout} tensor")
     if t.device.type != "cpu" or t.dim() > 64:
@@ -34,13 +37,20 @@ def kiln_tensor(t: torch.Tensor) -> kiln.Tensor:
     if t.dtype not in NUMPY_DTYPES:
         raise NotConvertible(f"a {t.dtype} tensor")
     plain = t.detach().resolve_conj().resolve_neg()
-    if plain.is_contiguous() and plain.storage_offset() == 0:
+    storage_numel = plain.untyped_storage().nbytes() // plain.element_size()
+    key = (plain.untyped_storage().data_ptr(), plain.dtype)
+    if bases is not None and key in bases and plain.untyped_storage().nbytes() > 0:
+        k = bases[key].as_strided(tuple(plain.shape), tuple(plain.stride()), plain.storage_offset())
+    elif plain.is_contiguous() and plain.storage_offset() == 0:
         k = kiln.from_numpy(plain.numpy().copy())
+        if bases is not None and plain.numel() == storage_numel:
+            bases[key] = k.reshape(-1)
     else:
-        storage_numel = plain.untyped_storage().nbytes() // plain.element_size()
         storage = torch.as_strided(plain, (storage_numel,), (1,), 0)
         base = kiln.from_numpy(storage.numpy().copy())
         k = base.as_strided(tuple(plain.shape), tuple(plain.stride()), plain.storage_offset())
+        if bases is not None:
+            bases[key] = base
     return k.requires_grad_() if t.requires_grad else k
 
 
@@ -48,13 +58,15 @@ def _torch_named(value) -> str:
     return str(value).removeprefix("torch.")
 
 
-def to_kiln(value, tensors: dict | None = None):
+def to_kiln(value, tensors: dict | None = None, bases: dict | None = None):
     """value with every torch object replaced by kiln's; ``tensors`` maps id(torch tensor) to
-    its kiln copy, so one tensor passed twice stays one tensor (aliasing kept)."""
+    its kiln copy, so one tensor passed twice stays one tensor, and ``bases`` torch storages to
+    their kiln copies, so views of one storage stay views of one storage (aliasing kept)."""
     tensors = {} if tensors is None else tensors
+    bases = {} if bases is None else bases
     if isinstance(value, torch.Tensor):
         if id(value) not in tensors:
-            tensors[id(value)] = (value, kiln_tensor(value))
+            tensors[id(value)] = (value, kiln_tensor(value, bases))
         return tensors[id(value)][1]
     if isinstance(value, torch.dtype):
         return getattr(kiln, _torch_named(value))
@@ -70,12 +82,12 @@ def to_kiln(value, tensors: dict | None = None):
     if isinstance(value, torch.Generator):
         raise NotConvertible("a torch.Generator")
     if isinstance(value, list):
-        return [to_kiln(item, tensors) for item in value]
+        return [to_kiln(item, tensors, bases) for item in value]
     if isinstance(value, tuple):
-        items = [to_kiln(item, tensors) for item in value]
+        items = [to_kiln(item, tensors, bases) for item in value]
         return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
     if isinstance(value, dict):
-        return {key: to_kiln(item, tensors) for key, item in value.items()}
+        return {key: to_kiln(item, tensors, bases) for key, item in value.items()}
     if callable(value) and getattr(value, "__module__", "") and str(value.__module__).startswith("torch"):
         raise NotConvertible(f"a torch callable {value!r}")
     return value

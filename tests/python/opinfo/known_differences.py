@@ -13,12 +13,13 @@ from __future__ import annotations
 
 _TIES = "equal values: torch's CPU sort does not promise which of tied elements comes first; the indices differ"
 _EIGENVECTOR_SIGN = "eigenvectors/singular vectors are defined up to sign (a phase); kiln's LAPACK path picks others"
-_MESSAGE = "same exception type; kiln's message words it differently"
-_ALIASED_OUT = "torch refuses an out= that overlaps the input (internal overlap check); kiln has no overlap check"
+_TORCH_LESS_ACCURATE = ("torch's own result is the less accurate one: measured against scipy.special in float64 "
+                        "on a fine grid")
 
 _LINSPACE = ("linspace/logspace: kiln's generated binding refuses a Tensor start/end and a float steps with a "
              "TypeError of its own wording; torch accepts 0-d tensors and raises RuntimeError for others (kiln.linspace "
-             "stays the generated binding: tooling/test_generated_bindings.py)")
+             "stays the generated binding: tooling/test_generated_bindings.py; the fix is ops.yaml's Tensor_Tensor, "
+             "Tensor_Scalar and Scalar_Tensor overloads, branch opinfo-linspace)")
 _SPARSE_GRADIENT = ("embedding(sparse=True) asks for a sparse gradient: kiln has no sparse layouts, so it refuses "
                     "(NotImplementedError) where torch returns the same dense forward")
 _UINT8_INTERPOLATE = "uint8 bilinear/bicubic interpolation: torch's fixed-point uint8 kernel is not in kiln (issue 31 item 2)"
@@ -38,21 +39,17 @@ KNOWN_DIFFERENCES = {
     ("linalg.eig", "forward float64"): _EIGENVECTOR_SIGN,
     ("linalg.eigh", "forward float32"): _EIGENVECTOR_SIGN,
     ("linalg.eigh", "forward float64"): _EIGENVECTOR_SIGN,
-    # torch's overlap check on out= (kiln has none)
-    ("masked_select", "error input"): _ALIASED_OUT,
-    ("take", "error input"): _ALIASED_OUT,
-    ("gather", "error message"): _ALIASED_OUT + "; kiln fails later, resizing the aliased out",
+    # an empty tensor list reaches no backend
     ("cat", "error input"): "cat of an empty list: kiln's dispatcher raises NotImplementedError (no tensor to pick a "
                             "backend), torch a RuntimeError/ValueError from its argument checks",
     # kiln bugs and gaps still open (issue 31 item 2)
-    ("arange", "error input"): "arange with a float end and an int out=: kiln's binding has no out= overload there",
+    ("arange", "error input"): "arange with a float end and an int out=: kiln's binding has no out= overload there "
+                               "(branch opinfo-linspace adds arange.out and arange.start_out)",
     ("native_group_norm", "gradient float64"): "native_group_norm's backward through its mean/rstd outputs differs",
     **_each(("nn.functional.embedding",), ("forward float32", "forward float64"), _SPARSE_GRADIENT),
     ("nn.functional.interpolate.bicubic", "forward uint8"): _UINT8_INTERPOLATE,
     ("nn.functional.interpolate.bilinear", "forward uint8"): _UINT8_INTERPOLATE,
     ("nn.functional.upsample_bilinear", "forward uint8"): _UINT8_INTERPOLATE,
-    ("nn.functional.local_response_norm", "forward int64"): "local_response_norm of int64: kiln averages in float32 "
-                                                            "by another order; up to 5e-5 off",
     **_each(("hash_tensor",), ("forward bool", "forward float32", "forward float64", "forward int64"),
             "kiln has no uint64 dtype: hash_tensor returns torch's 64 bits as int64 (test_missing_public_ops.py "
             "compares the bits)"),
@@ -61,29 +58,19 @@ KNOWN_DIFFERENCES = {
                                        "more than torch's (issue 31)",
     ("nn.functional.conv_transpose3d", "forward float32"): "conv_transpose3d in float32 is composed (dilate, pad, "
                                                             "conv3d): another summation order, 2.6e-5 off",
-    ("special.bessel_j0", "forward float64"): "bessel_j0 float64 near its zeros: absolute error ~2e-7 (issue 31)",
-    ("special.bessel_y1", "forward float64"): "bessel_y1 float64 near its zeros: absolute error ~3e-7 (issue 31)",
-    ("special.i1", "forward float32"): "i1 float32 at large arguments: 2e-4 absolute on a value of ~400",
-    # the same exception type, other words
+    ("special.bessel_j0", "forward float64"): _TORCH_LESS_ACCURATE + " (bessel_j0: torch up to 3.8e-7 absolute "
+                                              "off for 5 < x < 25, kiln within 7e-16)",
+    ("special.bessel_y1", "forward float64"): _TORCH_LESS_ACCURATE + " (bessel_y1: torch up to 8.7e-7 absolute "
+                                              "off for 5 < x < 25, kiln within 1e-15 there)",
+    ("special.i1", "forward float32"): _TORCH_LESS_ACCURATE + " (i1 float32: torch up to 1.1e-6 relative off on "
+                                       "|x| < 88, kiln within 6e-8)",
+    # arguments kiln's generated binding refuses with its own words
     **_each(("linspace", "linspace.tensor_overload", "logspace", "logspace.tensor_overload"),
             ("error input", "error message"), _LINSPACE),
-    **_each(("nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d"), ("error message",),
-            _MESSAGE + " (torch words dilation 0 two ways by input: 'non-positive dilation is not supported', as "
-            "kiln always does, or 'dilation should be greater than zero' for these samples; and a weight of the "
-            "wrong rank: kiln checks the other arguments first)"),
-    ("nn.functional.max_pool1d", "error message"): _MESSAGE + " (stride 0, dilation 0, an output size below 1: "
-                                                   "kiln words them as max_pool2d, which it runs underneath; torch "
-                                                   "'max_pool1d() stride must be greater than zero, but got 0', ...)",
-    ("masked_fill", "error message"): "masked_fill of an int tensor with a complex value: kiln says complex is not "
-                                      "implemented, torch that the value overflows int64",
-    ("scatter", "error message"): "index of another rank than src: kiln fails in its strides, torch checks first",
-    ("scatter_add", "error message"): "as scatter",
 }
 
 # Differences only the full run (KILN_OPINFO_FULL=1: every sample) reaches; the test adds these rows then.
 FULL_RUN_DIFFERENCES = {
-    **_each(("diff",), ("forward bool", "forward float32", "forward float64", "forward int64", "gradient float64"),
-            "diff with prepend/append along a dim other than the last: kiln concatenates along the wrong dim"),
     **_each(("nn.functional.batch_norm",), ("forward float32", "forward float64", "gradient float64"),
             "batch_norm of an empty input in training: kiln refuses it, torch returns an empty result (issue 31)"),
     **_each(("linalg.svd", "svd"), ("forward float32", "forward float64"), _EIGENVECTOR_SIGN),
@@ -106,7 +93,6 @@ ROUNDING_DEPENDENT_FULL = frozenset((("cov", "gradient float64"), ("fft.hfft2", 
 ROUNDING_DEPENDENT = frozenset((
     ("matrix_exp", "forward float32"),
     ("nn.functional.conv_transpose3d", "forward float32"),
-    ("nn.functional.local_response_norm", "forward int64"),
     ("special.bessel_j0", "forward float64"),
     ("special.bessel_y1", "forward float64"),
     ("special.i1", "forward float32"),

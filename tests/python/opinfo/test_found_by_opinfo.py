@@ -335,3 +335,108 @@ def test_complex_checks_both_parts_and_out_as_torch():
     d, out = torch.ones(2, dtype=torch.float64), torch.empty(2, dtype=torch.complex64)
     assert_fails_alike(lambda: kiln.complex(_pair(d)[0], _pair(d)[0], out=kiln.empty(2, dtype=kiln.complex64)),
                        lambda: torch.complex(d, d, out=out))
+
+
+def test_arange_of_int64_with_a_step_truncated_to_zero_is_a_value_error():
+    assert_fails_alike(lambda: kiln.arange(0, 5, 0.5, dtype=kiln.int64), lambda: torch.arange(0, 5, 0.5, dtype=torch.int64))
+
+
+# --- argument checks worded as torch's ----------------------------------------------------------
+
+CONV_ARGUMENT_ERRORS = [
+    ("conv1d", (1, 1, 4), (1, 1, 2), dict(dilation=-1)),
+    ("conv1d", (1, 1, 4), (1, 1, 2), dict(dilation=0)),
+    ("conv2d", (1, 1, 4, 4), (1, 1, 2, 2), dict(dilation=(1, 0))),
+    ("conv2d", (1, 1, 4, 4), (1, 1, 2, 2), dict(dilation=-1, padding="same")),
+    ("conv2d", (1, 1, 4, 4), (1, 1, 2, 2), dict(dilation=0, padding="same")),
+    ("conv3d", (1, 1, 4, 4, 4), (1, 1, 2, 2, 2), dict(dilation=-1)),
+    ("conv3d", (1, 1, 4, 4, 4), (1, 1, 2, 2, 2), dict(dilation=0, padding="same")),
+    ("conv3d", (1, 1, 4, 4, 4), (1, 1, 2, 2, 2), dict(dilation=-1, padding="same")),
+    ("conv1d", (1, 1, 4), (1, 2), dict()),
+    ("conv1d", (1, 1, 4), (1, 2), dict(padding="same")),
+    ("conv2d", (1, 1, 4, 4), (1, 2), dict()),
+    ("conv3d", (1, 1, 4, 4, 4), (1, 2), dict()),
+    ("conv2d", (1, 1, 4, 3), (1, 2, 2), dict(padding="same")),
+    ("conv1d", (1, 1, 4), (1, 1, 2, 2), dict(padding="same")),
+    ("conv3d", (1, 1, 3, 4, 5), (1, 1, 4, 3), dict(padding="same")),
+    ("conv3d", (1, 1, 3, 4, 5), (1, 1, 4, 3), dict()),
+]
+
+
+@pytest.mark.parametrize("name,input_shape,weight_shape,options", CONV_ARGUMENT_ERRORS)
+def test_conv_dilation_and_weight_rank_errors_as_torch(name, input_shape, weight_shape, options):
+    # float64, as the OpInfo's error inputs: torch words a zero dilation by backend, and float64 never takes oneDNN
+    x, w = torch.ones(input_shape, dtype=torch.float64), torch.ones(weight_shape, dtype=torch.float64)
+    assert_fails_alike(lambda: getattr(kiln.nn.functional, name)(_pair(x)[0], _pair(w)[0], **options),
+                       lambda: getattr(torch.nn.functional, name)(x, w, **options))
+
+
+@pytest.mark.parametrize("options", [dict(kernel_size=2, stride=0), dict(kernel_size=2, dilation=0),
+                                     dict(kernel_size=2, dilation=3), dict(kernel_size=3, stride=[0], padding=1)])
+def test_max_pool1d_errors_as_torch(options):
+    x = torch.ones(2, 1, 2)
+    assert_fails_alike(lambda: kiln.nn.functional.max_pool1d(_pair(x)[0], **options),
+                       lambda: torch.nn.functional.max_pool1d(x, **options))
+
+
+@pytest.mark.parametrize("name", ["scatter", "scatter_add"])
+def test_scatter_checks_the_rank_of_src(name):
+    dst, index, src = torch.zeros(3, 5), torch.tensor([[0, 1], [1, 2]]), torch.ones(2, 5, 2)
+    assert_fails_alike(lambda: getattr(kiln, name)(_pair(dst)[0], 0, _pair(index)[0], _pair(src)[0]),
+                       lambda: getattr(torch, name)(dst, 0, index, src))
+
+
+def test_masked_fill_of_an_int_tensor_with_a_complex_tensor_value():
+    x, mask = torch.ones(2, dtype=torch.long), torch.tensor(True)
+    assert_fails_alike(lambda: _pair(x)[0].masked_fill(_pair(mask)[0], kiln.tensor(1j)),
+                       lambda: x.masked_fill(mask, torch.tensor(1j)))
+    z = torch.ones(2, dtype=torch.complex64)
+    assert_matches(kiln.ones(2, dtype=kiln.complex64).masked_fill(_pair(mask)[0], kiln.tensor(2 - 1j)),
+                   z.masked_fill(mask, torch.tensor(2 - 1j)), exact=True)
+
+
+def test_out_aliasing_an_input_is_refused_as_torch():
+    src, index = torch.rand(6), torch.tensor([2, 1, 0])
+    ksrc, kindex = _pair(src)[0], _pair(index)[0]
+    expanded = torch.rand(1).expand(3)
+    kexpanded = kiln.rand(1).expand(3)
+    assert_fails_alike(lambda: kiln.take(ksrc, kindex, out=kexpanded), lambda: torch.take(src, index, out=expanded))
+    assert_fails_alike(lambda: kiln.take(ksrc, kindex, out=ksrc), lambda: torch.take(src, index, out=src))
+    assert_fails_alike(lambda: kiln.take(kindex.clone(), kindex[1:], out=kindex[:-1]),
+                       lambda: torch.take(index.clone(), index[1:], out=index[:-1]))
+    assert_fails_alike(lambda: kiln.gather(ksrc, 0, kindex, out=kexpanded),
+                       lambda: torch.gather(src, 0, index, out=expanded))
+    assert_fails_alike(lambda: kiln.gather(ksrc, 0, kindex, out=ksrc), lambda: torch.gather(src, 0, index, out=src))
+    with pytest.warns(UserWarning):  # out grows from 1 to 2 elements (torch warns alike), meeting the index
+        assert_fails_alike(lambda: kiln.gather(kindex.clone(), 0, kindex[1:], out=kindex[:1]),
+                           lambda: torch.gather(index.clone(), 0, index[1:], out=index[:1]))
+    mask = torch.tensor([True, False, True, True, False, False])
+    kmask = _pair(mask)[0]
+    assert_fails_alike(lambda: kiln.masked_select(ksrc, kmask, out=ksrc),
+                       lambda: torch.masked_select(src, mask, out=src))
+    assert_fails_alike(lambda: kiln.masked_select(kmask.clone(), kmask, out=kmask),
+                       lambda: torch.masked_select(mask.clone(), mask, out=mask))
+
+
+def test_diff_of_order_zero_is_a_copy_without_prepend_and_append():
+    x, before, after = _floats(5, 5), _floats(1, 5), _floats(2, 5)
+    (kx, tx) = _pair(x, True)
+    k = kiln.diff(kx, 0, 0, _pair(before)[0], _pair(after)[0])
+    t = torch.diff(tx, 0, 0, before, after)
+    assert_matches(k, t.detach())
+    k.sum().backward()
+    t.sum().backward()
+    assert_matches(kx.grad, tx.grad)
+    assert_matches(kiln.diff(kx, 1, 0, _pair(before)[0], _pair(after)[0]), torch.diff(tx, 1, 0, before, after).detach())
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 3), (2, 6, 3, 4), (1, 4, 2, 3, 2)])
+@pytest.mark.parametrize("dtype", ["int64", "float32", "float64"])
+def test_local_response_norm_averages_as_torch(shape, dtype):
+    g = torch.Generator().manual_seed(len(shape))
+    x = torch.randint(-9, 10, shape, generator=g) if dtype == "int64" else torch.randn(shape, generator=g,
+                                                                                       dtype=getattr(torch, dtype))
+    for size in (1, 2, 3, 5):
+        options = dict(alpha=0.1, beta=0.75, k=2.0)
+        assert_matches(kiln.nn.functional.local_response_norm(_pair(x)[0], size, **options),
+                       torch.nn.functional.local_response_norm(x, size, **options))

@@ -317,7 +317,7 @@ Tensor native::arange_impl(const Scalar& start, const Scalar& end, const Scalar&
     // int64 holds more than double: the length comes from the int64 values.
     const int64_t xstart = checked_scalar_to<int64_t>(start), xend = checked_scalar_to<int64_t>(end);
     const int64_t xstep = checked_scalar_to<int64_t>(step);
-    KILN_CHECK(xstep != 0, "step must be nonzero");
+    KILN_CHECK_VALUE(xstep != 0, "step must be nonzero");  // a fractional step truncated to 0: ValueError, as torch
     const int64_t sign = (xstep > 0) - (xstep < 0);
     size_d = std::ceil(static_cast<double>((xend - xstart + xstep - sign) / xstep));
   } else {

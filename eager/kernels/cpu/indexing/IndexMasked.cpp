@@ -65,8 +65,8 @@ Tensor masked_select_write(const Tensor& out, const Tensor& self, const Tensor& 
   if (out.defined()) {
     KILN_CHECK(self.dtype() == out.dtype(), "masked_select(): self and result must have the same scalar type");
     check_no_internal_overlap(out);
-    check_no_overlap(out, self);
-    check_no_overlap(out, mask);
+    check_disjoint(out, self);
+    check_disjoint(out, mask);
   }
   const DimVector shape = broadcast_shapes(mask.sizes(), self.sizes());
   const AdvancedIndex plan = mask_plan(expand_to(self, shape), expand_to(mask, shape));

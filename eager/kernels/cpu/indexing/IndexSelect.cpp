@@ -172,8 +172,8 @@ Tensor take_write(const Tensor& out, const Tensor& self, const Tensor& index) {
     KILN_CHECK(self.dtype() == out.dtype(), "take(): self and out expected to have the same dtype, but got self.dtype = ",
                scalar_type_name(self.dtype()), " and out.dtype = ", scalar_type_name(out.dtype()));
     check_no_internal_overlap(out);
-    check_no_overlap(out, index);
-    check_no_overlap(out, self);
+    check_disjoint(out, index);
+    check_disjoint(out, self);
   }
   KILN_CHECK_INDEX(!(self.numel() == 0 && index.numel() != 0), "take(): tried to take from an empty tensor");
   const Tensor flat = contiguous(self);

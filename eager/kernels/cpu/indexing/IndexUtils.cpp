@@ -142,6 +142,13 @@ void check_no_overlap(const Tensor& written, const Tensor& read) {
              "memory location. Please clone() the tensor before performing the operation.");
 }
 
+void check_disjoint(const Tensor& written, const Tensor& read) {
+  if (written.numel() == 0 || read.numel() == 0 || written.storage() != read.storage()) return;
+  KILN_CHECK(!byte_spans_meet(written, read),
+             "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+             "memory location. Please clone() the tensor before performing the operation.");
+}
+
 void prepare_out(const Tensor& out, IntArrayRef shape, DType dtype) {
   KILN_CHECK(out.dtype() == dtype, "Expected out tensor to have dtype ", cpp_type_name(dtype), ", but got ",
              cpp_type_name(out.dtype()), " instead");

@@ -64,6 +64,9 @@ void check_expandable(const Tensor& t, IntArrayRef shape);
 void check_no_internal_overlap(const Tensor& t);
 /// RuntimeError when `written` and `read` share memory (other than being the same tensor).
 void check_no_overlap(const Tensor& written, const Tensor& read);
+/// RuntimeError when `written` and `read` share any memory, the same view included (torch's
+/// assert_no_overlap; check_no_overlap is its assert_no_partial_overlap).
+void check_disjoint(const Tensor& written, const Tensor& read);
 [[nodiscard]] bool has_internal_overlap(const Tensor& t);
 
 /// Out= handling as PyTorch's structured kernels: `out` takes `shape` (resized,

@@ -60,9 +60,11 @@ Tensor gather_write(const Tensor& out, const Tensor& self, int64_t dim, const Te
   dim = wrap_dim(dim, self.dim());
   Tensor result = out;
   if (result.defined()) {
-    prepare_out(result, index.sizes(), self.dtype());
+    // torch's checks: no internal overlap and none with self before the resize (which an expanded
+    // out could not take), no partial overlap with index after it (the out it grew into may meet it)
     check_no_internal_overlap(result);
-    check_no_overlap(result, self);
+    check_disjoint(result, self);
+    prepare_out(result, index.sizes(), self.dtype());
     check_no_overlap(result, index);
   } else {
     result = empty(index.sizes(), self.dtype(), self.device());

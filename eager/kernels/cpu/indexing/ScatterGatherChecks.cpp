@@ -21,6 +21,8 @@ void scatter_shape_check(const Tensor& self, int64_t dim, const Tensor& index, c
   if (index.numel() == 0) return;
   const int64_t dims = nonempty_dim(self);
   KILN_CHECK(dims == nonempty_dim(index), "Index tensor must have the same number of dimensions as self tensor");
+  KILN_CHECK(src == nullptr || nonempty_dim(*src) == dims,
+             "Index tensor must have the same number of dimensions as src tensor");
   bool wrong = false;
   for (int64_t d = 0; d < dims && !wrong; ++d) {
     if (d != dim && nonempty_size(index, d) > nonempty_size(self, d)) wrong = true;

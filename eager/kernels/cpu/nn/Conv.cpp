@@ -46,6 +46,11 @@ Tensor batched_input(const Tensor& input, int64_t spatial, const char* op) {
   return d == spatial + 2 ? input : kiln::unsqueeze(input, 0);
 }
 
+/// torch checks the weight's rank before any other argument (at::convolution).
+void check_weight_rank(const Tensor& weight) {
+  KILN_CHECK(weight.dim() >= 3, "weight should have at least three dimensions");
+}
+
 /// The convolution of a batched, checked input (2-d, or 1-d through 2-d).
 Tensor run_conv(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
                 IntArrayRef padding, IntArrayRef dilation, int64_t groups, int64_t spatial) {
@@ -57,6 +62,7 @@ Tensor run_conv(const Tensor& x, const Tensor& weight, const std::optional<Tenso
 
 Tensor conv_nd(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, IntArrayRef stride,
                IntArrayRef padding, IntArrayRef dilation, int64_t groups, int64_t spatial, const char* op) {
+  check_weight_rank(weight);
   const Tensor x = batched_input(input, spatial, op);
   const DimVector s = expand_param(stride, "stride", spatial), p = expand_param(padding, "padding", spatial);
   const DimVector d = expand_param(dilation, "dilation", spatial);
@@ -68,6 +74,7 @@ Tensor conv_nd(const Tensor& input, const Tensor& weight, const std::optional<Te
 Tensor conv_nd_padding(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                        IntArrayRef stride, std::string_view padding, IntArrayRef dilation, int64_t groups,
                        int64_t spatial, const char* op) {
+  check_weight_rank(weight);
   const Tensor x = batched_input(input, spatial, op);
   const DimVector strides = expand_param(stride, "stride", spatial);
   const DimVector dilations = expand_param(dilation, "dilation", spatial, padding == "same");
@@ -75,12 +82,14 @@ Tensor conv_nd_padding(const Tensor& input, const Tensor& weight, const std::opt
   DimVector odd(static_cast<size_t>(spatial), 0);
   if (padding == "same") {
     for (int64_t s : strides) KILN_CHECK(s == 1, "padding='same' is not supported for strided convolutions");
-    KILN_CHECK(weight.dim() == spatial + 2, "Expected ", spatial + 2, "-dimensional weight for ", op,
-               " with padding='same', but got weight of size ", weight.sizes());
+    // torch's wording here (_convolution_mode) has no space before the weight's sizes.
+    KILN_CHECK(weight.dim() == x.dim(), "Expected ", weight.dim(), "-dimensional input for ", weight.dim(),
+               "-dimensional weight", weight.sizes(), ", but got ", x.dim(), "-dimensional input of size ", x.sizes(),
+               " instead");
+    check_dilation(dilations, x.dtype());
     for (int64_t i = 0; i < spatial; ++i) {
       const size_t u = static_cast<size_t>(i);
       const int64_t total = dilations[u] * (weight.size(i + 2) - 1);
-      KILN_CHECK(total >= 0, "non-positive dilation is not supported");
       odd[u] = total % 2;
       pad[u] = total / 2 + odd[u];
     }

@@ -24,14 +24,29 @@ std::string tensor_type_name(DType dtype) {
 
 }  // namespace
 
+void check_dilation(IntArrayRef dilation, DType dtype) {
+  // torch's wordings: a negative value fails its check_shape_forward; a zero one fails in the backend
+  // it picks, oneDNN for float32 ("non-positive dilation", the shapes kiln's tests use) and the slow
+  // path otherwise, which names the dilation as 2-d for conv1d (run at height 1).
+  for (int64_t d : dilation) KILN_CHECK(d >= 0, "dilation should be greater than zero");
+  if (dtype == DType::Float32) {
+    for (int64_t d : dilation) KILN_CHECK(d != 0, "non-positive dilation is not supported");
+    return;
+  }
+  DimVector shown;
+  if (dilation.size() == 1) shown.push_back(1);
+  for (int64_t d : dilation) shown.push_back(d);
+  for (int64_t d : dilation) KILN_CHECK(d != 0, "dilation should be greater than zero, but got ", IntArrayRef(shown));
+}
+
 void check_conv_forward(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                         IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   const int64_t k = input.dim();
   const int64_t spatial = k - 2;
   for (int64_t s : stride) KILN_CHECK(s > 0, "non-positive stride is not supported");
   for (int64_t p : padding) KILN_CHECK(p >= 0, "negative padding is not supported");
-  for (int64_t d : dilation) KILN_CHECK(d > 0, "non-positive dilation is not supported");
   KILN_CHECK(groups > 0, "non-positive groups is not supported");
+  check_dilation(dilation, input.dtype());
   const IntArrayRef w = weight.sizes();
   const int64_t weight_dim = weight.dim();
   KILN_CHECK(weight_dim == k, "Expected ", weight_dim, "-dimensional input for ", weight_dim, "-dimensional weight ",

@@ -40,6 +40,9 @@ struct Conv2dGeometry {
 void check_conv_forward(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                         IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups);
 
+/// Every dilation value positive, with torch's words for a negative and for a zero value.
+void check_dilation(IntArrayRef dilation, DType dtype);
+
 /// The geometry of a checked 2-d convolution (4-d input and weight sizes).
 [[nodiscard]] Conv2dGeometry conv2d_geometry(IntArrayRef input_sizes, IntArrayRef weight_sizes, IntArrayRef stride,
                                              IntArrayRef padding, IntArrayRef dilation, int64_t groups);

@@ -324,6 +324,14 @@ Tensor max_pool1d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
   KILN_CHECK(padding[0] <= kernel_size[0] / 2,
              "max_pool1d() padding should be at most half of kernel size, but got padding=", padding[0],
              " and kernel_size=", kernel_size[0]);
+  // torch's max_pool1d checks (MaxPooling.cpp) before max_pool2d words them its own way
+  check_one(stride, "max_pool1d", "stride", true);
+  check_one(dilation, "max_pool1d", "dilation", false);
+  const int64_t step = stride.empty() ? kernel_size[0] : stride[0];
+  KILN_CHECK(step > 0, "max_pool1d() stride must be greater than zero, but got ", step);
+  KILN_CHECK(dilation[0] > 0, "max_pool1d() dilation must be greater than zero, but got ", dilation[0]);
+  const int64_t width = pooled_size(self.size(-1), kernel_size[0], padding[0], step, dilation[0], ceil_mode);
+  KILN_CHECK(width > 0, "max_pool1d() Invalid computed output size: ", width);
   return std::get<0>(kiln::max_pool1d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode));
 }
 

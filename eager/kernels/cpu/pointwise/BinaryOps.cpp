@@ -6,6 +6,7 @@
 #include "eager/kernels/cpu/pointwise/BinaryOps.h"
 
 #include <algorithm>
+#include <complex>
 #include <cstring>
 #include <utility>
 #include <optional>
@@ -160,11 +161,13 @@ std::string_view type_meta_name(DType dtype) {
 
 Scalar tensor_item(const Tensor& t) {
   KILN_CHECK(t.numel() == 1, "a Tensor with ", t.numel(), " elements cannot be converted to Scalar");
-  return visit_dtype(t.dtype(), [&](auto tag) -> Scalar {
+  return visit_dtype_and_complex(t.dtype(), [&](auto tag) -> Scalar {
     using T = decltype(tag);
     T v;
     std::memcpy(&v, t.data_ptr(), sizeof(T));
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (is_complex_v<T>) {  // a complex value then fails its conversion as torch's does
+      return Scalar(std::complex<double>(v.real(), v.imag()));
+    } else if constexpr (std::is_same_v<T, bool>) {
       return Scalar(v);
     } else if constexpr (std::is_integral_v<T>) {
       return Scalar(static_cast<int64_t>(v));
