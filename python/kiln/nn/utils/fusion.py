@@ -55,6 +55,9 @@ def fuse_linear_bn_eval(linear, bn):
 
 def fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b):
     """(weight, bias) Parameters of the linear that equals linear(linear_w, linear_b) then batch norm."""
+    for name, value in (("linear_w", linear_w), ("bn_rm", bn_rm), ("bn_rv", bn_rv), ("bn_w", bn_w), ("bn_b", bn_b)):
+        if not isinstance(value, _C.TensorBase):
+            raise TypeError(f"fuse_linear_bn_weights(): argument '{name}' must be Tensor, not {type(value).__name__}")
     weight_dtype = linear_w.dtype
     bias_dtype = linear_b.dtype if linear_b is not None else weight_dtype
     if linear_b is None:
