@@ -78,6 +78,11 @@ EXCLUDED = frozenset({
     "kiln.nn.functional.reduce_sum", "kiln.special.install", "kiln.func.wraps", "kiln.sparse.sparse_not_implemented",
     "kiln.autograd.once_differentiable",
 })
+# Functions that refuse some hostile calls with another exception type than torch's parser's TypeError (found by
+# --survey runs, left to fix; issue 30): their mismatches are counted as 'known-mismatch', not findings. Internal
+# errors from them still are. A function fixed comes off the list.
+KNOWN_MISMATCHES = frozenset({
+})
 # Exception types outside the contract that a function raises on purpose, as torch's does.
 TORCH_PARITY = {"kiln.lobpcg": AssertionError}  # torch's lobpcg asserts A square and A, B of one shape
 TENSOR_NAMES = frozenset({"input", "self", "other", "tensor", "x", "x1", "x2", "weight", "bias", "A", "B", "b",
@@ -271,9 +276,10 @@ def check_one(case: dict, oracle: Oracle) -> str:
         expected = None  # torch's own Python code failing: no verdict
     if (isinstance(expected, TypeError) and PARSER_REFUSAL.search(str(expected))
             and not isinstance(error, (TypeError, NotImplementedError))):
-            trace = "".join(traceback.format_exception(error)[-4:])
-            raise Finding("mismatch", f"{where}; torch raises {type(expected).__name__}: "
-                                      f"{str(expected)[:300]}\n{trace}")
+        if case["function"] in KNOWN_MISMATCHES:
+            return "known-mismatch"
+        trace = "".join(traceback.format_exception(error)[-4:])
+        raise Finding("mismatch", f"{where}; torch raises {type(expected).__name__}: {str(expected)[:300]}\n{trace}")
     return type(error).__name__
 
 

@@ -148,6 +148,8 @@ def _check_arguments(function, parameters, args, kwargs, self_given):
             continue
         if not (value is None and optional) and not accepts(value):
             raise TypeError(f"{function}(): argument '{spelled}'{where} must be {words}, not {_type_name(value)}")
+        if words == "int" and value is not None and not -(1 << 63) <= operator.index(value) < 1 << 63:
+            raise ValueError("Overflow when unpacking long long")  # torch's parser, for an int past int64
 
 
 def checked_signature(signature):

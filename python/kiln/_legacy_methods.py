@@ -42,7 +42,7 @@ def new(self, *args, device=None):
     return _C._functions.empty([operator.index(s) for s in size], dtype=self.dtype, device=device)
 
 
-@checked_signature("resize_as_(Any self, Tensor the_template)")
+@checked_signature("resize_as_(Tensor self as input, Tensor the_template)")
 def resize_as_(self, the_template, *, memory_format=None):
     """Tensor.resize_as_: ``self.resize_(the_template.shape)``."""
     _require_tensor(the_template, "resize_as_", "the_template", 1)

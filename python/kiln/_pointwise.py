@@ -92,7 +92,7 @@ def ldexp(input, other, *, out=None):
     return _copy_out(result.to(dtype), out)
 
 
-@checked_signature("ldexp_(Any self, Tensor other)")
+@checked_signature("ldexp_(Tensor self as input, Tensor other)")
 def ldexp_(self, other):
     """In place: self *= 2^other (self must be floating point)."""
     _require_tensor(self, "ldexp_", "input", 1)
@@ -152,14 +152,14 @@ def lcm(input, other, *, out=None):
     return _copy_out(_lcm(a, b), out)
 
 
-@checked_signature("gcd_(Any self, Tensor other)")
+@checked_signature("gcd_(Tensor self as input, Tensor other)")
 def gcd_(self, other):
     a, b = _integer_operands("gcd", self, other)
     _check_inplace_shape(self, a.shape)
     return self.copy_(_gcd(a, b))
 
 
-@checked_signature("lcm_(Any self, Tensor other)")
+@checked_signature("lcm_(Tensor self as input, Tensor other)")
 def lcm_(self, other):
     a, b = _integer_operands("lcm", self, other)
     _check_inplace_shape(self, a.shape)
@@ -175,6 +175,7 @@ def i0(input, *, out=None):
     return _special_i0(input, out=out, _op="i0")
 
 
+@checked_signature("i0_(Tensor self as input)")
 def i0_(self):
     result = i0(self)
     if not self.dtype.is_floating_point:

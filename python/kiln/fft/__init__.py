@@ -254,8 +254,10 @@ def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """torch.fft.fftfreq: [0, 1, ..., ceil(n/2)-1, -floor(n/2), ..., -1] / (d * n)."""
     dtype = dtype or _C.get_default_dtype()
-    values = [i if i < (n + 1) // 2 else i - n for i in range(n)]
-    result = _C._tensor(values, _C.float64, None, False).div(d * n).to(dtype) if n else _F.zeros([0], dtype=dtype)
+    # from arange, not a Python list: a huge n fails at the allocation (torch's error), not after minutes
+    index = _F.arange(n, dtype=_C.float64)
+    values = _F.where(index < (n + 1) // 2, index, index - n)
+    result = values.div(d * n).to(dtype) if n else _F.zeros([0], dtype=dtype)
     return _finish_freq(result, out, requires_grad)
 
 
@@ -263,7 +265,7 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """torch.fft.rfftfreq: [0, 1, ..., n//2] / (d * n)."""
     dtype = dtype or _C.get_default_dtype()
-    result = _C._tensor(list(range(n // 2 + 1)), _C.float64, None, False).div(d * n).to(dtype)
+    result = _F.arange(n // 2 + 1, dtype=_C.float64).div(d * n).to(dtype)
     return _finish_freq(result, out, requires_grad)
 
 

@@ -81,6 +81,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                   momentum: float = 0.1, eps: float = 1e-5):
     """Normalises each (sample, channel) slice over its spatial dims: batch_norm of the
     input seen as one sample of N*C channels (running stats averaged back over the batch)."""
+    for position, name, value in ((2, "running_mean", running_mean), (3, "running_var", running_var),
+                                  (4, "weight", weight), (5, "bias", bias)):
+        if value is not None:
+            _require_tensor(value, "instance_norm", name, position)
     if use_input_stats and math.prod(input.shape[2:]) == 1:  # torch's _verify_spatial_size
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {_C.Size(input.shape)}")
     n, c = input.shape[0], input.shape[1]

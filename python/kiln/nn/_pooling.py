@@ -171,15 +171,15 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, dims:
     _require_tensor(indices, f"max_unpool{max(dims, 2)}d", "indices", 2)
     if indices.dtype != _C.int64:  # torch's first check, before the sizes
         raise RuntimeError(f"elements in indices should be type int64 but got: {_scalar_name(indices.dtype)}")
+    op_dims = max(dims, 2)  # max_unpool1d runs as max_unpool2d over one more dim, as torch's
+    in_dims = input.dim() + (1 if dims == 1 else 0)
+    if in_dims not in (op_dims + 1, op_dims + 2):  # before the sizes, which read the spatial dims
+        raise RuntimeError(f"Input to max_unpooling{op_dims}d should be a {op_dims + 1}d or {op_dims + 2}d Tensor, "
+                           f"but got a tensor with {in_dims} dimensions.")
     kernel = _ntuple(kernel_size, dims)
     stride = kernel if stride is None else _ntuple(stride, dims)
     padding = _ntuple(padding, dims)
     sizes = _unpool_size(input, kernel, stride, padding, output_size, dims)
-    op_dims = max(dims, 2)
-    in_dims = input.dim() + (1 if dims == 1 else 0)
-    if in_dims not in (op_dims + 1, op_dims + 2):
-        raise RuntimeError(f"Input to max_unpooling{op_dims}d should be a {op_dims + 1}d or {op_dims + 2}d Tensor, "
-                           f"but got a tensor with {in_dims} dimensions.")
     if tuple(indices.shape) != tuple(input.shape):
         shape = list(input.shape) + ([1] if dims == 1 else [])
         got = list(indices.shape) + ([1] if dims == 1 else [])

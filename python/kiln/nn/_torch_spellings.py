@@ -257,7 +257,7 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq: bool = False, mo
             tensor(best.tolist(), dtype=_C.int64).reshape(bags, weight.shape[1]))
 
 
-@checked_signature("embedding_renorm_(Any weight, Tensor indices, float max_norm, float norm_type)")
+@checked_signature("embedding_renorm_(Tensor weight as input, Tensor indices, float max_norm, float norm_type)")
 def embedding_renorm_(weight, indices, max_norm: float, norm_type: float):
     """torch.embedding_renorm_: rows of ``weight`` named in ``indices`` whose norm exceeds max_norm are
     scaled (in place, without gradient) by max_norm / (norm + 1e-7)."""
