@@ -82,6 +82,18 @@ EXCLUDED = frozenset({
 # --survey runs, left to fix; issue 30): their mismatches are counted as 'known-mismatch', not findings. Internal
 # errors from them still are. A function fixed comes off the list.
 KNOWN_MISMATCHES = frozenset({
+    "kiln.as_tensor", "kiln.asarray", "kiln.bartlett_window", "kiln.blackman_window", "kiln.conv_transpose1d",
+    "kiln.conv_transpose2d", "kiln.cumulative_trapezoid", "kiln.dsplit", "kiln.frombuffer", "kiln.histogramdd",
+    "kiln.hsplit", "kiln.kaiser_window", "kiln.linalg.cond", "kiln.linalg.eigh", "kiln.linalg.inv_ex",
+    "kiln.linalg.matrix_norm", "kiln.linalg.norm", "kiln.meshgrid", "kiln.nanmedian",
+    "kiln.nn.functional.adaptive_max_pool1d", "kiln.nn.functional.adaptive_max_pool1d_with_indices",
+    "kiln.nn.functional.adaptive_max_pool2d_with_indices", "kiln.nn.functional.adaptive_max_pool3d_with_indices",
+    "kiln.nn.functional.cosine_embedding_loss", "kiln.nn.functional.group_norm", "kiln.nn.functional.grouped_mm",
+    "kiln.nn.functional.kl_div", "kiln.nn.functional.local_response_norm", "kiln.nn.functional.lp_pool1d",
+    "kiln.nn.functional.lp_pool2d", "kiln.nn.functional.max_pool3d", "kiln.nn.functional.max_pool3d_with_indices",
+    "kiln.nn.functional.max_unpool3d", "kiln.nn.functional.pad", "kiln.nn.functional.poisson_nll_loss",
+    "kiln.nn.functional.rrelu", "kiln.poisson", "kiln.special.i0", "kiln.svd_lowrank", "kiln.triangular_solve",
+    "kiln.unfold_copy", "kiln.unique", "kiln.unsqueeze_copy", "kiln.vsplit"
 })
 # Exception types outside the contract that a function raises on purpose, as torch's does.
 TORCH_PARITY = {"kiln.lobpcg": AssertionError}  # torch's lobpcg asserts A square and A, B of one shape

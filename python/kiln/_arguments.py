@@ -94,7 +94,10 @@ def _is_tensor_list(value):
 
 
 def _is_scalar(value):
-    return isinstance(value, (int, float, complex)) or (isinstance(value, _C.TensorBase) and value.dim() == 0)
+    if isinstance(value, _C.TensorBase):
+        return value.dim() == 0
+    return isinstance(value, (int, float, complex)) or (  # a NumPy scalar too
+        not isinstance(value, (str, bytes)) and any(hasattr(value, m) for m in ("__index__", "__float__", "__complex__")))
 
 
 # torch's schema kind -> (accepts a value, the words of its refusal)
@@ -112,10 +115,17 @@ _KINDS = {
 }
 
 
+def _union(kinds):
+    """(accepts, words) of an argument whose overloads take any of `kinds` (bool|float)."""
+    checks = [_KINDS[k][0] for k in kinds]
+    return (lambda value: any(check(value) for check in checks)), " or ".join(_KINDS[k][1] for k in kinds)
+
+
 def _parse_signature(signature):
     """[(position or None, name, name in messages, accepts, words, optional)] of
-    'name(Kind a, Kind? b=..., *, Kind c=..., Kind d as e)' (torch's schema words: SymInt is int, int[2] an
-    int or a list of them; 'as e': torch's message names the argument e)."""
+    'name(Kind a, Kind? b=..., *, Kind c=..., Kind d as e, K1|K2 f)' (torch's schema words: SymInt is int,
+    int[2] an int or a list of them; 'as e': torch's message names the argument e; K1|K2: the overloads
+    take either)."""
     function, _, rest = signature.partition("(")
     parameters = []
     position = 1
@@ -126,9 +136,10 @@ def _parse_signature(signature):
             continue
         kind, name, *spelled = item.split("=")[0].split()  # 'Tensor A as input': torch's message says input
         optional = kind.endswith("?")
-        kind = re.sub(r"\[\d+\]", "[1]", kind.rstrip("?").replace("SymInt", "int"))  # int[2]: an int or a list
-        if kind in _KINDS:  # Layout, Device, Generator, ...: not checked
-            parameters.append((position, name, spelled[-1] if spelled else name, *_KINDS[kind], optional))
+        kinds = [re.sub(r"\[\d+\]", "[1]", k.replace("SymInt", "int")) for k in kind.rstrip("?").split("|")]
+        if all(k in _KINDS for k in kinds):  # Layout, Device, Generator, ...: not checked
+            accepts, words = _KINDS[kinds[0]] if len(kinds) == 1 else _union(kinds)
+            parameters.append((position, name, spelled[-1] if spelled else name, accepts, words, optional))
         if position is not None:
             position += 1
     return function, parameters

@@ -9,7 +9,7 @@ from kiln._creation import tensor
 _F = _C._functions
 
 
-@checked_signature("bucketize(Any input, Tensor boundaries, *, bool out_int32, bool right, Tensor? out)")
+@checked_signature("bucketize(Scalar|Tensor input, Tensor boundaries, *, bool out_int32, bool right, Tensor? out)")
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """The index of each input value's bucket among the sorted 1-D boundaries (searchsorted with the operands
     swapped)."""

@@ -134,7 +134,7 @@ def tanhshrink(input):
     return input - _functions.tanh(input)
 
 
-@checked_signature("threshold(Tensor input, Any threshold, Tensor value)")
+@checked_signature("threshold(Tensor input)")
 def threshold(input, threshold: float, value: float, inplace: bool = False):
     if inplace:
         return _inplace(input, "threshold_", threshold, value)

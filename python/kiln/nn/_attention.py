@@ -176,7 +176,7 @@ def _pad_last(mask):
     return _C._functions.cat([mask, extra], -1)
 
 
-@checked_signature("multi_head_attention_forward(Tensor query, Tensor key, Tensor value)")
+@checked_signature("multi_head_attention_forward(Tensor query, Tensor key)")
 def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num_heads: int, in_proj_weight,
                                  in_proj_bias, bias_k, bias_v, add_zero_attn: bool, dropout_p: float,
                                  out_proj_weight, out_proj_bias, training: bool = True, key_padding_mask=None,
