@@ -11,7 +11,7 @@ import math
 from typing import Optional
 
 from kiln import _C
-from kiln._arguments import checked_signature
+from kiln._arguments import _require_tensor, checked_signature
 from kiln.nn._activations import softmax
 from kiln.nn._dropout import dropout
 from kiln.nn._linear import linear
@@ -89,6 +89,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     Note [Flash attention on the CPU] in eager/kernels/cpu/nn/Attention.cpp), its
     dropout form when dropout_p > 0 (the same mask the composite would draw);
     everything else the composite below (matmul, softmax, dropout)."""
+    _require_tensor(value, "scaled_dot_product_attention", "value", 3)  # not declared: torch's function is Python
     fn = native("scaled_dot_product_attention")
     if fn is not None:
         return fn(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
@@ -186,6 +187,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     if static_k is not None or static_v is not None:
         raise NotImplementedError("kiln.nn.functional.multi_head_attention_forward: static_k/static_v are not "
                                   "supported yet")
+    _require_tensor(value, "multi_head_attention_forward", "value", 3)  # not declared: torch's function is Python
     batched = query.dim() == 3
     if not batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
