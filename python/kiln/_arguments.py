@@ -66,13 +66,19 @@ def _require_bool(value, function, argument, position=None):
 # op's own checks.
 
 def _is_int(value):
+    if type(value) is int:  # noqa: E721 - the common case, first
+        return -(1 << 63) <= value < 1 << 63 or _overflow()
     if isinstance(value, bool_):
         return False
     try:
-        operator.index(value)
-        return True
+        index = operator.index(value)
     except TypeError:
         return False
+    return -(1 << 63) <= index < 1 << 63 or _overflow()
+
+
+def _overflow():
+    raise ValueError("Overflow when unpacking long long")  # torch's parser, for an int past int64
 
 
 def _is_float(value):
@@ -148,19 +154,21 @@ def _parse_signature(signature):
 def _check_arguments(function, parameters, args, kwargs, self_given):
     """Raises torch's parser's TypeError for the first argument `parameters` refuse. A method call
     (``self_given``) numbers its arguments after self, as torch's Tensor methods do."""
+    given = len(args)
     for position, name, spelled, accepts, words, optional in parameters:
-        if position is not None and position <= len(args):
+        if position is not None and position <= given:
             if self_given and position == 1:
                 continue
-            value, where = args[position - 1], f" (position {position - self_given})"
+            value = args[position - 1]
         elif name in kwargs:
-            value, where = kwargs[name], ""
+            value, position = kwargs[name], None
         else:
             continue
-        if not (value is None and optional) and not accepts(value):
+        if value is None and optional:
+            continue
+        if not accepts(value):
+            where = "" if position is None else f" (position {position - self_given})"
             raise TypeError(f"{function}(): argument '{spelled}'{where} must be {words}, not {_type_name(value)}")
-        if words == "int" and value is not None and not -(1 << 63) <= operator.index(value) < 1 << 63:
-            raise ValueError("Overflow when unpacking long long")  # torch's parser, for an int past int64
 
 
 def checked_signature(signature):
