@@ -121,17 +121,11 @@ _KINDS = {
 }
 
 
-def _union(kinds):
-    """(accepts, words) of an argument whose overloads take any of `kinds` (bool|float)."""
-    checks = [_KINDS[k][0] for k in kinds]
-    return (lambda value: any(check(value) for check in checks)), " or ".join(_KINDS[k][1] for k in kinds)
-
-
 def _parse_signature(signature):
     """[(position or None, name, name in messages, accepts, words, optional)] of
-    'name(Kind a, Kind? b=..., *, Kind c=..., Kind d as e, K1|K2 f)' (torch's schema words: SymInt is int,
-    int[2] an int or a list of them; 'as e': torch's message names the argument e; K1|K2: the overloads
-    take either)."""
+    'name(Kind a, Kind? b=..., *, Kind c=..., Kind d as e)' (torch's schema words: SymInt is int, int[2] an
+    int or a list of them; 'as e': torch's message names the argument e). An argument torch's overloads
+    take of different kinds is not declared: kiln's own check gives torch's overload-list message."""
     function, _, rest = signature.partition("(")
     parameters = []
     position = 1
@@ -142,10 +136,9 @@ def _parse_signature(signature):
             continue
         kind, name, *spelled = item.split("=")[0].split()  # 'Tensor A as input': torch's message says input
         optional = kind.endswith("?")
-        kinds = [re.sub(r"\[\d+\]", "[1]", k.replace("SymInt", "int")) for k in kind.rstrip("?").split("|")]
-        if all(k in _KINDS for k in kinds):  # Layout, Device, Generator, ...: not checked
-            accepts, words = _KINDS[kinds[0]] if len(kinds) == 1 else _union(kinds)
-            parameters.append((position, name, spelled[-1] if spelled else name, accepts, words, optional))
+        kind = re.sub(r"\[\d+\]", "[1]", kind.rstrip("?").replace("SymInt", "int"))  # int[2]: an int or a list
+        if kind in _KINDS:  # Layout, Device, Generator, ...: not checked
+            parameters.append((position, name, spelled[-1] if spelled else name, *_KINDS[kind], optional))
         if position is not None:
             position += 1
     return function, parameters

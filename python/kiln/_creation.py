@@ -204,7 +204,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     return _write_out(result, out)
 
 
-@checked_signature("fill(Tensor input, Scalar|Tensor value)")
+@checked_signature("fill(Tensor input)")
 def fill(input, value):
     """torch.fill: a copy of ``input`` with every element ``value`` (a number or a 0-d
     tensor); gradient flows to a tensor ``value`` (and zero to ``input``)."""

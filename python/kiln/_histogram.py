@@ -135,8 +135,7 @@ def _bins_type_error(op, input, bins, extra):
                      f"None, bool density = False, tuple of Tensors out = None)\n")
 
 
-@checked_signature("histogram(Tensor input, Tensor|int bins, *, Any range, Tensor? weight, bool density, "
-                   "Tensor[]? out)")
+@checked_signature("histogram(Tensor input, Any bins, *, Any range, Tensor? weight, bool density, Tensor[]? out)")
 def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
     """torch.histogram: the histogram of the flattened ``input`` over ``bins`` equal-width bins
     (edges a linspace over ``range`` or the data's [min, max]) or over the 1-D edge tensor ``bins``;
@@ -171,7 +170,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     return _RESULT_TYPES["histogram"](hist, bin_edges)
 
 
-@checked_signature("histogramdd(Tensor input, Tensor[]|int|int[] bins, Any range, Tensor? weight, bool density)")
+@checked_signature("histogramdd(Tensor input, Any bins, Any range, Tensor? weight, bool density)")
 def histogramdd(input, bins, range=None, weight=None, density=False):
     """torch.histogramdd: the N-dimensional histogram of the points in ``input``'s last dim (all
     other dims flattened); ``bins`` an int (for every dim), N ints or N 1-D edge tensors.

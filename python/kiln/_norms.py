@@ -61,8 +61,8 @@ def _spectral_norm(A, ord, dim, keepdim):
     return result
 
 
-@checked_signature("linalg_matrix_norm(Tensor A as input, Scalar|str ord, int[] dim, bool keepdim, *, "
-                   "ScalarType? dtype, Tensor? out)")
+@checked_signature("linalg_matrix_norm(Tensor A as input, Any ord, int[] dim, bool keepdim, *, ScalarType? dtype, "
+                   "Tensor? out)")
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """torch.linalg.matrix_norm for ord 'fro', inf, -inf, 1, -1 over the two dims `dim`."""
     if A.dim() < 2:
@@ -95,7 +95,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return result
 
 
-@checked_signature("linalg_norm(Tensor A as input, Scalar|str? ord, int[1]? dim, bool keepdim, *, Tensor? out, "
+@checked_signature("linalg_norm(Tensor A as input, Any ord, int[1]? dim, bool keepdim, *, Tensor? out, "
                    "ScalarType? dtype)")
 def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     """torch.linalg.norm: a vector norm over one dim (or all, for ord None), a matrix norm over two."""

@@ -232,7 +232,7 @@ def dist(input, other, p=2):
     return vector_norm(input - other, p)
 
 
-@checked_signature("float_power(Scalar|Tensor input, Scalar|Tensor exponent, *, Tensor? out)")
+@checked_signature("float_power(Any input, Any exponent, *, Tensor? out)")
 def float_power(input, exponent, *, out=None):
     """``input ** exponent`` computed in float64 whatever the inputs' dtypes."""
     base = input.to(_C.float64) if isinstance(input, _C.TensorBase) else float(input)
@@ -417,7 +417,7 @@ def _gradient_coordinates(f, d, coordinates, edge_order):
     return _F.cat([first, center, last], d)
 
 
-@checked_signature("gradient(Tensor input, *, Any spacing, int|int[]? dim, int edge_order)")
+@checked_signature("gradient(Tensor input, *, Any spacing, Any dim, int edge_order)")
 def gradient(input, *, spacing=1, dim=None, edge_order=1):
     """torch.gradient: the derivative estimate along each of ``dim`` (default every dim) by
     second-order central differences inside and first- or second-order (``edge_order``)

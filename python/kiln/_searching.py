@@ -9,11 +9,16 @@ from kiln._creation import tensor
 _F = _C._functions
 
 
-@checked_signature("bucketize(Scalar|Tensor input, Tensor boundaries, *, bool out_int32, bool right, Tensor? out)")
+@checked_signature("bucketize(Any input, Tensor boundaries, *, bool out_int32, bool right, Tensor? out)")
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """The index of each input value's bucket among the sorted 1-D boundaries (searchsorted with the operands
     swapped)."""
     _require_tensor(boundaries, "bucketize", "boundaries", 2)
+    if isinstance(input, bool) or not isinstance(input, (_C.TensorBase, int, float, complex)):
+        raise TypeError(f"bucketize() received an invalid combination of arguments - got ({type(input).__name__}, "
+                        f"Tensor), but expected one of:\n * (Tensor input, Tensor boundaries, *, "
+                        f"bool out_int32 = False, bool right = False, Tensor out = None)\n"
+                        f" * (Number self, Tensor boundaries, *, bool out_int32 = False, bool right = False)\n")
     if boundaries.dim() != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
     kwargs = {"out_int32": out_int32, "right": right}

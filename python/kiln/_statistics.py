@@ -200,7 +200,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     return result[0] if scalar_q else result
 
 
-@checked_signature("quantile(Tensor input, Tensor|float q, int? dim, bool keepdim, *, str interpolation, Tensor? out)")
+@checked_signature("quantile(Tensor input, Any q, int? dim, bool keepdim, *, str interpolation, Tensor? out)")
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """The q-th quantiles (q a number or a 1-D tensor in [0, 1]) of ``input`` or along ``dim``."""
     result = _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
@@ -209,8 +209,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
     return result
 
 
-@checked_signature("nanquantile(Tensor input, Tensor|float q, int? dim, bool keepdim, *, str interpolation, "
-                   "Tensor? out)")
+@checked_signature("nanquantile(Tensor input, Any q, int? dim, bool keepdim, *, str interpolation, Tensor? out)")
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """quantile of the non-NaN values (NaN where a slice has none)."""
     result = _quantile(input, q, dim, keepdim, interpolation, True, "nanquantile")

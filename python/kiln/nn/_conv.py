@@ -13,16 +13,16 @@ from kiln.nn._ops import functions as _functions
 from kiln import _padding
 
 
-@checked_signature("conv1d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, int[1]|str padding, "
-                   "int[1] dilation, int groups)")
+@checked_signature("conv1d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, Any padding, int[1] dilation, "
+                   "int groups)")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if involves_complex(input, weight, bias):
         return complex_conv(conv1d, input, weight, bias, stride, padding, dilation, groups)
     return _functions.conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
-@checked_signature("conv2d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, int[1]|str padding, "
-                   "int[1] dilation, int groups)")
+@checked_signature("conv2d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, Any padding, int[1] dilation, "
+                   "int groups)")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if involves_complex(input, weight, bias):
         return complex_conv(conv2d, input, weight, bias, stride, padding, dilation, groups)

@@ -77,8 +77,8 @@ def _check_conv3d(input, weight, bias, stride, pads, dilation, groups) -> None:
                            "size")
 
 
-@checked_signature("conv3d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, int[1]|str padding, "
-                   "int[1] dilation, int groups)")
+@checked_signature("conv3d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, Any padding, int[1] dilation, "
+                   "int groups)")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of a [N, C, D, H, W] (or unbatched [C, D, H, W]) input; see Note [conv3d as one conv2d]."""
     if involves_complex(input, weight, bias):

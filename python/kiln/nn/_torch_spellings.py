@@ -170,8 +170,8 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, reduction
     return F.cosine_embedding_loss(input1, input2, target, margin, reduction=_reduction(reduction))
 
 
-@checked_signature("ctc_loss(Tensor log_probs, Tensor targets, Tensor|int[] input_lengths, "
-                   "Tensor|int[] target_lengths, int blank, int reduction, bool zero_infinity)")
+@checked_signature("ctc_loss(Tensor log_probs, Tensor targets, Any input_lengths, Any target_lengths, int blank, "
+                   "int reduction, bool zero_infinity)")
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction=1,
              zero_infinity: bool = False):
     """torch.ctc_loss(..., blank, reduction: int, zero_infinity)."""
@@ -327,7 +327,7 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
     return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
 
 
-@checked_signature("native_norm(Tensor input, Scalar? p)")
+@checked_signature("native_norm(Tensor input)")
 def native_norm(input, p=2, dim=None, keepdim: bool = False, dtype=None):
     """torch.native_norm: a sparse-only op; on a dense CPU tensor torch raises NotImplementedError, as here."""
     _no_cpu_kernel("native_norm" if dim is None else "native_norm.ScalarOpt_dim_dtype")

@@ -58,12 +58,11 @@ def polygamma(n, input, *, out=None):
     return _f.polygamma(n, input, out=out) if out is not None else _f.polygamma(n, input)
 
 
-@_checked_signature("special_xlogy(Scalar|Tensor input, Scalar|Tensor other, *, Tensor? out)")
+@_checked_signature("special_xlogy(Any input, Any other, *, Tensor? out)")
 def xlogy(input, other, *, out=None):
     return _f.xlogy(input, other, out=out) if out is not None else _f.xlogy(input, other)
 
 
-@_checked_signature("special_xlog1py(Scalar|Tensor input, Scalar|Tensor other)")
 def xlog1py(input, other):
     """x * log1p(y), 0 where x is 0 (unless y is NaN)."""
     result = input * _f.log1p(other)

@@ -345,7 +345,7 @@ def igammac(input, other, *, out=None):
     return _incomplete("igammac", "igammac", input, other, out)
 
 
-@checked_signature("special_zeta(Scalar|Tensor input, Scalar|Tensor other, *, Tensor? out)")
+@checked_signature("special_zeta(Any input, Any other, *, Tensor? out)")
 def zeta(input, other, *, out=None):
     """torch.special.zeta: the Hurwitz zeta function sum_k (other + k)^-input; either argument may be a
     Python number."""
