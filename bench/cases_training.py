@@ -14,7 +14,9 @@ from harness import Case
 THREADS = 1
 
 
-def _mlp_step(lib):
+def seed_mlp_step(lib):
+    """The seed MLP (784-128-10), Adam, cross_entropy on a batch of 64: (model, step(x, y) -> loss, x, y).
+    Also the compile benchmarks' training step (compile_training_step.py, compile_step_latency.py)."""
     import numpy as np
 
     nn = lib.nn
@@ -25,13 +27,19 @@ def _mlp_step(lib):
     x = lib.from_numpy(rng.standard_normal((64, 784)).astype(np.float32))
     y = lib.from_numpy(rng.integers(0, 10, 64).astype(np.int64))
 
-    def step():
+    def step(x, y):
         loss = loss_fn(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
+        return loss
 
-    return model, step
+    return model, step, x, y
+
+
+def _mlp_step(lib):
+    model, step, x, y = seed_mlp_step(lib)
+    return model, lambda: step(x, y)
 
 
 def _gpt_block_step(lib, batch=8, tokens=64, channels=128, heads=4):

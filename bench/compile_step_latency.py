@@ -27,26 +27,12 @@ import sys
 import tempfile
 import time
 
-import numpy as np
+from cases_training import seed_mlp_step
 
 
 def _seed_mlp_step(kiln):
-    nn = kiln.nn
     kiln.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
-    opt = kiln.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = nn.CrossEntropyLoss()
-    rng = np.random.default_rng(0)
-    x = kiln.from_numpy(rng.standard_normal((64, 784)).astype(np.float32))
-    y = kiln.from_numpy(rng.integers(0, 10, 64).astype(np.int64))
-
-    def step(x, y):
-        loss = loss_fn(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-
+    _, step, x, y = seed_mlp_step(kiln)
     return step, x, y
 
 

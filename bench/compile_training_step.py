@@ -23,25 +23,11 @@ import argparse
 import statistics
 import time
 
-import numpy as np
+from cases_training import seed_mlp_step
 
 
 def _mlp_step(lib, compile_step=None):
-    nn = lib.nn
-    model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
-    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = nn.CrossEntropyLoss()
-    rng = np.random.default_rng(0)
-    x = lib.from_numpy(rng.standard_normal((64, 784)).astype(np.float32))
-    y = lib.from_numpy(rng.integers(0, 10, 64).astype(np.int64))
-
-    def step(x, y):
-        loss = loss_fn(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-
+    model, step, x, y = seed_mlp_step(lib)
     run = compile_step(step) if compile_step is not None else step
     return model, (lambda: run(x, y)), run
 

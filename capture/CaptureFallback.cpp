@@ -28,6 +28,16 @@ bool takes_sizes(const SchemaArgument& a) {
   return a.type.kind == K::Int && a.type.is_list && (a.name == "size" || a.name == "shape" || a.name == "sizes");
 }
 
+/// An int-list value of `elements`, each null element a constant of its literal.
+ir::Value* int_list_value(ir::Graph& g, std::vector<ir::Value*> elements, const DimVector& literals) {
+  for (size_t k = 0; k < elements.size(); ++k) {
+    if (elements[k] != nullptr) continue;
+    elements[k] = g.append(g.create_constant(ir::Attribute::of_int(literals[k])))->output();
+    elements[k]->set_type(ir::Type::int_type());
+  }
+  return g.append(g.create_list(std::move(elements), ir::Type::int_type()))->output();
+}
+
 /// The int value (or int-list value) standing for argument `v` when it carries symbolic ints noted by the
 /// Python argument parser (Note [Symbolic sizes under capture]), else nullptr.
 ir::Value* symbolic_argument(CaptureSession& s, const SchemaArgument& a, const IValue& v, size_t* cursor) {
@@ -48,13 +58,7 @@ ir::Value* symbolic_argument(CaptureSession& s, const SchemaArgument& a, const I
     any = any || elements[k] != nullptr;
   }
   if (!any) return nullptr;
-  ir::Graph& g = s.graph();
-  for (size_t k = 0; k < elements.size(); ++k) {
-    if (elements[k] != nullptr) continue;
-    elements[k] = g.append(g.create_constant(ir::Attribute::of_int(literals[k])))->output();
-    elements[k]->set_type(ir::Type::int_type());
-  }
-  return g.append(g.create_list(std::move(elements), ir::Type::int_type()))->output();
+  return int_list_value(s.graph(), std::move(elements), literals);
 }
 
 /// Notes the values of a size-taking argument with the session (a symbolic element among them too: its
@@ -86,13 +90,7 @@ ir::Value* size_table_argument(CaptureSession& s, const SchemaArgument& a, const
     any = any || elements[k] != nullptr;
   }
   if (!any) return nullptr;
-  ir::Graph& g = s.graph();
-  for (size_t k = 0; k < elements.size(); ++k) {
-    if (elements[k] != nullptr) continue;
-    elements[k] = g.append(g.create_constant(ir::Attribute::of_int(literals[k])))->output();
-    elements[k]->set_type(ir::Type::int_type());
-  }
-  return g.append(g.create_list(std::move(elements), ir::Type::int_type()))->output();
+  return int_list_value(s.graph(), std::move(elements), literals);
 }
 
 /// The op node for the arguments on top of the stack (list nodes for tensor

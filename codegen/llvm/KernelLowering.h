@@ -98,6 +98,13 @@ class Lowering {
                                               llvm::Value* mask);
   /// Scratch row `slot` at column j (a row kernel's `strides` argument is its thread's scratch).
   llvm::Value* scratch_at(size_t slot, llvm::Value* cols, llvm::Value* j);
+  /// Scratch row `slot` of `row_length` 8-byte cells, as elements of `t`, at column j (column kernels'
+  /// accumulator and total rows).
+  llvm::Value* scratch_row_at(size_t slot, llvm::Type* t, llvm::Value* row_length, llvm::Value* j);
+  /// A vector of `t` loaded from p (unaligned beyond t's own alignment; masked lanes read as zero).
+  llvm::Value* load_lanes(llvm::Type* t, llvm::Value* p, llvm::Value* mask);
+  /// x stored at p (masked lanes untouched).
+  void store_lanes(llvm::Value* x, llvm::Value* p, llvm::Value* mask);
   llvm::Value* reduction_identity(ExprOp op, DType d);
 
   llvm::LLVMContext& ctx_;

@@ -305,9 +305,26 @@ std::vector<llvm::Value*> Lowering::emit_eager_order_folds(const std::vector<int
 
 llvm::Value* Lowering::scratch_at(size_t slot, llvm::Value* cols, llvm::Value* j) {
   const DType d = k_.exprs[static_cast<size_t>(row_->spilled[slot])].dtype;
+  return scratch_row_at(slot, reg_scalar(d), cols, j);
+}
+
+llvm::Value* Lowering::scratch_row_at(size_t slot, llvm::Type* t, llvm::Value* row_length, llvm::Value* j) {
   llvm::Value* base = b_.CreateInBoundsGEP(b_.getInt8Ty(), strides_,
-                                           b_.CreateMul(cols, b_.getInt64(static_cast<int64_t>(slot) * 8)));
-  return b_.CreateInBoundsGEP(reg_scalar(d), base, j);
+                                           b_.CreateMul(row_length, b_.getInt64(static_cast<int64_t>(slot) * 8)));
+  return b_.CreateInBoundsGEP(t, base, j);
+}
+
+llvm::Value* Lowering::load_lanes(llvm::Type* t, llvm::Value* p, llvm::Value* mask) {
+  llvm::Type* vt = vec(t);
+  const llvm::Align a(t->getScalarSizeInBits() / 8);
+  if (mask) return b_.CreateMaskedLoad(vt, p, a, mask, llvm::Constant::getNullValue(vt));
+  return b_.CreateAlignedLoad(vt, p, a);
+}
+
+void Lowering::store_lanes(llvm::Value* x, llvm::Value* p, llvm::Value* mask) {
+  const llvm::Align a(x->getType()->getScalarSizeInBits() / 8);
+  if (mask) b_.CreateMaskedStore(x, p, a, mask);
+  else b_.CreateAlignedStore(x, p, a);
 }
 
 std::vector<llvm::Value*> Lowering::evaluate_row_pass(int pass, const std::vector<int32_t>& targets,
@@ -463,22 +480,7 @@ void Lowering::emit_column_kernel(llvm::Value* begin, llvm::Value* end) {
   const auto dtype_of = [&](size_t i) { return k_.exprs[static_cast<size_t>(reduces[i])].dtype; };
   llvm::Type* wide = b_.getDoubleTy();
   // Scratch row `slot` (2i: reduction i's accumulators in T, 2i + 1: its double totals) at column jj of the piece.
-  const auto scratch = [&](size_t slot, llvm::Type* t, llvm::Value* jj) {
-    llvm::Value* base = b_.CreateInBoundsGEP(b_.getInt8Ty(), strides_,
-                                             b_.CreateMul(width, b_.getInt64(static_cast<int64_t>(slot) * 8)));
-    return b_.CreateInBoundsGEP(t, base, jj);
-  };
-  const auto load = [&](llvm::Type* t, llvm::Value* p, llvm::Value* mask) -> llvm::Value* {
-    llvm::Type* vt = vec(t);
-    const llvm::Align a(t->getScalarSizeInBits() / 8);
-    if (mask) return b_.CreateMaskedLoad(vt, p, a, mask, llvm::Constant::getNullValue(vt));
-    return b_.CreateAlignedLoad(vt, p, a);
-  };
-  const auto store = [&](llvm::Value* x, llvm::Value* p, llvm::Value* mask) {
-    const llvm::Align a(x->getType()->getScalarSizeInBits() / 8);
-    if (mask) b_.CreateMaskedStore(x, p, a, mask);
-    else b_.CreateAlignedStore(x, p, a);
-  };
+  const auto scratch = [&](size_t slot, llvm::Type* t, llvm::Value* jj) { return scratch_row_at(slot, t, width, jj); };
   // The reductions' operands at row r, columns begin + jj .. (storing the Element outputs there).
   const auto at_row = [&](llvm::Value* r, llvm::Value* jj, llvm::Value* mask) {
     llvm::Value* j = b_.CreateAdd(begin, jj);
@@ -511,7 +513,7 @@ void Lowering::emit_column_kernel(llvm::Value* begin, llvm::Value* end) {
     emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
       for (size_t i = 0; i < reduces.size(); ++i) {
         llvm::Type* t = totals ? wide : reg_scalar(dtype_of(i));
-        store(llvm::Constant::getNullValue(vec(t)), scratch(2 * i + (totals ? 1 : 0), t, jj), mask);
+        store_lanes(llvm::Constant::getNullValue(vec(t)), scratch(2 * i + (totals ? 1 : 0), t, jj), mask);
       }
     });
   };
@@ -541,7 +543,7 @@ void Lowering::emit_column_kernel(llvm::Value* begin, llvm::Value* end) {
         llvm::Type* t = reg_scalar(dtype_of(i));
         llvm::Value* p = scratch(2 * i, t, jj);
         llvm::Value* four = b_.CreateFAdd(b_.CreateFAdd(v0[i], v1[i]), b_.CreateFAdd(v2[i], v3[i]));
-        store(b_.CreateFAdd(load(t, p, mask), four), p, mask);
+        store_lanes(b_.CreateFAdd(load_lanes(t, p, mask), four), p, mask);
       }
     });
   });
@@ -551,16 +553,16 @@ void Lowering::emit_column_kernel(llvm::Value* begin, llvm::Value* end) {
       for (size_t i = 0; i < reduces.size(); ++i) {
         llvm::Type* t = reg_scalar(dtype_of(i));
         llvm::Value* p = scratch(2 * i, t, jj);
-        store(b_.CreateFAdd(load(t, p, mask), v[i]), p, mask);
+        store_lanes(b_.CreateFAdd(load_lanes(t, p, mask), v[i]), p, mask);
       }
     });
   });
   emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
     for (size_t i = 0; i < reduces.size(); ++i) {
       llvm::Type* t = reg_scalar(dtype_of(i));
-      llvm::Value* acc = load(t, scratch(2 * i, t, jj), mask);
+      llvm::Value* acc = load_lanes(t, scratch(2 * i, t, jj), mask);
       llvm::Value* p = scratch(2 * i + 1, wide, jj);
-      store(b_.CreateFAdd(load(wide, p, mask), t == wide ? acc : b_.CreateFPExt(acc, vec(wide))), p, mask);
+      store_lanes(b_.CreateFAdd(load_lanes(wide, p, mask), t == wide ? acc : b_.CreateFPExt(acc, vec(wide))), p, mask);
     }
   });
   block_start->addIncoming(block_end, b_.GetInsertBlock());
@@ -575,12 +577,12 @@ void Lowering::emit_column_kernel(llvm::Value* begin, llvm::Value* end) {
       const size_t i = static_cast<size_t>(it - reduces.begin());
       const Expr& e = k_.exprs[static_cast<size_t>(*it)];
       llvm::Type* t = reg_scalar(e.dtype);
-      llvm::Value* s = load(wide, scratch(2 * i + 1, wide, jj), mask);
+      llvm::Value* s = load_lanes(wide, scratch(2 * i + 1, wide, jj), mask);
       if (t != wide) s = b_.CreateFPTrunc(s, vec(t));
       if (e.op == ExprOp::ReduceMean) s = b_.CreateFDiv(s, b_.CreateVectorSplat(w_, b_.CreateSIToFP(rows, t)));
       const DType d = k_.output_dtypes[o];
       llvm::Value* x = to_memory(d, cast(s, e.dtype, d));
-      store(x, b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], b_.CreateAdd(begin, jj)), mask);
+      store_lanes(x, b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], b_.CreateAdd(begin, jj)), mask);
     }
   });
 }
@@ -598,25 +600,10 @@ void Lowering::emit_norm_column_folds(llvm::Value* begin, llvm::Value* end, cons
   llvm::Value* width = b_.CreateSub(end, begin);
   const size_t nr = reduces.size();
   const auto type_of = [&](size_t i) { return reg_scalar(k_.exprs[static_cast<size_t>(reduces[i])].dtype); };
-  const auto scratch = [&](size_t slot, llvm::Type* t, llvm::Value* jj) {
-    llvm::Value* base = b_.CreateInBoundsGEP(b_.getInt8Ty(), strides_,
-                                             b_.CreateMul(width, b_.getInt64(static_cast<int64_t>(slot) * 8)));
-    return b_.CreateInBoundsGEP(t, base, jj);
-  };
-  const auto load = [&](llvm::Type* t, llvm::Value* p, llvm::Value* mask) -> llvm::Value* {
-    llvm::Type* vt = vec(t);
-    const llvm::Align a(t->getScalarSizeInBits() / 8);
-    if (mask) return b_.CreateMaskedLoad(vt, p, a, mask, llvm::Constant::getNullValue(vt));
-    return b_.CreateAlignedLoad(vt, p, a);
-  };
-  const auto store = [&](llvm::Value* x, llvm::Value* p, llvm::Value* mask) {
-    const llvm::Align a(x->getType()->getScalarSizeInBits() / 8);
-    if (mask) b_.CreateMaskedStore(x, p, a, mask);
-    else b_.CreateAlignedStore(x, p, a);
-  };
+  const auto scratch = [&](size_t slot, llvm::Type* t, llvm::Value* jj) { return scratch_row_at(slot, t, width, jj); };
   const auto zero_rows = [&](size_t which) {  // 0: the accumulators, 1: the totals
     emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
-      for (size_t i = 0; i < nr; ++i) store(llvm::Constant::getNullValue(vec(type_of(i))), scratch(2 * i + which, type_of(i), jj), mask);
+      for (size_t i = 0; i < nr; ++i) store_lanes(llvm::Constant::getNullValue(vec(type_of(i))), scratch(2 * i + which, type_of(i), jj), mask);
     });
   };
   zero_rows(1);
@@ -640,9 +627,9 @@ void Lowering::emit_norm_column_folds(llvm::Value* begin, llvm::Value* end, cons
       for (size_t i = 0; i < nr; ++i) {
         llvm::Type* t = type_of(i);
         llvm::Value* p = scratch(2 * i, t, jj);
-        llvm::Value* acc = load(t, p, mask);
+        llvm::Value* acc = load_lanes(t, p, mask);
         llvm::Value* f = v[nr + i];
-        store(f ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {acc->getType()}, {v[i], f, acc}) : b_.CreateFAdd(acc, v[i]),
+        store_lanes(f ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {acc->getType()}, {v[i], f, acc}) : b_.CreateFAdd(acc, v[i]),
               p, mask);
       }
     });
@@ -651,7 +638,7 @@ void Lowering::emit_norm_column_folds(llvm::Value* begin, llvm::Value* end, cons
     for (size_t i = 0; i < nr; ++i) {
       llvm::Type* t = type_of(i);
       llvm::Value* p = scratch(2 * i + 1, t, jj);
-      store(b_.CreateFAdd(load(t, p, mask), load(t, scratch(2 * i, t, jj), mask)), p, mask);
+      store_lanes(b_.CreateFAdd(load_lanes(t, p, mask), load_lanes(t, scratch(2 * i, t, jj), mask)), p, mask);
     }
   });
   chunk_start->addIncoming(chunk_end, b_.GetInsertBlock());
@@ -665,9 +652,9 @@ void Lowering::emit_norm_column_folds(llvm::Value* begin, llvm::Value* end, cons
       const size_t i = static_cast<size_t>(it - reduces.begin());
       const Expr& e = k_.exprs[static_cast<size_t>(*it)];
       KILN_CHECK(e.op == ExprOp::ReduceSum, "codegen: a norm column kernel folds sums only");
-      llvm::Value* s = load(type_of(i), scratch(2 * i + 1, type_of(i), jj), mask);
+      llvm::Value* s = load_lanes(type_of(i), scratch(2 * i + 1, type_of(i), jj), mask);
       const DType d = k_.output_dtypes[o];
-      store(to_memory(d, cast(s, e.dtype, d)), b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], b_.CreateAdd(begin, jj)), mask);
+      store_lanes(to_memory(d, cast(s, e.dtype, d)), b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], b_.CreateAdd(begin, jj)), mask);
     }
   });
 }

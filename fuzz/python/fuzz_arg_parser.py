@@ -31,13 +31,13 @@ import hashlib
 import json
 import random
 import sys
-import time
 import traceback
 from pathlib import Path
 
 import kiln
 import kiln._C._functions as _functions
 from hostile_values import DTYPES, SHAPES, decode, limit_address_space, random_value
+from fuzz_loop import replay_then_generate
 
 ALLOWED = (TypeError, RuntimeError, ValueError, IndexError, NotImplementedError, OverflowError, MemoryError)
 CALL_SECONDS = 20  # a call still running after this hangs: the process dumps its stack and exits
@@ -161,17 +161,7 @@ def fuzz(corpus: list[dict], seconds: float, seed: int, artifacts: Path, runs: i
             faulthandler.cancel_dump_traceback_later()
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
 
-    for case in corpus:
-        run(case)
-    rng = random.Random(seed)
-    deadline = time.monotonic() + seconds
-    done = 0
-    while (done < runs) if runs is not None else (time.monotonic() < deadline):
-        if corpus and rng.random() < 0.3:
-            run(mutate_case(rng.choice(corpus), rng))
-        else:
-            run(random_case(rng))
-        done += 1
+    replay_then_generate(corpus, run, lambda rng: mutate_case(rng.choice(corpus), rng) if corpus and rng.random() < 0.3 else random_case(rng), seed, seconds, runs)
     current.unlink(missing_ok=True)
     return outcomes
 

@@ -15,15 +15,14 @@ import argparse
 import hashlib
 import io
 import pickle
-import random
 import sys
-import time
 import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mutation import mutate_checkpoint  # noqa: E402
+from fuzz_loop import replay_then_generate  # noqa: E402
 
 import kiln  # noqa: E402
 
@@ -71,14 +70,7 @@ def fuzz(corpus: list[bytes], seconds: float, seed: int, artifacts: Path, runs: 
             raise
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
 
-    for data in corpus:
-        run(data)
-    rng = random.Random(seed)
-    deadline = time.monotonic() + seconds
-    done = 0
-    while (done < runs) if runs is not None else (time.monotonic() < deadline):
-        run(mutate_checkpoint(rng.choice(corpus), corpus, rng))
-        done += 1
+    replay_then_generate(corpus, run, lambda rng: mutate_checkpoint(rng.choice(corpus), corpus, rng), seed, seconds, runs)
     current.unlink(missing_ok=True)
     return outcomes
 

@@ -40,12 +40,12 @@ import json
 import random
 import re
 import sys
-import time
 import traceback
 import types
 from pathlib import Path
 
 import kiln
+from fuzz_loop import replay_then_generate
 from hostile_values import (INTS, decode, limit_address_space, random_tensor, random_value,
                             sanitizer_loaded)
 
@@ -335,17 +335,7 @@ def fuzz(corpus: list[dict], seconds: float, seed: int, artifacts: Path, runs: i
             faulthandler.cancel_dump_traceback_later()
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
 
-    for case in corpus:
-        run(case)
-    rng = random.Random(seed)
-    deadline = time.monotonic() + seconds
-    done = 0
-    while (done < runs) if runs is not None else (time.monotonic() < deadline):
-        if corpus and rng.random() < 0.2:
-            run(mutate_case(rng.choice(corpus), rng))
-        else:
-            run(random_case(rng))
-        done += 1
+    replay_then_generate(corpus, run, lambda rng: mutate_case(rng.choice(corpus), rng) if corpus and rng.random() < 0.2 else random_case(rng), seed, seconds, runs)
     current.unlink(missing_ok=True)
     return outcomes, findings
 
