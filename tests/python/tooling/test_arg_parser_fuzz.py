@@ -5,14 +5,13 @@ and names the case. And each Python-level method the fuzzer caught raising Attri
 non-tensor argument now raises torch's TypeError, checked against torch."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 import kiln
+from fuzz_runs import seeded_outcomes
 
 ROOT = Path(__file__).resolve().parents[3]
 TARGET = ROOT / "fuzz" / "python" / "fuzz_arg_parser.py"
@@ -21,14 +20,7 @@ RUNS = 1500
 
 
 def test_corpus_and_seeded_cases_keep_the_contract(tmp_path):
-    proc = subprocess.run([sys.executable, str(TARGET), "--runs", str(RUNS), "--seed", "7", "--artifact",
-                           str(tmp_path), str(CORPUS)], capture_output=True, text=True, timeout=600)
-    current = tmp_path / "current-arg_parser-input.json"
-    last_case = current.read_text() if current.exists() else "(none)"
-    assert proc.returncode == 0, (f"fuzz_arg_parser failed (exit {proc.returncode}); last case {last_case}\n"
-                                  f"{proc.stderr[-3000:]}")
-    counts = json.loads(proc.stdout.split("no finding: ")[1].replace("'", '"'))
-    assert sum(counts.values()) == RUNS + len(list(CORPUS.iterdir()))
+    counts = seeded_outcomes(TARGET, CORPUS, RUNS, 7, tmp_path, "current-arg_parser-input.json", timeout=600)
     assert counts.get("returned", 0) > 0 and counts.get("TypeError", 0) > 0
 
 

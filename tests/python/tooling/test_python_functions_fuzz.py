@@ -8,7 +8,6 @@ And the declared-signature check those fixes use (kiln._arguments.checked_signat
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 import torch
 
 import kiln
+from fuzz_runs import seeded_outcomes
 
 ROOT = Path(__file__).resolve().parents[3]
 FUZZ = ROOT / "fuzz" / "python"
@@ -30,14 +30,7 @@ ORACLE = target.Oracle(True)
 
 
 def test_seeded_cases_keep_the_contract(tmp_path):
-    proc = subprocess.run([sys.executable, str(TARGET), "--runs", str(RUNS), "--seed", "11", "--artifact",
-                           str(tmp_path), str(CORPUS)], capture_output=True, text=True, timeout=3600)
-    current = tmp_path / "current-python_functions-input.json"
-    last_case = current.read_text() if current.exists() else "(none)"
-    assert proc.returncode == 0, (f"fuzz_python_functions failed (exit {proc.returncode}); last case {last_case}\n"
-                                  f"{proc.stderr[-3000:]}")
-    counts = json.loads(proc.stdout.split("no finding: ")[1].replace("'", '"'))
-    assert sum(counts.values()) == RUNS + len(list(CORPUS.iterdir()))
+    counts = seeded_outcomes(TARGET, CORPUS, RUNS, 11, tmp_path, "current-python_functions-input.json", timeout=3600)
     assert counts.get("returned", 0) > 0 and counts.get("TypeError", 0) > 0
 
 
