@@ -105,6 +105,10 @@ class Lowering {
   llvm::Value* load_lanes(llvm::Type* t, llvm::Value* p, llvm::Value* mask);
   /// x stored at p (masked lanes untouched).
   void store_lanes(llvm::Value* x, llvm::Value* p, llvm::Value* mask);
+  /// for (start = 0; start < rows; start = end) { end = min(start + block_rows, rows); body(start, end); }
+  /// (blocks named `name`.header/.body/.exit in the IR).
+  void emit_row_blocks(llvm::Value* rows, int64_t block_rows, const std::string& name,
+                       const std::function<void(llvm::Value*, llvm::Value*)>& body);
   llvm::Value* reduction_identity(ExprOp op, DType d);
 
   llvm::LLVMContext& ctx_;

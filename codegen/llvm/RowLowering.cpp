@@ -327,6 +327,26 @@ void Lowering::store_lanes(llvm::Value* x, llvm::Value* p, llvm::Value* mask) {
   else b_.CreateAlignedStore(x, p, a);
 }
 
+void Lowering::emit_row_blocks(llvm::Value* rows, int64_t block_rows, const std::string& name,
+                               const std::function<void(llvm::Value*, llvm::Value*)>& body) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, name + ".header", f_);
+  auto* block = llvm::BasicBlock::Create(ctx_, name + ".body", f_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, name + ".exit", f_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* start = b_.CreatePHI(b_.getInt64Ty(), 2);
+  start->addIncoming(b_.getInt64(0), pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(start, rows), block, exit);
+  b_.SetInsertPoint(block);
+  llvm::Value* end =
+      b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(start, b_.getInt64(block_rows)), rows);
+  body(start, end);
+  start->addIncoming(end, b_.GetInsertBlock());
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+}
+
 std::vector<llvm::Value*> Lowering::evaluate_row_pass(int pass, const std::vector<int32_t>& targets,
                                                       const std::vector<llvm::Value*>& known, llvm::Value* row,
                                                       llvm::Value* row_start, llvm::Value* cols, llvm::Value* j,
@@ -519,55 +539,42 @@ void Lowering::emit_column_kernel(llvm::Value* begin, llvm::Value* end) {
   };
   zero_rows(true);
   // Blocks of up to 1024 rows (eager's kBlock).
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* header = llvm::BasicBlock::Create(ctx_, "colblocks.header", f_);
-  auto* body = llvm::BasicBlock::Create(ctx_, "colblocks.body", f_);
-  auto* exit = llvm::BasicBlock::Create(ctx_, "colblocks.exit", f_);
-  b_.CreateBr(header);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* block_start = b_.CreatePHI(b_.getInt64Ty(), 2);
-  block_start->addIncoming(b_.getInt64(0), pre);
-  b_.CreateCondBr(b_.CreateICmpSLT(block_start, rows), body, exit);
-  b_.SetInsertPoint(body);
-  llvm::Value* block_end =
-      b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(block_start, b_.getInt64(1024)), rows);
-  zero_rows(false);
-  std::vector<llvm::Value*> no_state;
-  llvm::Value* r4 = accumulating_loop(block_start, block_end, 4, no_state, [&](llvm::Value* r0, std::vector<llvm::Value*>&) {
+  emit_row_blocks(rows, 1024, "colblocks", [&](llvm::Value* block_start, llvm::Value* block_end) {
+    zero_rows(false);
+    std::vector<llvm::Value*> no_state;
+    llvm::Value* r4 = accumulating_loop(block_start, block_end, 4, no_state, [&](llvm::Value* r0, std::vector<llvm::Value*>&) {
+      emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+        const std::vector<llvm::Value*> v0 = at_row(r0, jj, mask);
+        const std::vector<llvm::Value*> v1 = at_row(b_.CreateAdd(r0, b_.getInt64(1)), jj, mask);
+        const std::vector<llvm::Value*> v2 = at_row(b_.CreateAdd(r0, b_.getInt64(2)), jj, mask);
+        const std::vector<llvm::Value*> v3 = at_row(b_.CreateAdd(r0, b_.getInt64(3)), jj, mask);
+        for (size_t i = 0; i < reduces.size(); ++i) {
+          llvm::Type* t = reg_scalar(dtype_of(i));
+          llvm::Value* p = scratch(2 * i, t, jj);
+          llvm::Value* four = b_.CreateFAdd(b_.CreateFAdd(v0[i], v1[i]), b_.CreateFAdd(v2[i], v3[i]));
+          store_lanes(b_.CreateFAdd(load_lanes(t, p, mask), four), p, mask);
+        }
+      });
+    });
+    accumulating_loop(r4, block_end, 1, no_state, [&](llvm::Value* r, std::vector<llvm::Value*>&) {
+      emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+        const std::vector<llvm::Value*> v = at_row(r, jj, mask);
+        for (size_t i = 0; i < reduces.size(); ++i) {
+          llvm::Type* t = reg_scalar(dtype_of(i));
+          llvm::Value* p = scratch(2 * i, t, jj);
+          store_lanes(b_.CreateFAdd(load_lanes(t, p, mask), v[i]), p, mask);
+        }
+      });
+    });
     emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
-      const std::vector<llvm::Value*> v0 = at_row(r0, jj, mask);
-      const std::vector<llvm::Value*> v1 = at_row(b_.CreateAdd(r0, b_.getInt64(1)), jj, mask);
-      const std::vector<llvm::Value*> v2 = at_row(b_.CreateAdd(r0, b_.getInt64(2)), jj, mask);
-      const std::vector<llvm::Value*> v3 = at_row(b_.CreateAdd(r0, b_.getInt64(3)), jj, mask);
       for (size_t i = 0; i < reduces.size(); ++i) {
         llvm::Type* t = reg_scalar(dtype_of(i));
-        llvm::Value* p = scratch(2 * i, t, jj);
-        llvm::Value* four = b_.CreateFAdd(b_.CreateFAdd(v0[i], v1[i]), b_.CreateFAdd(v2[i], v3[i]));
-        store_lanes(b_.CreateFAdd(load_lanes(t, p, mask), four), p, mask);
+        llvm::Value* acc = load_lanes(t, scratch(2 * i, t, jj), mask);
+        llvm::Value* p = scratch(2 * i + 1, wide, jj);
+        store_lanes(b_.CreateFAdd(load_lanes(wide, p, mask), t == wide ? acc : b_.CreateFPExt(acc, vec(wide))), p, mask);
       }
     });
   });
-  accumulating_loop(r4, block_end, 1, no_state, [&](llvm::Value* r, std::vector<llvm::Value*>&) {
-    emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
-      const std::vector<llvm::Value*> v = at_row(r, jj, mask);
-      for (size_t i = 0; i < reduces.size(); ++i) {
-        llvm::Type* t = reg_scalar(dtype_of(i));
-        llvm::Value* p = scratch(2 * i, t, jj);
-        store_lanes(b_.CreateFAdd(load_lanes(t, p, mask), v[i]), p, mask);
-      }
-    });
-  });
-  emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
-    for (size_t i = 0; i < reduces.size(); ++i) {
-      llvm::Type* t = reg_scalar(dtype_of(i));
-      llvm::Value* acc = load_lanes(t, scratch(2 * i, t, jj), mask);
-      llvm::Value* p = scratch(2 * i + 1, wide, jj);
-      store_lanes(b_.CreateFAdd(load_lanes(wide, p, mask), t == wide ? acc : b_.CreateFPExt(acc, vec(wide))), p, mask);
-    }
-  });
-  block_start->addIncoming(block_end, b_.GetInsertBlock());
-  b_.CreateBr(header);
-  b_.SetInsertPoint(exit);
   // The totals rounded to T into the per-column outputs.
   emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
@@ -607,43 +614,30 @@ void Lowering::emit_norm_column_folds(llvm::Value* begin, llvm::Value* end, cons
     });
   };
   zero_rows(1);
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* header = llvm::BasicBlock::Create(ctx_, "normchunks.header", f_);
-  auto* body = llvm::BasicBlock::Create(ctx_, "normchunks.body", f_);
-  auto* exit = llvm::BasicBlock::Create(ctx_, "normchunks.exit", f_);
-  b_.CreateBr(header);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* chunk_start = b_.CreatePHI(b_.getInt64Ty(), 2);
-  chunk_start->addIncoming(b_.getInt64(0), pre);
-  b_.CreateCondBr(b_.CreateICmpSLT(chunk_start, rows), body, exit);
-  b_.SetInsertPoint(body);
-  llvm::Value* chunk_end = b_.CreateBinaryIntrinsic(
-      llvm::Intrinsic::smin, b_.CreateAdd(chunk_start, b_.getInt64(k_.norm_chunk_rows)), rows);
-  zero_rows(0);
-  std::vector<llvm::Value*> no_state;
-  accumulating_loop(chunk_start, chunk_end, 1, no_state, [&](llvm::Value* r, std::vector<llvm::Value*>&) {
+  emit_row_blocks(rows, k_.norm_chunk_rows, "normchunks", [&](llvm::Value* chunk_start, llvm::Value* chunk_end) {
+    zero_rows(0);
+    std::vector<llvm::Value*> no_state;
+    accumulating_loop(chunk_start, chunk_end, 1, no_state, [&](llvm::Value* r, std::vector<llvm::Value*>&) {
+      emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+        const std::vector<llvm::Value*> v = operands_at(r, jj, mask);
+        for (size_t i = 0; i < nr; ++i) {
+          llvm::Type* t = type_of(i);
+          llvm::Value* p = scratch(2 * i, t, jj);
+          llvm::Value* acc = load_lanes(t, p, mask);
+          llvm::Value* f = v[nr + i];
+          store_lanes(f ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {acc->getType()}, {v[i], f, acc}) : b_.CreateFAdd(acc, v[i]),
+                p, mask);
+        }
+      });
+    });
     emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
-      const std::vector<llvm::Value*> v = operands_at(r, jj, mask);
       for (size_t i = 0; i < nr; ++i) {
         llvm::Type* t = type_of(i);
-        llvm::Value* p = scratch(2 * i, t, jj);
-        llvm::Value* acc = load_lanes(t, p, mask);
-        llvm::Value* f = v[nr + i];
-        store_lanes(f ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {acc->getType()}, {v[i], f, acc}) : b_.CreateFAdd(acc, v[i]),
-              p, mask);
+        llvm::Value* p = scratch(2 * i + 1, t, jj);
+        store_lanes(b_.CreateFAdd(load_lanes(t, p, mask), load_lanes(t, scratch(2 * i, t, jj), mask)), p, mask);
       }
     });
   });
-  emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
-    for (size_t i = 0; i < nr; ++i) {
-      llvm::Type* t = type_of(i);
-      llvm::Value* p = scratch(2 * i + 1, t, jj);
-      store_lanes(b_.CreateFAdd(load_lanes(t, p, mask), load_lanes(t, scratch(2 * i, t, jj), mask)), p, mask);
-    }
-  });
-  chunk_start->addIncoming(chunk_end, b_.GetInsertBlock());
-  b_.CreateBr(header);
-  b_.SetInsertPoint(exit);
   emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
     for (size_t o = 0; o < k_.outputs.size(); ++o) {
       if (k_.output_roles[o] != RowOperand::PerColumn) continue;

@@ -37,7 +37,7 @@ from pathlib import Path
 import kiln
 import kiln._C._functions as _functions
 from hostile_values import DTYPES, SHAPES, decode, limit_address_space, random_value
-from fuzz_loop import replay_then_generate
+from replay_loop import replay_then_generate
 
 ALLOWED = (TypeError, RuntimeError, ValueError, IndexError, NotImplementedError, OverflowError, MemoryError)
 CALL_SECONDS = 20  # a call still running after this hangs: the process dumps its stack and exits

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mutation import mutate_checkpoint  # noqa: E402
-from fuzz_loop import replay_then_generate  # noqa: E402
+from replay_loop import replay_then_generate  # noqa: E402
 
 import kiln  # noqa: E402
 

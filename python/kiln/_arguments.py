@@ -70,6 +70,8 @@ def _is_int(value):
         return -(1 << 63) <= value < 1 << 63 or _overflow()
     if isinstance(value, bool_):
         return False
+    if isinstance(value, _C.TensorBase) and (value.dim() != 0 or value.dtype == _C.bool):
+        return False  # torch's parser takes a tensor for an int only when it is a 0-dim integer one
     try:
         index = operator.index(value)
     except TypeError:
