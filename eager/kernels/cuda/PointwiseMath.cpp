@@ -67,6 +67,13 @@ const std::vector<PointwiseMath>& pointwise_math_table() {
        D::Floating},
       {"gelu_backward", 2, "a * (A(0.5) * (A(1) + erf(b * A(0.70710678118654752440))) + b * A(0.39894228040143267794) * "
        "exp(A(-0.5) * b * b))", K::Binary, D::Floating},
+      // mish, hardsigmoid and hardswish backward (grad_output, the forward's input): the same math as
+      // codegen/PointwiseMathActivations' rows
+      {"mish_backward", 2, "a * ((b * (A(1) / (A(1) + exp(-b)))) * (A(1) - tanh(log1p(exp(b))) * tanh(log1p(exp(b)))) + "
+       "tanh(log1p(exp(b))))", K::Binary, D::Floating},
+      {"hardsigmoid_backward", 2, "(b > A(-3) && b < A(3)) ? a / A(6) : A(0)", K::Binary, D::Floating},
+      {"hardswish_backward", 2, "b <= A(-3) ? A(0) : (b >= A(3) ? a : a * (b / A(3) + A(0.5)))", K::Binary,
+       D::Floating},
       // ReLU's backward (relu, relu_ and threshold save what it reads): integers too, as on the CPU
       {"threshold_backward", 2, "b <= threshold ? A(0) : a", K::Binary, D::NoBool, false, "threshold"},
       // comparisons and logic: bool results

@@ -295,7 +295,8 @@ def test_eager_pointwise_kernels_come_from_the_table_and_compile():
     assert {"add Half -> Half", "eq Long -> Bool", "gelu BFloat16 -> BFloat16", "exp Double -> Double",
             "gelu_backward Float -> Float", "sigmoid_backward Half -> Half", "tanh_backward BFloat16 -> BFloat16",
             "silu_backward Double -> Double", "threshold_backward Half -> Half",
-            "threshold_backward Long -> Long"} <= what
+            "threshold_backward Long -> Long", "mish_backward Float -> Float", "hardsigmoid_backward Half -> Half",
+            "hardswish_backward BFloat16 -> BFloat16"} <= what
 
 
 def test_contiguous_kernels_load_and_store_128_bit_vectors():

@@ -25,6 +25,7 @@ WITH_CUDA_KERNELS = [
     ("_fused_adam_", ""), ("_fused_sgd_", ""), ("cat", ""), ("stack", ""), ("tril", ""), ("triu_", ""),
     ("mm", ""), ("bmm", ""), ("addmm", ""), ("sum", ""), ("softmax", "int"),
     ("sigmoid_backward", ""), ("tanh_backward", ""), ("silu_backward", ""), ("gelu_backward", ""),
+    ("mish_backward", ""), ("hardsigmoid_backward", ""), ("hardswish_backward", ""),
     ("threshold_backward", ""), ("scatter_reduce", "two"),
 ]
 

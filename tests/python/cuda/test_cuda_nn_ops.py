@@ -320,3 +320,17 @@ def test_mlp_training_step_matches_cpu():
             opt.step()
         losses.append(loss.item())
     assert abs(losses[0] - losses[1]) < 1e-4, losses
+
+
+# --- activation backwards (the eager CUDA pointwise table's rows) ------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("activation", ["sigmoid", "tanh", "silu", "gelu", "mish", "hardsigmoid", "hardswish", "relu"])
+def test_activation_gradients_match_the_cpu(activation, dtype):
+    F = kiln.nn.functional
+    fn = getattr(kiln, activation) if activation in ("sigmoid", "tanh") else getattr(F, activation)
+    x, xc = _pair((kiln.randn(4, 257) * 4).to(dtype))
+    g = (kiln.randn(4, 257)).to(dtype)
+    fn(x).backward(g)
+    fn(xc).backward(g.cuda())
+    _close(xc.grad, x.grad, dtype, scale=8.0)
