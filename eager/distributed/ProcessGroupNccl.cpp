@@ -104,9 +104,13 @@ NcclWork::NcclWork(std::string what, std::vector<Tensor> tensors, std::unique_pt
     : what_(std::move(what)), tensors_(std::move(tensors)), done_(std::move(done)), device_(device),
       comm_(std::move(comm)), timeout_(timeout) {}
 
-bool NcclWork::is_completed() { return done_->query(); }
+bool NcclWork::is_completed() {
+  cuda::DeviceGuard guard(device_);
+  return done_->query();
+}
 
 void NcclWork::wait() {
+  cuda::DeviceGuard guard(device_);
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   while (!done_->query()) {
     ncclResult_t async_error = 0;
@@ -216,6 +220,7 @@ std::shared_ptr<Work> ProcessGroupNccl::all_reduce(const Tensor& tensor, ReduceO
   const ncclRedOp_t red = nccl_reduce_op(op, tensor.dtype(), "all_reduce");
   const auto [type, count] = wire_type(tensor, "all_reduce");
   return launch("all_reduce", {tensor}, [&](CudaStreamHandle s) {
+    if (count == 0) return;
     check_nccl(nccl().ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), count, type, red, comm_->comm, s),
                "ncclAllReduce");
   });
@@ -227,6 +232,7 @@ std::shared_ptr<Work> ProcessGroupNccl::reduce(const Tensor& tensor, ReduceOp op
   const ncclRedOp_t red = nccl_reduce_op(op, tensor.dtype(), "reduce");
   const auto [type, count] = wire_type(tensor, "reduce");
   return launch("reduce", {tensor}, [&](CudaStreamHandle s) {
+    if (count == 0) return;
     check_nccl(nccl().ncclReduce(tensor.data_ptr(), tensor.data_ptr(), count, type, red, root, comm_->comm, s),
                "ncclReduce");
   });
@@ -237,6 +243,7 @@ std::shared_ptr<Work> ProcessGroupNccl::broadcast(const Tensor& tensor, int root
   check_root(root, "broadcast", "src");
   const auto [type, count] = wire_type(tensor, "broadcast");
   return launch("broadcast", {tensor}, [&](CudaStreamHandle s) {
+    if (count == 0) return;
     check_nccl(nccl().ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), count, type, root, comm_->comm, s),
                "ncclBroadcast");
   });
@@ -249,6 +256,7 @@ std::shared_ptr<Work> ProcessGroupNccl::all_gather(const Tensor& output, const T
                    "all_gather: output must hold world_size (", size_, ") inputs of the input's dtype");
   const auto [type, count] = wire_type(input, "all_gather");
   return launch("all_gather", {output, input}, [&](CudaStreamHandle s) {
+    if (count == 0) return;
     check_nccl(nccl().ncclAllGather(input.data_ptr(), output.data_ptr(), count, type, comm_->comm, s),
                "ncclAllGather");
   });
@@ -262,6 +270,7 @@ std::shared_ptr<Work> ProcessGroupNccl::reduce_scatter(const Tensor& output, con
   const ncclRedOp_t red = nccl_reduce_op(op, output.dtype(), "reduce_scatter");
   const auto [type, count] = wire_type(output, "reduce_scatter");
   return launch("reduce_scatter", {output, input}, [&](CudaStreamHandle s) {
+    if (count == 0) return;
     check_nccl(nccl().ncclReduceScatter(input.data_ptr(), output.data_ptr(), count, type, red, comm_->comm, s),
                "ncclReduceScatter");
   });
@@ -274,6 +283,7 @@ std::shared_ptr<Work> ProcessGroupNccl::gather(const Tensor& output, const Tenso
   const auto [type, count] = wire_type(input, "gather");
   const size_t chunk_bytes = count * wire_bytes(input.dtype());
   return launch("gather", {output, input}, [&](CudaStreamHandle s) {
+    if (count == 0) return;
     const NcclApi& api = nccl();
     check_nccl(api.ncclGroupStart(), "ncclGroupStart");
     check_nccl(api.ncclSend(input.data_ptr(), count, type, root, comm_->comm, s), "ncclSend");
@@ -294,6 +304,7 @@ std::shared_ptr<Work> ProcessGroupNccl::scatter(const Tensor& output, const Tens
   const auto [type, count] = wire_type(output, "scatter");
   const size_t chunk_bytes = count * wire_bytes(output.dtype());
   return launch("scatter", {output, input}, [&](CudaStreamHandle s) {
+    if (count == 0) return;
     const NcclApi& api = nccl();
     check_nccl(api.ncclGroupStart(), "ncclGroupStart");
     if (rank_ == root) {
@@ -354,6 +365,7 @@ std::shared_ptr<Work> ProcessGroupNccl::send(const Tensor& tensor, int dst, uint
   KILN_CHECK_VALUE(dst != rank_, "send: a rank cannot send to itself (dst ", dst, ")");
   const auto [type, count] = wire_type(tensor, "send");
   return launch("send", {tensor}, [&](CudaStreamHandle s) {
+    if (count == 0) return;
     check_nccl(nccl().ncclSend(tensor.data_ptr(), count, type, dst, comm_->comm, s), "ncclSend");
   });
 }
@@ -365,6 +377,7 @@ std::shared_ptr<Work> ProcessGroupNccl::recv(const Tensor& tensor, int src, uint
   KILN_CHECK_VALUE(src != rank_, "recv: a rank cannot receive from itself (src ", src, ")");
   const auto [type, count] = wire_type(tensor, "recv");
   auto work = launch("recv", {tensor}, [&](CudaStreamHandle s) {
+    if (count == 0) return;
     check_nccl(nccl().ncclRecv(tensor.data_ptr(), count, type, src, comm_->comm, s), "ncclRecv");
   });
   std::static_pointer_cast<NcclWork>(work)->set_source_rank(src);

@@ -34,7 +34,8 @@ namespace kiln::distributed {
 // hangs forever), then makes the caller's current stream wait on it, so kernels
 // queued afterwards see the result. Calls are queued in call order on every rank,
 // which is what NCCL needs to match them; a mutex keeps two host threads from
-// interleaving a grouped call.
+// interleaving a grouped call. Empty tensors make no NCCL call (every rank's count
+// is then 0, as for ProcessGroupGloo), but still get a Work ordered on the stream.
 
 /// A communicator and whether it was aborted (shared by the group and its Work).
 struct NcclCommunicator;
