@@ -169,6 +169,7 @@ uint64_t Kernel::hash() const {
     for (RowOperand r : output_roles) h = mix(h, static_cast<uint64_t>(r) + 16);
     if (columns) h = mix(h, 0x636f6c73u);  // "cols"
     if (norm_chunk_rows > 0) h = mix(h, 0x6e6f726du ^ static_cast<uint64_t>(norm_chunk_rows));  // "norm"
+    if (norm_rows) h = mix(h, 0x6e726f77u);  // "nrow"
   }
   return h;
 }
@@ -177,6 +178,7 @@ std::string Kernel::str() const {
   std::ostringstream os;
   os << "kernel " << name << "(" << (rows ? (columns ? "columns" : "rows") : "rank=" + std::to_string(rank)) << (contiguous ? ", contiguous" : "");
   if (norm_chunk_rows > 0) os << ", norm order, chunks of " << norm_chunk_rows << " rows";
+  if (norm_rows) os << ", norm order";
   os << ")\n";
   for (size_t i = 0; i < input_dtypes.size(); ++i) {
     os << "  in" << i << " : " << input_dtypes[i]
@@ -333,7 +335,7 @@ int32_t KernelBuilder::reduce(ExprOp op, int32_t a, int64_t lanes) {
 }
 
 int32_t KernelBuilder::reduce_product(int32_t a, int32_t b, int64_t lanes) {
-  KILN_CHECK(k_.rows && k_.columns, "kernel IR: a product fold outside a column kernel");
+  KILN_CHECK(k_.rows, "kernel IR: a product fold outside a row or column kernel");
   KILN_CHECK(is_floating_point(dtype(a)) && dtype(a) == dtype(b), "kernel IR: a product fold of ", dtype(a), " and ",
              dtype(b));
   Expr e;

@@ -172,6 +172,10 @@ struct Kernel {
   // With `columns`: 0, the folds add in eager sum's order; else in eager norm_backward_params' order with
   // chunks of this many rows (Note [Norm parameter gradients as column groups], passes/fuse_column_reductions.h).
   int64_t norm_chunk_rows = 0;
+  // A row kernel whose folds add in eager's norm kernels' order (NnVec's sum_chunks: four vector accumulators,
+  // then one, lanes added in order; a ReduceSum with `b` adds by one fma per vector) instead of eager sum's:
+  // layer_norm and its input gradient as row groups (Note [Norms as row groups], passes/fuse_reductions.h).
+  bool norm_rows = false;
 
   /// A structural hash: equal kernels (up to `name`) hash equal.
   [[nodiscard]] uint64_t hash() const;

@@ -46,6 +46,50 @@ int64_t eager_vector_lanes(DType d) {
   return bytes / static_cast<int64_t>(itemsize(d));
 }
 
+/// Eager's norm_forward_typed (native_layer_norm: y, mean, rstd) or norm_backward_input_typed
+/// (_norm_backward_input: dx) for one row as exprs, with eager's FMA contractions (read from its AVX2
+/// and AVX-512 builds): sum(x) / n; sum of fma(d, d) / n with d = x - mean; rstd = 1 / sqrt(var + eps);
+/// y = fma(d rstd, w, b). Backward: gw = g w, xhat = (x - mean) rstd, a = sum(gw) / n, c = sum of
+/// fma(gw, xhat) / n, dx = rstd fma(-xhat, c, fma(g, w, -a)) (g - a without w). Empty when n is neither (Note [Norms as row groups]).
+std::vector<int32_t> lower_norm_rows(KernelBuilder& b, const ir::Node& n,
+                                     const std::unordered_map<const ir::Value*, int32_t>& expr_of, int64_t cols) {
+  const auto value = [&](std::string_view name) -> std::optional<int32_t> {
+    const ir::Value* v = passes::value_argument(n, name);
+    if (v == nullptr) return std::nullopt;
+    return expr_of.at(v);
+  };
+  const std::optional<int32_t> x = value("input");
+  if (!x) return {};
+  const DType d = b.dtype(*x);
+  const int64_t lanes = eager_vector_lanes(d);
+  const int32_t count = b.constant(d, static_cast<double>(cols));
+  if (n.kind_name() == "kiln::native_layer_norm") {
+    const ir::Attribute* eps = passes::literal_argument(n, "eps");
+    if (eps == nullptr) return {};
+    const int32_t mean = b.binary(ExprOp::Div, b.reduce(ExprOp::ReduceSum, *x, lanes), count);
+    const int32_t centered = b.binary(ExprOp::Sub, *x, mean);
+    const int32_t var = b.binary(ExprOp::Div, b.reduce_product(centered, centered, lanes), count);
+    const int32_t rstd = b.binary(ExprOp::Div, b.constant(d, 1.0),
+                                  b.unary(ExprOp::Sqrt, b.binary(ExprOp::Add, var, b.constant(d, eps->to_float()))));
+    int32_t y = b.binary(ExprOp::Mul, centered, rstd);
+    const std::optional<int32_t> w = value("weight"), bias = value("bias");
+    if (w.has_value() != bias.has_value()) return {};
+    if (w) y = b.fma(y, *w, *bias);
+    return {y, mean, rstd};
+  }
+  const std::optional<int32_t> g = value("grad_out"), mean = value("mean"), rstd = value("rstd");
+  if (!g || !mean || !rstd) return {};
+  const std::optional<int32_t> w = value("weight");
+  const int32_t gw = w ? b.binary(ExprOp::Mul, *g, *w) : *g;
+  const int32_t xhat = b.binary(ExprOp::Mul, b.binary(ExprOp::Sub, *x, *mean), *rstd);
+  const int32_t a = b.binary(ExprOp::Div, b.reduce(ExprOp::ReduceSum, gw, lanes), count);
+  const int32_t c = b.binary(ExprOp::Div, b.reduce_product(gw, xhat, lanes), count);
+  // eager's store loop computes g w - a as one fms (its sums loop rounds g w, which it also multiplies)
+  const int32_t centered = w ? b.fma(*g, *w, b.unary(ExprOp::Neg, a)) : b.binary(ExprOp::Sub, gw, a);
+  const int32_t inner = b.fma(b.unary(ExprOp::Neg, xhat), c, centered);
+  return {b.binary(ExprOp::Mul, *rstd, inner)};
+}
+
 }  // namespace
 
 std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& group) {
@@ -95,6 +139,12 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
       expr_of[n->output()] = b.reduce_product(g, xhat, eager_vector_lanes(b.dtype(g)));
       continue;
     }
+    if (group.norm_rows && (n->kind_name() == "kiln::native_layer_norm" || n->kind_name() == "kiln::_norm_backward_input")) {
+      const std::vector<int32_t> results = lower_norm_rows(b, *n, expr_of, rk.cols);
+      if (results.empty()) return std::nullopt;
+      for (size_t i = 0; i < results.size(); ++i) expr_of[n->output(i)] = results[i];
+      continue;
+    }
     if (const auto op = reduce_op(n->kind_name())) {
       expr_of[n->output()] = b.reduce(*op, inputs.at(0), eager_vector_lanes(b.dtype(inputs.at(0))));
       continue;
@@ -121,6 +171,14 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
     constexpr int64_t kMaxRowChunks = 256;
     const int64_t by_grain = (kGrainSize + rk.cols - 1) / std::max<int64_t>(rk.cols, 1);
     k.norm_chunk_rows = std::max<int64_t>({int64_t{1}, by_grain, (rk.rows + kMaxRowChunks - 1) / kMaxRowChunks});
+  }
+  if (group.norm_rows) {
+    // eager's norm loops: FMA-contracted vector code over whole vectors (Note [Norms as row groups]).
+    if (cpu_capability() != CpuCapability::AVX512 && cpu_capability() != CpuCapability::AVX2) return std::nullopt;
+    for (const Expr& e : k.exprs) {
+      if (is_reduction(e.op) && rk.cols % e.ivalue != 0) return std::nullopt;
+    }
+    k.norm_rows = true;
   }
   if (k.columns) {  // per reduction an accumulator row and a total row (Note [Column reduction kernels])
     for (const Expr& e : k.exprs) rk.scratch_rows += is_reduction(e.op) ? 2 : 0;

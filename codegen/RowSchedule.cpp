@@ -45,7 +45,7 @@ RowSchedule schedule_rows(const Kernel& k) {
       if (!s.uniform[static_cast<size_t>(x)]) s.uniform[i] = false;
     }
     if (is_reduction(e.op)) {
-      s.stage[i] = s.stage[static_cast<size_t>(e.a)] + 1;
+      s.stage[i] = std::max(s.stage[static_cast<size_t>(e.a)], e.b >= 0 ? s.stage[static_cast<size_t>(e.b)] : 0) + 1;
       s.uniform[i] = true;
     }
   }
@@ -74,7 +74,10 @@ RowSchedule schedule_rows(const Kernel& k) {
     for (size_t i = 0; i < n; ++i) available[i] = (s.uniform[i] && s.stage[i] < pass) || spilled[i];
     std::vector<int32_t> targets;
     if (pass <= passes) {
-      for (int32_t r : s.reduces[static_cast<size_t>(pass - 1)]) targets.push_back(k.exprs[static_cast<size_t>(r)].a);
+      for (int32_t r : s.reduces[static_cast<size_t>(pass - 1)]) {
+        targets.push_back(k.exprs[static_cast<size_t>(r)].a);
+        if (k.exprs[static_cast<size_t>(r)].b >= 0) targets.push_back(k.exprs[static_cast<size_t>(r)].b);  // a ReduceSum of a * b
+      }
     } else {
       targets = element_outputs;
     }

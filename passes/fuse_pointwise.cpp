@@ -76,12 +76,14 @@ bool candidate(const ir::Node& n, const std::function<bool(const ir::Node&)>& fu
 bool reads_outside_before(const std::vector<const ir::Node*>& members, size_t gi, const ir::Node* n,
                           const GroupIndex& group_of) {
   for (const ir::Node* m : members) {
-    for (const ir::Use& u : m->output()->uses()) {
-      const ir::Node* user = u.user;
-      if (!user->in_node_list() || user == n) continue;
-      const auto owner = group_of.find(user);
-      const bool in_group = owner != group_of.end() && owner->second == gi;
-      if (!in_group && user->is_before(n)) return true;
+    for (const ir::Value* out : m->outputs()) {  // (a norm row group's layer_norm has three)
+      for (const ir::Use& u : out->uses()) {
+        const ir::Node* user = u.user;
+        if (!user->in_node_list() || user == n) continue;
+        const auto owner = group_of.find(user);
+        const bool in_group = owner != group_of.end() && owner->second == gi;
+        if (!in_group && user->is_before(n)) return true;
+      }
     }
   }
   return false;
@@ -99,12 +101,13 @@ void collect_group_boundary(FusionGroup& group, size_t gi, const GroupIndex& gro
         group.inputs.push_back(v);
       }
     }
-    const ir::Value* out = m->output();
-    bool outside = returned.count(out) != 0;
-    for (const ir::Use& u : out->uses()) {
-      if (!in_group(u.user)) outside = true;
+    for (const ir::Value* out : m->outputs()) {
+      bool outside = returned.count(out) != 0;
+      for (const ir::Use& u : out->uses()) {
+        if (!in_group(u.user)) outside = true;
+      }
+      if (outside) group.outputs.push_back(out);
     }
-    if (outside) group.outputs.push_back(out);
   }
 }
 

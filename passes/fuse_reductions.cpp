@@ -37,6 +37,70 @@ bool is_reduction_kind(const std::string& kind) {
   return kind == "kiln::sum.dim_IntList" || kind == "kiln::mean.dim" || kind == "kiln::amax" || kind == "kiln::amin";
 }
 
+/// v is a tensor of `dtype`, PerColumn in (sizes, folds) with exactly the normalized dims' sizes.
+bool norm_parameter(const ir::Value* v, const std::vector<int64_t>& sizes, size_t folds, DType dtype) {
+  const auto vs = strided_cpu_sizes(v);
+  return v->type().is_tensor() && dtype_of(v) == dtype && vs && vs->size() == folds &&
+         row_shape_of(v, sizes, folds) == RowShape::PerColumn;
+}
+
+/// The normalized dims of native_layer_norm / _norm_backward_input node n when it fits a norm row group
+/// (Note [Norms as row groups]), else nullopt.
+std::optional<size_t> fusible_norm_rows(const ir::Node& n) {
+  const std::string kind = n.kind_name();
+  const bool forward = kind == "kiln::native_layer_norm";
+  if (!forward && kind != "kiln::_norm_backward_input") return std::nullopt;
+  const ir::Value* x = value_argument(n, "input");
+  const ir::Attribute* shape = literal_argument(n, "normalized_shape");
+  if (x == nullptr || shape == nullptr || shape->kind() != ir::Attribute::Kind::IntList) return std::nullopt;
+  const auto sizes = strided_cpu_sizes(x);
+  const auto dtype = dtype_of(x);
+  if (!sizes || !is_contiguous(x) || !dtype || (*dtype != DType::Float32 && *dtype != DType::Float64)) return std::nullopt;
+  const std::vector<int64_t>& normalized = shape->to_int_list();
+  if (normalized.empty() || normalized.size() > sizes->size()) return std::nullopt;
+  const size_t folds = normalized.size();
+  if (!std::equal(normalized.begin(), normalized.end(), sizes->end() - static_cast<std::ptrdiff_t>(folds))) return std::nullopt;
+  for (int64_t d : *sizes) {
+    if (d == 0) return std::nullopt;
+  }
+  const auto is_none = [&](std::string_view name) {
+    const ir::Attribute* a = literal_argument(n, name);
+    return value_argument(n, name) == nullptr && a != nullptr && a->is_none();
+  };
+  const auto parameter = [&](std::string_view name) {
+    const ir::Value* v = value_argument(n, name);
+    return v != nullptr && norm_parameter(v, *sizes, folds, *dtype);
+  };
+  const auto per_row = [&](const ir::Value* v) {
+    return v != nullptr && v->type().is_tensor() && dtype_of(v) == dtype && row_shape_of(v, *sizes, folds) == RowShape::PerRow;
+  };
+  if (forward) {
+    const ir::Attribute* eps = literal_argument(n, "eps");
+    if (eps == nullptr || eps->kind() != ir::Attribute::Kind::Float || n.outputs().size() != 3) return std::nullopt;
+    // eager's loops contract (x - mean) rstd w + b into one fma with both parameters; neither: no product to contract
+    const bool both = parameter("weight") && parameter("bias");
+    if (!both && !(is_none("weight") && is_none("bias"))) return std::nullopt;
+    if (row_shape_of(n.output(0), *sizes, folds, true) != RowShape::Element || dtype_of(n.output(0)) != dtype) return std::nullopt;
+    for (size_t i = 1; i < 3; ++i) {
+      if (row_shape_of(n.output(i), *sizes, folds, true) != RowShape::PerRow || dtype_of(n.output(i)) != dtype) return std::nullopt;
+    }
+    return folds;
+  }
+  const ir::Value* g = value_argument(n, "grad_out");
+  if (g == nullptr || strided_cpu_sizes(g) != sizes || !is_contiguous(g) || dtype_of(g) != dtype) return std::nullopt;
+  if (!per_row(value_argument(n, "mean")) || !per_row(value_argument(n, "rstd"))) return std::nullopt;
+  if (!parameter("weight") && !is_none("weight")) return std::nullopt;
+  if (n.outputs().size() != 1 || row_shape_of(n.output(), *sizes, folds, true) != RowShape::Element ||
+      dtype_of(n.output()) != dtype) {
+    return std::nullopt;
+  }
+  return folds;
+}
+
+bool is_norm_row_kind(const std::string& kind) {
+  return kind == "kiln::native_layer_norm" || kind == "kiln::_norm_backward_input";
+}
+
 /// Whether pointwise node n fits the space (sizes, reduced_dims); reduced_dims 0 (no row yet):
 /// an Element output and inputs of known sizes.
 bool pointwise_fits(const ir::Node& n, const std::vector<int64_t>& sizes, size_t reduced_dims) {
@@ -113,7 +177,9 @@ std::optional<RowShape> row_shape_of(const ir::Value* v, const std::vector<int64
 }
 
 std::optional<size_t> fusible_reduction(const ir::Node& n) {
-  if (n.kind() != ir::NodeKind::Op || !is_reduction_kind(n.kind_name())) return std::nullopt;
+  if (n.kind() != ir::NodeKind::Op) return std::nullopt;
+  if (is_norm_row_kind(n.kind_name())) return fusible_norm_rows(n);
+  if (!is_reduction_kind(n.kind_name())) return std::nullopt;
   const std::optional<ReducedDims> reduced = literal_reduced_dims(n);
   if (!reduced) return std::nullopt;
   const auto& [sizes, dims] = *reduced;
@@ -136,8 +202,11 @@ std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::funct
   std::vector<ReductionGroup> groups;
   GroupIndex group_of;
   for (const ir::Node* n : g.nodes()) {
-    if (n->kind() != ir::NodeKind::Op || n->outputs().size() != 1) continue;
+    if (n->kind() != ir::NodeKind::Op) continue;
+    const bool norm = is_norm_row_kind(n->kind_name());
+    if (n->outputs().size() != 1 && !norm) continue;
     const std::optional<size_t> folds = fusible_reduction(*n);
+    if (norm && !folds) continue;
     std::vector<int64_t> space;  // the element shape n implies for a new group
     if (folds) {
       space = *concrete_sizes(first_argument(*n));
@@ -155,6 +224,7 @@ std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::funct
       const ReductionGroup& group = groups[gi];
       if (folds) {
         if (group.sizes != space || (group.reduced_dims != 0 && group.reduced_dims != *folds)) return false;
+        if (group.reduced_dims != 0 && group.norm_rows != norm) return false;  // one fold order per kernel
         for (const ir::Node* m : group.members.nodes) {
           if (group.reduced_dims != 0) break;  // the members already fit this row
           if (!fusible_reduction(*m) && !pointwise_fits(*m, group.sizes, *folds)) return false;
@@ -181,6 +251,7 @@ std::vector<ReductionGroup> fuse_reductions(const ir::Graph& g, const std::funct
     ReductionGroup& group = groups[*join];
     const bool row_fixed_now = folds && group.reduced_dims == 0;
     if (folds) group.reduced_dims = *folds;
+    if (norm) group.norm_rows = true;
     group.members.nodes.push_back(n);
     group_of[n] = *join;
     if (group.reduced_dims == 0) continue;

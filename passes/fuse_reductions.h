@@ -43,6 +43,23 @@ namespace kiln::passes {
 // fuse_pointwise. Candidates are typed as fuse_pointwise's (known CPU sizes
 // and strides), and graphs that write in place are not fused.
 
+// Note [Norms as row groups]
+// --------------------------
+// A whole training step's graph keeps layer_norm whole (decomposed, it differs
+// from eager's kernels by a few ulp, which AdamW magnifies: python/kiln/
+// compiler/_backends.py). Its nodes join row groups whole instead: a
+// native_layer_norm (weight and bias both given, or neither; outputs y,
+// mean, rstd) or an _norm_backward_input (with a mean: layer_norm's) of a
+// contiguous float32/float64 input is a reduction member over its
+// normalized dims, with the pointwise prologue and epilogue around it (a
+// residual add before the norm, the gradient add after its backward). The
+// row kernel computes what eager's norm kernels do, in their order
+// (codegen/RowKernel.cpp; Note [Row folds in eager's norm order] in
+// codegen/llvm/RowLowering.cpp): bit for bit where the host has FMA
+// (AVX2/AVX-512) and a row is a whole number of eager's vectors; elsewhere
+// the lowering declines and the node stays an eager step. A group has one
+// fold order: a norm node and a plain reduction do not share a group.
+
 enum class RowShape { Element, PerRow, PerColumn, Scalar };
 
 struct ReductionGroup {
@@ -53,6 +70,9 @@ struct ReductionGroup {
   // A column group of norm parameter gradients (_norm_backward_weight / _bias), which fold in the
   // order of eager's norm_backward_params (Note [Norm parameter gradients as column groups]).
   bool norm_params = false;
+  // A row group around native_layer_norm / _norm_backward_input nodes, whose folds add in the order of eager's
+  // norm kernels (Note [Norms as row groups]); such a group holds no other reduction.
+  bool norm_rows = false;
 };
 
 /// The RowShape of v (concrete sizes and strides) in the space (sizes, reduced_dims), or nullopt.

@@ -5,6 +5,7 @@
 
 #include "eager/core/Error.h"
 #include "ir/Verifier.h"
+#include "passes/cat_strided_pieces.h"
 #include "passes/decompose_composites.h"
 #include "passes/eliminate_common_subexpressions.h"
 #include "passes/eliminate_dead_code.h"
@@ -24,12 +25,14 @@ size_t simplify(ir::Graph& g) { return simplify_algebra(g); }
 
 // Decompositions first, so the later passes see the primitives; constants
 // become literals before the rewrite rules match on them; CSE and DCE last,
-// to merge what the rewrites made equal and drop what they left unread.
+// to merge what the rewrites made equal and drop what they left unread
+// (cat_strided_pieces before DCE, which drops the copies it leaves unread).
 // (Fusion joins after these: see passes/README.md.)
 constexpr Pass kPipeline[] = {
     {"decompose_composites", decompose_composites},
     {"fold_constants", fold_constants},
     {"simplify_algebra", simplify},
+    {"cat_strided_pieces", cat_strided_pieces},
     {"eliminate_common_subexpressions", eliminate_common_subexpressions},
     {"eliminate_dead_code", eliminate_dead_code},
 };

@@ -129,7 +129,11 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
 
   const bool without_autograd = options.runs_without_autograd;
   const auto records_history = [without_autograd](const ir::Node& n) {
-    return !without_autograd && n.output()->type().tensor_type().requires_grad;
+    if (without_autograd) return false;
+    for (const ir::Value* v : n.outputs()) {  // (a norm row group's layer_norm has three)
+      if (v->type().is_tensor() && v->type().tensor_type().requires_grad) return true;
+    }
+    return false;
   };
   std::unordered_map<const ir::Node*, int32_t> anchor;  // last node of a group -> kernel index
   std::unordered_set<const ir::Node*> fused;

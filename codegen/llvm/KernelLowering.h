@@ -91,6 +91,11 @@ class Lowering {
   std::vector<llvm::Value*> emit_eager_order_folds(const std::vector<int32_t>& reduces, int64_t lanes,
                                                    std::vector<llvm::Value*>& known, llvm::Value* row,
                                                    llvm::Value* row_start, llvm::Value* cols);
+  /// The folds of `reduces` in the order of eager's norm kernels (Kernel::norm_rows; Note [Row folds in
+  /// eager's norm order], RowLowering.cpp).
+  std::vector<llvm::Value*> emit_norm_order_folds(const std::vector<int32_t>& reduces, int64_t lanes,
+                                                  std::vector<llvm::Value*>& known, llvm::Value* row,
+                                                  llvm::Value* row_start, llvm::Value* cols);
   /// Loops j over [start, hi) in steps of `step` elements carrying `accs`; returns j's exit value.
   llvm::Value* accumulating_loop(llvm::Value* start, llvm::Value* hi, int64_t step, std::vector<llvm::Value*>& accs,
                                  const std::function<void(llvm::Value*, std::vector<llvm::Value*>&)>& body);

@@ -106,7 +106,8 @@ std::vector<llvm::Value*> Lowering::emit_reduction_pass(const std::vector<int32_
       same.push_back(reduces[r]);
       at.push_back(r);
     }
-    const std::vector<llvm::Value*> folded = emit_eager_order_folds(same, lanes, known, row, row_start, cols);
+    const std::vector<llvm::Value*> folded = k_.norm_rows ? emit_norm_order_folds(same, lanes, known, row, row_start, cols)
+                                                          : emit_eager_order_folds(same, lanes, known, row, row_start, cols);
     for (size_t i = 0; i < at.size(); ++i) results[at[i]] = folded[i];
   }
   return results;
@@ -298,6 +299,104 @@ std::vector<llvm::Value*> Lowering::emit_eager_order_folds(const std::vector<int
     } else {
       s = b_.CreateSelect(tail_state[2 * r + 1], llvm::ConstantFP::getQNaN(t), s);
     }
+    results.push_back(b_.CreateVectorSplat(w_, s));
+  }
+  return results;
+}
+
+// Note [Row folds in eager's norm order]
+// --------------------------------------
+// A norm row kernel (Kernel::norm_rows: layer_norm and its input gradient
+// as row groups, Note [Norms as row groups] in passes/fuse_reductions.h)
+// folds a row as eager's norm_forward_typed / norm_backward_input_typed
+// (eager/kernels/cpu/nn/per_capability/NormKernel.cpp) do with NnVec's
+// sum_chunks: four E-lane accumulators from +0 over every 4E step (step i
+// adds x[i + qE .. i + qE + E) into accumulator q), then the E steps left
+// into accumulator 0, then (a0 + a1) + (a2 + a3) and its lanes added in order
+// to +0, all in T; a mean divides that by cols in T. A ReduceSum with `b` set
+// (a sum of a * b) adds each vector by one fma, as the FMA-contracted eager
+// loops (`a0 + d * d`, `acc + gw * xhat`) do. Eager's partial last chunk is
+// not modelled: the fusion takes rows of a whole number of E lanes only.
+std::vector<llvm::Value*> Lowering::emit_norm_order_folds(const std::vector<int32_t>& reduces, int64_t lanes,
+                                                          std::vector<llvm::Value*>& known, llvm::Value* row,
+                                                          llvm::Value* row_start, llvm::Value* cols) {
+  const int pass = row_->stage[static_cast<size_t>(reduces.at(0))];
+  const size_t nr = reduces.size();
+  std::vector<int32_t> targets;
+  for (int32_t r : reduces) {
+    const Expr& e = k_.exprs[static_cast<size_t>(r)];
+    KILN_CHECK(e.op == ExprOp::ReduceSum || e.op == ExprOp::ReduceMean, "codegen: a norm row fold that is not a sum");
+    targets.push_back(e.a);
+    if (e.b >= 0) targets.push_back(e.b);
+  }
+  const int64_t E = lanes, w = w_;
+  KILN_CHECK(E % w == 0 || w % E == 0, "codegen: eager's norm vector of ", E, " lanes against ", w);
+  // Concatenates vectors of equal width (a power-of-two count) and keeps the first E lanes.
+  const auto first_lanes = [&](std::vector<llvm::Value*> parts) {
+    while (parts.size() > 1) {
+      std::vector<llvm::Value*> joined;
+      for (size_t i = 0; i + 1 < parts.size(); i += 2) {
+        const auto n = static_cast<int>(llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements());
+        llvm::SmallVector<int, 64> idx;
+        for (int l = 0; l < 2 * n; ++l) idx.push_back(l);
+        joined.push_back(b_.CreateShuffleVector(parts[i], parts[i + 1], idx));
+      }
+      parts = joined;
+    }
+    const auto n = static_cast<int64_t>(llvm::cast<llvm::FixedVectorType>(parts[0]->getType())->getNumElements());
+    if (n == E) return parts[0];
+    llvm::SmallVector<int, 64> idx;
+    for (int64_t l = 0; l < E; ++l) idx.push_back(static_cast<int>(l));
+    return b_.CreateShuffleVector(parts[0], parts[0], idx);
+  };
+  // Per reduction, its operand (and `b`) at columns j..j+E as E-lane vectors.
+  const auto chunk = [&](llvm::Value* j) {
+    std::vector<std::vector<llvm::Value*>> a(nr), bv(nr);
+    const int64_t m = E >= w ? E / w : 1;
+    llvm::Value* mask = E < w ? b_.CreateICmpSLT(lane_ids(), splat64(b_.getInt64(E))) : nullptr;
+    for (int64_t t = 0; t < m; ++t) {
+      const std::vector<llvm::Value*> v =
+          evaluate_row_pass(pass, targets, known, row, row_start, cols, b_.CreateAdd(j, b_.getInt64(t * w)), mask);
+      for (size_t r = 0; r < nr; ++r) {
+        const Expr& e = k_.exprs[static_cast<size_t>(reduces[r])];
+        a[r].push_back(v[static_cast<size_t>(e.a)]);
+        if (e.b >= 0) bv[r].push_back(v[static_cast<size_t>(e.b)]);
+      }
+    }
+    std::vector<std::pair<llvm::Value*, llvm::Value*>> out;
+    for (size_t r = 0; r < nr; ++r) out.emplace_back(first_lanes(a[r]), bv[r].empty() ? nullptr : first_lanes(bv[r]));
+    return out;
+  };
+  const auto add_chunk = [&](llvm::Value* acc, const std::pair<llvm::Value*, llvm::Value*>& x) {
+    return x.second ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {acc->getType()}, {x.first, x.second, acc})
+                    : b_.CreateFAdd(acc, x.first);
+  };
+  std::vector<llvm::Value*> accs;  // reduction r's accumulator q at 4 r + q
+  for (size_t r = 0; r < nr; ++r) {
+    llvm::Type* t = llvm::FixedVectorType::get(reg_scalar(k_.exprs[static_cast<size_t>(reduces[r])].dtype),
+                                               static_cast<unsigned>(E));
+    for (int q = 0; q < 4; ++q) accs.push_back(llvm::Constant::getNullValue(t));
+  }
+  llvm::Value* j = accumulating_loop(b_.getInt64(0), cols, 4 * E, accs, [&](llvm::Value* j0, std::vector<llvm::Value*>& a) {
+    for (int64_t q = 0; q < 4; ++q) {
+      const auto x = chunk(b_.CreateAdd(j0, b_.getInt64(q * E)));
+      for (size_t r = 0; r < nr; ++r) a[4 * r + static_cast<size_t>(q)] = add_chunk(a[4 * r + static_cast<size_t>(q)], x[r]);
+    }
+  });
+  std::vector<llvm::Value*> first;
+  for (size_t r = 0; r < nr; ++r) first.push_back(accs[4 * r]);
+  accumulating_loop(j, cols, E, first, [&](llvm::Value* j0, std::vector<llvm::Value*>& a) {
+    const auto x = chunk(j0);
+    for (size_t r = 0; r < nr; ++r) a[r] = add_chunk(a[r], x[r]);
+  });
+  std::vector<llvm::Value*> results;
+  for (size_t r = 0; r < nr; ++r) {
+    const Expr& e = k_.exprs[static_cast<size_t>(reduces[r])];
+    llvm::Type* t = reg_scalar(e.dtype);
+    llvm::Value* v = b_.CreateFAdd(b_.CreateFAdd(first[r], accs[4 * r + 1]), b_.CreateFAdd(accs[4 * r + 2], accs[4 * r + 3]));
+    llvm::Value* s = llvm::ConstantFP::get(t, 0.0);
+    for (int64_t l = 0; l < E; ++l) s = b_.CreateFAdd(s, b_.CreateExtractElement(v, static_cast<uint64_t>(l)));
+    if (e.op == ExprOp::ReduceMean) s = b_.CreateFDiv(s, b_.CreateSIToFP(cols, t));
     results.push_back(b_.CreateVectorSplat(w_, s));
   }
   return results;

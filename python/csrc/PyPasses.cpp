@@ -10,6 +10,7 @@
 #include "ir/Printer.h"
 #include "passes/decompose_composites.h"
 #include "passes/eliminate_common_subexpressions.h"
+#include "passes/cat_strided_pieces.h"
 #include "passes/eliminate_dead_code.h"
 #include "passes/fold_constants.h"
 #include "passes/pipeline.h"
@@ -67,6 +68,7 @@ void init_passes(PyObject* module) {
         return fired;
       },
       py::arg("graph"), "Applies the rewrite rules until none fires; returns {rule name: times fired}.");
+  passes.def("cat_strided_pieces", &passes::cat_strided_pieces, py::arg("graph"));
   passes.def("eliminate_common_subexpressions", &passes::eliminate_common_subexpressions, py::arg("graph"));
   passes.def("eliminate_dead_code", &passes::eliminate_dead_code, py::arg("graph"));
   passes.def("rewrite_rules", [] {
