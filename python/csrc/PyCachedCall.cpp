@@ -20,9 +20,10 @@
 //   the differentiable outputs (attach_compiled_backward; its backward calls the
 //   JointProgram's run_backward: python/kiln/compiler/_joint.py);
 // - "eager": the function itself (a graph break's guard set);
-// - "python": the CompiledFunction's _run_guarded(target, args) (a training
-//   step, a symbolic graph's specialising runner: what the C++ path does not
-//   replay itself).
+// - "python": the CompiledFunction's _run_guarded(guarded entry, args) (a
+//   training step, a symbolic graph's specialising runner: what the C++ path
+//   does not replay itself; also a graph whose runner was replaced after the
+//   capture, checked per call).
 // Everything else (keyword arguments, a capture running, no entry's guards
 // holding) calls `_miss(args, kwargs)`: the Python guard key, recompiles, the
 // recompile limit and logging, unchanged.
@@ -146,6 +147,11 @@ struct EntryData {
   PyObject* module_guard = nullptr;  // a ModuleGuard (owned) or nullptr
   const ModuleGuards* module_guards = nullptr;
   PyObject* target = nullptr;        // eager: the function; python: the GuardedEntry; joint: the JointProgram
+  PyObject* guarded = nullptr;       // the GuardedEntry (owned): _run_guarded's argument
+  // graph and joint: the GraphProgram whose runner the entry was built for, and that runner (both owned).
+  // A runner replaced after the capture (a test recording the graphs' runs) sends hits to _run_guarded.
+  PyObject* runner_owner = nullptr;
+  PyObject* runner = nullptr;
   // graph and joint: the (forward) graph's run, as GraphProgram does it
   PyObject* compiled_obj = nullptr;  // a _runtime.CompiledGraph (owned), or nullptr: the interpreter
   const runtime::CompiledGraph* compiled = nullptr;
@@ -170,6 +176,9 @@ struct EntryData {
     Py_XDECREF(guards);
     Py_XDECREF(module_guard);
     Py_XDECREF(target);
+    Py_XDECREF(guarded);
+    Py_XDECREF(runner_owner);
+    Py_XDECREF(runner);
     Py_XDECREF(compiled_obj);
     Py_XDECREF(graph_obj);
     for (PyObject* t : lifted) Py_XDECREF(t);
@@ -209,6 +218,10 @@ bool read_sizes(PyObject* spec, const char* name, std::vector<size_t>& out) {
 
 /// Fills the graph and joint fields of `d` from `spec` (see _compiled_function.py's fast_entry_spec).
 bool read_graph_spec(PyObject* spec, EntryData& d) {
+  d.runner_owner = spec_attr(spec, "runner_owner");
+  if (d.runner_owner == nullptr) return false;
+  d.runner = spec_attr(spec, "runner");
+  if (d.runner == nullptr) return false;
   d.compiled_obj = spec_attr(spec, "compiled");
   if (d.compiled_obj == nullptr) return false;
   if (d.compiled_obj == Py_None) {
@@ -320,6 +333,8 @@ PyObject* cache_entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) 
   }
   d->target = spec_attr(spec, "target");
   if (d->target == nullptr) return nullptr;
+  d->guarded = spec_attr(spec, "guarded");
+  if (d->guarded == nullptr) return nullptr;
   if ((d->kind == EntryKind::Graph || d->kind == EntryKind::Joint) && !read_graph_spec(spec, *d)) return nullptr;
   PyObject* self = type->tp_alloc(type, 0);
   if (self == nullptr) return nullptr;
@@ -333,6 +348,9 @@ int cache_entry_traverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(d->guards);
   Py_VISIT(d->module_guard);
   Py_VISIT(d->target);
+  Py_VISIT(d->guarded);
+  Py_VISIT(d->runner_owner);
+  Py_VISIT(d->runner);
   Py_VISIT(d->compiled_obj);
   Py_VISIT(d->graph_obj);
   Py_VISIT(d->out_spec);
@@ -627,6 +645,19 @@ PyObject* run_guarded_name() {
   static PyObject* name = interned("_run_guarded");
   return name;
 }
+PyObject* runner_name() {
+  static PyObject* name = interned("runner");
+  return name;
+}
+
+/// 1 when the entry's graph program still has the runner the entry was built for, 0 if not, -1 on error.
+int same_runner(const EntryData& e) {
+  PyObject* runner = PyObject_GetAttr(e.runner_owner, runner_name());
+  if (runner == nullptr) return -1;
+  const int same = runner == e.runner ? 1 : 0;
+  Py_DECREF(runner);
+  return same;
+}
 
 PyObject* cached_call_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   auto* c = reinterpret_cast<PyCachedCall*>(self);
@@ -648,10 +679,16 @@ PyObject* cached_call_call(PyObject* self, PyObject* args, PyObject* kwargs) {
           result = PyObject_Call(e->target, args, nullptr);
           break;
         case EntryKind::Python:
-          result = PyObject_CallMethodObjArgs(self, run_guarded_name(), e->target, args, nullptr);
+          result = PyObject_CallMethodObjArgs(self, run_guarded_name(), e->guarded, args, nullptr);
           break;
         case EntryKind::Graph:
-        case EntryKind::Joint:
+        case EntryKind::Joint: {
+          const int same = same_runner(*e);
+          if (same < 0) break;
+          if (same == 0) {
+            result = PyObject_CallMethodObjArgs(self, run_guarded_name(), e->guarded, args, nullptr);
+            break;
+          }
           try {
             result = run_graph_entry(*e, args);
           } catch (...) {
@@ -659,6 +696,7 @@ PyObject* cached_call_call(PyObject* self, PyObject* args, PyObject* kwargs) {
             result = nullptr;
           }
           break;
+        }
       }
       Py_DECREF(entry_obj);
       return result;

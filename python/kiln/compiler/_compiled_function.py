@@ -86,7 +86,7 @@ class GuardedEntry:
         run the graph itself as GraphProgram does ("graph"), a JointProgram's forward and its backward node
         ("joint"), or call CompiledFunction._run_guarded ("python": training steps, specialising runners)."""
         spec = types.SimpleNamespace(guards=self.guards, module_guard=None if self.module_guards is None
-                                     else self.module_guards.fast, kind="python", target=self)
+                                     else self.module_guards.fast, kind="python", target=None, guarded=self)
         if self.graph is None:
             spec.kind, spec.target = "eager", fn
             return spec
@@ -102,6 +102,7 @@ class GuardedEntry:
             spec.grad_positions = program.grad_positions
         else:
             return spec
+        spec.runner_owner, spec.runner = forward, forward.runner  # a runner replaced later: _run_guarded
         spec.compiled = forward.runner.compiled if isinstance(forward.runner, CompiledRunner) else None
         spec.graph = forward.graph
         spec.tensor_positions = self.tensor_positions

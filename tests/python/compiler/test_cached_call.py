@@ -307,3 +307,18 @@ def test_a_compiled_function_in_a_reference_cycle_is_collected():
     del compiled, holder
     gc.collect()
     assert ref() is None
+
+
+def test_a_runner_replaced_after_the_capture_still_runs_the_graph():
+    compiled = kiln.compile(lambda x: x * 2)
+    x = kiln.tensor(X)
+    compiled(x)
+    (entry,) = compiled.guarded_entries
+    program, runs = entry.program, []
+    run = program.runner
+    program.runner = lambda graph, inputs: runs.append(len(inputs)) or run(graph, inputs)
+    _close(compiled(x), x * 2)
+    assert runs == [1]
+    program.runner = run
+    _, served = _served(compiled, lambda: compiled(x))
+    assert served == {"graph": 1} and runs == [1]
