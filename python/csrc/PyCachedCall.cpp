@@ -19,6 +19,10 @@
 //   then, when grad mode is on, one CompiledFunctionBackward node attached to
 //   the differentiable outputs (attach_compiled_backward; its backward calls the
 //   JointProgram's run_backward: python/kiln/compiler/_joint.py);
+// - "training": a whole training step (TrainingStepProgram): its state read
+//   as _training.StepState.tensors() reads it (a state that no longer fits
+//   goes to _run_guarded, which raises StateChanged and recaptures), the graph
+//   run with grad mode off, copy-backs, then `.grad` assigned or cleared;
 // - "eager": the function itself (a graph break's guard set);
 // - "python": the CompiledFunction's _run_guarded(guarded entry, args) (a
 //   training step, a symbolic graph's specialising runner: what the C++ path
@@ -29,6 +33,8 @@
 // recompile limit and logging, unchanged.
 #include <Python.h>
 
+#include <algorithm>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -136,9 +142,29 @@ PyMethodDef module_guard_methods[] = {
 // ---------------------------------------------------------------------------
 // kiln._C._capture.CacheEntry(spec): one cache entry as the hit path reads it.
 
-enum class EntryKind { Eager, Python, Graph, Joint };
-constexpr int kNumKinds = 4;
-const char* const kKindNames[kNumKinds] = {"eager", "python", "graph", "joint"};
+enum class EntryKind { Eager, Python, Graph, Joint, Training };
+constexpr int kNumKinds = 5;
+const char* const kKindNames[kNumKinds] = {"eager", "python", "graph", "joint", "training"};
+
+/// A whole training step's state, read per call as _training.StepState.tensors() reads it, and what the
+/// step does with .grad after the run (TrainingStepProgram). The lists are the StepState's and the
+/// program's own (owned references; never changed after the capture).
+struct StepSpec {
+  size_t num_prefix = 0;           // the call's tensors and the module's state; then the step's state
+  PyObject* scalars = nullptr;     // list of optim._capturable.ScalarInputs: refresh() -> bool
+  PyObject* leaves = nullptr;      // list: the held leaves
+  PyObject* all_leaves = nullptr;  // list: every tracked leaf
+  PyObject* grad_defined = nullptr;  // list of bool, per tracked leaf
+  PyObject* state_slots = nullptr;   // list of (optimizer.state, parameter, keys)
+  PyObject* scalar_tensors = nullptr;  // list: the hyperparameter tensors
+  PyObject* assign = nullptr;      // list of (leaf, output index): .grad set from the output
+  PyObject* clear = nullptr;       // list of leaves whose .grad the step leaves None
+
+  ~StepSpec() {
+    for (PyObject* o : {scalars, leaves, all_leaves, grad_defined, state_slots, scalar_tensors, assign, clear})
+      Py_XDECREF(o);
+  }
+};
 
 struct EntryData {
   EntryKind kind = EntryKind::Python;
@@ -171,6 +197,8 @@ struct EntryData {
   size_t num_saved = 0;
   std::vector<size_t> differentiable_outputs;
   std::vector<size_t> grad_positions;
+  // training
+  std::unique_ptr<StepSpec> step;
 
   ~EntryData() {
     Py_XDECREF(guards);
@@ -288,6 +316,25 @@ bool read_graph_spec(PyObject* spec, EntryData& d) {
   if (d.out_spec == nullptr) return false;
   d.unflatten = spec_attr(spec, "unflatten");
   if (d.unflatten == nullptr) return false;
+  if (d.kind == EntryKind::Training) {
+    d.step = std::make_unique<StepSpec>();
+    int64_t prefix = 0;
+    if (!read_int("step_prefix", prefix, 0)) return false;
+    d.step->num_prefix = static_cast<size_t>(prefix);
+    for (auto [name, field] : {std::pair{"step_scalars", &d.step->scalars}, std::pair{"step_leaves", &d.step->leaves},
+                               std::pair{"step_all_leaves", &d.step->all_leaves},
+                               std::pair{"step_grad_defined", &d.step->grad_defined},
+                               std::pair{"step_state_slots", &d.step->state_slots},
+                               std::pair{"step_scalar_tensors", &d.step->scalar_tensors},
+                               std::pair{"step_assign", &d.step->assign}, std::pair{"step_clear", &d.step->clear}}) {
+      *field = spec_attr(spec, name);
+      if (*field == nullptr) return false;
+      if (!PyList_Check(*field)) {
+        PyErr_Format(PyExc_TypeError, "CacheEntry: spec.%s must be a list", name);
+        return false;
+      }
+    }
+  }
   if (d.kind == EntryKind::Joint) {
     int64_t saved = 0;
     if (!read_int("num_saved", saved, 0)) return false;
@@ -310,7 +357,7 @@ PyObject* cache_entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) 
   while (k < kNumKinds && (kind_name == nullptr || std::string(kind_name) != kKindNames[k])) ++k;
   Py_DECREF(kind);
   if (k == kNumKinds) {
-    PyErr_SetString(PyExc_ValueError, "CacheEntry: spec.kind must be 'eager', 'python', 'graph' or 'joint'");
+    PyErr_SetString(PyExc_ValueError, "CacheEntry: spec.kind must be 'eager', 'python', 'graph', 'joint' or 'training'");
     return nullptr;
   }
   d->kind = static_cast<EntryKind>(k);
@@ -335,7 +382,9 @@ PyObject* cache_entry_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) 
   if (d->target == nullptr) return nullptr;
   d->guarded = spec_attr(spec, "guarded");
   if (d->guarded == nullptr) return nullptr;
-  if ((d->kind == EntryKind::Graph || d->kind == EntryKind::Joint) && !read_graph_spec(spec, *d)) return nullptr;
+  if ((d->kind == EntryKind::Graph || d->kind == EntryKind::Joint || d->kind == EntryKind::Training) &&
+      !read_graph_spec(spec, *d))
+    return nullptr;
   PyObject* self = type->tp_alloc(type, 0);
   if (self == nullptr) return nullptr;
   reinterpret_cast<PyCacheEntry*>(self)->data = d.release();
@@ -356,6 +405,12 @@ int cache_entry_traverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(d->out_spec);
   Py_VISIT(d->unflatten);
   for (PyObject* t : d->lifted) Py_VISIT(t);
+  if (d->step) {
+    const StepSpec& st = *d->step;
+    for (PyObject* o : {st.scalars, st.leaves, st.all_leaves, st.grad_defined, st.state_slots, st.scalar_tensors,
+                        st.assign, st.clear})
+      Py_VISIT(o);
+  }
   return 0;
 }
 
@@ -525,8 +580,78 @@ PyObject* attach_compiled_backward(PyObject*, PyObject* args) {
 // ---------------------------------------------------------------------------
 // The hit path.
 
+PyObject* refresh_name() {
+  static PyObject* name = interned("refresh");
+  return name;
+}
+PyObject* grad_name() {
+  static PyObject* name = interned("grad");
+  return name;
+}
+
+/// Appends this call's training-step state tensors to `out` (StepState.tensors()): 1, or 0 when the state
+/// no longer fits the capture (the Python path then raises StateChanged and recaptures), -1 on an error.
+int read_step_state(const StepSpec& st, std::vector<IValue>& out) {
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(st.scalars); ++i) {
+    PyObject* ok = PyObject_CallMethodNoArgs(PyList_GET_ITEM(st.scalars, i), refresh_name());
+    if (ok == nullptr) return -1;
+    const int fits = PyObject_IsTrue(ok);
+    Py_DECREF(ok);
+    if (fits != 1) return fits;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(st.leaves); ++i) out.emplace_back(unwrap_tensor(PyList_GET_ITEM(st.leaves, i)));
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(st.all_leaves); ++i) {
+    PyObject* g = PyObject_GetAttr(PyList_GET_ITEM(st.all_leaves, i), grad_name());
+    if (g == nullptr) return -1;
+    const bool defined = PyList_GET_ITEM(st.grad_defined, i) == Py_True;
+    const bool has = g != Py_None;
+    if (defined && has && is_tensor(g)) out.emplace_back(unwrap_tensor(g));
+    Py_DECREF(g);
+    if (defined != has) return 0;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(st.state_slots); ++i) {
+    PyObject* slot = PyList_GET_ITEM(st.state_slots, i);  // (optimizer.state, parameter, keys)
+    if (!PyTuple_Check(slot) || PyTuple_GET_SIZE(slot) != 3 || !PyDict_Check(PyTuple_GET_ITEM(slot, 0))) return 0;
+    PyObject* entry = PyDict_GetItemWithError(PyTuple_GET_ITEM(slot, 0), PyTuple_GET_ITEM(slot, 1));  // borrowed
+    if (entry == nullptr) return PyErr_Occurred() ? -1 : 0;
+    PyObject* keys = PyTuple_GET_ITEM(slot, 2);
+    if (!PyTuple_Check(keys) || !PyDict_Check(entry)) return 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(keys); ++k) {
+      PyObject* t = PyDict_GetItemWithError(entry, PyTuple_GET_ITEM(keys, k));  // borrowed
+      if (t == nullptr) return PyErr_Occurred() ? -1 : 0;
+      if (!is_tensor(t)) return 0;
+      out.emplace_back(unwrap_tensor(t));
+    }
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(st.scalar_tensors); ++i)
+    out.emplace_back(unwrap_tensor(PyList_GET_ITEM(st.scalar_tensors, i)));
+  return 1;
+}
+
+/// TrainingStepProgram's .grad effects after the run: assigned from outputs, or cleared. 0, or -1 on an error.
+int apply_grad_effects(const StepSpec& st, const std::vector<IValue>& outputs) {
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(st.assign); ++i) {
+    PyObject* pair = PyList_GET_ITEM(st.assign, i);  // (leaf, output index)
+    const Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 1));
+    if (k < 0 || static_cast<size_t>(k) >= outputs.size()) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "training step: a .grad output index is out of range");
+      return -1;
+    }
+    PyObject* g = ivalue_to_python(outputs[static_cast<size_t>(k)]);
+    if (g == nullptr) return -1;
+    const int rc = PyObject_SetAttr(PyTuple_GET_ITEM(pair, 0), grad_name(), g);
+    Py_DECREF(g);
+    if (rc < 0) return -1;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(st.clear); ++i)
+    if (PyObject_SetAttr(PyList_GET_ITEM(st.clear, i), grad_name(), Py_None) < 0) return -1;
+  return 0;
+}
+
 /// The graph's outputs for the call's `args` (GraphProgram.run_with_values' steps); for a joint entry
-/// with grad mode on, the backward node attached. A new reference to the function's result.
+/// with grad mode on, the backward node attached; for a training step, its state read first and its
+/// .grad effects after. A new reference to the function's result; nullptr with no Python error set when
+/// a training step's state no longer fits (nothing has run: the caller takes the Python path).
 PyObject* run_graph_entry(const EntryData& e, PyObject* args) {
   std::vector<IValue> values;
   const size_t num_tensors = (e.all_args ? static_cast<size_t>(PyTuple_GET_SIZE(args)) : e.tensor_positions.size()) +
@@ -538,6 +663,13 @@ PyObject* run_graph_entry(const EntryData& e, PyObject* args) {
     for (Py_ssize_t i : e.tensor_positions) values.emplace_back(unwrap_tensor(PyTuple_GET_ITEM(args, i)));
   }
   for (PyObject* t : e.lifted) values.emplace_back(unwrap_tensor(t));
+  if (e.step) {  // the step's state goes after the call's tensors and the module's state
+    std::vector<IValue> state;
+    const int fits = read_step_state(*e.step, state);
+    if (fits <= 0) return nullptr;
+    values.insert(values.begin() + static_cast<std::ptrdiff_t>(std::min(e.step->num_prefix, values.size())),
+                  std::make_move_iterator(state.begin()), std::make_move_iterator(state.end()));
+  }
   const bool joint = e.kind == EntryKind::Joint;
   const bool grad_was_enabled = autograd::GradMode::is_enabled();
   // The tensor inputs: a joint node's edges, the targets of the copy-backs.
@@ -558,7 +690,7 @@ PyObject* run_graph_entry(const EntryData& e, PyObject* args) {
   std::vector<IValue> outputs;
   {
     std::optional<autograd::AutoGradMode> no_grad;
-    if (joint) no_grad.emplace(false);
+    if (joint || e.step) no_grad.emplace(false);
     {
       PyThreadState* released = PyEval_SaveThread();
       try {
@@ -584,6 +716,7 @@ PyObject* run_graph_entry(const EntryData& e, PyObject* args) {
     attach_backward(e.target, std::move(forward_values), std::move(saved), inputs, results, e.differentiable_outputs,
                     e.grad_positions);
   }
+  if (e.step && apply_grad_effects(*e.step, outputs) < 0) return nullptr;
   if (e.single_output) return ivalue_to_python(outputs[0]);
   PyObject* flat = PyList_New(static_cast<Py_ssize_t>(e.num_outputs));
   if (flat == nullptr) return nullptr;
@@ -682,7 +815,8 @@ PyObject* cached_call_call(PyObject* self, PyObject* args, PyObject* kwargs) {
           result = PyObject_CallMethodObjArgs(self, run_guarded_name(), e->guarded, args, nullptr);
           break;
         case EntryKind::Graph:
-        case EntryKind::Joint: {
+        case EntryKind::Joint:
+        case EntryKind::Training: {
           const int same = same_runner(*e);
           if (same < 0) break;
           if (same == 0) {
@@ -695,6 +829,8 @@ PyObject* cached_call_call(PyObject* self, PyObject* args, PyObject* kwargs) {
             set_python_error_from_current_exception();
             result = nullptr;
           }
+          if (result == nullptr && !PyErr_Occurred())  // a training step's state changed: Python raises it
+            result = PyObject_CallMethodObjArgs(self, run_guarded_name(), e->guarded, args, nullptr);
           break;
         }
       }
@@ -755,7 +891,8 @@ PyMethodDef cached_call_methods[] = {
 
 PyGetSetDef cached_call_getset[] = {
     {"_fast_path_hits", cached_call_counts, nullptr,
-     "calls the C++ hit path served, by entry kind ('eager', 'python', 'graph', 'joint'), for tests", nullptr},
+     "calls the C++ hit path served, by entry kind ('eager', 'python', 'graph', 'joint', 'training'), for tests",
+     nullptr},
     {"_fast_entries", cached_call_fast_entries, nullptr, "the CacheEntry list the C++ hit path tries", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 

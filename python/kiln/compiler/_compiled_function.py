@@ -84,7 +84,8 @@ class GuardedEntry:
     def _fast_spec(self, fn):
         """What the C++ hit path does on a hit (python/csrc/PyCachedCall.cpp): run the function ("eager"),
         run the graph itself as GraphProgram does ("graph"), a JointProgram's forward and its backward node
-        ("joint"), or call CompiledFunction._run_guarded ("python": training steps, specialising runners)."""
+        ("joint"), a TrainingStepProgram with its state read and .grad effects ("training"), or call
+        CompiledFunction._run_guarded ("python": specialising runners)."""
         spec = types.SimpleNamespace(guards=self.guards, module_guard=None if self.module_guards is None
                                      else self.module_guards.fast, kind="python", target=None, guarded=self)
         if self.graph is None:
@@ -100,6 +101,19 @@ class GuardedEntry:
             spec.num_saved = program.num_saved
             spec.differentiable_outputs = program.differentiable_outputs
             spec.grad_positions = program.grad_positions
+        elif isinstance(program, _training.TrainingStepProgram) and _runs_in_cpp(program.inner):
+            spec.kind = "training"
+            forward = program.inner
+            state = program.state
+            spec.step_prefix = program.num_prefix
+            spec.step_scalars = list(state.scalars)
+            spec.step_leaves = list(state.leaves)
+            spec.step_all_leaves = list(state.all_leaves)
+            spec.step_grad_defined = [bool(d) for d in state.grad_defined]
+            spec.step_state_slots = list(state.state_slots)
+            spec.step_scalar_tensors = list(state.scalar_tensors)
+            spec.step_assign = [(p, k) for p, k in program.assign]
+            spec.step_clear = list(program.clear)
         else:
             return spec
         spec.runner_owner, spec.runner = forward, forward.runner  # a runner replaced later: _run_guarded
@@ -137,8 +151,10 @@ def _runs_in_cpp(program: GraphProgram) -> bool:
 # named_parameters. On a hit, a graph replayed by the interpreter or by one
 # compiled graph runs from C++ (GraphProgram's steps: generator inputs and
 # advance, copy-backs; a JointProgram's forward with grad mode off and its
-# CompiledFunctionBackward node), with no Python frame in between; other
-# programs (training steps, specialising runners) call _run_guarded. A miss
+# CompiledFunctionBackward node; a TrainingStepProgram's state read as
+# StepState.tensors() reads it and its .grad effects), with no Python frame in
+# between; other programs (specialising runners) call _run_guarded, and so
+# does a training step whose state no longer fits (it raises StateChanged). A miss
 # (or keyword arguments, or a capture running) calls _miss: the Python key,
 # which also names the failing guard for warnings, logs and explain, and
 # recompiles under the limit; every entry stays in ``cache`` under its key.

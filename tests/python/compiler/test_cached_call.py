@@ -94,7 +94,7 @@ def test_a_graph_break_entry_runs_the_function_from_cpp():
     _close(out, f(x))
 
 
-def test_a_training_step_is_served_through_run_guarded():
+def test_a_training_step_is_served_from_cpp_and_a_changed_state_recaptures():
     kiln.manual_seed(0)
     model = nn.Linear(4, 2)
     opt = kiln.optim.SGD(model.parameters(), lr=0.1)
@@ -110,8 +110,27 @@ def test_a_training_step_is_served_through_run_guarded():
 
     for _ in range(3):
         step(x)
+    assert step.num_captures == 2  # observed, then captured
     _, served = _served(step, lambda: step(x))
-    assert served == {"python": 1}
+    assert served == {"training": 1}
+    # The same steps eagerly from the same start agree with the compiled ones.
+    kiln.manual_seed(0)
+    twin = nn.Linear(4, 2)
+    twin_opt = kiln.optim.SGD(twin.parameters(), lr=0.1)
+    for _ in range(4):
+        twin_opt.zero_grad()
+        twin(x).square().mean().backward()
+        twin_opt.step()
+    _close(model.weight, twin.weight)
+    _close(model.bias, twin.bias)
+    # A new optimizer state (momentum buffers appear): the C++ path sees it no longer fits and the Python
+    # path recaptures, as before.
+    for g in opt.param_groups:
+        g["momentum"] = 0.9
+    step(x)
+    step(x)
+    _, served = _served(step, lambda: step(x))
+    assert served == {"training": 1}
 
 
 def test_random_ops_and_their_generator_advance_through_the_cpp_path():
