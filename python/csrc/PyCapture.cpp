@@ -95,6 +95,7 @@ py::list wrap_tensors(const std::vector<Tensor>& ts) {
 }  // namespace
 
 void init_guard_set(PyObject* capture_module);  // PyGuardSet.cpp (kiln._C._capture.GuardSet)
+void init_cached_call(PyObject* capture_module);  // PyCachedCall.cpp (CachedCall, CacheEntry, ModuleGuard)
 
 void note_escape_slow(const char* what) { capture::note_escape(what, user_location()); }
 
@@ -205,6 +206,7 @@ void init_capture(PyObject* module) {
   cm.def("is_capturing", [] { return capture::current_session() != nullptr; },
          "Whether a capture session is recording on this thread.");
   init_guard_set(cm.ptr());
+  init_cached_call(cm.ptr());
   init_symbolic_int(cm.ptr());
   cm.def(
       "specialize_shapes",

@@ -12,6 +12,7 @@
 #include "python/csrc/Exceptions.h"
 #include "python/csrc/IValueConversion.h"
 #include "python/csrc/PyIr.h"
+#include "python/csrc/PyRuntime.h"
 #include "runtime/CompiledGraph.h"
 #include "runtime/KernelAutotune.h"
 
@@ -20,11 +21,6 @@ namespace py = pybind11;
 namespace kiln::python {
 
 namespace {
-
-struct PyCompiledGraph {
-  std::unique_ptr<runtime::CompiledGraph> compiled;
-  std::vector<SchemaArgument> arguments;  // how each input converts from Python
-};
 
 py::list run_compiled(const PyCompiledGraph& self, const py::sequence& inputs) {
   KILN_CHECK_TYPE(static_cast<size_t>(py::len(inputs)) == self.arguments.size(), "compiled graph: takes ",

@@ -22,10 +22,17 @@ def _graph_programs(program) -> list:
     return [program.forward, program.backward] if isinstance(program, JointProgram) else [program]
 
 
-def _compiled_runner(compiled):
-    def run(graph, inputs):
-        return compiled.run(inputs)
-    return run
+class CompiledRunner:
+    """``runner(graph, inputs)`` of a GraphProgram replayed by one ``_runtime.CompiledGraph`` (``compiled``,
+    which the C++ hit path runs directly: Note [The cached-call fast path])."""
+
+    __slots__ = ("compiled",)
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+
+    def __call__(self, graph, inputs):
+        return self.compiled.run(inputs)
 
 
 def _outputs_into_inputs(graph_program) -> list:
@@ -57,7 +64,7 @@ def use_backend(backend: str, program, name: str, mode=None) -> None:
         compiled = _C._runtime.compile(graph_program.graph, keep_llvm_ir=log_codegen, runs_without_autograd=True,
                                        **runtime_options(mode),
                                        outputs_into_inputs=_outputs_into_inputs(graph_program), decompose=decompose)
-        graph_program.runner = _compiled_runner(compiled)
+        graph_program.runner = CompiledRunner(compiled)
         graph_program.compiled = compiled
         if log_codegen:
             kernels = "\n".join(compiled.kernels) or "(no fused kernels)\n"

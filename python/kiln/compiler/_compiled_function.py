@@ -4,6 +4,7 @@ captured graphs keyed by guards. See README.md."""
 from __future__ import annotations
 
 import functools
+import types
 import warnings
 
 from kiln import _C, _logging
@@ -11,8 +12,8 @@ from kiln._tensor import Tensor
 from kiln.compiler import _dynamic, _joint, _state, _symbolic_backward, _training
 from kiln.compiler._symbolic import SymbolicContext, plain_sizes
 from kiln.compiler._symbolic_patches import patched
-from kiln.compiler._backends import use_backend
-from kiln.compiler._replay import GraphProgram
+from kiln.compiler._backends import CompiledRunner, use_backend
+from kiln.compiler._replay import GraphProgram, interpret
 from kiln.compiler._specialize import use_specializing_backend
 from kiln.compiler._watch import watching
 from kiln.compiler._guards import (ModuleStateGuard, Unguardable, describe, first_difference, flatten, guard_key,
@@ -51,15 +52,15 @@ class CapturedEntry:
 
 
 class GuardedEntry:
-    """A cache entry reachable by the C++ guard check (Note [The cached-call fast path]):
+    """A cache entry reachable by the C++ hit path (Note [The cached-call fast path]):
     ``guards`` is a ``_C._capture.GuardSet`` of the positional arguments; ``graph`` is None for an
     EagerEntry; ``tensor_positions`` picks the graph's inputs out of the arguments (None: all of them,
-    and no lifted tensors). The replay's fields are copied here so a hit reads one object."""
+    and no lifted tensors); ``fast`` is the ``_C._capture.CacheEntry`` the hit path checks and runs."""
 
     __slots__ = ("guards", "module_guards", "entry", "graph", "program", "tensor_positions", "lifted",
-                 "single_output", "out_spec")
+                 "single_output", "out_spec", "fast")
 
-    def __init__(self, guards, module_guards, entry, args: tuple):
+    def __init__(self, guards, module_guards, entry, args: tuple, fn):
         self.guards = guards
         self.module_guards = module_guards  # a ModuleStateGuard, or None for a function
         self.entry = entry
@@ -75,24 +76,93 @@ class GuardedEntry:
             self.tensor_positions = None
         else:
             self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        self.fast = _C._capture.CacheEntry(self._fast_spec(fn))
 
     def graph_inputs(self, args: tuple) -> list:
         return [args[i] for i in self.tensor_positions] + self.lifted
 
+    def _fast_spec(self, fn):
+        """What the C++ hit path does on a hit (python/csrc/PyCachedCall.cpp): run the function ("eager"),
+        run the graph itself as GraphProgram does ("graph"), a JointProgram's forward and its backward node
+        ("joint"), a TrainingStepProgram with its state read and .grad effects ("training"), or call
+        CompiledFunction._run_guarded ("python": specialising runners)."""
+        spec = types.SimpleNamespace(guards=self.guards, module_guard=None if self.module_guards is None
+                                     else self.module_guards.fast, kind="python", target=None, guarded=self)
+        if self.graph is None:
+            spec.kind, spec.target = "eager", fn
+            return spec
+        program = self.program
+        if isinstance(program, GraphProgram) and _runs_in_cpp(program):
+            spec.kind, spec.target = "graph", None
+            forward = program
+        elif isinstance(program, _joint.JointProgram) and _runs_in_cpp(program.forward):
+            spec.kind, spec.target = "joint", program
+            forward = program.forward
+            spec.num_saved = program.num_saved
+            spec.differentiable_outputs = program.differentiable_outputs
+            spec.grad_positions = program.grad_positions
+        elif isinstance(program, _training.TrainingStepProgram) and _runs_in_cpp(program.inner):
+            spec.kind = "training"
+            forward = program.inner
+            state = program.state
+            spec.step_prefix = program.num_prefix
+            spec.step_scalars = list(state.scalars)
+            spec.step_leaves = list(state.leaves)
+            spec.step_all_leaves = list(state.all_leaves)
+            spec.step_grad_defined = [bool(d) for d in state.grad_defined]
+            spec.step_state_slots = list(state.state_slots)
+            spec.step_scalar_tensors = list(state.scalar_tensors)
+            spec.step_assign = [(p, k) for p, k in program.assign]
+            spec.step_clear = list(program.clear)
+        else:
+            return spec
+        spec.runner_owner, spec.runner = forward, forward.runner  # a runner replaced later: _run_guarded
+        spec.compiled = forward.runner.compiled if isinstance(forward.runner, CompiledRunner) else None
+        spec.graph = forward.graph
+        spec.tensor_positions = self.tensor_positions
+        spec.lifted = self.lifted
+        spec.num_outputs = forward.num_outputs
+        spec.single_output = self.single_output
+        spec.out_spec = self.out_spec
+        spec.unflatten = unflatten
+        spec.generator_index = forward.generator_index
+        spec.generator_advance = forward.generator_advance
+        spec.copy_back = forward.copy_back
+        return spec
+
+
+def _runs_in_cpp(program: GraphProgram) -> bool:
+    """Whether the C++ hit path replays this graph program itself: its runner is the interpreter or one
+    compiled graph (a specialising runner or a training step goes through Python)."""
+    return program.runner is interpret or isinstance(program.runner, CompiledRunner)
+
 
 # Note [The cached-call fast path]
-# A call with positional arguments only (tensors and None/bool/int/float/str)
-# first tries each GuardedEntry's C++ GuardSet.check (python/csrc/PyGuardSet.cpp):
-# it checks the same guards the Python key holds for such a call (sizes, strides,
-# dtype, device, requires_grad, aliasing, scalar values, grad mode) without
-# building a key. For a module, a ModuleStateGuard (_guards.py) then checks every
-# submodule's training flag and the identity of each entry of its _modules,
-# _parameters and _buffers (so the parameters and buffers are the recorded ones,
-# in the recorded order) and their metadata, without walking named_parameters.
-# A miss falls back to the Python key, which also names the failing guard for
-# warnings, logs and explain; every entry stays in ``cache`` under its key.
+# CompiledFunction is a subclass of _C._capture.CachedCall, whose tp_call
+# (python/csrc/PyCachedCall.cpp) is the whole hit path in C++: a call with
+# positional arguments only (tensors and None/bool/int/float/str), made while no
+# capture runs on this thread, tries each GuardedEntry's CacheEntry in order. Its
+# GuardSet (python/csrc/CallGuards.h) checks the same guards the Python key holds
+# for such a call (sizes, strides, dtype, device, requires_grad, aliasing, scalar
+# values, grad mode) without building a key; for a module, its ModuleGuard then
+# checks every submodule's training flag and the identity of each entry of its
+# _modules, _parameters and _buffers (so the parameters and buffers are the
+# recorded ones, in the recorded order) and their metadata, without walking
+# named_parameters. On a hit, a graph replayed by the interpreter or by one
+# compiled graph runs from C++ (GraphProgram's steps: generator inputs and
+# advance, copy-backs; a JointProgram's forward with grad mode off and its
+# CompiledFunctionBackward node; a TrainingStepProgram's state read as
+# StepState.tensors() reads it and its .grad effects), with no Python frame in
+# between; other programs (specialising runners) call _run_guarded, and so
+# does a training step whose state no longer fits (it raises StateChanged). A miss
+# (or keyword arguments, or a capture running) calls _miss: the Python key,
+# which also names the failing guard for warnings, logs and explain, and
+# recompiles under the limit; every entry stays in ``cache`` under its key.
+# ``_fast_path_hits`` counts the calls the C++ path served, by entry kind.
 # The guards are built before the capture runs, from the same arguments the key
 # was computed from: the function may change its inputs' metadata in place.
+# ``guarded_entries`` is the Python list of the entries; every change to it is
+# followed by _sync_fast_entries, which hands the C++ path its CacheEntries.
 
 
 class EagerEntry:
@@ -108,8 +178,9 @@ def _disabled(fn) -> bool:
     return getattr(fn, "_kiln_compile_disabled", False)
 
 
-class CompiledFunction:
-    """Calls ``fn`` through the capture cache (backend "eager": interpreter replay)."""
+class CompiledFunction(_C._capture.CachedCall):
+    """Calls ``fn`` through the capture cache (backend "eager": interpreter replay). Calling it runs the
+    C++ hit path (Note [The cached-call fast path]), else ``_miss``."""
 
     def __init__(self, fn, *, module=None, fullgraph=False, dynamic=None, backend="default", mode=None,
                  options=None):
@@ -140,6 +211,7 @@ class CompiledFunction:
     def reset(self):
         self.cache.clear()
         self.guarded_entries.clear()
+        self._sync_fast_entries()
         self.num_captures = 0
         self.break_reasons.clear()
         self.last_key = None
@@ -170,23 +242,25 @@ class CompiledFunction:
         named = list(self.module.named_parameters()) + list(self.module.named_buffers())
         return [(name, t) for name, t in named if t is not None]
 
-    def __call__(self, *args, **kwargs):
-        if getattr(_compiling, "sessions", None):  # _state.is_compiling(), inlined: this is the hot path
-            return self.fn(*args, **kwargs)  # nested compiled calls are inlined into the outer capture
-        if not kwargs:
-            for guarded in self.guarded_entries:
-                if guarded.guards.check(args) and (guarded.module_guards is None or guarded.module_guards.check()):
-                    if guarded.graph is None:
-                        return self.fn(*args)
-                    try:
-                        outputs = guarded.program(args if guarded.tensor_positions is None
-                                                  else guarded.graph_inputs(args))
-                    except _training.StateChanged as e:
-                        return self._state_changed(guarded.entry, str(e), args, kwargs)
-                    return outputs[0] if guarded.single_output else unflatten(guarded.out_spec, outputs)
+    def _miss(self, args, kwargs):
+        """A call the C++ hit path did not serve: keyword arguments, a capture running (nested compiled
+        calls are inlined into the outer capture), or no entry's guards holding."""
+        if getattr(_compiling, "sessions", None):  # _state.is_compiling(), inlined
+            return self.fn(*args, **kwargs)
         if _disabled(self.fn):
             return self.fn(*args, **kwargs)
         return self._call_through_key(args, kwargs)
+
+    def _run_guarded(self, guarded, args):
+        """A hit of the C++ path on an entry it does not replay itself (kind "python")."""
+        try:
+            outputs = guarded.program(args if guarded.tensor_positions is None else guarded.graph_inputs(args))
+        except _training.StateChanged as e:
+            return self._state_changed(guarded.entry, str(e), args, {})
+        return outputs[0] if guarded.single_output else unflatten(guarded.out_spec, outputs)
+
+    def _sync_fast_entries(self):
+        self._set_fast_entries([g.fast for g in self.guarded_entries])
 
     def _call_through_key(self, args, kwargs):
         tensors: list = []
@@ -249,7 +323,8 @@ class CompiledFunction:
             guards = self._guard_set(args, kwargs, module_state)
             if guards is not None:
                 self.num_symbolic_fast_paths += 1
-                self.guarded_entries.append(GuardedEntry(guards[0], guards[1], entry, args))
+                self.guarded_entries.append(GuardedEntry(guards[0], guards[1], entry, args, self.fn))
+                self._sync_fast_entries()
 
     def _symbolic_lookup(self, key):
         """The entry of a symbolic cache hit for the call keyed ``key``, or None."""
@@ -300,6 +375,7 @@ class CompiledFunction:
             if e is entry:
                 del self.cache[key]
         self.guarded_entries = [g for g in self.guarded_entries if g.entry is not entry]
+        self._sync_fast_entries()
         self.num_state_recaptures += 1
         if _logging.is_enabled("recompiles"):
             _logging.log("recompiles", f"recompiling {self._name()}: the training state changed: {reason}")
@@ -327,7 +403,8 @@ class CompiledFunction:
     def _store(self, key, guards, args, entry):
         self.cache[key] = entry
         if guards is not None:
-            self.guarded_entries.append(GuardedEntry(guards[0], guards[1], entry, args))
+            self.guarded_entries.append(GuardedEntry(guards[0], guards[1], entry, args, self.fn))
+            self._sync_fast_entries()
 
     def _name(self):
         return getattr(self.fn, "__qualname__", None) or repr(self.fn)

@@ -125,21 +125,18 @@ def first_difference(old: tuple, new: tuple) -> str:
 
 class ModuleStateGuard:
     """The module part of a guard key (training flags; each parameter's and buffer's identity and
-    metadata), checked without walking named_parameters (Note [The cached-call fast path]): every
-    submodule's training flag and the identity of each entry of its _modules, _parameters and
-    _buffers, then the recorded parameters'/buffers' metadata by a GuardSet. Built only for modules
-    whose classes keep Module's own walks (``available``)."""
+    metadata), checked without walking named_parameters (Note [The cached-call fast path]): a
+    ``_C._capture.ModuleGuard`` (C++: python/csrc/CallGuards.h) checks every submodule's training flag and
+    the identity of each entry of its _modules, _parameters and _buffers, then the recorded
+    parameters'/buffers' metadata. Built only for modules whose classes keep Module's own walks
+    (``available``)."""
 
-    __slots__ = ("modules", "training", "children", "parameters", "buffers", "tensors", "meta")
+    __slots__ = ("modules", "tensors", "fast")
 
     def __init__(self, module, state_tensors: list):
         self.modules = list(module.modules())
-        self.training = [m.training for m in self.modules]
-        self.children = [tuple(m._modules.values()) for m in self.modules]
-        self.parameters = [tuple(m._parameters.values()) for m in self.modules]
-        self.buffers = [tuple(m._buffers.values()) for m in self.modules]
         self.tensors = list(state_tensors)
-        self.meta = _C._capture.GuardSet(tuple(state_tensors))
+        self.fast = _C._capture.ModuleGuard(self.modules, tuple(state_tensors))
 
     @staticmethod
     def available(module, module_cls) -> bool:
@@ -147,19 +144,4 @@ class ModuleStateGuard:
         return all(getattr(type(m), w) is getattr(module_cls, w) for m in module.modules() for w in walks)
 
     def check(self) -> bool:
-        for m, training, children, parameters, buffers in zip(self.modules, self.training, self.children,
-                                                                 self.parameters, self.buffers):
-            if m.training != training or not (_same_objects(m._modules, children)
-                                              and _same_objects(m._parameters, parameters)
-                                              and _same_objects(m._buffers, buffers)):
-                return False
-        return self.meta.check(tuple(self.tensors))
-
-
-def _same_objects(d: dict, recorded: tuple) -> bool:
-    if len(d) != len(recorded):
-        return False
-    for a, b in zip(d.values(), recorded):
-        if a is not b:
-            return False
-    return True
+        return self.fast.check()

@@ -139,42 +139,15 @@ class JointProgram:
         return results
 
     def _attach(self, forward_values, saved, inputs, results):
-        # The closure must not hold `results` or `inputs`: the outputs hold the node, the node holds
-        # `backward`, and a reference back from it is a cycle through C++ that Python's collector
-        # cannot see, leaking every step's outputs and inputs (found by scripts/soak.py). So it keeps
-        # only what backward reads, and release() drops the tensors.
-        state = [list(forward_values), saved]
-        program = self
-        zero_grad_meta = [(results[k].shape, results[k].dtype) for k in self.differentiable_outputs]
-        num_inputs = len(inputs)
+        # One C++ node (python/csrc/PyCachedCall.cpp, shared with the C++ hit path): it holds the forward's
+        # input values and the saved values until released, and its backward calls run_backward. It holds
+        # neither `results` nor `inputs` (the outputs hold the node: a reference back would be a cycle
+        # through C++ that Python's collector cannot see; found by scripts/soak.py).
+        _C._capture.attach_compiled_backward(self, forward_values, saved, inputs, results)
 
-        def backward(*grads):
-            if state[1] is None:
-                raise RuntimeError(
-                    "Trying to backward through the graph a second time (or directly access saved tensors after "
-                    "they have already been freed). Saved intermediate values of the graph are freed when you call "
-                    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-                    "graph a second time or if you need to access saved tensors after calling backward.")
-            if _C.is_grad_enabled():
-                raise RuntimeError("kiln.compile: double backward (create_graph=True) through a compiled function is "
-                                   "not supported yet: its backward graph does not record history")
-            grads = [g if g is not None else _C._functions.zeros(shape, dtype=dtype)
-                     for g, (shape, dtype) in zip(grads, zero_grad_meta)]
-            joint_values = state[0] + grads + program.backward_lifted
-            bwd_inputs = [joint_values[i] for i in program.backward_inputs] + state[1]
-            computed = program.backward.runner(program.backward.graph, bwd_inputs)
-            out = [None] * num_inputs
-            for k, g in zip(program.grad_positions, computed):
-                out[k] = g
-            return tuple(out)
-
-        def release():
-            state[0] = state[1] = None
-
-        node = _C._make_function_node(NODE_NAME, backward, release, list(inputs))
-        done: set = set()
-        for k in self.differentiable_outputs:
-            o = results[k]
-            if id(o) not in done:
-                done.add(id(o))
-                _C._set_history(o, node)
+    def run_backward(self, forward_values: list, saved: list, grads: list) -> list:
+        """The backward graph's gradients (one per grad position) from the forward's graph inputs, its
+        saved values and the gradients of the differentiable outputs (zeros where the Engine had None)."""
+        joint_values = forward_values + grads + self.backward_lifted
+        bwd_inputs = [joint_values[i] for i in self.backward_inputs] + saved
+        return self.backward.runner(self.backward.graph, bwd_inputs)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import threading
 import weakref
 
+from kiln import _C
+
 _local = threading.local()
-thread_local = _local  # CompiledFunction.__call__ reads its "sessions" directly (is_compiling, inlined)
+thread_local = _local  # CompiledFunction._miss reads its "sessions" directly (is_compiling, inlined)
 # Every CompiledFunction made so far; reset() clears their caches.
 compiled_functions: "weakref.WeakSet" = weakref.WeakSet()
 
@@ -17,6 +19,7 @@ def active_sessions() -> list:
     stack = getattr(_local, "sessions", None)
     if stack is None:
         stack = _local.sessions = []
+        _C._capture._set_session_stack(stack)  # the C++ hit path skips calls while it is non-empty
     return stack
 
 
