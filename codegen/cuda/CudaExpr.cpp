@@ -182,7 +182,7 @@ __device__ __forceinline__ T block_reduce(T v, T identity, T* shm, F op) {
   return __shfl_sync(0xffffffffu, v, 0);
 }
 // A warp-wide reduction (the warp converged, all 32 lanes on one row): shfl_down folds the lanes into
-// lane 0, whose value every lane gets. No shared memory, no barrier (Note [CUDA row kernels]).
+// lane 0, whose value every lane gets. No shared memory, no barrier (short rows run a warp each).
 template <typename T, typename F>
 __device__ __forceinline__ T warp_reduce(T v, F op) {
 #ifdef KILN_KCG_HOST
