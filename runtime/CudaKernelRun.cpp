@@ -112,8 +112,14 @@ bool run_cuda_row_kernel(const CudaKernel& k, const codegen::RowKernel& rk, cons
   if (rk.rows == 0 || rk.cols == 0) return true;
   words.push_back(static_cast<uint64_t>(rk.rows));
   words.push_back(static_cast<uint64_t>(rk.cols));
-  const bool narrow = rk.rows * rk.cols + codegen::cuda::kCudaBlock < kInt32Limit && rk.rows + kMaxBlocks < kInt32Limit;
-  launch(k, narrow ? k.source.entry_i32 : k.source.entry_i64, device, rk.rows, words);
+  // Short rows run a warp per row, 8 rows per block (Note [CUDA row kernels], codegen/cuda); the row index
+  // then runs up to rows + 8 grids' worth.
+  constexpr int64_t warps = codegen::cuda::kCudaBlock / 32;
+  const bool warp_rows = rk.cols <= codegen::cuda::kCudaWarpRowCols;
+  const int64_t blocks = warp_rows ? (rk.rows + warps - 1) / warps : rk.rows;
+  const bool narrow = rk.rows * rk.cols + codegen::cuda::kCudaBlock < kInt32Limit &&
+                      rk.rows + kMaxBlocks * warps < kInt32Limit;
+  launch(k, narrow ? k.source.entry_i32 : k.source.entry_i64, device, blocks, words);
   return true;
 }
 

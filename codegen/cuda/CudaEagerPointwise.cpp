@@ -44,7 +44,7 @@ std::optional<Kernel> kernel_of(const PointwiseKernelRequest& request) {
   std::vector<ir::NamedAttribute> attributes;
   if (request.alpha) attributes.push_back({"alpha", ir::Attribute::of_scalar(*request.alpha)});
   if (!request.approximate.empty()) attributes.push_back({"approximate", ir::Attribute::of_str(request.approximate)});
-  if (request.threshold) attributes.push_back({"threshold", ir::Attribute::of_scalar(*request.threshold)});
+  for (const auto& [name, value] : request.scalars) attributes.push_back({name, ir::Attribute::of_scalar(value)});
   ir::Node* n = g.append(g.create_op(*entry, inputs, attributes));
   ir::TensorType out;
   out.dtype = request.output;
@@ -93,7 +93,7 @@ KernelInstance eager_source(const Kernel& k) {
   return KernelInstance{k.name, s.str()};
 }
 
-using Key = std::tuple<std::string, int, DType, DType, std::string, std::string, std::string>;
+using Key = std::tuple<std::string, int, DType, DType, std::string, std::string, std::vector<std::string>>;
 
 /// A Scalar's kind and exact value as text ("" when absent), for the cache key.
 std::string scalar_key(const std::optional<Scalar>& s) {
@@ -108,12 +108,16 @@ std::string scalar_key(const std::optional<Scalar>& s) {
 }
 
 Key key_of(const PointwiseKernelRequest& r) {
-  return {r.op, r.arity, r.input, r.output, scalar_key(r.alpha), r.approximate, scalar_key(r.threshold)};
+  std::vector<std::string> scalars;
+  for (const auto& [name, value] : r.scalars) scalars.push_back(name + "=" + scalar_key(value));
+  return {r.op, r.arity, r.input, r.output, scalar_key(r.alpha), r.approximate, scalars};
 }
 
 std::optional<KernelInstance> generate(const PointwiseKernelRequest& request) {
   if (request.alpha && request.alpha->kind() == Scalar::Kind::Complex) return std::nullopt;
-  if (request.threshold && request.threshold->kind() == Scalar::Kind::Complex) return std::nullopt;
+  for (const auto& [name, value] : request.scalars) {
+    if (value.kind() == Scalar::Kind::Complex) return std::nullopt;
+  }
   static std::mutex mu;
   static std::map<Key, std::optional<KernelInstance>> cache;
   const Key key = key_of(request);
@@ -130,6 +134,16 @@ std::optional<KernelInstance> generate(const PointwiseKernelRequest& request) {
   }
   std::lock_guard<std::mutex> lock(mu);
   return cache.emplace(key, std::move(made)).first->second;
+}
+
+/// The value of a row's Scalar argument the coverage list generates its kernel for: what the op's usual
+/// caller passes (relu's backward: threshold 0; hardtanh's: -1 and 1; softplus's: beta 1, threshold 20).
+Scalar default_scalar(const std::string& op, const std::string& name) {
+  if (name == "min_val") return Scalar(-1.0);
+  if (name == "max_val") return Scalar(1.0);
+  if (name == "beta") return Scalar(int64_t{1});
+  if (name == "threshold" && op == "softplus_backward") return Scalar(int64_t{20});
+  return Scalar(int64_t{0});
 }
 
 }  // namespace
@@ -151,7 +165,7 @@ EagerPointwiseCoverage all_eager_pointwise_kernels() {
       r.output = row.kind == PointwiseKind::Comparison ? DType::Bool : d;
       if (row.has_alpha) r.alpha = Scalar(int64_t{1});
       if (row.name == "gelu" || row.name == "gelu_backward") r.approximate = "none";
-      if (!row.scalar_argument.empty()) r.threshold = Scalar(int64_t{0});  // relu's backward: threshold 0
+      for (const std::string& name : row.scalar_arguments) r.scalars.emplace_back(name, default_scalar(row.name, name));
       const std::string what = row.name + " " + std::string(scalar_type_name(d));
       if (std::optional<KernelInstance> k = generate(r)) {
         out.what.push_back(what + " -> " + std::string(scalar_type_name(r.output)));

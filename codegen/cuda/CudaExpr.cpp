@@ -181,6 +181,16 @@ __device__ __forceinline__ T block_reduce(T v, T identity, T* shm, F op) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
   return __shfl_sync(0xffffffffu, v, 0);
 }
+// A warp-wide reduction (the warp converged, all 32 lanes on one row): shfl_down folds the lanes into
+// lane 0, whose value every lane gets. No shared memory, no barrier (short rows run a warp each).
+template <typename T, typename F>
+__device__ __forceinline__ T warp_reduce(T v, F op) {
+#ifdef KILN_KCG_HOST
+  return v;  // the host emulation runs one thread per block
+#endif
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
+  return __shfl_sync(0xffffffffu, v, 0);
+}
 // V elements of T as one aligned word of up to 16 bytes, so a load or store of it is one
 // vector (ld.global.v4.f32 and friends): Note [Vectorised pointwise kernels].
 template <typename T, int V> struct alignas(sizeof(T) * V) Vec { T v[V]; };

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <sstream>
 
 #include "codegen/RowSchedule.h"
@@ -32,6 +33,28 @@ namespace kiln::codegen::cuda {
 // (tests: rtol 1e-5 float32, 1e-12 float64). Values the CPU keeps in scratch
 // rows between passes (codegen/RowSchedule.h: softmax's exp) are recomputed
 // here in each pass: global memory traffic costs more on a GPU than the math.
+// Short rows (cols <= kCudaWarpRowCols, decided per launch) run a warp per
+// row instead: the block's 8 warps take 8 rows, each pass is a warp-strided
+// loop (lane l takes cols l, l + 32, ...) and a warp reduction (shfl_down,
+// then lane 0's value broadcast), with no shared memory and no block barrier,
+// so a block-wide row of a few dozen columns no longer leaves most of its 256
+// threads idle. The order is fixed for a given cols as well: each lane's
+// columns in order, then the shuffle tree.
+//
+// Note [Vectorised row loops]
+// ---------------------------
+// As the contiguous pointwise kernels (Note [Vectorised pointwise kernels]),
+// a row kernel's loops over the row move V = 16 bytes / the widest element
+// read or written along the row at once: thread t takes column groups t,
+// t + 256, ... of V adjacent columns, loads each element operand's (and each
+// per-column operand's) group as one vector, runs the pass's statements on
+// the V columns in an unrolled loop and stores each element output's group as
+// one vector. It runs when cols % V == 0 and every element or per-column
+// operand's address is a multiple of its vector's size (checked once per
+// launch: then every row start is aligned too); otherwise the scalar loop
+// runs. Element results are the scalar loop's bits; a sum's order changes
+// (each thread adds its V columns in order, group after group) but stays fixed
+// for a given cols and alignment, so the results stay deterministic.
 
 namespace {
 
@@ -227,16 +250,29 @@ class RowPrinter {
   explicit RowPrinter(const Kernel& k) : k_(k), s_(schedule_rows(k)), known_(k.exprs.size(), false),
                                          recip_(k.exprs.size(), false) {}
 
+  /// Prints `<name>_body_warp` (warp_rows: a warp per row) or `<name>_body_block` (a block per row).
+  RowPrinter(const Kernel& k, bool warp_rows) : RowPrinter(k) { warp_rows_ = warp_rows; }
+
   std::string print() {
-    const size_t ni = k_.input_dtypes.size(), no = k_.output_dtypes.size();
+    const size_t no = k_.output_dtypes.size();
     const std::string& name = k_.name;
-    out_ << "// " << name << ": row kernel, " << s_.passes() << " passes, " << ni << " inputs, " << no << " outputs\n";
-    out_ << argument_struct(name, ni + no, {"rows", "cols"});
-    out_ << "template <typename I>\n__device__ __forceinline__ void " << name << "_body(const " << name
-         << "_args& a) {\n";
-    out_ << "  __shared__ float shm_f[32];\n  __shared__ double shm_d[32];\n  (void)shm_f;\n  (void)shm_d;\n";
+    out_ << "template <typename I>\n__device__ __forceinline__ void " << name << (warp_rows_ ? "_body_warp" : "_body_block")
+         << "(const " << name << "_args& a) {\n";
     out_ << "  const I rows = static_cast<I>(a.rows), cols = static_cast<I>(a.cols);\n";
-    out_ << "  for (I row = static_cast<I>(blockIdx.x); row < rows; row += static_cast<I>(gridDim.x)) {\n";
+    if (warp_rows_) {
+      // lanes is 32 on the device; the host emulation runs blocks of one thread (Note [CUDA row kernels])
+      out_ << "  const I lanes = static_cast<I>(blockDim.x < 32u ? blockDim.x : 32u);\n";
+      out_ << "  const I lane = static_cast<I>(threadIdx.x) % lanes;\n";
+      out_ << "  const I warps = static_cast<I>(blockDim.x) / lanes;\n";
+      out_ << "  const I first_row = static_cast<I>(blockIdx.x) * warps + static_cast<I>(threadIdx.x) / lanes;\n";
+      out_ << "  const I row_step = static_cast<I>(gridDim.x) * warps;\n";
+    } else {
+      out_ << "  __shared__ float shm_f[32];\n  __shared__ double shm_d[32];\n  (void)shm_f;\n  (void)shm_d;\n";
+      out_ << "  const I lanes = static_cast<I>(blockDim.x), lane = static_cast<I>(threadIdx.x);\n";
+      out_ << "  const I first_row = static_cast<I>(blockIdx.x), row_step = static_cast<I>(gridDim.x);\n";
+    }
+    if (vec_ > 1) out_ << "  const bool vec_ok = " << vector_condition() << ";\n";
+    out_ << "  for (I row = first_row; row < rows; row += row_step) {\n";
     out_ << "    const I row_start = row * cols;\n    (void)row_start;\n";
     compute_uniform(0);
     for (int pass = 1; pass <= s_.passes(); ++pass) {
@@ -251,20 +287,28 @@ class RowPrinter {
         continue;
       }
       KILN_CHECK(known_[static_cast<size_t>(e)], "codegen/cuda: row kernel output ", o, " is not uniform along the row");
-      out_ << "    if (threadIdx.x == 0) " << store(k_, o, name_of(e), k_.exprs[static_cast<size_t>(e)].dtype, "row")
+      out_ << "    if (lane == 0) " << store(k_, o, name_of(e), k_.exprs[static_cast<size_t>(e)].dtype, "row")
            << "\n";
     }
     if (!element_outputs.empty()) {
-      out_ << "    for (I j = static_cast<I>(threadIdx.x); j < cols; j += static_cast<I>(blockDim.x)) {\n";
-      loop_body(element_outputs);
+      std::vector<size_t> stored;
       for (size_t o = 0; o < no; ++o) {
-        if (k_.output_roles[o] != RowOperand::Element) continue;
-        const int32_t e = k_.outputs[o];
-        out_ << "      " << store(k_, o, name_of(e), k_.exprs[static_cast<size_t>(e)].dtype, "row_start + j") << "\n";
+        if (k_.output_roles[o] == RowOperand::Element) stored.push_back(o);
       }
-      out_ << "    }\n";
+      column_loop(element_outputs, stored, [&](bool vector) {
+        for (size_t o : stored) {
+          const int32_t e = k_.outputs[o];
+          const DType from = k_.exprs[static_cast<size_t>(e)].dtype;
+          if (vector) {
+            const DType d = k_.output_dtypes[o];
+            out_ << "        y" << o << ".v[jj] = " << store_value(d, cast_value(name_of(e), from, d)) << ";\n";
+          } else {
+            out_ << "      " << store(k_, o, name_of(e), from, "row_start + j") << "\n";
+          }
+        }
+      });
     }
-    out_ << "  }\n}\n" << entries(name);
+    out_ << "  }\n}\n";
     return out_.str();
   }
 
@@ -272,7 +316,11 @@ class RowPrinter {
   std::string name_of(int32_t i) const { return var(known_[static_cast<size_t>(i)] ? 'u' : 'v', i); }
 
   std::string load(int32_t in) const {
-    switch (k_.input_roles[static_cast<size_t>(in)]) {
+    const RowOperand role = k_.input_roles[static_cast<size_t>(in)];
+    if (vector_loads_ && (role == RowOperand::Element || role == RowOperand::PerColumn)) {
+      return "x" + std::to_string(in) + ".v[jj]";
+    }
+    switch (role) {
       case RowOperand::Element: return input_pointer(k_, in) + "[row_start + j]";
       case RowOperand::PerRow: return input_pointer(k_, in) + "[row]";
       case RowOperand::PerColumn: return input_pointer(k_, in) + "[j]";
@@ -295,6 +343,83 @@ class RowPrinter {
     }
   }
 
+  /// Whether an element or per-column operand is read or written along the row (what the vectors move).
+  bool along_row(RowOperand role) const { return role == RowOperand::Element || role == RowOperand::PerColumn; }
+
+  /// Elements per vector of the row loops (Note [Vectorised row loops]): 16 bytes over the widest element
+  /// or per-column operand; 1 (no vector loop) when there is none.
+  int row_vector_width() const {
+    int64_t widest = 0;
+    for (size_t in = 0; in < k_.input_dtypes.size(); ++in) {
+      if (along_row(k_.input_roles[in])) widest = std::max<int64_t>(widest, itemsize(k_.input_dtypes[in]));
+    }
+    for (size_t o = 0; o < k_.output_dtypes.size(); ++o) {
+      if (k_.output_roles[o] == RowOperand::Element) widest = std::max<int64_t>(widest, itemsize(k_.output_dtypes[o]));
+    }
+    return widest == 0 || widest > 16 ? 1 : static_cast<int>(16 / widest);
+  }
+
+  /// The launch-wide test of the vector loops: cols a multiple of V, every vector operand aligned.
+  std::string vector_condition() const {
+    std::string c = "(cols % " + std::to_string(vec_) + " == 0)";
+    const size_t ni = k_.input_dtypes.size();
+    auto aligned = [&](size_t pointer, DType d) {
+      c += " && (reinterpret_cast<unsigned long long>(a.p[" + std::to_string(pointer) + "]) % " +
+           std::to_string(vec_ * itemsize(d)) + " == 0)";
+    };
+    for (size_t in = 0; in < ni; ++in) {
+      if (along_row(k_.input_roles[in])) aligned(in, k_.input_dtypes[in]);
+    }
+    for (size_t o = 0; o < k_.output_dtypes.size(); ++o) {
+      if (k_.output_roles[o] == RowOperand::Element) aligned(ni + o, k_.output_dtypes[o]);
+    }
+    return c;
+  }
+
+  /// A loop over the row's columns computing `targets`, then `finish(vector)` per column: the vector loop
+  /// (Note [Vectorised row loops]) when vec_ok, storing the element outputs `stored` from their y<o>
+  /// vectors, else the block-strided scalar loop.
+  void column_loop(const std::vector<int32_t>& targets, const std::vector<size_t>& stored,
+                   const std::function<void(bool vector)>& finish) {
+    if (vec_ > 1) {
+      const std::string v = std::to_string(vec_);
+      const std::vector<bool> need = needed_for(k_, targets, known_);
+      out_ << "    if (vec_ok) {\n";
+      out_ << "    for (I g = lane; g < cols / " << v << "; g += lanes) {\n";
+      std::vector<bool> loaded(k_.input_dtypes.size(), false);
+      for (size_t i = 0; i < need.size(); ++i) {
+        const Expr& e = k_.exprs[i];
+        if (!need[i] || known_[i] || e.op != ExprOp::Load) continue;
+        const size_t in = static_cast<size_t>(e.input);
+        if (!along_row(k_.input_roles[in]) || loaded[in]) continue;
+        loaded[in] = true;
+        const std::string t = vec_type(k_.input_dtypes[in], vec_);
+        const std::string base = k_.input_roles[in] == RowOperand::Element ? " + row_start" : "";
+        out_ << "      const " << t << " x" << in << " = *reinterpret_cast<const " << t << "*>("
+             << input_pointer(k_, static_cast<int32_t>(in)) << base << " + g * " << v << ");\n";
+      }
+      for (size_t o : stored) out_ << "      " << vec_type(k_.output_dtypes[o], vec_) << " y" << o << ";\n";
+      out_ << "#pragma unroll\n      for (int jj = 0; jj < " << v << "; ++jj) {\n";
+      out_ << "        const I j = g * " << v << " + static_cast<I>(jj);\n        (void)j;\n";
+      vector_loads_ = true;
+      loop_body(targets);
+      finish(true);
+      vector_loads_ = false;
+      out_ << "      }\n";
+      for (size_t o : stored) {
+        const std::string t = vec_type(k_.output_dtypes[o], vec_);
+        out_ << "      *reinterpret_cast<" << t << "*>(" << output_pointer(k_, o) << " + row_start + g * " << v
+             << ") = y" << o << ";\n";
+      }
+      out_ << "    }\n    } else {\n";
+    }
+    out_ << "    for (I j = lane; j < cols; j += lanes) {\n";
+    loop_body(targets);
+    finish(false);
+    out_ << "    }\n";
+    if (vec_ > 1) out_ << "    }\n";
+  }
+
   void reduction_pass(const std::vector<int32_t>& reduces) {
     std::vector<int32_t> operands;
     for (int32_t r : reduces) operands.push_back(k_.exprs[static_cast<size_t>(r)].a);
@@ -302,19 +427,21 @@ class RowPrinter {
       const Expr& e = k_.exprs[static_cast<size_t>(r)];
       out_ << "    " << register_type(e.dtype) << " acc" << r << " = " << reduce_identity(e.op, e.dtype) << ";\n";
     }
-    out_ << "    for (I j = static_cast<I>(threadIdx.x); j < cols; j += static_cast<I>(blockDim.x)) {\n";
-    loop_body(operands);
-    for (int32_t r : reduces) {
-      const Expr& e = k_.exprs[static_cast<size_t>(r)];
-      out_ << "      acc" << r << " = " << combine(e.op, "acc" + std::to_string(r), name_of(e.a)) << ";\n";
-    }
-    out_ << "    }\n";
+    column_loop(operands, {}, [&](bool vector) {
+      for (int32_t r : reduces) {
+        const Expr& e = k_.exprs[static_cast<size_t>(r)];
+        out_ << (vector ? "        " : "      ") << "acc" << r << " = "
+             << combine(e.op, "acc" + std::to_string(r), name_of(e.a)) << ";\n";
+      }
+    });
     for (int32_t r : reduces) {
       const Expr& e = k_.exprs[static_cast<size_t>(r)];
       const bool dbl = e.dtype == DType::Float64;
       const std::string rt = register_type(e.dtype);
-      std::string v = "kcg::block_reduce<" + rt + ">(acc" + std::to_string(r) + ", " + reduce_identity(e.op, e.dtype) +
-                      ", " + (dbl ? "shm_d" : "shm_f") + ", " + reduce_functor(e.op) + ")";
+      std::string v = warp_rows_ ? "kcg::warp_reduce<" + rt + ">(acc" + std::to_string(r) + ", " + reduce_functor(e.op) + ")"
+                                 : "kcg::block_reduce<" + rt + ">(acc" + std::to_string(r) + ", " +
+                                       reduce_identity(e.op, e.dtype) + ", " + (dbl ? "shm_d" : "shm_f") + ", " +
+                                       reduce_functor(e.op) + ")";
       if (e.op == ExprOp::ReduceMean) {
         v = std::string(dbl ? "__ddiv_rn(" : "__fdiv_rn(") + v + ", static_cast<" + rt + ">(cols))";
       }
@@ -361,13 +488,32 @@ class RowPrinter {
   const Kernel& k_;
   RowSchedule s_;
   std::vector<bool> known_, recip_;
+  int vec_ = row_vector_width();
+  bool vector_loads_ = false;  // load() names the column's lane of its operand's vector
+  bool warp_rows_ = false;     // a warp per row (Note [CUDA row kernels]: short rows)
   std::ostringstream out_;
 };
 
 
+/// A row kernel: its argument struct, the warp-per-row and block-per-row bodies, and the body choosing
+/// between them by cols (Note [CUDA row kernels]).
+std::string row_source(const Kernel& k) {
+  const std::string& name = k.name;
+  std::ostringstream s;
+  s << "// " << name << ": row kernel, " << schedule_rows(k).passes() << " passes, " << k.input_dtypes.size()
+    << " inputs, " << k.output_dtypes.size() << " outputs\n";
+  s << argument_struct(name, k.input_dtypes.size() + k.output_dtypes.size(), {"rows", "cols"});
+  s << RowPrinter(k, true).print() << RowPrinter(k, false).print();
+  s << "template <typename I>\n__device__ __forceinline__ void " << name << "_body(const " << name << "_args& a) {\n";
+  s << "  if (a.cols <= " << kCudaWarpRowCols << ") " << name << "_body_warp<I>(a);\n";
+  s << "  else " << name << "_body_block<I>(a);\n}\n";
+  s << entries(name);
+  return s.str();
+}
+
 std::string kernel_text(const Kernel& k) {
   KILN_CHECK(!k.name.empty(), "codegen/cuda: the kernel has no name yet");
-  return k.rows ? RowPrinter(k).print() : pointwise_source(k);
+  return k.rows ? row_source(k) : pointwise_source(k);
 }
 
 }  // namespace

@@ -22,14 +22,17 @@ namespace kiln::codegen::cuda {
 //              contiguous kernel (Note [The pointwise kernel IR]) reads the
 //              sizes and strides not at all.
 //   row:       the inputs' then the outputs' data pointers, rows, cols.
-// One thread per element in a grid-stride loop (pointwise), one block per row
-// in a grid-stride loop over rows (row kernels). `<name>_i32` does its index
+// One thread per element in a grid-stride loop (pointwise), one block (or, for
+// rows of at most kCudaWarpRowCols, one warp) per row in a grid-stride loop over
+// rows (row kernels). `<name>_i32` does its index
 // math in 32-bit ints, which the launcher picks when every index it forms
 // fits (numel plus one grid's worth of threads, and each input's farthest
 // element, below 2^31); `<name>_i64` in 64-bit.
 
 /// Threads per block of every generated kernel.
 inline constexpr int kCudaBlock = 256;
+/// Row kernels run a warp per row up to this many columns, a block per row beyond (Note [CUDA row kernels]).
+inline constexpr int kCudaWarpRowCols = 256;
 
 struct CudaKernelSource {
   std::string source;                // the prelude and the kernel: one NVRTC program

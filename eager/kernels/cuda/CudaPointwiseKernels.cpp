@@ -17,6 +17,7 @@
 // PointwiseMath.h).
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "eager/core/Error.h"
@@ -42,7 +43,7 @@ using cuda_kernels::PointwiseMath;
 /// The generated kernel of the table's math for these dtypes (PointwiseMath.h), if the generator covers them.
 std::optional<KernelInstance> generated_kernel(const PointwiseMath& math, DType in, DType out,
                                                const std::optional<Scalar>& alpha, const std::string& approximate,
-                                               const std::optional<Scalar>& threshold) {
+                                               const std::vector<std::pair<std::string, Scalar>>& scalars) {
   const cuda_kernels::PointwiseKernelGenerator generate = cuda_kernels::pointwise_kernel_generator();
   if (generate == nullptr) return std::nullopt;
   cuda_kernels::PointwiseKernelRequest request;
@@ -52,8 +53,16 @@ std::optional<KernelInstance> generated_kernel(const PointwiseMath& math, DType 
   request.output = out;
   request.alpha = alpha;
   request.approximate = approximate;
-  request.threshold = threshold;
+  request.scalars = scalars;
   return generate(request);
+}
+
+/// The row's Scalar argument called `name` (PointwiseMath::scalar_arguments), or nullptr.
+const std::string* scalar_argument_named(const PointwiseMath& math, const std::string& name) {
+  for (const std::string& s : math.scalar_arguments) {
+    if (s == name) return &s;
+  }
+  return nullptr;
 }
 
 /// `value` converted to `dtype` and back to double (a float16 threshold rounds as the CPU's does).
@@ -76,7 +85,7 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
   double alpha = 1.0;
   std::optional<Scalar> alpha_scalar;
   std::string approximate;
-  std::optional<Scalar> threshold;
+  std::vector<std::pair<std::string, Scalar>> scalars;  // the row's Scalar arguments, in schema order
   for (size_t i = 0; i < args.size(); ++i) {
     const SchemaArgument& a = args[i];
     IValue& v = (*stack)[base + i];
@@ -87,8 +96,8 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
       alpha = alpha_scalar->to_double();
     } else if (a.name == "approximate") {
       approximate = v.to_string();
-    } else if (!math->scalar_argument.empty() && a.name == math->scalar_argument) {
-      threshold = v.to_scalar();
+    } else if (scalar_argument_named(*math, a.name) != nullptr) {
+      scalars.emplace_back(a.name, v.to_scalar());
     } else if (v.is_tensor()) {
       operands.push_back(v.to_tensor());
     } else {
@@ -119,7 +128,7 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
     auto ix = cuda_kernels::indexer_of<2>(iter);
     long long n = iter.numel();
     const std::optional<KernelInstance> generated =
-        generated_kernel(*math, in, iter.dtype(0), alpha_scalar, approximate, threshold);
+        generated_kernel(*math, in, iter.dtype(0), alpha_scalar, approximate, scalars);
     KILN_CHECK_NOT_IMPLEMENTED(generated || approximate.empty() || approximate == "none", "gelu(approximate='",
                                approximate, "') has no CUDA kernel yet");
     cuda_kernels::launch_elementwise(generated ? *generated : cuda_kernels::unary_kernel(name, in, iter.dtype(0)),
@@ -138,15 +147,16 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
                                "\"", name, "_cuda\" not implemented for '", scalar_type_name(in), "'");
     auto ix = cuda_kernels::indexer_of<3>(iter);
     long long n = iter.numel();
-    if (const auto generated = generated_kernel(*math, in, iter.dtype(0), alpha_scalar, approximate, threshold)) {
+    if (const auto generated = generated_kernel(*math, in, iter.dtype(0), alpha_scalar, approximate, scalars)) {
       cuda_kernels::launch_elementwise(*generated, device, n, {&ix, &n});  // alpha is a constant of its source
     } else {
-      // The template's one double parameter: alpha, or the op's Scalar argument in the operands' dtype
+      // The template's two double parameters: alpha, or the op's Scalar arguments in the operands' dtype
       // (rounded through it, as the CPU kernel reads threshold).
-      double scalar = alpha;
-      if (threshold) scalar = scalar_in_dtype(*threshold, in);
+      double scalar[2] = {alpha, 0.0};
+      if (!scalars.empty()) scalar[0] = 0.0;
+      for (size_t k = 0; k < scalars.size() && k < 2; ++k) scalar[k] = scalar_in_dtype(scalars[k].second, in);
       cuda_kernels::launch_elementwise(cuda_kernels::binary_kernel(name, in, iter.dtype(0)), device, n,
-                                       {&ix, &n, &scalar});
+                                       {&ix, &n, &scalar[0], &scalar[1]});
     }
     iter.cast_outputs();
     result = finish(iter, into);
@@ -156,7 +166,7 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
 }
 
 /// Whether the boxed kernel can read this overload: Tensor/Scalar operands, alpha, out, gelu's approximate,
-/// the row's Scalar argument (threshold_backward's threshold).
+/// the row's Scalar arguments (threshold_backward's threshold, hardtanh_backward's min_val and max_val, ...).
 bool handled_schema(const FunctionSchema& schema, const PointwiseMath& math) {
   const int arity = math.arity;
   int operands = 0;
@@ -164,7 +174,7 @@ bool handled_schema(const FunctionSchema& schema, const PointwiseMath& math) {
     if (a.is_out()) {
       if (a.type.kind != SchemaType::Kind::Tensor || a.type.is_list) return false;
     } else if (a.name == "alpha" || a.name == "approximate" ||
-               (!math.scalar_argument.empty() && a.name == math.scalar_argument)) {
+               scalar_argument_named(math, a.name) != nullptr) {
       continue;
     } else if ((a.type.kind == SchemaType::Kind::Tensor || a.type.kind == SchemaType::Kind::Scalar) &&
                !a.type.is_list && !a.type.optional) {

@@ -1,4 +1,5 @@
-// The CUDA kernels of the reducing puts: index_put(_) with any index tensors
+// The CUDA kernels of advanced indexing and the reducing puts: index (x[indices]
+// reading) and index_put(_) with any index tensors
 // (several, broadcast together, with plain dims between them; bool and uint8
 // masks), assigning or accumulating, and scatter_reduce (sum, prod, mean,
 // amax, amin; include_self). Their checks and steps are the CPU kernels' own
@@ -6,13 +7,17 @@
 // cpu/indexing/ScatterGatherChecks.h, Note [scatter_reduce on any device]);
 // only the loops are CUDA's (PutKernelSources.h, Note [Atomic updates of any
 // dtype]). A bad index raises after the kernel (Note [Bad indices on CUDA]).
+// The out= forms (index_put.out, scatter_reduce.two_out) do what the CPU's do.
+#include <limits>
 #include <optional>
 #include <string_view>
 
 #include "eager/core/Error.h"
 #include "eager/cuda/CudaDevice.h"
 #include "eager/dispatch/Library.h"
+#include "eager/kernels/Resize.h"
 #include "eager/kernels/cpu/indexing/IndexAdvanced.h"
+#include "eager/kernels/cpu/indexing/IndexUtils.h"
 #include "eager/kernels/cpu/indexing/ScatterGatherChecks.h"
 #include "eager/kernels/cpu/indexing/ScatterReduce.h"
 #include "eager/kernels/cuda/CudaCopy.h"
@@ -69,6 +74,34 @@ indexing::ComputeOffsets offsets_on(const Device& device) {
   };
 }
 
+/// self[indices] (index.Tensor): the CPU's plan; the byte offsets on the device, then the gather template
+/// reading the restrided self at each offset (an offset is a byte "index" along a dim of stride 1 and no
+/// bound: every offset was checked when it was computed).
+Tensor index_cuda(const Tensor& self_in, OptionalTensorList indices) {
+  const Tensor self = cuda_kernels::on_one_device({self_in}, "index")[0];
+  cuda_kernels::check_kernel_dtype(self.dtype(), "index");
+  const Device device = self.device();
+  cuda::DeviceGuard guard(device_of(self));
+  const indexing::AdvancedIndex info = indexing::make_advanced_index(self, indices);
+  const Tensor offsets = info.offsets(offsets_on(device));
+  const IntArrayRef shape(info.result_shape);
+  const Tensor result = kiln::empty(shape, self.dtype(), device);
+  long long n = result.numel();
+  if (n == 0) return result;
+  const Tensor src = info.restrided_self();
+  const Tensor flag = cuda_kernels::bad_index_flag(device);
+  auto ix = indexer_over<3>(shape, {Strided{result.data_ptr(), strides_of(result)},
+                                    Strided{offsets.data_ptr(), strides_of(offsets)},
+                                    Strided{src.data_ptr(), strides_of(src)}},
+                            self.itemsize(), 8, self.itemsize());
+  long long byte_stride = 1;
+  long long unbounded = std::numeric_limits<long long>::max();
+  void* bad = flag.data_ptr();
+  cuda_kernels::launch_elementwise(cuda_kernels::gather_kernel(static_cast<int>(self.itemsize()), DType::Int64),
+                                   device_of(self), n, {&ix, &n, &byte_stride, &unbounded, &bad});
+  return result;
+}
+
 /// self[indices] = values (accumulate: +=), in place: the CPU's plan and checks, CUDA's offsets and put.
 Tensor index_put_in_place(const Tensor& self, OptionalTensorList indices, const Tensor& values, bool accumulate) {
   const auto ops = cuda_kernels::on_one_device({self, values}, "index_put_");
@@ -100,6 +133,15 @@ Tensor index_put_cuda_(const Tensor& self, OptionalTensorList indices, const Ten
 }
 Tensor index_put_cuda(const Tensor& self, OptionalTensorList indices, const Tensor& values, bool accumulate) {
   return index_put_in_place(contiguous_copy(self), indices, values, accumulate);
+}
+/// index_put.out, as the CPU's index_put_into: the put into a copy of self, then copied into out.
+Tensor index_put_out_cuda(const Tensor& self, OptionalTensorList indices, const Tensor& values, bool accumulate,
+                          const Tensor& out) {
+  const auto ops = cuda_kernels::on_one_device({self, out}, "index_put");
+  const Tensor result = index_put_in_place(contiguous_copy(ops[0]), indices, values, accumulate);
+  copy_to_out(result, ops[1]);
+  ops[1].impl()->bump_version();
+  return ops[1];
 }
 
 // --- scatter_reduce ----------------------------------------------------------------------------
@@ -158,6 +200,12 @@ void divide_by_counts(const Tensor& target, const Tensor& counts) {
   cuda_kernels::launch_elementwise(cuda_kernels::mean_divide_kernel(target.dtype()), device_of(target), n, {&ix, &n});
 }
 
+/// scatter_reduce's steps on CUDA: the puts above.
+const indexing::ScatterReducePuts& cuda_puts() {
+  static const indexing::ScatterReducePuts puts{&put_along_dim, &divide_by_counts};
+  return puts;
+}
+
 Tensor scatter_reduce_cuda(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                            std::string_view reduce, bool include_self) {
   const auto ops = cuda_kernels::on_one_device({self, index, src}, "scatter_reduce");
@@ -166,18 +214,40 @@ Tensor scatter_reduce_cuda(const Tensor& self, int64_t dim, const Tensor& index,
   const int64_t d = cuda_kernels::wrap(dim, self.dim());
   indexing::check_scatter_reduce(ops[0], d, ops[1], ops[2], reduce);
   const Tensor result = contiguous_copy(ops[0]);
-  static const indexing::ScatterReducePuts cuda_puts{&put_along_dim, &divide_by_counts};
-  indexing::scatter_reduce_into(result, d, ops[1], ops[2], reduce, include_self, cuda_puts, "cuda");
+  indexing::scatter_reduce_into(result, d, ops[1], ops[2], reduce, include_self, cuda_puts(), "cuda");
   return result;
+}
+
+/// scatter_reduce.two_out, as the CPU's: out resized to self's shape and given self's values (unless it is
+/// self), then reduced into where it is (any strides).
+Tensor scatter_reduce_out_cuda(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                               std::string_view reduce, bool include_self, const Tensor& out) {
+  const auto ops = cuda_kernels::on_one_device({self, index, src, out}, "scatter_reduce");
+  cuda_kernels::check_kernel_dtype(self.dtype(), "scatter_reduce");
+  cuda::DeviceGuard guard(device_of(ops[0]));
+  const int64_t d = cuda_kernels::wrap(dim, self.dim());
+  indexing::check_scatter_reduce(ops[0], d, ops[1], ops[2], reduce);
+  const Tensor& target = ops[3];
+  indexing::check_no_internal_overlap(target);
+  indexing::check_no_overlap(target, ops[1]);
+  indexing::check_no_overlap(target, ops[2]);
+  indexing::prepare_out(target, ops[0].sizes(), ops[0].dtype());
+  if (!target.is_same(ops[0])) target.copy_(ops[0]);
+  indexing::scatter_reduce_into(target, d, ops[1], ops[2], reduce, include_self, cuda_puts(), "cuda");
+  target.impl()->bump_version();
+  return target;
 }
 
 }  // namespace
 
 void register_cuda_put_kernels() {
   static Library* lib = new Library(Library::Kind::Impl, "kiln", DispatchKey::CUDA, __FILE__, __LINE__);
+  lib->impl("index.Tensor", &index_cuda);
   lib->impl("index_put", &index_put_cuda);
   lib->impl("index_put_", &index_put_cuda_);
+  lib->impl("index_put.out", &index_put_out_cuda);
   lib->impl("scatter_reduce.two", &scatter_reduce_cuda);
+  lib->impl("scatter_reduce.two_out", &scatter_reduce_out_cuda);
 }
 
 }  // namespace kiln::native

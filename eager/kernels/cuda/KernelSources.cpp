@@ -5,6 +5,7 @@
 
 #include "eager/core/Error.h"
 #include "eager/kernels/cuda/IndexKernelSources.h"
+#include "eager/kernels/cuda/MaskKernelSources.h"
 #include "eager/kernels/cuda/NnKernelSources.h"
 #include "eager/kernels/cuda/OptimKernelSources.h"
 #include "eager/kernels/cuda/PointwiseMath.h"
@@ -200,12 +201,14 @@ extern "C" __global__ void $NAME(kiln::Indexer<2> ix, long long n) {
 )CUDA";
 
 const char* kBinary = R"CUDA(
-extern "C" __global__ void $NAME(kiln::Indexer<3> ix, long long n, double scalar_value) {
+extern "C" __global__ void $NAME(kiln::Indexer<3> ix, long long n, double scalar0, double scalar1) {
   using IN = $IN;
   using OUT = $OUT;
   using A = kiln::acc_t<IN>;
-  const A $SCALAR = static_cast<A>(scalar_value);
-  (void)$SCALAR;
+  const A $SCALAR0 = static_cast<A>(scalar0);
+  const A $SCALAR1 = static_cast<A>(scalar1);
+  (void)$SCALAR0;
+  (void)$SCALAR1;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     char* p[3];
     ix.pointers(i, p);
@@ -363,9 +366,13 @@ KernelInstance binary_kernel(const std::string& op, DType in, DType out) {
   const PointwiseMath* m = find_pointwise_math(op);
   KILN_CHECK(m != nullptr && m->arity == 2, "no binary CUDA template for ", op);
   const std::string name = "kiln_binary_" + op + "_" + tag(in) + "_" + tag(out);
-  const std::string scalar = m->scalar_argument.empty() ? "alpha" : m->scalar_argument;
+  // The two double parameters: the row's Scalar arguments, or alpha (and a name nothing reads).
+  KILN_CHECK(m->scalar_arguments.size() <= kMaxPointwiseScalars, "too many Scalar arguments for ", op);
+  std::vector<std::string> scalars = m->scalar_arguments;
+  if (scalars.empty()) scalars.push_back("alpha");
+  if (scalars.size() < 2) scalars.push_back("unused_scalar");
   return {name, fill(kBinary, {{"NAME", name}, {"IN", cuda_type(in)}, {"OUT", cuda_type(out)}, {"EXPR", m->expr},
-                               {"SCALAR", scalar}})};
+                               {"SCALAR0", scalars[0]}, {"SCALAR1", scalars[1]}})};
 }
 
 KernelInstance where_kernel(DType dtype) {
@@ -466,6 +473,7 @@ std::vector<std::pair<std::string, std::vector<KernelInstance>>> all_kernel_inst
   append_nn_kernel_instances(families);
   append_index_kernel_instances(families);
   append_put_kernel_instances(families);
+  append_mask_kernel_instances(families);
   append_random_kernel_instances(families);
   append_optim_kernel_instances(families);
   return families;

@@ -40,7 +40,7 @@ struct KernelInstance {
 // The instantiations. Each returns the instance a launcher compiles and runs.
 /// out = f(a) for a pointwise unary op of PointwiseMath.h; `in` the compute dtype, `out` the result's.
 [[nodiscard]] KernelInstance unary_kernel(const std::string& op, DType in, DType out);
-/// out = f(a, b) (alpha: a double parameter) for a binary op of PointwiseMath.h.
+/// out = f(a, b) for a binary op of PointwiseMath.h; two double parameters: alpha, or the row's Scalar arguments.
 [[nodiscard]] KernelInstance binary_kernel(const std::string& op, DType in, DType out);
 /// out = cond ? a : b (cond bool).
 [[nodiscard]] KernelInstance where_kernel(DType dtype);

@@ -75,7 +75,13 @@ const std::vector<PointwiseMath>& pointwise_math_table() {
       {"hardswish_backward", 2, "b <= A(-3) ? A(0) : (b >= A(3) ? a : a * (b / A(3) + A(0.5)))", K::Binary,
        D::Floating},
       // ReLU's backward (relu, relu_ and threshold save what it reads): integers too, as on the CPU
-      {"threshold_backward", 2, "b <= threshold ? A(0) : a", K::Binary, D::NoBool, false, "threshold"},
+      {"threshold_backward", 2, "b <= threshold ? A(0) : a", K::Binary, D::NoBool, false, {"threshold"}},
+      // hardtanh's and softplus's backwards (grad_output, the forward's input): two Scalar arguments each, the
+      // same math as codegen/PointwiseMathActivations' rows (NaN input: hardtanh's gradient 0)
+      {"hardtanh_backward", 2, "(b > min_val && b < max_val) ? a : A(0)", K::Binary, D::Floating, false,
+       {"min_val", "max_val"}},
+      {"softplus_backward", 2, "(b * beta > threshold) ? a : a * exp(b * beta) / (exp(b * beta) + A(1))", K::Binary,
+       D::Floating, false, {"beta", "threshold"}},
       // comparisons and logic: bool results
       {"eq", 2, "a == b", K::Comparison, D::All},
       {"ne", 2, "a != b", K::Comparison, D::All},

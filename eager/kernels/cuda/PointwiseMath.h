@@ -11,6 +11,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "eager/core/DType.h"
@@ -38,9 +39,10 @@ struct PointwiseMath {
   PointwiseKind kind;
   DtypeSet dtypes;
   bool has_alpha = false;  ///< add, sub: the Scalar alpha multiplies `b`
-  /// The op's Scalar argument other than alpha (threshold_backward's `threshold`), or empty. The
-  /// template reads it as a constant of that name in A (the kernel's double parameter).
-  std::string scalar_argument;
+  /// The op's Scalar arguments other than alpha, in schema order, at most two (threshold_backward's
+  /// `threshold`; hardtanh_backward's `min_val`, `max_val`; softplus_backward's `beta`, `threshold`). The
+  /// template reads each as a constant of that name in A (the kernel's two double parameters).
+  std::vector<std::string> scalar_arguments = {};
 };
 
 [[nodiscard]] const std::vector<PointwiseMath>& pointwise_math_table();
@@ -57,8 +59,8 @@ struct PointwiseMath {
 // boxed CUDA pointwise kernel (CudaPointwiseKernels.cpp) keeps what is eager's
 // (the schema's overloads, the CPU's TensorIterator builders for promotion,
 // broadcasting, out= and in-place checks) and asks a generator for the kernel
-// of (op, the dtypes the iterator hands it, the result dtype, alpha, threshold,
-// approximate). codegen/cuda installs that generator when kiln._C loads
+// of (op, the dtypes the iterator hands it, the result dtype, alpha, the row's
+// Scalar arguments, approximate). codegen/cuda installs that generator when kiln._C loads
 // (codegen/cuda/CudaEagerPointwise.h): it builds the op's one-node kernel IR
 // from the table and prints it as CUDA C with this folder's Indexer ABI, so
 // the kernel's math is the table's, cached per (source, arch) by
@@ -74,8 +76,12 @@ struct PointwiseKernelRequest {
   DType output = DType::Float32;  ///< the result's
   std::optional<Scalar> alpha;    ///< add, sub
   std::string approximate;        ///< gelu ("none" or "tanh"), else empty
-  std::optional<Scalar> threshold;  ///< threshold_backward
+  /// The row's Scalar arguments by name (PointwiseMath::scalar_arguments), in the row's order.
+  std::vector<std::pair<std::string, Scalar>> scalars;
 };
+
+/// At most this many Scalar arguments per row besides alpha (the template's double parameters).
+inline constexpr size_t kMaxPointwiseScalars = 2;
 
 /// A kernel taking (Indexer<arity + 1> ix, long long n), or nullopt where the table does not cover the request.
 using PointwiseKernelGenerator = std::optional<KernelInstance> (*)(const PointwiseKernelRequest&);

@@ -296,7 +296,9 @@ def test_eager_pointwise_kernels_come_from_the_table_and_compile():
             "gelu_backward Float -> Float", "sigmoid_backward Half -> Half", "tanh_backward BFloat16 -> BFloat16",
             "silu_backward Double -> Double", "threshold_backward Half -> Half",
             "threshold_backward Long -> Long", "mish_backward Float -> Float", "hardsigmoid_backward Half -> Half",
-            "hardswish_backward BFloat16 -> BFloat16"} <= what
+            "hardswish_backward BFloat16 -> BFloat16", "hardtanh_backward Float -> Float",
+            "hardtanh_backward Half -> Half", "softplus_backward Double -> Double",
+            "softplus_backward BFloat16 -> BFloat16"} <= what
 
 
 def test_contiguous_kernels_load_and_store_128_bit_vectors():
@@ -314,3 +316,27 @@ def test_contiguous_kernels_load_and_store_128_bit_vectors():
         ptx = _C._nvrtc_compile(source, "vec.cu", "sm_80", True).decode()
         assert re.search(rf"ld\.global(\.nc)?\.{width}", ptx), ptx[:2000]
         assert re.search(rf"st\.global\.{width}", ptx), ptx[:2000]
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "layer_norm"])
+def test_row_kernels_load_and_store_128_bit_vectors(op):
+    """Note [Vectorised row loops]: a row kernel's passes read the row (and per-column operands: layer_norm's
+    weight) in 4-float (2-double) vectors and its element outputs are stored as vectors, when cols is a
+    multiple of the vector and the operands are aligned (the scalar loop stays for the other cases)."""
+    fns = {"softmax": lambda a, w: kiln.softmax(a, -1), "log_softmax": lambda a, w: kiln.log_softmax(a, -1),
+           "layer_norm": lambda a, w: kiln.nn.functional.layer_norm(a, (64,), w)}
+    for dtype, width in ((kiln.float32, "v4.f32"), (kiln.float64, "v2.f64")):
+        x, w = kiln.randn(8, 64).to(dtype), kiln.randn(64).to(dtype)
+        compiled = kiln.compile(fns[op], backend="eager")
+        with kiln.no_grad():
+            compiled(x, w)
+        (entry,) = _entries(compiled)
+        (program,) = _graph_programs(entry.program)
+        cuda = _C._runtime.compile(program.graph, runs_without_autograd=True, target="cuda")
+        rows = [source for source, _, _ in cuda.cuda_sources if "row kernel" in source]
+        assert rows, [source[:200] for source, _, _ in cuda.cuda_sources]
+        for source in rows:
+            assert "vec_ok" in source
+            ptx = _C._nvrtc_compile(source, "rows.cu", "sm_90", True).decode()
+            assert re.search(rf"ld\.global(\.nc)?\.{width}", ptx), ptx[:2000]
+            assert re.search(rf"st\.global\.{width}", ptx), ptx[:2000]

@@ -26,14 +26,18 @@ WITH_CUDA_KERNELS = [
     ("mm", ""), ("bmm", ""), ("addmm", ""), ("sum", ""), ("softmax", "int"),
     ("sigmoid_backward", ""), ("tanh_backward", ""), ("silu_backward", ""), ("gelu_backward", ""),
     ("mish_backward", ""), ("hardsigmoid_backward", ""), ("hardswish_backward", ""),
-    ("threshold_backward", ""), ("scatter_reduce", "two"),
+    ("threshold_backward", ""), ("scatter_reduce", "two"), ("scatter_reduce", "two_out"), ("index_put", "out"),
+    ("hardtanh_backward", ""), ("softplus_backward", ""),
+    ("nonzero", ""), ("nonzero", "out"), ("nonzero_numpy", ""), ("masked_select", ""), ("masked_select", "out"),
+    ("index", "Tensor"),
 ]
 
 # A sample of ops with no CUDA kernel yet.
 WITHOUT_CUDA_KERNELS = [
     ("cumsum", ""), ("sort", "stable"), ("topk", ""), ("_convolution2d", ""), ("max_pool2d_with_indices", ""),
-    ("native_batch_norm", ""), ("scatter_reduce", "two_out"), ("index_fill_", "int_Scalar"), ("take", ""),
-    ("exponential_", ""), ("_conv2d_backward_weight", ""), ("index_put", "out"), ("hardtanh_backward", ""),
+    ("native_batch_norm", ""), ("index_fill_", "int_Scalar"), ("take", ""),
+    ("exponential_", ""), ("_conv2d_backward_weight", ""), ("masked_scatter", ""), ("leaky_relu_backward", ""),
+    ("index", "Tensor_out"),
 ]
 
 

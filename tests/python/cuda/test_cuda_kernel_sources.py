@@ -58,6 +58,7 @@ NN_FAMILIES = {
     "put": 101,                # offsets x 2 index dtypes; offset put x 10 dtypes; mean divide x 9;
                                # scatter_reduce sum/prod/amax/amin x 10 dtypes x 2 index dtypes
     "masked_fill": 4,
+    "nonzero": 21,             # first rows; count and fill x 10 dtypes
     "random": 18,              # bernoulli x 10 dtypes, uniform and normal x 4 floating
     "optim": 4,                # adam and sgd x float32/float64
 }

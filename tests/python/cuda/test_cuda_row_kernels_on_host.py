@@ -1,5 +1,5 @@
 """The block-cooperative eager CUDA kernels (layer_norm / rms_norm forward and backward, softmax
-backward, nll_loss, the embedding backward) run on the host, without a GPU: their NVRTC sources
+backward, nll_loss, the embedding backward, nonzero's three passes) run on the host, without a GPU: their NVRTC sources
 built by g++ with a shim in which every thread of a block is a std::thread, __syncthreads a
 std::barrier and __shfl_xor_sync an exchange through per-thread slots between two barriers (the
 kernels call it with the whole block, as block_sum does), blocks one after another. Checked
@@ -54,6 +54,8 @@ inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v
 }
 """
 
+NONZERO_DTYPES = ("f32", "b8", "i64", "u8")
+
 DRIVER = r"""
 template <typename... Args>
 void launch(void (*kernel)(Args...), unsigned grid, unsigned block, Args... args) {
@@ -101,13 +103,28 @@ RUN(nll_loss_backward_f64_i64, const double* g, const long long* t, const double
     long long batch, long long classes, long long ignore, int reduction, int per, long long* bad) {
   launch(kiln_nll_loss_backward_f64_i64, grid, BLOCK, g, t, w, tw, gi, batch, classes, ignore, reduction, per, bad);
 }
+#define NONZERO(TAG, T) \
+  RUN(nonzero_count_##TAG, const T* in, long long n, long long chunk, long long* counts) { \
+    launch(kiln_nonzero_count_##TAG, grid, BLOCK, in, n, chunk, counts); \
+  } \
+  RUN(nonzero_fill_##TAG, const T* in, long long n, long long chunk, const long long* rows, long long* out, \
+      long long row_stride, long long column_stride, const kiln::NonzeroShape* shape) { \
+    launch(kiln_nonzero_fill_##TAG, grid, BLOCK, in, n, chunk, rows, out, row_stride, column_stride, *shape); \
+  }
+NONZERO(f32, float)
+NONZERO(b8, bool)
+NONZERO(i64, long long)
+NONZERO(u8, unsigned char)
+RUN(nonzero_first_rows, long long* counts, long long chunks, long long* total) {
+  launch(kiln_nonzero_first_rows, grid, BLOCK, counts, chunks, total);
+}
 RUN(embedding_backward_f32, const float* g, const long long* order, const long long* starts, const long long* rows,
     float* gw, long long segments, long long dim, int by_freq) {
   launch(kiln_embedding_backward_f32, grid, BLOCK, g, order, starts, rows, gw, segments, dim, by_freq);
 }
 """
 
-FAMILIES = ("norm", "softmax_backward", "nll_loss", "embedding_backward")
+FAMILIES = ("norm", "softmax_backward", "nll_loss", "embedding_backward", "nonzero")
 P = ctypes.c_void_p
 LL, I, D, U = ctypes.c_longlong, ctypes.c_int, ctypes.c_double, ctypes.c_uint
 
@@ -235,3 +252,41 @@ def test_embedding_backward_segments(lib):
                                        LL(len(seg_rows)), LL(dim), I(int(by_freq)))
         want = kiln._C._functions._embedding_dense_backward(k(g), k(idx), [rows, dim], padding_idx, by_freq)
         np.testing.assert_allclose(gw, want.numpy(), rtol=1e-6, atol=1e-6)
+
+
+class NonzeroShape(ctypes.Structure):
+    _fields_ = [("ndim", ctypes.c_int), ("sizes", ctypes.c_longlong * 16)]
+
+
+@pytest.mark.parametrize("dtype", NONZERO_DTYPES)
+@pytest.mark.parametrize("layout", ["columns", "rows"])
+def test_nonzero_counts_first_rows_and_coordinates(lib, dtype, layout):
+    """Note [nonzero on CUDA]: chunks of 150 elements (2 full tiles of 64 threads and a partial one) over a
+    3-block grid, so blocks stride over chunks; the coordinates land in element order, as the CPU's."""
+    rng = np.random.default_rng(7)
+    shape = (7, 11, 13)
+    x = ((rng.random(shape) < 0.3) * rng.integers(1, 200, shape)).astype(
+        {"f32": np.float32, "b8": np.bool_, "i64": np.int64, "u8": np.uint8}[dtype])
+    if dtype == "f32":
+        x[0, 0, :3] = [np.nan, -0.0, 0.0]  # NaN counts, -0.0 does not
+    n, chunk = x.size, 150
+    chunks = -(-n // chunk)
+    counts = np.full(chunks, -1, np.int64)
+    getattr(lib, f"run_nonzero_count_{dtype}")(U(3), ptr(x), LL(n), LL(chunk), ptr(counts))
+    per_chunk = [int(np.count_nonzero(x.reshape(-1)[c * chunk:(c + 1) * chunk])) for c in range(chunks)]
+    assert counts.tolist() == per_chunk
+    total = np.zeros(1, np.int64)
+    lib.run_nonzero_first_rows(U(1), ptr(counts), LL(chunks), ptr(total))
+    assert counts.tolist() == np.concatenate([[0], np.cumsum(per_chunk)[:-1]]).tolist()
+    want = kiln.nonzero(k(x)).numpy()
+    assert total[0] == len(want)
+    count, ndim = len(want), len(shape)
+    dims = NonzeroShape(ndim)
+    for d, size in enumerate(shape):
+        dims.sizes[d] = size
+    # torch's (count, ndim) with strides (1, count), or a row-major out= tensor's (ndim, 1)
+    out = np.full((ndim, count) if layout == "columns" else (count, ndim), -1, np.int64)
+    strides = (1, count) if layout == "columns" else (ndim, 1)
+    getattr(lib, f"run_nonzero_fill_{dtype}")(U(3), ptr(x), LL(n), LL(chunk), ptr(counts), ptr(out), LL(strides[0]),
+                                              LL(strides[1]), ctypes.byref(dims))
+    assert np.array_equal(out.T if layout == "columns" else out, want)

@@ -61,11 +61,8 @@ std::vector<Tensor> expand_masks(const Tensor& self, OptionalTensorList indices)
       KILN_CHECK_INDEX(t.size(j) == self.size(src), "The shape of the mask ", t.sizes(), " at index ", j,
                        " does not match the shape of the indexed tensor ", self.sizes(), " at index ", src);
     }
-    // A CUDA mask's nonzero() through the CPU (no CUDA nonzero kernel yet); meta masks read no data.
-    const Tensor nonzero = t.device().type() != DeviceType::CUDA
-                               ? nonzero_cpu(t)
-                               : kiln::_to_copy(nonzero_cpu(kiln::_to_copy(t, std::nullopt, Device(DeviceType::CPU))),
-                                                std::nullopt, t.device());
+    // A CUDA mask's nonzero() on the device (eager/kernels/cuda, Note [nonzero on CUDA]); meta masks read no data.
+    const Tensor nonzero = t.device().type() != DeviceType::CUDA ? nonzero_cpu(t) : kiln::nonzero(t);
     for (int64_t j = 0; j < t.dim(); ++j) result.push_back(select_impl(nonzero, 1, j));
   }
   return result;

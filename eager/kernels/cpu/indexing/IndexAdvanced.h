@@ -44,8 +44,8 @@ struct AdvancedIndex {
 };
 
 /// Checks the indices (types, mask shapes, broadcasting) and plans the indexing,
-/// reading no element of `self` and checking no index value yet. A CUDA mask has its
-/// nonzero() computed on the CPU (a copy there and back).
+/// reading no element of `self` and checking no index value yet. A CUDA mask's
+/// nonzero() runs on the device (one read-back of its count).
 [[nodiscard]] AdvancedIndex make_advanced_index(const Tensor& self, OptionalTensorList indices);
 
 /// index_put_'s plan after its checks (overlap, value shape and dtype), shared by the CPU and
