@@ -52,9 +52,10 @@ class SpecializingRunner:
         return compiled.run(inputs)
 
 
-def use_specializing_backend(backend: str, program, name: str, mode=None) -> None:
+def use_specializing_backend(backend: str, program, name: str, mode=None, decompose: bool = True) -> None:
     """Backend "default" for a symbolic GraphProgram: a SpecializingRunner (the interpreter stays for backend
-    "eager" and for a graph that writes an input in place)."""
+    "eager" and for a graph that writes an input in place); ``decompose=False`` keeps composites whole (a
+    training step's graph: _backends.use_backend)."""
     if backend != "default" or program.impure_reason is not None or not hasattr(program, "runner"):
         return
     gen = program.generator_index
@@ -62,4 +63,4 @@ def use_specializing_backend(backend: str, program, name: str, mode=None) -> Non
              for k, i in enumerate(program.copy_back)]
     program.runner = SpecializingRunner(name, dict(runs_without_autograd=True,
                                                    reduce_overhead=mode == "reduce-overhead",
-                                                   outputs_into_inputs=pairs))
+                                                   outputs_into_inputs=pairs, decompose=decompose))
