@@ -4,8 +4,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "capture/SavePlan.h"
 #include "eager/core/Error.h"
-#include "eager/dispatch/Dispatcher.h"
 #include "ir/Clone.h"
 
 namespace kiln::capture {
@@ -15,7 +15,7 @@ namespace {
 class Partitioner {
  public:
   Partitioner(const ir::Graph& joint, size_t num_forward_nodes, size_t num_forward_inputs,
-              size_t num_forward_outputs)
+              size_t num_forward_outputs, const std::vector<size_t>& written_inputs)
       : joint_(joint), num_forward_inputs_(num_forward_inputs), num_forward_outputs_(num_forward_outputs) {
     const std::vector<ir::Node*> nodes = joint.nodes();
     KILN_CHECK(num_forward_nodes <= nodes.size() && num_forward_inputs <= joint.inputs().size() &&
@@ -27,6 +27,10 @@ class Partitioner {
       for (const ir::Value* v : n->outputs()) forward_defined_.insert(v);
     }
     for (size_t i = 0; i < joint.inputs().size(); ++i) input_index_[joint.inputs()[i]] = i;
+    for (size_t i : written_inputs) {
+      KILN_CHECK(i < num_forward_inputs, "partition_joint: written input ", i, " is not a forward input");
+      written_inputs_.insert(joint.inputs()[i]);
+    }
     for (size_t i = 0; i < num_forward_inputs; ++i) {
       const ir::Type& t = joint.inputs()[i]->type();
       if (!t.is_tensor() || !t.tensor_type().sizes) continue;
@@ -40,11 +44,23 @@ class Partitioner {
     p.backward = std::make_unique<ir::Graph>();
     build_forward(*p.forward);
     // The backward's needs: what its nodes and the gradients read, seen
-    // through the forward values it recomputes.
+    // through the forward values it recomputes (Note [Choosing what to save]).
+    std::vector<const ir::Value*> reads;
+    BackwardReads forward_reads;
+    std::unordered_set<const ir::Value*> seen;
+    const auto read = [&](const ir::Value* v, bool whole) {
+      reads.push_back(v);
+      if (forward_defined_.count(v) == 0) return;
+      if (seen.insert(v).second) forward_reads.values.push_back(v);
+      if (whole) forward_reads.read_whole.insert(v);
+    };
     for (const ir::Node* n : backward_nodes_) {
-      for (const ir::Value* v : n->inputs()) need(v);
+      const bool whole = reads_whole(*n);
+      for (const ir::Value* v : n->inputs()) read(v, whole);
     }
-    for (size_t i = num_forward_outputs_; i < joint_.outputs().size(); ++i) need(joint_.outputs()[i]);
+    for (size_t i = num_forward_outputs_; i < joint_.outputs().size(); ++i) read(joint_.outputs()[i], true);
+    recomputed_ = nodes_to_recompute(forward_nodes_, forward_reads, written_inputs_);
+    for (const ir::Value* v : reads) need(v);
     build_backward(*p.backward, *p.forward, &p);
     return p;
   }
@@ -65,28 +81,6 @@ class Partitioner {
     for (size_t i = 0; i < num_forward_outputs_; ++i) fwd.add_output(fmap_.at(joint_.outputs()[i]));
   }
 
-  /// Whether forward node n is recomputed in the backward instead of saved.
-  bool recompute(const ir::Node* n) const {
-    bool tensor_output = false;
-    for (const ir::Value* v : n->outputs()) tensor_output = tensor_output || v->type().is_tensor();
-    if (!tensor_output) return true;
-    if (n->kind() != ir::NodeKind::Op || n->outputs().size() != 1) return false;
-    const OperatorEntry& op = n->op().entry();
-    if (!(op.has_tag("pointwise") || op.has_tag("view")) || op.has_tag("random") || op.has_tag("inplace")) {
-      return false;
-    }
-    size_t tensor_inputs = 0;
-    for (const ir::Value* v : n->inputs()) {
-      if (!v->type().is_tensor()) continue;
-      ++tensor_inputs;
-      // Recomputing it must not force saving more: its tensor input is an input, saved or recomputed.
-      if (forward_defined_.count(v) != 0 && saved_set_.count(v) == 0 && recomputed_.count(v->node()) == 0) {
-        return false;
-      }
-    }
-    return tensor_inputs == 1;
-  }
-
   /// Marks what the backward must receive or recompute to have v.
   void need(const ir::Value* v) {
     if (!needed_.insert(v).second) return;
@@ -95,13 +89,12 @@ class Partitioner {
       return;  // a backward value: built in order
     }
     const ir::Node* n = v->node();
-    if (recompute(n)) {
-      if (recomputed_.insert(n).second) {
+    if (recomputed_.count(n) != 0) {
+      if (needed_nodes_.insert(n).second) {
         for (const ir::Value* in : n->inputs()) need(in);
       }
       return;
     }
-    saved_set_.insert(v);
     saved_.push_back(v);
   }
 
@@ -118,8 +111,9 @@ class Partitioner {
       fwd.add_output(fmap_.at(v));
     }
     p->num_saved = saved_.size();
+    for (const ir::Value* v : saved_) p->saved_bytes += estimated_bytes(v->type());
     for (const ir::Node* n : forward_nodes_) {
-      if (recomputed_.count(n) != 0) bwd.append(ir::clone_node(*n, bwd, bmap));
+      if (needed_nodes_.count(n) != 0) bwd.append(ir::clone_node(*n, bwd, bmap));
     }
     for (const ir::Node* n : backward_nodes_) bwd.append(ir::clone_node(*n, bwd, bmap));
     for (size_t i = num_forward_outputs_; i < joint_.outputs().size(); ++i) {
@@ -149,16 +143,18 @@ class Partitioner {
   ir::ValueMap fmap_;
   std::unordered_set<const ir::Value*> needed_;
   std::unordered_set<size_t> needed_inputs_;
+  std::unordered_set<const ir::Value*> written_inputs_;
+  /// The forward nodes on the recomputed side of the cut, and those of them the backward needs.
   std::unordered_set<const ir::Node*> recomputed_;
-  std::unordered_set<const ir::Value*> saved_set_;
+  std::unordered_set<const ir::Node*> needed_nodes_;
   std::vector<const ir::Value*> saved_;
 };
 
 }  // namespace
 
 JointPartition partition_joint(const ir::Graph& joint, size_t num_forward_nodes, size_t num_forward_inputs,
-                               size_t num_forward_outputs) {
-  return Partitioner(joint, num_forward_nodes, num_forward_inputs, num_forward_outputs).run();
+                               size_t num_forward_outputs, const std::vector<size_t>& written_inputs) {
+  return Partitioner(joint, num_forward_nodes, num_forward_inputs, num_forward_outputs, written_inputs).run();
 }
 
 }  // namespace kiln::capture

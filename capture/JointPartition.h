@@ -4,6 +4,7 @@
 // the joint graph]).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -25,12 +26,17 @@ namespace kiln::capture {
 // forward computes that the backward reads. The backward graph takes the
 // joint inputs it reads (in joint order: forward inputs it needs, the
 // grad_outputs, lifted constants) followed by the saved values, and returns
-// the gradients. Forward nodes whose outputs are not tensors (constants,
-// lists, generators) are recomputed in the backward rather than saved, and so
-// are views and pointwise ops (tags `view`, `pointwise`) of one tensor input
-// whose input the backward already has (a graph input, a saved or recomputed
-// value), as min-cut partitioners recompute cheap values instead of saving
-// them: a linear layer's backward reads the weight, not a saved w.t().
+// the gradients. Which forward values the backward receives saved and which
+// it computes again is a minimum cut (Note [Choosing what to save],
+// SavePlan.h): the fewest bytes saved, recomputing only cheap nodes. Forward
+// nodes whose outputs are not tensors (constants, lists, generators) are
+// always recomputed rather than saved, views are never saved (their base is,
+// or they are recomputed from a graph input: a linear layer's backward reads
+// the weight, not a saved w.t()), and pointwise chains are recomputed from
+// the values they start from whenever that saves bytes; the recomputed nodes
+// come first in the backward graph, in forward order, where the backward's
+// fusion can take them into its kernels. `written_inputs` are forward inputs
+// a run writes back into (copy-backs): nothing that reads them is recomputed.
 // In a symbolic graph (a forward input typed with symbols: Note [Symbolic
 // sizes in the backward], SymbolicInts.h) the backward's saved-value and
 // grad_output inputs keep their dtype and device but not their sizes.
@@ -41,13 +47,16 @@ struct JointPartition {
   std::vector<size_t> backward_inputs;
   /// How many saved values the forward returns after its outputs (and the backward takes last).
   size_t num_saved = 0;
+  /// Their bytes at the recorded sizes (estimated_bytes, SavePlan.h: a symbol counts as kSymbolExtent).
+  int64_t saved_bytes = 0;
 };
 
 /// Given a joint graph as Note [Partitioning the joint graph] describes.
-/// Do    partition_joint(joint, nodes, inputs, outputs).
+/// Do    partition_joint(joint, nodes, inputs, outputs, written_inputs).
 /// Result the forward and backward graphs; both verify. RuntimeError when a
 ///        forward node reads a backward input.
 [[nodiscard]] JointPartition partition_joint(const ir::Graph& joint, size_t num_forward_nodes,
-                                             size_t num_forward_inputs, size_t num_forward_outputs);
+                                             size_t num_forward_inputs, size_t num_forward_outputs,
+                                             const std::vector<size_t>& written_inputs = {});
 
 }  // namespace kiln::capture

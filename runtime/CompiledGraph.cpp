@@ -22,7 +22,9 @@
 #include "passes/type_facts.h"
 #include "passes/pipeline.h"
 #include "runtime/CudaKernelRun.h"
+#include "runtime/KernelAutotune.h"
 #include "runtime/MultiTensorRun.h"
+#include "runtime/PointwiseLaunch.h"
 #include "runtime/RowKernelRun.h"
 
 namespace kiln::runtime {
@@ -42,6 +44,7 @@ struct CompiledGraph::KernelStep {
   // A multi-tensor step (passes Note [Multi-tensor kernel steps]): its members, each a contiguous step of this
   // step's kernel; this step's nodes, inputs, outputs and their slots are the members', end to end.
   std::vector<std::unique_ptr<KernelStep>> members;
+  codegen::KernelSchedule schedule;  // its code's vector width and unroll, its launch's grain (Note [Kernel schedules])
 };
 
 namespace {
@@ -233,7 +236,21 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
       }
     }
   } else if (!to_compile.empty()) {
-    codegen::CompiledKernels compiled = codegen::compile_kernels(to_compile, options.keep_llvm_ir);
+    std::vector<codegen::KernelSchedule> schedules;  // empty: the default for all (Note [Kernel schedules])
+    if (options.max_autotune || options.schedule) {
+      for (const auto& step : kernels_) {
+        // A multi-tensor step's one launch covers its members: it keeps the default schedule.
+        if (!step->members.empty()) schedules.emplace_back();
+        else if (options.schedule && step->row) {
+          schedules.push_back({0, 1, step->row->kernel.columns ? 0 : options.schedule->grain});  // grain only
+        }
+        else if (options.schedule) schedules.push_back(*options.schedule);
+        else if (step->row) schedules.push_back(autotune_row(*step->row));  // Note [Choosing a kernel's schedule]
+        else schedules.push_back(autotune_pointwise(step->fused, step->inputs));
+        step->schedule = schedules.back();
+      }
+    }
+    codegen::CompiledKernels compiled = codegen::compile_kernels(to_compile, options.keep_llvm_ir, schedules);
     llvm_ir_ = std::move(compiled.llvm_ir);
     for (size_t i = 0; i < kernels_.size(); ++i) {
       kernels_[i]->fn = compiled.functions[i];
@@ -421,7 +438,7 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
     for (size_t s : k.input_slots) inputs.push_back(slots[s].to_tensor());
     if (k.cuda ? run_cuda_row_kernel(*k.cuda, *k.row, inputs, outputs)
                : (std::all_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.device().is_cpu(); }) &&
-                  run_row_kernel(*k.row, k.fn, inputs, outputs))) {
+                  run_row_kernel(*k.row, k.fn, inputs, outputs, k.schedule.grain))) {
       for (size_t o = 0; o < outputs.size(); ++o) slots[k.output_slots[o]] = IValue(std::move(outputs[o]));
       return;
     }
@@ -434,7 +451,6 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
   }
   const codegen::Kernel& kernel = k.fused.kernel;
   const std::vector<int64_t>& shape = k.fused.shape;  // iteration order
-  const size_t ni = k.input_slots.size();
   std::vector<const Tensor*> inputs;  // in their slots: a copy would hide that an input is held once
   std::vector<void*> data;
   int device = -1;
@@ -442,49 +458,13 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
     run_members(k, slots);
     return;
   }
-  const int64_t numel = numel_of(shape);
-  if (numel == 0) return;
-  // Sizes and strides (elements) in iteration order, for a strided kernel.
-  const size_t r = static_cast<size_t>(kernel.rank);
-  std::vector<int64_t> sizes, strides;
-  if (!kernel.contiguous) {
-    sizes.assign(shape.begin(), shape.end());
-    if (sizes.empty()) sizes.push_back(1);
-    strides.assign(ni * r, 0);
-    const std::vector<size_t>& order = k.fused.order;
-    for (size_t i = 0; i < ni && !order.empty(); ++i) {
-      const Tensor& t = *inputs[i];
-      const size_t tr = static_cast<size_t>(t.dim());
-      for (size_t it = 0; it < r; ++it) {
-        const size_t dim = order[it];
-        if (dim + tr < r) continue;  // a leading broadcast dimension
-        const size_t td = dim + tr - r;
-        strides[i * r + it] = t.sizes()[td] == 1 ? 0 : t.strides()[td];
-      }
-    }
-  }
+  if (numel_of(shape) == 0) return;
+  const IterationStrides at = iteration_strides(k.fused, inputs);  // a strided kernel's sizes and strides
   if (k.cuda) {
-    launch_cuda_pointwise(*k.cuda, kernel, device, data, numel, sizes, strides);
+    launch_cuda_pointwise(*k.cuda, kernel, device, data, numel_of(shape), at.sizes, at.strides);
     return;
   }
-  const codegen::KernelFn fn = k.fn;
-  void** d = data.data();
-  if (kernel.contiguous) {
-    const int64_t flat[1] = {numel};
-    std::vector<int64_t> ones(ni, 1);
-    const int64_t* st = ones.data();
-    parallel_for(0, numel, kGrainSize, [&](int64_t b, int64_t e) { fn(d, flat, st, b, e); });
-    return;
-  }
-  const int64_t inner = sizes.back();
-  const int64_t rows = numel / inner;
-  const int64_t* sz = sizes.data();
-  const int64_t* st = strides.data();
-  if (r == 1) {
-    parallel_for(0, numel, kGrainSize, [&](int64_t b, int64_t e) { fn(d, sz, st, b, e); });
-  } else {
-    parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / inner), [&](int64_t b, int64_t e) { fn(d, sz, st, b, e); });
-  }
+  launch_cpu_pointwise(k.fn, k.fused, data.data(), at, k.schedule.grain);
 }
 
 /// Checks a pointwise step's inputs against its kernel, places its outputs in their slots (into an input,
@@ -647,6 +627,12 @@ std::vector<int64_t> CompiledGraph::kernel_members() const {
   std::vector<int64_t> members;
   for (const auto& k : kernels_) members.push_back(k->members.empty() ? 1 : static_cast<int64_t>(k->members.size()));
   return members;
+}
+
+std::vector<std::string> CompiledGraph::kernel_schedules() const {
+  std::vector<std::string> out;
+  for (const auto& k : kernels_) out.push_back(k->schedule.str());
+  return out;
 }
 
 std::vector<std::string> CompiledGraph::kernel_ir() const {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -92,6 +93,12 @@ struct CompileOptions {
   // Decomposes composites (softmax, layer_norm, rms_norm, gelu, ...: passes/decompose_composites.h)
   // so their pieces fuse into row kernels (Note [Composites compile decomposed]).
   bool decompose = true;
+  // mode="max-autotune": each kernel's schedule chosen by timing candidates on the graph's sizes
+  // (Note [Choosing a kernel's schedule], KernelAutotune.h); otherwise the default schedule.
+  bool max_autotune = false;
+  // Every kernel compiled and run with this schedule instead (row kernels take only its grain, column
+  // kernels and multi-tensor steps none): tests prove each candidate computes what the default does.
+  std::optional<codegen::KernelSchedule> schedule;
 };
 
 class CompiledGraph {
@@ -114,6 +121,8 @@ class CompiledGraph {
   [[nodiscard]] std::vector<std::vector<int64_t>> kernel_graph_inputs() const;
   /// Per kernel, the graph output index of each of its outputs, or -1 (read only by later steps).
   [[nodiscard]] std::vector<std::vector<int64_t>> kernel_graph_outputs() const;
+  /// Each kernel step's schedule ("default", "lanes=16 unroll=2 grain=262144": Note [Kernel schedules]).
+  [[nodiscard]] std::vector<std::string> kernel_schedules() const;
   /// The ops each kernel fused ("kiln::mul.Scalar", ...), per kernel.
   [[nodiscard]] std::vector<std::vector<std::string>> kernel_ops() const;
   [[nodiscard]] const std::string& llvm_ir() const { return llvm_ir_; }

@@ -29,7 +29,7 @@ double* thread_scratch(size_t n) {
 }  // namespace
 
 bool run_row_kernel(const codegen::RowKernel& rk, codegen::KernelFn fn, const std::vector<Tensor>& inputs,
-                    std::vector<Tensor>& outputs) {
+                    std::vector<Tensor>& outputs, int64_t grain) {
   const codegen::Kernel& k = rk.kernel;
   if (inputs.size() != k.input_dtypes.size()) return false;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -70,8 +70,9 @@ bool run_row_kernel(const codegen::RowKernel& rk, codegen::KernelFn fn, const st
     return true;
   }
   const size_t scratch = static_cast<size_t>(rk.scratch_rows * rk.cols);
-  // Rows split as eager's row loops split theirs (softmax, layer_norm: kGrainSize elements a chunk).
-  parallel_for(0, rk.rows, std::max<int64_t>(1, kGrainSize / rk.cols), [&](int64_t b, int64_t e) {
+  // Rows split as eager's row loops split theirs (softmax, layer_norm: kGrainSize elements a chunk), or by
+  // the kernel's schedule (Note [Kernel schedules]).
+  parallel_for(0, rk.rows, std::max<int64_t>(1, (grain > 0 ? grain : kGrainSize) / rk.cols), [&](int64_t b, int64_t e) {
     // The kernel's `strides` argument is this thread's scratch rows (codegen/RowSchedule.h).
     double* rows_kept = scratch == 0 ? nullptr : thread_scratch(scratch);
     fn(d, sizes, reinterpret_cast<const int64_t*>(rows_kept), b, e);

@@ -30,13 +30,14 @@ PIP_PACKAGES=(
   "scikit-build-core>=0.10" "pybind11>=3.0" ninja "cmake>=3.26"
   "torch==2.13.0"             # CPU build from this machine's disk; the tests' oracle, never imported by kiln
 )
-# NVRTC and cuBLAS for kiln.cuda, installed into .venv only (loaded with dlopen at first use,
+# NVRTC and cuBLAS for kiln.cuda and NCCL for kiln.distributed, installed into .venv only (loaded with dlopen at first use,
 # never linked: DESIGN.md decision 6, eager/cuda/README.md). NVRTC is pinned to the toolkit's
 # 13.0 series: a newer NVRTC writes PTX the CUDA 13.0 ptxas refuses, and its builtins library's
 # soname (libnvrtc-builtins.so.13.0) is the one eager/cuda/Nvrtc.cpp preloads.
 CUDA_PIP_PACKAGES=(
   "nvidia-cuda-nvrtc==13.0.*"
   "nvidia-cublas==13.0.*"
+  "nvidia-nccl-cu13==2.*"     # libnccl.so.2 for backend="nccl" (eager/distributed/NcclLibrary; 205 MB, ~30 s)
 )
 
 missing=()
@@ -76,9 +77,10 @@ if ! .venv/bin/python - <<'PY' 2>/dev/null
 import importlib.metadata as md
 assert md.version("nvidia-cuda-nvrtc").startswith("13.0."), md.version("nvidia-cuda-nvrtc")
 assert md.version("nvidia-cublas").startswith("13.0."), md.version("nvidia-cublas")
+assert md.version("nvidia-nccl-cu13").startswith("2."), md.version("nvidia-nccl-cu13")
 PY
 then
-  echo "setup: installing NVRTC and cuBLAS into .venv"
+  echo "setup: installing NVRTC, cuBLAS and NCCL into .venv"
   .venv/bin/python -m pip install -q --disable-pip-version-check "${CUDA_PIP_PACKAGES[@]}"
 fi
 echo "setup: done"

@@ -78,12 +78,12 @@ struct Jit {
   }
 
   /// One kernel lowered on its own module, optimised and compiled: its object file.
-  std::string compile_to_object(const Kernel& k, std::string* llvm_ir) {
+  std::string compile_to_object(const Kernel& k, const KernelSchedule& schedule, std::string* llvm_ir) {
     llvm::LLVMContext ctx;
     llvm::Module module("kiln_" + k.name, ctx);
     module.setDataLayout(tm->createDataLayout());
     module.setTargetTriple(tm->getTargetTriple().str());
-    Lowering(module, k, host_vector_lanes(), cpu, features).emit();
+    Lowering(module, k, host_vector_lanes(), cpu, features, schedule).emit();
     std::string err;
     llvm::raw_string_ostream es(err);
     KILN_CHECK(!llvm::verifyModule(module, &es), "codegen: invalid LLVM IR: ", es.str());
@@ -99,8 +99,8 @@ struct Jit {
 
   /// The kernel's entry point: its object file from the disk cache, or compiled (and
   /// written there), added to the JIT. Not in `cache` yet.
-  KernelFn load_or_compile(const Kernel& k, std::string* llvm_ir) {
-    const uint64_t h = k.hash();
+  KernelFn load_or_compile(const Kernel& k, const KernelSchedule& schedule, std::string* llvm_ir) {
+    const uint64_t h = scheduled_kernel_key(k, schedule);
     std::optional<std::string> object = disk->load(h);
     if (object) {
       if (llvm_ir != nullptr) *llvm_ir += "; " + k.name + ": loaded from the disk cache\n";
@@ -109,7 +109,7 @@ struct Jit {
       count_miss();
       profiler::RecordScope compiling("kiln::llvm_compile", "jit");  // Note [What the profiler records]
       if (compiling.recording()) [[unlikely]] compiling.add_arg("kernel", k.name);
-      object = compile_to_object(k, llvm_ir);
+      object = compile_to_object(k, schedule, llvm_ir);
       disk->store(h, *object);
     }
     llvm::cantFail(jit->addObjectFile(*dylib, llvm::MemoryBuffer::getMemBufferCopy(*object, k.name)));
@@ -141,14 +141,20 @@ Jit& the_jit() {
 
 }  // namespace
 
-CompiledKernels compile_kernels(std::vector<Kernel>& kernels, bool keep_llvm_ir) {
+CompiledKernels compile_kernels(std::vector<Kernel>& kernels, bool keep_llvm_ir,
+                                const std::vector<KernelSchedule>& schedules) {
+  KILN_CHECK(schedules.empty() || schedules.size() == kernels.size(), "codegen: ", schedules.size(),
+             " schedules for ", kernels.size(), " kernels");
   profiler::RecordScope range("kiln::jit_compile", "jit");  // Note [What the profiler records]
   Jit& j = the_jit();
   std::lock_guard<std::mutex> lock(j.mu);
   CompiledKernels result;
   int64_t memory_hits = 0;
-  for (Kernel& k : kernels) {
-    const uint64_t h = k.hash();
+  const KernelSchedule default_schedule;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    Kernel& k = kernels[i];
+    const KernelSchedule& schedule = schedules.empty() ? default_schedule : schedules[i];
+    const uint64_t h = scheduled_kernel_key(k, schedule);
     k.name = kernel_name(h);
     auto it = j.cache.find(h);
     if (it != j.cache.end()) {
@@ -156,7 +162,7 @@ CompiledKernels compile_kernels(std::vector<Kernel>& kernels, bool keep_llvm_ir)
       ++memory_hits;
       if (range.recording()) [[unlikely]] profiler::record_instant("kiln::kernel_cache_hit", "jit");
     } else {
-      it = j.cache.emplace(h, j.load_or_compile(k, keep_llvm_ir ? &result.llvm_ir : nullptr)).first;
+      it = j.cache.emplace(h, j.load_or_compile(k, schedule, keep_llvm_ir ? &result.llvm_ir : nullptr)).first;
     }
     result.functions.push_back(it->second);
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/KernelIR.h"
+#include "codegen/KernelSchedule.h"
 #include "codegen/llvm/KernelCachePrune.h"
 
 namespace kiln::codegen {
@@ -34,11 +35,14 @@ struct CompiledKernels {
   std::string llvm_ir;              // the optimised modules' text, when asked for (kernels from a cache: none)
 };
 
-/// Names each kernel `kernel_<hash>` and returns their entry points: from the
+/// Names each kernel `kernel_<key>` and returns their entry points: from the
 /// in-memory cache, else the disk cache, else compiled (each kernel on its own
 /// module, so each is one disk entry: Note [The kernel cache]).
 /// `keep_llvm_ir` keeps the optimised modules' text (KILN_LOGS=codegen).
-[[nodiscard]] CompiledKernels compile_kernels(std::vector<Kernel>& kernels, bool keep_llvm_ir = false);
+/// `schedules`: one per kernel (empty: the default for all); the key is
+/// scheduled_kernel_key(kernel, schedule) (Note [Kernel schedules]).
+[[nodiscard]] CompiledKernels compile_kernels(std::vector<Kernel>& kernels, bool keep_llvm_ir = false,
+                                              const std::vector<KernelSchedule>& schedules = {});
 
 /// Empties the in-memory cache, so the next compile of a kernel reads the disk
 /// cache again (for tests). Code already loaded stays loaded: entry points held

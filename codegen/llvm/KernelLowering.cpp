@@ -11,8 +11,17 @@ bool is_reduced(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 bool is_unsigned(DType t) { return t == DType::UInt8 || t == DType::Bool; }
 }  // namespace
 
-Lowering::Lowering(llvm::Module& m, const Kernel& k, int lanes, const std::string& cpu, const std::string& features)
+Lowering::Lowering(llvm::Module& m, const Kernel& k, int lanes, const std::string& cpu, const std::string& features,
+                   const KernelSchedule& schedule)
     : ctx_(m.getContext()), m_(m), b_(ctx_), k_(k), w_(lanes) {
+  if (!k.rows) {  // row and column kernels fold at the host width, in eager's order (Note [Kernel schedules])
+    KILN_CHECK(schedule.vector_lanes == 0 || (schedule.vector_lanes >= lanes && schedule.vector_lanes % lanes == 0),
+               "codegen: a schedule's vector width must be a multiple of the host's ", lanes, ", not ",
+               schedule.vector_lanes);
+    KILN_CHECK(schedule.unroll >= 1 && schedule.unroll <= 16, "codegen: unroll factor ", schedule.unroll);
+    if (schedule.vector_lanes != 0) w_ = schedule.vector_lanes;
+    unroll_ = schedule.unroll;
+  }
   auto* i64 = b_.getInt64Ty();
   auto* ptr = b_.getPtrTy();
   auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, ptr, i64, i64}, false);
@@ -20,7 +29,7 @@ Lowering::Lowering(llvm::Module& m, const Kernel& k, int lanes, const std::strin
   f_->addFnAttr(llvm::Attribute::NoUnwind);
   f_->addFnAttr("target-cpu", cpu);
   f_->addFnAttr("target-features", features);
-  if (w_ == 16) {
+  if (lanes == 16) {  // the host has AVX-512
     f_->addFnAttr("min-legal-vector-width", "512");
     f_->addFnAttr("prefer-vector-width", "512");
   }
@@ -304,25 +313,35 @@ llvm::Value* Lowering::size(int dim) {
   return b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), sizes_, static_cast<size_t>(dim)));
 }
 
-/// for (i = lo; i + w <= hi; i += w) step(i, null); if (i < hi) step(i, lanes < hi - i).
+/// for (i = lo; i + w <= hi; i += w) step(i, null); if (i < hi) step(i, lanes < hi - i); with an unroll
+/// factor u > 1, first for (; i + u*w <= hi; i += u*w) step(i + t*w, null) for t < u.
 void Lowering::emit_range(llvm::Value* lo, llvm::Value* hi, const std::function<void(llvm::Value*, llvm::Value*)>& step) {
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* header = llvm::BasicBlock::Create(ctx_, "vec.header", f_);
-  auto* body = llvm::BasicBlock::Create(ctx_, "vec.body", f_);
-  auto* tail_check = llvm::BasicBlock::Create(ctx_, "tail.check", f_);
+  // One loop of `per` vectors an iteration from `from`; returns i's exit value.
+  const auto loop = [&](llvm::Value* from, int per, const char* name) -> llvm::Value* {
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, std::string(name) + ".header", f_);
+    auto* body = llvm::BasicBlock::Create(ctx_, std::string(name) + ".body", f_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, std::string(name) + ".exit", f_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2);
+    i->addIncoming(from, pre);
+    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(static_cast<int64_t>(w_) * per));
+    b_.CreateCondBr(b_.CreateICmpSLE(next, hi), body, exit);
+    b_.SetInsertPoint(body);
+    for (int t = 0; t < per; ++t) {
+      step(t == 0 ? static_cast<llvm::Value*>(i) : b_.CreateAdd(i, b_.getInt64(static_cast<int64_t>(w_) * t)), nullptr);
+    }
+    i->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+    return i;
+  };
+  llvm::Value* i = lo;
+  if (unroll_ > 1) i = loop(i, unroll_, "unrolled");
+  i = loop(i, 1, "vec");
   auto* tail = llvm::BasicBlock::Create(ctx_, "tail", f_);
   auto* done = llvm::BasicBlock::Create(ctx_, "done", f_);
-  b_.CreateBr(header);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2);
-  i->addIncoming(lo, pre);
-  llvm::Value* next = b_.CreateAdd(i, b_.getInt64(w_));
-  b_.CreateCondBr(b_.CreateICmpSLE(next, hi), body, tail_check);
-  b_.SetInsertPoint(body);
-  step(i, nullptr);
-  i->addIncoming(next, b_.GetInsertBlock());
-  b_.CreateBr(header);
-  b_.SetInsertPoint(tail_check);
   b_.CreateCondBr(b_.CreateICmpSLT(i, hi), tail, done);
   b_.SetInsertPoint(tail);
   llvm::Value* mask = b_.CreateICmpSLT(b_.CreateAdd(splat64(i), lane_ids()), splat64(hi));
@@ -406,8 +425,12 @@ void Lowering::emit_strided_range(const std::vector<llvm::Value*>& base, const s
     llvm::Value* c = b_.CreateICmpEQ(inner[k], b_.getInt64(k_.inner_stride_hint[k]));
     hinted = hinted ? b_.CreateAnd(hinted, c) : c;
   }
+  // Gathers are not unrolled: a schedule's unroll factor serves the vector loads (Note [Kernel schedules]).
+  const int unroll = unroll_;
   if (hinted == nullptr) {
+    unroll_ = 1;
     gathers(nullptr);
+    unroll_ = unroll;
     return;
   }
   auto* fast = llvm::BasicBlock::Create(ctx_, "hinted", f_);
@@ -425,7 +448,9 @@ void Lowering::emit_strided_range(const std::vector<llvm::Value*>& base, const s
   gathers(&splats);
   b_.CreateBr(join);
   b_.SetInsertPoint(slow);
+  unroll_ = 1;
   gathers(nullptr);
+  unroll_ = unroll;
   b_.CreateBr(join);
   b_.SetInsertPoint(join);
 }

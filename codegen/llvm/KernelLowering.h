@@ -14,15 +14,18 @@
 #include <llvm/IR/Module.h>
 
 #include "codegen/KernelIR.h"
+#include "codegen/KernelSchedule.h"
 
 namespace kiln::codegen {
 
 struct RowSchedule;
 
-/// Lowers one Kernel into a function `k.name` of the module.
+/// Lowers one Kernel into a function `k.name` of the module, `lanes` the host's vector width; `schedule`'s
+/// vector width and unroll factor apply to pointwise kernels (Note [Kernel schedules], KernelSchedule.h).
 class Lowering {
  public:
-  Lowering(llvm::Module& m, const Kernel& k, int lanes, const std::string& cpu, const std::string& features);
+  Lowering(llvm::Module& m, const Kernel& k, int lanes, const std::string& cpu, const std::string& features,
+           const KernelSchedule& schedule = {});
   void emit();
 
  private:
@@ -52,7 +55,8 @@ class Lowering {
   // --- loops -----------------------------------------------------------------------------------------
   llvm::Value* stride(size_t input, int dim);
   llvm::Value* size(int dim);
-  /// for (i = lo; i + w <= hi; i += w) step(i, null); if (i < hi) step(i, lanes < hi - i).
+  /// for (i = lo; i + w <= hi; i += w) step(i, null); if (i < hi) step(i, lanes < hi - i); with an
+  /// unroll factor u > 1, first for (; i + u*w <= hi; i += u*w) step(i + t*w, null) for t < u.
   void emit_range(llvm::Value* lo, llvm::Value* hi, const std::function<void(llvm::Value*, llvm::Value*)>& step);
   void store_outputs(const std::vector<llvm::Value*>& v, llvm::Value* offset, llvm::Value* mask);
   void step_contiguous(llvm::Value* i, llvm::Value* mask);
@@ -116,6 +120,7 @@ class Lowering {
   llvm::IRBuilder<> b_;
   const Kernel& k_;
   int w_;
+  int unroll_ = 1;  // vectors per iteration of emit_range's main loop
   llvm::Function* f_ = nullptr;
   llvm::Value* sizes_ = nullptr;
   llvm::Value* strides_ = nullptr;

@@ -31,6 +31,8 @@ const NcclApi& nccl() {
   lib.resolve(a->ncclCommInitRank, "ncclCommInitRank");
   lib.resolve(a->ncclCommDestroy, "ncclCommDestroy");
   lib.resolve(a->ncclCommAbort, "ncclCommAbort");
+  lib.resolve(a->ncclCommGetAsyncError, "ncclCommGetAsyncError");
+  lib.resolve(a->ncclReduce, "ncclReduce");
   lib.resolve(a->ncclAllReduce, "ncclAllReduce");
   lib.resolve(a->ncclBroadcast, "ncclBroadcast");
   lib.resolve(a->ncclAllGather, "ncclAllGather");

@@ -18,6 +18,13 @@ constexpr int kNcclUniqueIdBytes = 128;
 struct ncclUniqueId {
   char internal[kNcclUniqueIdBytes];
 };
+// nccl.h's enum values (stable since NCCL 2.0; ncclAvg since 2.10, ncclBfloat16 since 2.10).
+enum NcclDataType : ncclDataType_t {
+  kNcclInt8 = 0, kNcclUint8 = 1, kNcclInt32 = 2, kNcclUint32 = 3, kNcclInt64 = 4, kNcclUint64 = 5,
+  kNcclFloat16 = 6, kNcclFloat32 = 7, kNcclFloat64 = 8, kNcclBfloat16 = 9
+};
+enum NcclRedOp : ncclRedOp_t { kNcclSum = 0, kNcclProd = 1, kNcclMax = 2, kNcclMin = 3, kNcclAvg = 4 };
+constexpr ncclResult_t kNcclInProgress = 7;  // ncclInProgress: a non-blocking communicator is still working
 
 /// NCCL's entry points, resolved from libnccl.so.2.
 struct NcclApi {
@@ -27,8 +34,11 @@ struct NcclApi {
   ncclResult_t (*ncclCommInitRank)(ncclComm_t*, int, ncclUniqueId, int);
   ncclResult_t (*ncclCommDestroy)(ncclComm_t);
   ncclResult_t (*ncclCommAbort)(ncclComm_t);
+  ncclResult_t (*ncclCommGetAsyncError)(ncclComm_t, ncclResult_t*);
   ncclResult_t (*ncclAllReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                 CudaStreamHandle);
+  ncclResult_t (*ncclReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t,
+                             CudaStreamHandle);
   ncclResult_t (*ncclBroadcast)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, CudaStreamHandle);
   ncclResult_t (*ncclAllGather)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, CudaStreamHandle);
   ncclResult_t (*ncclReduceScatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,

@@ -1,4 +1,4 @@
-// kiln._C._distributed: the stores, ProcessGroupGloo and Work for kiln.distributed.
+// kiln._C._distributed: the stores, ProcessGroupGloo, ProcessGroupNCCL and Work for kiln.distributed.
 // Every blocking call releases the GIL: other Python threads (and the autograd
 // hooks DDP runs) keep going while a process waits for its peers.
 #include <pybind11/chrono.h>
@@ -8,6 +8,7 @@
 #include "eager/distributed/FileStore.h"
 #include "eager/distributed/NcclLibrary.h"
 #include "eager/distributed/ProcessGroupGloo.h"
+#include "eager/distributed/ProcessGroupNccl.h"
 #include "eager/distributed/TcpStore.h"
 #include "python/csrc/PyTensor.h"
 
@@ -20,6 +21,7 @@ namespace {
 using distributed::Bytes;
 using distributed::Milliseconds;
 using distributed::ProcessGroupGloo;
+using distributed::ProcessGroupNccl;
 using distributed::ReduceOp;
 using distributed::Store;
 using distributed::Work;
@@ -37,6 +39,73 @@ Bytes to_bytes(const py::handle& value) {
 
 py::bytes from_bytes(const Bytes& value) {
   return py::bytes(reinterpret_cast<const char*>(value.data()), value.size());
+}
+
+/// The operations ProcessGroupGloo and ProcessGroupNccl share (one signature each), bound the same
+/// way on both, so kiln.distributed calls either through one code path.
+template <typename PG>
+void bind_collectives(py::class_<PG, std::shared_ptr<PG>>& cls) {
+  auto tensor_op = [](std::shared_ptr<Work> (PG::*fn)(const Tensor&, ReduceOp)) {
+    return [fn](PG& pg, const py::handle& t, ReduceOp op) {
+      Tensor tensor = as_tensor(t);
+      py::gil_scoped_release nogil;
+      return (pg.*fn)(tensor, op);
+    };
+  };
+  cls.def("rank", &PG::rank)
+      .def("size", &PG::size)
+      .def_property_readonly("timeout", &PG::timeout)
+      .def("all_reduce", tensor_op(&PG::all_reduce), py::arg("tensor"), py::arg("op"))
+      .def("reduce", [](PG& pg, const py::handle& t, ReduceOp op, int root) {
+        Tensor tensor = as_tensor(t);
+        py::gil_scoped_release nogil;
+        return pg.reduce(tensor, op, root);
+      }, py::arg("tensor"), py::arg("op"), py::arg("root"))
+      .def("broadcast", [](PG& pg, const py::handle& t, int root) {
+        Tensor tensor = as_tensor(t);
+        py::gil_scoped_release nogil;
+        return pg.broadcast(tensor, root);
+      }, py::arg("tensor"), py::arg("root"))
+      .def("all_gather", [](PG& pg, const py::handle& out, const py::handle& in) {
+        Tensor o = as_tensor(out), i = as_tensor(in);
+        py::gil_scoped_release nogil;
+        return pg.all_gather(o, i);
+      }, py::arg("output"), py::arg("input"))
+      .def("gather", [](PG& pg, const py::handle& out, const py::handle& in, int root) {
+        Tensor o = out.is_none() ? Tensor() : as_tensor(out), i = as_tensor(in);
+        py::gil_scoped_release nogil;
+        return pg.gather(o, i, root);
+      }, py::arg("output"), py::arg("input"), py::arg("root"))
+      .def("scatter", [](PG& pg, const py::handle& out, const py::handle& in, int root) {
+        Tensor o = as_tensor(out), i = in.is_none() ? Tensor() : as_tensor(in);
+        py::gil_scoped_release nogil;
+        return pg.scatter(o, i, root);
+      }, py::arg("output"), py::arg("input"), py::arg("root"))
+      .def("reduce_scatter", [](PG& pg, const py::handle& out, const py::handle& in, ReduceOp op) {
+        Tensor o = as_tensor(out), i = as_tensor(in);
+        py::gil_scoped_release nogil;
+        return pg.reduce_scatter(o, i, op);
+      }, py::arg("output"), py::arg("input"), py::arg("op"))
+      .def("all_to_all", [](PG& pg, const py::handle& out, const py::handle& in, std::vector<int64_t> out_counts,
+                              std::vector<int64_t> in_counts) {
+        Tensor o = as_tensor(out), i = as_tensor(in);
+        py::gil_scoped_release nogil;
+        return pg.all_to_all(o, i, std::move(out_counts), std::move(in_counts));
+      }, py::arg("output"), py::arg("input"), py::arg("output_counts"), py::arg("input_counts"))
+      .def("barrier", [](PG& pg) {
+        py::gil_scoped_release nogil;
+        return pg.barrier();
+      })
+      .def("send", [](PG& pg, const py::handle& t, int dst, uint32_t tag) {
+        Tensor tensor = as_tensor(t);
+        py::gil_scoped_release nogil;
+        return pg.send(tensor, dst, tag);
+      }, py::arg("tensor"), py::arg("dst"), py::arg("tag"))
+      .def("recv", [](PG& pg, const py::handle& t, int src, uint32_t tag) {
+        Tensor tensor = as_tensor(t);
+        py::gil_scoped_release nogil;
+        return pg.recv(tensor, src, tag);
+      }, py::arg("tensor"), py::arg("src"), py::arg("tag"));
 }
 
 }  // namespace
@@ -134,76 +203,23 @@ void init_distributed(PyObject* module) {
       })
       .def("_source_rank", &Work::source_rank);
 
-  using PG = ProcessGroupGloo;
-  auto tensor_op = [](std::shared_ptr<Work> (PG::*fn)(const Tensor&, ReduceOp)) {
-    return [fn](PG& pg, const py::handle& t, ReduceOp op) {
-      Tensor tensor = as_tensor(t);
-      py::gil_scoped_release nogil;
-      return (pg.*fn)(tensor, op);
-    };
-  };
-  py::class_<PG, std::shared_ptr<PG>>(m, "ProcessGroupGloo")
-      .def(py::init([](std::shared_ptr<Store> store, int rank, int size, Milliseconds timeout,
+  py::class_<ProcessGroupGloo, std::shared_ptr<ProcessGroupGloo>> gloo(m, "ProcessGroupGloo");
+  gloo.def(py::init([](std::shared_ptr<Store> store, int rank, int size, Milliseconds timeout,
                        const std::string& hostname, const std::string& interface) {
         py::gil_scoped_release nogil;
-        return std::make_shared<PG>(std::move(store), rank, size, timeout,
-                                    distributed::GlooDeviceAddress{hostname, interface});
+        return std::make_shared<ProcessGroupGloo>(std::move(store), rank, size, timeout,
+                                                  distributed::GlooDeviceAddress{hostname, interface});
       }), py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"), py::arg("hostname") = "",
-           py::arg("interface") = "")
-      .def("rank", &PG::rank)
-      .def("size", &PG::size)
-      .def_property_readonly("timeout", &PG::timeout)
-      .def("all_reduce", tensor_op(&PG::all_reduce), py::arg("tensor"), py::arg("op"))
-      .def("reduce", [](PG& pg, const py::handle& t, ReduceOp op, int root) {
-        Tensor tensor = as_tensor(t);
+           py::arg("interface") = "");
+  bind_collectives(gloo);
+
+  py::class_<ProcessGroupNccl, std::shared_ptr<ProcessGroupNccl>> nccl(m, "ProcessGroupNCCL");
+  nccl.def(py::init([](std::shared_ptr<Store> store, int rank, int size, Milliseconds timeout, int device) {
         py::gil_scoped_release nogil;
-        return pg.reduce(tensor, op, root);
-      }, py::arg("tensor"), py::arg("op"), py::arg("root"))
-      .def("broadcast", [](PG& pg, const py::handle& t, int root) {
-        Tensor tensor = as_tensor(t);
-        py::gil_scoped_release nogil;
-        return pg.broadcast(tensor, root);
-      }, py::arg("tensor"), py::arg("root"))
-      .def("all_gather", [](PG& pg, const py::handle& out, const py::handle& in) {
-        Tensor o = as_tensor(out), i = as_tensor(in);
-        py::gil_scoped_release nogil;
-        return pg.all_gather(o, i);
-      }, py::arg("output"), py::arg("input"))
-      .def("gather", [](PG& pg, const py::handle& out, const py::handle& in, int root) {
-        Tensor o = out.is_none() ? Tensor() : as_tensor(out), i = as_tensor(in);
-        py::gil_scoped_release nogil;
-        return pg.gather(o, i, root);
-      }, py::arg("output"), py::arg("input"), py::arg("root"))
-      .def("scatter", [](PG& pg, const py::handle& out, const py::handle& in, int root) {
-        Tensor o = as_tensor(out), i = in.is_none() ? Tensor() : as_tensor(in);
-        py::gil_scoped_release nogil;
-        return pg.scatter(o, i, root);
-      }, py::arg("output"), py::arg("input"), py::arg("root"))
-      .def("reduce_scatter", [](PG& pg, const py::handle& out, const py::handle& in, ReduceOp op) {
-        Tensor o = as_tensor(out), i = as_tensor(in);
-        py::gil_scoped_release nogil;
-        return pg.reduce_scatter(o, i, op);
-      }, py::arg("output"), py::arg("input"), py::arg("op"))
-      .def("all_to_all", [](PG& pg, const py::handle& out, const py::handle& in, std::vector<int64_t> out_counts,
-                              std::vector<int64_t> in_counts) {
-        Tensor o = as_tensor(out), i = as_tensor(in);
-        py::gil_scoped_release nogil;
-        return pg.all_to_all(o, i, std::move(out_counts), std::move(in_counts));
-      }, py::arg("output"), py::arg("input"), py::arg("output_counts"), py::arg("input_counts"))
-      .def("barrier", [](PG& pg) {
-        py::gil_scoped_release nogil;
-        return pg.barrier();
-      })
-      .def("send", [](PG& pg, const py::handle& t, int dst, uint32_t tag) {
-        Tensor tensor = as_tensor(t);
-        py::gil_scoped_release nogil;
-        return pg.send(tensor, dst, tag);
-      }, py::arg("tensor"), py::arg("dst"), py::arg("tag"))
-      .def("recv", [](PG& pg, const py::handle& t, int src, uint32_t tag) {
-        Tensor tensor = as_tensor(t);
-        py::gil_scoped_release nogil;
-        return pg.recv(tensor, src, tag);
-      }, py::arg("tensor"), py::arg("src"), py::arg("tag"));
+        return std::make_shared<ProcessGroupNccl>(std::move(store), rank, size, timeout, device);
+      }), py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"), py::arg("device") = -1)
+      .def_property_readonly("device", &ProcessGroupNccl::device);
+  bind_collectives(nccl);
 }
 
 }  // namespace kiln::python

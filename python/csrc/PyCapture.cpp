@@ -198,16 +198,18 @@ void init_capture(PyObject* module) {
       py::arg("offset"), "Sets the default CPU generator's offset (after a graph drew from it).");
   cm.def(
       "partition_joint",
-      [](const ir::Graph& joint, size_t num_forward_nodes, size_t num_forward_inputs, size_t num_forward_outputs) {
-        capture::JointPartition p =
-            capture::partition_joint(joint, num_forward_nodes, num_forward_inputs, num_forward_outputs);
+      [](const ir::Graph& joint, size_t num_forward_nodes, size_t num_forward_inputs, size_t num_forward_outputs,
+         const std::vector<size_t>& written_inputs) {
+        capture::JointPartition p = capture::partition_joint(joint, num_forward_nodes, num_forward_inputs,
+                                                             num_forward_outputs, written_inputs);
         py::object forward = py::cast(std::move(p.forward));
         py::object backward = py::cast(std::move(p.backward));
-        return py::make_tuple(forward, backward, p.backward_inputs, p.num_saved);
+        return py::make_tuple(forward, backward, p.backward_inputs, p.num_saved, p.saved_bytes);
       },
       py::arg("joint"), py::arg("num_forward_nodes"), py::arg("num_forward_inputs"), py::arg("num_forward_outputs"),
-      "(forward graph, backward graph, joint indices of the backward's leading inputs, number of saved values): "
-      "See Note [Partitioning the joint graph] (capture/JointPartition.h).");
+      py::arg("written_inputs") = std::vector<size_t>{},
+      "(forward graph, backward graph, joint indices of the backward's leading inputs, number of saved values, "
+      "their bytes): See Note [Partitioning the joint graph] (capture/JointPartition.h).");
   cm.def("is_capturing", [] { return capture::current_session() != nullptr; },
          "Whether a capture session is recording on this thread.");
   init_guard_set(cm.ptr());

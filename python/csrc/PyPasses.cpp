@@ -15,6 +15,7 @@
 #include "passes/pipeline.h"
 #include "passes/simplify_algebra.h"
 #include "python/csrc/Exceptions.h"
+#include "python/csrc/FusionPlanText.h"
 
 namespace py = pybind11;
 
@@ -73,6 +74,21 @@ void init_passes(PyObject* module) {
     for (const auto& r : passes::rewrite_rules()) rules.emplace_back(r.name, r.op, r.rewrite);
     return rules;
   }, "The rewrite rules of simplify_algebra as (name, operator, rewrite), in table order.");
+  // The fusion passes return plans, not rewritten graphs: their text (python/csrc/FusionPlanText.h).
+  passes.def("fuse_pointwise", &fuse_pointwise_plan, py::arg("graph"),
+             "The pointwise fusion groups of graph (unchanged), one line per group.");
+  passes.def("fuse_reductions", &fuse_reductions_plan, py::arg("graph"),
+             "The row reduction groups, then the column groups of what they leave, one line per group.");
+  passes.def("fuse_column_reductions", &fuse_column_reductions_plan, py::arg("graph"),
+             "The column reduction groups of graph with no node taken by a row group, one line per group.");
+  passes.def("group_multi_tensor", &group_multi_tensor_plan, py::arg("graph"),
+             "The pointwise groups, then the sets run as one multi-tensor kernel step.");
+  passes.def("reduction_dims", &reduction_dims_plan, py::arg("graph"),
+             "literal_reduced_dims of each op node with a dim argument, one line per node.");
+  passes.def("plan_passes", [] {
+    return std::vector<std::string>{"fuse_pointwise", "fuse_reductions", "fuse_column_reductions",
+                                    "group_multi_tensor", "reduction_dims"};
+  }, "The passes above whose result is a plan (text) rather than a rewritten graph.");
   passes.def("decomposed_ops", [] {
     std::vector<std::string> ops;
     for (std::string_view op : passes::decomposed_ops()) ops.emplace_back(op);

@@ -13,6 +13,7 @@
 #include "python/csrc/IValueConversion.h"
 #include "python/csrc/PyIr.h"
 #include "runtime/CompiledGraph.h"
+#include "runtime/KernelAutotune.h"
 
 namespace py = pybind11;
 
@@ -56,6 +57,8 @@ void init_runtime(PyObject* module) {
       .def_property_readonly("kernels", [](const PyCompiledGraph& g) { return g.compiled->kernel_ir(); })
       .def_property_readonly("kernel_ops", [](const PyCompiledGraph& g) { return g.compiled->kernel_ops(); })
       .def_property_readonly("kernel_members", [](const PyCompiledGraph& g) { return g.compiled->kernel_members(); })
+      .def_property_readonly("kernel_schedules", [](const PyCompiledGraph& g) { return g.compiled->kernel_schedules(); },
+                             "Each kernel step's schedule (Note [Kernel schedules], codegen/KernelSchedule.h).")
       .def_property_readonly(
           "kernel_graph_inputs", [](const PyCompiledGraph& g) { return g.compiled->kernel_graph_inputs(); },
           "Per kernel, the graph input index of each of its inputs (-1: another step's value).")
@@ -82,7 +85,7 @@ void init_runtime(PyObject* module) {
       "compile",
       [](const ir::Graph& g, bool fuse, bool keep_llvm_ir, bool runs_without_autograd, bool plan_memory,
          bool reduce_overhead, std::vector<std::pair<size_t, size_t>> outputs_into_inputs, bool decompose,
-         const std::string& target) {
+         const std::string& target, bool max_autotune, std::optional<std::tuple<int, int, int64_t>> schedule) {
         PyCompiledGraph out;
         for (size_t i = 0; i < g.inputs().size(); ++i) out.arguments.push_back(argument_for(g.inputs()[i]->type(), i));
         runtime::CompileOptions options;
@@ -93,6 +96,11 @@ void init_runtime(PyObject* module) {
         options.reduce_overhead = reduce_overhead;
         options.outputs_into_inputs = std::move(outputs_into_inputs);
         options.decompose = decompose;
+        options.max_autotune = max_autotune;
+        if (schedule) {
+          const auto [lanes, unroll, grain] = *schedule;
+          options.schedule = codegen::KernelSchedule{lanes, unroll, grain};
+        }
         KILN_CHECK_VALUE(target == "auto" || target == "cpu" || target == "cuda",
                          "compile: target must be 'auto', 'cpu' or 'cuda', not '", target, "'");
         options.target = target == "cuda"  ? runtime::KernelTarget::Cuda
@@ -105,14 +113,31 @@ void init_runtime(PyObject* module) {
       py::arg("graph"), py::arg("fuse") = true, py::arg("keep_llvm_ir") = false,
       py::arg("runs_without_autograd") = false, py::arg("plan_memory") = true, py::arg("reduce_overhead") = false,
       py::arg("outputs_into_inputs") = std::vector<std::pair<size_t, size_t>>{}, py::arg("decompose") = true,
-      py::arg("target") = "auto",
+      py::arg("target") = "auto", py::arg("max_autotune") = false, py::arg("schedule") = py::none(),
       "Compiles a verified graph: fusion groups become LLVM kernels, other nodes eager steps; plan_memory: kernel "
       "outputs reuse dead inputs in place; reduce_overhead: kernel outputs inside the graph in one pre-planned "
       "arena (runtime/MemoryPlan.h); outputs_into_inputs: (output, input) index pairs the caller copies back after "
       "a run: a kernel may store such an output into the input directly and return the input "
       "(Note [Outputs written into their inputs]); decompose: composites decomposed so they fuse "
       "(Note [Composites compile decomposed]); target: 'cuda' prints CUDA C kernels (launched through NVRTC), 'cpu' "
-      "LLVM kernels, 'auto' CUDA when an input was captured on a CUDA device (Note [Compiled graphs on CUDA]).");
+      "LLVM kernels, 'auto' CUDA when an input was captured on a CUDA device (Note [Compiled graphs on CUDA]); "
+      "max_autotune: each kernel's schedule chosen by timing (Note [Choosing a kernel's schedule]); schedule: "
+      "(vector lanes or 0, unroll, grain or 0) for every kernel instead (tests).");
+  rt.def(
+      "autotune_candidates",
+      [](int64_t elements) {
+        py::list out;
+        for (const codegen::KernelSchedule& code : runtime::pointwise_code_candidates()) {
+          for (int64_t grain : runtime::grain_candidates(elements)) {
+            out.append(py::make_tuple(code.vector_lanes, code.unroll, grain));
+          }
+        }
+        return out;
+      },
+      py::arg("elements"),
+      "The (vector lanes, unroll, grain) schedules max-autotune may give a pointwise kernel of that many elements.");
+  rt.def("autotuned_kernel_count", &runtime::autotuned_kernel_count,
+         "Kernels timed by max-autotune in this process (its choice cache's misses).");
   rt.def("pointwise_math_ops", &codegen::pointwise_math_ops,
          "The ops the kernel math table covers (codegen/PointwiseMath.h).");
   rt.def("compiled_kernel_count", &codegen::compiled_kernel_count, "Kernels in the process's JIT cache.");

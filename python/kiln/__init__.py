@@ -138,7 +138,7 @@ from kiln.special._gamma import igamma, igammac  # noqa: E402  (torch.igamma / i
 
 _special_tensor_methods.bind(Tensor)
 from kiln.linalg._matrix_functions import matrix_exp, orgqr  # noqa: E402
-from kiln.linalg._solve import det, logdet, slogdet  # noqa: E402  (torch's legacy linalg spellings)
+from kiln.linalg._solve import det_legacy as det, logdet, slogdet  # noqa: E402  (torch's legacy linalg spellings)
 from kiln.linalg._solve import inv as inverse  # noqa: E402
 from kiln.linalg._decompositions import (  # noqa: E402
     cholesky_inverse, cholesky_solve, pinverse, triangular_solve,

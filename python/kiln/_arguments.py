@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import operator
 import re
+from typing import Callable, NamedTuple, Optional
 
 from kiln import _C
+from kiln._layout import layout as _layout
 
 bool_ = builtins.bool
 
@@ -91,10 +94,55 @@ def _is_float(value):
     return hasattr(value, "__float__") and not isinstance(value, (str, bytes, complex))
 
 
+def _is_one_integer_tensor(value):
+    """A tensor torch's parser reads as one int: one element of an integer dtype, any number of dims."""
+    return (isinstance(value, _C.TensorBase) and value.numel() == 1 and not value.is_floating_point()
+            and not value.is_complex() and value.dtype != _C.bool)
+
+
 def _is_int_list(value):
-    return isinstance(value, (list, tuple)) and all(_is_int(v) for v in value) or (
-        isinstance(value, _C.TensorBase) and value.dim() <= 1 and not value.is_floating_point()
-        and not value.is_complex())
+    """torch's parser's int[]: a list or tuple of ints (an element may be a one-element integer
+    tensor); a tensor itself is refused ("must be tuple of ints, not Tensor")."""
+    return isinstance(value, (list, tuple)) and all(_is_int_element(v) for v in value)
+
+
+def _is_int_element(value):
+    """An int[] element: an int (one past int64 is a refusal here, torch's "failed to unpack the object
+    at pos N"; only a lone int's overflow is a ValueError) or a one-element integer tensor."""
+    try:
+        return _is_int(value) or _is_one_integer_tensor(value)
+    except ValueError:
+        return False
+
+
+def _is_sized_int_list(value):
+    """torch's parser's int[N]: an int, broadcast, a one-element integer tensor, or an int[] list."""
+    return _is_int(value) or _is_one_integer_tensor(value) or _is_int_list(value)
+
+
+def _is_optional_int_list(value):
+    """An output size whose entries may be None (kept from the input), as F.adaptive_*_pool's."""
+    return _is_sized_int_list(value) or isinstance(value, (list, tuple)) and all(
+        v is None or _is_int_element(v) for v in value)
+
+
+def _is_float_list(value):
+    """torch's parser's float[]: a list or tuple of Python numbers (not tensors)."""
+    return isinstance(value, (list, tuple)) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool_) for v in value)
+
+
+def _is_device(value):
+    """torch's parser's Device: a kiln.device, a device string (parsed after every argument's kind is
+    checked: ``_parse_device_string``) or an int (a CUDA ordinal)."""
+    return isinstance(value, (str, _C.device)) or (type(value) is int and value >= 0)  # noqa: E721
+
+
+def _parse_device_string(value):
+    """A device string parsed as torch's parser does once the kinds match, so a malformed one raises
+    the device parser's RuntimeError before the op does any work."""
+    if isinstance(value, str):
+        _C.device(value)
 
 
 def _is_tensor_list(value):
@@ -118,16 +166,43 @@ _KINDS = {
     "Scalar": (_is_scalar, "Number"),
     "ScalarType": (lambda v: isinstance(v, _C.dtype), "torch.dtype"),
     "int[]": (_is_int_list, "tuple of ints"),
-    "int[1]": (lambda v: _is_int(v) or _is_int_list(v), "tuple of ints"),
+    "int[1]": (_is_sized_int_list, "tuple of ints"),
+    "int?[1]": (_is_optional_int_list, "tuple of ints"),
+    "float[]": (_is_float_list, "tuple of floats"),
     "Tensor[]": (_is_tensor_list, "tuple of Tensors"),
+    "Device": (_is_device, "torch.device"),
+    "Layout": (lambda v: isinstance(v, _layout), "torch.layout"),
+    "MemoryFormat": (lambda v: isinstance(v, _C.memory_format), "torch.memory_format"),
+    "Generator": (lambda v: isinstance(v, _C.Generator), "torch.Generator"),
 }
 
 
+class _Parameter(NamedTuple):
+    position: Optional[int]  # 1-based; None for keyword-only
+    name: str  # the Python parameter's name
+    spelled: str  # the name torch's message gives it
+    accepts: Callable  # value -> bool (may raise ValueError for an int past int64)
+    words: str  # the kind, in the refusal's words
+    overloaded: bool  # refused with the "invalid combination" message
+    optional: bool  # None is taken
+    parse: Optional[Callable]  # checks the value once every kind matched (a device string)
+
+
+def _parameter(position, name, spelled, kind, optional):
+    """The declared parameter of schema kind `kind`; 'A|B' (an argument torch's overloads take as
+    either kind) accepts either, and its refusal is the overload-list message."""
+    kinds = [_KINDS[k] for k in kind.split("|")]
+    parse = _parse_device_string if "Device" in kind.split("|") else None
+    if len(kinds) == 1:
+        return _Parameter(position, name, spelled, *kinds[0], False, optional, parse)
+    return _Parameter(position, name, spelled, lambda v: any(accepts(v) for accepts, _ in kinds),
+                      " or ".join(w for _, w in kinds), True, optional, parse)
+
+
 def _parse_signature(signature):
-    """[(position or None, name, name in messages, accepts, words, optional)] of
-    'name(Kind a, Kind? b=..., *, Kind c=..., Kind d as e)' (torch's schema words: SymInt is int, int[2] an
-    int or a list of them; 'as e': torch's message names the argument e). An argument torch's overloads
-    take of different kinds is not declared: kiln's own check gives torch's overload-list message."""
+    """(function name, [_Parameter]) of 'name(Kind a, Kind? b=..., *, Kind c=..., Kind d as e)'
+    (torch's schema words: SymInt is int, int[2] an int or a list of them, 'A|B' either kind; 'as e':
+    torch's message names the argument e). Kinds outside _KINDS (Any, Dimname, ...) are not checked."""
     function, _, rest = signature.partition("(")
     parameters = []
     position = 1
@@ -139,50 +214,99 @@ def _parse_signature(signature):
         kind, name, *spelled = item.split("=")[0].split()  # 'Tensor A as input': torch's message says input
         optional = kind.endswith("?")
         kind = re.sub(r"\[\d+\]", "[1]", kind.rstrip("?").replace("SymInt", "int"))  # int[2]: an int or a list
-        if kind in _KINDS:  # Layout, Device, Generator, ...: not checked
-            parameters.append((position, name, spelled[-1] if spelled else name, *_KINDS[kind], optional))
+        if all(k in _KINDS for k in kind.split("|")):
+            parameters.append(_parameter(position, name, spelled[-1] if spelled else name, kind, optional))
         if position is not None:
             position += 1
     return function, parameters
 
 
-def _check_arguments(function, parameters, args, kwargs, self_given):
-    """Raises torch's parser's TypeError for the first argument `parameters` refuse. A method call
-    (``self_given``) numbers its arguments after self, as torch's Tensor methods do."""
+def _given_arguments(parameters, args, kwargs, self_given):
+    """(parameter, value, position or None) for each declared parameter the call gives a value."""
     given = len(args)
-    for position, name, spelled, accepts, words, optional in parameters:
+    for parameter in parameters:
+        position = parameter.position
         if position is not None and position <= given:
             if self_given and position == 1:
                 continue
-            value = args[position - 1]
-        elif name in kwargs:
-            value, position = kwargs[name], None
-        else:
+            yield parameter, args[position - 1], position
+        elif parameter.name in kwargs:
+            yield parameter, kwargs[parameter.name], None
+
+
+def _check_arguments(function, parameters, args, kwargs, self_given):
+    """Raises torch's parser's TypeError for the first argument `parameters` refuse, then parses
+    what needs parsing (device strings). A method call (``self_given``) numbers its arguments after
+    self, as torch's Tensor methods do."""
+    given = list(_given_arguments(parameters, args, kwargs, self_given))
+    overflow = None  # torch's parser unpacks ints after matching kinds: a later kind's refusal comes first
+    for parameter, value, position in given:
+        if value is None and parameter.optional:
             continue
-        if value is None and optional:
+        try:
+            accepted = parameter.accepts(value)
+        except ValueError as error:  # an int past int64: raised once every kind matched
+            overflow = overflow or error
             continue
-        if not accepts(value):
+        if not accepted:
+            if parameter.overloaded:
+                raise TypeError(_invalid_combination(function, args, kwargs, self_given, parameter))
             where = "" if position is None else f" (position {position - self_given})"
-            raise TypeError(f"{function}(): argument '{spelled}'{where} must be {words}, not {_type_name(value)}")
+            raise TypeError(f"{function}(): argument '{parameter.spelled}'{where} must be {parameter.words}, not "
+                            f"{_type_name(value)}")
+    if overflow is not None:
+        raise overflow
+    for parameter, value, _ in given:
+        if parameter.parse is not None and value is not None:
+            parameter.parse(value)
 
 
-def checked_signature(signature):
+def _invalid_combination(function, args, kwargs, self_given, parameter):
+    """torch's parser's refusal when no overload matches: the kinds given, and the one that fit none."""
+    given = [_type_name(a) if not isinstance(a, _C.TensorBase) else "Tensor" for a in args[self_given:]]
+    given += [f"{k}={_type_name(v) if not isinstance(v, _C.TensorBase) else 'Tensor'}" for k, v in kwargs.items()]
+    return (f"{function}() received an invalid combination of arguments - got ({', '.join(given)}), but expected "
+            f"one of: argument '{parameter.spelled}' as {parameter.words}")
+
+
+def _refusal_of_the_call(op, function, error, args, kwargs):
+    """The error a refused call raises: Python's own TypeError when the call does not even bind to
+    the op's parameters (missing or extra arguments, which torch's parser reports first), else
+    `error`. Runs only on the error path."""
+    try:
+        inspect.signature(op).bind(*args, **kwargs)
+    except TypeError as binding:
+        return TypeError(f"{function}() {binding}")
+    return error
+
+
+def checked_signature(signature, overloaded=False):
     """Decorator: checks each argument given to the op against ``signature`` (torch's schema words:
     'diagflat(Tensor input, int offset=0)', ``Kind?`` where None is taken, ``*`` before keyword-only
     ones) before the op runs, raising torch's argument parser's TypeError (Note [Declared signatures
     of Python-level ops]). The wrapper's ``as_method`` is the same op as a Tensor method (its first
-    argument self, the others numbered from 1), which kiln._tensor_bindings attaches."""
+    argument self, the others numbered from 1), which kiln._tensor_bindings attaches. ``overloaded``:
+    torch has several overloads of the op, so a refusal is its "invalid combination of arguments"
+    TypeError. As torch's parser, an int past int64 is refused (ValueError) only once every kind matched."""
     function, parameters = _parse_signature(signature)
+    if overloaded:
+        parameters = [p._replace(overloaded=True) for p in parameters]
 
     def decorate(op):
         @functools.wraps(op)
         def checked(*args, **kwargs):
-            _check_arguments(function, parameters, args, kwargs, False)
+            try:
+                _check_arguments(function, parameters, args, kwargs, False)
+            except (TypeError, ValueError, RuntimeError) as error:
+                raise _refusal_of_the_call(op, function, error, args, kwargs) from None
             return op(*args, **kwargs)
 
         @functools.wraps(op)
         def as_method(*args, **kwargs):
-            _check_arguments(function, parameters, args, kwargs, True)
+            try:
+                _check_arguments(function, parameters, args, kwargs, True)
+            except (TypeError, ValueError, RuntimeError) as error:
+                raise _refusal_of_the_call(op, function, error, args, kwargs) from None
             return op(*args, **kwargs)
 
         checked.as_method = as_method

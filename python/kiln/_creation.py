@@ -21,6 +21,7 @@ from kiln._config import is_warn_always_enabled
 bool_, int_, float_ = builtins.bool, builtins.int, builtins.float
 
 
+@checked_signature("tensor(Any data, *, ScalarType? dtype, Device? device, bool requires_grad, bool pin_memory)")
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data`` (nested sequences, numbers, arrays, tensors)."""
     return _C._tensor(data, dtype, device, requires_grad)
@@ -44,6 +45,7 @@ def _same_device(tensor, device) -> bool_:
     return wanted.type == tensor.device.type and (wanted.index is None or wanted.index == tensor.device.index)
 
 
+@checked_signature("as_tensor(Any data, ScalarType? dtype, Device? device)")
 def as_tensor(data, dtype=None, device=None):
     """torch.as_tensor: ``data`` itself when it is a kiln tensor of that dtype and device,
     else a converted tensor (differentiable); numpy arrays share their memory when the
@@ -82,6 +84,7 @@ def _asarray_tensor(tensor, dtype, device, copy, requires_grad):
     return tensor
 
 
+@checked_signature("asarray(Any obj, *, ScalarType? dtype, Device? device, bool? copy, bool? requires_grad)")
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
     """torch.asarray: ``obj`` as a tensor, sharing memory where it can (tensors, numpy
     arrays, DLPack capsules' owners, buffer-protocol objects read as ``dtype`` or the
@@ -121,6 +124,7 @@ _NUMPY_DTYPES = {
 }
 
 
+@checked_signature("frombuffer(Any buffer, *, ScalarType dtype, int count, int offset, bool requires_grad)")
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     """torch.frombuffer: a 1-D tensor over ``count`` elements of ``buffer`` from byte
     ``offset`` on. The tensor shares the buffer's memory (through a numpy view, which

@@ -170,7 +170,8 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     return _RESULT_TYPES["histogram"](hist, bin_edges)
 
 
-@checked_signature("histogramdd(Tensor input, Any bins, Any range, Tensor? weight, bool density)")
+@checked_signature("histogramdd(Tensor input, int|int[]|Tensor[] bins, float[]? range, Tensor? weight, bool density)",
+                   overloaded=True)
 def histogramdd(input, bins, range=None, weight=None, density=False):
     """torch.histogramdd: the N-dimensional histogram of the points in ``input``'s last dim (all
     other dims flattened); ``bins`` an int (for every dim), N ints or N 1-D edge tensors.

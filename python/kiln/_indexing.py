@@ -13,7 +13,7 @@ from kiln._creation import tensor
 _F = _C._functions
 
 
-@checked_signature("nonzero(Tensor input, *, Tensor? out)")
+@checked_signature("nonzero(Tensor input, *, Tensor? out, bool as_tuple)")
 def nonzero(input, *, out=None, as_tuple=False):
     """The indices of the nonzero elements of ``input``: an (n, ndim) int64 tensor,
     or with ``as_tuple=True`` a tuple of ndim 1-D tensors, one per dim (a 0-dim

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from kiln import _C
-from kiln._arguments import _require_tensor, checked_signature
+from kiln._arguments import _require_tensor, _wrap_dim, checked_signature
 
 _F = _C._functions
 
@@ -61,8 +61,8 @@ def _spectral_norm(A, ord, dim, keepdim):
     return result
 
 
-@checked_signature("linalg_matrix_norm(Tensor A as input, Any ord, int[] dim, bool keepdim, *, ScalarType? dtype, "
-                   "Tensor? out)")
+@checked_signature("linalg_matrix_norm(Tensor A as input, Scalar|str ord, int[] dim, bool keepdim, *, "
+                   "ScalarType? dtype, Tensor? out)", overloaded=True)
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """torch.linalg.matrix_norm for ord 'fro', inf, -inf, 1, -1 over the two dims `dim`."""
     if A.dim() < 2:
@@ -95,8 +95,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return result
 
 
-@checked_signature("linalg_norm(Tensor A as input, Any ord, int[1]? dim, bool keepdim, *, Tensor? out, "
-                   "ScalarType? dtype)")
+@checked_signature("linalg_norm(Tensor A as input, Scalar|str? ord, int[1]? dim, bool keepdim, *, Tensor? out, "
+                   "ScalarType? dtype)", overloaded=True)
 def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     """torch.linalg.norm: a vector norm over one dim (or all, for ord None), a matrix norm over two."""
     if isinstance(dim, int):
@@ -112,7 +112,7 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
 
 
-@checked_signature("norm(Tensor input)")
+@checked_signature("norm(Tensor input, Any p, Any dim, bool keepdim, Tensor? out, ScalarType? dtype)")
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """torch.norm: p 'fro' (2 over dim, all by default), 'nuc', or a number."""
     if p == "fro" or p is None:
@@ -137,7 +137,7 @@ def norm_except_dim(v, pow=2, dim: int = 0):
     the norm of everything, a 0-d tensor."""
     if dim == -1:
         return _F.linalg_vector_norm(v, float(pow), None, False)
-    dim = dim % v.dim()
+    dim = _wrap_dim(dim, v.dim(), wrap_scalar=False)
     others = [d for d in range(v.dim()) if d != dim]
     return _F.linalg_vector_norm(v, float(pow), others, True)
 

@@ -62,7 +62,7 @@ def _spacing(x, y, dim):
     return spacing
 
 
-@checked_signature("trapezoid(Tensor y, Any x, *, Any dx, int dim)")
+@checked_signature("trapezoid(Tensor y, Any x, *, Scalar? dx, int dim)", overloaded=True)
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoid rule along ``dim``: spacing ``dx`` (default 1) or sample points ``x``, with torch's
     checks (the shared core is trapz's, below)."""
@@ -76,7 +76,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     return _trapezoid_dx(y, 1.0 if dx is None else dx, dim)
 
 
-@checked_signature("cumulative_trapezoid(Tensor y, Any x, *, Any dx, int dim)")
+@checked_signature("cumulative_trapezoid(Tensor y, Any x, *, Scalar? dx, int dim)", overloaded=True)
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoid rule along ``dim`` (one element shorter than y along it)."""
     if x is not None and dx is not None:
@@ -88,6 +88,7 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     if y.dim() == 0:
         raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     y = _float_of(y) if not isinstance(x, _C.TensorBase) else y
+    dim = _wrap_dim(dim, y.dim())
     length = y.shape[dim]
     if length == 0:
         return y.narrow(dim, 0, 0)
@@ -234,7 +235,7 @@ def dist(input, other, p=2):
     return vector_norm(input - other, p)
 
 
-@checked_signature("float_power(Any input, Any exponent, *, Tensor? out)")
+@checked_signature("float_power(Tensor|Scalar input, Tensor|Scalar exponent, *, Tensor? out)", overloaded=True)
 def float_power(input, exponent, *, out=None):
     """``input ** exponent`` computed in float64 whatever the inputs' dtypes."""
     base = input.to(_C.float64) if isinstance(input, _C.TensorBase) else float(input)

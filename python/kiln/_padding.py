@@ -72,7 +72,7 @@ def _index_tensor(values: list):
     return tensor(values, dtype=_C.int64)
 
 
-@checked_signature("pad(Tensor input)")
+@checked_signature("pad(Tensor input, int[] pad, str mode, float? value)")
 def pad(input, pad: list, mode: str = "constant", value: Optional[float] = None):
     """Constant padding composed from narrow (negative pads) and cat (positive pads);
     the other modes need their ops."""

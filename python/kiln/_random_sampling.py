@@ -99,7 +99,7 @@ class PoissonBackward(Function):
         return _F.zeros_like(grad), None
 
 
-@checked_signature("poisson(Tensor input)")
+@checked_signature("poisson(Tensor input, Generator? generator)")
 def poisson(input, generator=None):
     """torch.poisson: a Poisson sample of each rate in ``input`` (a float tensor, rates >= 0),
     in input's dtype. Its gradient is zero, as torch's. See Note [Vectorized rejection sampling]."""
@@ -195,7 +195,7 @@ def _binomial_values(count, prob, generator):
     return result.reshape(shape).to(count.dtype)
 
 
-@checked_signature("binomial(Tensor count, Tensor prob)")
+@checked_signature("binomial(Tensor count, Tensor prob, Generator? generator)")
 def binomial(count, prob, generator=None):
     """torch.binomial: a Binomial(count, prob) sample per element (count and prob float tensors of
     one dtype, float32 or float64, broadcast together); count <= 0 or prob <= 0 give 0, prob >= 1

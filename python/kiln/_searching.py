@@ -19,6 +19,9 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
                         f"Tensor), but expected one of:\n * (Tensor input, Tensor boundaries, *, "
                         f"bool out_int32 = False, bool right = False, Tensor out = None)\n"
                         f" * (Number self, Tensor boundaries, *, bool out_int32 = False, bool right = False)\n")
+    if out is not None and not isinstance(input, _C.TensorBase):  # the Number overload has no out
+        raise TypeError(f"bucketize() received an invalid combination of arguments - got ({type(input).__name__}, "
+                        "Tensor, out=Tensor), but expected (Tensor input, Tensor boundaries, *, ..., Tensor out)")
     if boundaries.dim() != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
     kwargs = {"out_int32": out_int32, "right": right}
@@ -27,7 +30,8 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     return _C._functions.searchsorted(boundaries, input, **kwargs)
 
 
-@checked_signature("isin(Any elements, Any test_elements, *, bool assume_unique, bool invert)")
+@checked_signature("isin(Tensor|Scalar elements, Tensor|Scalar test_elements, *, bool assume_unique, bool invert)",
+                   overloaded=True)
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each element of ``elements`` occurs in ``test_elements`` (either may be a scalar)."""
     if not isinstance(elements, _C.TensorBase) and not isinstance(test_elements, _C.TensorBase):

@@ -93,17 +93,20 @@ def _split_along(name, input, indices_or_sections, dim, min_dims):
     return _f().tensor_split(input, indices_or_sections, dim)
 
 
+@checked_signature("hsplit(Tensor input, int|int[] indices_or_sections)", overloaded=True)
 def hsplit(input, indices_or_sections):
     """tensor_split along dim 1 (dim 0 for 1-D tensors), sections dividing the dim exactly."""
     _require_tensor(input, "hsplit", "input", 1)
     return _split_along("hsplit", input, indices_or_sections, 0 if input.dim() == 1 else 1, 1)
 
 
+@checked_signature("vsplit(Tensor input, int|int[] indices_or_sections)", overloaded=True)
 def vsplit(input, indices_or_sections):
     """tensor_split along dim 0 of a tensor of at least 2 dims."""
     return _split_along("vsplit", input, indices_or_sections, 0, 2)
 
 
+@checked_signature("dsplit(Tensor input, int|int[] indices_or_sections)", overloaded=True)
 def dsplit(input, indices_or_sections):
     """tensor_split along dim 2 of a tensor of at least 3 dims."""
     return _split_along("dsplit", input, indices_or_sections, 2, 3)
@@ -146,13 +149,15 @@ def meshgrid(*tensors, indexing=None):
     warning when not given) or ``"xy"`` (the first two dims swapped)."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    if indexing is not None and not isinstance(indexing, str):
+        raise TypeError(f"meshgrid(): argument 'indexing' must be str, not {_type_name(indexing)}")
     if indexing is None:
         warnings.warn("kiln.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
                       UserWarning, stacklevel=2)
         indexing = "ij"
+    _require_tensors(tensors)
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f'kiln.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
-    _require_tensors(tensors)
     for t in tensors:
         if t.dim() > 1:
             raise RuntimeError(f"kiln.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")

@@ -91,9 +91,12 @@ def _nanmedian_position(n, nan_count):
     return (n - nan_count - 1).div(2, rounding_mode="floor")
 
 
-@checked_signature("median(Tensor input)")
-def median(input, dim=None, keepdim=False):
+@checked_signature("median(Tensor input, int dim, bool keepdim)")
+def median(input, dim=None, keepdim=None):
     """The lower median (NaN when there is a NaN): of all elements, or (values, indices) along ``dim``."""
+    if dim is None and keepdim is not None:  # torch's overload with keepdim needs dim
+        raise TypeError('median() missing 1 required positional arguments: "dim"')
+    keepdim = bool(keepdim)
     if dim is None:
         if input.numel() == 0:
             return _F.full((), float("nan"), dtype=input.dtype)
@@ -101,9 +104,12 @@ def median(input, dim=None, keepdim=False):
     return _select_sorted(input, dim, keepdim, _median_position, median_type)
 
 
-@checked_signature("nanmedian(Tensor input)")
-def nanmedian(input, dim=None, keepdim=False):
+@checked_signature("nanmedian(Tensor input, int dim, bool keepdim)")
+def nanmedian(input, dim=None, keepdim=None):
     """The lower median of the non-NaN elements: of all, or (values, indices) along ``dim``."""
+    if dim is None and keepdim is not None:  # torch's overload with keepdim needs dim
+        raise TypeError('nanmedian() missing 1 required positional arguments: "dim"')
+    keepdim = bool(keepdim)
     if dim is None:
         if input.numel() == 0:
             return _F.full((), float("nan"), dtype=input.dtype)
@@ -200,7 +206,8 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     return result[0] if scalar_q else result
 
 
-@checked_signature("quantile(Tensor input, Any q, int? dim, bool keepdim, *, str interpolation, Tensor? out)")
+@checked_signature("quantile(Tensor input, Tensor|float q, int? dim, bool keepdim, *, str interpolation, Tensor? out)",
+                   overloaded=True)
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """The q-th quantiles (q a number or a 1-D tensor in [0, 1]) of ``input`` or along ``dim``."""
     result = _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
@@ -209,7 +216,8 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
     return result
 
 
-@checked_signature("nanquantile(Tensor input, Any q, int? dim, bool keepdim, *, str interpolation, Tensor? out)")
+@checked_signature("nanquantile(Tensor input, Tensor|float q, int? dim, bool keepdim, *, str interpolation, "
+                   "Tensor? out)", overloaded=True)
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """quantile of the non-NaN values (NaN where a slice has none)."""
     result = _quantile(input, q, dim, keepdim, interpolation, True, "nanquantile")
@@ -282,6 +290,7 @@ def logcumsumexp(input, dim):
     return result
 
 
+@checked_signature("unique_consecutive(Tensor input, bool return_inverse, bool return_counts, int? dim)")
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """``input`` with runs of equal consecutive elements (or slices along ``dim``) collapsed."""
     _refuse_meta("unique_consecutive", input)
@@ -314,6 +323,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+@checked_signature("unique(Tensor input, bool sorted, bool return_inverse, bool return_counts, int? dim)")
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct elements (or slices along ``dim``) in ascending order, with optional inverse and counts."""
     _refuse_meta("unique", input)
@@ -414,7 +424,7 @@ def _check_mode_out(out, input):
                                f"for {label} output")
 
 
-@checked_signature("mode(Tensor input, int dim, bool keepdim)")
+@checked_signature("mode(Tensor input, int dim, bool keepdim, *, Tensor[]? out)")
 def mode(input, dim=-1, keepdim=False, *, out=None):
     """torch.mode: the most frequent value along ``dim`` (the smallest of equally frequent ones)
     and an index where it occurs, the same index torch's CPU kernel reports (the _mode op runs

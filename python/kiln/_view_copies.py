@@ -88,7 +88,7 @@ def split_copy(input, split_size, dim=0, *, out=None):
     return _write_out([_materialise(p) for p in input.split(split_size, dim)], out)
 
 
-@checked_signature("split_with_sizes_copy(Tensor input, int[] split_sizes, int dim, *, Tensor? out)")
+@checked_signature("split_with_sizes_copy(Tensor input, int[] split_sizes, int dim, *, Tensor[]? out)")
 def split_with_sizes_copy(input, split_sizes, dim=0, *, out=None):
     """torch.split_with_sizes_copy: the pieces of ``input.split_with_sizes(split_sizes, dim)``, copied."""
     return _write_out([_materialise(p) for p in input.split_with_sizes(list(split_sizes), dim)], out)
@@ -113,7 +113,7 @@ def transpose_copy(input, dim0, dim1, *, out=None):
     return _write_out(_materialise(input.transpose(dim0, dim1)), out)
 
 
-@checked_signature("unbind_copy(Tensor input, int dim, *, Tensor? out)")
+@checked_signature("unbind_copy(Tensor input, int dim, *, Tensor[]? out)")
 def unbind_copy(input, dim=0, *, out=None):
     """torch.unbind_copy: the slices of ``input.unbind(dim)``, each a new tensor."""
     return _write_out([_materialise(p) for p in input.unbind(dim)], out)

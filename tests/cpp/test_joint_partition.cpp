@@ -79,3 +79,34 @@ TEST(JointPartition, SplitPointsOutsideTheGraphAreRejected) {
   EXPECT_THROW((void)partition_joint(*joint, 99, 2, 1), std::exception);
   EXPECT_THROW((void)partition_joint(*joint, 3, 5, 1), std::exception);
 }
+
+// The minimum cut (Note [Choosing what to save]): the backward reads a chain's
+// values and the matmul it starts from; only the matmul's result is saved and
+// the chain is recomputed (saving exp's result too would cost 64 more bytes).
+TEST(JointPartition, PointwiseChainIsRecomputedFromTheSavedMatmul) {
+  auto joint = ir::parse(R"(graph(%x : f32[4, 4], %w : f32[4, 4], %g : f32[4, 4]):
+  %m : f32[4, 4] = kiln::mm(%x, %w)
+  %a : f32[4, 4] = kiln::sin(%m)
+  %b : f32[4, 4] = kiln::mul.Tensor(%a, %m)
+  %y : f32[4, 4] = kiln::exp(%b)
+  %gb : f32[4, 4] = kiln::mul.Tensor(%g, %y)
+  %gm : f32[4, 4] = kiln::mul.Tensor(%gb, %a)
+  return (%y, %gm)
+)");
+  JointPartition p = partition_joint(*joint, 4, 2, 1);
+  ir::verify(*p.forward);
+  ir::verify(*p.backward);
+  EXPECT_EQ(p.num_saved, 1u);
+  EXPECT_EQ(p.saved_bytes, 64);
+  EXPECT_EQ(p.forward->outputs().back()->name(), "m");
+  EXPECT_EQ(count_kind(*p.backward, "kiln::exp"), 1u);
+  EXPECT_EQ(count_kind(*p.backward, "kiln::sin"), 1u);
+  // Written back into by the run, %x may not be recomputed from: exp(x) is saved instead.
+  auto from_input = ir::parse(R"(graph(%x : f32[4, 4], %g : f32[4, 4]):
+  %e : f32[4, 4] = kiln::exp(%x)
+  %ge : f32[4, 4] = kiln::mul.Tensor(%g, %e)
+  return (%e, %ge)
+)");
+  EXPECT_EQ(partition_joint(*from_input, 1, 1, 1).num_saved, 0u);
+  EXPECT_EQ(partition_joint(*from_input, 1, 1, 1, {0}).num_saved, 1u);
+}

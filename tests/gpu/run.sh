@@ -34,7 +34,7 @@ else:
 PY
 
 (cd tests/python && timeout 300 "$ROOT/$PYTHON" -m pytest -q -p no:cacheprovider -rs cuda \
-  compiler/test_cuda_compiled.py compiler/test_cuda_codegen.py compiler/test_cuda_target.py \
+  compiler/test_cuda_compiled.py compiler/test_cuda_codegen.py compiler/test_cuda_target.py distributed/test_nccl_device.py \
   --junitxml="$ROOT/build/gpu_run_junit.xml" 2>&1 | tail -40)
 status=${PIPESTATUS[0]}
 

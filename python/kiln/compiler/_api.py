@@ -7,6 +7,7 @@ import inspect
 
 from kiln.compiler import _state
 from kiln.compiler._compiled_function import CompiledFunction
+from kiln.compiler._modes import check_mode
 from kiln.compiler._module import OptimizedModule
 from kiln.nn.modules import _compile_hook
 from kiln.nn.modules.module import Module
@@ -35,8 +36,12 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="default", mod
     in an arena kept by each compiled graph, so a replay allocates only the tensors it returns and the
     results of the ops left to eager. Compiled kernels are cached in memory and on disk under
     ``KILN_CACHE_DIR`` (default ``~/.cache/kiln``; empty turns the disk cache off).
+    ``mode="max-autotune"`` (backend "default", CPU) times a few schedules of each fused kernel (vector
+    width, unrolling, the split across threads) on the captured sizes when it compiles, and keeps the
+    fastest; results are those of the default mode bit for bit. Another mode raises RuntimeError.
     ``disable=True`` returns ``model`` unchanged.
     """
+    check_mode(mode)
     if model is None:
         return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                                  options=options, disable=disable)

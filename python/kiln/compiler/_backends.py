@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kiln import _C, _logging
 from kiln.compiler._joint import JointProgram
+from kiln.compiler._modes import runtime_options
 from kiln.compiler._training import TrainingStepProgram
 
 
@@ -40,7 +41,8 @@ def _outputs_into_inputs(graph_program) -> list:
 def use_backend(backend: str, program, name: str, mode=None) -> None:
     """Sets the runner of each graph of ``program`` for ``backend`` (the interpreter stays where the
     backend is "eager" or the graph is not functional). ``mode="reduce-overhead"`` gives each compiled
-    graph a pre-planned arena for its kernels' intermediates (runtime/MemoryPlan.h)."""
+    graph a pre-planned arena for its kernels' intermediates (runtime/MemoryPlan.h); ``mode="max-autotune"``
+    times a few schedules per kernel and keeps the fastest (``_modes.runtime_options``)."""
     if backend != "default":
         return
     log_codegen = _logging.is_enabled("codegen")
@@ -53,7 +55,7 @@ def use_backend(backend: str, program, name: str, mode=None) -> None:
         # full +-lr steps, so compiler/test_training_step.py's GPT step drifts past its tolerance.
         decompose = not isinstance(program, TrainingStepProgram)
         compiled = _C._runtime.compile(graph_program.graph, keep_llvm_ir=log_codegen, runs_without_autograd=True,
-                                       reduce_overhead=mode == "reduce-overhead",
+                                       **runtime_options(mode),
                                        outputs_into_inputs=_outputs_into_inputs(graph_program), decompose=decompose)
         graph_program.runner = _compiled_runner(compiled)
         graph_program.compiled = compiled

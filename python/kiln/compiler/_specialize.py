@@ -4,6 +4,7 @@ once per set of input sizes, from a copy specialised to them (Note [Fused kernel
 from __future__ import annotations
 
 from kiln import _C, _logging
+from kiln.compiler._modes import runtime_options
 
 # Note [Fused kernels for symbolic graphs]
 # The runtime (runtime/CompiledGraph) plans fused kernels, row kernels and
@@ -61,6 +62,5 @@ def use_specializing_backend(backend: str, program, name: str, mode=None, decomp
     gen = program.generator_index
     pairs = [(program.num_outputs + k, i + 2 if gen is not None and i >= gen else i)
              for k, i in enumerate(program.copy_back)]
-    program.runner = SpecializingRunner(name, dict(runs_without_autograd=True,
-                                                   reduce_overhead=mode == "reduce-overhead",
+    program.runner = SpecializingRunner(name, dict(runs_without_autograd=True, **runtime_options(mode),
                                                    outputs_into_inputs=pairs, decompose=decompose))

@@ -91,14 +91,14 @@ def check_backend(backend) -> str:
         return Backend.GLOO
     if name == Backend.NCCL:
         _check_nccl()
+        return Backend.NCCL
     if name in _UNAVAILABLE:
         raise RuntimeError(_UNAVAILABLE[name])
-    raise ValueError(f"Invalid backend: '{backend}' (kiln.distributed supports 'gloo')")
+    raise ValueError(f"Invalid backend: '{backend}' (kiln.distributed supports 'gloo' and 'nccl')")
 
 
 def _check_nccl() -> None:
-    """Raises torch's RuntimeError naming what the NCCL backend lacks: the library, a GPU, or (with
-    both) kiln's NCCL process group, which is not written yet."""
+    """Raises torch's RuntimeError naming what the NCCL backend lacks: the library or a GPU."""
     missing = nccl_missing()
     if missing is not None:
         raise RuntimeError(f"Distributed package doesn't have NCCL built in: kiln loads NCCL with dlopen at "
@@ -109,6 +109,3 @@ def _check_nccl() -> None:
         raise RuntimeError("ProcessGroupNCCL is only supported with GPUs, no GPUs found! (NCCL "
                            f"{'.'.join(map(str, nccl_version()))} loaded, but kiln sees no CUDA device; use "
                            "backend='gloo' for CPU tensors)")
-    raise RuntimeError(f"kiln's NCCL process group is not written yet: NCCL {'.'.join(map(str, nccl_version()))} "
-                       "and a CUDA device are here, but kiln.distributed runs collectives on Gloo (CPU tensors) "
-                       "only; use backend='gloo'")

@@ -1,7 +1,8 @@
 """Tensor collectives and point-to-point messages with torch.distributed's
-signatures, over the group's Gloo process group.
+signatures, over the group's backend (Gloo for CPU tensors, NCCL for CUDA tensors:
+both take the same calls, python/csrc/Distributed.cpp's bind_collectives).
 
-Gloo reads and writes dense contiguous memory: a tensor that is not contiguous
+Gloo and NCCL read and writes dense contiguous memory: a tensor that is not contiguous
 is copied into a contiguous buffer, and the result is copied back when the
 operation completes (at wait() for async_op=True). Ranks named by callers
 (src, dst) are global ranks, translated to the group's own."""
@@ -29,10 +30,13 @@ def _group_or_none(group, what: str):
 
 
 def _check_tensor(tensor, what: str, name: str = "tensor") -> None:
+    """A kiln.Tensor with memory (CPU or CUDA); the backend checks which device it takes (Gloo: the
+    CPU, NCCL: its group's GPU) and raises naming the tensor otherwise."""
     if not hasattr(tensor, "is_contiguous") or not hasattr(tensor, "dtype"):
         raise TypeError(f"{what}: {name} must be a kiln.Tensor, got {type(tensor).__name__}")
-    if tensor.device.type != "cpu":
-        raise RuntimeError(f"{what}: the Gloo backend takes CPU tensors, got {name} on {tensor.device}")
+    if tensor.device.type not in ("cpu", "cuda"):
+        raise RuntimeError(f"{what}: {name} is on {tensor.device}; the Gloo backend takes CPU tensors and the "
+                           f"NCCL backend CUDA tensors")
 
 
 def _check_op(op, what: str):
@@ -95,7 +99,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     if pg is None:
         return None
     buffer, finish = _writable(tensor)
-    return _run(pg._gloo.all_reduce(buffer, op), async_op, finish, [tensor])
+    return _run(pg._backend.all_reduce(buffer, op), async_op, finish, [tensor])
 
 
 def reduce(tensor, dst: int = 0, op=ReduceOp.SUM, group=None, async_op: bool = False, group_dst=None):
@@ -107,9 +111,9 @@ def reduce(tensor, dst: int = 0, op=ReduceOp.SUM, group=None, async_op: bool = F
         return None
     root = group_dst if group_dst is not None else pg._group_rank(dst, "reduce: dst")
     if pg.rank() != root:  # Gloo uses the other ranks' buffers as scratch: theirs stay as they were
-        return _run(pg._gloo.reduce(tensor.detach().clone(memory_format=_contiguous), op, root), async_op)
+        return _run(pg._backend.reduce(tensor.detach().clone(memory_format=_contiguous), op, root), async_op)
     buffer, finish = _writable(tensor)
-    return _run(pg._gloo.reduce(buffer, op, root), async_op, finish, [tensor])
+    return _run(pg._backend.reduce(buffer, op, root), async_op, finish, [tensor])
 
 
 def broadcast(tensor, src: int = 0, group=None, async_op: bool = False, group_src=None):
@@ -120,7 +124,7 @@ def broadcast(tensor, src: int = 0, group=None, async_op: bool = False, group_sr
         return None
     root = group_src if group_src is not None else pg._group_rank(src, "broadcast: src")
     buffer, finish = _writable(tensor)
-    return _run(pg._gloo.broadcast(buffer, root), async_op, finish, [tensor])
+    return _run(pg._backend.broadcast(buffer, root), async_op, finish, [tensor])
 
 
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
@@ -134,7 +138,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
                          f"{len(tensor_list)}")
     _same_shapes(tensor_list, tensor, "all_gather", "tensor_list")
     flat = tensor.new_empty((pg.size() * tensor.numel(),))
-    work = pg._gloo.all_gather(flat, _flat(_readable(tensor)))
+    work = pg._backend.all_gather(flat, _flat(_readable(tensor)))
     return _run(work, async_op, _copy_chunks_to(tensor_list, flat), tensor_list)
 
 
@@ -152,7 +156,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
         raise ValueError(f"all_gather_into_tensor: output tensor size must be equal to world_size ({pg.size()}) "
                          f"times input tensor size ({input_tensor.numel()}), got {output_tensor.numel()}")
     buffer, finish = _writable(output_tensor)
-    work = pg._gloo.all_gather(_flat(buffer), _flat(_readable(input_tensor)))
+    work = pg._backend.all_gather(_flat(buffer), _flat(_readable(input_tensor)))
     return _run(work, async_op, finish, [output_tensor])
 
 
@@ -172,7 +176,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     for r, t in enumerate(input_list):
         scratch[r * n:(r + 1) * n].copy_(_flat(t.detach()))
     buffer, finish = _writable(output)
-    return _run(pg._gloo.reduce_scatter(_flat(buffer), scratch, op), async_op, finish, [output])
+    return _run(pg._backend.reduce_scatter(_flat(buffer), scratch, op), async_op, finish, [output])
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
@@ -189,7 +193,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
                          f"{input.dtype} with {input.numel()} elements")
     scratch = _flat(input.detach()).clone()
     buffer, finish = _writable(output)
-    return _run(pg._gloo.reduce_scatter(_flat(buffer), scratch, op), async_op, finish, [output])
+    return _run(pg._backend.reduce_scatter(_flat(buffer), scratch, op), async_op, finish, [output])
 
 
 def gather(tensor, gather_list=None, dst: int = 0, group=None, async_op: bool = False, group_dst=None):
@@ -205,10 +209,10 @@ def gather(tensor, gather_list=None, dst: int = 0, group=None, async_op: bool = 
             raise ValueError(f"gather: the destination rank needs gather_list with world_size ({pg.size()}) tensors")
         _same_shapes(gather_list, tensor, "gather", "gather_list")
         flat = tensor.new_empty((pg.size() * tensor.numel(),))
-        return _run(pg._gloo.gather(flat, source, root), async_op, _copy_chunks_to(gather_list, flat), gather_list)
+        return _run(pg._backend.gather(flat, source, root), async_op, _copy_chunks_to(gather_list, flat), gather_list)
     if gather_list:
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
-    return _run(pg._gloo.gather(None, source, root), async_op)
+    return _run(pg._backend.gather(None, source, root), async_op)
 
 
 def scatter(tensor, scatter_list=None, src: int = 0, group=None, async_op: bool = False, group_src=None):
@@ -227,10 +231,10 @@ def scatter(tensor, scatter_list=None, src: int = 0, group=None, async_op: bool 
         flat = tensor.new_empty((pg.size() * n,))
         for r, t in enumerate(scatter_list):
             flat[r * n:(r + 1) * n].copy_(_flat(t.detach()))
-        return _run(pg._gloo.scatter(_flat(buffer), flat, root), async_op, finish, [tensor])
+        return _run(pg._backend.scatter(_flat(buffer), flat, root), async_op, finish, [tensor])
     if scatter_list:
         raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
-    return _run(pg._gloo.scatter(_flat(buffer), None, root), async_op, finish, [tensor])
+    return _run(pg._backend.scatter(_flat(buffer), None, root), async_op, finish, [tensor])
 
 
 def _row_elements(tensor) -> int:
@@ -277,7 +281,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     out_counts = _split_counts(output, output_split_sizes, world, "all_to_all_single", "output")
     in_counts = _split_counts(input, input_split_sizes, world, "all_to_all_single", "input")
     buffer, finish = _writable(output)
-    work = pg._gloo.all_to_all(_flat(buffer), _flat(_readable(input)), out_counts, in_counts)
+    work = pg._backend.all_to_all(_flat(buffer), _flat(_readable(input)), out_counts, in_counts)
     return _run(work, async_op, finish, [output])
 
 
@@ -304,7 +308,7 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
         flat_in[start:start + n].copy_(_flat(t.detach()))
         start += n
     flat_out = input_tensor_list[0].new_empty((sum(out_counts),))
-    work = pg._gloo.all_to_all(flat_out, flat_in, out_counts, in_counts)
+    work = pg._backend.all_to_all(flat_out, flat_in, out_counts, in_counts)
     return _run(work, async_op, _copy_chunks_to(output_tensor_list, flat_out), output_tensor_list)
 
 
@@ -313,7 +317,7 @@ def barrier(group=None, async_op: bool = False, device_ids=None):
     pg = _group_or_none(group, "barrier")
     if pg is None:
         return None
-    return _run(pg._gloo.barrier(), async_op)
+    return _run(pg._backend.barrier(), async_op)
 
 
 def _point_to_point(tensor, peer, group, tag: int, what: str, sending: bool, group_peer=None):
@@ -328,9 +332,9 @@ def _point_to_point(tensor, peer, group, tag: int, what: str, sending: bool, gro
     else:
         peer_rank = pg._group_rank(peer, f"{what}: {'dst' if sending else 'src'}")
     if sending:
-        return pg, Work(pg._gloo.send(_flat(_readable(tensor)), peer_rank, tag))
+        return pg, Work(pg._backend.send(_flat(_readable(tensor)), peer_rank, tag))
     buffer, finish = _writable(tensor)
-    return pg, Work(pg._gloo.recv(_flat(buffer), peer_rank, tag), finish, [tensor])
+    return pg, Work(pg._backend.recv(_flat(buffer), peer_rank, tag), finish, [tensor])
 
 
 def isend(tensor, dst=None, group=None, tag: int = 0, group_dst=None):

@@ -1,7 +1,8 @@
 """Collectives of picklable Python objects (broadcast_object_list,
 all_gather_object, gather_object, scatter_object_list), as torch's: each
 object is pickled into a uint8 tensor, sizes travel first, then the bytes
-padded to the largest size. Unpickling runs whatever the sender pickled: use
+padded to the largest size; on an NCCL group these tensors live on the group's
+GPU, as torch's do. Unpickling runs whatever the sender pickled: use
 them only between processes of one trusted job, as torch warns."""
 
 from __future__ import annotations
@@ -18,29 +19,39 @@ from kiln.distributed._process_group import get_rank, resolve_group
 __all__ = ["all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list"]
 
 
-def _to_tensor(obj):
+def _device(pg) -> str:
+    """Where the group's backend takes tensors: the CPU (Gloo) or its GPU (NCCL)."""
+    return f"cuda:{pg._backend.device}" if pg._backend_name == "nccl" else "cpu"
+
+
+def _on(array, device: str):
+    tensor = _C.from_numpy(array)
+    return tensor if device == "cpu" else tensor.to(device)
+
+
+def _to_tensor(obj, device: str):
     buffer = io.BytesIO()
     pickle.Pickler(buffer).dump(obj)
     data = np.frombuffer(buffer.getvalue(), dtype=np.uint8).copy()
-    return _C.from_numpy(data), _C.from_numpy(np.array([data.size], dtype=np.int64))
+    return _on(data, device), _on(np.array([data.size], dtype=np.int64), device)
 
 
 def _from_tensor(tensor, size: int):
-    return pickle.loads(tensor[:size].numpy().tobytes())
+    return pickle.loads(tensor[:size].cpu().numpy().tobytes())
 
 
-def _padded(tensor, length: int):
-    out = _C.from_numpy(np.zeros(length, dtype=np.uint8))
+def _padded(tensor, length: int, device: str):
+    out = _empty_bytes(length, device)
     out[:tensor.numel()].copy_(tensor)
     return out
 
 
-def _empty_bytes(length: int):
-    return _C.from_numpy(np.zeros(length, dtype=np.uint8))
+def _empty_bytes(length: int, device: str):
+    return _on(np.zeros(length, dtype=np.uint8), device)
 
 
-def _empty_size():
-    return _C.from_numpy(np.zeros(1, dtype=np.int64))
+def _empty_size(device: str):
+    return _on(np.zeros(1, dtype=np.int64), device)
 
 
 def all_gather_object(object_list: list, obj, group=None) -> None:
@@ -48,13 +59,14 @@ def all_gather_object(object_list: list, obj, group=None) -> None:
     pg = resolve_group(group)
     if pg is None:
         return
+    dev = _device(pg)
     size = pg.size()
-    data, length = _to_tensor(obj)
-    lengths = [_empty_size() for _ in range(size)]
+    data, length = _to_tensor(obj, dev)
+    lengths = [_empty_size(dev) for _ in range(size)]
     all_gather(lengths, length, group=group)
     longest = max(int(n.item()) for n in lengths)
-    gathered = [_empty_bytes(longest) for _ in range(size)]
-    all_gather(gathered, _padded(data, longest), group=group)
+    gathered = [_empty_bytes(longest, dev) for _ in range(size)]
+    all_gather(gathered, _padded(data, longest, dev), group=group)
     for r in range(size):
         object_list[r] = _from_tensor(gathered[r], int(lengths[r].item()))
 
@@ -64,18 +76,19 @@ def broadcast_object_list(object_list: list, src: int = 0, group=None, device=No
     pg = resolve_group(group)
     if pg is None:
         return
+    dev = _device(pg)
     is_source = (pg.rank() == group_src) if group_src is not None else (get_rank() == src)
     n = len(object_list)
     if is_source:
-        pairs = [_to_tensor(obj) for obj in object_list]
-        lengths = _C.from_numpy(np.array([int(p[1].item()) for p in pairs], dtype=np.int64))
+        pairs = [_to_tensor(obj, dev) for obj in object_list]
+        lengths = _on(np.array([int(p[1].item()) for p in pairs], dtype=np.int64), dev)
     else:
-        lengths = _C.from_numpy(np.zeros(n, dtype=np.int64))
+        lengths = _on(np.zeros(n, dtype=np.int64), dev)
     broadcast(lengths, src=src, group=group, group_src=group_src)
     total = int(lengths.sum().item())
-    payload = _empty_bytes(total)
+    payload = _empty_bytes(total, dev)
     if is_source and total:
-        payload.copy_(_C.from_numpy(np.concatenate([p[0].numpy() for p in pairs])))
+        payload.copy_(_on(np.concatenate([p[0].cpu().numpy() for p in pairs]), dev))
     broadcast(payload, src=src, group=group, group_src=group_src)
     if not is_source:
         start = 0
@@ -90,18 +103,19 @@ def gather_object(obj, object_gather_list=None, dst: int = 0, group=None, group_
     pg = resolve_group(group)
     if pg is None:
         return
+    dev = _device(pg)
     is_destination = (pg.rank() == group_dst) if group_dst is not None else (get_rank() == dst)
     # Sizes differ per rank; an all-gather of the sizes lets every rank pad to the same length.
     everything = [None] * pg.size()
     if is_destination and (object_gather_list is None or len(object_gather_list) != pg.size()):
         raise ValueError(f"gather_object: the destination rank needs object_gather_list with world_size "
                          f"({pg.size()}) entries")
-    data, length = _to_tensor(obj)
-    lengths = [_empty_size() for _ in range(pg.size())]
+    data, length = _to_tensor(obj, dev)
+    lengths = [_empty_size(dev) for _ in range(pg.size())]
     all_gather(lengths, length, group=group)
     longest = max(int(n.item()) for n in lengths)
-    received = [_empty_bytes(longest) for _ in range(pg.size())] if is_destination else None
-    gather(_padded(data, longest), received, dst=dst, group=group, group_dst=group_dst)
+    received = [_empty_bytes(longest, dev) for _ in range(pg.size())] if is_destination else None
+    gather(_padded(data, longest, dev), received, dst=dst, group=group, group_dst=group_dst)
     if is_destination:
         for r in range(pg.size()):
             everything[r] = _from_tensor(received[r], int(lengths[r].item()))
@@ -114,17 +128,18 @@ def scatter_object_list(scatter_object_output_list: list, scatter_object_input_l
     pg = resolve_group(group)
     if pg is None:
         return
+    dev = _device(pg)
     if not isinstance(scatter_object_output_list, list) or len(scatter_object_output_list) < 1:
         raise ValueError("Expected argument scatter_object_output_list to be a list of size at least 1.")
     is_source = (pg.rank() == group_src) if group_src is not None else (get_rank() == src)
-    longest = _empty_size()
+    longest = _empty_size(dev)
     if is_source:
-        pairs = [_to_tensor(obj) for obj in scatter_object_input_list]
+        pairs = [_to_tensor(obj, dev) for obj in scatter_object_input_list]
         longest.fill_(max(int(p[1].item()) for p in pairs))
     broadcast(longest, src=src, group=group, group_src=group_src)
     width = int(longest.item())
-    out_bytes, out_size = _empty_bytes(width), _empty_size()
-    scatter(out_bytes, [_padded(p[0], width) for p in pairs] if is_source else None, src=src, group=group,
+    out_bytes, out_size = _empty_bytes(width, dev), _empty_size(dev)
+    scatter(out_bytes, [_padded(p[0], width, dev) for p in pairs] if is_source else None, src=src, group=group,
             group_src=group_src)
     scatter(out_size, [p[1] for p in pairs] if is_source else None, src=src, group=group, group_src=group_src)
     scatter_object_output_list[0] = _from_tensor(out_bytes, int(out_size.item()))

@@ -21,18 +21,20 @@ _NOT_INITIALIZED = "Default process group has not been initialized, please make 
 
 
 class ProcessGroup:
-    """A group of processes: Gloo's group over them and their global ranks (in group-rank order)."""
+    """A group of processes: the backend's group over them (_distributed.ProcessGroupGloo or
+    ProcessGroupNCCL, which take the same calls), its name, and the global ranks (in group-rank order)."""
 
-    def __init__(self, backend_group, ranks: list[int], name: str) -> None:
-        self._gloo = backend_group
+    def __init__(self, backend_group, ranks: list[int], name: str, backend: str = Backend.GLOO) -> None:
+        self._backend = backend_group
+        self._backend_name = backend
         self._ranks = list(ranks)
         self._name = name
 
     def rank(self) -> int:
-        return self._gloo.rank()
+        return self._backend.rank()
 
     def size(self) -> int:
-        return self._gloo.size()
+        return self._backend.size()
 
     def name(self) -> str:
         return self._name
@@ -49,7 +51,7 @@ class ProcessGroup:
                              f"{self._ranks})") from None
 
     def __repr__(self) -> str:
-        return f"ProcessGroup(backend=gloo, name={self._name!r}, rank={self.rank()}, size={self.size()})"
+        return f"ProcessGroup(backend={self._backend_name}, name={self._name!r}, rank={self.rank()}, size={self.size()})"
 
 
 class GroupMember:
@@ -76,6 +78,8 @@ class _State:
         self.world_size = -1
         self.timeout = default_pg_timeout
         self.device_address = ("127.0.0.1", "")
+        self.backend = Backend.GLOO
+        self.device = -1  # the CUDA device of the NCCL groups (-1: the current one)
         self.groups: list[ProcessGroup] = []
         self.groups_made = 0
 
@@ -95,11 +99,13 @@ def _milliseconds(timeout) -> timedelta:
 
 def init_process_group(backend=None, init_method=None, timeout=None, world_size: int = -1, rank: int = -1,
                        store=None, group_name: str = "", pg_options=None, device_id=None) -> None:
-    """torch.distributed.init_process_group: join the default group (Gloo) through ``init_method``
-    ("env://" by default: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT as torchrun sets them) or ``store``."""
+    """torch.distributed.init_process_group: join the default group through ``init_method``
+    ("env://" by default: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT as torchrun sets them) or ``store``.
+    backend "gloo" (the default) runs on CPU tensors, "nccl" on CUDA tensors of ``device_id`` (a
+    kiln.device or an index; None: the current device)."""
     if _state.default is not None:
         raise ValueError("trying to initialize the default process group twice!")
-    check_backend(backend)
+    backend_name = check_backend(backend)
     timeout = _milliseconds(timeout)
     if store is not None and init_method is not None:
         raise ValueError("Cannot specify both init_method and store.")
@@ -113,11 +119,32 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size:
         met = rendezvous(init_method or "env://", rank, world_size, timeout)
         store, rank, world_size, master_addr = met.store, met.rank, met.world_size, met.master_addr
     address = gloo_device_address(master_addr)
-    gloo = _distributed.ProcessGroupGloo(PrefixStore("default_pg", store), rank, world_size, timeout, *address)
+    device = _device_index(device_id)
+    made = _make_backend_group(backend_name, PrefixStore("default_pg", store), rank, world_size, timeout, address,
+                               device)
     _state.store, _state.rank, _state.world_size = store, rank, world_size
     _state.timeout, _state.device_address = timeout, address
-    _state.default = ProcessGroup(gloo, list(range(world_size)), group_name or "0")
+    _state.backend, _state.device = backend_name, device
+    _state.default = ProcessGroup(made, list(range(world_size)), group_name or "0", backend_name)
     GroupMember.WORLD = _state.default
+
+
+def _device_index(device_id) -> int:
+    """The CUDA device index device_id names (-1 when None: the current device)."""
+    if device_id is None:
+        return -1
+    if isinstance(device_id, int):
+        return device_id
+    index = getattr(device_id, "index", None)
+    if getattr(device_id, "type", "cuda") != "cuda":
+        raise ValueError(f"init_process_group: device_id must be a CUDA device, got {device_id}")
+    return -1 if index is None else int(index)
+
+
+def _make_backend_group(backend: str, store, rank: int, size: int, timeout, address, device: int):
+    if backend == Backend.NCCL:
+        return _distributed.ProcessGroupNCCL(store, rank, size, timeout, device)
+    return _distributed.ProcessGroupGloo(store, rank, size, timeout, *address)
 
 
 def is_initialized() -> bool:
@@ -157,9 +184,10 @@ def get_world_size(group=None) -> int:
 
 
 def get_backend(group=None) -> str:
-    if resolve_group(group) is None:
+    pg = resolve_group(group)
+    if pg is None:
         raise ValueError("Invalid process group specified")
-    return Backend.GLOO
+    return pg._backend_name
 
 
 def get_process_group_ranks(group) -> list[int]:
@@ -188,7 +216,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     """torch.distributed.new_group: every process of the default group calls it, in the same order;
     the members get a ProcessGroup, the others GroupMember.NON_GROUP_MEMBER."""
     default_group()
-    check_backend(backend)
+    backend_name = _state.backend if backend is None else check_backend(backend)
     members = sorted(set(range(_state.world_size) if ranks is None else (int(r) for r in ranks)))
     for r in members:
         if not 0 <= r < _state.world_size:
@@ -198,9 +226,9 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     if _state.rank not in members:
         return GroupMember.NON_GROUP_MEMBER
     timeout = _milliseconds(timeout) if timeout is not None else _state.timeout
-    gloo = _distributed.ProcessGroupGloo(PrefixStore(f"group_{name}", _state.store), members.index(_state.rank),
-                                         len(members), timeout, *_state.device_address)
-    pg = ProcessGroup(gloo, members, name)
+    made = _make_backend_group(backend_name, PrefixStore(f"group_{name}", _state.store), members.index(_state.rank),
+                               len(members), timeout, _state.device_address, _state.device)
+    pg = ProcessGroup(made, members, name, backend_name)
     _state.groups.append(pg)
     return pg
 
@@ -219,4 +247,4 @@ def destroy_process_group(group=None) -> None:
         _state.groups.remove(group)
     else:
         warnings.warn("destroy_process_group: the group was already destroyed", stacklevel=2)
-    group._gloo = None
+    group._backend = None

@@ -43,7 +43,11 @@ def _require_fft_tensor(value, name: str) -> None:
 
 
 def _swap_norm(norm: Optional[str]) -> str:
-    return {"backward": "forward", None: "forward", "forward": "backward", "ortho": "ortho"}[norm]
+    """The norm of the inverse transform (hfft's and ihfft's are their inverse's swapped)."""
+    swapped = {"backward": "forward", None: "forward", "forward": "backward", "ortho": "ortho"}
+    if norm not in swapped:
+        raise RuntimeError(f'Invalid normalization mode: "{norm}"')
+    return swapped[norm]
 
 
 def _floating(x):
@@ -250,7 +254,8 @@ def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
 
 # --- frequencies and shifts ------------------------------------------------------------------
 
-@_checked_signature("fft_fftfreq(int n, float d, *, Tensor? out, ScalarType? dtype)")
+@_checked_signature("fft_fftfreq(int n, float d, *, Tensor? out, ScalarType? dtype, Layout? layout, Device? device, "
+                    "bool requires_grad)")
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """torch.fft.fftfreq: [0, 1, ..., ceil(n/2)-1, -floor(n/2), ..., -1] / (d * n)."""
     dtype = dtype or _C.get_default_dtype()
@@ -261,7 +266,8 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
     return _finish_freq(result, out, requires_grad)
 
 
-@_checked_signature("fft_rfftfreq(int n, float d, *, Tensor? out, ScalarType? dtype)")
+@_checked_signature("fft_rfftfreq(int n, float d, *, Tensor? out, ScalarType? dtype, Layout? layout, Device? device, "
+                    "bool requires_grad)")
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """torch.fft.rfftfreq: [0, 1, ..., n//2] / (d * n)."""
     dtype = dtype or _C.get_default_dtype()

@@ -13,7 +13,7 @@ from kiln.linalg._decompositions import _check_float, _out, svdvals
 from kiln.linalg._solve import _check_square, inv
 
 
-@checked_signature("linalg_cond(Tensor A as input, Any p, *, Tensor? out)")
+@checked_signature("linalg_cond(Tensor A as input, Scalar|str? p, *, Tensor? out)", overloaded=True)
 def cond(A, p=None, *, out=None):
     """The condition number: S_max / S_min for p None or 2 (S_min / S_max for -2), else
     norm(A, p) * norm(inv(A), p)."""

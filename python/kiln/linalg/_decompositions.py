@@ -62,7 +62,7 @@ def _needs_grad(A):
 # --- Cholesky ---------------------------------------------------------------------------------------------
 
 
-@checked_signature("linalg_cholesky_ex(Tensor A as input, *, bool upper, bool check_errors)")
+@checked_signature("linalg_cholesky_ex(Tensor A as input, *, bool upper, bool check_errors, Tensor[]? out)")
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """(L, info): the Cholesky factor of each symmetric positive-definite matrix of A and LAPACK's
     info (0, or the order of the first leading minor that is not positive-definite)."""
@@ -159,6 +159,8 @@ def _cholesky_solve_function():
 @checked_signature("cholesky_inverse(Tensor L as input, bool upper, *, Tensor? out)")
 def cholesky_inverse(L, upper=False, *, out=None):
     """inv(A) from A's Cholesky factor."""
+    if L.dim() < 2:
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 dimensions.")
     n = L.shape[-1]
     identity = _F.eye(n, dtype=L.dtype).expand(*L.shape[:-2], n, n)
     return _out(cholesky_solve(identity, L, upper), out)
@@ -186,7 +188,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     return _out(result, out)
 
 
-@checked_signature("triangular_solve(Tensor b as input, Tensor A, bool upper, bool transpose, bool unitriangular)")
+@checked_signature("triangular_solve(Tensor b as input, Tensor A, bool upper, bool transpose, bool unitriangular, "
+                   "*, Tensor[]? out)")
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """torch.triangular_solve: (solution of op(A) X = b, a copy of A), op transposing when asked."""
     _require_tensor(b, "triangular_solve", "input", 1)
@@ -206,7 +209,7 @@ def qr(A, mode="reduced", *, out=None):
     return _out(qr_type(*_f().linalg_qr(A, mode)), out)
 
 
-@checked_signature("qr(Tensor input, bool some)")
+@checked_signature("qr(Tensor input, bool some, *, Tensor[]? out)")
 def qr_legacy(input, some=True, *, out=None):
     """torch.qr: the reduced QR when ``some``, else the complete one."""
     return _out(old_qr_type(*_f().linalg_qr(input, "reduced" if some else "complete")), out)
@@ -215,7 +218,7 @@ def qr_legacy(input, some=True, *, out=None):
 # --- Symmetric eigendecomposition -------------------------------------------------------------------------
 
 
-@checked_signature("linalg_eigh(Tensor A as input, str UPLO)")
+@checked_signature("linalg_eigh(Tensor A as input, str UPLO, *, Tensor[]? out)")
 def eigh(A, UPLO="L", *, out=None):
     """(eigenvalues ascending, eigenvectors as columns) of each symmetric matrix of A, read from its
     lower (UPLO='L') or upper triangle."""
@@ -254,7 +257,7 @@ def _check_driver(driver):
                            "cuSOLVER backend.")
 
 
-@checked_signature("linalg_svd(Tensor A, bool full_matrices, *, str? driver)")
+@checked_signature("linalg_svd(Tensor A, bool full_matrices, *, str? driver, Tensor[]? out)")
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """(U, S, Vh) with A = U diag(S) Vh, S descending (gesdd, torch's CPU driver)."""
     _check_driver(driver)
@@ -270,7 +273,7 @@ def svdvals(A, *, driver=None, out=None):
     return _out(result[1], out)
 
 
-@checked_signature("svd(Tensor input, bool some, bool compute_uv)")
+@checked_signature("svd(Tensor input, bool some, bool compute_uv, *, Tensor[]? out)")
 def svd_legacy(input, some=True, compute_uv=True, *, out=None):
     """torch.svd: (U, S, V) with V not transposed; without compute_uv, U and V are full-size zeros."""
     if not compute_uv:
@@ -357,7 +360,8 @@ class _Pinv(Function):
         return _pinv_backward(grad, result, A), None, None, None
 
 
-@checked_signature("linalg_pinv(Tensor A as input, *, Any atol, Any rtol, bool hermitian, Tensor? out)")
+@checked_signature("linalg_pinv(Tensor A as input, *, Tensor|float? atol, Tensor|float? rtol, bool hermitian, "
+                   "Tensor? out)", overloaded=True)
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The Moore-Penrose pseudo-inverse: V diag(1/S) U^T over the singular values above the tolerance
     (through eigh when ``hermitian``); its gradient is the pseudo-inverse's own (_pinv_backward)."""
@@ -373,7 +377,8 @@ def pinverse(input, rcond=1e-15):
     return pinv(input, rtol=rcond)
 
 
-@checked_signature("linalg_matrix_rank(Any A, *, Any atol, Any rtol, bool hermitian, Tensor? out)")
+@checked_signature("linalg_matrix_rank(Any A, *, Tensor|float? atol, Tensor|float? rtol, bool hermitian, Tensor? out)",
+                   overloaded=True)
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """How many singular values (eigenvalue magnitudes when ``hermitian``) exceed the tolerance."""
     _check_float("matrix_rank", A)

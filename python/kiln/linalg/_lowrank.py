@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from kiln import _C, _creation
+from kiln._arguments import checked_signature
 from kiln._norms import vector_norm
 from kiln.autograd.function import Function
 from kiln.autograd.grad_mode import no_grad
@@ -38,6 +39,7 @@ def _range_basis(A, q: int, niter: int):
     return basis
 
 
+@checked_signature("svd_lowrank(Tensor A, int? q, int? niter, Tensor? M)")
 def svd_lowrank(A, q: int = 6, niter: int = 2, M=None):
     """torch.svd_lowrank: (U, S, V) with A - M ~ U diag(S) V^T for a [*, m, n] A (M broadcast to A; None
     means 0), from a rank-q randomized range finder with ``niter`` subspace iterations. V, not V^T, as torch.

@@ -117,7 +117,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     return _out(solve_ex_type(result.squeeze(-1 if left else -2) if vector else result, info), out)
 
 
-@checked_signature("linalg_inv_ex(Tensor A, *, bool check_errors)")
+@checked_signature("linalg_inv_ex(Tensor A, *, bool check_errors, Tensor[]? out)")
 def inv_ex(A, *, check_errors=False, out=None):
     """(inverse, info): linalg.inv that reports a singular matrix in info instead of raising."""
     if A.dim() < 2:

@@ -32,7 +32,7 @@ def _to_out(result, out):
     return _f._copy_to_out(result, out)
 
 
-@checked_signature("geqrf(Tensor input)")
+@checked_signature("geqrf(Tensor input, *, Tensor[]? out)")
 def geqrf(input, *, out=None):
     """torch.geqrf: (a, tau), a holding R above the diagonal and the Householder vectors below it."""
     a, tau = _f.geqrf(input)

@@ -171,6 +171,12 @@ def det(A, *, out=None):
     return result
 
 
+@checked_signature("det(Tensor input)")
+def det_legacy(input):
+    """torch.det (and Tensor.det): linalg.det without ``out``, as torch's legacy spelling."""
+    return det(input)
+
+
 @checked_signature("linalg_slogdet(Tensor A, *, Tensor[]? out)")
 def slogdet(A, *, out=None):
     """(sign, log|det|) of each square matrix of A; sign 0 and logabsdet -inf for a singular one."""

@@ -56,8 +56,8 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
     return _functions.hardtanh(input, min_val, max_val)
 
 
-@checked_signature("gelu(Tensor input)")
-def gelu(input, approximate: str = "none"):
+@checked_signature("gelu(Tensor input, *, str approximate)")
+def gelu(input, *, approximate: str = "none"):
     return _functions.gelu(input, approximate=approximate)
 
 
@@ -219,7 +219,7 @@ def threshold_(input, threshold: float, value: float):
 
 
 # --- randomized activations -------------------------------------------------------------------
-@checked_signature("rrelu(Tensor input)")
+@checked_signature("rrelu(Tensor input, Scalar lower, Scalar upper, bool training)")
 def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False):
     """x for x > 0, else a * x with a ~ U(lower, upper) per element (training) or (lower + upper) / 2."""
     if lower > upper:

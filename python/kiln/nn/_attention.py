@@ -81,7 +81,7 @@ def _broadcast_batch(query, key, value, grouped: bool):
 
 
 @checked_signature("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, "
-                   "float dropout_p, bool is_causal)")
+                   "float dropout_p, bool is_causal, float? scale, bool enable_gqa)")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: Optional[float] = None, enable_gqa: bool = False):
     """torch.nn.functional.scaled_dot_product_attention. 3-d and 4-d CPU inputs
@@ -177,7 +177,12 @@ def _pad_last(mask):
     return _C._functions.cat([mask, extra], -1)
 
 
-@checked_signature("multi_head_attention_forward(Tensor query, Tensor key)")
+@checked_signature("multi_head_attention_forward(Tensor query, Tensor key, Tensor value, int embed_dim_to_check, "
+                   "int num_heads, Tensor? in_proj_weight, Tensor? in_proj_bias, Tensor? bias_k, Tensor? bias_v, "
+                   "Any add_zero_attn, float dropout_p, Tensor out_proj_weight, Tensor? out_proj_bias, Any training, "
+                   "Tensor? key_padding_mask, Any need_weights, Tensor? attn_mask, Any use_separate_proj_weight, "
+                   "Tensor? q_proj_weight, Tensor? k_proj_weight, Tensor? v_proj_weight, Tensor? static_k, "
+                   "Tensor? static_v)")
 def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num_heads: int, in_proj_weight,
                                  in_proj_bias, bias_k, bias_v, add_zero_attn: bool, dropout_p: float,
                                  out_proj_weight, out_proj_bias, training: bool = True, key_padding_mask=None,

@@ -20,7 +20,7 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-@checked_signature("dropout(Tensor input)")
+@checked_signature("dropout(Tensor input, float p, bool training as train)")
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     _check_p(p)
     if not training or p == 0.0:
@@ -83,27 +83,27 @@ def _channel_dropout(name: str, spatial: int, input, p: float, training: bool, i
     return _noise_dropout(input, p, training, inplace, True, False)
 
 
-@checked_signature("dropout1d(Tensor input)")
+@checked_signature("feature_dropout(Tensor input, float p, bool training as train)")
 def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     return _channel_dropout("dropout1d", 1, input, p, training, inplace)
 
 
-@checked_signature("dropout2d(Tensor input)")
+@checked_signature("feature_dropout(Tensor input, float p, bool training as train)")
 def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     return _channel_dropout("dropout2d", 2, input, p, training, inplace)
 
 
-@checked_signature("dropout3d(Tensor input)")
+@checked_signature("feature_dropout(Tensor input, float p, bool training as train)")
 def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     return _channel_dropout("dropout3d", 3, input, p, training, inplace)
 
 
-@checked_signature("alpha_dropout(Tensor input)")
+@checked_signature("alpha_dropout(Tensor input, float p, bool training as train)")
 def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
     return _noise_dropout(input, p, training, inplace, False, True)
 
 
-@checked_signature("feature_alpha_dropout(Tensor input)")
+@checked_signature("feature_alpha_dropout(Tensor input, float p, bool training as train)")
 def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
     return _noise_dropout(input, p, training, inplace, True, True)
 

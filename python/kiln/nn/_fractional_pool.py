@@ -121,6 +121,9 @@ def _fractional_pool(name: str, dims: int, prefix: str, input, kernel_size, outp
         if dims == 2 and len(output_ratio) > 2:
             raise ValueError(f"{name} requires output_ratio to either be a single Int or tuple of Ints.")
         ratio = (output_ratio,) * dims if isinstance(output_ratio, (int, float)) else tuple(output_ratio)
+        if len(ratio) != dims:
+            raise ValueError(f"{name} requires output_ratio to either be a single number or a tuple of {dims} numbers, "
+                             f"got {len(ratio)}")
         output_size = [int(input.size(i - dims) * ratio[i]) for i in range(dims)]
     word = "Ints" if dims == 2 else "three Ints"
     kernel = _sizes(kernel_size, dims, f"{name}: kernel_size must either be a single Int or tuple of {word}")
@@ -159,7 +162,7 @@ def _fractional_pool(name: str, dims: int, prefix: str, input, kernel_size, outp
     return values, indices
 
 
-@checked_signature("fractional_max_pool2d_with_indices(Tensor input)")
+@checked_signature("fractional_max_pool2d(Tensor input, int[2] kernel_size, int?[2]? output_size)")
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices: bool = False, _random_samples=None):
     """F.fractional_max_pool2d_with_indices: (values, indices) always; see Note [Fractional max pooling as
@@ -176,7 +179,7 @@ def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=Non
     return result if return_indices else result[0]
 
 
-@checked_signature("fractional_max_pool3d_with_indices(Tensor input)")
+@checked_signature("fractional_max_pool3d(Tensor input, int[3] kernel_size, int?[3]? output_size)")
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices: bool = False, _random_samples=None):
     """F.fractional_max_pool3d_with_indices: (values, indices) always."""

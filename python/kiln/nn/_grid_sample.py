@@ -256,7 +256,7 @@ def _bicubic(flat, x, y, width: int, height: int, padding_mode: str, align_corne
     return out
 
 
-@checked_signature("grid_sample(Tensor input, Tensor grid)")
+@checked_signature("grid_sampler(Tensor input, Tensor grid, str mode, str padding_mode, bool? align_corners)")
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners=None):
     """input [N, C, H, W] sampled at grid [N, Ho, Wo, 2] ((x, y) in [-1, 1]), or input [N, C, D, H, W] at grid
     [N, Do, Ho, Wo, 3] ((x, y, z)); see Note [grid_sample as gathers]."""

@@ -16,7 +16,7 @@ fails for the 3-D form ("Invalid strides/sizes").
 from __future__ import annotations
 
 from kiln import _C
-from kiln._arguments import _require_tensor
+from kiln._arguments import _require_tensor, checked_signature
 from kiln._comparison import scalar_type_name
 
 _FLOATS = ("float32", "bfloat16", "float16")
@@ -56,6 +56,7 @@ def _groups(offs):
         start = end
 
 
+@checked_signature("_grouped_mm(Tensor mat_a, Tensor mat_b, *, Tensor? offs, Tensor? bias, ScalarType? out_dtype)")
 def grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None):
     """grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None): see the module docstring."""
     _require_tensor(mat_a, "_grouped_mm", "input", 1)

@@ -79,7 +79,8 @@ def _per_class(label_smoothing: float, classes: int) -> float:
     return label_smoothing / classes if classes else float("inf")
 
 
-@checked_signature("cross_entropy(Tensor input, Tensor target)")
+@checked_signature("cross_entropy_loss(Tensor input, Tensor target, Tensor? weight, Any size_average, int ignore_index, "
+                   "Any reduce, Any reduction, float label_smoothing)")
 def cross_entropy(input, target, weight=None, size_average: Optional[bool] = None, ignore_index: int = -100,
                   reduce: Optional[bool] = None, reduction: str = "mean", label_smoothing: float = 0.0):
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -223,7 +224,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average: O
     return _reduce(loss, reduction)
 
 
-@checked_signature("kl_div(Tensor input, Tensor target)")
+@checked_signature("kl_div(Tensor input, Tensor target, Any size_average, Any reduce, Any reduction, "
+                   "bool log_target)")
 def kl_div(input, target, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
            reduction: str = "mean", log_target: bool = False):
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -241,7 +243,7 @@ def kl_div(input, target, size_average: Optional[bool] = None, reduce: Optional[
 
 
 # --- margin and embedding losses ---------------------------------------------------------------
-@checked_signature("margin_ranking_loss(Tensor input1, Tensor input2, Tensor target)")
+@checked_signature("margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin)")
 def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
                         reduction: str = "mean"):
     """max(0, -target * (input1 - input2) + margin)."""
@@ -251,7 +253,7 @@ def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_averag
     return _reduce(_functions.clamp_min(-target * (input1 - input2) + margin, 0), reduction)
 
 
-@checked_signature("hinge_embedding_loss(Tensor input, Tensor target)")
+@checked_signature("hinge_embedding_loss(Tensor input, Tensor target, float margin)")
 def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, reduce=None, reduction: str = "mean"):
     """x where target is 1, max(0, margin - x) where it is -1 (summed where both apply)."""
     kiln = _functions
@@ -267,7 +269,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
     return _reduce(_functions.log1p(_functions.exp(-input * target)), reduction)  # input first: torch's error names
 
 
-@checked_signature("cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target)")
+@checked_signature("cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin)")
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
                           reduction: str = "mean"):
     """1 - cos(x1, x2) for target 1, max(0, cos(x1, x2) - margin) for target -1."""
@@ -288,7 +290,8 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
     return _reduce(loss, reduction)
 
 
-@checked_signature("triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative)")
+@checked_signature("triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin, float p, "
+                   "float eps, bool swap)")
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
                         swap: bool = False, size_average=None, reduce=None, reduction: str = "mean"):
     """max(d(a, p) - d(a, n) + margin, 0) with d the pairwise p-norm distance."""
@@ -311,7 +314,8 @@ def triplet_margin_loss_any_margin(anchor, positive, negative, margin: float, p:
     return _reduce(_functions.clamp_min(margin + d_pos - d_neg, 0), reduction)
 
 
-@checked_signature("poisson_nll_loss(Tensor input, Tensor target)")
+@checked_signature("poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, Any size_average, "
+                   "float eps)")
 def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, size_average=None, eps: float = 1e-8,
                      reduce=None, reduction: str = "mean"):
     """exp(input) - target * input (log_input), or input - target * log(input + eps); plus Stirling's term if full."""
@@ -385,7 +389,7 @@ def _check_multi_margin(input, target, weight=None) -> None:
         raise RuntimeError("target out of range")
 
 
-@checked_signature("multi_margin_loss(Tensor input, Tensor target)")
+@checked_signature("multi_margin_loss(Tensor input, Tensor target, Scalar p, Scalar margin, Tensor? weight)")
 def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None, size_average=None, reduce=None,
                       reduction: str = "mean"):
     """sum over i != y of max(0, margin - x[y] + x[i])^p / C, per sample (y the target class)."""

@@ -21,7 +21,7 @@ def _shape_tuple(shape) -> tuple:
     return (shape,) if isinstance(shape, int) else tuple(shape)
 
 
-@checked_signature("layer_norm(Tensor input)")
+@checked_signature("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps)")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-05):
     normalized_shape = _shape_tuple(normalized_shape)
     return _functions.layer_norm(input, list(normalized_shape), weight, bias, eps)
@@ -33,7 +33,7 @@ def rms_norm(input, normalized_shape, weight=None, eps: Optional[float] = None):
     return _functions.rms_norm(input, list(normalized_shape), weight, eps)
 
 
-@checked_signature("group_norm(Tensor input)")
+@checked_signature("group_norm(Tensor input, int num_groups, Tensor? weight, Tensor? bias, float eps)")
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-05):
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
@@ -48,7 +48,8 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-0
     return _functions.group_norm(input, num_groups, weight, bias, eps)
 
 
-@checked_signature("batch_norm(Tensor input)")
+@checked_signature("batch_norm(Tensor input, Tensor? running_mean, Tensor? running_var, Tensor? weight, Tensor? bias, "
+                   "bool training, float momentum, float eps)")
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-05):
     if training:  # torch's _verify_batch_size: values per channel, N * prod(spatial dims)
@@ -76,7 +77,8 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
     return input / denom
 
 
-@checked_signature("instance_norm(Tensor input)")
+@checked_signature("instance_norm(Tensor input, Tensor? running_mean, Tensor? running_var, Tensor? weight, "
+                   "Tensor? bias, bool use_input_stats, float momentum, float eps)")
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5):
     """Normalises each (sample, channel) slice over its spatial dims: batch_norm of the
@@ -101,7 +103,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return out.reshape(input.shape)
 
 
-@checked_signature("local_response_norm(Tensor input)")
+@checked_signature("local_response_norm(Tensor input, int size, float alpha, float beta, float k)")
 def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
     """x / (k + alpha * mean of x^2 over the ``size`` neighbouring channels) ^ beta (zero padded)."""
     if input.dim() < 3:

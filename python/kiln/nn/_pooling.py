@@ -65,6 +65,7 @@ def adaptive_avg_pool2d(input, output_size):
     return _functions.adaptive_avg_pool2d(input, size)
 
 
+@checked_signature("adaptive_max_pool2d(Tensor input, int?[2] output_size)")
 def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
     if native("adaptive_max_pool2d") is None:  # composed: see Note [Pooling through window tables]
         return _pool3d.adaptive_max_pool2d(input, output_size, return_indices)
@@ -77,40 +78,43 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
 
 
 # --- the *_with_indices forms: (values, indices) whatever return_indices says --------------------
-@checked_signature("max_pool1d_with_indices(Tensor input)")
+@checked_signature("max_pool1d_with_indices(Tensor input, int[1] kernel_size, int[1]? stride, int[1] padding, "
+                   "int[1] dilation, bool ceil_mode)")
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                             return_indices: bool = False):
     """F.max_pool1d_with_indices: (values, indices) whatever ``return_indices`` says."""
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
-@checked_signature("max_pool2d_with_indices(Tensor input)")
+@checked_signature("max_pool2d_with_indices(Tensor input, int[2] kernel_size, int[2]? stride, int[2] padding, "
+                   "int[2] dilation, bool ceil_mode)")
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                             return_indices: bool = False):
     """F.max_pool2d_with_indices: (values, indices)."""
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
-@checked_signature("max_pool3d_with_indices(Tensor input)")
+@checked_signature("max_pool3d_with_indices(Tensor input, int[3] kernel_size, int[3]? stride, int[3] padding, "
+                   "int[3] dilation, bool ceil_mode)")
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                             return_indices: bool = False):
     """F.max_pool3d_with_indices: (values, indices)."""
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
-@checked_signature("adaptive_max_pool1d_with_indices(Tensor input)")
+@checked_signature("adaptive_max_pool1d(Tensor input, int[1] output_size)")
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices: bool = False):
     """F.adaptive_max_pool1d_with_indices: (values, indices)."""
     return adaptive_max_pool1d(input, output_size, True)
 
 
-@checked_signature("adaptive_max_pool2d_with_indices(Tensor input)")
+@checked_signature("adaptive_max_pool2d(Tensor input, int?[2] output_size)")
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices: bool = False):
     """F.adaptive_max_pool2d_with_indices: (values, indices)."""
     return adaptive_max_pool2d(input, output_size, True)
 
 
-@checked_signature("adaptive_max_pool3d_with_indices(Tensor input)")
+@checked_signature("adaptive_max_pool3d(Tensor input, int?[3] output_size)")
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices: bool = False):
     """F.adaptive_max_pool3d_with_indices: (values, indices)."""
     return adaptive_max_pool3d(input, output_size, True)
@@ -123,26 +127,26 @@ def _ntuple(value, n: int) -> tuple:
 
 def _lp_pool(pool, dims: int, input, norm_type, kernel_size, stride, ceil_mode):
     """(sum over each window of x^p) ^ (1 / p): the average pool of x^p times the window size."""
-    area = int(np.prod(_ntuple(kernel_size, dims)))
     if stride is not None:
         pooled = pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     else:
         pooled = pool(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    area = int(np.prod(_ntuple(kernel_size, dims)))  # after the pool, whose parser checks kernel_size
     # sign * relu(abs): the value unchanged, no gradient where a window's power sum is exactly zero.
     return (_functions.sign(pooled) * _functions.relu(_functions.abs(pooled)) * area).pow(1.0 / norm_type)
 
 
-@checked_signature("lp_pool1d(Tensor input)")
+@checked_signature("lp_pool1d(Tensor input, float norm_type, int[1] kernel_size, int[1]? stride, bool ceil_mode)")
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
     return _lp_pool(avg_pool1d, 1, input, norm_type, kernel_size, stride, ceil_mode)
 
 
-@checked_signature("lp_pool2d(Tensor input)")
+@checked_signature("lp_pool2d(Tensor input, float norm_type, int[2] kernel_size, int[2]? stride, bool ceil_mode)")
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
     return _lp_pool(avg_pool2d, 2, input, norm_type, kernel_size, stride, ceil_mode)
 
 
-@checked_signature("lp_pool3d(Tensor input)")
+@checked_signature("lp_pool3d(Tensor input, float norm_type, int[3] kernel_size, int[3]? stride, bool ceil_mode)")
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
     return _lp_pool(avg_pool3d, 3, input, norm_type, kernel_size, stride, ceil_mode)
 
@@ -178,6 +182,10 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, dims:
                            f"but got a tensor with {in_dims} dimensions.")
     kernel = _ntuple(kernel_size, dims)
     stride = kernel if stride is None else _ntuple(stride, dims)
+    for name, given in (("kernel_size", kernel), ("stride", stride)):
+        if len(given) != dims:
+            raise RuntimeError(f"max_unpool{dims}d: {name} must be a single int or a tuple of {dims} ints, but got "
+                               f"{len(given)} elements")
     padding = _ntuple(padding, dims)
     sizes = _unpool_size(input, kernel, stride, padding, output_size, dims)
     if tuple(indices.shape) != tuple(input.shape):
@@ -200,19 +208,22 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, dims:
     return out.reshape(*lead, *sizes)
 
 
-@checked_signature("max_unpool1d(Tensor input)")
+@checked_signature("max_unpool1d(Tensor input, Tensor indices, int[1] kernel_size, int[1]? stride, "
+                   "int[1] padding, int[]? output_size)")
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The partial inverse of max_pool1d: each value written at its index, zeros elsewhere."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
 
 
-@checked_signature("max_unpool2d(Tensor input)")
+@checked_signature("max_unpool2d(Tensor input, Tensor indices, int[2] kernel_size, int[2]? stride, "
+                   "int[2] padding, int[]? output_size)")
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The partial inverse of max_pool2d: each value written at its flat h * W + w index, zeros elsewhere."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
 
 
-@checked_signature("max_unpool3d(Tensor input)")
+@checked_signature("max_unpool3d(Tensor input, Tensor indices, int[3] kernel_size, int[3]? stride, "
+                   "int[3] padding, int[]? output_size)")
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The partial inverse of max_pool3d: each value written at its flat (d * H + h) * W + w index."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)

@@ -2,7 +2,9 @@
 of pass_fixtures/*.ir runs its passes with the verifier after each, then its
 result is compared with the expected graph or CHECK lines, and (where the
 inputs are tensors of known sizes) the interpreter gives the same outputs
-before and after."""
+before and after. The fusion passes return plans rather than rewriting the
+graph (``_C._passes.plan_passes()``): their text follows the graph's, for the
+CHECK lines."""
 
 import pathlib
 
@@ -17,16 +19,25 @@ FIXTURES = pathlib.Path(__file__).parent / "pass_fixtures"
 CASES = [(path.stem, case) for path in sorted(FIXTURES.glob("*.ir")) for case in load_cases(path)]
 
 
+PLAN_PASSES = set(_C._passes.plan_passes())
+
+
 def _run_passes(graph, passes):
+    """Runs ``passes`` on ``graph``; returns ({rule: times fired}, the plan passes' text)."""
     fired = {}
+    plans = []
     for name in passes:
+        if name in PLAN_PASSES:
+            plans.append(getattr(_C._passes, name)(graph))
+            graph.verify()
+            continue
         result = getattr(_C._passes, name)(graph, verify=True) if name == "run_pipeline" else \
             getattr(_C._passes, name)(graph)
         if name == "simplify_algebra":
             for rule, count in result.items():
                 fired[rule] = fired.get(rule, 0) + count
         graph.verify()
-    return fired
+    return fired, "".join(plans)
 
 
 _TYPE = {"f32": kiln.float32, "f64": kiln.float64, "f16": kiln.float16, "i64": kiln.int64, "i32": kiln.int32,
@@ -61,10 +72,10 @@ def _random_inputs(text):
 def test_pass_fixture(fixture, case):
     graph = _C._ir.parse(case.source)
     graph.verify()
-    fired = _run_passes(graph, case.passes)
-    out = str(graph)
+    fired, plan = _run_passes(graph, case.passes)
+    out = str(graph) + plan
     if case.expect is not None:
-        assert out == str(_C._ir.parse(case.expect)), f"got:\n{out}"
+        assert str(graph) == str(_C._ir.parse(case.expect)), f"got:\n{out}"
     failure = filecheck(out, case.checks)
     assert failure is None, f"{failure}\ngot:\n{out}"
     if case.fires is not None:
@@ -89,4 +100,10 @@ def test_every_rule_and_pass_has_a_fixture():
     assert {name for name, _, _ in _C._passes.rewrite_rules()} == fired
     passes = {p for _, c in CASES for p in c.passes}
     assert set(_C._passes.pipeline_passes()) <= passes
-    assert {path.stem for path in FIXTURES.glob("*.ir")} >= set(_C._passes.pipeline_passes())
+    assert {path.stem for path in FIXTURES.glob("*.ir")} >= set(_C._passes.pipeline_passes()) | PLAN_PASSES
+
+
+def test_every_decomposed_op_has_a_fixture():
+    sources = "".join(c.source for f, c in CASES if f == "decompose_composites")
+    missing = [op for op in _C._passes.decomposed_ops() if f"{op}(" not in sources]
+    assert not missing, f"decomposed ops without a decompose_composites.ir case: {missing}"

@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 SCRIPT = r"""
 import json, sys
 import kiln.distributed as dist
@@ -39,7 +41,7 @@ const char* ncclGetErrorString(int r) { return "fake NCCL"; }
 #define FAIL(name) int name() { return 1; }
 FAIL(ncclGetUniqueId) FAIL(ncclCommInitRank) FAIL(ncclCommDestroy) FAIL(ncclCommAbort) FAIL(ncclAllReduce)
 FAIL(ncclBroadcast) FAIL(ncclAllGather) FAIL(ncclReduceScatter) FAIL(ncclSend) FAIL(ncclRecv)
-FAIL(ncclGroupStart) FAIL(ncclGroupEnd)
+FAIL(ncclGroupStart) FAIL(ncclGroupEnd) FAIL(ncclCommGetAsyncError) FAIL(ncclReduce)
 """
 
 
@@ -74,5 +76,49 @@ def test_a_loadable_nccl_is_found_and_the_missing_gpu_named(tmp_path):
     assert kind == "RuntimeError" and out["initialized"] is False
     if out["gpus"] == 0:
         assert message.startswith("ProcessGroupNCCL is only supported with GPUs, no GPUs found!")
+    else:  # the fake's ncclGetUniqueId fails: kiln names NCCL's call and message
+        assert "NCCL error in ncclGetUniqueId: fake NCCL" in message
+
+
+REAL_NCCL_SCRIPT = r"""
+import json
+from datetime import timedelta
+import kiln.distributed as dist
+from kiln._C import _distributed
+from kiln.distributed._nccl import nccl_version
+import kiln.cuda
+out = {"available": dist.is_nccl_available(), "version": list(nccl_version()), "gpus": kiln.cuda.device_count()}
+store = _distributed.FileStore(__import__("sys").argv[1], timedelta(seconds=5))
+try:
+    _distributed.ProcessGroupNCCL(store, 0, 1, timedelta(seconds=5))
+    out["direct"] = None
+except Exception as e:
+    out["direct"] = [type(e).__name__, str(e)]
+dist.init_process_group("gloo", init_method="file://" + __import__("sys").argv[2], rank=0, world_size=1)
+try:
+    dist.new_group([0], backend="nccl")
+    out["new_group"] = None
+except Exception as e:
+    out["new_group"] = [type(e).__name__, str(e)]
+print(json.dumps(out))
+"""
+
+
+def test_the_nccl_wheel_loads_and_every_entry_point_resolves(tmp_path):
+    """setup.sh installs nvidia-nccl-cu13: kiln finds its libnccl.so.2 in the wheel's folder, resolves
+    the 16 entry points, reads its version; without a GPU both ways to a NCCL group say so."""
+    pytest.importorskip("nvidia.nccl", reason="optional package nvidia-nccl-cu13 is not installed")
+    env = {k: v for k, v in os.environ.items() if k != "KILN_NCCL_LIBRARY"}
+    done = subprocess.run([sys.executable, "-c", REAL_NCCL_SCRIPT, str(tmp_path / "store"), str(tmp_path / "init")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["available"] is True
+    assert tuple(out["version"]) >= (2, 10, 0)  # ncclAvg and bfloat16 came in 2.10
+    if out["gpus"] == 0:
+        kind, message = out["direct"]
+        assert kind == "RuntimeError" and message.startswith("ProcessGroupNCCL is only supported with GPUs")
+        kind, message = out["new_group"]
+        assert kind == "RuntimeError" and message.startswith("ProcessGroupNCCL is only supported with GPUs")
     else:
-        assert message.startswith("kiln's NCCL process group is not written yet: NCCL 2.21.5")
+        assert out["direct"] is None and out["new_group"] is None

@@ -67,6 +67,19 @@ DECLARED_REFUSALS = {
                   "of Tensors, not Tensor"),
     "dtype_instead_of_tensor": (lambda lib: lib.alias_copy(lib.float32), "alias_copy\\(\\): argument 'input' "
                                 "\\(position 1\\) must be Tensor, not (torch|kiln).dtype"),
+    "overloads_int_or_int_list": (lambda lib: lib.dsplit(lib.ones(2, 2, 2), None), "dsplit\\(\\) received an "
+                                  "invalid combination of arguments - got \\(Tensor, NoneType\\)"),
+    "overloads_device": (lambda lib: lib.kaiser_window(5, device=3.5), "kaiser_window\\(\\) received an invalid "
+                         "combination of arguments - got \\(int, device=float\\)"),
+    "generator": (lambda lib: lib.poisson(_t(lib), _t(lib)), "poisson\\(\\): argument 'generator' \\(position 2\\) "
+                  "must be torch.Generator, not Tensor"),
+    "int_list_refuses_a_tensor": (lambda lib: lib.nn.functional.pad(lib.ones(2), lib.tensor([1, 1])),
+                                  "pad\\(\\): argument 'pad' \\(position 2\\) must be tuple of ints, not Tensor"),
+    "missing_argument_before_kinds": (lambda lib: lib.nn.functional.max_pool3d(lib.ones(1, 1, 2, 2, 2), dilation=2**63),
+                                      "max_pool3d\\(\\) missing .*required .*argument: 'kernel_size'"),
+    "kinds_before_int_overflow": (lambda lib: lib.nn.functional.max_pool3d(lib.ones(1, 1, 2, 2, 2), [2, 2**63, 2],
+                                                                           padding=lib.ones(0)),
+                                  "argument 'padding'.* must be tuple of ints, not Tensor"),
 }
 
 
@@ -86,6 +99,32 @@ def test_declared_signature_takes_what_torchs_parser_takes():
     assert kiln.linalg.norm(t, dim=(0, 1)).item() == 4.0  # int[] takes a tuple
     assert kiln.fft.irfftn(t.to(kiln.complex64), norm=None).shape == (4, 6)  # str? takes None
     assert kiln.nn.functional.alpha_dropout(t, True, False).shape == (4, 4)  # a bool is a float
+
+
+def test_an_int_past_int64_is_refused_after_every_kind_matched():
+    for lib in (torch, kiln):
+        with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+            lib.bartlett_window(2**64)
+        with pytest.raises(TypeError, match="bartlett_window\\(\\) received an invalid combination"):
+            lib.bartlett_window(2**64, requires_grad=lib.ones(1))
+
+
+def test_a_device_string_is_parsed_before_the_op_runs():
+    # kaiser_window of 2**31 points would compute for seconds: the malformed device stops it first, as torch's
+    for lib in (torch, kiln):
+        with pytest.raises(RuntimeError, match="Device string must not be empty"):
+            lib.kaiser_window(2**31, device="")
+
+
+def test_declared_kinds_take_what_torchs_parser_takes():
+    x = kiln.ones(1, 1, 4, 4)
+    assert kiln.nn.functional.pad(kiln.ones(2), [kiln.tensor([1]), 1]).shape == (4,)  # a 1-element tensor in int[]
+    assert kiln.nn.functional.adaptive_max_pool2d_with_indices(x, (None, 2))[0].shape == (1, 1, 4, 2)
+    assert kiln.nn.functional.adaptive_max_pool1d_with_indices(x[0], kiln.tensor([2]))[0].shape == (1, 4, 2)
+    assert kiln.histogramdd(kiln.ones(4, 2), 2, range=(0.0, 1.0, 0.0, 1.0)).hist.shape == (2, 2)
+    assert kiln.kaiser_window(4, device="cpu").shape == (4,)
+    with pytest.raises(TypeError, match='nanmedian\\(\\) missing 1 required positional arguments: "dim"'):
+        kiln.nanmedian(kiln.ones(3), keepdim=True)
 
 
 def test_a_declared_signature_keeps_the_function_inspectable():
