@@ -6,7 +6,9 @@
 #include "capture/CaptureSession.h"
 #include "capture/FunctionalForm.h"
 #include "eager/autograd/AccumulateGrad.h"
+#include "eager/core/ArrayRef.h"
 #include "eager/core/Error.h"
+#include "eager/core/MemoryFormat.h"
 #include "eager/dispatch/Dispatcher.h"
 #include "ir/Attribute.h"
 #include "ir/Type.h"
@@ -61,13 +63,20 @@ ir::Value* symbolic_argument(CaptureSession& s, const SchemaArgument& a, const I
   return int_list_value(s.graph(), std::move(elements), literals);
 }
 
-/// Notes the values of a size-taking argument with the session (a symbolic element among them too: its
-/// value is a symbol's, which size_table_argument's table never holds as a factor).
-void note_size_literals(CaptureSession& s, const SchemaArgument& a, const IValue& v) {
+/// Notes the literal values of a size-taking argument with the session; `symbolic` is what
+/// symbolic_argument made of it (nullptr: all literal), whose symbolic elements are no literals (a
+/// T - 1 passed from Python is no constant the backward's size table must avoid).
+void note_size_literals(CaptureSession& s, const SchemaArgument& a, const IValue& v, const ir::Value* symbolic) {
   if (!takes_sizes(a)) return;
-  if (v.tag() == IValue::Tag::Int) s.note_size_literal(v.to_int());
+  if (v.tag() == IValue::Tag::Int && symbolic == nullptr) s.note_size_literal(v.to_int());
   if (v.tag() == IValue::Tag::IntList) {
-    for (int64_t literal : v.to_int_list()) s.note_size_literal(literal);
+    const auto& literals = v.to_int_list();
+    const ir::Node* list = symbolic != nullptr ? symbolic->node() : nullptr;
+    for (size_t k = 0; k < literals.size(); ++k) {
+      const bool literal = list == nullptr || list->kind() != ir::NodeKind::ListConstruct ||
+                           k >= list->inputs().size() || list->inputs()[k]->node()->kind() == ir::NodeKind::Constant;
+      if (literal) s.note_size_literal(literals[k]);
+    }
   }
 }
 
@@ -75,11 +84,13 @@ void note_size_literals(CaptureSession& s, const SchemaArgument& a, const IValue
 /// size table names (Note [Symbolic sizes in the backward], SymbolicInts.h), else nullptr.
 ir::Value* size_table_argument(CaptureSession& s, const SchemaArgument& a, const IValue& v) {
   if (!s.matches_size_symbols() || !takes_sizes(a)) return nullptr;
-  if (v.tag() == IValue::Tag::Int) return s.size_symbol(v.to_int());
-  if (v.tag() == IValue::Tag::Double) {  // a count a formula divides by (mean's backward)
+  // A Scalar is a count a formula divides or scales by (mean's backward), or a constant: never T - 1.
+  const bool derived_ok = a.type.kind != SchemaType::Kind::Scalar;
+  if (v.tag() == IValue::Tag::Int) return s.size_symbol(v.to_int(), derived_ok);
+  if (v.tag() == IValue::Tag::Double) {
     const double d = v.to_double();
     if (d != d || d < 2 || d > 9.0e15 || static_cast<double>(static_cast<int64_t>(d)) != d) return nullptr;
-    return s.size_symbol(static_cast<int64_t>(d));
+    return s.size_symbol(static_cast<int64_t>(d), false);
   }
   if (v.tag() != IValue::Tag::IntList) return nullptr;
   const auto& literals = v.to_int_list();
@@ -91,6 +102,36 @@ ir::Value* size_table_argument(CaptureSession& s, const SchemaArgument& a, const
   }
   if (!any) return nullptr;
   return int_list_value(s.graph(), std::move(elements), literals);
+}
+
+/// Under symbolic sizes, kiln::empty_strided(size, stride, dtype, device) whose size is a recorded
+/// tensor's and whose stride is contiguous or that tensor's, with a dtype: kiln::empty_like of that
+/// tensor (a C++ composite's empty_like, whose literal sizes would pin the graph: CaptureSession::
+/// set_symbolic_sizes); else nullptr.
+ir::Node* empty_like_node(CaptureSession& s, const OperatorHandle& op, const Stack& stack) {
+  if (!s.symbolic_sizes() || op.name().ns != "kiln" || op.name().name != "empty_strided") return nullptr;
+  const size_t base = stack.size() - op.schema().arguments().size();
+  const IValue& size = stack[base];
+  const IValue& stride = stack[base + 1];
+  const IValue& dtype = stack[base + 2];
+  const IValue& device = stack[base + 3];
+  if (size.tag() != IValue::Tag::IntList || stride.tag() != IValue::Tag::IntList || dtype.is_none()) return nullptr;
+  DimVector like_strides;
+  ir::Value* like = s.like_tensor(size.to_int_list(), &like_strides);
+  if (like == nullptr) return nullptr;
+  MemoryFormat format;
+  const DimVector& stride_list = stride.to_int_list();
+  if (stride_list == contiguous_strides(size.to_int_list())) {
+    format = MemoryFormat::Contiguous;
+  } else if (stride_list == like_strides) {
+    format = MemoryFormat::Preserve;
+  } else {
+    return nullptr;
+  }
+  static const OperatorHandle empty_like = *Dispatcher::singleton().find_op("kiln::empty_like", "");
+  return s.graph().create_op(empty_like, {like},
+                             {{"dtype", ir::Attribute::of_ivalue(dtype)}, {"device", ir::Attribute::of_ivalue(device)},
+                              {"memory_format", ir::Attribute::of_int(static_cast<int64_t>(format))}});
 }
 
 /// The op node for the arguments on top of the stack (list nodes for tensor
@@ -141,10 +182,13 @@ ir::Node* build_node(CaptureSession& s, const OperatorHandle& op, const Operator
           if (inputs.back() == nullptr) return nullptr;
           break;
         }
-        note_size_literals(s, args[i], v);
-        if (ir::Value* sym = symbolic_argument(s, args[i], v, &cursor)) {
-          inputs.push_back(sym);
-          break;
+        {
+          ir::Value* sym = symbolic_argument(s, args[i], v, &cursor);
+          note_size_literals(s, args[i], v, sym);
+          if (sym != nullptr) {
+            inputs.push_back(sym);
+            break;
+          }
         }
         if (ir::Value* sym = size_table_argument(s, args[i], v)) {
           inputs.push_back(sym);
@@ -205,7 +249,8 @@ void capture_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Stac
   const bool random = op.entry().has_tag("random");
   try {
     std::string why;
-    node = build_node(*s, op, recorded_op(*s, op, *stack), *stack, &why);
+    node = empty_like_node(*s, op, *stack);
+    if (node == nullptr) node = build_node(*s, op, recorded_op(*s, op, *stack), *stack, &why);
     if (node == nullptr) s->mark_broken("op " + name + ": " + why);
   } catch (const std::exception& e) {
     s->mark_broken("op " + name + " cannot be recorded: " + e.what());
@@ -223,6 +268,7 @@ void capture_fallback(void*, const OperatorHandle& op, DispatchKeySet keys, Stac
   s->count_op();
   s->node_recorded();
   bind_results(*s, node, *stack, op.schema().returns().size());
+  if (random) s->chain_generator_after(node);
 }
 
 }  // namespace

@@ -89,6 +89,20 @@ void CaptureSession::bind(const Tensor& t, ir::Value* v) {
   auto [it, fresh] = values_.try_emplace(t.impl(), t, v);
   if (fresh) ++storages_[t.storage().get()];
   else it->second.second = v;
+  bound_order_.push_back(t.impl());
+}
+
+ir::Value* CaptureSession::like_tensor(IntArrayRef sizes, DimVector* strides) const {
+  if (std::none_of(sizes.begin(), sizes.end(), [](int64_t e) { return e >= 2; })) return nullptr;
+  for (auto r = bound_order_.rbegin(); r != bound_order_.rend(); ++r) {
+    auto it = values_.find(*r);
+    if (it == values_.end() || stale_.count(*r) != 0) continue;
+    const Tensor& t = it->second.first;
+    if (!std::equal(t.sizes().begin(), t.sizes().end(), sizes.begin(), sizes.end())) continue;
+    strides->assign(t.strides().begin(), t.strides().end());
+    return it->second.second;
+  }
+  return nullptr;
 }
 
 void CaptureSession::mark_output(const Tensor& t) { graph_->add_output(value_for(t)); }
@@ -112,11 +126,45 @@ ir::Value* CaptureSession::default_generator_at(uint64_t seed, uint64_t offset) 
   if (seed != rng_seed_value_ || offset < rng_base_offset_) {
     mark_broken("the default generator was reseeded inside the captured function");
   }
+  if (symbolic_sizes_) {
+    ir::Node* g = graph_->append(graph_->create_op("capture::philox_generator",
+                                                   {rng_seed_, rng_next_offset_ ? rng_next_offset_ : rng_offset_},
+                                                   {{"relative_offset", ir::Attribute::of_int(0)}}));
+    g->output()->set_type(ir::Type::generator_type());
+    rng_last_generator_ = g->output();
+    return g->output();
+  }
   ir::Node* g = graph_->append(graph_->create_op(
       "capture::philox_generator", {rng_seed_, rng_offset_},
       {{"relative_offset", ir::Attribute::of_int(static_cast<int64_t>(offset - rng_base_offset_))}}));
   g->output()->set_type(ir::Type::generator_type());
   return g->output();
+}
+
+void CaptureSession::chain_generator_after(ir::Node* node) {
+  if (!symbolic_sizes_ || rng_last_generator_ == nullptr) return;
+  ir::Value* after = nullptr;
+  for (ir::Value* out : node->outputs()) {
+    if (out->type().is_tensor()) {
+      after = out;
+      break;
+    }
+  }
+  if (after == nullptr) {
+    mark_broken("a random op without a tensor result under symbolic sizes (its generator's end cannot be read)");
+    return;
+  }
+  ir::Node* o = graph_->append(graph_->create_op("capture::generator_offset", {rng_last_generator_, after}, {}));
+  o->output()->set_type(ir::Type::int_type());
+  rng_next_offset_ = o->output();
+  rng_last_generator_ = nullptr;
+}
+
+size_t CaptureSession::mark_generator_end_output() {
+  KILN_CHECK(symbolic_sizes_ && rng_next_offset_ != nullptr,
+             "mark_generator_end_output: the session chained no random op's generator");
+  graph_->add_output(rng_next_offset_);
+  return graph_->outputs().size() - 1;
 }
 
 std::vector<size_t> CaptureSession::add_copy_back_outputs() {
@@ -150,6 +198,7 @@ void CaptureSession::finish() {
   input_storages_.clear();
   declared_impls_.clear();
   stale_.clear();
+  bound_order_.clear();
 }
 
 void CaptureSession::set_input_symbols(size_t i, const std::vector<std::string>& names) {
@@ -223,19 +272,24 @@ void CaptureSession::set_size_symbols(std::vector<SizeSymbol> table) {
   size_symbol_values_.clear();
 }
 
-ir::Value* CaptureSession::size_symbol(int64_t value) {
+ir::Value* CaptureSession::size_symbol(int64_t value, bool derived_ok) {
   if (auto it = size_symbol_values_.find(value); it != size_symbol_values_.end()) {
+    if (it->second.second && !derived_ok) return nullptr;
     ++num_size_symbols_used_;
-    return it->second;
+    return it->second.first;
   }
   for (const SizeSymbol& e : size_symbols_) {
     if (e.value != value) continue;
+    const bool derived = e.op != static_cast<int64_t>(SymbolicOp::Mul);
+    if (derived && !derived_ok) return nullptr;
     ir::Value* v = symbolic_value(e.handle);
-    if (e.factor != 1) {
-      v = symbolic_value(symbolic_arith(static_cast<int64_t>(SymbolicOp::Mul), static_cast<int64_t>(e.handle),
-                                        /*lhs_literal=*/false, e.factor, /*rhs_literal=*/true));
+    const bool identity = (e.op == static_cast<int64_t>(SymbolicOp::Mul) && e.operand == 1) ||
+                          (e.op == static_cast<int64_t>(SymbolicOp::Add) && e.operand == 0);
+    if (!identity) {
+      v = symbolic_value(symbolic_arith(e.op, static_cast<int64_t>(e.handle), /*lhs_literal=*/false, e.operand,
+                                        /*rhs_literal=*/true));
     }
-    size_symbol_values_.emplace(value, v);
+    size_symbol_values_.emplace(value, std::make_pair(v, derived));
     ++num_size_symbols_used_;
     return v;
   }

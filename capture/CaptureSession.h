@@ -65,6 +65,17 @@ namespace kiln::capture {
 // leaves the generator where eager leaves it. Random ops on other devices or
 // with an explicit Generator argument break the capture.
 //
+// Under symbolic sizes (kiln.compile with dynamic shapes) the offsets an op
+// reserves depend on its element count, so no offset may be a literal: a
+// session with symbolic sizes (set_symbolic_sizes) gives each
+// random op %g_k = capture::philox_generator(%rng_seed, %o_k, 0), where %o_0
+// is %rng_offset and %o_(k+1) = capture::generator_offset(%g_k, %out_k) reads
+// how far op k advanced its generator at run time (%out_k, op k's result,
+// orders the read after it); the graph returns the last one
+// (mark_generator_end_output) and a run sets the default generator's offset
+// to it. The numbers are eager's at every size: op k starts where eager's
+// op k starts, since eager's ops advance one generator in the same order.
+//
 // Note [In-place ops under capture]
 // ---------------------------------
 // An in-place op (tag `inplace`, `self` written) whose functional variant
@@ -156,6 +167,26 @@ class CaptureSession {
   [[nodiscard]] bool uses_generator() const { return rng_seed_ != nullptr; }
   [[nodiscard]] size_t generator_input_index() const { return rng_input_index_; }
   [[nodiscard]] uint64_t generator_advance() const { return rng_end_offset_ - rng_base_offset_; }
+  /// Given a session about to record (before any op).
+  /// Do    set_symbolic_sizes(true).
+  /// Result the capture is symbolic in its sizes (kiln.compile's dynamic shapes): each random op's
+  ///        generator starts at the offset the previous one's generator ended at, read at run time
+  ///        (Note [Random ops under capture]), and kiln::empty_strided with the sizes of a recorded
+  ///        tensor (a C++ composite's empty_like: dropout's mask, rand_like) is recorded as
+  ///        kiln::empty_like of it (like_tensor), so its sizes follow that tensor's.
+  void set_symbolic_sizes(bool on) { symbolic_sizes_ = on; }
+  [[nodiscard]] bool symbolic_sizes() const { return symbolic_sizes_; }
+  /// The value of the most recently recorded tensor with these sizes (some extent >= 2), else nullptr;
+  /// `strides` gets its strides.
+  [[nodiscard]] ir::Value* like_tensor(IntArrayRef sizes, DimVector* strides) const;
+  /// After random op `node` (its generator from default_generator_at) was appended: in a chaining
+  /// session, records %o = capture::generator_offset(%g, %out) as the next op's start.
+  void chain_generator_after(ir::Node* node);
+  /// Given a chaining session whose graph drew random numbers.
+  /// Do    mark_generator_end_output().
+  /// Result the graph returns the offset its last random op left its generator at (a run sets the
+  ///        default generator's offset to it); returns that output's index.
+  size_t mark_generator_end_output();
 
   // --- the functional form: See Note [In-place ops under capture] ---------------------
   /// Whether another recorded tensor shares t's storage (a view or alias of it).
@@ -224,19 +255,23 @@ class CaptureSession {
   void node_recorded() { pending_closed_ = true; }
 
   // --- sizes the backward formulas compute: See Note [Symbolic sizes in the backward] (SymbolicInts.h) ---
-  /// One size a C++ formula may pass as a literal: `value` is the symbolic int `handle` times `factor`.
+  /// One size a C++ formula may pass as a literal: `value` is the symbolic int `handle` `op` `operand`
+  /// (op a SymbolicOp: times a factor, plus or minus a constant (a slice's T - 1), floor-divided (T // 2)).
   struct SizeSymbol {
     int64_t value;
     size_t handle;
-    int64_t factor;
+    int64_t operand;
+    int64_t op = 2;  // SymbolicOp::Mul
   };
   /// Given sizes whose values are each unambiguous (kiln.compiler's _symbolic_backward.py builds them).
   /// Do    set_size_symbols(table).   Result from now on an int, int-list element or integral Scalar
   ///       argument of a size-taking parameter whose value is in the table is recorded as that symbolic
-  ///       int (times its factor) instead of the literal; an empty table turns this off.
+  ///       int (`op` its operand) instead of the literal; an empty table turns this off.
   void set_size_symbols(std::vector<SizeSymbol> table);
   /// The int value standing for literal `value` under set_size_symbols, or nullptr.
-  [[nodiscard]] ir::Value* size_symbol(int64_t value);
+  /// `derived_ok` false: not an entry derived by + or // (a Scalar a formula scales by is a count or
+  /// a constant, never T - 1).
+  [[nodiscard]] ir::Value* size_symbol(int64_t value, bool derived_ok = true);
   [[nodiscard]] bool matches_size_symbols() const { return !size_symbols_.empty(); }
   /// How many literals size_symbol replaced so far.
   [[nodiscard]] size_t num_size_symbols_used() const { return num_size_symbols_used_; }
@@ -280,7 +315,7 @@ class CaptureSession {
   std::vector<PendingSymbolic> pending_symbolic_;  // in argument order
   bool pending_closed_ = false;
   std::vector<SizeSymbol> size_symbols_;
-  std::unordered_map<int64_t, ir::Value*> size_symbol_values_;  // by value, made on first use
+  std::unordered_map<int64_t, std::pair<ir::Value*, bool>> size_symbol_values_;  // by value: (made on first use, derived)
   size_t num_size_symbols_used_ = 0;
   std::set<int64_t> size_literals_;
   ir::Value* rng_seed_ = nullptr;
@@ -289,6 +324,10 @@ class CaptureSession {
   uint64_t rng_seed_value_ = 0;
   uint64_t rng_base_offset_ = 0;
   uint64_t rng_end_offset_ = 0;
+  bool symbolic_sizes_ = false;
+  std::vector<const TensorImpl*> bound_order_;  // every tensor bound, in order (like_tensor)
+  ir::Value* rng_next_offset_ = nullptr;  // chaining: where the next random op's generator starts
+  ir::Value* rng_last_generator_ = nullptr;  // chaining: the last random op's generator
 };
 
 /// The session recording on this thread, or nullptr.

@@ -1,5 +1,5 @@
 // FunctionalForm: in-place ops recorded out of place, random ops given an
-// explicit generator, and the capture::philox_generator op.
+// explicit generator, and the capture::philox_generator / capture::generator_offset ops.
 #include "capture/FunctionalForm.h"
 
 #include <mutex>
@@ -57,6 +57,15 @@ void philox_generator_kernel(void*, const OperatorHandle&, DispatchKeySet, Stack
   stack->emplace_back(std::move(gen));
 }
 
+/// capture::generator_offset(Generator generator, Tensor after) -> int: where `generator` stands now
+/// (`after`, the result of the op that drew from it, only orders the read).
+void generator_offset_kernel(void*, const OperatorHandle&, DispatchKeySet, Stack* stack) {
+  stack->pop_back();
+  const Generator gen = stack->back().to_generator();
+  stack->pop_back();
+  stack->emplace_back(static_cast<int64_t>(gen->offset()));
+}
+
 }  // namespace
 
 OperatorHandle recorded_op(CaptureSession& s, const OperatorHandle& op, const Stack& stack) {
@@ -108,6 +117,11 @@ void ensure_philox_generator_op() {
         FunctionSchema::parse("capture::philox_generator(int seed, int offset, int relative_offset) -> Generator"), {});
     // No tensor arguments: a call dispatches on the thread's default BackendSelect key.
     d.register_impl(op.name(), DispatchKey::BackendSelect, KernelFunction::from_boxed(&philox_generator_kernel));
+    const OperatorHandle offset = d.register_def(
+        FunctionSchema::parse("capture::generator_offset(Generator generator, Tensor after) -> int"), {});
+    for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::Meta, DispatchKey::Autograd}) {
+      d.register_impl(offset.name(), k, KernelFunction::from_boxed(&generator_offset_kernel));
+    }
   });
 }
 

@@ -30,8 +30,10 @@ namespace kiln::capture {
 /// (CaptureSession::note_generator_end), so a replay advances it as far.
 void note_random_op_ran(CaptureSession& s);
 
-/// Registers capture::philox_generator(int seed, int offset, int relative_offset) -> Generator
-/// once (also done when the library loads, so graphs using it parse in any process).
+/// Registers capture::philox_generator(int seed, int offset, int relative_offset) -> Generator and
+/// capture::generator_offset(Generator generator, Tensor after) -> int (the offset a generator reached:
+/// Note [Random ops under capture], the symbolic form) once (also done when the library loads, so
+/// graphs using them parse in any process).
 void ensure_philox_generator_op();
 
 }  // namespace kiln::capture

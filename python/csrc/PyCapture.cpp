@@ -149,6 +149,13 @@ void init_capture(PyObject* module) {
                              })
       .def_property_readonly("generator_advance",
                              [](PySession& s) { return static_cast<int64_t>(s.session.generator_advance()); })
+      .def_property("symbolic_sizes", [](PySession& s) { return s.session.symbolic_sizes(); },
+                    [](PySession& s, bool on) { s.session.set_symbolic_sizes(on); },
+                    "The capture is symbolic in its sizes: random ops' generators chain their offsets at run time "
+                    "(Note [Random ops under capture]), an empty_strided like a recorded tensor is its empty_like; "
+                    "set before the function runs.")
+      .def("mark_generator_end_output", [](PySession& s) { return s.session.mark_generator_end_output(); },
+           "Returns the offset the last random op left its generator at as a graph output; its index.")
       .def_property_readonly("impure_reason", [](PySession& s) { return s.session.impure_reason(); })
       .def_property_readonly("num_nodes", [](PySession& s) { return s.session.graph().num_nodes(); })
       .def("set_input_symbols",
@@ -164,14 +171,15 @@ void init_capture(PyObject* module) {
            py::arg("op"), py::arg("lhs"), py::arg("lhs_literal"), py::arg("rhs"), py::arg("rhs_literal"),
            "Records capture::sym_arith(lhs, rhs, op) (a side is a handle, or a literal); returns its handle.")
       .def("set_size_symbols",
-           [](PySession& s, const std::vector<std::tuple<int64_t, size_t, int64_t>>& table) {
+           [](PySession& s, const std::vector<std::tuple<int64_t, size_t, int64_t, int64_t>>& table) {
              std::vector<capture::CaptureSession::SizeSymbol> entries;
-             for (const auto& [value, handle, factor] : table) entries.push_back({value, handle, factor});
+             for (const auto& [value, handle, operand, op] : table) entries.push_back({value, handle, operand, op});
              s.session.set_size_symbols(std::move(entries));
            },
            py::arg("table"),
-           "(value, handle, factor) triples: literal size arguments of that value are recorded as the symbolic "
-           "int times factor (Note [Symbolic sizes in the backward]); [] turns matching off.")
+           "(value, handle, operand, op) tuples: literal size arguments of that value are recorded as the symbolic "
+           "int `op` operand (a sym_arith op code: times a factor, plus a constant, floor-divided; Note [Symbolic "
+           "sizes in the backward]); [] turns matching off.")
       .def_property_readonly("size_literals", [](PySession& s) { return s.session.size_literals(); },
                              "Literals (>= 2) size-taking arguments were recorded with, ascending.")
       .def_property_readonly("num_size_symbols_used",

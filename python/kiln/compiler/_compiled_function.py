@@ -9,7 +9,7 @@ import warnings
 
 from kiln import _C, _logging
 from kiln._tensor import Tensor
-from kiln.compiler import _dynamic, _joint, _state, _symbolic_backward, _training
+from kiln.compiler import _dynamic, _joint, _state, _symbolic_backward, _symbolic_training, _training
 from kiln.compiler._symbolic import SymbolicContext, plain_sizes
 from kiln.compiler._symbolic_patches import patched
 from kiln.compiler._backends import CompiledRunner, use_backend
@@ -375,6 +375,8 @@ class CompiledFunction(_C._capture.CachedCall):
             if e is entry:
                 del self.cache[key]
         self.guarded_entries = [g for g in self.guarded_entries if g.entry is not entry]
+        self.symbolic_entries = [s for s in self.symbolic_entries if s.entry is not entry]
+        self.symbolic_hits = {k: e for k, e in self.symbolic_hits.items() if e is not entry}
         self._sync_fast_entries()
         self.num_state_recaptures += 1
         if _logging.is_enabled("recompiles"):
@@ -426,19 +428,20 @@ class CompiledFunction(_C._capture.CachedCall):
             warnings.warn(f"kiln.compile: graph break in {self._name()}, running it eagerly for these inputs: "
                           f"{reason}", stacklevel=3)
 
-    def _symbolic_context(self, key, layout, session, declared):
+    def _symbolic_context(self, key, layout, session, declared, args, kwargs, num_tensors):
         """The SymbolicContext of a capture symbolic in ``layout``'s dimensions, or None where the capture
-        specialises every size: no dimension >= 2 is dynamic, a training step (its backward's sizes are
-        literals), or a call that may need gradients after MAX_BACKWARD_CHECKS_FAILED symbolic backward
-        graphs of this function failed their check (Note [Symbolic sizes in the backward])."""
+        specialises every size: no dimension >= 2 is dynamic, a training step whose tensors are not all
+        positional arguments (its check reruns the function: Note [Symbolic training steps]), or a call
+        that may need gradients after MAX_BACKWARD_CHECKS_FAILED symbolic backward graphs (or training
+        steps) of this function failed their check (Note [Symbolic sizes in the backward])."""
         if not layout:
             return None
-        if self.training_plan is not None:
-            self.specialized_reasons.append("a training step (its backward's sizes are literals): captured for its "
-                                            "exact sizes")
+        if self.training_plan is not None and (kwargs or sum(isinstance(a, Tensor) for a in args) != num_tensors):
+            self.specialized_reasons.append("a training step with keyword or nested tensor arguments: captured for "
+                                            "its exact sizes")
             return None
-        if self.num_backward_checks_failed >= MAX_BACKWARD_CHECKS_FAILED and _C.is_grad_enabled() and \
-                any(t.requires_grad for t in declared):
+        if self.num_backward_checks_failed >= MAX_BACKWARD_CHECKS_FAILED and (self.training_plan is not None or (
+                _C.is_grad_enabled() and any(t.requires_grad for t in declared))):
             self.specialized_reasons.append(f"{self.num_backward_checks_failed} symbolic backward graphs failed "
                                             "their check at other sizes: captured for its exact sizes")
             return None
@@ -459,7 +462,12 @@ class CompiledFunction(_C._capture.CachedCall):
         step = _training.StepCapture(self.training_plan)
         step.declare(session, declared)
         grads_before = _training.GradSnapshot(step.state.all_leaves) if step.state is not None else None
-        context = self._symbolic_context(key, layout, session, declared) if step.state is None else None
+        context = self._symbolic_context(key, layout, session, declared, args, kwargs, len(tensors))
+        if context is not None:  # random ops' offsets depend on the sizes: Note [Random ops under capture]
+            session.symbolic_sizes = True
+            if step.state is not None:  # its backward's literal sizes: Note [Symbolic training steps]
+                step.size_table = lambda: _symbolic_backward.size_table(session, declared, context.dims,
+                                                                        context.values)
         sessions = _state.active_sessions()
         sessions.append(session)
         try:
@@ -500,6 +508,7 @@ class CompiledFunction(_C._capture.CachedCall):
                 session.finish()
                 return result
         lifted = session.input_tensors[session.num_declared_inputs:]
+        state_tensors = session.input_tensors[len(tensors):]  # what a training step's check saves and restores
         if any(o is t for o in out_tensors for t in lifted):
             # A replay would hand out the one held tensor on every call, where eager makes a new one (or returns
             # the global itself, whose rebinding the replay cannot see).
@@ -517,22 +526,25 @@ class CompiledFunction(_C._capture.CachedCall):
         symbolic = None
         if step.state is None and _joint.wants_backward(out_tensors):
             if context is not None:  # the forward first; the backward then with its sizes symbolic
-                symbolic = self._check_symbolic(key, session, context, declared, copy_back)
+                symbolic = self._check_symbolic(key, session, context, declared, copy_back, len(out_tensors))
                 if symbolic is not None:
                     session.set_size_symbols(_symbolic_backward.size_table(session, declared, symbolic[1],
                                                                            context.values))
+            generator_end = self._mark_generator_end(session)
             joint = _joint.record_backward(session, out_tensors)
             session.set_size_symbols([])
             if isinstance(joint, str):
                 self._record_break(key, guards, args, joint)
                 session.finish()
                 return result
-        elif context is not None:
-            symbolic = self._check_symbolic(key, session, context, declared, copy_back)
+        else:
+            if context is not None:
+                symbolic = self._check_symbolic(key, session, context, declared, copy_back, len(out_tensors))
+            generator_end = self._mark_generator_end(session)
         num_ops = session.num_ops
         around = dict(num_outputs=len(out_tensors), generator_index=session.generator_input_index,
-                      generator_advance=session.generator_advance, copy_back=copy_back,
-                      impure_reason=session.impure_reason)
+                      generator_advance=session.generator_advance, generator_end=generator_end,
+                      copy_back=copy_back, impure_reason=session.impure_reason)
         graph = session.take_graph()
         try:
             graph.verify()
@@ -546,10 +558,15 @@ class CompiledFunction(_C._capture.CachedCall):
             program.graph.verify()
             if symbolic is not None and joint is not None:
                 symbolic = self._check_symbolic_backward(program, declared + lifted, symbolic, context)
+            elif symbolic is not None and step.state is not None:
+                symbolic = self._check_symbolic_step(program, args, module_state, lifted, state_tensors, symbolic,
+                                                     context)
             if context is None:
                 use_backend(self.backend, program, self._name(), self.mode)
             elif isinstance(program, GraphProgram):  # a graph with SymInt sizes: Note [Fused kernels for ...]
                 use_specializing_backend(self.backend, program, self._name(), self.mode)
+            elif isinstance(program, _training.TrainingStepProgram):  # composites kept whole: see use_backend
+                use_specializing_backend(self.backend, program.inner, self._name(), self.mode, decompose=False)
             elif isinstance(program, _joint.JointProgram):
                 use_specializing_backend(self.backend, program.forward, self._name(), self.mode)
                 use_specializing_backend(self.backend, program.backward, self._name(), self.mode)
@@ -569,6 +586,14 @@ class CompiledFunction(_C._capture.CachedCall):
             _logging.log("guards", f"guards of {self._name()}:\n  " + "\n  ".join(describe(key)))
         return result
 
+    @staticmethod
+    def _mark_generator_end(session):
+        """The index of the output holding where the graph's random draws left the generator (a session
+        chaining its generator offsets: Note [Random ops under capture]), or None."""
+        if session.symbolic_sizes and session.generator_input_index is not None:
+            return session.mark_generator_end_output()
+        return None
+
     def _check_symbolic_backward(self, program, inputs, symbolic, context):
         """``symbolic`` when the joint ``program``'s backward, recorded with its sizes matched to symbols,
         gives eager's gradients at other extents (Note [Symbolic sizes in the backward]); else None (the
@@ -585,17 +610,31 @@ class CompiledFunction(_C._capture.CachedCall):
             _logging.log("recompiles", f"{self._name()}: graph kept for these exact sizes: {reason}")
         return None
 
-    def _check_symbolic(self, key, session, context, declared, copy_back):
+    def _check_symbolic_step(self, program, args, module_state, lifted, state_tensors, symbolic, context):
+        """``symbolic`` when the training-step ``program`` leaves what the function leaves eagerly at other
+        extents (Note [Symbolic training steps]); else None (kept for these exact sizes)."""
+        skey, names, constants = symbolic
+        points = list(_dynamic.perturbations(context.values, set(constants), context.guards))[:2]
+        reason = "no other sizes satisfy the guards" if not points else \
+            _symbolic_training.step_agrees(self.fn, args, program, program.state, [t for _, t in module_state],
+                                           lifted, state_tensors, names, points)
+        if reason is None:
+            return symbolic
+        self.num_backward_checks_failed += 1
+        self.specialized_reasons.append(reason)
+        if _logging.is_enabled("recompiles"):
+            _logging.log("recompiles", f"{self._name()}: training step kept for these exact sizes: {reason}")
+        return None
+
+    def _check_symbolic(self, key, session, context, declared, copy_back, first_copy_back):
         """(symbolic key, symbol names per tensor) when the graph just recorded serves every binding of its
         symbols its guards accept, its inputs then typed with the symbols; None where it is kept for
         these exact sizes (the reason logged under KILN_LOGS=recompiles): Note [Symbolic capture]."""
         names, env = context.dims, context.values
         reason = context.specialized
-        if reason is None and session.generator_input_index is not None:
-            reason = "it draws random numbers (the generator's advance depends on the sizes)"
         if reason is None:
             pinned_before = set(context.pinned)
-            reason = _dynamic.probe(session, context, declared, names, env, copy_back)
+            reason = _dynamic.probe(session, context, declared, names, env, copy_back, first_copy_back)
             for name in context.pinned - pinned_before:  # the graph's ops fix these extents: static from now on
                 for i, tensor_names in names.items():
                     self.fixed_dims.setdefault(i, set()).update(d for d, n in enumerate(tensor_names) if n == name)

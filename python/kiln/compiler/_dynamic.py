@@ -168,15 +168,18 @@ def _fit(value: int, env: dict, points: list):
     return None
 
 
-def probe(session, context, declared: list, names: dict, env: dict, copy_back: list) -> str | None:
+def probe(session, context, declared: list, names: dict, env: dict, copy_back: list,
+          first_copy_back: int) -> str | None:
     """Checks that the recorded graph serves other extents of its symbols by running it on meta
     tensors (Note [Symbolic capture]): all symbols moved at once; where that fails, each alone, and
     the symbols that cannot move are pinned to their extents by an equality guard (an op's shape
     check: a feature dimension a weight fixes). Two such runs fit an expression to each intermediate
     extent Python read (context.resolve), and a last run at extents every guard accepts checks the
-    fits. None when the graph generalises (context.guards may have grown), else why not."""
+    fits. ``first_copy_back``: the graph output holding the first copy-back (after the function's
+    outputs). None when the graph generalises (context.guards may have grown), else why not."""
     def run(other):
-        return _probe_at(session, declared, names, other, copy_back, [h for h, _ in context.assumed])
+        return _probe_at(session, declared, names, other, copy_back, first_copy_back,
+                         [h for h, _ in context.assumed])
 
     def gather(fixed, guards, wanted):
         points, first_why = [], None
@@ -225,7 +228,8 @@ def probe(session, context, declared: list, names: dict, env: dict, copy_back: l
     return None
 
 
-def _probe_at(session, declared: list, names: dict, other: dict, copy_back: list, handles: list):
+def _probe_at(session, declared: list, names: dict, other: dict, copy_back: list, first_copy_back: int,
+              handles: list):
     """(None, the values of the symbolic ints ``handles``) when the graph runs on meta tensors with the
     symbols at ``other`` and each input written in place keeps its shape; else (why not, None)."""
     graph = session.probe_graph(handles)
@@ -237,12 +241,15 @@ def _probe_at(session, declared: list, names: dict, other: dict, copy_back: list
             inputs.append(_C._functions.empty(sizes, dtype=t.dtype, device="meta"))
         else:
             inputs.append(_C._functions.empty_strided(list(t.shape), list(t.stride()), dtype=t.dtype, device="meta"))
+    if session.generator_input_index is not None:  # the generator's seed and offset (any: meta draws nothing)
+        inputs[session.generator_input_index:session.generator_input_index] = [0, 0]
     try:
         outputs = _C._ir.run(graph, inputs)
     except Exception as e:  # noqa: BLE001 - any failure means the graph does not generalise
         return f"the graph does not run at other sizes ({type(e).__name__}: {str(e).splitlines()[0][:200]})", None
-    first_copy_back = len(outputs) - len(handles) - len(copy_back)
+    gen = session.generator_input_index
     for k, i in enumerate(copy_back):
-        if tuple(outputs[first_copy_back + k].shape) != tuple(inputs[i].shape):
+        written = inputs[i + 2 if gen is not None and i >= gen else i]
+        if tuple(outputs[first_copy_back + k].shape) != tuple(written.shape):
             return "an input written in place changes shape at other sizes", None
     return None, outputs[len(outputs) - len(handles):]

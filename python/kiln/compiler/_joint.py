@@ -100,14 +100,15 @@ class JointProgram:
                  "differentiable_outputs", "num_saved", "saved_bytes")
 
     def __init__(self, joint_graph, joint: JointCapture, *, num_outputs: int, generator_index, generator_advance,
-                 copy_back, impure_reason=None, runner=interpret):
+                 copy_back, generator_end=None, impure_reason=None, runner=interpret):
         # The graph inputs a run copies back into (tensor input i sits after the two generator inputs when
         # i >= generator_index): nothing reading them is recomputed in the backward.
         written = [i + 2 if generator_index is not None and i >= generator_index else i for i in copy_back]
         forward, backward, backward_inputs, num_saved, saved_bytes = _C._capture.partition_joint(
             joint_graph, joint.num_forward_nodes, joint.num_forward_inputs, joint.num_forward_outputs, written)
         self.forward = GraphProgram(forward, num_outputs=num_outputs, generator_index=generator_index,
-                                    generator_advance=generator_advance, copy_back=copy_back,
+                                    generator_advance=generator_advance, generator_end=generator_end,
+                                    copy_back=copy_back,
                                     impure_reason=impure_reason, runner=runner)
         self.backward = GraphProgram(backward, num_outputs=len(joint.grad_positions), runner=runner)
         forward.verify()

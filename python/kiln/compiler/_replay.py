@@ -23,7 +23,10 @@ def interpret(graph, inputs: list) -> list:
 # - a graph with random ops takes the default CPU generator's seed and offset
 #   as two int inputs at ``generator_index`` (Note [Random ops under capture],
 #   capture/CaptureSession.h); after the run the generator advances by
-#   ``generator_advance``, as eager's draws would have advanced it;
+#   ``generator_advance``, as eager's draws would have advanced it (a graph
+#   with symbolic sizes instead returns where its last draw left the
+#   generator, output ``generator_end``, and the generator is set there: the
+#   advance depends on the sizes);
 # - the graph's outputs after the function's own are the new values of inputs
 #   the function wrote in place (Note [In-place ops under capture]); they are
 #   copied back into those inputs (``copy_back``: their input indices), so
@@ -37,11 +40,11 @@ class GraphProgram:
     (then, for a joint forward, the saved values: ``num_outputs`` counts the
     function's outputs only)."""
 
-    __slots__ = ("graph", "runner", "compiled", "generator_index", "generator_advance", "copy_back", "num_outputs",
-                 "plain", "impure_reason")
+    __slots__ = ("graph", "runner", "compiled", "generator_index", "generator_advance", "generator_end", "copy_back",
+                 "num_outputs", "plain", "impure_reason")
 
     def __init__(self, graph, *, num_outputs: int, generator_index=None, generator_advance: int = 0,
-                 copy_back=(), impure_reason=None, runner=interpret):
+                 generator_end=None, copy_back=(), impure_reason=None, runner=interpret):
         self.graph = graph
         # Why the body writes an input or an alias in place (None: it is functional; Note [In-place ops under
         # capture]): a backend that reorders or fuses needs a functional body.
@@ -50,6 +53,7 @@ class GraphProgram:
         self.compiled = None  # the _runtime.CompiledGraph the runner replays (backend "default"), or None
         self.generator_index = generator_index
         self.generator_advance = generator_advance
+        self.generator_end = generator_end  # the output holding the generator's offset after a run, or None
         self.copy_back = list(copy_back)
         self.num_outputs = num_outputs
         # Nothing around the run: the runner's outputs are the answer.
@@ -71,7 +75,8 @@ class GraphProgram:
         values, offset = self.graph_inputs(inputs)
         outputs = self.runner(self.graph, values)
         if offset is not None:
-            _set_generator_offset(offset + self.generator_advance)
+            _set_generator_offset(offset + self.generator_advance if self.generator_end is None
+                                  else int(outputs[self.generator_end]))
         n = self.num_outputs
         for k, i in enumerate(self.copy_back):
             target, value = inputs[i], outputs[n + k]

@@ -53,13 +53,14 @@ class SpecializingRunner:
         return compiled.run(inputs)
 
 
-def use_specializing_backend(backend: str, program, name: str, mode=None) -> None:
+def use_specializing_backend(backend: str, program, name: str, mode=None, decompose: bool = True) -> None:
     """Backend "default" for a symbolic GraphProgram: a SpecializingRunner (the interpreter stays for backend
-    "eager" and for a graph that writes an input in place)."""
+    "eager" and for a graph that writes an input in place); ``decompose=False`` keeps composites whole (a
+    training step's graph: _backends.use_backend)."""
     if backend != "default" or program.impure_reason is not None or not hasattr(program, "runner"):
         return
     gen = program.generator_index
     pairs = [(program.num_outputs + k, i + 2 if gen is not None and i >= gen else i)
              for k, i in enumerate(program.copy_back)]
     program.runner = SpecializingRunner(name, dict(runs_without_autograd=True, **runtime_options(mode),
-                                                   outputs_into_inputs=pairs))
+                                                   outputs_into_inputs=pairs, decompose=decompose))

@@ -17,19 +17,28 @@ import numpy as np
 from kiln import _C, autograd
 from kiln._creation import tensor as _tensor
 from kiln.random import get_rng_state, set_rng_state
-from kiln.compiler._symbolic import _MUL
+from kiln.compiler._symbolic import _ADD, _FLOORDIV, _MUL
 
 # Verification tolerance: both sides run the same eager kernels; the partitioned backward may recompute
 # a pointwise value in another order of fused operations only on the "default" backend.
 _RTOL, _ATOL = 1e-4, 1e-5
+# Literals at least this large are no extents (a slice's open end is INT64_MAX): never factors.
+_MAX_FACTOR = 1 << 31
+# The derived sizes a backward formula may pass: a symbol plus these (T - 1 of a slice or shift)...
+_OFFSETS = (-2, -1, 1, 2)
+# ... or floor-divided by these (T // 2 of a pool or a view into pairs).
+_DIVISORS = (2, 3, 4)
 
 
 def size_table(session, declared: list, names: dict, env: dict) -> list:
-    """(value, handle, factor) triples for ``session.set_size_symbols``: each symbol, each product of
-    two symbols, each of those times a literal extent (>= 2) of an input, a product of two, or an input's
-    literal extents together. A value several entries give takes the one over the most symbols, and is
-    left out when that is still ambiguous, or when it is itself a literal extent of an input (it may be a
-    constant)."""
+    """(value, handle, operand, op) tuples for ``session.set_size_symbols`` (the literal ``value`` is
+    recorded as the symbolic int ``handle`` ``op`` ``operand``): each symbol, each product of two
+    symbols, each of those times a literal extent (>= 2) of an input, a product of two, or an input's
+    literal extents together; and, read only where no such product has the value, a symbol plus or
+    minus a small constant (a slice's T - 1, a shifted sequence's backward) or floor-divided by a small
+    one (a pool's T // 2, a view's T // 2 groups). A value several entries give takes the one over the
+    most symbols (then a product over a derived size), and is left out when that is still ambiguous,
+    or when it is itself a literal extent of an input (it may be a constant)."""
     handles: dict = {}
     for i, tensor_names in sorted(names.items()):
         for d, n in enumerate(tensor_names):
@@ -53,24 +62,36 @@ def size_table(session, declared: list, names: dict, env: dict) -> list:
         if literal >= 2:
             factors.add(literal)
     # Literal sizes the forward passed (a head count, a head width) multiply symbols too: [B * h, T, C // h].
+    # (A slice's open end, INT64_MAX, is no size.)
     symbol_values = {env[n] for n in handles}
-    literals = {e for e in session.size_literals if e not in extents and e not in symbol_values}
+    literals = {e for e in session.size_literals
+                if e < _MAX_FACTOR and e not in extents and e not in symbol_values}
     factors |= extents | literals | {a * b for a in extents | literals for b in extents | literals}
+    # value -> {(how many symbols, 1 for a product or 0 for a derived size, handle, operand, op)}
     candidates: dict = {}
     for value, h, n in bases:
-        candidates.setdefault(value, set()).add((n, h, 1))
+        candidates.setdefault(value, set()).add((n, 1, h, 1, _MUL))
         for c in factors:
-            candidates.setdefault(value * c, set()).add((n, h, c))
+            candidates.setdefault(value * c, set()).add((n, 1, h, c, _MUL))
+    # A derived size equal to a literal the forward passed (a head count) or an input's extent is taken for
+    # that constant.
+    constants = set(session.size_literals) | extents
+    for n in symbols:
+        v, h = env[n], handles[n]
+        for value, c, op in [(v + c, c, _ADD) for c in _OFFSETS] + [(v // c, c, _FLOORDIV) for c in _DIVISORS]:
+            if value not in constants:
+                candidates.setdefault(value, set()).add((1, 0, h, c, op))
     table = []
     for value, found in sorted(candidates.items()):
         if value < 2 or value in extents:
             continue
         # Of several readings, the one over the most symbols: a count of elements over the dynamic dims
         # (mean's [B, T, C] is B*T*C, not T*(3C)); none where that is still ambiguous.
-        most = max(n for n, _, _ in found)
-        best = [(h, c) for n, h, c in found if n == most]
+        most = max((n, p) for n, p, _, _, _ in found)
+        best = [(h, c, op) for n, p, h, c, op in found if (n, p) == most]
         if len(best) == 1:
-            table.append((value, *best[0]))
+            h, c, op = best[0]
+            table.append((value, h, c, op))
     return table
 
 

@@ -146,7 +146,7 @@ class StepCapture:
     function stepped and differentiated, and why it must observe again or break."""
 
     __slots__ = ("plan", "state", "session", "ran_backward", "stepped", "observing", "replan_reason",
-                 "grad_mode_reason", "scalars_of")
+                 "grad_mode_reason", "scalars_of", "size_table")
 
     def __init__(self, plan: TrainingPlan | None):
         self.plan = plan
@@ -158,6 +158,9 @@ class StepCapture:
         self.replan_reason = None
         self.grad_mode_reason = None
         self.scalars_of: dict = {}
+        # A symbolic capture: () -> the size table its backward's literals are matched with (Note [Symbolic
+        # training steps], _symbolic_training.py), or None.
+        self.size_table = None
 
     def declare(self, session, declared: list) -> list:
         """Declares the plan's state as inputs of ``session`` (after ``declared``); returns those tensors."""
@@ -186,6 +189,12 @@ class StepCapture:
         if self.state is None:
             self._observe(what)
         self.ran_backward = True
+
+    def backward_sizes(self, on: bool):
+        """Around a backward call of a symbolic capture: its formulas' literal sizes matched to symbols
+        while it runs, and no longer after (Note [Symbolic training steps])."""
+        if self.size_table is not None and self.state is not None and self.session is not None:
+            self.session.set_size_symbols(self.size_table() if on else [])
 
     def on_grad_mode_change(self, reason: str) -> bool:
         """A grad-mode change is allowed in a training step (no_grad around an update, an optimizer's

@@ -52,19 +52,23 @@ def watching(step=None):
                 _mark(reason)
         return set_grad_enabled(mode)
 
-    def watched_backward(*args, **kwargs):
+    def watched(call, what, *args, **kwargs):
         if step is None:
-            _mark("backward() inside the captured function")
+            _mark(f"{what} inside the captured function")
         elif _state.active_sessions():
-            step.on_backward("backward()")
-        return backward(*args, **kwargs)
+            step.on_backward(what)
+            step.backward_sizes(True)
+            try:
+                return call(*args, **kwargs)
+            finally:
+                step.backward_sizes(False)
+        return call(*args, **kwargs)
+
+    def watched_backward(*args, **kwargs):
+        return watched(backward, "backward()", *args, **kwargs)
 
     def watched_grad(*args, **kwargs):
-        if step is None:
-            _mark("autograd.grad() inside the captured function")
-        elif _state.active_sessions():
-            step.on_backward("autograd.grad()")
-        return grad(*args, **kwargs)
+        return watched(grad, "autograd.grad()", *args, **kwargs)
 
     def optimizer_hook(optimizer, capturable):
         if step is None or not _state.active_sessions():

@@ -445,3 +445,52 @@ def test_symbolic_hits_of_repeated_sizes_take_the_guard_set():
     assert len(compiled.guarded_entries) == 1 and compiled.guarded_entries[0].guards.check((x,))
     _assert_close(compiled(x), x * 2 + 1)
     assert compiled.num_captures == 1
+
+
+# --- sizes of the forms s - c and s // c (Note [Symbolic sizes in the backward]) ---------------------
+# The Engine's formulas pass a slice's end (T - 1), a shifted or padded extent and a pool's T // 2 as C++
+# literals; the size table reads them as the symbol plus or minus a small constant or floor-divided by a
+# small one (never a Scalar: a count or constant a formula scales by), and the check at other sizes keeps
+# the graph symbolic only where its gradients are eager's.
+
+DERIVED_SIZES = {
+    "slice_to_minus_one": lambda x: x[:, :-1] * x[:, 1:],
+    "narrow_to_t_minus_one": lambda x: x.narrow(1, 0, x.shape[1] - 1).sum(1),
+    "every_second": lambda x: x[:, ::2].square(),
+    "pairs_view": lambda x: x.view(x.shape[0], x.shape[1] // 2, 2).sum(-1),
+    "shift_and_pad": lambda x: nn.functional.pad(x[:, 1:], (0, 1)),
+    "avg_pool_halves": lambda x: nn.functional.avg_pool1d(x.unsqueeze(1), 2).squeeze(1),
+    "cat_of_head_and_tail": lambda x: kiln.cat([x[:, :x.shape[1] - 2], x[:, -2:] * 2], 1),
+}
+
+
+@pytest.mark.parametrize("name", list(DERIVED_SIZES))
+def test_backward_sizes_of_the_forms_s_minus_c_and_s_floordiv_c_stay_symbolic(name):
+    f = DERIVED_SIZES[name]
+    compiled = kiln.compile(f, backend="eager")
+    for T in (6, 8, 10, 12, 14):
+        x = _randn(3, T, requires_grad=True)
+        x_c = x.detach().clone().requires_grad_(True)
+        want = f(x)
+        got = compiled(x_c)
+        _assert_close(got, want)
+        want.square().sum().backward()
+        got.square().sum().backward()
+        _assert_close(x_c.grad, x.grad)
+    # A capture for T = 6, a symbolic one at T = 8 that 10, 12 and 14 reuse (before: 5 captures).
+    assert compiled.num_captures == 2, compiled.specialized_reasons
+    assert len(compiled.symbolic_entries) == 1 and not compiled.specialized_reasons
+
+
+def test_a_scalar_is_never_read_as_a_derived_size():
+    # square's backward multiplies by the Scalar 2, which is T // 3 at T = 6 and T - 1 at T = 3: were it
+    # read as either, the gradients at other sizes would be wrong (the check would catch it, and the
+    # graph would keep its sizes); read as the constant it is, the graph stays symbolic.
+    compiled = kiln.compile(lambda x: x.square().sum(1), backend="eager")
+    for T in (5, 6, 3, 9):
+        x = _randn(2, T, requires_grad=True)
+        x_c = x.detach().clone().requires_grad_(True)
+        x.square().sum(1).sum().backward()
+        compiled(x_c).sum().backward()
+        _assert_close(x_c.grad, x.grad)
+    assert compiled.num_captures == 2 and not compiled.specialized_reasons

@@ -160,7 +160,9 @@ def _assert_close(got, want):
 
 
 def _graph_entries(step):
-    return [e for e in step.cache.values() if hasattr(e, "program")]
+    """Every captured graph: those for exact sizes and the symbolic ones (a new size after the first
+    makes a symbolic entry: Note [Symbolic training steps])."""
+    return [e for e in step.cache.values() if hasattr(e, "program")] + [s.entry for s in step.symbolic_entries]
 
 
 @pytest.mark.parametrize("backend", ["eager", "default"])
