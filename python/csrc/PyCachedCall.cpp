@@ -192,6 +192,7 @@ struct EntryData {
   PyObject* unflatten = nullptr;     // owned: unflatten(out_spec, outputs)
   int64_t generator_index = -1;
   int64_t generator_advance = 0;
+  int64_t generator_end = -1;  // the output holding the generator's offset after a run (symbolic graphs), or -1
   std::vector<size_t> copy_back;
   // joint
   size_t num_saved = 0;
@@ -307,6 +308,7 @@ bool read_graph_spec(PyObject* spec, EntryData& d) {
   d.num_outputs = static_cast<size_t>(n);
   if (!read_int("generator_index", d.generator_index, -1)) return false;
   if (!read_int("generator_advance", d.generator_advance, 0)) return false;
+  if (!read_int("generator_end", d.generator_end, -1)) return false;
   if (!read_sizes(spec, "copy_back", d.copy_back)) return false;
   PyObject* single = spec_attr(spec, "single_output");
   if (single == nullptr) return false;
@@ -701,7 +703,13 @@ PyObject* run_graph_entry(const EntryData& e, PyObject* args) {
       }
       PyEval_RestoreThread(released);
     }
-    if (e.generator_index >= 0) default_cpu_generator()->set_offset(static_cast<uint64_t>(offset + e.generator_advance));
+    if (e.generator_index >= 0) {
+      // A symbolic graph's draws depend on its sizes: it returns where the generator ends (Note [Random ops
+      // under capture]); a graph of fixed sizes advances it by what its capture drew.
+      const int64_t end = e.generator_end >= 0 ? outputs.at(static_cast<size_t>(e.generator_end)).to_int()
+                                               : offset + e.generator_advance;
+      default_cpu_generator()->set_offset(static_cast<uint64_t>(end));
+    }
     for (size_t k = 0; k < e.copy_back.size(); ++k) {
       const Tensor& target = inputs.at(e.copy_back[k]);
       const Tensor& value = outputs.at(e.num_outputs + k).to_tensor();

@@ -127,6 +127,7 @@ class GuardedEntry:
         spec.unflatten = unflatten
         spec.generator_index = forward.generator_index
         spec.generator_advance = forward.generator_advance
+        spec.generator_end = forward.generator_end  # a symbolic graph's run-time end offset (an output), or None
         spec.copy_back = forward.copy_back
         return spec
 
