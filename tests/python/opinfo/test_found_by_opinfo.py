@@ -341,6 +341,54 @@ def test_arange_of_int64_with_a_step_truncated_to_zero_is_a_value_error():
     assert_fails_alike(lambda: kiln.arange(0, 5, 0.5, dtype=kiln.int64), lambda: torch.arange(0, 5, 0.5, dtype=torch.int64))
 
 
+# --- linspace/logspace with tensor bounds, arange's out= ------------------------------------------
+
+@pytest.mark.parametrize("name", ["linspace", "logspace"])
+@pytest.mark.parametrize("bounds", ["tensor_tensor", "tensor_scalar", "scalar_tensor"])
+def test_range_with_zero_dim_tensor_bounds(name, bounds):
+    start, end = (torch.tensor(-2.5), torch.tensor(3)) if bounds != "scalar_tensor" else (-2.5, torch.tensor(3))
+    end = 3 if bounds == "tensor_scalar" else end
+    kstart = _pair(start)[0] if isinstance(start, torch.Tensor) else start
+    kend = _pair(end)[0] if isinstance(end, torch.Tensor) else end
+    for kwargs in (dict(), dict(dtype=torch.float64), dict(dtype=torch.int64)):
+        kkwargs = {key: getattr(kiln, str(value).removeprefix("torch.")) for key, value in kwargs.items()}
+        assert_matches(getattr(kiln, name)(kstart, kend, 7, **kkwargs), getattr(torch, name)(start, end, 7, **kwargs),
+                       exact=True)
+    assert_matches(kiln.logspace(kstart, kend, 5, base=2), torch.logspace(start, end, 5, base=2), exact=True)
+
+
+@pytest.mark.parametrize("name", ["linspace", "logspace"])
+def test_range_bounds_of_another_rank_and_float_steps_fail_as_torch(name):
+    k, t = getattr(kiln, name), getattr(torch, name)
+    one = torch.tensor([1, 1])
+    kone = _pair(one)[0]
+    assert_fails_alike(lambda: k(kone, _pair(one)[0], 1), lambda: t(one, one.clone(), 1))
+    assert_fails_alike(lambda: k(kone, 3, 2), lambda: t(one, 3, 2))
+    assert_fails_alike(lambda: k(0, kone, 2), lambda: t(0, one, 2))
+    assert_fails_alike(lambda: k(0, 3, 1.0), lambda: t(0, 3, 1.0))
+    tensor_start = torch.tensor(1.0, requires_grad=True)
+    assert not k(_pair(tensor_start, True)[0], 3, 4).requires_grad  # the bounds are read as numbers, as torch
+
+
+@pytest.mark.parametrize("args", [(5,), (0, 5, 1.5), (0.5, 5, 1), (0, 5.5, 2), (-3, 3, 0.75)])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "float32", "float64"])
+def test_arange_out_takes_out_dtype(args, dtype):
+    kout, tout = kiln.empty(0, dtype=getattr(kiln, dtype)), torch.empty(0, dtype=getattr(torch, dtype))
+    result = kiln.arange(*args, out=kout)
+    torch.arange(*args, out=tout)
+    assert result is kout
+    assert_matches(kout, tout, exact=True)
+
+
+def test_arange_out_keeps_a_shape_of_as_many_elements_and_refuses_a_zero_int_step():
+    kout, tout = kiln.empty(2, 3), torch.empty(2, 3)
+    kiln.arange(6, out=kout)
+    torch.arange(6, out=tout)
+    assert_matches(kout, tout, exact=True)
+    assert_fails_alike(lambda: kiln.arange(0, 64, 0.5, out=kiln.empty(0, dtype=kiln.int64)),
+                       lambda: torch.arange(0, 64, 0.5, out=torch.empty(0, dtype=torch.int64)))
+
+
 # --- argument checks worded as torch's ----------------------------------------------------------
 
 CONV_ARGUMENT_ERRORS = [
