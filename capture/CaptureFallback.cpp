@@ -57,6 +57,44 @@ ir::Value* symbolic_argument(CaptureSession& s, const SchemaArgument& a, const I
   return g.append(g.create_list(std::move(elements), ir::Type::int_type()))->output();
 }
 
+/// Notes the values of a size-taking argument with the session (a symbolic element among them too: its
+/// value is a symbol's, which size_table_argument's table never holds as a factor).
+void note_size_literals(CaptureSession& s, const SchemaArgument& a, const IValue& v) {
+  if (!takes_sizes(a)) return;
+  if (v.tag() == IValue::Tag::Int) s.note_size_literal(v.to_int());
+  if (v.tag() == IValue::Tag::IntList) {
+    for (int64_t literal : v.to_int_list()) s.note_size_literal(literal);
+  }
+}
+
+/// The int value (or int-list value) standing for a size-taking argument `v` whose literals the session's
+/// size table names (Note [Symbolic sizes in the backward], SymbolicInts.h), else nullptr.
+ir::Value* size_table_argument(CaptureSession& s, const SchemaArgument& a, const IValue& v) {
+  if (!s.matches_size_symbols() || !takes_sizes(a)) return nullptr;
+  if (v.tag() == IValue::Tag::Int) return s.size_symbol(v.to_int());
+  if (v.tag() == IValue::Tag::Double) {  // a count a formula divides by (mean's backward)
+    const double d = v.to_double();
+    if (d != d || d < 2 || d > 9.0e15 || static_cast<double>(static_cast<int64_t>(d)) != d) return nullptr;
+    return s.size_symbol(static_cast<int64_t>(d));
+  }
+  if (v.tag() != IValue::Tag::IntList) return nullptr;
+  const auto& literals = v.to_int_list();
+  std::vector<ir::Value*> elements(literals.size(), nullptr);
+  bool any = false;
+  for (size_t k = 0; k < literals.size(); ++k) {
+    elements[k] = s.size_symbol(literals[k]);
+    any = any || elements[k] != nullptr;
+  }
+  if (!any) return nullptr;
+  ir::Graph& g = s.graph();
+  for (size_t k = 0; k < elements.size(); ++k) {
+    if (elements[k] != nullptr) continue;
+    elements[k] = g.append(g.create_constant(ir::Attribute::of_int(literals[k])))->output();
+    elements[k]->set_type(ir::Type::int_type());
+  }
+  return g.append(g.create_list(std::move(elements), ir::Type::int_type()))->output();
+}
+
 /// The op node for the arguments on top of the stack (list nodes for tensor
 /// lists are appended on the way), or nullopt with `why` set. `record` is the
 /// op the node calls: `op` itself, or its functional variant (same arguments).
@@ -105,10 +143,16 @@ ir::Node* build_node(CaptureSession& s, const OperatorHandle& op, const Operator
           if (inputs.back() == nullptr) return nullptr;
           break;
         }
+        note_size_literals(s, args[i], v);
         if (ir::Value* sym = symbolic_argument(s, args[i], v, &cursor)) {
           inputs.push_back(sym);
           break;
         }
+        if (ir::Value* sym = size_table_argument(s, args[i], v)) {
+          inputs.push_back(sym);
+          break;
+        }
+
         // By position: a functional replacement may name it differently (fill_'s value, full_like's fill_value).
         attributes.push_back({record.schema().arguments()[i].name, ir::Attribute::of_ivalue(v)});
         break;

@@ -218,6 +218,30 @@ ir::Value* CaptureSession::take_symbolic_argument(int64_t value, size_t& cursor,
   return nullptr;
 }
 
+void CaptureSession::set_size_symbols(std::vector<SizeSymbol> table) {
+  size_symbols_ = std::move(table);
+  size_symbol_values_.clear();
+}
+
+ir::Value* CaptureSession::size_symbol(int64_t value) {
+  if (auto it = size_symbol_values_.find(value); it != size_symbol_values_.end()) {
+    ++num_size_symbols_used_;
+    return it->second;
+  }
+  for (const SizeSymbol& e : size_symbols_) {
+    if (e.value != value) continue;
+    ir::Value* v = symbolic_value(e.handle);
+    if (e.factor != 1) {
+      v = symbolic_value(symbolic_arith(static_cast<int64_t>(SymbolicOp::Mul), static_cast<int64_t>(e.handle),
+                                        /*lhs_literal=*/false, e.factor, /*rhs_literal=*/true));
+    }
+    size_symbol_values_.emplace(value, v);
+    ++num_size_symbols_used_;
+    return v;
+  }
+  return nullptr;
+}
+
 std::unique_ptr<ir::Graph> CaptureSession::probe_graph(const std::vector<size_t>& handles) const {
   auto g = std::make_unique<ir::Graph>();
   std::vector<ir::Value*> inputs;

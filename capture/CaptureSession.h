@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -222,6 +223,30 @@ class CaptureSession {
   /// After a node was recorded: the next noted argument starts a new pending list.
   void node_recorded() { pending_closed_ = true; }
 
+  // --- sizes the backward formulas compute: See Note [Symbolic sizes in the backward] (SymbolicInts.h) ---
+  /// One size a C++ formula may pass as a literal: `value` is the symbolic int `handle` times `factor`.
+  struct SizeSymbol {
+    int64_t value;
+    size_t handle;
+    int64_t factor;
+  };
+  /// Given sizes whose values are each unambiguous (kiln.compiler's _symbolic_backward.py builds them).
+  /// Do    set_size_symbols(table).   Result from now on an int, int-list element or integral Scalar
+  ///       argument of a size-taking parameter whose value is in the table is recorded as that symbolic
+  ///       int (times its factor) instead of the literal; an empty table turns this off.
+  void set_size_symbols(std::vector<SizeSymbol> table);
+  /// The int value standing for literal `value` under set_size_symbols, or nullptr.
+  [[nodiscard]] ir::Value* size_symbol(int64_t value);
+  [[nodiscard]] bool matches_size_symbols() const { return !size_symbols_.empty(); }
+  /// How many literals size_symbol replaced so far.
+  [[nodiscard]] size_t num_size_symbols_used() const { return num_size_symbols_used_; }
+  /// Notes a literal (>= 2) a size-taking argument was recorded with (a head count in view(B, T, h, C // h)).
+  void note_size_literal(int64_t value) {
+    if (value >= 2) size_literals_.insert(value);
+  }
+  /// The literals noted so far: the factors a count in the backward may carry besides the symbols.
+  [[nodiscard]] std::vector<int64_t> size_literals() const { return {size_literals_.begin(), size_literals_.end()}; }
+
   /// Number of op nodes recorded so far.
   [[nodiscard]] size_t num_ops() const { return num_ops_; }
   void count_op() { ++num_ops_; }
@@ -254,6 +279,10 @@ class CaptureSession {
   };
   std::vector<PendingSymbolic> pending_symbolic_;  // in argument order
   bool pending_closed_ = false;
+  std::vector<SizeSymbol> size_symbols_;
+  std::unordered_map<int64_t, ir::Value*> size_symbol_values_;  // by value, made on first use
+  size_t num_size_symbols_used_ = 0;
+  std::set<int64_t> size_literals_;
   ir::Value* rng_seed_ = nullptr;
   ir::Value* rng_offset_ = nullptr;
   size_t rng_input_index_ = 0;

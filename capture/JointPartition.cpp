@@ -27,6 +27,11 @@ class Partitioner {
       for (const ir::Value* v : n->outputs()) forward_defined_.insert(v);
     }
     for (size_t i = 0; i < joint.inputs().size(); ++i) input_index_[joint.inputs()[i]] = i;
+    for (size_t i = 0; i < num_forward_inputs; ++i) {
+      const ir::Type& t = joint.inputs()[i]->type();
+      if (!t.is_tensor() || !t.tensor_type().sizes) continue;
+      for (const ir::SymbolicSize& d : *t.tensor_type().sizes) symbolic_ = symbolic_ || d.is_symbolic();
+    }
   }
 
   JointPartition run() {
@@ -105,11 +110,11 @@ class Partitioner {
     for (size_t i = 0; i < joint_.inputs().size(); ++i) {
       if (needed_inputs_.count(i) == 0) continue;
       const ir::Value* in = joint_.inputs()[i];
-      bmap[in] = bwd.add_input(in->type(), in->name());
+      bmap[in] = bwd.add_input(i < num_forward_inputs_ ? in->type() : backward_input_type(in->type()), in->name());
       p->backward_inputs.push_back(i);
     }
     for (const ir::Value* v : saved_) {
-      bmap[v] = bwd.add_input(v->type(), v->name());
+      bmap[v] = bwd.add_input(backward_input_type(v->type()), v->name());
       fwd.add_output(fmap_.at(v));
     }
     p->num_saved = saved_.size();
@@ -122,7 +127,19 @@ class Partitioner {
     }
   }
 
+  /// A saved value's or grad_output's type as a backward input: as recorded, except that in a symbolic
+  /// graph (an input typed with symbols) a tensor's sizes and strides are left open, since they follow the
+  /// symbols (the capture typed them at the capturing call's sizes).
+  [[nodiscard]] ir::Type backward_input_type(const ir::Type& t) const {
+    if (!symbolic_ || !t.is_tensor()) return t;
+    ir::TensorType open = t.tensor_type();
+    open.sizes.reset();
+    open.strides.reset();
+    return ir::Type::tensor(open);
+  }
+
   const ir::Graph& joint_;
+  bool symbolic_ = false;
   size_t num_forward_inputs_;
   size_t num_forward_outputs_;
   std::vector<ir::Node*> forward_nodes_;

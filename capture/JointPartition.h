@@ -31,6 +31,9 @@ namespace kiln::capture {
 // whose input the backward already has (a graph input, a saved or recomputed
 // value), as min-cut partitioners recompute cheap values instead of saving
 // them: a linear layer's backward reads the weight, not a saved w.t().
+// In a symbolic graph (a forward input typed with symbols: Note [Symbolic
+// sizes in the backward], SymbolicInts.h) the backward's saved-value and
+// grad_output inputs keep their dtype and device but not their sizes.
 struct JointPartition {
   std::unique_ptr<ir::Graph> forward;
   std::unique_ptr<ir::Graph> backward;

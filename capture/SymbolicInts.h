@@ -40,6 +40,26 @@ namespace kiln::capture {
 // graph by running it on meta tensors at other sizes (_symbolic.validate) and
 // specialises the guards of a graph that does not generalise.
 
+// Note [Symbolic sizes in the backward]
+// -------------------------------------
+// The autograd Engine's formulas are C++: they read sizes as int64_t from the
+// tensors they saved (sum's backward expands to self.sizes(), view's reshapes
+// to them, mean's divides by their product) and pass them to ops as literals,
+// so a joint capture would bake the capturing call's sizes into its backward.
+// While kiln.compiler records the backward of a symbolic capture it hands the
+// session a table (CaptureSession::set_size_symbols) of the values a size of
+// this capture may take: each symbol, each product of two, each of those times
+// a literal extent of an input, every entry unambiguous (a value two entries
+// share, or that is itself an extent of some input, is left out: it might be a
+// constant). The Capture fallback then records a size-taking argument (the
+// same ones as above: SymInt, SymInt[], Scalar, int[] named size/shape/sizes)
+// whose literal is in the table as the table's symbolic int, made on first use
+// (sym_arith for a product). Matching by value can be wrong (a formula's own
+// constant 2 when a batch is 2), so kiln.compiler keeps such a graph only after
+// running its forward and backward at other sizes against the eager autograd
+// of its forward graph (python/kiln/compiler/_symbolic_backward.py); a graph
+// that fails is kept for its exact sizes, as before.
+
 /// capture::sym_size(Tensor self, int dim) -> int.
 [[nodiscard]] const OperatorHandle& symbolic_size_op();
 /// capture::sym_arith(int a, int b, int op) -> int, op one of SymbolicOp.

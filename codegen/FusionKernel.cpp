@@ -39,6 +39,19 @@ int64_t numel_of(const std::vector<int64_t>& s) {
   return n;
 }
 
+/// v's recorded stride along the kernel's innermost iteration dim, as run_kernel passes it (0 where v
+/// broadcasts there), when it is 0 or 1; else -1 (Note [Strided kernels' inner loops]).
+int8_t inner_stride_hint(const ir::Value* v, const FusionKernel& fk) {
+  if (fk.order.empty()) return -1;
+  const size_t r = fk.sizes.size(), dim = fk.order.back();
+  const std::vector<int64_t> vs = sizes_of(v), vst = strides_of(v);
+  if (vs.size() > r || vst.size() != vs.size()) return -1;
+  if (dim + vs.size() < r) return 0;  // a leading broadcast dim
+  const size_t d = dim + vs.size() - r;
+  const int64_t st = vs[d] == 1 ? 0 : vst[d];
+  return st == 0 || st == 1 ? static_cast<int8_t>(st) : int8_t{-1};
+}
+
 }  // namespace
 
 bool has_kernel_math(const ir::Node& n) {
@@ -73,7 +86,10 @@ std::optional<FusionKernel> lower_fusion_group(const passes::FusionGroup& group)
   }
   k.contiguous = contiguous;
   k.rank = contiguous ? 1 : std::max<int>(1, static_cast<int>(fk.shape.size()));
-  if (!contiguous) k.input_scalar.assign(k.input_dtypes.size(), false);
+  if (!contiguous) {
+    k.input_scalar.assign(k.input_dtypes.size(), false);
+    for (const ir::Value* v : group.inputs) k.inner_stride_hint.push_back(inner_stride_hint(v, fk));
+  }
   KernelBuilder b(k);
   std::unordered_map<const ir::Value*, int32_t> expr_of;
   for (size_t i = 0; i < group.inputs.size(); ++i) expr_of[group.inputs[i]] = b.load(static_cast<int32_t>(i));

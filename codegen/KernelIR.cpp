@@ -149,6 +149,7 @@ uint64_t Kernel::hash() const {
   for (size_t i = 0; i < input_dtypes.size(); ++i) {
     h = mix(h, static_cast<uint64_t>(input_dtypes[i]));
     h = mix(h, i < input_scalar.size() && input_scalar[i] ? 1 : 0);
+    if (i < inner_stride_hint.size()) h = mix(h, static_cast<uint64_t>(inner_stride_hint[i] + 0x10));
   }
   h = mix(h, output_dtypes.size());
   for (DType d : output_dtypes) h = mix(h, static_cast<uint64_t>(d));
@@ -167,17 +168,22 @@ uint64_t Kernel::hash() const {
     for (RowOperand r : input_roles) h = mix(h, static_cast<uint64_t>(r));
     for (RowOperand r : output_roles) h = mix(h, static_cast<uint64_t>(r) + 16);
     if (columns) h = mix(h, 0x636f6c73u);  // "cols"
+    if (norm_chunk_rows > 0) h = mix(h, 0x6e6f726du ^ static_cast<uint64_t>(norm_chunk_rows));  // "norm"
   }
   return h;
 }
 
 std::string Kernel::str() const {
   std::ostringstream os;
-  os << "kernel " << name << "(" << (rows ? (columns ? "columns" : "rows") : "rank=" + std::to_string(rank)) << (contiguous ? ", contiguous" : "")
-     << ")\n";
+  os << "kernel " << name << "(" << (rows ? (columns ? "columns" : "rows") : "rank=" + std::to_string(rank)) << (contiguous ? ", contiguous" : "");
+  if (norm_chunk_rows > 0) os << ", norm order, chunks of " << norm_chunk_rows << " rows";
+  os << ")\n";
   for (size_t i = 0; i < input_dtypes.size(); ++i) {
     os << "  in" << i << " : " << input_dtypes[i]
        << (i < input_scalar.size() && input_scalar[i] ? " (scalar)" : "");
+    if (i < inner_stride_hint.size() && inner_stride_hint[i] >= 0) {
+      os << " (inner stride " << static_cast<int>(inner_stride_hint[i]) << ")";
+    }
     if (i < input_roles.size()) os << " (" << row_operand_name(input_roles[i]) << ")";
     os << "\n";
   }
@@ -322,6 +328,19 @@ int32_t KernelBuilder::reduce(ExprOp op, int32_t a, int64_t lanes) {
   e.op = op;
   e.dtype = dtype(a);
   e.a = a;
+  e.ivalue = lanes;
+  return add(e);
+}
+
+int32_t KernelBuilder::reduce_product(int32_t a, int32_t b, int64_t lanes) {
+  KILN_CHECK(k_.rows && k_.columns, "kernel IR: a product fold outside a column kernel");
+  KILN_CHECK(is_floating_point(dtype(a)) && dtype(a) == dtype(b), "kernel IR: a product fold of ", dtype(a), " and ",
+             dtype(b));
+  Expr e;
+  e.op = ExprOp::ReduceSum;
+  e.dtype = dtype(a);
+  e.a = a;
+  e.b = b;
   e.ivalue = lanes;
   return add(e);
 }

@@ -157,6 +157,9 @@ struct Kernel {
   bool contiguous = false;          // rank 1, every input dense or a single element (Note above)
   std::vector<DType> input_dtypes;  // element type of each input
   std::vector<bool> input_scalar;   // contiguous path: input i is one element (stride 0)
+  // Strided path: input i's expected stride along the innermost iteration dim, 1 or 0 (a bias broadcast
+  // along rows: a value per row), -1 unknown; Note [Strided kernels' inner loops] (codegen/llvm/KernelLowering.cpp).
+  std::vector<int8_t> inner_stride_hint;
   std::vector<DType> output_dtypes;
   std::vector<Expr> exprs;
   std::vector<int32_t> outputs;     // expr stored to each output (cast to its dtype first)
@@ -166,6 +169,9 @@ struct Kernel {
   // With `rows`: the Reduce* exprs fold over the rows instead, one result per column (PerColumn), and
   // every input and output is Element, PerColumn or Scalar (Note [Column reduction kernels], RowLowering.cpp).
   bool columns = false;
+  // With `columns`: 0, the folds add in eager sum's order; else in eager norm_backward_params' order with
+  // chunks of this many rows (Note [Norm parameter gradients as column groups], passes/fuse_column_reductions.h).
+  int64_t norm_chunk_rows = 0;
 
   /// A structural hash: equal kernels (up to `name`) hash equal.
   [[nodiscard]] uint64_t hash() const;
@@ -192,6 +198,9 @@ class KernelBuilder {
   /// `op` (ReduceSum, ...) of `a` over the row (floating; row kernels only), in the order of eager's
   /// reduction kernel with vectors of `lanes` elements (Note [Row reduction kernels]).
   int32_t reduce(ExprOp op, int32_t a, int64_t lanes);
+  /// ReduceSum of a * b, each term added to the accumulator by one fma (a norm kernel's column fold:
+  /// eager's norm_backward_params; the expr's `b` is set).
+  int32_t reduce_product(int32_t a, int32_t b, int64_t lanes);
 
   [[nodiscard]] DType dtype(int32_t e) const { return k_.exprs[static_cast<size_t>(e)].dtype; }
 

@@ -1,11 +1,14 @@
 // Reduction fusion group -> row kernel IR.
 #include "codegen/RowKernel.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "codegen/PointwiseMath.h"
 #include "codegen/RowSchedule.h"
+#include "eager/kernels/Parallel.h"
 #include "eager/kernels/cpu/CpuCapability.h"
+#include "passes/arguments.h"
 #include "passes/fuse_column_reductions.h"
 
 namespace kiln::codegen {
@@ -74,6 +77,24 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
   for (const ir::Node* n : group.members.nodes) {
     std::vector<int32_t> inputs;
     for (const ir::Value* v : n->inputs()) inputs.push_back(expr_of.at(v));
+    if (group.norm_params && n->kind_name() == "kiln::_norm_backward_bias") {
+      expr_of[n->output()] = b.reduce(ExprOp::ReduceSum, inputs.at(0), eager_vector_lanes(b.dtype(inputs.at(0))));
+      continue;
+    }
+    if (group.norm_params && n->kind_name() == "kiln::_norm_backward_weight") {
+      // xhat = (x - mean) * rstd (x * rstd without a mean, as eager's x - 0), folded as fma(g, xhat, acc).
+      const auto value = [&](std::string_view name) -> std::optional<int32_t> {
+        const ir::Value* v = passes::value_argument(*n, name);
+        if (v == nullptr) return std::nullopt;
+        return expr_of.at(v);
+      };
+      const int32_t g = *value("grad_out"), x = *value("input"), rstd = *value("rstd");
+      const std::optional<int32_t> mean = value("mean");
+      const int32_t centered = mean ? b.binary(ExprOp::Sub, x, *mean) : x;
+      const int32_t xhat = b.binary(ExprOp::Mul, centered, rstd);
+      expr_of[n->output()] = b.reduce_product(g, xhat, eager_vector_lanes(b.dtype(g)));
+      continue;
+    }
     if (const auto op = reduce_op(n->kind_name())) {
       expr_of[n->output()] = b.reduce(*op, inputs.at(0), eager_vector_lanes(b.dtype(inputs.at(0))));
       continue;
@@ -92,6 +113,14 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
     k.outputs.push_back(expr_of.at(v));
     rk.output_sizes.push_back(concrete(*t.sizes));
     rk.output_strides.push_back(concrete(*t.strides));
+  }
+  if (group.norm_params) {
+    // eager's norm_backward_params: FMA-contracted vector code (an fma per term) and its chunk rows
+    // (rows_per_chunk in eager/kernels/cpu/nn/per_capability/NormKernel.cpp).
+    if (cpu_capability() != CpuCapability::AVX512 && cpu_capability() != CpuCapability::AVX2) return std::nullopt;
+    constexpr int64_t kMaxRowChunks = 256;
+    const int64_t by_grain = (kGrainSize + rk.cols - 1) / std::max<int64_t>(rk.cols, 1);
+    k.norm_chunk_rows = std::max<int64_t>({int64_t{1}, by_grain, (rk.rows + kMaxRowChunks - 1) / kMaxRowChunks});
   }
   if (k.columns) {  // per reduction an accumulator row and a total row (Note [Column reduction kernels])
     for (const Expr& e : k.exprs) rk.scratch_rows += is_reduction(e.op) ? 2 : 0;

@@ -34,6 +34,12 @@ std::optional<RowShape> column_shape_of(const ir::Value* v, const std::vector<in
     return std::nullopt;
   }
   if (product(*vs, 0, vs->size()) == 1) return RowShape::Scalar;
+  // PerRow: the folded dims' sizes, the kept dims 1 (a norm's mean and rstd).
+  if (vs->size() == sizes.size() && is_contiguous(v)) {
+    bool per_row = true;
+    for (size_t d = 0; d < sizes.size(); ++d) per_row = per_row && (*vs)[d] == (d < reduced_dims ? sizes[d] : 1);
+    if (per_row) return RowShape::PerRow;
+  }
   // PerColumn: every kept dim's size (one value per column), and ones (or nothing) before them.
   if (vs->size() > sizes.size() || vs->size() < kept.size() || !is_contiguous(v)) return std::nullopt;
   const size_t lead = sizes.size() - vs->size();
@@ -62,6 +68,47 @@ std::optional<size_t> fusible_column_reduction(const ir::Node& n) {
   return k;
 }
 
+std::optional<size_t> fusible_norm_params(const ir::Node& n) {
+  if (n.kind() != ir::NodeKind::Op || n.outputs().size() != 1) return std::nullopt;
+  const std::string kind = n.kind_name();
+  const bool weight = kind == "kiln::_norm_backward_weight";
+  if (!weight && kind != "kiln::_norm_backward_bias") return std::nullopt;
+  const ir::Value* g = value_argument(n, "grad_out");
+  const ir::Attribute* shape = literal_argument(n, "normalized_shape");
+  if (g == nullptr || shape == nullptr || shape->kind() != ir::Attribute::Kind::IntList) return std::nullopt;
+  const auto sizes = strided_cpu_sizes(g);
+  const auto dtype = dtype_of(g);
+  if (!sizes || !is_contiguous(g) || !dtype || (*dtype != DType::Float32 && *dtype != DType::Float64)) return std::nullopt;
+  const std::vector<int64_t>& normalized = shape->to_int_list();
+  if (normalized.empty() || normalized.size() >= sizes->size()) return std::nullopt;
+  const size_t k = sizes->size() - normalized.size();
+  if (!std::equal(normalized.begin(), normalized.end(), sizes->begin() + static_cast<std::ptrdiff_t>(k))) return std::nullopt;
+  for (int64_t s : *sizes) {
+    if (s == 0) return std::nullopt;
+  }
+  if (product(*sizes, 0, k) < 2) return std::nullopt;  // one row: not a column fold
+  const auto out = strided_cpu_sizes(n.output());
+  if (!out || *out != normalized || !is_contiguous(n.output()) || dtype_of(n.output()) != dtype) return std::nullopt;
+  if (weight) {
+    const ir::Value* x = value_argument(n, "input");
+    const ir::Value* rstd = value_argument(n, "rstd");
+    const ir::Value* mean = value_argument(n, "mean");
+    const ir::Attribute* no_mean = literal_argument(n, "mean");
+    if (x == nullptr || rstd == nullptr || (mean == nullptr && (no_mean == nullptr || !no_mean->is_none()))) {
+      return std::nullopt;
+    }
+    if (strided_cpu_sizes(x) != sizes || !is_contiguous(x) || dtype_of(x) != dtype) return std::nullopt;
+    for (const ir::Value* stat : {rstd, mean}) {
+      if (stat == nullptr) continue;
+      if (!stat->type().is_tensor() || dtype_of(stat) != dtype ||
+          column_shape_of(stat, *sizes, k) != RowShape::PerRow) {
+        return std::nullopt;
+      }
+    }
+  }
+  return k;
+}
+
 std::vector<ReductionGroup> fuse_column_reductions(const ir::Graph& g,
                                                    const std::function<bool(const ir::Node&)>& fusible,
                                                    const std::function<bool(const ir::Node*)>& taken) {
@@ -69,15 +116,32 @@ std::vector<ReductionGroup> fuse_column_reductions(const ir::Graph& g,
   GroupIndex group_of;
   for (const ir::Node* n : g.nodes()) {
     if (taken(n) || group_of.count(n)) continue;
-    const std::optional<size_t> folds = fusible_column_reduction(*n);
+    const bool norm = n->kind_name() == "kiln::_norm_backward_weight";
+    const std::optional<size_t> folds = norm ? fusible_norm_params(*n) : fusible_column_reduction(*n);
     if (!folds) continue;
     const size_t gi = groups.size();
     ReductionGroup group;
     group.columns = true;
+    group.norm_params = norm;
     group.sizes = *strided_cpu_sizes(first_argument(*n));
     group.reduced_dims = *folds;
     group_of[n] = gi;
     std::vector<const ir::Node*> members = {n};
+    if (norm) {  // the bias gradient of the same g joins, where every reader of it stands after n
+      for (const ir::Use& u : first_argument(*n)->uses()) {
+        const ir::Node* b = u.user;
+        if (b == n || taken(b) || group_of.count(b) || b->kind_name() != "kiln::_norm_backward_bias") continue;
+        if (u.index != 0 || fusible_norm_params(*b) != folds) continue;
+        bool after = true;
+        for (const ir::Use& bu : b->output()->uses()) {
+          after = after && (bu.user == g.return_node() || (bu.user->in_node_list() && n->is_before(bu.user)));
+        }
+        if (!after) continue;
+        group_of[b] = gi;
+        members.push_back(b);
+        break;
+      }
+    }
     // The prologue: producers of Element values, back from n's input.
     std::vector<const ir::Node*> frontier = {n};
     while (!frontier.empty()) {
@@ -86,7 +150,7 @@ std::vector<ReductionGroup> fuse_column_reductions(const ir::Graph& g,
       for (const ir::Value* v : m->inputs()) {
         const ir::Node* p = v->node();
         if (p->kind() != ir::NodeKind::Op || p->outputs().size() != 1 || taken(p) || group_of.count(p)) continue;
-        if (fusible_reduction(*p) || fusible_column_reduction(*p) || !fusible(*p)) continue;
+        if (fusible_reduction(*p) || fusible_column_reduction(*p) || fusible_norm_params(*p) || !fusible(*p)) continue;
         if (column_shape_of(p->output(), group.sizes, group.reduced_dims) != RowShape::Element) continue;
         bool fits = true;
         for (const ir::Value* in : p->inputs()) fits = fits && column_shape_of(in, group.sizes, group.reduced_dims);
@@ -104,6 +168,22 @@ std::vector<ReductionGroup> fuse_column_reductions(const ir::Graph& g,
     }
     if (members.size() == 1) {  // no prologue: eager's reduction alone does as well
       group_of.erase(n);
+      continue;
+    }
+    // The group runs at its last member (a joined bias gradient may stand after n): every reader
+    // outside the group stands after that.
+    const ir::Node* last = *std::max_element(members.begin(), members.end(),
+                                             [](const ir::Node* a, const ir::Node* b) { return a->is_before(b); });
+    bool readers_after = true;
+    for (const ir::Node* m : members) {
+      for (const ir::Use& u : m->output()->uses()) {
+        const auto it = group_of.find(u.user);
+        if (it != group_of.end() && it->second == gi) continue;
+        readers_after = readers_after && (u.user == g.return_node() || (u.user->in_node_list() && last->is_before(u.user)));
+      }
+    }
+    if (!readers_after) {
+      for (const ir::Node* m : members) group_of.erase(m);
       continue;
     }
     std::sort(members.begin(), members.end(), [](const ir::Node* a, const ir::Node* b) { return a->is_before(b); });

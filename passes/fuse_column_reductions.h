@@ -29,6 +29,24 @@ namespace kiln::passes {
 // a prologue node is left to eager's reduction (nothing to fuse). No
 // epilogue: a PerColumn value's users stay outside.
 
+// Note [Norm parameter gradients as column groups]
+// ------------------------------------------------
+// layer_norm's and rms_norm's weight and bias gradients, kiln::_norm_backward_weight(g, x,
+// normalized_shape, mean, rstd) = sum over rows of g * ((x - mean) * rstd) and
+// kiln::_norm_backward_bias(g, normalized_shape) = sum over rows of g, are column reductions over
+// the leading (non-normalized) dims, but eager adds them in its own order (norm_backward_params in
+// eager/kernels/cpu/nn/per_capability/NormKernel.cpp: fixed chunks of rows, each summed row by row
+// with an fma into a T accumulator, the chunks' sums added in order). A weight gradient node of a
+// float32/float64 contiguous CPU input starts a column group with `norm_params` set; the bias
+// gradient of the same g joins it (horizontal: g is read once), and so does g's pointwise
+// prologue. mean and rstd are PerRow operands (one value per row: the stats' shape, the
+// normalized dims 1). codegen lowers the group's folds in eager's norm order
+// (Kernel::norm_chunk_rows, Note [Column reduction kernels]).
+
+/// The number of leading dims a norm parameter gradient node folds (Note above), when n is one the
+/// column fusion takes.
+[[nodiscard]] std::optional<size_t> fusible_norm_params(const ir::Node& n);
+
 /// The RowShape (Element, PerColumn or Scalar) of v in the column space (sizes, reduced leading dims).
 /// `as_output`: only Element, or PerColumn as a reduction's result (the kept sizes, with or without the
 /// folded dims as 1s).

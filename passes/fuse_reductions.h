@@ -50,6 +50,9 @@ struct ReductionGroup {
   std::vector<int64_t> sizes;  // the element shape
   size_t reduced_dims = 0;     // the trailing dims the reductions fold (columns: the leading dims)
   bool columns = false;        // a column group (Note [Column reduction groups], fuse_column_reductions.h)
+  // A column group of norm parameter gradients (_norm_backward_weight / _bias), which fold in the
+  // order of eager's norm_backward_params (Note [Norm parameter gradients as column groups]).
+  bool norm_params = false;
 };
 
 /// The RowShape of v (concrete sizes and strides) in the space (sizes, reduced_dims), or nullopt.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -17,9 +18,11 @@
 #include "passes/effects.h"
 #include "passes/fuse_pointwise.h"
 #include "passes/fuse_reductions.h"
+#include "passes/group_multi_tensor.h"
 #include "passes/type_facts.h"
 #include "passes/pipeline.h"
 #include "runtime/CudaKernelRun.h"
+#include "runtime/MultiTensorRun.h"
 #include "runtime/RowKernelRun.h"
 
 namespace kiln::runtime {
@@ -36,6 +39,9 @@ struct CompiledGraph::KernelStep {
   std::vector<int64_t> arena_offset;  // per output: its arena byte offset, or -1 (Note [The memory plan])
   // Per output: the slot of the graph input it may be stored into, or -1 (Note [Outputs written into their inputs]).
   std::vector<int64_t> into_input_slot;
+  // A multi-tensor step (passes Note [Multi-tensor kernel steps]): its members, each a contiguous step of this
+  // step's kernel; this step's nodes, inputs, outputs and their slots are the members', end to end.
+  std::vector<std::unique_ptr<KernelStep>> members;
 };
 
 namespace {
@@ -51,7 +57,7 @@ bool same_layout(const Tensor& t, const std::vector<int64_t>& sizes, const std::
 /// A fused kernel's profiler name, as Inductor names its CPU kernels:
 /// "cpp_fused_mul_add_3" (the member ops in order, then the kernel's index).
 std::string kernel_event_name(const std::vector<const ir::Node*>& nodes, int32_t index) {
-  std::string name = "cpp_fused";
+  std::string name = "cpp_fused";  // (a multi-tensor step is named by its first member's nodes)
   for (const ir::Node* n : nodes) {
     std::string op = n->kind_name();  // "kiln::mul.Tensor"
     const size_t colon = op.rfind("::");
@@ -134,6 +140,9 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     });
   }
   for (const passes::ReductionGroup& group : row_groups) {
+    // codegen/cuda prints column kernels in eager sum's order only: the norm parameter gradients stay
+    // eager steps there (Note [Norm parameter gradients as column groups]).
+    if (group.norm_params && cuda_) continue;
     bool history = false;
     for (const ir::Node* n : group.members.nodes) history = history || records_history(*n);
     std::optional<codegen::RowKernel> rk = history ? std::nullopt : codegen::lower_reduction_group(group);
@@ -153,18 +162,63 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     return !fused.count(&n) && !records_history(n) && codegen::has_kernel_math(n);
   };
   if (options.fuse) groups = passes::fuse_pointwise(g, fusible);
+  std::vector<std::optional<codegen::FusionKernel>> lowered;
+  std::vector<std::optional<uint64_t>> multi_tensor_key;  // Note [Multi-tensor kernel steps]: contiguous CPU kernels
   for (const passes::FusionGroup& group : groups) {
-    std::optional<codegen::FusionKernel> fk = codegen::lower_fusion_group(group);
-    if (!fk) continue;
+    lowered.push_back(codegen::lower_fusion_group(group));
+    const std::optional<codegen::FusionKernel>& fk = lowered.back();
+    const bool candidate = !cuda_ && fk && fk->kernel.contiguous && fk->kernel.input_dtypes.size() <= 64;
+    multi_tensor_key.push_back(candidate ? std::optional<uint64_t>(fk->kernel.hash()) : std::nullopt);
+  }
+  // A 1-element group's kernel reads every input as a single element (stride 0); at one element a kernel
+  // reading them densely computes the same, so it takes such a kernel of the same math and joins its
+  // multi-tensor step (a scalar parameter's update beside the others').
+  std::map<uint64_t, size_t> dense_key;  // a multi-tensor key of groups of more than one element -> one of them
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (multi_tensor_key[i] && numel_of(lowered[i]->shape) != 1) dense_key.emplace(*multi_tensor_key[i], i);
+  }
+  for (size_t i = 0; i < groups.size() && !dense_key.empty(); ++i) {
+    if (!multi_tensor_key[i] || numel_of(lowered[i]->shape) != 1 || dense_key.count(*multi_tensor_key[i])) continue;
+    for (const auto& [key, j] : dense_key) {
+      codegen::Kernel as_dense = lowered[i]->kernel;
+      as_dense.input_scalar = lowered[j]->kernel.input_scalar;
+      if (as_dense.hash() == key) {
+        lowered[i]->kernel = std::move(as_dense);
+        multi_tensor_key[i] = key;
+        break;
+      }
+    }
+  }
+  const auto pointwise_step = [&](size_t i) {
     auto step = std::make_unique<KernelStep>();
-    step->fused = std::move(*fk);
-    step->nodes = group.nodes;
-    step->inputs = group.inputs;
-    step->outputs = group.outputs;
-    for (const ir::Node* n : group.nodes) fused.insert(n);
-    anchor[group.nodes.back()] = static_cast<int32_t>(kernels_.size());
+    step->fused = std::move(*lowered[i]);
+    step->nodes = groups[i].nodes;
+    step->inputs = groups[i].inputs;
+    step->outputs = groups[i].outputs;
+    for (const ir::Node* n : groups[i].nodes) fused.insert(n);
+    return step;
+  };
+  std::vector<bool> in_multi_tensor_step(groups.size(), false);
+  for (const std::vector<size_t>& set : passes::group_multi_tensor(groups, multi_tensor_key)) {
+    auto step = std::make_unique<KernelStep>();
+    for (size_t i : set) {
+      in_multi_tensor_step[i] = true;
+      std::unique_ptr<KernelStep> member = pointwise_step(i);
+      step->nodes.insert(step->nodes.end(), member->nodes.begin(), member->nodes.end());
+      step->inputs.insert(step->inputs.end(), member->inputs.begin(), member->inputs.end());
+      step->outputs.insert(step->outputs.end(), member->outputs.begin(), member->outputs.end());
+      step->members.push_back(std::move(member));
+    }
+    step->fused = step->members.front()->fused;  // the members' one kernel
+    anchor[groups[set.back()].nodes.back()] = static_cast<int32_t>(kernels_.size());
     to_compile.push_back(step->fused.kernel);
     kernels_.push_back(std::move(step));
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (in_multi_tensor_step[i] || !lowered[i]) continue;
+    anchor[groups[i].nodes.back()] = static_cast<int32_t>(kernels_.size());
+    to_compile.push_back(lowered[i]->kernel);
+    kernels_.push_back(pointwise_step(i));
   }
   if (cuda_) {
     for (size_t i = 0; i < kernels_.size(); ++i) {
@@ -184,6 +238,10 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     for (size_t i = 0; i < kernels_.size(); ++i) {
       kernels_[i]->fn = compiled.functions[i];
       (kernels_[i]->row ? kernels_[i]->row->kernel : kernels_[i]->fused.kernel).name = to_compile[i].name;
+      for (auto& member : kernels_[i]->members) {
+        member->fn = compiled.functions[i];
+        member->fused.kernel.name = to_compile[i].name;
+      }
     }
   }
 
@@ -202,7 +260,35 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
       ps.kernel = !k.row;
       ps.reads = k.input_slots;
       ps.writes = k.output_slots;
-      for (size_t o = 0; o < k.outputs.size() && !k.row; ++o) {
+      if (!k.members.empty()) {
+        // A multi-tensor step's reads and writes are its members' end to end. An output may take a read's
+        // buffer only when the read is its own member's and no other member reads it: members do not run
+        // element by element together (Note [Multi-tensor kernel steps]).
+        std::unordered_map<const ir::Value*, size_t> readers;  // value -> how many members read it
+        for (const auto& member : k.members) {
+          for (const ir::Value* v : std::unordered_set<const ir::Value*>(member->inputs.begin(), member->inputs.end())) {
+            ++readers[v];
+          }
+        }
+        size_t read_offset = 0;
+        for (auto& member : k.members) {
+          for (const ir::Value* v : member->inputs) member->input_slots.push_back(slot(v));
+          for (const ir::Value* v : member->outputs) member->output_slots.push_back(slot(v));
+          for (size_t o = 0; o < member->outputs.size(); ++o) {
+            const DType d = member->fused.kernel.output_dtypes[o];
+            ps.write_bytes.push_back(numel_of(member->fused.sizes) * static_cast<int64_t>(itemsize(d)));
+            ps.same_layout_reads.emplace_back();
+            for (size_t i = 0; i < member->inputs.size(); ++i) {
+              const ir::Value* in = member->inputs[i];
+              if (readers.at(in) == 1 && recorded_layout_is(in, d, member->fused.sizes, member->fused.strides)) {
+                ps.same_layout_reads.back().push_back(read_offset + i);
+              }
+            }
+          }
+          read_offset += member->inputs.size();
+        }
+      }
+      for (size_t o = 0; o < k.outputs.size() && !k.row && k.members.empty(); ++o) {
         const DType d = k.fused.kernel.output_dtypes[o];
         ps.write_bytes.push_back(numel_of(k.fused.sizes) * static_cast<int64_t>(itemsize(d)));
         ps.same_layout_reads.emplace_back();
@@ -256,6 +342,18 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     KernelStep& k = *kernels_[static_cast<size_t>(steps_[i].kernel)];
     k.in_place = options.plan_memory ? plan_.in_place[i] : std::vector<int32_t>(k.output_slots.size(), -1);
     k.arena_offset = plan_.arena_offset[i];
+    // A multi-tensor step's plan, per member: its outputs' arena offsets, and the reads they take in place
+    // (always the member's own: plan_multi_tensor_step), as indices into the member's inputs.
+    size_t read_offset = 0, write_offset = 0;
+    for (auto& member : k.members) {
+      for (size_t o = 0; o < member->outputs.size(); ++o) {
+        const int32_t read = k.in_place[write_offset + o];
+        member->in_place.push_back(read >= 0 ? read - static_cast<int32_t>(read_offset) : -1);
+        member->arena_offset.push_back(k.arena_offset[write_offset + o]);
+      }
+      read_offset += member->inputs.size();
+      write_offset += member->outputs.size();
+    }
   }
   slot_of_ = std::move(slot_of);
   if (!options.outputs_into_inputs.empty()) {
@@ -282,16 +380,28 @@ void CompiledGraph::plan_outputs_into_inputs(const std::vector<std::pair<size_t,
     if (times_output[out] != 1 || aliases.holds_output(in)) continue;
     for (size_t si = 0; si < steps_.size(); ++si) {
       if (steps_[si].kernel < 0) continue;
-      KernelStep& k = *kernels_[static_cast<size_t>(steps_[si].kernel)];
-      if (k.row) continue;  // row kernels store into their own outputs
+      KernelStep& step = *kernels_[static_cast<size_t>(steps_[si].kernel)];
+      if (step.row) continue;  // row kernels store into their own outputs
+      if (std::find(step.outputs.begin(), step.outputs.end(), out) == step.outputs.end()) continue;
+      // The (member) kernel computing `out`; in a multi-tensor step no other member may read `in` or an
+      // alias of it, as the members do not run element by element together (Note [Multi-tensor kernel steps]).
+      KernelStep* writer = &step;
+      for (auto& member : step.members) {
+        if (std::find(member->outputs.begin(), member->outputs.end(), out) != member->outputs.end()) writer = member.get();
+      }
+      KernelStep& k = *writer;
       const auto at = std::find(k.outputs.begin(), k.outputs.end(), out);
-      if (at == k.outputs.end()) continue;
       bool safe = true;
       for (const ir::Value* v : values) {
         if (!aliases.may_alias(v, in)) continue;
         auto read = slot_of_.find(v) == slot_of_.end() ? last_read.end() : last_read.find(slot_of_.at(v));
         if (read != last_read.end() && read->second > si) safe = false;  // read after the kernel
         if (v != in && std::find(k.inputs.begin(), k.inputs.end(), v) != k.inputs.end()) safe = false;
+        for (const auto& member : step.members) {
+          if (member.get() != writer && std::find(member->inputs.begin(), member->inputs.end(), v) != member->inputs.end()) {
+            safe = false;
+          }
+        }
       }
       if (safe) {
         k.into_input_slot.resize(k.outputs.size(), -1);
@@ -318,67 +428,19 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
     run_members(k, slots);
     return;
   }
-  const codegen::Kernel& kernel = k.fused.kernel;
-  const std::vector<int64_t>& shape = k.fused.shape;  // iteration order
-  const std::vector<int64_t>& sizes_out = k.fused.sizes;
-  const std::vector<int64_t>& strides_out = k.fused.strides;
-  const size_t ni = k.input_slots.size();
-  std::vector<const Tensor*> inputs;  // in their slots: a copy would hide that an input is held once
-  inputs.reserve(ni);
-  bool as_compiled = true;
-  for (size_t i = 0; i < ni; ++i) {
-    inputs.push_back(&slots[k.input_slots[i]].to_tensor());
-    const Tensor& t = *inputs.back();
-    if (t.dtype() != kernel.input_dtypes[i] || t.dim() > static_cast<int64_t>(shape.size())) as_compiled = false;
-    if (kernel.contiguous && !(kernel.input_scalar[i] ? t.numel() == 1 : same_layout(t, sizes_out, strides_out))) {
-      as_compiled = false;
-    }
-  }
-  // The inputs must be where the kernel runs: CPU tensors for an LLVM kernel, tensors of one CUDA device
-  // for a CUDA kernel (a CPU 0-dim tensor included: the members' eager ops take it as a scalar).
-  int device = -1;
-  if (k.cuda) {
-    device = common_cuda_device(inputs);
-    as_compiled = as_compiled && device >= 0;
-  } else {
-    for (const Tensor* t : inputs) as_compiled = as_compiled && t->device().is_cpu();
-  }
-  if (!as_compiled) {  // the inputs are not what the kernel was built for: run the members eagerly
-    run_members(k, slots);
+  if (!k.members.empty()) {  // Note [Multi-tensor kernel steps]
+    run_multi_tensor_step(k, slots, arena);
     return;
   }
+  const codegen::Kernel& kernel = k.fused.kernel;
+  const std::vector<int64_t>& shape = k.fused.shape;  // iteration order
+  const size_t ni = k.input_slots.size();
+  std::vector<const Tensor*> inputs;  // in their slots: a copy would hide that an input is held once
   std::vector<void*> data;
-  for (const Tensor* t : inputs) data.push_back(t->data_ptr());
-  for (size_t o = 0; o < k.output_slots.size(); ++o) {
-    if (o < k.into_input_slot.size() && k.into_input_slot[o] >= 0) {  // Note [Outputs written into their inputs]
-      const IValue& target = slots[static_cast<size_t>(k.into_input_slot[o])];
-      if (target.is_tensor()) {
-        const Tensor& t = target.to_tensor();
-        if (t.dtype() == kernel.output_dtypes[o] && same_layout(t, sizes_out, strides_out)) {
-          data.push_back(t.data_ptr());
-          t.impl()->bump_version();
-          slots[k.output_slots[o]] = target;
-          continue;
-        }
-      }
-    }
-    const DType d = kernel.output_dtypes[o];
-    Tensor out;
-    if (arena != nullptr && k.arena_offset[o] >= 0) {
-      out = Tensor(make_intrusive<TensorImpl>(arena->storage(), d, IntArrayRef(sizes_out), IntArrayRef(strides_out),
-                                              k.arena_offset[o] / static_cast<int64_t>(itemsize(d))));
-    } else if (const Tensor* dead = k.in_place[o] >= 0
-                                        ? reusable(slots[k.input_slots[static_cast<size_t>(k.in_place[o])]], d, sizes_out, strides_out)
-                                        : nullptr) {
-      out = *dead;
-    } else if (k.cuda) {
-      out = kiln::empty_strided(IntArrayRef(sizes_out), IntArrayRef(strides_out), d,
-                                Device(DeviceType::CUDA, static_cast<int8_t>(device)));
-    } else {
-      out = kiln::empty_strided(IntArrayRef(sizes_out), IntArrayRef(strides_out), d);
-    }
-    data.push_back(out.data_ptr());
-    slots[k.output_slots[o]] = IValue(std::move(out));
+  int device = -1;
+  if (!bind_pointwise(k, slots, arena, inputs, data, device)) {  // not what the kernel was built for
+    run_members(k, slots);
+    return;
   }
   const int64_t numel = numel_of(shape);
   if (numel == 0) return;
@@ -423,6 +485,87 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
   } else {
     parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / inner), [&](int64_t b, int64_t e) { fn(d, sz, st, b, e); });
   }
+}
+
+/// Checks a pointwise step's inputs against its kernel, places its outputs in their slots (into an input,
+/// the arena, a dead input's buffer or a new tensor) and gathers the kernel's data pointers; false (nothing
+/// placed) when the inputs are not what the kernel was built for.
+bool CompiledGraph::bind_pointwise(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena,
+                                   std::vector<const Tensor*>& inputs, std::vector<void*>& data, int& device) const {
+  const codegen::Kernel& kernel = k.fused.kernel;
+  const std::vector<int64_t>& shape = k.fused.shape;  // iteration order
+  const std::vector<int64_t>& sizes_out = k.fused.sizes;
+  const std::vector<int64_t>& strides_out = k.fused.strides;
+  const size_t ni = k.input_slots.size();
+  inputs.reserve(ni);
+  bool as_compiled = true;
+  for (size_t i = 0; i < ni; ++i) {
+    inputs.push_back(&slots[k.input_slots[i]].to_tensor());
+    const Tensor& t = *inputs.back();
+    if (t.dtype() != kernel.input_dtypes[i] || t.dim() > static_cast<int64_t>(shape.size())) as_compiled = false;
+    if (kernel.contiguous && !(kernel.input_scalar[i] ? t.numel() == 1 : same_layout(t, sizes_out, strides_out))) {
+      as_compiled = false;
+    }
+  }
+  // The inputs must be where the kernel runs: CPU tensors for an LLVM kernel, tensors of one CUDA device
+  // for a CUDA kernel (a CPU 0-dim tensor included: the members' eager ops take it as a scalar).
+  if (k.cuda) {
+    device = common_cuda_device(inputs);
+    as_compiled = as_compiled && device >= 0;
+  } else {
+    for (const Tensor* t : inputs) as_compiled = as_compiled && t->device().is_cpu();
+  }
+  if (!as_compiled) return false;
+  for (const Tensor* t : inputs) data.push_back(t->data_ptr());
+  for (size_t o = 0; o < k.output_slots.size(); ++o) {
+    if (o < k.into_input_slot.size() && k.into_input_slot[o] >= 0) {  // Note [Outputs written into their inputs]
+      const IValue& target = slots[static_cast<size_t>(k.into_input_slot[o])];
+      if (target.is_tensor()) {
+        const Tensor& t = target.to_tensor();
+        if (t.dtype() == kernel.output_dtypes[o] && same_layout(t, sizes_out, strides_out)) {
+          data.push_back(t.data_ptr());
+          t.impl()->bump_version();
+          slots[k.output_slots[o]] = target;
+          continue;
+        }
+      }
+    }
+    const DType d = kernel.output_dtypes[o];
+    Tensor out;
+    if (arena != nullptr && k.arena_offset[o] >= 0) {
+      out = Tensor(make_intrusive<TensorImpl>(arena->storage(), d, IntArrayRef(sizes_out), IntArrayRef(strides_out),
+                                              k.arena_offset[o] / static_cast<int64_t>(itemsize(d))));
+    } else if (const Tensor* dead = k.in_place[o] >= 0
+                                        ? reusable(slots[k.input_slots[static_cast<size_t>(k.in_place[o])]], d, sizes_out, strides_out)
+                                        : nullptr) {
+      out = *dead;
+    } else if (k.cuda) {
+      out = kiln::empty_strided(IntArrayRef(sizes_out), IntArrayRef(strides_out), d,
+                                Device(DeviceType::CUDA, static_cast<int8_t>(device)));
+    } else {
+      out = kiln::empty_strided(IntArrayRef(sizes_out), IntArrayRef(strides_out), d);
+    }
+    data.push_back(out.data_ptr());
+    slots[k.output_slots[o]] = IValue(std::move(out));
+  }
+  return true;
+}
+
+void CompiledGraph::run_multi_tensor_step(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena) const {
+  std::vector<std::vector<void*>> data(k.members.size());
+  std::vector<MultiTensorMember> launch;
+  launch.reserve(k.members.size());
+  for (size_t m = 0; m < k.members.size(); ++m) {
+    const KernelStep& member = *k.members[m];
+    std::vector<const Tensor*> inputs;
+    int device = -1;
+    if (!bind_pointwise(member, slots, arena, inputs, data[m], device)) {
+      run_members(member, slots);  // this member's inputs are not what the kernel was built for
+      continue;
+    }
+    launch.push_back({data[m].data(), numel_of(member.fused.shape)});
+  }
+  run_multi_tensor(k.fn, launch);
 }
 
 void CompiledGraph::run_members(const KernelStep& k, std::vector<IValue>& slots) const {
@@ -479,7 +622,8 @@ std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
 
 void CompiledGraph::run_kernel_profiled(int32_t index, std::vector<IValue>& slots, const Tensor* arena) const {
   const KernelStep& k = *kernels_[static_cast<size_t>(index)];
-  profiler::RecordScope range(kernel_event_name(k.nodes, index), "fused_kernel");
+  profiler::RecordScope range(kernel_event_name(k.members.empty() ? k.nodes : k.members.front()->nodes, index),
+                              "fused_kernel");
   run_kernel(k, slots, arena);
   // What kiln.compiler.kernel_summary and the trace show (Note [What the profiler records]).
   int64_t bytes = 0;
@@ -490,7 +634,19 @@ void CompiledGraph::run_kernel_profiled(int32_t index, std::vector<IValue>& slot
   range.add_arg("ops", std::move(ops));
   range.add_arg("kernel", (k.row ? k.row->kernel : k.fused.kernel).name);
   range.add_arg("bytes moved", bytes);
-  range.add_arg("numel", k.row ? k.row->rows * k.row->cols : numel_of(k.fused.shape));
+  int64_t numel = k.row ? k.row->rows * k.row->cols : numel_of(k.fused.shape);
+  if (!k.members.empty()) {
+    numel = 0;
+    for (const auto& member : k.members) numel += numel_of(member->fused.shape);
+    range.add_arg("members", static_cast<int64_t>(k.members.size()));
+  }
+  range.add_arg("numel", numel);
+}
+
+std::vector<int64_t> CompiledGraph::kernel_members() const {
+  std::vector<int64_t> members;
+  for (const auto& k : kernels_) members.push_back(k->members.empty() ? 1 : static_cast<int64_t>(k->members.size()));
+  return members;
 }
 
 std::vector<std::string> CompiledGraph::kernel_ir() const {

@@ -104,7 +104,10 @@ class CompiledGraph {
   /// Runs the graph on `inputs` (one per graph input); returns one value per graph output.
   [[nodiscard]] std::vector<IValue> run(std::vector<IValue> inputs) const;
 
+  /// Fused kernel steps; a multi-tensor step (passes Note [Multi-tensor kernel steps]) counts once.
   [[nodiscard]] int64_t kernel_count() const { return static_cast<int64_t>(kernels_.size()); }
+  /// How many fusion groups each kernel step runs: 1, or a multi-tensor step's member count.
+  [[nodiscard]] std::vector<int64_t> kernel_members() const;
   /// Each fused kernel's kernel IR text, in step order.
   [[nodiscard]] std::vector<std::string> kernel_ir() const;
   /// Per kernel, where each of its inputs comes from: the graph input's index, or -1 (another step's value).
@@ -134,6 +137,11 @@ class CompiledGraph {
   void run_kernel(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena) const;
   /// run_kernel inside a kiln.profiler range naming the kernel, its ops and bytes moved.
   void run_kernel_profiled(int32_t index, std::vector<IValue>& slots, const Tensor* arena) const;
+  /// A pointwise step's input check, outputs and data pointers (false: its inputs are not what the kernel was built for).
+  bool bind_pointwise(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena,
+                      std::vector<const Tensor*>& inputs, std::vector<void*>& data, int& device) const;
+  /// A multi-tensor step: its members bound, then one launch over all of them (passes Note [Multi-tensor kernel steps]).
+  void run_multi_tensor_step(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena) const;
   /// Runs a kernel step's member nodes eagerly (its inputs are not what the kernel was built for).
   void run_members(const KernelStep& k, std::vector<IValue>& slots) const;
 

@@ -44,6 +44,7 @@ std::optional<Kernel> kernel_of(const PointwiseKernelRequest& request) {
   std::vector<ir::NamedAttribute> attributes;
   if (request.alpha) attributes.push_back({"alpha", ir::Attribute::of_scalar(*request.alpha)});
   if (!request.approximate.empty()) attributes.push_back({"approximate", ir::Attribute::of_str(request.approximate)});
+  if (request.threshold) attributes.push_back({"threshold", ir::Attribute::of_scalar(*request.threshold)});
   ir::Node* n = g.append(g.create_op(*entry, inputs, attributes));
   ir::TensorType out;
   out.dtype = request.output;
@@ -92,24 +93,27 @@ KernelInstance eager_source(const Kernel& k) {
   return KernelInstance{k.name, s.str()};
 }
 
-using Key = std::tuple<std::string, int, DType, DType, std::string, std::string>;
+using Key = std::tuple<std::string, int, DType, DType, std::string, std::string, std::string>;
+
+/// A Scalar's kind and exact value as text ("" when absent), for the cache key.
+std::string scalar_key(const std::optional<Scalar>& s) {
+  if (!s) return "";
+  const Scalar& a = *s;
+  char buf[64];
+  if (a.kind() == Scalar::Kind::Double) std::snprintf(buf, sizeof buf, "d%a", a.to_double());
+  else if (a.kind() == Scalar::Kind::Int) std::snprintf(buf, sizeof buf, "i%lld", static_cast<long long>(a.to_int64()));
+  else if (a.kind() == Scalar::Kind::Bool) std::snprintf(buf, sizeof buf, "b%d", a.to_bool() ? 1 : 0);
+  else std::snprintf(buf, sizeof buf, "c");
+  return buf;
+}
 
 Key key_of(const PointwiseKernelRequest& r) {
-  std::string alpha;
-  if (r.alpha) {
-    const Scalar& a = *r.alpha;
-    char buf[64];
-    if (a.kind() == Scalar::Kind::Double) std::snprintf(buf, sizeof buf, "d%a", a.to_double());
-    else if (a.kind() == Scalar::Kind::Int) std::snprintf(buf, sizeof buf, "i%lld", static_cast<long long>(a.to_int64()));
-    else if (a.kind() == Scalar::Kind::Bool) std::snprintf(buf, sizeof buf, "b%d", a.to_bool() ? 1 : 0);
-    else std::snprintf(buf, sizeof buf, "c");
-    alpha = buf;
-  }
-  return {r.op, r.arity, r.input, r.output, alpha, r.approximate};
+  return {r.op, r.arity, r.input, r.output, scalar_key(r.alpha), r.approximate, scalar_key(r.threshold)};
 }
 
 std::optional<KernelInstance> generate(const PointwiseKernelRequest& request) {
   if (request.alpha && request.alpha->kind() == Scalar::Kind::Complex) return std::nullopt;
+  if (request.threshold && request.threshold->kind() == Scalar::Kind::Complex) return std::nullopt;
   static std::mutex mu;
   static std::map<Key, std::optional<KernelInstance>> cache;
   const Key key = key_of(request);
@@ -147,6 +151,7 @@ EagerPointwiseCoverage all_eager_pointwise_kernels() {
       r.output = row.kind == PointwiseKind::Comparison ? DType::Bool : d;
       if (row.has_alpha) r.alpha = Scalar(int64_t{1});
       if (row.name == "gelu" || row.name == "gelu_backward") r.approximate = "none";
+      if (!row.scalar_argument.empty()) r.threshold = Scalar(int64_t{0});  // relu's backward: threshold 0
       const std::string what = row.name + " " + std::string(scalar_type_name(d));
       if (std::optional<KernelInstance> k = generate(r)) {
         out.what.push_back(what + " -> " + std::string(scalar_type_name(r.output)));

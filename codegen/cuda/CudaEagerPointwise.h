@@ -1,7 +1,7 @@
 // The eager CUDA pointwise kernels' math from the compiler's table
 // (Note [Eager CUDA pointwise math from the compiler's table],
 // eager/kernels/cuda/PointwiseMath.h): a request (op, dtypes, alpha,
-// approximate) -> the op's one-node kernel IR (codegen/PointwiseMath.h) ->
+// approximate, threshold) -> the op's one-node kernel IR (codegen/PointwiseMath.h) ->
 // CUDA C with eager/kernels/cuda's Indexer ABI.
 #pragma once
 

@@ -181,6 +181,9 @@ __device__ __forceinline__ T block_reduce(T v, T identity, T* shm, F op) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
   return __shfl_sync(0xffffffffu, v, 0);
 }
+// V elements of T as one aligned word of up to 16 bytes, so a load or store of it is one
+// vector (ld.global.v4.f32 and friends): Note [Vectorised pointwise kernels].
+template <typename T, int V> struct alignas(sizeof(T) * V) Vec { T v[V]; };
 struct Sum { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return add_rn(a, b); } };
 struct MaxNan { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return max_nan(a, b); } };
 struct MinNan { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return min_nan(a, b); } };

@@ -7,12 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/Support/xxhash.h>
@@ -286,6 +288,7 @@ std::optional<std::string> KernelDiskCache::load(uint64_t kernel_hash) const {
     return std::nullopt;
   }
   counters().disk_hits.fetch_add(1, std::memory_order_relaxed);
+  touch_kernel_cache_entry(path);  // used now: pruning keeps the most recently used
   return object;
 }
 
@@ -313,6 +316,19 @@ void KernelDiskCache::store(uint64_t kernel_hash, std::string_view object) const
     return;
   }
   c.disk_writes.fetch_add(1, std::memory_order_relaxed);
+  // A process adding entries prunes each directory it writes to once (Note [Pruning the kernel cache]).
+  static std::mutex pruned_mu;
+  static auto* pruned = new std::vector<std::string>();  // never destroyed: stores run during teardown
+  {
+    std::lock_guard<std::mutex> lock(pruned_mu);
+    if (std::find(pruned->begin(), pruned->end(), dir) != pruned->end()) return;
+    pruned->push_back(dir);
+  }
+  (void)prune(kernel_cache_max_bytes());
+}
+
+KernelCachePruneResult KernelDiskCache::prune(int64_t max_bytes) const {
+  return prune_kernel_cache(kernel_cache_dir(), environment_, max_bytes);
 }
 
 }  // namespace kiln::codegen

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "codegen/llvm/KernelCachePrune.h"
+
 namespace kiln::codegen {
 
 // Note [The kernel cache]
@@ -46,7 +48,8 @@ namespace kiln::codegen {
 // rename it over `<key>.kobj`, so a reader sees a whole entry or none, and two
 // processes writing the same entry leave one whole entry (both are equal).
 // KILN_CACHE_DIR="" turns the disk cache off; an unwritable directory only
-// counts write errors.
+// counts write errors. A load marks its entry used; a process's first store
+// into a directory prunes it (Note [Pruning the kernel cache]).
 
 inline constexpr char kKernelCacheMagic[8] = {'K', 'I', 'L', 'N', 'K', 'O', 'B', 'J'};
 inline constexpr uint32_t kKernelCacheFormat = 1;       // bump when the entry layout or the key changes
@@ -97,6 +100,8 @@ class KernelDiskCache {
   void store(uint64_t kernel_hash, std::string_view object) const;
   /// The entry's path in `dir`, for logs and tests.
   [[nodiscard]] std::string entry_path(const std::string& dir, uint64_t kernel_hash) const;
+  /// Prunes the current cache directory now (Note [Pruning the kernel cache], KernelCachePrune.h).
+  KernelCachePruneResult prune(int64_t max_bytes) const;
 
  private:
   [[nodiscard]] uint64_t key(uint64_t kernel_hash) const;

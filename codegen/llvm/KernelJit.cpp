@@ -177,6 +177,12 @@ void forget_compiled_kernels() {
   j.dylib = &*made;
 }
 
+KernelCachePruneResult prune_kernel_disk_cache(int64_t max_bytes) {
+  Jit& j = the_jit();
+  std::lock_guard<std::mutex> lock(j.mu);
+  return j.disk->prune(max_bytes);
+}
+
 int64_t compiled_kernel_count() {
   Jit& j = the_jit();
   std::lock_guard<std::mutex> lock(j.mu);

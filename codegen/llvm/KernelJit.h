@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/KernelIR.h"
+#include "codegen/llvm/KernelCachePrune.h"
 
 namespace kiln::codegen {
 
@@ -43,6 +44,9 @@ struct CompiledKernels {
 /// cache again (for tests). Code already loaded stays loaded: entry points held
 /// by compiled graphs stay valid.
 void forget_compiled_kernels();
+
+/// Prunes the disk cache's current directory for this process's environment (Note [Pruning the kernel cache]).
+KernelCachePruneResult prune_kernel_disk_cache(int64_t max_bytes);
 
 /// Kernels compiled in this process so far (the cache's size), for tests.
 [[nodiscard]] int64_t compiled_kernel_count();

@@ -58,7 +58,7 @@ void Lowering::emit() {
     std::vector<llvm::Value*> inner(ni);
     for (size_t k = 0; k < ni; ++k) inner[k] = stride(k, 0);
     const std::vector<llvm::Value*> base(ni, b_.getInt64(0));
-    emit_range(begin, end, [&](llvm::Value* i, llvm::Value* mask) { step_strided(base, inner, i, i, mask); });
+    emit_strided_range(base, inner, begin, end, b_.getInt64(0));
   } else {
     emit_rows(begin, end);
   }
@@ -358,17 +358,76 @@ void Lowering::step_contiguous(llvm::Value* i, llvm::Value* mask) {
 
 /// Elements j..j+w of a row: input k at base[k] + (j + lane) * inner[k]; outputs at out + lane.
 void Lowering::step_strided(const std::vector<llvm::Value*>& base, const std::vector<llvm::Value*>& inner, llvm::Value* j,
-                  llvm::Value* out, llvm::Value* mask) {
+                  llvm::Value* out, llvm::Value* mask, const std::vector<llvm::Value*>* splats) {
   llvm::Value* full = llvm::ConstantInt::getTrue(vec(b_.getInt1Ty()));
   const auto v = evaluate([&](int32_t in) -> llvm::Value* {
     const size_t k = static_cast<size_t>(in);
     const DType d = k_.input_dtypes[k];
+    const int hint = splats != nullptr && k < k_.inner_stride_hint.size() ? k_.inner_stride_hint[k] : -1;
+    if (hint == 0) return (*splats)[k];
+    if (hint == 1) {
+      llvm::Value* p = b_.CreateInBoundsGEP(mem_scalar(d), in_ptr_[k], b_.CreateAdd(base[k], j));
+      llvm::Type* vt = vec(mem_scalar(d));
+      return to_register(d, mask ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vt, p, align(d), mask,
+                                                                                 llvm::Constant::getNullValue(vt)))
+                                 : static_cast<llvm::Value*>(b_.CreateAlignedLoad(vt, p, align(d))));
+    }
     llvm::Value* idx = b_.CreateAdd(splat64(base[k]), b_.CreateMul(b_.CreateAdd(splat64(j), lane_ids()), splat64(inner[k])));
     llvm::Value* ptrs = b_.CreateInBoundsGEP(mem_scalar(d), in_ptr_[k], idx);
     llvm::Type* vt = vec(mem_scalar(d));
     return to_register(d, b_.CreateMaskedGather(vt, ptrs, align(d), mask ? mask : full, llvm::Constant::getNullValue(vt)));
   });
   store_outputs(v, out, mask);
+}
+
+// Note [Strided kernels' inner loops]
+// -----------------------------------
+// A strided pointwise kernel gets each input's strides at run time, so its
+// general inner loop gathers every input lane by lane. Most strided kernels
+// are bias adds and broadcasts (a Linear's bias over [rows, features], a
+// per-row value over its row), where each input's innermost stride is 1 or 0:
+// lower_fusion_group records that stride from the input's recorded layout
+// (Kernel::inner_stride_hint) and the loop over a row is emitted twice: when
+// every hinted input's inner stride is its hint (checked once per row), a
+// loop with plain vector loads for stride 1 and a splat, loaded once per row,
+// for stride 0; otherwise the gathers. Both compute the same values; only
+// the loads differ.
+void Lowering::emit_strided_range(const std::vector<llvm::Value*>& base, const std::vector<llvm::Value*>& inner,
+                                  llvm::Value* lo, llvm::Value* hi, llvm::Value* out_start) {
+  const size_t ni = base.size();
+  const auto gathers = [&](const std::vector<llvm::Value*>* splats) {
+    emit_range(lo, hi, [&](llvm::Value* j, llvm::Value* mask) {
+      step_strided(base, inner, j, b_.CreateAdd(out_start, j), mask, splats);
+    });
+  };
+  llvm::Value* hinted = nullptr;
+  for (size_t k = 0; k < ni && k < k_.inner_stride_hint.size(); ++k) {
+    if (k_.inner_stride_hint[k] < 0) continue;
+    llvm::Value* c = b_.CreateICmpEQ(inner[k], b_.getInt64(k_.inner_stride_hint[k]));
+    hinted = hinted ? b_.CreateAnd(hinted, c) : c;
+  }
+  if (hinted == nullptr) {
+    gathers(nullptr);
+    return;
+  }
+  auto* fast = llvm::BasicBlock::Create(ctx_, "hinted", f_);
+  auto* slow = llvm::BasicBlock::Create(ctx_, "gathered", f_);
+  auto* join = llvm::BasicBlock::Create(ctx_, "strided.join", f_);
+  b_.CreateCondBr(hinted, fast, slow);
+  b_.SetInsertPoint(fast);
+  std::vector<llvm::Value*> splats(ni, nullptr);
+  for (size_t k = 0; k < ni && k < k_.inner_stride_hint.size(); ++k) {
+    if (k_.inner_stride_hint[k] != 0) continue;
+    const DType d = k_.input_dtypes[k];
+    llvm::Value* s = b_.CreateLoad(mem_scalar(d), b_.CreateInBoundsGEP(mem_scalar(d), in_ptr_[k], base[k]));
+    splats[k] = to_register(d, b_.CreateVectorSplat(w_, s));
+  }
+  gathers(&splats);
+  b_.CreateBr(join);
+  b_.SetInsertPoint(slow);
+  gathers(nullptr);
+  b_.CreateBr(join);
+  b_.SetInsertPoint(join);
 }
 
 void Lowering::emit_rows(llvm::Value* begin, llvm::Value* end) {
@@ -396,9 +455,7 @@ void Lowering::emit_rows(llvm::Value* begin, llvm::Value* end) {
     for (size_t k = 0; k < ni; ++k) base[k] = b_.CreateAdd(base[k], b_.CreateMul(idx, stride(k, d)));
   }
   llvm::Value* row_start = b_.CreateMul(row, inner_size);
-  emit_range(b_.getInt64(0), inner_size, [&](llvm::Value* j, llvm::Value* mask) {
-    step_strided(base, inner, j, b_.CreateAdd(row_start, j), mask);
-  });
+  emit_strided_range(base, inner, b_.getInt64(0), inner_size, row_start);
   row->addIncoming(b_.CreateAdd(row, b_.getInt64(1)), b_.GetInsertBlock());
   b_.CreateBr(header);
   b_.SetInsertPoint(exit);

@@ -56,15 +56,26 @@ class Lowering {
   void emit_range(llvm::Value* lo, llvm::Value* hi, const std::function<void(llvm::Value*, llvm::Value*)>& step);
   void store_outputs(const std::vector<llvm::Value*>& v, llvm::Value* offset, llvm::Value* mask);
   void step_contiguous(llvm::Value* i, llvm::Value* mask);
-  /// Elements j..j+w of a row: input k at base[k] + (j + lane) * inner[k]; outputs at out + lane.
+  /// Elements j..j+w of a row: input k at base[k] + (j + lane) * inner[k]; outputs at out + lane. With
+  /// `splats` (the fast loop of Note [Strided kernels' inner loops]): an input hinted 1 is a vector load
+  /// at base[k] + j, one hinted 0 is splats[k]; the rest are gathers.
   void step_strided(const std::vector<llvm::Value*>& base, const std::vector<llvm::Value*>& inner, llvm::Value* j,
-                    llvm::Value* out, llvm::Value* mask);
+                    llvm::Value* out, llvm::Value* mask, const std::vector<llvm::Value*>* splats = nullptr);
+  /// Elements [lo, hi) of a row (outputs at out_start + j): a fast loop when every hinted input's inner
+  /// stride is its hint, else the gathers (Note [Strided kernels' inner loops]).
+  void emit_strided_range(const std::vector<llvm::Value*>& base, const std::vector<llvm::Value*>& inner,
+                          llvm::Value* lo, llvm::Value* hi, llvm::Value* out_start);
   /// Rows [begin, end): row r's index over dims 0..rank-2 gives each input's base offset.
   void emit_rows(llvm::Value* begin, llvm::Value* end);
   // --- row kernels (RowLowering.cpp, Note [Row reduction kernels]) -----------------------------------
   void emit_row_kernel(llvm::Value* begin, llvm::Value* end);
   /// A column kernel (Kernel::columns) over the columns [begin, end) (Note [Column reduction kernels]).
   void emit_column_kernel(llvm::Value* begin, llvm::Value* end);
+  /// A row's operands of each reduction (its `a`), then each's second factor (`b`, or nullptr).
+  using RowOperands = std::function<std::vector<llvm::Value*>(llvm::Value*, llvm::Value*, llvm::Value*)>;
+  /// A column kernel's folds in eager's norm_backward_params order (Kernel::norm_chunk_rows).
+  void emit_norm_column_folds(llvm::Value* begin, llvm::Value* end, const std::vector<int32_t>& reduces,
+                              const RowOperands& operands_at);
   /// Input `input` at row `row` (which starts at element `row_start`), columns j..j+w.
   llvm::Value* load_row_operand(size_t input, llvm::Value* row, llvm::Value* row_start, llvm::Value* j,
                                 llvm::Value* mask);

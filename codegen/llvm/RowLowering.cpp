@@ -452,7 +452,10 @@ void Lowering::emit_column_kernel(llvm::Value* begin, llvm::Value* end) {
   for (size_t o = 0; o < k_.outputs.size(); ++o) {
     if (k_.output_roles[o] == RowOperand::Element) targets.push_back(k_.outputs[o]);
   }
-  for (int32_t r : reduces) targets.push_back(k_.exprs[static_cast<size_t>(r)].a);
+  for (int32_t r : reduces) {
+    targets.push_back(k_.exprs[static_cast<size_t>(r)].a);
+    if (k_.exprs[static_cast<size_t>(r)].b >= 0) targets.push_back(k_.exprs[static_cast<size_t>(r)].b);
+  }
   const std::vector<bool> need = needed_for(k_, targets, std::vector<bool>(n, false));
   for (int32_t r : reduces) {
     KILN_CHECK(!need[static_cast<size_t>(r)], "codegen: a column kernel's value depends on a column's sum");
@@ -491,10 +494,19 @@ void Lowering::emit_column_kernel(llvm::Value* begin, llvm::Value* end) {
       if (mask) b_.CreateMaskedStore(x, p, align(d), mask);
       else b_.CreateAlignedStore(x, p, align(d));
     }
+    // Each reduction's operand, then each's second factor (a product fold's `b`) or nullptr.
     std::vector<llvm::Value*> out;
     for (int32_t red : reduces) out.push_back(v[static_cast<size_t>(k_.exprs[static_cast<size_t>(red)].a)]);
+    for (int32_t red : reduces) {
+      const int32_t f = k_.exprs[static_cast<size_t>(red)].b;
+      out.push_back(f >= 0 ? v[static_cast<size_t>(f)] : nullptr);
+    }
     return out;
   };
+  if (k_.norm_chunk_rows > 0) {
+    emit_norm_column_folds(begin, end, reduces, at_row);
+    return;
+  }
   const auto zero_rows = [&](bool totals) {
     emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
       for (size_t i = 0; i < reduces.size(); ++i) {
@@ -569,6 +581,93 @@ void Lowering::emit_column_kernel(llvm::Value* begin, llvm::Value* end) {
       const DType d = k_.output_dtypes[o];
       llvm::Value* x = to_memory(d, cast(s, e.dtype, d));
       store(x, b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], b_.CreateAdd(begin, jj)), mask);
+    }
+  });
+}
+
+// A norm column kernel (Kernel::norm_chunk_rows; Note [Norm parameter gradients as column groups],
+// passes/fuse_column_reductions.h) folds each column in the order of eager's norm_backward_params:
+// the rows in chunks of norm_chunk_rows; in a chunk an accumulator in T from +0 takes the rows one at
+// a time (acc + a, or fma(a, b, acc) for a product fold, as eager's FMA-contracted acc + g * xhat);
+// the chunks' accumulators added in chunk order into a total in T (eager starts from the first
+// chunk's sum; +0 plus it is the same, an accumulator from +0 never being -0), stored as is.
+// Scratch as the sum order's: per reduction an accumulator row, then a total row.
+void Lowering::emit_norm_column_folds(llvm::Value* begin, llvm::Value* end, const std::vector<int32_t>& reduces,
+                                      const RowOperands& operands_at) {
+  llvm::Value* rows = size(0);
+  llvm::Value* width = b_.CreateSub(end, begin);
+  const size_t nr = reduces.size();
+  const auto type_of = [&](size_t i) { return reg_scalar(k_.exprs[static_cast<size_t>(reduces[i])].dtype); };
+  const auto scratch = [&](size_t slot, llvm::Type* t, llvm::Value* jj) {
+    llvm::Value* base = b_.CreateInBoundsGEP(b_.getInt8Ty(), strides_,
+                                             b_.CreateMul(width, b_.getInt64(static_cast<int64_t>(slot) * 8)));
+    return b_.CreateInBoundsGEP(t, base, jj);
+  };
+  const auto load = [&](llvm::Type* t, llvm::Value* p, llvm::Value* mask) -> llvm::Value* {
+    llvm::Type* vt = vec(t);
+    const llvm::Align a(t->getScalarSizeInBits() / 8);
+    if (mask) return b_.CreateMaskedLoad(vt, p, a, mask, llvm::Constant::getNullValue(vt));
+    return b_.CreateAlignedLoad(vt, p, a);
+  };
+  const auto store = [&](llvm::Value* x, llvm::Value* p, llvm::Value* mask) {
+    const llvm::Align a(x->getType()->getScalarSizeInBits() / 8);
+    if (mask) b_.CreateMaskedStore(x, p, a, mask);
+    else b_.CreateAlignedStore(x, p, a);
+  };
+  const auto zero_rows = [&](size_t which) {  // 0: the accumulators, 1: the totals
+    emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+      for (size_t i = 0; i < nr; ++i) store(llvm::Constant::getNullValue(vec(type_of(i))), scratch(2 * i + which, type_of(i), jj), mask);
+    });
+  };
+  zero_rows(1);
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "normchunks.header", f_);
+  auto* body = llvm::BasicBlock::Create(ctx_, "normchunks.body", f_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "normchunks.exit", f_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* chunk_start = b_.CreatePHI(b_.getInt64Ty(), 2);
+  chunk_start->addIncoming(b_.getInt64(0), pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(chunk_start, rows), body, exit);
+  b_.SetInsertPoint(body);
+  llvm::Value* chunk_end = b_.CreateBinaryIntrinsic(
+      llvm::Intrinsic::smin, b_.CreateAdd(chunk_start, b_.getInt64(k_.norm_chunk_rows)), rows);
+  zero_rows(0);
+  std::vector<llvm::Value*> no_state;
+  accumulating_loop(chunk_start, chunk_end, 1, no_state, [&](llvm::Value* r, std::vector<llvm::Value*>&) {
+    emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+      const std::vector<llvm::Value*> v = operands_at(r, jj, mask);
+      for (size_t i = 0; i < nr; ++i) {
+        llvm::Type* t = type_of(i);
+        llvm::Value* p = scratch(2 * i, t, jj);
+        llvm::Value* acc = load(t, p, mask);
+        llvm::Value* f = v[nr + i];
+        store(f ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {acc->getType()}, {v[i], f, acc}) : b_.CreateFAdd(acc, v[i]),
+              p, mask);
+      }
+    });
+  });
+  emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+    for (size_t i = 0; i < nr; ++i) {
+      llvm::Type* t = type_of(i);
+      llvm::Value* p = scratch(2 * i + 1, t, jj);
+      store(b_.CreateFAdd(load(t, p, mask), load(t, scratch(2 * i, t, jj), mask)), p, mask);
+    }
+  });
+  chunk_start->addIncoming(chunk_end, b_.GetInsertBlock());
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+  emit_range(b_.getInt64(0), width, [&](llvm::Value* jj, llvm::Value* mask) {
+    for (size_t o = 0; o < k_.outputs.size(); ++o) {
+      if (k_.output_roles[o] != RowOperand::PerColumn) continue;
+      const auto it = std::find(reduces.begin(), reduces.end(), k_.outputs[o]);
+      KILN_CHECK(it != reduces.end(), "codegen: a column kernel's per-column output is not a column's sum");
+      const size_t i = static_cast<size_t>(it - reduces.begin());
+      const Expr& e = k_.exprs[static_cast<size_t>(*it)];
+      KILN_CHECK(e.op == ExprOp::ReduceSum, "codegen: a norm column kernel folds sums only");
+      llvm::Value* s = load(type_of(i), scratch(2 * i + 1, type_of(i), jj), mask);
+      const DType d = k_.output_dtypes[o];
+      store(to_memory(d, cast(s, e.dtype, d)), b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], b_.CreateAdd(begin, jj)), mask);
     }
   });
 }

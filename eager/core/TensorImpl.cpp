@@ -61,9 +61,14 @@ void check_in_bounds(IntArrayRef sizes, IntArrayRef strides, int64_t storage_off
 TensorImpl::TensorImpl(Storage storage, DType dtype, IntArrayRef sizes, IntArrayRef strides,
                        int64_t storage_offset)
     : storage_(std::move(storage)),
+      sizes_(sizes),
+      strides_(strides),
+      storage_offset_(storage_offset),
       dtype_(dtype),
       key_set_(backend_key(storage_->device().type())) {
-  set_geometry(sizes, strides, storage_offset);
+  // set_geometry's work, with the vectors built in place (a fresh tensor per op result).
+  check_in_bounds(sizes, strides, storage_offset, itemsize(), storage_->nbytes());
+  refresh_numel_and_contiguity();
 }
 
 TensorImpl::~TensorImpl() = default;

@@ -43,11 +43,6 @@ struct CublasApi {
   std::string path;
 };
 
-template <typename Fn>
-void resolve(const DynamicLibrary& lib, Fn& slot, const char* name) {
-  slot = reinterpret_cast<Fn>(lib.symbol(name));
-}
-
 const CublasApi& cublas() {
   static std::mutex mutex;
   static std::unique_ptr<CublasApi> api;
@@ -55,10 +50,10 @@ const CublasApi& cublas() {
   if (api) return *api;
   DynamicLibrary lib(kCublasSpec);
   auto a = std::make_unique<CublasApi>();
-  resolve(lib, a->cublasCreate, "cublasCreate_v2");
-  resolve(lib, a->cublasSetStream, "cublasSetStream_v2");
-  resolve(lib, a->cublasGetStatusString, "cublasGetStatusString");
-  resolve(lib, a->cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
+  lib.resolve(a->cublasCreate, "cublasCreate_v2");
+  lib.resolve(a->cublasSetStream, "cublasSetStream_v2");
+  lib.resolve(a->cublasGetStatusString, "cublasGetStatusString");
+  lib.resolve(a->cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx");
   a->path = lib.path();
   api = std::move(a);
   return *api;

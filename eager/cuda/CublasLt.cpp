@@ -76,11 +76,6 @@ struct CublasLtApi {
   std::string path;
 };
 
-template <typename Fn>
-void resolve(const DynamicLibrary& lib, Fn& slot, const char* name) {
-  slot = reinterpret_cast<Fn>(lib.symbol(name));
-}
-
 /// The API, or nullptr when the library does not load (remembered: tried once).
 const CublasLtApi* cublaslt() {
   static std::once_flag once;
@@ -89,18 +84,18 @@ const CublasLtApi* cublaslt() {
     try {
       DynamicLibrary lib(kCublasLtSpec);
       auto a = std::make_unique<CublasLtApi>();
-      resolve(lib, a->cublasLtCreate, "cublasLtCreate");
-      resolve(lib, a->cublasLtMatmulDescCreate, "cublasLtMatmulDescCreate");
-      resolve(lib, a->cublasLtMatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute");
-      resolve(lib, a->cublasLtMatmulDescDestroy, "cublasLtMatmulDescDestroy");
-      resolve(lib, a->cublasLtMatrixLayoutCreate, "cublasLtMatrixLayoutCreate");
-      resolve(lib, a->cublasLtMatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy");
-      resolve(lib, a->cublasLtMatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate");
-      resolve(lib, a->cublasLtMatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
-      resolve(lib, a->cublasLtMatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy");
-      resolve(lib, a->cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic");
-      resolve(lib, a->cublasLtMatmul, "cublasLtMatmul");
-      resolve(lib, a->cublasLtGetStatusString, "cublasLtGetStatusString");
+      lib.resolve(a->cublasLtCreate, "cublasLtCreate");
+      lib.resolve(a->cublasLtMatmulDescCreate, "cublasLtMatmulDescCreate");
+      lib.resolve(a->cublasLtMatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute");
+      lib.resolve(a->cublasLtMatmulDescDestroy, "cublasLtMatmulDescDestroy");
+      lib.resolve(a->cublasLtMatrixLayoutCreate, "cublasLtMatrixLayoutCreate");
+      lib.resolve(a->cublasLtMatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy");
+      lib.resolve(a->cublasLtMatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate");
+      lib.resolve(a->cublasLtMatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
+      lib.resolve(a->cublasLtMatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy");
+      lib.resolve(a->cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic");
+      lib.resolve(a->cublasLtMatmul, "cublasLtMatmul");
+      lib.resolve(a->cublasLtGetStatusString, "cublasLtGetStatusString");
       a->path = lib.path();
       api = std::move(a);
     } catch (const std::exception&) {

@@ -36,11 +36,6 @@ DriverState& state() {
   return s;
 }
 
-template <typename Fn>
-void resolve(const DynamicLibrary& lib, Fn& slot, const char* name) {
-  slot = reinterpret_cast<Fn>(lib.symbol(name));
-}
-
 void load(DriverState& s) {
   std::unique_ptr<DynamicLibrary> lib;
   try {
@@ -51,46 +46,46 @@ void load(DriverState& s) {
   }
   try {
     DriverApi& a = s.api;
-    resolve(*lib, a.cuInit, "cuInit");
-    resolve(*lib, a.cuDriverGetVersion, "cuDriverGetVersion");
-    resolve(*lib, a.cuGetErrorName, "cuGetErrorName");
-    resolve(*lib, a.cuGetErrorString, "cuGetErrorString");
-    resolve(*lib, a.cuDeviceGetCount, "cuDeviceGetCount");
-    resolve(*lib, a.cuDeviceGet, "cuDeviceGet");
-    resolve(*lib, a.cuDeviceGetName, "cuDeviceGetName");
-    resolve(*lib, a.cuDeviceGetAttribute, "cuDeviceGetAttribute");
-    resolve(*lib, a.cuDeviceTotalMem, "cuDeviceTotalMem_v2");
-    resolve(*lib, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    resolve(*lib, a.cuCtxSetCurrent, "cuCtxSetCurrent");
-    resolve(*lib, a.cuCtxGetCurrent, "cuCtxGetCurrent");
-    resolve(*lib, a.cuCtxSynchronize, "cuCtxSynchronize");
-    resolve(*lib, a.cuMemAlloc, "cuMemAlloc_v2");
-    resolve(*lib, a.cuMemFree, "cuMemFree_v2");
-    resolve(*lib, a.cuMemGetInfo, "cuMemGetInfo_v2");
-    resolve(*lib, a.cuMemHostAlloc, "cuMemHostAlloc");
-    resolve(*lib, a.cuMemFreeHost, "cuMemFreeHost");
-    resolve(*lib, a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
-    resolve(*lib, a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
-    resolve(*lib, a.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
-    resolve(*lib, a.cuMemcpyPeerAsync, "cuMemcpyPeerAsync");
-    resolve(*lib, a.cuMemsetD8Async, "cuMemsetD8Async");
-    resolve(*lib, a.cuStreamCreateWithPriority, "cuStreamCreateWithPriority");
-    resolve(*lib, a.cuStreamDestroy, "cuStreamDestroy_v2");
-    resolve(*lib, a.cuStreamSynchronize, "cuStreamSynchronize");
-    resolve(*lib, a.cuStreamQuery, "cuStreamQuery");
-    resolve(*lib, a.cuStreamWaitEvent, "cuStreamWaitEvent");
-    resolve(*lib, a.cuEventCreate, "cuEventCreate");
-    resolve(*lib, a.cuEventDestroy, "cuEventDestroy_v2");
-    resolve(*lib, a.cuEventRecord, "cuEventRecord");
-    resolve(*lib, a.cuEventSynchronize, "cuEventSynchronize");
-    resolve(*lib, a.cuEventQuery, "cuEventQuery");
+    lib->resolve(a.cuInit, "cuInit");
+    lib->resolve(a.cuDriverGetVersion, "cuDriverGetVersion");
+    lib->resolve(a.cuGetErrorName, "cuGetErrorName");
+    lib->resolve(a.cuGetErrorString, "cuGetErrorString");
+    lib->resolve(a.cuDeviceGetCount, "cuDeviceGetCount");
+    lib->resolve(a.cuDeviceGet, "cuDeviceGet");
+    lib->resolve(a.cuDeviceGetName, "cuDeviceGetName");
+    lib->resolve(a.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    lib->resolve(a.cuDeviceTotalMem, "cuDeviceTotalMem_v2");
+    lib->resolve(a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    lib->resolve(a.cuCtxSetCurrent, "cuCtxSetCurrent");
+    lib->resolve(a.cuCtxGetCurrent, "cuCtxGetCurrent");
+    lib->resolve(a.cuCtxSynchronize, "cuCtxSynchronize");
+    lib->resolve(a.cuMemAlloc, "cuMemAlloc_v2");
+    lib->resolve(a.cuMemFree, "cuMemFree_v2");
+    lib->resolve(a.cuMemGetInfo, "cuMemGetInfo_v2");
+    lib->resolve(a.cuMemHostAlloc, "cuMemHostAlloc");
+    lib->resolve(a.cuMemFreeHost, "cuMemFreeHost");
+    lib->resolve(a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    lib->resolve(a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    lib->resolve(a.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    lib->resolve(a.cuMemcpyPeerAsync, "cuMemcpyPeerAsync");
+    lib->resolve(a.cuMemsetD8Async, "cuMemsetD8Async");
+    lib->resolve(a.cuStreamCreateWithPriority, "cuStreamCreateWithPriority");
+    lib->resolve(a.cuStreamDestroy, "cuStreamDestroy_v2");
+    lib->resolve(a.cuStreamSynchronize, "cuStreamSynchronize");
+    lib->resolve(a.cuStreamQuery, "cuStreamQuery");
+    lib->resolve(a.cuStreamWaitEvent, "cuStreamWaitEvent");
+    lib->resolve(a.cuEventCreate, "cuEventCreate");
+    lib->resolve(a.cuEventDestroy, "cuEventDestroy_v2");
+    lib->resolve(a.cuEventRecord, "cuEventRecord");
+    lib->resolve(a.cuEventSynchronize, "cuEventSynchronize");
+    lib->resolve(a.cuEventQuery, "cuEventQuery");
     // CUDA 12.8 added the _v2 spelling that cuda.h 13 maps cuEventElapsedTime to.
     a.cuEventElapsedTime = reinterpret_cast<decltype(a.cuEventElapsedTime)>(lib->try_symbol("cuEventElapsedTime_v2"));
-    if (a.cuEventElapsedTime == nullptr) resolve(*lib, a.cuEventElapsedTime, "cuEventElapsedTime");
-    resolve(*lib, a.cuModuleLoadData, "cuModuleLoadData");
-    resolve(*lib, a.cuModuleUnload, "cuModuleUnload");
-    resolve(*lib, a.cuModuleGetFunction, "cuModuleGetFunction");
-    resolve(*lib, a.cuLaunchKernel, "cuLaunchKernel");
+    if (a.cuEventElapsedTime == nullptr) lib->resolve(a.cuEventElapsedTime, "cuEventElapsedTime");
+    lib->resolve(a.cuModuleLoadData, "cuModuleLoadData");
+    lib->resolve(a.cuModuleUnload, "cuModuleUnload");
+    lib->resolve(a.cuModuleGetFunction, "cuModuleGetFunction");
+    lib->resolve(a.cuLaunchKernel, "cuLaunchKernel");
   } catch (const Error& e) {
     s.error = e.what();
     return;

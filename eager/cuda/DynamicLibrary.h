@@ -29,6 +29,12 @@ class DynamicLibrary {
   [[nodiscard]] void* symbol(const char* name) const;
   /// The address of `name`, or nullptr.
   [[nodiscard]] void* try_symbol(const char* name) const;
+  /// Stores the address of `name` in `slot`, a function pointer of the entry point's type;
+  /// RuntimeError as symbol() when absent.
+  template <typename Fn>
+  void resolve(Fn& slot, const char* name) const {
+    slot = reinterpret_cast<Fn>(symbol(name));
+  }
   /// The file it was loaded from (as given to dlopen).
   [[nodiscard]] const std::string& path() const { return path_; }
 

@@ -45,11 +45,6 @@ struct NvrtcApi {
   std::string path;
 };
 
-template <typename Fn>
-void resolve(const DynamicLibrary& lib, Fn& slot, const char* name) {
-  slot = reinterpret_cast<Fn>(lib.symbol(name));
-}
-
 const NvrtcApi& nvrtc() {
   // A failed load is not remembered: the next call tries again (and throws again),
   // so a test that points KILN_NVRTC_LIBRARY at a bogus path leaves no trace.
@@ -59,17 +54,17 @@ const NvrtcApi& nvrtc() {
   if (api) return *api;
   DynamicLibrary lib(kNvrtcSpec);
   auto a = std::make_unique<NvrtcApi>();
-  resolve(lib, a->nvrtcGetErrorString, "nvrtcGetErrorString");
-  resolve(lib, a->nvrtcVersion, "nvrtcVersion");
-  resolve(lib, a->nvrtcCreateProgram, "nvrtcCreateProgram");
-  resolve(lib, a->nvrtcDestroyProgram, "nvrtcDestroyProgram");
-  resolve(lib, a->nvrtcCompileProgram, "nvrtcCompileProgram");
-  resolve(lib, a->nvrtcGetPTXSize, "nvrtcGetPTXSize");
-  resolve(lib, a->nvrtcGetPTX, "nvrtcGetPTX");
-  resolve(lib, a->nvrtcGetCUBINSize, "nvrtcGetCUBINSize");
-  resolve(lib, a->nvrtcGetCUBIN, "nvrtcGetCUBIN");
-  resolve(lib, a->nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize");
-  resolve(lib, a->nvrtcGetProgramLog, "nvrtcGetProgramLog");
+  lib.resolve(a->nvrtcGetErrorString, "nvrtcGetErrorString");
+  lib.resolve(a->nvrtcVersion, "nvrtcVersion");
+  lib.resolve(a->nvrtcCreateProgram, "nvrtcCreateProgram");
+  lib.resolve(a->nvrtcDestroyProgram, "nvrtcDestroyProgram");
+  lib.resolve(a->nvrtcCompileProgram, "nvrtcCompileProgram");
+  lib.resolve(a->nvrtcGetPTXSize, "nvrtcGetPTXSize");
+  lib.resolve(a->nvrtcGetPTX, "nvrtcGetPTX");
+  lib.resolve(a->nvrtcGetCUBINSize, "nvrtcGetCUBINSize");
+  lib.resolve(a->nvrtcGetCUBIN, "nvrtcGetCUBIN");
+  lib.resolve(a->nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize");
+  lib.resolve(a->nvrtcGetProgramLog, "nvrtcGetProgramLog");
   a->path = lib.path();
   api = std::move(a);
   return *api;

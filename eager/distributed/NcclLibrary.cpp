@@ -15,11 +15,6 @@ const cuda::LibrarySpec kNcclSpec{
     "NCCL", "libnccl.so.2", "KILN_NCCL_LIBRARY",
     "NCCL comes with the NVIDIA wheel `nvidia-nccl-cu13` (or -cu12): `pip install nvidia-nccl-cu13`.", nullptr};
 
-template <typename Fn>
-void resolve(const cuda::DynamicLibrary& lib, Fn& slot, const char* name) {
-  slot = reinterpret_cast<Fn>(lib.symbol(name));
-}
-
 std::mutex g_mutex;
 std::unique_ptr<NcclApi> g_api;
 
@@ -30,20 +25,20 @@ const NcclApi& nccl() {
   if (g_api) return *g_api;
   cuda::DynamicLibrary lib(kNcclSpec);
   auto a = std::make_unique<NcclApi>();
-  resolve(lib, a->ncclGetErrorString, "ncclGetErrorString");
-  resolve(lib, a->ncclGetVersion, "ncclGetVersion");
-  resolve(lib, a->ncclGetUniqueId, "ncclGetUniqueId");
-  resolve(lib, a->ncclCommInitRank, "ncclCommInitRank");
-  resolve(lib, a->ncclCommDestroy, "ncclCommDestroy");
-  resolve(lib, a->ncclCommAbort, "ncclCommAbort");
-  resolve(lib, a->ncclAllReduce, "ncclAllReduce");
-  resolve(lib, a->ncclBroadcast, "ncclBroadcast");
-  resolve(lib, a->ncclAllGather, "ncclAllGather");
-  resolve(lib, a->ncclReduceScatter, "ncclReduceScatter");
-  resolve(lib, a->ncclSend, "ncclSend");
-  resolve(lib, a->ncclRecv, "ncclRecv");
-  resolve(lib, a->ncclGroupStart, "ncclGroupStart");
-  resolve(lib, a->ncclGroupEnd, "ncclGroupEnd");
+  lib.resolve(a->ncclGetErrorString, "ncclGetErrorString");
+  lib.resolve(a->ncclGetVersion, "ncclGetVersion");
+  lib.resolve(a->ncclGetUniqueId, "ncclGetUniqueId");
+  lib.resolve(a->ncclCommInitRank, "ncclCommInitRank");
+  lib.resolve(a->ncclCommDestroy, "ncclCommDestroy");
+  lib.resolve(a->ncclCommAbort, "ncclCommAbort");
+  lib.resolve(a->ncclAllReduce, "ncclAllReduce");
+  lib.resolve(a->ncclBroadcast, "ncclBroadcast");
+  lib.resolve(a->ncclAllGather, "ncclAllGather");
+  lib.resolve(a->ncclReduceScatter, "ncclReduceScatter");
+  lib.resolve(a->ncclSend, "ncclSend");
+  lib.resolve(a->ncclRecv, "ncclRecv");
+  lib.resolve(a->ncclGroupStart, "ncclGroupStart");
+  lib.resolve(a->ncclGroupEnd, "ncclGroupEnd");
   a->path = lib.path();
   g_api = std::move(a);
   return *g_api;

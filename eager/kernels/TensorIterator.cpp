@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "eager/core/Error.h"
+#include "eager/core/Storage.h"
+#include "eager/core/TensorImpl.h"
 #include "eager/kernels/MemorySpan.h"
 #include "eager/kernels/Parallel.h"
 #include "eager/kernels/Resize.h"
@@ -71,16 +73,82 @@ TensorIterator TensorIteratorConfig::build() { return TensorIterator(*this); }
 
 // --- build -----------------------------------------------------------------------
 
+// Note [TensorIterator's same-shape fast path]
+// ---------------------------------------------
+// Most eager calls are the plain case: new outputs, and inputs of one dtype
+// and one shape, each contiguous, on one non-meta device (a 1-element add from
+// Python spends half its C++ time building the iterator). For those the
+// general passes below reduce to fixed answers: the broadcast shape is the
+// inputs' shape; the result type of equal dtypes (no wrapped number, no 0-dim
+// input, so one promotion tier) is that dtype; nothing is converted or
+// resized; the dense layout holds (one iteration dimension of numel
+// elements); the outputs are new and contiguous, so nothing can overlap them.
+// build_same_shape fills the members the general passes would (less the
+// dimension orders, which only those passes read), and anything else (a static dtype or shape, an out= tensor, integers promoted
+// to float, a broadcast) takes the general path. The config's tensors are
+// moved into the operands: build() is a config's last use.
+
 TensorIterator::TensorIterator(TensorIteratorConfig& config) {
-  for (const Tensor& t : config.outputs_) {
+  auto build_same_shape = [&]() -> bool {
+    if (config.static_shape_ || config.static_dtype_ || config.inputs_.empty()) return false;
+    for (const Tensor& t : config.outputs_) {
+      if (t.defined()) return false;
+    }
+    const TensorImpl* first = config.inputs_[0].defined() ? config.inputs_[0].impl() : nullptr;
+    if (first == nullptr || first->dim() == 0 || !first->is_contiguous() || first->is_meta()) return false;
+    const DType dtype = first->dtype();
+    const Device device = first->device();
+    const IntArrayRef sizes = first->sizes();
+    for (const Tensor& t : config.inputs_) {
+      if (!t.defined()) return false;
+      const TensorImpl* impl = t.impl();
+      if (impl != first &&
+          (impl->dtype() != dtype || !impl->is_contiguous() || impl->is_wrapped_number() ||
+           impl->device() != device || impl->sizes().size() != sizes.size() ||
+           !std::equal(sizes.begin(), sizes.end(), impl->sizes().begin()))) {
+        return false;
+      }
+    }
+    if (first->is_wrapped_number()) return false;
+    if (config.promote_integer_to_float_ && !is_floating_point(dtype) && !is_complex(dtype)) return false;
+    shape_ = DimVector(sizes);
+    numel_ = first->numel();
+    common_dtype_ = out_dtype_ = dtype;
+    iter_shape_.assign(1, numel_);  // user_perm_ and perm_ serve allocate_outputs and strided operands only
+    dense_ = true;
+    noutputs_ = static_cast<int>(config.outputs_.size());
+    const int64_t item = kiln::itemsize(dtype);
+    // allocate_outputs' strides for the dense order; empty_strided's checks hold already (the
+    // inputs have this shape, so the sizes are valid and numel * itemsize bytes cannot overflow).
+    const DimVector strides = contiguous_strides(shape_);
+    const auto nbytes = static_cast<size_t>(numel_ * item);
+    for (size_t i = 0; i < config.outputs_.size(); ++i) {
+      Operand& op = operands_.emplace_back();
+      op.tensor = Tensor(make_intrusive<TensorImpl>(new_storage(nbytes, device), dtype, shape_, strides, 0));
+      op.is_output = true;
+      op.allocated = true;
+      op.data = static_cast<char*>(op.tensor.data_ptr());
+      op.byte_strides.assign(1, item);
+    }
+    for (Tensor& t : config.inputs_) {
+      Operand& op = operands_.emplace_back();
+      op.tensor = std::move(t);
+      op.data = static_cast<char*>(op.tensor.data_ptr());
+      op.byte_strides.assign(1, item);
+    }
+    return true;
+  };
+  if (build_same_shape()) return;
+
+  for (Tensor& t : config.outputs_) {
     Operand& op = operands_.emplace_back();
-    op.tensor = t;
+    op.tensor = std::move(t);
     op.is_output = true;
   }
   noutputs_ = static_cast<int>(config.outputs_.size());
-  for (const Tensor& t : config.inputs_) {
+  for (Tensor& t : config.inputs_) {
     KILN_CHECK(t.defined(), config.op_name_, ": an input tensor is undefined");
-    operands_.emplace_back().tensor = t;
+    operands_.emplace_back().tensor = std::move(t);
   }
   check_meta_devices(config);
   compute_shape(config);

@@ -106,14 +106,17 @@
 // remainder (a set lookup, a new Block, a set insert) and on free merge it
 // back (two set erases, a delete, an insert), plus a hash-map node each way:
 // about a third of a 1-element add's time from Python. So a freed block of at
-// most kQuickMaxSize bytes is not merged: it goes, with its live_blocks_ node,
-// onto the quick list of its size (at most kQuickDepth deep), still marked
-// allocated so its neighbours do not merge into it; the next request of that
-// size and stream takes the most recent one back (reuse is LIFO, as a freed
-// block that merges is also the first fit). Statistics count it freed as
-// before. Anything that returns segments (empty_cache, the OOM retry, the
-// destructor) first frees the quick lists' blocks the ordinary way, so a
-// segment of free blocks is still one block again, and still returned.
+// most kQuickMaxSize bytes is not merged: it goes onto the quick list of its
+// size (at most kQuickDepth deep), still marked allocated so its neighbours do
+// not merge into it, and stays in live_blocks_ marked `cached` (so the next
+// allocate needs no hash-map insert, and deallocate no erase); a cached block
+// counts as freed everywhere else (deallocate and allocation_size refuse its
+// pointer as before). The next request of that size and stream takes the most
+// recent one back (reuse is LIFO, as a freed block that merges is also the
+// first fit). Statistics count it freed as before. Anything that returns
+// segments (empty_cache, the OOM retry, the destructor) first frees the quick
+// lists' blocks the ordinary way (out of live_blocks_, merged), so a segment
+// of free blocks is still one block again, and still returned.
 
 namespace kiln::memory {
 
@@ -127,6 +130,7 @@ struct CachingAllocator::Block {
   Block* prev = nullptr;    // neighbours in the same segment, by address
   Block* next = nullptr;
   bool allocated = false;
+  bool cached = false;      // on a quick list (still in live_blocks_): Note [Tiny blocks skip the merge]
 
   [[nodiscard]] bool is_whole_segment() const { return prev == nullptr && next == nullptr; }
 };
@@ -239,6 +243,20 @@ CachingAllocator::~CachingAllocator() {
 void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
   if (nbytes == 0) return nullptr;
   std::lock_guard<std::mutex> guard(mutex_);
+  return allocate_block(nbytes, stream)->ptr;
+}
+
+void* CachingAllocator::allocate_with_handle(size_t nbytes, void** handle, StreamId stream) {
+  *handle = nullptr;
+  if (nbytes == 0) return nullptr;
+  std::lock_guard<std::mutex> guard(mutex_);
+  Block* block = allocate_block(nbytes, stream);
+  *handle = block;
+  return block->ptr;
+}
+
+/// A live block of at least `nbytes` (> 0) bytes on `stream`, counted and in live_blocks_.
+CachingAllocator::Block* CachingAllocator::allocate_block(size_t nbytes, StreamId stream) {
   if (fail_countdown_ != 0 && --fail_countdown_ == 0) [[unlikely]] {
     throw_out_of_memory(nbytes, " (failure injected by fail_nth_allocation)");
   }
@@ -246,7 +264,7 @@ void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
   const size_t size = round_size(nbytes);
 
   Block* block = nullptr;
-  bool listed = false;  // taken from a quick list with its live_blocks_ node
+  bool listed = false;  // taken from a quick list, so already in live_blocks_
   if (options_.caching_enabled && size <= kQuickMaxSize) {
     block = take_quick_block(size, stream);
     listed = block != nullptr;
@@ -282,23 +300,37 @@ void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
   update(stats_.allocated_bytes, as_signed(block->size));
   update(stats_.active_bytes, as_signed(block->size));
   report_to_profiler(raw_, block->ptr, as_signed(block->size), stats_);
-  return block->ptr;
+  return block;
 }
 
 void CachingAllocator::deallocate(void* ptr) {
   if (ptr == nullptr) return;
   std::lock_guard<std::mutex> guard(mutex_);
   auto it = live_blocks_.find(ptr);
-  KILN_CHECK(it != live_blocks_.end(), "caching allocator (", raw_.name(),
+  KILN_CHECK(it != live_blocks_.end() && !it->second->cached, "caching allocator (", raw_.name(),
              "): cannot free pointer ", ptr, ", which it did not allocate or has already freed");
-  LiveBlocks::node_type node = live_blocks_.extract(it);
-  Block* block = node.mapped();
+  release_live_block(it->second);
+}
+
+void CachingAllocator::deallocate_handle(void* handle) {
+  if (handle == nullptr) return;
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto* block = static_cast<Block*>(handle);
+  KILN_INTERNAL_ASSERT(block->allocated && !block->cached, "caching allocator (", raw_.name(),
+                       "): a block handle freed twice");
+  release_live_block(block);
+}
+
+/// Takes a handed-out block (in live_blocks_) back: counted freed, then kept on
+/// a quick list, or out of live_blocks_ and merged into its pool (or freed raw).
+void CachingAllocator::release_live_block(Block* block) {
   update(stats_.allocation, -1);
   update(stats_.allocated_bytes, -as_signed(block->size));
   update(stats_.active_bytes, -as_signed(block->size));
   report_to_profiler(raw_, block->ptr, -as_signed(block->size), stats_);
 
   if (!options_.caching_enabled) {
+    live_blocks_.erase(block->ptr);
     raw_.raw_free(block->ptr, block->requested);
     report_os_call("[OS free]", block->size);
     ++stats_.num_os_frees;
@@ -310,7 +342,8 @@ void CachingAllocator::deallocate(void* ptr) {
   // Hook [record_stream]: a block used on other streams is parked here behind
   // events instead of freed. See Note [Stream-ordered reuse].
   if (options_.host_memory) asan_poison(block->ptr, block->size);
-  if (block->size <= kQuickMaxSize && keep_quick_block(node)) return;
+  if (block->size <= kQuickMaxSize && keep_quick_block(block)) return;
+  live_blocks_.erase(block->ptr);
   free_block(block);
 }
 
@@ -336,7 +369,7 @@ size_t CachingAllocator::allocation_size(void* ptr) const {
   if (ptr == nullptr) return 0;
   std::lock_guard<std::mutex> guard(mutex_);
   auto it = live_blocks_.find(ptr);
-  KILN_CHECK(it != live_blocks_.end(), "caching allocator (", raw_.name(), "): pointer ", ptr,
+  KILN_CHECK(it != live_blocks_.end() && !it->second->cached, "caching allocator (", raw_.name(), "): pointer ", ptr,
              " is not a live allocation");
   return it->second->size;
 }
@@ -423,30 +456,35 @@ void CachingAllocator::free_block(Block* block) {
 }
 
 /// The most recently freed block of `size` bytes (a multiple of kMinBlockSize,
-/// at most kQuickMaxSize) on `stream`, back in live_blocks_; nullptr when none.
+/// at most kQuickMaxSize) on `stream`, live again; nullptr when none.
 CachingAllocator::Block* CachingAllocator::take_quick_block(size_t size, StreamId stream) {
   QuickList& list = quick_[size / kMinBlockSize - 1];
-  if (list.empty() || list.back().mapped()->stream != stream) return nullptr;
-  Block* block = list.back().mapped();
-  live_blocks_.insert(std::move(list.back()));
+  if (list.empty() || list.back()->stream != stream) return nullptr;
+  Block* block = list.back();
   list.pop_back();
+  block->cached = false;
   return block;
 }
 
-/// Keeps a freed small block (its node just taken out of live_blocks_) on its
-/// quick list, unmerged; false when that list is full.
-bool CachingAllocator::keep_quick_block(LiveBlocks::node_type& node) {
-  QuickList& list = quick_[node.mapped()->size / kMinBlockSize - 1];
+/// Keeps a freed small block (still in live_blocks_) on its quick list,
+/// unmerged and marked cached; false when that list is full.
+bool CachingAllocator::keep_quick_block(Block* block) {
+  QuickList& list = quick_[block->size / kMinBlockSize - 1];
   if (list.size() >= kQuickDepth) return false;
   if (list.capacity() == 0) list.reserve(kQuickDepth);
-  list.push_back(std::move(node));
+  block->cached = true;
+  list.push_back(block);
   return true;
 }
 
 /// Frees every quick-listed block into its pool, merging it with its neighbours.
 void CachingAllocator::drain_quick_blocks() {
   for (QuickList& list : quick_) {
-    for (LiveBlocks::node_type& node : list) free_block(node.mapped());
+    for (Block* block : list) {
+      live_blocks_.erase(block->ptr);
+      block->cached = false;
+      free_block(block);
+    }
     list.clear();
   }
 }

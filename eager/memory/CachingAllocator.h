@@ -89,6 +89,13 @@ class CachingAllocator {
   /// this allocator did not hand out (or already took back) is a RuntimeError.
   void deallocate(void* ptr);
 
+  /// allocate(), also setting `*handle` to the allocation's block (nullptr when
+  /// nbytes == 0), which deallocate_handle takes back without looking the pointer
+  /// up: what a DataPtr's context holds for CPU storages (the owner frees it once).
+  [[nodiscard]] void* allocate_with_handle(size_t nbytes, void** handle, StreamId stream = 0);
+  /// deallocate() of the pointer allocate_with_handle returned with `handle`.
+  void deallocate_handle(void* handle);
+
   /// Returns every wholly free segment to the raw allocator.
   void empty_cache();
 
@@ -117,18 +124,20 @@ class CachingAllocator {
   };
   using BlockPool = std::set<Block*, BlockOrder>;
   using LiveBlocks = std::unordered_map<void*, Block*>;
-  /// Freed small blocks of one size, most recent last, each with its live_blocks_
-  /// node kept for reuse (Note [Tiny blocks skip the merge]).
-  using QuickList = std::vector<LiveBlocks::node_type>;
+  /// Freed small blocks of one size, most recent last, each still in live_blocks_
+  /// (marked as cached) for reuse (Note [Tiny blocks skip the merge]).
+  using QuickList = std::vector<Block*>;
 
   // Helpers below run with mutex_ held.
+  Block* allocate_block(size_t nbytes, StreamId stream);
+  void release_live_block(Block* block);
   Block* find_free_block(BlockPool& pool, size_t size, StreamId stream);
   Block* alloc_segment(BlockPool& pool, size_t segment_size, StreamId stream);
   void split_block(Block* block, size_t size);
   void free_block(Block* block);
   void release_cached_segments();
   Block* take_quick_block(size_t size, StreamId stream);
-  bool keep_quick_block(LiveBlocks::node_type& node);
+  bool keep_quick_block(Block* block);
   void drain_quick_blocks();
   [[noreturn]] void throw_out_of_memory(size_t nbytes, const char* cause = "");
 

@@ -7,14 +7,16 @@ namespace kiln::memory {
 
 namespace {
 
-void release_cpu_block(void* ptr) { cpu_caching_allocator().deallocate(ptr); }
+void release_cpu_block(void* handle) { cpu_caching_allocator().deallocate_handle(handle); }
 
-/// Storage memory on the CPU comes from the process-wide caching allocator.
+/// Storage memory on the CPU comes from the process-wide caching allocator; the
+/// DataPtr's context is the allocation's block handle, so freeing looks nothing up.
 class CpuStorageAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes) override {
-    void* p = cpu_caching_allocator().allocate(nbytes);
-    return DataPtr(p, p, p ? &release_cpu_block : nullptr, Device(DeviceType::CPU));
+    void* handle = nullptr;
+    void* p = cpu_caching_allocator().allocate_with_handle(nbytes, &handle);
+    return DataPtr(p, handle, p ? &release_cpu_block : nullptr, Device(DeviceType::CPU));
   }
 };
 

@@ -7,7 +7,7 @@ A case is one call: an op of ``kiln._C._functions`` or a method of a Tensor, wit
 and keyword arguments drawn from values that bindings mis-handle when they do (ints at the
 int64 limits and beyond, NaN and infinities, bools where ints go, None, strings, nested and
 mixed lists, tuples of tensors, dtypes, devices, memory formats, generators, tensors of every
-dtype, 0-dim, empty and non-contiguous). Cases are JSON (``encode``/``decode`` below), so a
+dtype, 0-dim, empty and non-contiguous; hostile_values.py). Cases are JSON, so a
 corpus file and a finding are readable and replayable. Replays every corpus file, then
 seeded fresh and mutated cases for S seconds.
 
@@ -19,9 +19,8 @@ the stack and exits) or a crash is a finding: the case is written to
 DIR/crash-arg_parser-<hash>.json (and, before each call, to DIR/current-arg_parser-input.json,
 which survives a crash of the interpreter).
 
-The process's address space is capped (RLIMIT_AS, 2.5 GiB; not under ASan) so that a size the checks let
-through fails as an allocation error instead of swapping the machine; sizes drawn are tiny
-(<= 6), near the int32 limit (2**31, at most 2 GiB, which the cap refuses) or far past any memory (2**62 and up).
+The process's address space is capped (hostile_values.limit_address_space; not under ASan) so that a
+size the checks let through fails as an allocation error instead of swapping the machine.
 """
 
 from __future__ import annotations
@@ -30,9 +29,7 @@ import argparse
 import faulthandler
 import hashlib
 import json
-import math
 import random
-import resource
 import sys
 import time
 import traceback
@@ -40,17 +37,11 @@ from pathlib import Path
 
 import kiln
 import kiln._C._functions as _functions
+from hostile_values import DTYPES, SHAPES, decode, limit_address_space, random_value
 
 ALLOWED = (TypeError, RuntimeError, ValueError, IndexError, NotImplementedError, OverflowError, MemoryError)
-ADDRESS_SPACE_LIMIT = 5 << 29  # 2.5 GiB: kiln imported is 0.6 GiB
 CALL_SECONDS = 20  # a call still running after this hangs: the process dumps its stack and exits
 
-DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"]
-INTS = [0, 1, 2, 3, -1, -2, 6, 2**31 - 1, 2**31, 2**62, 2**63 - 1, -(2**63), 2**63, 2**64]
-NEAR_INT32_LIMIT = (2**31 - 1, 2**31)  # sizes of up to 8 GiB: left out where no address-space cap applies
-FLOATS = [0.0, -0.0, 0.5, -1.5, 2.0, "nan", "inf", "-inf", 1e300]
-STRINGS = ["", "mean", "sum", "none", "cpu", "cuda", "meta", "float32", "\x00", "é", "tanh", "reflect"]
-SHAPES = [[], [0], [1], [3], [2, 3], [3, 1], [1, 4], [2, 0, 3], [2, 3, 4], [1, 2, 3, 2]]
 # Ops that change process-wide state a later case would then see.
 EXCLUDED_OPS = frozenset({"set_num_threads", "set_num_interop_threads", "manual_seed", "seed"})
 
@@ -68,75 +59,6 @@ def _method_names() -> list[str]:
 
 FUNCTIONS = _function_names()
 METHODS = _method_names()
-
-
-# --- values: JSON in, Python objects out ----------------------------------------------------------
-
-def decode(value):
-    """The Python object a JSON value stands for."""
-    if isinstance(value, list):
-        return [decode(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    (kind, spec), = value.items()
-    if kind == "float":
-        return float(spec)
-    if kind == "tuple":
-        return tuple(decode(v) for v in spec)
-    if kind == "dtype":
-        return getattr(kiln, spec)
-    if kind == "device":
-        return kiln.device(spec)
-    if kind == "memory_format":
-        return getattr(kiln, spec)
-    if kind == "generator":
-        return kiln.Generator().manual_seed(spec)
-    if kind == "tensor":
-        dtype, shape, layout = spec
-        return _tensor(dtype, shape, layout)
-    raise ValueError(f"unknown value kind {kind!r}")
-
-
-def _tensor(dtype: str, shape: list[int], layout: str):
-    numel = math.prod(shape)
-    base = kiln.arange(numel * (2 if layout == "strided" else 1), dtype=kiln.float64)
-    base = (base - numel / 2) / 3
-    if layout == "strided":
-        t = base[::2].reshape(shape) if numel else base.reshape(shape)
-    elif layout == "transposed" and len(shape) >= 2:
-        t = base.reshape(shape[:-2] + [shape[-1], shape[-2]]).transpose(-1, -2)
-    elif layout == "expanded" and shape and shape[0] > 1:
-        t = base.reshape(shape)[:1].expand(shape)
-    else:
-        t = base.reshape(shape)
-    return t.to(getattr(kiln, dtype))
-
-
-def random_value(rng: random.Random, depth: int = 0):
-    """A JSON value for one argument."""
-    kind = rng.randrange(14 if depth < 2 else 10)
-    if kind <= 2:
-        return {"tensor": [rng.choice(DTYPES), rng.choice(SHAPES),
-                           rng.choice(["contiguous", "contiguous", "strided", "transposed", "expanded"])]}
-    if kind == 3:
-        return rng.choice(INTS)
-    if kind == 4:
-        f = rng.choice(FLOATS)
-        return {"float": f} if isinstance(f, str) else f
-    if kind == 5:
-        return rng.choice([True, False, None])
-    if kind == 6:
-        return rng.choice(STRINGS)
-    if kind == 7:
-        return {"dtype": rng.choice(DTYPES)}
-    if kind == 8:
-        return rng.choice([{"device": "cpu"}, {"device": "meta"}, {"memory_format": "channels_last"},
-                           {"memory_format": "contiguous_format"}, {"generator": rng.randrange(100)}])
-    if kind == 9:
-        return [rng.choice(INTS[:7]) for _ in range(rng.randrange(5))]
-    if kind == 10:
-        return {"tuple": [random_value(rng, depth + 1) for _ in range(rng.randrange(4))]}
-    return [random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
 
 
 KEYWORDS = ["dim", "keepdim", "dtype", "out", "alpha", "value", "other", "input", "size", "generator",
@@ -190,13 +112,13 @@ def check_one(case: dict) -> str:
     contract. A case naming an op this build lacks is 'skipped' (corpus files outlive ops)."""
     try:
         if case["method"]:
-            target = getattr(decode(case["self"]), case["op"], None)
+            target = getattr(decode(case["self"], kiln), case["op"], None)
         else:
             target = getattr(_functions, case["op"], None)
         if target is None:
             return "skipped"
-        args = [decode(a) for a in case["args"]]
-        kwargs = {k: decode(v) for k, v in case["kwargs"].items()}
+        args = [decode(a, kiln) for a in case["args"]]
+        kwargs = {k: decode(v, kiln) for k, v in case["kwargs"].items()}
     except Exception as e:  # noqa: BLE001 - building the inputs must not fail
         raise Finding(f"building the inputs of {case!r} failed: {type(e).__name__}: {e}") from e
     try:
@@ -215,24 +137,6 @@ def load_corpus(paths: list[str]) -> list[dict]:
     for p in map(Path, paths):
         files.extend(sorted(q for q in p.iterdir() if q.is_file()) if p.is_dir() else [p])
     return [json.loads(f.read_text()) for f in files]
-
-
-def _sanitizer_loaded() -> bool:
-    """ASan's runtime (preloaded by scripts/sanitize.sh) reserves terabytes of shadow address
-    space up front, so an address-space cap would fail every later mapping."""
-    with open("/proc/self/maps") as maps:
-        return any("libasan" in line or "libtsan" in line for line in maps)
-
-
-def limit_address_space() -> None:
-    """Caps the address space; under a sanitizer, which a cap would break, leaves out the sizes
-    near the int32 limit instead (they would allocate and fill gigabytes)."""
-    if _sanitizer_loaded():
-        INTS[:] = [i for i in INTS if i not in NEAR_INT32_LIMIT]
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if soft == resource.RLIM_INFINITY or soft > ADDRESS_SPACE_LIMIT:
-        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, hard))
 
 
 def fuzz(corpus: list[dict], seconds: float, seed: int, artifacts: Path, runs: int | None = None) -> dict[str, int]:

@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -161,6 +162,19 @@ void init_capture(PyObject* module) {
            },
            py::arg("op"), py::arg("lhs"), py::arg("lhs_literal"), py::arg("rhs"), py::arg("rhs_literal"),
            "Records capture::sym_arith(lhs, rhs, op) (a side is a handle, or a literal); returns its handle.")
+      .def("set_size_symbols",
+           [](PySession& s, const std::vector<std::tuple<int64_t, size_t, int64_t>>& table) {
+             std::vector<capture::CaptureSession::SizeSymbol> entries;
+             for (const auto& [value, handle, factor] : table) entries.push_back({value, handle, factor});
+             s.session.set_size_symbols(std::move(entries));
+           },
+           py::arg("table"),
+           "(value, handle, factor) triples: literal size arguments of that value are recorded as the symbolic "
+           "int times factor (Note [Symbolic sizes in the backward]); [] turns matching off.")
+      .def_property_readonly("size_literals", [](PySession& s) { return s.session.size_literals(); },
+                             "Literals (>= 2) size-taking arguments were recorded with, ascending.")
+      .def_property_readonly("num_size_symbols_used",
+                             [](PySession& s) { return s.session.num_size_symbols_used(); })
       .def("probe_graph", [](PySession& s, const std::vector<size_t>& handles) { return s.session.probe_graph(handles); },
            py::arg("handles"), "A copy of the graph so far, its outputs followed by the symbolic ints `handles`.");
   cm.def(

@@ -55,6 +55,7 @@ void init_runtime(PyObject* module) {
       .def_property_readonly("kernel_count", [](const PyCompiledGraph& g) { return g.compiled->kernel_count(); })
       .def_property_readonly("kernels", [](const PyCompiledGraph& g) { return g.compiled->kernel_ir(); })
       .def_property_readonly("kernel_ops", [](const PyCompiledGraph& g) { return g.compiled->kernel_ops(); })
+      .def_property_readonly("kernel_members", [](const PyCompiledGraph& g) { return g.compiled->kernel_members(); })
       .def_property_readonly(
           "kernel_graph_inputs", [](const PyCompiledGraph& g) { return g.compiled->kernel_graph_inputs(); },
           "Per kernel, the graph input index of each of its inputs (-1: another step's value).")
@@ -133,6 +134,23 @@ void init_runtime(PyObject* module) {
   rt.def("reset_kernel_cache_stats", &codegen::reset_kernel_cache_stats);
   rt.def("kernel_cache_dir", &codegen::kernel_cache_dir,
          "The disk cache's directory ($KILN_CACHE_DIR, else ~/.cache/kiln; '' when off).");
+  rt.def(
+      "prune_kernel_cache",
+      [](std::optional<int64_t> max_bytes) {
+        const codegen::KernelCachePruneResult r =
+            codegen::prune_kernel_disk_cache(max_bytes ? *max_bytes : codegen::kernel_cache_max_bytes());
+        py::dict d;
+        d["kept"] = r.kept;
+        d["kept_bytes"] = r.kept_bytes;
+        d["removed_foreign"] = r.removed_foreign;
+        d["removed_over_cap"] = r.removed_over_cap;
+        d["removed_temporary"] = r.removed_temporary;
+        return d;
+      },
+      py::arg("max_bytes") = py::none(),
+      "Prunes the disk cache's directory now: entries of another kiln build, LLVM, CPU or format, abandoned "
+      "temporaries, then the least recently used beyond max_bytes (default $KILN_CACHE_MAX_BYTES or 1 GiB; 0: no "
+      "cap). A process's first store into a directory does this once (Note [Pruning the kernel cache]).");
   rt.def(
       "forget_compiled_kernels", [] { codegen::forget_compiled_kernels(); },
       "Empties the in-memory kernel cache (loaded code stays): the next compile reads the disk cache (tests).");

@@ -10,7 +10,7 @@ forms; kiln/__init__.py and kiln/_tensor_bindings.py put them in place."""
 from __future__ import annotations
 
 from kiln import _C
-from kiln._arguments import _require_tensor
+from kiln._arguments import _require_tensor, checked_signature
 
 # alias -> the op it names; each has function, method and in-place forms in torch.
 ALIASES = {
@@ -56,6 +56,7 @@ def _forward_to_method(name):
     return function
 
 
+@checked_signature("positive(Tensor input)")
 def positive(input):
     """``input`` itself (unary plus); an error for bool tensors, as in PyTorch."""
     if input.dtype == _C.bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import warnings
 
 from kiln import _C
-from kiln._arguments import _require_bool, bool_
+from kiln._arguments import _require_bool, bool_, checked_signature
 
 
 _AUTOCAST = {"enabled": {"cpu": False, "cuda": False}, "dtype": {"cpu": _C.bfloat16, "cuda": _C.float16},
@@ -44,6 +44,7 @@ def set_autocast_enabled(*args):
     _AUTOCAST["enabled"][device_type] = enabled
 
 
+@checked_signature("get_autocast_dtype(str device_type)")
 def get_autocast_dtype(device_type):
     """torch.get_autocast_dtype: bfloat16 for the CPU and float16 for CUDA unless set."""
     key = _autocast_device(device_type, "get_autocast_dtype")

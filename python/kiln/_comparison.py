@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 
 from kiln import _C
+from kiln._arguments import _require_tensor, checked_signature
 
 # PyTorch's ScalarType names, as its dtype-mismatch errors print them.
 SCALAR_TYPE_NAMES = {
@@ -20,17 +21,12 @@ def scalar_type_name(dtype) -> str:
     return SCALAR_TYPE_NAMES[str(dtype).removeprefix("kiln.")]
 
 
-def _check_tensor(name: str, position: int, argument: str, value) -> None:
-    if not isinstance(value, _C.TensorBase):
-        raise TypeError(f"{name}(): argument '{argument}' (position {position}) must be Tensor, not "
-                        f"{type(value).__name__}")
-
-
+@checked_signature("isclose(Tensor input, Tensor other, float rtol, float atol, bool equal_nan)")
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise |input - other| <= atol + rtol * |other| (broadcasting); infinities are close
     to themselves, NaNs to each other only with ``equal_nan``."""
-    _check_tensor("isclose", 1, "input", input)
-    _check_tensor("isclose", 2, "other", other)
+    _require_tensor(input, "isclose", "input", 1)
+    _require_tensor(other, "isclose", "other", 2)
     if input.dtype != other.dtype:
         raise RuntimeError(f"{scalar_type_name(input.dtype)} did not match {scalar_type_name(other.dtype)}")
     if rtol < 0:
@@ -53,15 +49,17 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return close | (actual <= allowed)
 
 
+@checked_signature("allclose(Tensor input, Tensor other, float rtol, float atol, bool equal_nan)")
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> builtins.bool:
     """Whether every element of ``input`` is close to ``other`` (see isclose)."""
     return builtins.bool(isclose(input, other, rtol, atol, equal_nan).all().item())
 
 
+@checked_signature("equal(Tensor input, Tensor other)")
 def equal(input, other) -> builtins.bool:
     """True when both tensors have the same size and equal elements (NaN is not equal to NaN)."""
-    _check_tensor("equal", 1, "input", input)
-    _check_tensor("equal", 2, "other", other)
+    _require_tensor(input, "equal", "input", 1)
+    _require_tensor(other, "equal", "other", 2)
     if tuple(input.shape) != tuple(other.shape):
         return False
     return builtins.bool(_C._functions.eq(input, other).all().item())

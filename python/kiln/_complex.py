@@ -23,7 +23,7 @@ import builtins
 import math
 
 from kiln import _C
-from kiln._arguments import _require_tensor, _write_out
+from kiln._arguments import _require_tensor, _write_out, checked_signature
 from kiln._comparison import scalar_type_name as _scalar_type_name
 from kiln.autograd.function import Function
 
@@ -36,24 +36,28 @@ def _is_complex(t) -> bool:
 
 # --- views and parts --------------------------------------------------------------------------
 
+@checked_signature("view_as_real(Tensor input)")
 def view_as_real(input):
     """torch.view_as_real: a complex tensor's [..., 2] real view (same memory)."""
     _require_tensor(input, "view_as_real")
     return _functions.view_as_real(input)
 
 
+@checked_signature("view_as_complex(Tensor input)")
 def view_as_complex(input):
     """torch.view_as_complex: a [..., 2] float/double tensor viewed as complex (same memory)."""
     _require_tensor(input, "view_as_complex")
     return _functions.view_as_complex(input)
 
 
+@checked_signature("real(Tensor input)")
 def real(input):
     """torch.real: the real parts of a complex tensor as a view; a real tensor itself."""
     _require_tensor(input, "real")
     return _functions.view_as_real(input).select(-1, 0) if _is_complex(input) else input
 
 
+@checked_signature("imag(Tensor input)")
 def imag(input):
     """torch.imag: the imaginary parts of a complex tensor as a view; torch's error for a real one."""
     _require_tensor(input, "imag")
@@ -75,18 +79,21 @@ def _part_properties():
 
 # --- conjugates ---------------------------------------------------------------------------------
 
+@checked_signature("conj(Tensor input)")
 def conj(input):
     """torch.conj: the complex conjugate (a new tensor in kiln); a real tensor itself."""
     _require_tensor(input, "conj")
     return _functions.conj_physical(input) if _is_complex(input) else input
 
 
+@checked_signature("conj_physical(Tensor input, *, Tensor? out)")
 def conj_physical(input, *, out=None):
     """torch.conj_physical: the conjugate of a complex tensor; a real tensor itself, as in torch."""
     _require_tensor(input, "conj_physical")
     return _write_out(_functions.conj_physical(input) if _is_complex(input) else input, out)
 
 
+@checked_signature("conj_physical_(Tensor input)")
 def conj_physical_(input):
     """torch.conj_physical_: conjugates a complex tensor in place; nothing to do on a real one."""
     _require_tensor(input, "conj_physical_")
@@ -95,6 +102,7 @@ def conj_physical_(input):
     return input
 
 
+@checked_signature("resolve_conj(Tensor input)")
 def resolve_conj(input):
     """torch.resolve_conj: ``input`` itself (kiln has no lazy conjugate bit to resolve)."""
     _require_tensor(input, "resolve_conj")
@@ -109,6 +117,7 @@ def angle_complex(input):
     return _functions.atan2(pairs.select(-1, 1), pairs.select(-1, 0))
 
 
+@checked_signature("isreal(Tensor input)")
 def isreal(input):
     """torch.isreal: True where the imaginary part is 0 (everywhere for a real tensor)."""
     _require_tensor(input, "isreal")
@@ -117,6 +126,7 @@ def isreal(input):
     return _functions.view_as_real(input).select(-1, 1) == 0
 
 
+@checked_signature("polar(Any abs, Any angle, *, Tensor? out)")
 def polar(abs, angle, *, out=None):
     """torch.polar: abs * (cos(angle) + i sin(angle)), complex64 for float32 inputs, complex128 for float64."""
     _check_parts("polar", abs, angle)
@@ -124,6 +134,7 @@ def polar(abs, angle, *, out=None):
     return _write_out(result, out)
 
 
+@checked_signature("complex(Tensor real, Tensor imag, *, Tensor? out)")
 def complex(real, imag, *, out=None):
     """torch.complex: real + i imag from two float (or two double) tensors, broadcast together."""
     _check_parts("complex", real, imag)
@@ -161,6 +172,7 @@ class Angle(Function):
         return _functions.zeros_like(grad)
 
 
+@checked_signature("angle(Any input, *, Tensor? out)")
 def angle(input, *, out=None):
     """torch.angle: arg(z) of a complex tensor (atan2(imag, real), in its real dtype); for a
     real tensor pi where ``input`` < 0, 0 elsewhere (-0.0 included), NaN where NaN, with
@@ -174,18 +186,21 @@ def angle(input, *, out=None):
 
 # --- the bits kiln does not have ------------------------------------------------------------------
 
+@checked_signature("resolve_neg(Tensor input)")
 def resolve_neg(input):
     """torch.resolve_neg: ``input`` itself (no negative bit to resolve)."""
     _require_tensor(input, "resolve_neg")
     return input
 
 
+@checked_signature("is_conj(Tensor input)")
 def is_conj(input):
     """torch.is_conj: False (kiln has no lazy conjugate bit)."""
     _require_tensor(input, "is_conj")
     return False
 
 
+@checked_signature("is_neg(Tensor input)")
 def is_neg(input):
     """torch.is_neg: False (kiln has no negative bits)."""
     _require_tensor(input, "is_neg")

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from kiln import _C
-from kiln._arguments import _require_tensor, _write_out
+from kiln._arguments import _require_tensor, _write_out, checked_signature
 from kiln._comparison import scalar_type_name
 from kiln._config import is_warn_always_enabled
 
@@ -165,6 +165,7 @@ def _python_number(value):
     return value.item() if isinstance(value, _C.TensorBase) else value
 
 
+@checked_signature("scalar_tensor(Scalar s, *, ScalarType? dtype, Any layout, Any device, bool? pin_memory)")
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
     """torch.scalar_tensor: a 0-d tensor holding ``s``, of the default dtype unless told."""
     result = _C._functions.full([], _python_number(s), dtype=dtype if dtype is not None else _C.get_default_dtype(),
@@ -174,6 +175,7 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None, r
     return result
 
 
+@checked_signature("range(Scalar start, Scalar end, Any step, *, Tensor? out, ScalarType? dtype)")
 def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,  # noqa: A001
           requires_grad=False):
     """torch.range (deprecated): ``start, start + step, ...`` up to and including ``end``,
@@ -202,6 +204,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     return _write_out(result, out)
 
 
+@checked_signature("fill(Tensor input)")
 def fill(input, value):
     """torch.fill: a copy of ``input`` with every element ``value`` (a number or a 0-d
     tensor); gradient flows to a tensor ``value`` (and zero to ``input``)."""
@@ -215,6 +218,8 @@ def fill(input, value):
     return result.fill_(value)
 
 
+@checked_signature("empty_permuted(int[] size, int[] physical_layout, *, ScalarType? dtype, Any layout, Any device, "
+                   "Any requires_grad, bool? pin_memory)")
 def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
                    pin_memory=False):
     """torch.empty_permuted: an uninitialised tensor of ``size`` whose memory holds its

@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 
 from kiln import _C
+from kiln._arguments import checked_signature
 
 
 def _empty_like_for_promotion(value):
@@ -40,11 +41,13 @@ def result_type(tensor1, tensor2):
     return _C.int64
 
 
+@checked_signature("promote_types(ScalarType type1, ScalarType type2)")
 def promote_types(type1, type2):
     """The smallest dtype both ``type1`` and ``type2`` convert to without losing category."""
     return result_type(_C._functions.empty([0], dtype=type1), _C._functions.empty([0], dtype=type2))
 
 
+@checked_signature("can_cast(ScalarType from_, ScalarType to)")
 def can_cast(from_, to):
     """Whether PyTorch's casting rules allow ``from_`` to ``to`` (no float to integer, nothing but bool to bool)."""
     if from_.is_complex and not to.is_complex:
@@ -56,11 +59,13 @@ def can_cast(from_, to):
     return True
 
 
+@checked_signature("is_floating_point(Tensor input)")
 def is_floating_point(input) -> bool:
     """Whether ``input``'s dtype is a floating point type."""
     return input.dtype.is_floating_point
 
 
+@checked_signature("is_complex(Tensor input)")
 def is_complex(input) -> bool:
     """Whether ``input``'s dtype is complex (complex64 or complex128)."""
     return input.dtype.is_complex

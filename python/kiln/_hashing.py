@@ -8,6 +8,7 @@ the same 64 bits as torch's uint64 result.
 from __future__ import annotations
 
 from kiln import _C
+from kiln._arguments import checked_signature
 
 _F = _C._functions
 
@@ -37,6 +38,7 @@ def _xor_along(x, dim: int):
     return x
 
 
+@checked_signature("hash_tensor(Tensor input, int[1] dim, *, bool keepdim, int mode)")
 def hash_tensor(input, dim=None, *, keepdim=False, mode=0):
     """The xor of input's elements' 64-bit patterns over ``dim`` (all dims when None or ())."""
     if mode != 0:

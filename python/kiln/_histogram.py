@@ -8,7 +8,7 @@ import math
 from collections import namedtuple
 
 from kiln import _C
-from kiln._arguments import _require_tensor
+from kiln._arguments import _require_tensor, checked_signature
 from kiln._messages import _format_double, _scalar_name, _type_word
 from kiln._no_derivative import _no_derivative
 from kiln.autograd.grad_mode import no_grad
@@ -135,6 +135,7 @@ def _bins_type_error(op, input, bins, extra):
                      f"None, bool density = False, tuple of Tensors out = None)\n")
 
 
+@checked_signature("histogram(Tensor input, Any bins, *, Any range, Tensor? weight, bool density, Tensor[]? out)")
 def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
     """torch.histogram: the histogram of the flattened ``input`` over ``bins`` equal-width bins
     (edges a linspace over ``range`` or the data's [min, max]) or over the 1-D edge tensor ``bins``;
@@ -169,6 +170,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     return _RESULT_TYPES["histogram"](hist, bin_edges)
 
 
+@checked_signature("histogramdd(Tensor input, Any bins, Any range, Tensor? weight, bool density)")
 def histogramdd(input, bins, range=None, weight=None, density=False):
     """torch.histogramdd: the N-dimensional histogram of the points in ``input``'s last dim (all
     other dims flattened); ``bins`` an int (for every dim), N ints or N 1-D edge tensors.

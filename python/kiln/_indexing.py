@@ -7,12 +7,13 @@ select_scatter / slice_scatter (a copy of the input with one view overwritten)."
 from __future__ import annotations
 
 from kiln import _C
-from kiln._arguments import _require_tensor
+from kiln._arguments import _require_tensor, checked_signature
 from kiln._creation import tensor
 
 _F = _C._functions
 
 
+@checked_signature("nonzero(Tensor input, *, Tensor? out)")
 def nonzero(input, *, out=None, as_tuple=False):
     """The indices of the nonzero elements of ``input``: an (n, ndim) int64 tensor,
     or with ``as_tuple=True`` a tuple of ndim 1-D tensors, one per dim (a 0-dim
@@ -26,6 +27,7 @@ def nonzero(input, *, out=None, as_tuple=False):
     return _C._functions.nonzero(input)
 
 
+@checked_signature("nonzero_static(Tensor input, *, int size, int fill_value)")
 def nonzero_static(input, *, size, fill_value=-1):
     """nonzero with a fixed row count: the first ``size`` rows of ``nonzero(input)``, padded
     with rows of ``fill_value`` when there are fewer."""
@@ -90,6 +92,8 @@ def _index_reduce_source_index(caller, self, dim, index, source, reduce):
     return dim, index.reshape(shape).expand(*source.shape)
 
 
+@checked_signature("index_reduce(Tensor self as input, int dim, Tensor index, Tensor source, str reduce, *, "
+                   "bool include_self)")
 def index_reduce(self, dim, index, source, reduce, *, include_self=True):
     """Tensor.index_reduce: source's slice i reduced (prod, mean, amax, amin) into self's slice index[i]
     along dim — scatter_reduce with index spread over each slice."""
@@ -161,16 +165,19 @@ def _scatter_into(input, src, pick, op):
     return result
 
 
+@checked_signature("diagonal_scatter(Tensor input, Tensor src, int offset, int dim1, int dim2)")
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     """A copy of input with the diagonal (offset, dim1, dim2) replaced by src."""
     return _scatter_into(input, src, lambda t: _C._functions.diagonal(t, offset, dim1, dim2), "diagonal_scatter")
 
 
+@checked_signature("select_scatter(Tensor input, Tensor src, int dim, int index)")
 def select_scatter(input, src, dim, index):
     """A copy of input with input.select(dim, index) replaced by src."""
     return _scatter_into(input, src, lambda t: t.select(dim, index), "select_scatter")
 
 
+@checked_signature("slice_scatter(Tensor input, Tensor src, int dim, int? start, int? end, int step)")
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """A copy of input with input[..., start:end:step, ...] (along dim) replaced by src."""
     def pick(t):

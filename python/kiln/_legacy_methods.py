@@ -11,7 +11,7 @@ import operator
 import numpy as np
 
 from kiln import _C, cuda as _cuda
-from kiln._arguments import _require_tensor
+from kiln._arguments import _require_tensor, checked_signature
 from kiln._creation import _NUMPY_DTYPES, tensor
 from kiln._messages import _options_text
 
@@ -42,6 +42,7 @@ def new(self, *args, device=None):
     return _C._functions.empty([operator.index(s) for s in size], dtype=self.dtype, device=device)
 
 
+@checked_signature("resize_as_(Tensor self as input, Tensor the_template)")
 def resize_as_(self, the_template, *, memory_format=None):
     """Tensor.resize_as_: ``self.resize_(the_template.shape)``."""
     _require_tensor(the_template, "resize_as_", "the_template", 1)

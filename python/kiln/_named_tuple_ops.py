@@ -6,6 +6,7 @@ out=, for the functions)."""
 from __future__ import annotations
 
 from kiln import _C, return_types
+from kiln._arguments import checked_signature
 
 
 

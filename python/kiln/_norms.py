@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from kiln import _C
-from kiln._arguments import _check_tensor
+from kiln._arguments import _require_tensor, checked_signature
 
 _F = _C._functions
 
@@ -30,6 +30,8 @@ def _check_identity_dims(x, ord, dim) -> None:
                                f"dimension is empty and the operation does not have an identity")
 
 
+@checked_signature("linalg_vector_norm(Tensor x as input, Scalar ord, int[1]? dim, bool keepdim, *, "
+                   "ScalarType? dtype, Tensor? out)")
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """torch.linalg.vector_norm: the ord-norm of x's elements over dim (all by default)."""
     if isinstance(ord, str):
@@ -59,6 +61,8 @@ def _spectral_norm(A, ord, dim, keepdim):
     return result
 
 
+@checked_signature("linalg_matrix_norm(Tensor A as input, Any ord, int[] dim, bool keepdim, *, ScalarType? dtype, "
+                   "Tensor? out)")
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """torch.linalg.matrix_norm for ord 'fro', inf, -inf, 1, -1 over the two dims `dim`."""
     if A.dim() < 2:
@@ -91,6 +95,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return result
 
 
+@checked_signature("linalg_norm(Tensor A as input, Any ord, int[1]? dim, bool keepdim, *, Tensor? out, "
+                   "ScalarType? dtype)")
 def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     """torch.linalg.norm: a vector norm over one dim (or all, for ord None), a matrix norm over two."""
     if isinstance(dim, int):
@@ -106,6 +112,7 @@ def linalg_norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
 
 
+@checked_signature("norm(Tensor input)")
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """torch.norm: p 'fro' (2 over dim, all by default), 'nuc', or a number."""
     if p == "fro" or p is None:
@@ -124,6 +131,7 @@ def tensor_norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     return norm(self, p, dim, keepdim, dtype=dtype)
 
 
+@checked_signature("norm_except_dim(Tensor v, int pow, int dim)")
 def norm_except_dim(v, pow=2, dim: int = 0):
     """torch.norm_except_dim: the ``pow``-norm over every dim but ``dim`` (kept as size-1 dims); dim=-1:
     the norm of everything, a 0-d tensor."""
@@ -134,9 +142,10 @@ def norm_except_dim(v, pow=2, dim: int = 0):
     return _F.linalg_vector_norm(v, float(pow), others, True)
 
 
+@checked_signature("renorm(Tensor input, Scalar p, int dim, Scalar maxnorm, *, Tensor? out)")
 def renorm(input, p, dim, maxnorm, *, out=None):
     """Each slice along ``dim`` whose p-norm exceeds maxnorm scaled to norm maxnorm (factor maxnorm / (norm + 1e-7))."""
-    _check_tensor("renorm", 1, "input", input)
+    _require_tensor(input, "renorm", "input", 1)
     if input.dim() < 2:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} dimensions")
     if p <= 0:

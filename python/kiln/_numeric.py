@@ -10,7 +10,7 @@ import warnings
 
 from kiln import _C
 from kiln._comparison import scalar_type_name
-from kiln._arguments import _require_tensor, _wrap_dim
+from kiln._arguments import _require_tensor, _wrap_dim, checked_signature
 from kiln._norms import vector_norm
 from kiln._shape import broadcast_tensors
 
@@ -21,6 +21,7 @@ def _f():
     return _C._functions
 
 
+@checked_signature("diff(Tensor input, int n, int dim, Tensor? prepend, Tensor? append)")
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along ``dim`` (logical xor for bool), after ``prepend``/``append``."""
     _require_tensor(input, "diff", "input", 1)
@@ -61,6 +62,7 @@ def _spacing(x, y, dim):
     return spacing
 
 
+@checked_signature("trapezoid(Tensor y, Any x, *, Any dx, int dim)")
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoid rule along ``dim``: spacing ``dx`` (default 1) or sample points ``x``, with torch's
     checks (the shared core is trapz's, below)."""
@@ -74,10 +76,17 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     return _trapezoid_dx(y, 1.0 if dx is None else dx, dim)
 
 
+@checked_signature("cumulative_trapezoid(Tensor y, Any x, *, Any dx, int dim)")
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoid rule along ``dim`` (one element shorter than y along it)."""
     if x is not None and dx is not None:
         raise TypeError("cumulative_trapezoid() received an invalid combination of arguments")
+    step = dx if dx is not None else x
+    if step is not None and not isinstance(step, (_C.TensorBase, int, float)):
+        raise TypeError(f"cumulative_trapezoid() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(step).__name__}), but expected a Tensor x or a number dx")
+    if y.dim() == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     y = _float_of(y) if not isinstance(x, _C.TensorBase) else y
     length = y.shape[dim]
     if length == 0:
@@ -110,6 +119,7 @@ def _cross(input, other, dim):
     return _F.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
 
 
+@checked_signature("linalg_cross(Tensor input, Tensor other, *, int dim, Tensor? out)")
 def linalg_cross(input, other, *, dim=-1, out=None):
     """The cross product of 3-vectors along ``dim`` (broadcasting the other dims)."""
     result = _cross(input, other, dim)
@@ -118,6 +128,7 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     return result
 
 
+@checked_signature("cross(Tensor input, Tensor other, int? dim, *, Tensor? out)")
 def cross(input, other, dim=None, *, out=None):
     """The cross product along ``dim``; without ``dim``, the first dim of size 3 (deprecated, as in PyTorch)."""
     _require_tensor(input, "cross", "input", 1)
@@ -130,6 +141,7 @@ def cross(input, other, dim=None, *, out=None):
     return linalg_cross(input, other, dim=dim, out=out)
 
 
+@checked_signature("nanmean(Tensor input, int[1]? dim, bool keepdim, *, ScalarType? dtype, Tensor? out)")
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """The mean of the non-NaN elements (NaN where a slice has none)."""
     if not input.dtype.is_floating_point:
@@ -165,6 +177,7 @@ def _check_cov_weights(weights, name: str, observations: int, *, integral: bool)
         raise RuntimeError(f"cov(): {name} cannot be negative")
 
 
+@checked_signature("cov(Tensor input, *, int correction, Tensor? fweights, Tensor? aweights)")
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """The covariance matrix of the variables (rows) of ``input`` over its observations (columns)."""
     if input.dim() > 2:
@@ -203,6 +216,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     return (_F.mm(centred, weighted.t()) / norm).squeeze()
 
 
+@checked_signature("corrcoef(Tensor input)")
 def corrcoef(input):
     """Pearson correlation coefficients of the variables (rows) of ``input``, clipped to [-1, 1]."""
     c = cov(input)
@@ -214,11 +228,13 @@ def corrcoef(input):
     return _F.clamp(c, -1, 1)
 
 
+@checked_signature("dist(Tensor input, Tensor other, Scalar p)")
 def dist(input, other, p=2):
     """The p-norm of ``input - other``."""
     return vector_norm(input - other, p)
 
 
+@checked_signature("float_power(Any input, Any exponent, *, Tensor? out)")
 def float_power(input, exponent, *, out=None):
     """``input ** exponent`` computed in float64 whatever the inputs' dtypes."""
     base = input.to(_C.float64) if isinstance(input, _C.TensorBase) else float(input)
@@ -234,6 +250,7 @@ def float_power_(self, exponent):
     return self.pow_(exponent.to(_C.float64) if isinstance(exponent, _C.TensorBase) else float(exponent))
 
 
+@checked_signature("vander(Tensor x, int? N, bool increasing)")
 def vander(x, N=None, increasing=False):
     """The Vandermonde matrix of a 1-D ``x``: columns x^(N-1) ... x^0 (or increasing powers)."""
     if x.dim() != 1:
@@ -296,6 +313,7 @@ def _trapezoid_dx(y, dx, dim):
     return (y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5) * float(dx)
 
 
+@checked_signature("trapz(Tensor y, Any x, *, Any dx, int dim)")
 def trapz(y, x=None, *, dx=None, dim=-1):
     """torch.trapz, trapezoid's legacy alias: trapz(y, x, *, dim=-1) with sample points x, or
     trapz(y, *, dx=1, dim=-1) with a uniform spacing."""
@@ -401,6 +419,7 @@ def _gradient_coordinates(f, d, coordinates, edge_order):
     return _F.cat([first, center, last], d)
 
 
+@checked_signature("gradient(Tensor input, *, Any spacing, Any dim, int edge_order)")
 def gradient(input, *, spacing=1, dim=None, edge_order=1):
     """torch.gradient: the derivative estimate along each of ``dim`` (default every dim) by
     second-order central differences inside and first- or second-order (``edge_order``)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln._creation import tensor
 
 
@@ -71,6 +72,7 @@ def _index_tensor(values: list):
     return tensor(values, dtype=_C.int64)
 
 
+@checked_signature("pad(Tensor input)")
 def pad(input, pad: list, mode: str = "constant", value: Optional[float] = None):
     """Constant padding composed from narrow (negative pads) and cat (positive pads);
     the other modes need their ops."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from kiln import _C, return_types
+from kiln._arguments import _require_tensor, checked_signature
 from kiln._comparison import scalar_type_name
 from kiln.special._modified_bessel_i import i0 as _special_i0
 from kiln.special._gamma import multigammaln as _special_multigammaln
@@ -30,12 +31,6 @@ _INTEGER_NAMES = {"uint8", "int8", "int16", "int32", "int64"}
 
 def _word(dtype):
     return scalar_type_name(dtype)
-
-
-def _check_tensor(op, position, argument, value):
-    if not isinstance(value, _C.TensorBase):
-        raise TypeError(f"{op}(): argument '{argument}' (position {position}) must be Tensor, not "
-                        f"{type(value).__name__}")
 
 
 def _copy_out(result, out):
@@ -63,10 +58,11 @@ def _frexp_exponent(input):
         return _F.where(special, _F.zeros_like(exponent), exponent).to(_C.int32)
 
 
+@checked_signature("frexp(Any input, *, Tensor[]? out)")
 def frexp(input, *, out=None):
     """(mantissa, exponent) with input = mantissa * 2^exponent, |mantissa| in [0.5, 1), exponent int32;
     0, inf and nan keep their value with exponent 0."""
-    _check_tensor("frexp", 1, "input", input)
+    _require_tensor(input, "frexp", "input", 1)
     if not input.dtype.is_floating_point:
         raise RuntimeError("kiln.frexp() only supports floating-point dtypes")
     exponent = _frexp_exponent(input)
@@ -82,11 +78,12 @@ def frexp(input, *, out=None):
     return frexp_type(mantissa, exponent)
 
 
+@checked_signature("ldexp(Any input, Any other, *, Tensor? out)")
 def ldexp(input, other, *, out=None):
     """input * 2^other in the operands' promoted dtype (the default float dtype for integers); float16 and
     bfloat16 are computed in float32 and rounded once, as torch's."""
-    _check_tensor("ldexp", 1, "input", input)
-    _check_tensor("ldexp", 2, "other", other)
+    _require_tensor(input, "ldexp", "input", 1)
+    _require_tensor(other, "ldexp", "other", 2)
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
         dtype = _C.get_default_dtype()
@@ -95,9 +92,11 @@ def ldexp(input, other, *, out=None):
     return _copy_out(result.to(dtype), out)
 
 
+@checked_signature("ldexp_(Tensor self as input, Tensor other)")
 def ldexp_(self, other):
     """In place: self *= 2^other (self must be floating point)."""
-    _check_tensor("ldexp_", 1, "other", other)
+    _require_tensor(self, "ldexp_", "input", 1)
+    _require_tensor(other, "ldexp_", "other", 1)
     if not self.dtype.is_floating_point:
         raise RuntimeError(f"ldexp can't be cast to the desired output type {_word(self.dtype)}")
     result = ldexp(self, other)
@@ -109,8 +108,8 @@ def ldexp_(self, other):
 
 
 def _integer_operands(op, input, other):
-    _check_tensor(op, 1, "input", input)
-    _check_tensor(op, 2, "other", other)
+    _require_tensor(input, op, "input", 1)
+    _require_tensor(other, op, "other", 2)
     dtype = promote_types(input.dtype, other.dtype)
     if str(dtype).removeprefix("kiln.") not in _INTEGER_NAMES:
         raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{_word(dtype)}'")
@@ -128,6 +127,7 @@ def _gcd(a, b):
         a, b = _F.where(active, remainder, a), _F.where(active, a, b)
 
 
+@checked_signature("gcd(Any input, Any other, *, Tensor? out)")
 def gcd(input, other, *, out=None):
     """The greatest common divisor, elementwise over integer tensors (gcd(0, 0) = 0)."""
     a, b = _integer_operands("gcd", input, other)
@@ -145,18 +145,21 @@ def _lcm(a, b):
     return result.to(dtype)
 
 
+@checked_signature("lcm(Tensor input, Tensor other, *, Tensor? out)")
 def lcm(input, other, *, out=None):
     """The least common multiple |a / gcd(a, b) * b|, elementwise over integer tensors (0 when either is 0)."""
     a, b = _integer_operands("lcm", input, other)
     return _copy_out(_lcm(a, b), out)
 
 
+@checked_signature("gcd_(Tensor self as input, Tensor other)")
 def gcd_(self, other):
     a, b = _integer_operands("gcd", self, other)
     _check_inplace_shape(self, a.shape)
     return self.copy_(_gcd(a, b))
 
 
+@checked_signature("lcm_(Tensor self as input, Tensor other)")
 def lcm_(self, other):
     a, b = _integer_operands("lcm", self, other)
     _check_inplace_shape(self, a.shape)
@@ -166,11 +169,13 @@ def lcm_(self, other):
 # --- i0 and mvlgamma --------------------------------------------------------------------------------------
 
 
+@checked_signature("i0(Tensor input, *, Tensor? out)")
 def i0(input, *, out=None):
     """torch.i0: the modified Bessel function of the first kind of order 0 (kiln.special.i0)."""
     return _special_i0(input, out=out, _op="i0")
 
 
+@checked_signature("i0_(Tensor self as input)")
 def i0_(self):
     result = i0(self)
     if not self.dtype.is_floating_point:
@@ -179,6 +184,7 @@ def i0_(self):
     return self.copy_(result)
 
 
+@checked_signature("mvlgamma(Tensor input, int p, *, Tensor? out)")
 def mvlgamma(input, p, *, out=None):
     """torch.mvlgamma: the multivariate log-gamma function of dimension p (kiln.special.multigammaln)."""
     return _special_multigammaln(input, p, out=out, _op="mvlgamma")

@@ -7,9 +7,10 @@ is_same_size through tensor_is_same_size, whose error counts positions as a meth
 from __future__ import annotations
 
 from kiln import _C
-from kiln._arguments import _require_tensor
+from kiln._arguments import _require_tensor, checked_signature
 
 
+@checked_signature("is_nonzero(Tensor input)")
 def is_nonzero(input):
     """torch.is_nonzero: the truth of a one-element tensor (torch's errors otherwise)."""
     _require_tensor(input, "is_nonzero")
@@ -20,6 +21,7 @@ def is_nonzero(input):
     return bool(input.item())
 
 
+@checked_signature("is_same_size(Tensor input, Tensor other)")
 def is_same_size(input, other):
     """torch.is_same_size."""
     _require_tensor(input, "is_same_size")
@@ -33,12 +35,14 @@ def tensor_is_same_size(self, other):
     return tuple(self.shape) == tuple(other.shape)
 
 
+@checked_signature("is_signed(Tensor input)")
 def is_signed(input):
     """torch.is_signed: whether ``input``'s dtype is signed."""
     _require_tensor(input, "is_signed")
     return input.dtype.is_signed
 
 
+@checked_signature("is_inference(Tensor input)")
 def is_inference(input):
     """torch.is_inference: kiln has no inference tensors (its inference_mode is
     no_grad), so this is always False."""
@@ -58,6 +62,7 @@ def typename(obj):
     return name if module in ("", "builtins") else f"{module}.{name}"
 
 
+@checked_signature("get_device(Tensor input)")
 def get_device(input):
     """torch.get_device: -1 for a CPU tensor, else its CUDA index."""
     _require_tensor(input, "get_device")
@@ -70,6 +75,7 @@ def is_storage(obj):
     return False
 
 
+@checked_signature("is_distributed(Tensor input)")
 def is_distributed(input):
     """torch.is_distributed: False (kiln has no distributed tensors)."""
     _require_tensor(input, "is_distributed")
@@ -86,6 +92,7 @@ def is_tensor(obj) -> bool:
     return isinstance(obj, _C.TensorBase)
 
 
+@checked_signature("numel(Tensor input)")
 def numel(input) -> int:
     """The number of elements of ``input``."""
     return input.numel()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 
 from kiln import _C
+from kiln._arguments import checked_signature
 
 _F = _C._functions
 
@@ -48,6 +49,7 @@ def chain_matmul(*matrices, out=None):
     return _F.chain_matmul(list(matrices))
 
 
+@checked_signature("linalg_multi_dot(Tensor[] tensors, *, Tensor? out)")
 def multi_dot(tensors, *, out=None):
     """torch.linalg.multi_dot: the product of a chain in the cheapest order."""
     if out is not None:
@@ -55,6 +57,7 @@ def multi_dot(tensors, *, out=None):
     return _F.linalg_multi_dot(list(tensors))
 
 
+@checked_signature("linalg_matrix_power(Tensor A as input, int n, *, Tensor? out)")
 def matrix_power(A, n, *, out=None):
     """torch.linalg.matrix_power: A multiplied by itself n times (n < 0: the inverse's -n-th power;
     n = 0: the identity, as A's clone overwritten, so it records a (zero) gradient as torch's does)."""
@@ -72,6 +75,7 @@ def matrix_power(A, n, *, out=None):
     return _C._functions._copy_to_out(result, out)
 
 
+@checked_signature("ger(Tensor input, Tensor vec2, *, Tensor? out)")
 def ger(input, vec2, *, out=None):
     """torch.ger: the outer product (kiln.outer)."""
     return _C._functions.outer(input, vec2, out=out) if out is not None else _C._functions.outer(input, vec2)

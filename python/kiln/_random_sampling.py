@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln._messages import _format_double, _scalar_name, _type_word
 from kiln._no_derivative import _no_derivative
 from kiln._shape import broadcast_tensors
@@ -98,6 +99,7 @@ class PoissonBackward(Function):
         return _F.zeros_like(grad), None
 
 
+@checked_signature("poisson(Tensor input)")
 def poisson(input, generator=None):
     """torch.poisson: a Poisson sample of each rate in ``input`` (a float tensor, rates >= 0),
     in input's dtype. Its gradient is zero, as torch's. See Note [Vectorized rejection sampling]."""
@@ -193,6 +195,7 @@ def _binomial_values(count, prob, generator):
     return result.reshape(shape).to(count.dtype)
 
 
+@checked_signature("binomial(Tensor count, Tensor prob)")
 def binomial(count, prob, generator=None):
     """torch.binomial: a Binomial(count, prob) sample per element (count and prob float tensors of
     one dtype, float32 or float64, broadcast together); count <= 0 or prob <= 0 give 0, prob >= 1

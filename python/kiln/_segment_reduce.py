@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln._messages import _scalar_name
 from kiln.autograd.function import Function
 from kiln.autograd.grad_mode import no_grad
@@ -128,6 +129,8 @@ class SegmentReduceBackward(Function):
         return _segment_backward(grad, data3, ids3, result, ctx.reduce, ctx.initial), None, None, None, None
 
 
+@checked_signature("segment_reduce(Tensor data, str reduce, *, Tensor? lengths, Tensor? indices, Tensor? offsets, "
+                   "int axis, bool unsafe, Scalar? initial)")
 def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
     """torch.segment_reduce: reduces (``sum``, ``mean``, ``max``/``amax``, ``min``/``amin``,
     ``prod``) consecutive segments of ``data`` along ``axis``, the segments given by ``lengths``

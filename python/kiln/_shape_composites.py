@@ -13,6 +13,7 @@ import itertools
 import numpy as np
 
 from kiln import _C
+from kiln._arguments import _require_tensor, _type_name, checked_signature
 from kiln._creation import tensor
 from kiln._dtypes import promote_types
 
@@ -23,6 +24,7 @@ def _f():
     return _C._functions
 
 
+@checked_signature("tile(Tensor input, int[] dims)")
 def tile(input, dims):
     """``input`` repeated ``dims`` times per dim; missing leading dims count as 1 (unlike repeat)."""
     dims = tuple(dims)
@@ -31,10 +33,21 @@ def tile(input, dims):
     return input.repeat(dims)
 
 
-def _atleast(tensors, promote):
+def _require_tensors(tensors):
+    """torch's argument parser's refusal of a non-tensor in a tensor list."""
+    for i, t in enumerate(tensors):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {_type_name(t)}")
+
+
+def _atleast(tensors, promote, name):
     if len(tensors) == 1 and not isinstance(tensors[0], _C.TensorBase):
+        if not isinstance(tensors[0], (list, tuple)):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {_type_name(tensors[0])}")
         tensors = tuple(tensors[0])
+        _require_tensors(tensors)
         return tuple(promote(t) for t in tensors)
+    _require_tensors(tensors)
     if len(tensors) == 1:
         return promote(tensors[0])
     return tuple(promote(t) for t in tensors)
@@ -42,7 +55,7 @@ def _atleast(tensors, promote):
 
 def atleast_1d(*tensors):
     """Each tensor with at least one dim (0-dim tensors as shape [1]; views)."""
-    return _atleast(tensors, lambda t: t.reshape(1) if t.dim() == 0 else t)
+    return _atleast(tensors, lambda t: t.reshape(1) if t.dim() == 0 else t, "atleast_1d")
 
 
 def atleast_2d(*tensors):
@@ -52,7 +65,7 @@ def atleast_2d(*tensors):
             return t.reshape(1, 1)
         return t.unsqueeze(0) if t.dim() == 1 else t
 
-    return _atleast(tensors, promote)
+    return _atleast(tensors, promote, "atleast_2d")
 
 
 def atleast_3d(*tensors):
@@ -64,10 +77,11 @@ def atleast_3d(*tensors):
             return t.unsqueeze(0).unsqueeze(-1)
         return t.unsqueeze(-1) if t.dim() == 2 else t
 
-    return _atleast(tensors, promote)
+    return _atleast(tensors, promote, "atleast_3d")
 
 
 def _split_along(name, input, indices_or_sections, dim, min_dims):
+    _require_tensor(input, name, "input", 1)
     if input.dim() < min_dims:
         raise RuntimeError(f"kiln.{name} requires a tensor with at least {min_dims} dimension, but got a tensor "
                            f"with {input.dim()} dimensions!")
@@ -81,6 +95,7 @@ def _split_along(name, input, indices_or_sections, dim, min_dims):
 
 def hsplit(input, indices_or_sections):
     """tensor_split along dim 1 (dim 0 for 1-D tensors), sections dividing the dim exactly."""
+    _require_tensor(input, "hsplit", "input", 1)
     return _split_along("hsplit", input, indices_or_sections, 0 if input.dim() == 1 else 1, 1)
 
 
@@ -96,6 +111,7 @@ def dsplit(input, indices_or_sections):
 
 def block_diag(*tensors):
     """The tensors (0-, 1- or 2-dim) placed along the diagonal of a zero matrix, in their promoted dtype."""
+    _require_tensors(tensors)
     matrices = []
     for i, t in enumerate(tensors):
         if t.dim() > 2:
@@ -119,6 +135,7 @@ def block_diag(*tensors):
     return result
 
 
+@checked_signature("diagflat(Tensor input, int offset)")
 def diagflat(input, offset=0):
     """A 2-D tensor with ``input``'s elements (flattened) on the ``offset`` diagonal."""
     return _f().diag(input.reshape(-1), offset)
@@ -135,6 +152,7 @@ def meshgrid(*tensors, indexing=None):
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f'kiln.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    _require_tensors(tensors)
     for t in tensors:
         if t.dim() > 1:
             raise RuntimeError(f"kiln.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
@@ -172,21 +190,25 @@ def _triangle_indices(np_fn, row, col, offset, dtype, device):
     return tensor(np.stack([rows, cols]).astype(np.int64).reshape(2, -1), dtype=dtype, device=device)
 
 
+@checked_signature("tril_indices(int row, int col, int offset, *, ScalarType? dtype)")
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (row, column) indices of the lower triangle of a row x col matrix, row-major, as a 2 x N tensor."""
     return _triangle_indices(np.tril_indices, row, col, offset, dtype, device)
 
 
+@checked_signature("triu_indices(int row, int col, int offset, *, ScalarType? dtype)")
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """The (row, column) indices of the upper triangle of a row x col matrix, row-major, as a 2 x N tensor."""
     return _triangle_indices(np.triu_indices, row, col, offset, dtype, device)
 
 
+@checked_signature("argwhere(Tensor input)")
 def argwhere(input):
     """The indices of the nonzero elements, one row each (nonzero's result)."""
     return _f().nonzero(input)
 
 
+@checked_signature("combinations(Tensor input, int r, bool with_replacement)")
 def combinations(input, r=2, with_replacement=False):
     """torch.combinations: the length-``r`` combinations of the 1-D ``input``'s elements as the
     rows of a (C, r) tensor, in itertools order (with_replacement: with repeats)."""

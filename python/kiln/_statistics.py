@@ -23,7 +23,7 @@ import math
 from collections import namedtuple
 
 from kiln import _C
-from kiln._arguments import _require_tensor
+from kiln._arguments import _require_tensor, checked_signature
 from kiln._comparison import scalar_type_name
 from kiln._creation import tensor
 from kiln._indexing import nonzero
@@ -35,7 +35,9 @@ _F = _C._functions
 def _refuse_meta(op: str, input) -> None:
     """unique, unique_consecutive and bincount size their results by the input's values, which a
     meta tensor does not have: NotImplementedError as for the ops tagged dynamic_output_shape
-    (Note [Meta kernels], tools/opgen/README.md)."""
+    (Note [Meta kernels], tools/opgen/README.md). A non-tensor is refused first, as torch's parser does
+    (unique's kernel is torch's _unique2)."""
+    _require_tensor(input, "_unique2" if op == "unique" else op, "input", 1)
     if input.is_meta:
         raise NotImplementedError(
             f"{op}: attempted to run this operator with Meta tensors, but its output's shape depends on the "
@@ -89,6 +91,7 @@ def _nanmedian_position(n, nan_count):
     return (n - nan_count - 1).div(2, rounding_mode="floor")
 
 
+@checked_signature("median(Tensor input)")
 def median(input, dim=None, keepdim=False):
     """The lower median (NaN when there is a NaN): of all elements, or (values, indices) along ``dim``."""
     if dim is None:
@@ -98,6 +101,7 @@ def median(input, dim=None, keepdim=False):
     return _select_sorted(input, dim, keepdim, _median_position, median_type)
 
 
+@checked_signature("nanmedian(Tensor input)")
 def nanmedian(input, dim=None, keepdim=False):
     """The lower median of the non-NaN elements: of all, or (values, indices) along ``dim``."""
     if dim is None:
@@ -125,6 +129,7 @@ def _check_out_not_overlapping(out, input) -> None:
                            "to a single memory location. Please clone() the tensor before performing the operation.")
 
 
+@checked_signature("kthvalue(Tensor input, int k, int dim, bool keepdim)")
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """The k-th smallest element along ``dim`` (1-based), as (values, indices); out=(values, indices)."""
     if out is not None:
@@ -195,6 +200,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     return result[0] if scalar_q else result
 
 
+@checked_signature("quantile(Tensor input, Any q, int? dim, bool keepdim, *, str interpolation, Tensor? out)")
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """The q-th quantiles (q a number or a 1-D tensor in [0, 1]) of ``input`` or along ``dim``."""
     result = _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
@@ -203,6 +209,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
     return result
 
 
+@checked_signature("nanquantile(Tensor input, Any q, int? dim, bool keepdim, *, str interpolation, Tensor? out)")
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """quantile of the non-NaN values (NaN where a slice has none)."""
     result = _quantile(input, q, dim, keepdim, interpolation, True, "nanquantile")
@@ -246,16 +253,19 @@ def _scan_extreme(input, dim, is_max, result_type):
     return result_type(values, indices)
 
 
+@checked_signature("cummax(Tensor input, int dim)")
 def cummax(input, dim):
     """Running maximum along ``dim`` and where it was taken (ties: the later; NaN sticks)."""
     return _scan_extreme(input, dim, True, cummax_type)
 
 
+@checked_signature("cummin(Tensor input, int dim)")
 def cummin(input, dim):
     """Running minimum along ``dim`` and where it was taken (ties: the later; NaN sticks)."""
     return _scan_extreme(input, dim, False, cummin_type)
 
 
+@checked_signature("logcumsumexp(Tensor input, int dim)")
 def logcumsumexp(input, dim):
     """log(cumsum(exp(input))) along ``dim``, computed stably (log-add-exp of partial results)."""
     x = input if input.dtype.is_floating_point else input.to(_C.get_default_dtype())
@@ -334,6 +344,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+@checked_signature("bincount(Tensor input, Tensor? weights, int minlength)")
 def bincount(input, weights=None, minlength=0):
     """Counts of each non-negative integer in the 1-D ``input`` (or the sums of ``weights`` per value)."""
     _require_tensor(input, "bincount", "input", 1)
@@ -362,6 +373,7 @@ def bincount(input, weights=None, minlength=0):
     return result.index_put_((input.to(_C.int64),), weights.to(dtype), accumulate=True)
 
 
+@checked_signature("histc(Tensor input, int bins, Scalar min, Scalar max, *, Tensor? out)")
 def histc(input, bins=100, min=0, max=0, *, out=None):
     """A histogram of ``bins`` equal-width bins over [min, max] (the data's range when both are 0)."""
     if not input.dtype.is_floating_point:
@@ -392,6 +404,9 @@ def _type_name(dtype):
 
 
 def _check_mode_out(out, input):
+    for i, t in enumerate(out):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"expected Tensor as element {i} in argument 3, but got {type(t).__name__}")
     values_out, indices_out = out
     for value, dtype, label in ((values_out, input.dtype, "values"), (indices_out, _C.int64, "indices")):
         if value.dtype != dtype:
@@ -399,6 +414,7 @@ def _check_mode_out(out, input):
                                f"for {label} output")
 
 
+@checked_signature("mode(Tensor input, int dim, bool keepdim)")
 def mode(input, dim=-1, keepdim=False, *, out=None):
     """torch.mode: the most frequent value along ``dim`` (the smallest of equally frequent ones)
     and an index where it occurs, the same index torch's CPU kernel reports (the _mode op runs

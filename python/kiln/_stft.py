@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 
 from kiln import _C, fft
+from kiln._arguments import checked_signature
 from kiln._padding import pad as _pad
 
 _F = _C._functions
@@ -36,6 +37,7 @@ def _window_of(window, n_fft, win_length, like):
     return window
 
 
+@checked_signature("stft(Tensor input)")
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None):
     """torch.stft: the short-time Fourier transform of a 1-D or batched 2-D signal,
@@ -89,6 +91,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     return _F.view_as_real(result.contiguous())
 
 
+@checked_signature("istft(Tensor input, int n_fft, int? hop_length, int? win_length, Tensor? window, bool center, "
+                   "bool normalized, bool? onesided, int? length, bool return_complex)")
 def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
           onesided=None, length=None, return_complex=False):
     """torch.istft: the inverse of stft by windowed overlap-add, [batch?, samples]."""

@@ -119,4 +119,6 @@ def _methods():
 def bind(tensor_class) -> None:
     """Attaches every Python-level method and property to ``tensor_class`` (kiln.Tensor)."""
     for name, value in _methods().items():
-        setattr(tensor_class, name, value)
+        # a function with a declared signature numbers its arguments after self as a method
+        # (Note [Declared signatures of Python-level ops], kiln/_arguments.py)
+        setattr(tensor_class, name, getattr(value, "as_method", value))

@@ -6,7 +6,7 @@ is_signed and get_device are kiln/_predicates.py's functions, bound as methods.)
 from __future__ import annotations
 
 from kiln import _C
-from kiln._arguments import _require_int, _require_tensor
+from kiln._arguments import _require_int, _require_tensor, checked_signature
 
 
 
@@ -124,6 +124,7 @@ def index_copy_(self, dim, index, source):
     return self
 
 
+@checked_signature("index_copy(Tensor self as input, int dim, Tensor index, Tensor source)")
 def index_copy(self, dim, index, source):
     """A copy of ``self`` with ``source``'s slices written at ``index`` along ``dim``."""
     _index_copy_argument_types(dim, index, source, "index_copy")
@@ -153,6 +154,7 @@ def put_(self, index, source, accumulate=False):
     return self
 
 
+@checked_signature("put(Tensor self as input, Tensor index, Tensor source, bool accumulate)")
 def put(self, index, source, accumulate=False):
     """put_ on a copy of ``self``."""
     _require_tensor(index, "put", "index", 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln._messages import _type_word
 from kiln._pointwise import i0
 
@@ -36,28 +37,38 @@ def _cosine_sum(coefficients):
     return terms
 
 
+@checked_signature("hann_window(int window_length, Any periodic, *, ScalarType? dtype, Any layout, Any device, "
+                   "bool? pin_memory)")
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                 requires_grad=False):
     return _window("hann_window", window_length, periodic, dtype, requires_grad, _cosine_sum((0.5, 0.5)))
 
 
+@checked_signature("hamming_window(int window_length, Any periodic, Any alpha, Any beta, *, ScalarType? dtype, "
+                   "Any layout, Any device, bool? pin_memory)")
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
                    pin_memory=False, requires_grad=False):
     return _window("hamming_window", window_length, periodic, dtype, requires_grad, _cosine_sum((alpha, beta)))
 
 
+@checked_signature("blackman_window(int window_length, Any periodic, *, ScalarType? dtype, Any layout, Any device, "
+                   "bool? pin_memory)")
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                     requires_grad=False):
     return _window("blackman_window", window_length, periodic, dtype, requires_grad,
                    _cosine_sum((0.42, 0.5, 0.08)))
 
 
+@checked_signature("bartlett_window(int window_length, Any periodic, *, ScalarType? dtype, Any layout, Any device, "
+                   "bool? pin_memory)")
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
                     requires_grad=False):
     return _window("bartlett_window", window_length, periodic, dtype, requires_grad,
                    lambda k, span: 1 - _F.abs(k * (2 / span) - 1))
 
 
+@checked_signature("kaiser_window(int window_length, Any periodic, Any beta, *, ScalarType? dtype, Any layout, "
+                   "Any device, bool? pin_memory)")
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
                   pin_memory=False, requires_grad=False):
     """torch.kaiser_window: I0(beta * sqrt(1 - ((k - a) / a)^2)) / I0(beta), a = (N - 1) / 2, for

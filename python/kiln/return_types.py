@@ -5,6 +5,7 @@ whose members are the out tensors passed in."""
 
 from __future__ import annotations
 
+from kiln._arguments import checked_signature
 import inspect
 from collections import namedtuple
 

@@ -155,6 +155,38 @@ TEST(CachingAllocator, ReusesFreedBlock) {
   }
 }
 
+TEST(CachingAllocator, HandleFreesWhatAllocateWithHandleGave) {
+  // Tiny (quick-listed), small-pool and large-pool sizes, caching on and off.
+  for (bool caching : {true, false}) {
+    for (size_t nbytes : {size_t{100}, 300 * kKiB, 32 * kMiB}) {
+      SCOPED_TRACE("caching=" + std::to_string(caching) + " nbytes=" + std::to_string(nbytes));
+      BudgetRawAllocator raw;
+      CachingAllocator allocator(raw, CachingAllocatorOptions{.caching_enabled = caching});
+      void* handle = nullptr;
+      void* first = allocator.allocate_with_handle(nbytes, &handle);
+      ASSERT_NE(handle, nullptr);
+      EXPECT_EQ(allocator.allocation_size(first), (nbytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize);
+      allocator.deallocate_handle(handle);
+      EXPECT_EQ(allocator.stats().allocation.current, 0);
+      EXPECT_EQ(allocator.stats().allocated_bytes.current, 0);
+      // The freed pointer is no live allocation, whether cached unmerged or merged.
+      EXPECT_EQ(expect_error([&] { (void)allocator.allocation_size(first); }).kind(), ErrorKind::Runtime);
+      EXPECT_EQ(expect_error([&] { allocator.deallocate(first); }).kind(), ErrorKind::Runtime);
+      // Reused as before, and a pointer from allocate_with_handle may also go back through deallocate.
+      void* second = allocator.allocate_with_handle(nbytes, &handle);
+      if (caching) EXPECT_EQ(second, first);
+      allocator.deallocate(second);
+      EXPECT_EQ(allocator.stats().allocation.current, 0);
+    }
+  }
+  BudgetRawAllocator raw;
+  CachingAllocator allocator(raw);
+  void* handle = &raw;
+  EXPECT_EQ(allocator.allocate_with_handle(0, &handle), nullptr);
+  EXPECT_EQ(handle, nullptr);
+  allocator.deallocate_handle(nullptr);  // a no-op, as deallocate(nullptr)
+}
+
 TEST(CachingAllocator, LiveBlocksNeverOverlap) {
   BudgetRawAllocator raw;
   CachingAllocator allocator(raw);

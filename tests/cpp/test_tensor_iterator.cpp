@@ -78,6 +78,47 @@ TEST(TensorIterator, NewOutputsFollowTheInputsLayout) {
   EXPECT_EQ(vec(iter.iteration_shape()), (std::vector<int64_t>{15}));
 }
 
+TEST(TensorIterator, SameShapeFastPathMatchesTheGeneralPasses) {
+  // Note [TensorIterator's same-shape fast path]: equal shapes and dtypes, contiguous.
+  const Tensor a = full({2, 3}, Scalar(1.5), DType::Float32);
+  auto iter = binary(Tensor(), a, a);
+  EXPECT_EQ(iter.common_dtype(), DType::Float32);
+  EXPECT_EQ(vec(iter.shape()), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(vec(iter.iteration_shape()), (std::vector<int64_t>{6}));
+  EXPECT_TRUE(iter.is_contiguous());
+  EXPECT_EQ(vec(iter.output().strides()), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(iter.output().storage()->nbytes(), 6 * sizeof(float));
+  // A contiguous input whose size-1 dim has an odd stride still gives row-major strides.
+  const Tensor odd = as_strided(empty({8}, DType::Float32), std::vector<int64_t>{3, 1}, std::vector<int64_t>{1, 7});
+  ASSERT_TRUE(odd.is_contiguous());
+  EXPECT_EQ(vec(binary(Tensor(), odd, odd).output().strides()), (std::vector<int64_t>{1, 1}));
+  // Integer inputs of a float-promoting op, and wrapped numbers, take the general passes.
+  const Tensor i32 = empty({4}, DType::Int32);
+  auto to_float = TensorIteratorConfig()
+                      .add_output(Tensor())
+                      .add_const_input(i32)
+                      .add_const_input(i32)
+                      .promote_inputs_to_common_dtype(true)
+                      .promote_integer_inputs_to_float(true)
+                      .cast_common_dtype_to_outputs(true)
+                      .build();
+  EXPECT_EQ(to_float.common_dtype(), DType::Float32);
+  EXPECT_EQ(to_float.output().dtype(), DType::Float32);
+  const Tensor w1 = wrapped_scalar_tensor(Scalar(int64_t{2})), w2 = wrapped_scalar_tensor(Scalar(int64_t{3}));
+  EXPECT_EQ(binary(Tensor(), w1, w2).common_dtype(), DType::Int64);
+  // Empty inputs: no elements, one dimension of size 0.
+  auto none = binary(Tensor(), empty({0, 3}, DType::Float32), empty({0, 3}, DType::Float32));
+  EXPECT_EQ(none.numel(), 0);
+  EXPECT_EQ(vec(none.output().sizes()), (std::vector<int64_t>{0, 3}));
+  // The loop sees one dense run of every element.
+  int64_t visited = 0;
+  iter.for_each([&](char**, const int64_t* strides, int64_t size0, int64_t size1) {
+    EXPECT_EQ(strides[0], 4);
+    visited += size0 * size1;
+  }, 1 << 20);
+  EXPECT_EQ(visited, 6);
+}
+
 TEST(TensorIterator, OutputsAreCheckedCastAndResized) {
   const Tensor a = full({3}, Scalar(1.5), DType::Float32);
   EXPECT_EQ(error_of([&] { (void)binary(empty({3}, DType::Int64), a, a); }),

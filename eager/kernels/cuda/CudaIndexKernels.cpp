@@ -1,6 +1,6 @@
 // The CUDA kernels of the indexing ops: index_select, embedding and its dense
 // backward, gather, scatter / scatter_ (src and value), scatter_add(_),
-// index_add(_), masked_fill(_) and index_put(_) with one index tensor.
+// index_add(_), masked_fill(_). (index_put and scatter_reduce: CudaPutKernels.cpp.)
 // Checks and messages as the CPU kernels' (eager/kernels/cpu/indexing); a bad
 // index raises after the kernel (Note [Bad indices on CUDA], CudaLaunch.h).
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "eager/kernels/cpu/creation/Factories.h"
 #include "eager/kernels/cuda/CudaCopy.h"
 #include "eager/kernels/cuda/CudaKernels.h"
+#include "eager/kernels/cuda/CudaIndexOperands.h"
 #include "eager/kernels/cuda/CudaLaunch.h"
 #include "eager/kernels/cuda/IndexKernelSources.h"
 #include "eager/kernels/cuda/NnKernelSources.h"
@@ -27,6 +28,13 @@ namespace {
 using cuda_kernels::contiguous_as;
 using cuda_kernels::device_of;
 using cuda_kernels::IndexerParam;
+using cuda_kernels::index_along;
+using cuda_kernels::indexer_over;
+using cuda_kernels::is_index_dtype;
+using cuda_kernels::Strided;
+using cuda_kernels::strides_of;
+using cuda_kernels::with_zero_at;
+using cuda_kernels::wrap;
 
 // Note [Indexing through a restrided operand]
 // -------------------------------------------
@@ -41,53 +49,6 @@ using cuda_kernels::IndexerParam;
 // index_select and embedding share one template, and scatter, scatter_add,
 // index_add and index_put share two (assign, add). No operand is copied to
 // make it contiguous: views and expanded tensors are read where they are.
-
-/// An operand of an iteration shape: data and element strides, one per dim.
-struct Strided {
-  const void* data;
-  DimVector strides;
-};
-
-template <int N>
-IndexerParam<N> indexer_over(IntArrayRef sizes, const std::array<Strided, N>& ops, int64_t itemsize_0,
-                             int64_t itemsize_1, int64_t itemsize_2) {
-  const int64_t items[3] = {itemsize_0, itemsize_1, itemsize_2};
-  IndexerParam<N> p{};
-  const int nd = static_cast<int>(sizes.size());
-  KILN_CHECK(nd <= cuda_kernels::kMaxDims, "CUDA kernels take at most ", cuda_kernels::kMaxDims, " dimensions");
-  p.ndim = nd;
-  for (int d = 0; d < nd; ++d) p.sizes[d] = sizes[static_cast<size_t>(nd - 1 - d)];
-  for (int k = 0; k < N; ++k) {
-    p.data[k] = const_cast<void*>(ops[static_cast<size_t>(k)].data);
-    for (int d = 0; d < nd; ++d) {
-      p.strides[k][d] = ops[static_cast<size_t>(k)].strides[static_cast<size_t>(nd - 1 - d)] * items[k];
-    }
-  }
-  return p;
-}
-
-DimVector strides_of(const Tensor& t) { return DimVector(t.strides()); }
-
-DimVector with_zero_at(DimVector strides, int64_t dim) {
-  strides[static_cast<size_t>(dim)] = 0;
-  return strides;
-}
-
-/// A 1-D index (stride s) as an operand over `ndim` dims: stride s along dim, 0 elsewhere.
-DimVector index_along(int64_t ndim, int64_t dim, int64_t stride) {
-  DimVector strides(static_cast<size_t>(ndim), 0);
-  strides[static_cast<size_t>(dim)] = stride;
-  return strides;
-}
-
-int64_t wrap(int64_t dim, int64_t ndim) {
-  const int64_t n = std::max<int64_t>(ndim, 1);
-  KILN_CHECK_INDEX(dim >= -n && dim < n, "Dimension out of range (expected to be in range of [", -n, ", ", n - 1,
-                   "], but got ", dim, ")");
-  return dim < 0 ? dim + n : dim;
-}
-
-bool is_index_dtype(DType d) { return d == DType::Int64 || d == DType::Int32; }
 
 /// Runs the gather template: out (sizes S) from `indexed` through `index`. The bad index, if any.
 std::optional<int64_t> run_gather(const Tensor& out, const Strided& index, DType index_dtype, const Strided& indexed,
@@ -438,59 +399,6 @@ Tensor masked_fill_tensor_cuda(const Tensor& self, const Tensor& mask, const Ten
   return masked_fill_bits(copy_of(self), mask, value_bits(self, value));
 }
 
-// --- index_put with one index tensor ------------------------------------------------------------
-
-/// self[(None,) * p + (index,)] = values (accumulate: +=), index int64/int32 of any shape,
-/// negative entries counting from the end. More than one index tensor, or a bool mask, has no
-/// CUDA kernel yet (NotImplementedError).
-Tensor index_put_in_place(const Tensor& self, OptionalTensorList indices, const Tensor& values_in,
-                                 bool accumulate) {
-  int64_t position = -1;
-  for (size_t i = 0; i < indices.size(); ++i) {
-    const std::optional<Tensor>& t = indices[i];
-    if (!t || !t->defined()) continue;
-    KILN_CHECK_NOT_IMPLEMENTED(position < 0 && is_index_dtype(t->dtype()),
-                               "index_put_ on CUDA takes one int64/int32 index tensor (no bool masks, no several "
-                               "index tensors) so far");
-    position = static_cast<int64_t>(i);
-  }
-  KILN_CHECK_NOT_IMPLEMENTED(position >= 0, "index_put_ on CUDA needs an index tensor");
-  KILN_CHECK_INDEX(position < std::max<int64_t>(self.dim(), 1), "too many indices for tensor of dimension ",
-                   self.dim());
-  KILN_CHECK(values_in.dtype() == self.dtype(), "Index put requires the source and destination dtypes match, got ",
-             scalar_type_name(self.dtype()), " for the destination and ", scalar_type_name(values_in.dtype()),
-             " for the source.");
-  const Tensor& index_in = *indices[static_cast<size_t>(position)];
-  const auto ops = cuda_kernels::on_one_device({self, index_in, values_in}, "index_put_");
-  cuda::DeviceGuard guard(device_of(self));
-  const int64_t size = self.dim() == 0 ? 1 : self.size(position);
-  // Negative indices count from the end: wrapped on the device (index + size where index < 0).
-  Tensor index = contiguous_as(ops[1], DType::Int64).view({index_in.numel()});
-  index = index.add(index.lt(Scalar(int64_t{0})).mul(Scalar(size)));
-  // values broadcast to self[:p] + index.shape + self[p+1:], read as self[:p] + [n] + self[p+1:].
-  DimVector shape;
-  DimVector flat;
-  for (int64_t d = 0; d < position; ++d) {
-    shape.push_back(self.size(d));
-    flat.push_back(self.size(d));
-  }
-  for (int64_t s : index_in.sizes()) shape.push_back(s);
-  flat.push_back(index_in.numel());
-  for (int64_t d = position + 1; d < self.dim(); ++d) {
-    shape.push_back(self.size(d));
-    flat.push_back(self.size(d));
-  }
-  const Tensor source = contiguous_as(ops[2].expand(shape), self.dtype()).view(flat);
-  return index_into_dim(self, position, index, source, 1.0, accumulate, "index_put_");
-}
-
-Tensor index_put_cuda_(const Tensor& self, OptionalTensorList indices, const Tensor& values, bool accumulate) {
-  return index_put_in_place(self, indices, values, accumulate);
-}
-Tensor index_put_cuda(const Tensor& self, OptionalTensorList indices, const Tensor& values, bool accumulate) {
-  return index_put_in_place(copy_of(self), indices, values, accumulate);
-}
-
 }  // namespace
 
 void register_cuda_index_kernels() {
@@ -511,8 +419,6 @@ void register_cuda_index_kernels() {
   lib->impl("masked_fill.Tensor", &masked_fill_tensor_cuda);
   lib->impl("masked_fill_.Scalar", &masked_fill_scalar_cuda_);
   lib->impl("masked_fill_.Tensor", &masked_fill_tensor_cuda_);
-  lib->impl("index_put", &index_put_cuda);
-  lib->impl("index_put_", &index_put_cuda_);
 }
 
 }  // namespace kiln::native

@@ -18,6 +18,7 @@ void register_cuda_blas_kernels();       // CudaBlasKernels.cpp
 void register_cuda_norm_kernels();       // CudaNormKernels.cpp
 void register_cuda_loss_kernels();       // CudaLossKernels.cpp
 void register_cuda_index_kernels();      // CudaIndexKernels.cpp
+void register_cuda_put_kernels();        // CudaPutKernels.cpp
 void register_cuda_random_kernels();     // CudaRandomKernels.cpp
 void register_cuda_optim_kernels();      // CudaOptimKernels.cpp
 void register_cuda_shape_kernels();      // CudaShapeKernels.cpp

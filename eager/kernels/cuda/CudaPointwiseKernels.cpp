@@ -41,7 +41,8 @@ using cuda_kernels::PointwiseMath;
 
 /// The generated kernel of the table's math for these dtypes (PointwiseMath.h), if the generator covers them.
 std::optional<KernelInstance> generated_kernel(const PointwiseMath& math, DType in, DType out,
-                                               const std::optional<Scalar>& alpha, const std::string& approximate) {
+                                               const std::optional<Scalar>& alpha, const std::string& approximate,
+                                               const std::optional<Scalar>& threshold) {
   const cuda_kernels::PointwiseKernelGenerator generate = cuda_kernels::pointwise_kernel_generator();
   if (generate == nullptr) return std::nullopt;
   cuda_kernels::PointwiseKernelRequest request;
@@ -51,7 +52,18 @@ std::optional<KernelInstance> generated_kernel(const PointwiseMath& math, DType 
   request.output = out;
   request.alpha = alpha;
   request.approximate = approximate;
+  request.threshold = threshold;
   return generate(request);
+}
+
+/// `value` converted to `dtype` and back to double (a float16 threshold rounds as the CPU's does).
+double scalar_in_dtype(const Scalar& value, DType dtype) {
+  double result = 0;
+  visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    result = static_cast<double>(value.to<T>());
+  });
+  return result;
 }
 
 void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*/, Stack* stack) {
@@ -64,6 +76,7 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
   double alpha = 1.0;
   std::optional<Scalar> alpha_scalar;
   std::string approximate;
+  std::optional<Scalar> threshold;
   for (size_t i = 0; i < args.size(); ++i) {
     const SchemaArgument& a = args[i];
     IValue& v = (*stack)[base + i];
@@ -74,6 +87,8 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
       alpha = alpha_scalar->to_double();
     } else if (a.name == "approximate") {
       approximate = v.to_string();
+    } else if (!math->scalar_argument.empty() && a.name == math->scalar_argument) {
+      threshold = v.to_scalar();
     } else if (v.is_tensor()) {
       operands.push_back(v.to_tensor());
     } else {
@@ -103,7 +118,8 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
                                "\"", name, "_cuda\" not implemented for '", scalar_type_name(in), "'");
     auto ix = cuda_kernels::indexer_of<2>(iter);
     long long n = iter.numel();
-    const std::optional<KernelInstance> generated = generated_kernel(*math, in, iter.dtype(0), alpha_scalar, approximate);
+    const std::optional<KernelInstance> generated =
+        generated_kernel(*math, in, iter.dtype(0), alpha_scalar, approximate, threshold);
     KILN_CHECK_NOT_IMPLEMENTED(generated || approximate.empty() || approximate == "none", "gelu(approximate='",
                                approximate, "') has no CUDA kernel yet");
     cuda_kernels::launch_elementwise(generated ? *generated : cuda_kernels::unary_kernel(name, in, iter.dtype(0)),
@@ -122,11 +138,15 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
                                "\"", name, "_cuda\" not implemented for '", scalar_type_name(in), "'");
     auto ix = cuda_kernels::indexer_of<3>(iter);
     long long n = iter.numel();
-    if (const auto generated = generated_kernel(*math, in, iter.dtype(0), alpha_scalar, approximate)) {
+    if (const auto generated = generated_kernel(*math, in, iter.dtype(0), alpha_scalar, approximate, threshold)) {
       cuda_kernels::launch_elementwise(*generated, device, n, {&ix, &n});  // alpha is a constant of its source
     } else {
+      // The template's one double parameter: alpha, or the op's Scalar argument in the operands' dtype
+      // (rounded through it, as the CPU kernel reads threshold).
+      double scalar = alpha;
+      if (threshold) scalar = scalar_in_dtype(*threshold, in);
       cuda_kernels::launch_elementwise(cuda_kernels::binary_kernel(name, in, iter.dtype(0)), device, n,
-                                       {&ix, &n, &alpha});
+                                       {&ix, &n, &scalar});
     }
     iter.cast_outputs();
     result = finish(iter, into);
@@ -135,13 +155,16 @@ void pointwise_boxed(void* ctx, const OperatorHandle& op, DispatchKeySet /*keys*
   stack->emplace_back(result);
 }
 
-/// Whether the boxed kernel can read this overload: Tensor/Scalar operands, alpha, out, gelu's approximate.
-bool handled_schema(const FunctionSchema& schema, int arity) {
+/// Whether the boxed kernel can read this overload: Tensor/Scalar operands, alpha, out, gelu's approximate,
+/// the row's Scalar argument (threshold_backward's threshold).
+bool handled_schema(const FunctionSchema& schema, const PointwiseMath& math) {
+  const int arity = math.arity;
   int operands = 0;
   for (const SchemaArgument& a : schema.arguments()) {
     if (a.is_out()) {
       if (a.type.kind != SchemaType::Kind::Tensor || a.type.is_list) return false;
-    } else if (a.name == "alpha" || a.name == "approximate") {
+    } else if (a.name == "alpha" || a.name == "approximate" ||
+               (!math.scalar_argument.empty() && a.name == math.scalar_argument)) {
       continue;
     } else if ((a.type.kind == SchemaType::Kind::Tensor || a.type.kind == SchemaType::Kind::Scalar) &&
                !a.type.is_list && !a.type.optional) {
@@ -190,7 +213,7 @@ void register_cuda_pointwise_kernels() {
   for (const PointwiseMath& math : cuda_kernels::pointwise_math_table()) {
     for (const std::string& name : {math.name, math.name + "_"}) {
       for (const OperatorHandle& op : d.find_overloads("kiln::" + name)) {
-        if (!handled_schema(op.schema(), math.arity)) continue;
+        if (!handled_schema(op.schema(), math)) continue;
         d.register_impl(op.name(), DispatchKey::CUDA,
                         KernelFunction::from_boxed(&pointwise_boxed, const_cast<PointwiseMath*>(&math)));
       }

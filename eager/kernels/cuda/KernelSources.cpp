@@ -8,6 +8,7 @@
 #include "eager/kernels/cuda/NnKernelSources.h"
 #include "eager/kernels/cuda/OptimKernelSources.h"
 #include "eager/kernels/cuda/PointwiseMath.h"
+#include "eager/kernels/cuda/PutKernelSources.h"
 #include "eager/kernels/cuda/RandomKernelSources.h"
 
 namespace kiln::native::cuda_kernels {
@@ -199,12 +200,12 @@ extern "C" __global__ void $NAME(kiln::Indexer<2> ix, long long n) {
 )CUDA";
 
 const char* kBinary = R"CUDA(
-extern "C" __global__ void $NAME(kiln::Indexer<3> ix, long long n, double alpha_value) {
+extern "C" __global__ void $NAME(kiln::Indexer<3> ix, long long n, double scalar_value) {
   using IN = $IN;
   using OUT = $OUT;
   using A = kiln::acc_t<IN>;
-  const A alpha = static_cast<A>(alpha_value);
-  (void)alpha;
+  const A $SCALAR = static_cast<A>(scalar_value);
+  (void)$SCALAR;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     char* p[3];
     ix.pointers(i, p);
@@ -362,7 +363,9 @@ KernelInstance binary_kernel(const std::string& op, DType in, DType out) {
   const PointwiseMath* m = find_pointwise_math(op);
   KILN_CHECK(m != nullptr && m->arity == 2, "no binary CUDA template for ", op);
   const std::string name = "kiln_binary_" + op + "_" + tag(in) + "_" + tag(out);
-  return {name, fill(kBinary, {{"NAME", name}, {"IN", cuda_type(in)}, {"OUT", cuda_type(out)}, {"EXPR", m->expr}})};
+  const std::string scalar = m->scalar_argument.empty() ? "alpha" : m->scalar_argument;
+  return {name, fill(kBinary, {{"NAME", name}, {"IN", cuda_type(in)}, {"OUT", cuda_type(out)}, {"EXPR", m->expr},
+                               {"SCALAR", scalar}})};
 }
 
 KernelInstance where_kernel(DType dtype) {
@@ -462,6 +465,7 @@ std::vector<std::pair<std::string, std::vector<KernelInstance>>> all_kernel_inst
   families.emplace_back("softmax", std::move(softmax));
   append_nn_kernel_instances(families);
   append_index_kernel_instances(families);
+  append_put_kernel_instances(families);
   append_random_kernel_instances(families);
   append_optim_kernel_instances(families);
   return families;

@@ -67,6 +67,8 @@ const std::vector<PointwiseMath>& pointwise_math_table() {
        D::Floating},
       {"gelu_backward", 2, "a * (A(0.5) * (A(1) + erf(b * A(0.70710678118654752440))) + b * A(0.39894228040143267794) * "
        "exp(A(-0.5) * b * b))", K::Binary, D::Floating},
+      // ReLU's backward (relu, relu_ and threshold save what it reads): integers too, as on the CPU
+      {"threshold_backward", 2, "b <= threshold ? A(0) : a", K::Binary, D::NoBool, false, "threshold"},
       // comparisons and logic: bool results
       {"eq", 2, "a == b", K::Comparison, D::All},
       {"ne", 2, "a != b", K::Comparison, D::All},

@@ -38,6 +38,9 @@ struct PointwiseMath {
   PointwiseKind kind;
   DtypeSet dtypes;
   bool has_alpha = false;  ///< add, sub: the Scalar alpha multiplies `b`
+  /// The op's Scalar argument other than alpha (threshold_backward's `threshold`), or empty. The
+  /// template reads it as a constant of that name in A (the kernel's double parameter).
+  std::string scalar_argument;
 };
 
 [[nodiscard]] const std::vector<PointwiseMath>& pointwise_math_table();
@@ -54,7 +57,7 @@ struct PointwiseMath {
 // boxed CUDA pointwise kernel (CudaPointwiseKernels.cpp) keeps what is eager's
 // (the schema's overloads, the CPU's TensorIterator builders for promotion,
 // broadcasting, out= and in-place checks) and asks a generator for the kernel
-// of (op, the dtypes the iterator hands it, the result dtype, alpha,
+// of (op, the dtypes the iterator hands it, the result dtype, alpha, threshold,
 // approximate). codegen/cuda installs that generator when kiln._C loads
 // (codegen/cuda/CudaEagerPointwise.h): it builds the op's one-node kernel IR
 // from the table and prints it as CUDA C with this folder's Indexer ABI, so
@@ -71,6 +74,7 @@ struct PointwiseKernelRequest {
   DType output = DType::Float32;  ///< the result's
   std::optional<Scalar> alpha;    ///< add, sub
   std::string approximate;        ///< gelu ("none" or "tanh"), else empty
+  std::optional<Scalar> threshold;  ///< threshold_backward
 };
 
 /// A kernel taking (Indexer<arity + 1> ix, long long n), or nullopt where the table does not cover the request.

@@ -34,6 +34,7 @@ void register_cuda_kernels() {
     register_cuda_norm_kernels();
     register_cuda_loss_kernels();
     register_cuda_index_kernels();
+    register_cuda_put_kernels();
     register_cuda_random_kernels();
     register_cuda_optim_kernels();
     register_cuda_shape_kernels();

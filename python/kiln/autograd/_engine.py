@@ -17,6 +17,10 @@ def _as_tuple(x):
 def _make_grads(outputs, grad_outputs, is_grads_batched=False):
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(out, _C.TensorBase):
+            raise TypeError(f"outputs must be Tensors, but element {i} is {type(out).__name__}")
+        if g is not None and not isinstance(g, _C.TensorBase):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         if g is None:
             if out.requires_grad and out.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")

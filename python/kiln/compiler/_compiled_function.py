@@ -8,7 +8,7 @@ import warnings
 
 from kiln import _C, _logging
 from kiln._tensor import Tensor
-from kiln.compiler import _dynamic, _joint, _state, _training
+from kiln.compiler import _dynamic, _joint, _state, _symbolic_backward, _training
 from kiln.compiler._symbolic import SymbolicContext, plain_sizes
 from kiln.compiler._symbolic_patches import patched
 from kiln.compiler._backends import use_backend
@@ -20,6 +20,9 @@ from kiln.compiler._guards import (ModuleStateGuard, Unguardable, describe, firs
 from kiln.nn.modules.module import Module
 
 RECOMPILE_LIMIT = 8
+# After this many symbolic backward graphs of one function fail their check (each costs a forward and
+# backward at two other sizes), its calls needing gradients are captured for their exact sizes only.
+MAX_BACKWARD_CHECKS_FAILED = 2
 SYMBOLIC_FAST_PATHS = 4  # exact sizes per function whose symbolic hits also get a C++ guard check
 _compiling = _state.thread_local  # its "sessions": see _state.is_compiling
 
@@ -153,6 +156,7 @@ class CompiledFunction:
         self.num_symbolic_fast_paths = 0
         self.recompile_reasons: list = []  # why each capture after the first happened
         self.specialized_reasons: list = []  # why a symbolic capture was kept for its exact sizes only
+        self.num_backward_checks_failed = 0  # symbolic backward graphs that failed _symbolic_backward's check
 
     def _reset_training(self):
         self.training_plan = None  # a _training.TrainingPlan once a call showed a training step
@@ -347,13 +351,19 @@ class CompiledFunction:
 
     def _symbolic_context(self, key, layout, session, declared):
         """The SymbolicContext of a capture symbolic in ``layout``'s dimensions, or None where the capture
-        specialises every size: no dimension >= 2 is dynamic, a training step, or a call whose outputs may
-        need gradients (a joint graph's backward bakes sizes into literals: Note [Symbolic capture])."""
+        specialises every size: no dimension >= 2 is dynamic, a training step (its backward's sizes are
+        literals), or a call that may need gradients after MAX_BACKWARD_CHECKS_FAILED symbolic backward
+        graphs of this function failed their check (Note [Symbolic sizes in the backward])."""
         if not layout:
             return None
-        if self.training_plan is not None or (_C.is_grad_enabled() and any(t.requires_grad for t in declared)):
-            self.specialized_reasons.append("a training step, or a call whose outputs may need gradients (the "
-                                            "backward graph's sizes are literals): captured for its exact sizes")
+        if self.training_plan is not None:
+            self.specialized_reasons.append("a training step (its backward's sizes are literals): captured for its "
+                                            "exact sizes")
+            return None
+        if self.num_backward_checks_failed >= MAX_BACKWARD_CHECKS_FAILED and _C.is_grad_enabled() and \
+                any(t.requires_grad for t in declared):
+            self.specialized_reasons.append(f"{self.num_backward_checks_failed} symbolic backward graphs failed "
+                                            "their check at other sizes: captured for its exact sizes")
             return None
         names, env = layout.names(key)
         if not names:
@@ -427,15 +437,21 @@ class CompiledFunction:
             session.finish()
             return result
         joint = None
+        symbolic = None
         if step.state is None and _joint.wants_backward(out_tensors):
+            if context is not None:  # the forward first; the backward then with its sizes symbolic
+                symbolic = self._check_symbolic(key, session, context, declared, copy_back)
+                if symbolic is not None:
+                    session.set_size_symbols(_symbolic_backward.size_table(session, declared, symbolic[1],
+                                                                           context.values))
             joint = _joint.record_backward(session, out_tensors)
+            session.set_size_symbols([])
             if isinstance(joint, str):
                 self._record_break(key, guards, args, joint)
                 session.finish()
                 return result
-        symbolic = None
-        if context is not None:
-            symbolic = self._check_symbolic(key, session, context, declared, joint, copy_back)
+        elif context is not None:
+            symbolic = self._check_symbolic(key, session, context, declared, copy_back)
         num_ops = session.num_ops
         around = dict(num_outputs=len(out_tensors), generator_index=session.generator_input_index,
                       generator_advance=session.generator_advance, copy_back=copy_back,
@@ -451,10 +467,15 @@ class CompiledFunction:
                 assign, clear = grad_effects
                 program = _training.TrainingStepProgram(program, step.state, len(declared), assign, clear)
             program.graph.verify()
+            if symbolic is not None and joint is not None:
+                symbolic = self._check_symbolic_backward(program, declared + lifted, symbolic, context)
             if context is None:
                 use_backend(self.backend, program, self._name(), self.mode)
             elif isinstance(program, GraphProgram):  # a graph with SymInt sizes: Note [Fused kernels for ...]
                 use_specializing_backend(self.backend, program, self._name(), self.mode)
+            elif isinstance(program, _joint.JointProgram):
+                use_specializing_backend(self.backend, program.forward, self._name(), self.mode)
+                use_specializing_backend(self.backend, program.backward, self._name(), self.mode)
         except Exception as e:  # a recording kiln cannot replay: never replay it
             self._record_break(key, guards, args, f"the captured graph does not verify: {e}")
             return result
@@ -471,14 +492,28 @@ class CompiledFunction:
             _logging.log("guards", f"guards of {self._name()}:\n  " + "\n  ".join(describe(key)))
         return result
 
-    def _check_symbolic(self, key, session, context, declared, joint, copy_back):
+    def _check_symbolic_backward(self, program, inputs, symbolic, context):
+        """``symbolic`` when the joint ``program``'s backward, recorded with its sizes matched to symbols,
+        gives eager's gradients at other extents (Note [Symbolic sizes in the backward]); else None (the
+        entry is kept for these exact sizes: at them every matched size is what eager passed)."""
+        skey, names, constants = symbolic
+        points = list(_dynamic.perturbations(context.values, set(constants), context.guards))[:2]
+        reason = "no other sizes satisfy the guards" if not points else \
+            _symbolic_backward.gradients_agree(program, inputs, names, points)
+        if reason is None:
+            return symbolic
+        self.num_backward_checks_failed += 1
+        self.specialized_reasons.append(reason)
+        if _logging.is_enabled("recompiles"):
+            _logging.log("recompiles", f"{self._name()}: graph kept for these exact sizes: {reason}")
+        return None
+
+    def _check_symbolic(self, key, session, context, declared, copy_back):
         """(symbolic key, symbol names per tensor) when the graph just recorded serves every binding of its
         symbols its guards accept, its inputs then typed with the symbols; None where it is kept for
         these exact sizes (the reason logged under KILN_LOGS=recompiles): Note [Symbolic capture]."""
         names, env = context.dims, context.values
         reason = context.specialized
-        if reason is None and joint is not None:
-            reason = "its outputs need gradients (the backward graph's sizes are literals)"
         if reason is None and session.generator_input_index is not None:
             reason = "it draws random numbers (the generator's advance depends on the sizes)"
         if reason is None:

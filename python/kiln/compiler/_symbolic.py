@@ -232,7 +232,7 @@ class SymbolicContext:
         self.guards: list = []
         self.specialized = None
         self.pinned: set = set()  # symbols an equality guard fixes
-        self.pin_exprs: list = []  # expressions guarded equal to a constant that mention intermediate extents
+        self.pin_exprs: list = []  # (lhs, rhs) guarded equal where one mentions intermediate extents
         self.assumed: list = []
         self._sizes: dict = {}  # (id(tensor), dim) -> SymInt or int
         self._held: list = []  # tensors whose id keys _sizes
@@ -300,13 +300,14 @@ class SymbolicContext:
         result = _COMPARISONS[op](lv, rv)
         le = lhs._expr if isinstance(lhs, SymInt) else ("const", lhs)
         re = rhs._expr if isinstance(rhs, SymInt) else ("const", rhs)
+        if le is not None and le == re:
+            return result  # one expression on both sides (q.shape == k.shape of one batch): true for every binding
         if le is None or re is None:
             self._specialize_all(f"a comparison ({op}) of sizes kiln cannot express at {_user_location()}")
         else:
             self.guards.append(Guard(le, op, re, result, _user_location()))
             if (op == "==" and result) or (op == "!=" and not result):
-                for e in (le, re):
-                    self._pin_expr(e)
+                self._pin_expr(le, re)
         return result
 
     def specialize(self, s: SymInt, why: str) -> int:
@@ -317,24 +318,27 @@ class SymbolicContext:
             self._specialize_all(f"a size kiln cannot express was {why} at {_user_location()}")
         else:
             self.guards.append(Guard(s._expr, "==", ("const", s._value), True, f"{why} at {_user_location()}"))
-            self._pin_expr(s._expr)
+            self._pin_expr(s._expr, ("const", s._value))
         return s._value
 
-    def _pin_expr(self, expr):
-        """An expression guarded equal to a constant: the symbols it mentions are pinned (when it mentions
-        intermediate extents, once ``resolve`` has fitted them)."""
-        if has_handles(expr):
-            self.pin_exprs.append(expr)
-        else:
-            self.pinned |= symbols_of(expr, set())
+    def _pin_expr(self, lhs, rhs):
+        """Two expressions guarded equal: the symbols they mention are pinned (when they mention
+        intermediate extents, once ``resolve`` has fitted them, and only if they then differ: the batch
+        extents of q, k and v compared in Python are one symbol)."""
+        if has_handles(lhs) or has_handles(rhs):
+            self.pin_exprs.append((lhs, rhs))
+        elif lhs != rhs:
+            self.pinned |= symbols_of(lhs, set()) | symbols_of(rhs, set())
 
     def resolve(self, table: dict):
         """Replaces the intermediate extents in the guards by their fitted expressions (``table``:
         index -> expression) and pins the symbols of the pinned expressions that mentioned them."""
         for g in self.guards:
             g.lhs, g.rhs = substitute(g.lhs, table), substitute(g.rhs, table)
-        for e in self.pin_exprs:
-            self.pinned |= symbols_of(substitute(e, table), set())
+        for lhs, rhs in self.pin_exprs:
+            lhs, rhs = substitute(lhs, table), substitute(rhs, table)
+            if lhs != rhs:
+                self.pinned |= symbols_of(lhs, set()) | symbols_of(rhs, set())
         self.pin_exprs.clear()
 
     def pin(self, name: str, value: int, why: str):

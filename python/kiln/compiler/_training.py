@@ -90,7 +90,7 @@ class StepState:
     the planned leaves (held), their ``.grad`` where defined, each optimizer's state tensors (read from
     ``optimizer.state`` per call) and its hyperparameter tensors (held, refreshed per call)."""
 
-    __slots__ = ("leaves", "all_leaves", "grad_defined", "grad_leaves", "state_slots", "scalars", "optimizers")
+    __slots__ = ("leaves", "all_leaves", "grad_defined", "state_slots", "scalars", "optimizers", "scalar_tensors")
 
     def __init__(self, plan: TrainingPlan, declared: list):
         held = {id(t) for t in declared}
@@ -98,18 +98,20 @@ class StepState:
                          + plan.leaves)
         self.all_leaves = leaves  # every leaf whose .grad the capture tracks
         self.leaves = [t for t in leaves if id(t) not in held]
-        self.grad_defined = [t.grad is not None for t in leaves]  # guarded per call
-        self.grad_leaves = [t for t in leaves if t.grad is not None]  # their .grad, read per call
+        self.grad_defined = [t.grad is not None for t in leaves]  # guarded per call; those .grad read per call
         self.optimizers = plan.optimizers
-        self.state_slots = []  # (the optimizer's state, parameter, key): read per call (load_state_dict replaces)
+        # (the optimizer's state, parameter, its tensor keys): read per call (load_state_dict replaces them).
+        self.state_slots = []
         for opt in plan.optimizers:
             for g in opt.param_groups:
                 for p in g["params"]:
                     st = opt.state.get(p)
-                    if st:
-                        self.state_slots.extend((opt.state, p, k) for k in sorted(st)
-                                                if isinstance(st[k], _C.TensorBase))
+                    keys = tuple(k for k in sorted(st) if isinstance(st[k], _C.TensorBase)) if st else ()
+                    if keys:
+                        self.state_slots.append((opt.state, p, keys))
         self.scalars = [_capturable.ScalarInputs(opt) for opt in plan.optimizers if _capturable.supports(opt)]
+        # The hyperparameter tensors: held, filled in place by refresh().
+        self.scalar_tensors = [t for s in self.scalars for t in s.tensors()]
 
     def tensors(self) -> list:
         """This call's state tensors in declaration order; StateChanged when they no longer fit the capture."""
@@ -117,23 +119,26 @@ class StepState:
             if not s.refresh():
                 raise StateChanged("an optimizer's parameter groups changed")
         grads = []
-        for p in self.grad_leaves:
+        for p, defined in zip(self.all_leaves, self.grad_defined):  # (one pass: this runs on every call)
             g = p.grad
-            if g is None:
-                raise StateChanged("a gradient that was defined is None")
-            grads.append(g)
+            if defined:
+                if g is None:
+                    raise StateChanged("a gradient that was defined is None")
+                grads.append(g)
+            elif g is not None:
+                raise StateChanged("a gradient's None-ness changed")
+        state = []
         try:
-            state = [st.get(p, _NO_STATE)[k] for st, p, k in self.state_slots]
+            for st, p, keys in self.state_slots:  # one lookup per parameter (this runs on every call)
+                entry = st.get(p, _NO_STATE)
+                for k in keys:
+                    state.append(entry[k])
         except KeyError as e:
             raise StateChanged(f"optimizer state entry {e} is missing") from None
-        return self.leaves + grads + state + [t for s in self.scalars for t in s.tensors()]
-
-    def grads_match(self) -> bool:
-        """Whether exactly the leaves that had a ``.grad`` at the capture have one now."""
-        return all((p.grad is not None) == defined for p, defined in zip(self.all_leaves, self.grad_defined))
+        return self.leaves + grads + state + self.scalar_tensors
 
     def state_tensor_ids(self) -> set:
-        return {id(st[p][k]) for st, p, k in self.state_slots}
+        return {id(st[p][k]) for st, p, keys in self.state_slots for k in keys}
 
 
 class StepCapture:
@@ -293,8 +298,6 @@ class TrainingStepProgram:
 
     def __call__(self, inputs: list) -> list:
         state = self.state
-        if not state.grads_match():
-            raise StateChanged("a gradient's None-ness changed")
         k = self.num_prefix
         inputs = [*inputs[:k], *state.tensors(), *inputs[k:]]
         prev = _C.is_grad_enabled()

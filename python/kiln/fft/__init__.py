@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 
 from kiln import _C
 from kiln._arguments import _require_tensor, _write_out
+from kiln._arguments import checked_signature as _checked_signature
 from kiln._comparison import scalar_type_name as _scalar_type_name
 
 _F = _C._functions
@@ -115,28 +116,34 @@ def _c2c(name, x, s, dim, norm, forward, default_all, out):
     return _write_out(_F._fft_c2c(x, dims, _norm_code(norm, forward), forward), out)
 
 
+@_checked_signature("fft_fft(Tensor input, int? n, int dim, str? norm, *, Tensor? out)")
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """torch.fft.fft: the 1-D discrete Fourier transform along ``dim``."""
     return _c2c("fft", input, None if n is None else [n], [dim], norm, True, True, out)
 
 
+@_checked_signature("fft_ifft(Tensor input, int? n, int dim, str? norm, *, Tensor? out)")
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     """torch.fft.ifft: the 1-D inverse transform along ``dim``."""
     return _c2c("ifft", input, None if n is None else [n], [dim], norm, False, True, out)
 
 
+@_checked_signature("fft_fft2(Tensor input, int[1]? s, int[1] dim, str? norm, *, Tensor? out)")
 def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return _c2c("fft2", input, s, dim, norm, True, False, out)
 
 
+@_checked_signature("fft_ifft2(Tensor input, int[1]? s, int[1] dim, str? norm, *, Tensor? out)")
 def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return _c2c("ifft2", input, s, dim, norm, False, False, out)
 
 
+@_checked_signature("fft_fftn(Tensor input, int[1]? s, int[1]? dim, str? norm, *, Tensor? out)")
 def fftn(input, s=None, dim=None, norm=None, *, out=None):
     return _c2c("fftn", input, s, dim, norm, True, True, out)
 
 
+@_checked_signature("fft_ifftn(Tensor input, int[1]? s, int[1]? dim, str? norm, *, Tensor? out)")
 def ifftn(input, s=None, dim=None, norm=None, *, out=None):
     return _c2c("ifftn", input, s, dim, norm, False, True, out)
 
@@ -155,6 +162,8 @@ def _r2c(name, x, s, dim, norm, default_all, out):
 def _c2r(name, x, s, dim, norm, default_all, out):
     _require_fft_tensor(x, name)
     dims, sizes = _dims_and_sizes(x, s, dim, name, default_all)
+    if not dims:
+        raise RuntimeError(f"{name} must transform at least one axis")
     last = dims[-1]
     last_size = sizes[-1] if sizes[-1] != -1 else 2 * (x.shape[last] - 1)
     if last_size < 1:
@@ -164,28 +173,34 @@ def _c2r(name, x, s, dim, norm, default_all, out):
     return _write_out(_F._fft_c2r(x, dims, _norm_code(norm, False), last_size), out)
 
 
+@_checked_signature("fft_rfft(Tensor input, int? n, int dim, str? norm, *, Tensor? out)")
 def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     """torch.fft.rfft: the one-sided transform of a real signal along ``dim``."""
     return _r2c("rfft", input, None if n is None else [n], [dim], norm, True, out)
 
 
+@_checked_signature("fft_irfft(Tensor input, int? n, int dim, str? norm, *, Tensor? out)")
 def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     """torch.fft.irfft: the real signal of a one-sided spectrum (length ``n``, default 2*(m-1))."""
     return _c2r("irfft", input, None if n is None else [n], [dim], norm, True, out)
 
 
+@_checked_signature("fft_rfft2(Tensor input, int[1]? s, int[1] dim, str? norm, *, Tensor? out)")
 def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return _r2c("rfft2", input, s, dim, norm, False, out)
 
 
+@_checked_signature("fft_irfft2(Tensor input, int[1]? s, int[1] dim, str? norm, *, Tensor? out)")
 def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return _c2r("irfft2", input, s, dim, norm, False, out)
 
 
+@_checked_signature("fft_rfftn(Tensor input, int[1]? s, int[1]? dim, str? norm, *, Tensor? out)")
 def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     return _r2c("rfftn", input, s, dim, norm, True, out)
 
 
+@_checked_signature("fft_irfftn(Tensor input, int[1]? s, int[1]? dim, str? norm, *, Tensor? out)")
 def irfftn(input, s=None, dim=None, norm=None, *, out=None):
     return _c2r("irfftn", input, s, dim, norm, True, out)
 
@@ -195,33 +210,39 @@ def _conj(x):
     return _F.conj_physical(x)
 
 
+@_checked_signature("fft_hfft(Tensor input, int? n, int dim, str? norm, *, Tensor? out)")
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     """torch.fft.hfft: the real spectrum of a Hermitian-symmetric signal given by its first half."""
     _require_fft_tensor(input, "hfft")
     return irfft(_conj(input), n, dim, _swap_norm(norm), out=out)
 
 
+@_checked_signature("fft_ihfft(Tensor input, int? n, int dim, str? norm, *, Tensor? out)")
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     """torch.fft.ihfft: the inverse of hfft (one-sided)."""
     _require_fft_tensor(input, "ihfft")
     return _write_out(_F.conj_physical(rfft(input, n, dim, _swap_norm(norm))), out)
 
 
+@_checked_signature("fft_hfft2(Tensor input, int[1]? s, int[1] dim, str? norm, *, Tensor? out)")
 def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     _require_fft_tensor(input, "hfft2")
     return irfft2(_conj(input), s, dim, _swap_norm(norm), out=out)
 
 
+@_checked_signature("fft_ihfft2(Tensor input, int[1]? s, int[1] dim, str? norm, *, Tensor? out)")
 def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     _require_fft_tensor(input, "ihfft2")
     return _write_out(_F.conj_physical(rfft2(input, s, dim, _swap_norm(norm))), out)
 
 
+@_checked_signature("fft_hfftn(Tensor input, int[1]? s, int[1]? dim, str? norm, *, Tensor? out)")
 def hfftn(input, s=None, dim=None, norm=None, *, out=None):
     _require_fft_tensor(input, "hfftn")
     return irfftn(_conj(input), s, dim, _swap_norm(norm), out=out)
 
 
+@_checked_signature("fft_ihfftn(Tensor input, int[1]? s, int[1]? dim, str? norm, *, Tensor? out)")
 def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
     _require_fft_tensor(input, "ihfftn")
     return _write_out(_F.conj_physical(rfftn(input, s, dim, _swap_norm(norm))), out)
@@ -229,18 +250,22 @@ def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
 
 # --- frequencies and shifts ------------------------------------------------------------------
 
+@_checked_signature("fft_fftfreq(int n, float d, *, Tensor? out, ScalarType? dtype)")
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """torch.fft.fftfreq: [0, 1, ..., ceil(n/2)-1, -floor(n/2), ..., -1] / (d * n)."""
     dtype = dtype or _C.get_default_dtype()
-    values = [i if i < (n + 1) // 2 else i - n for i in range(n)]
-    result = _C._tensor(values, _C.float64, None, False).div(d * n).to(dtype) if n else _F.zeros([0], dtype=dtype)
+    # from arange, not a Python list: a huge n fails at the allocation (torch's error), not after minutes
+    index = _F.arange(n, dtype=_C.float64)
+    values = _F.where(index < (n + 1) // 2, index, index - n)
+    result = values.div(d * n).to(dtype) if n else _F.zeros([0], dtype=dtype)
     return _finish_freq(result, out, requires_grad)
 
 
+@_checked_signature("fft_rfftfreq(int n, float d, *, Tensor? out, ScalarType? dtype)")
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """torch.fft.rfftfreq: [0, 1, ..., n//2] / (d * n)."""
     dtype = dtype or _C.get_default_dtype()
-    result = _C._tensor(list(range(n // 2 + 1)), _C.float64, None, False).div(d * n).to(dtype)
+    result = _F.arange(n // 2 + 1, dtype=_C.float64).div(d * n).to(dtype)
     return _finish_freq(result, out, requires_grad)
 
 
@@ -267,12 +292,14 @@ def _roll(x, dims, shift_of):
     return x
 
 
+@_checked_signature("fft_fftshift(Tensor input, int[1]? dim)")
 def fftshift(input, dim=None):
     """torch.fft.fftshift: rolls the zero frequency to the centre of each dim."""
     _require_fft_tensor(input, "fftshift")
     return _roll(input, _shift_dims(input, dim), lambda n: n // 2)
 
 
+@_checked_signature("fft_ifftshift(Tensor input, int[1]? dim)")
 def ifftshift(input, dim=None):
     """torch.fft.ifftshift: the inverse of fftshift."""
     _require_fft_tensor(input, "ifftshift")

@@ -4,6 +4,7 @@ determinants (_solve.py); lu, lu_solve, solve_ex, inv_ex (_lu.py); Cholesky, QR,
 pinv, matrix_rank and lstsq (_decompositions.py); cond (_condition.py); ldl_factor(_ex) and ldl_solve
 (_raw_factors.py). The other matrix products are kiln.mm and friends."""
 
+from kiln._arguments import checked_signature as _checked_signature
 from kiln._norms import linalg_norm as norm  # noqa: F401
 from kiln._norms import matrix_norm, vector_norm  # noqa: F401
 from kiln._products import matrix_power, multi_dot  # noqa: F401
@@ -23,6 +24,7 @@ from kiln.linalg._matrix_functions import diagonal, householder_product, matrix_
 from kiln import _C as _kiln_C
 
 
+@_checked_signature("linalg_matmul(Tensor input, Tensor other, *, Tensor? out)")
 def matmul(input, other, *, out=None):
     """torch.linalg.matmul: kiln.matmul under its linalg name."""
     if out is not None:
@@ -30,6 +32,7 @@ def matmul(input, other, *, out=None):
     return _kiln_C._functions.matmul(input, other)
 
 
+@_checked_signature("linalg_vecdot(Tensor x, Tensor y, *, int dim, Tensor? out)")
 def vecdot(x, y, *, dim=-1, out=None):
     """torch.linalg.vecdot for real tensors: sum(x * y) over dim, broadcasting the rest."""
     if x.dtype != y.dtype:

@@ -7,11 +7,13 @@ svdvals) and the decompositions."""
 
 from __future__ import annotations
 
+from kiln._arguments import checked_signature
 from kiln._norms import matrix_norm
 from kiln.linalg._decompositions import _check_float, _out, svdvals
 from kiln.linalg._solve import _check_square, inv
 
 
+@checked_signature("linalg_cond(Tensor A as input, Any p, *, Tensor? out)")
 def cond(A, p=None, *, out=None):
     """The condition number: S_max / S_min for p None or 2 (S_min / S_max for -2), else
     norm(A, p) * norm(inv(A), p)."""

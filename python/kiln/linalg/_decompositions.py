@@ -9,7 +9,7 @@ import functools
 from collections import namedtuple
 
 from kiln import _C, _dtypes, _shape
-from kiln._arguments import _require_tensor
+from kiln._arguments import _require_tensor, checked_signature
 from kiln._comparison import scalar_type_name
 from kiln.autograd import Function, grad_mode
 from kiln.linalg._solve import LinAlgError
@@ -62,6 +62,7 @@ def _needs_grad(A):
 # --- Cholesky ---------------------------------------------------------------------------------------------
 
 
+@checked_signature("linalg_cholesky_ex(Tensor A as input, *, bool upper, bool check_errors)")
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """(L, info): the Cholesky factor of each symmetric positive-definite matrix of A and LAPACK's
     info (0, or the order of the first leading minor that is not positive-definite)."""
@@ -69,16 +70,19 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return _out(cholesky_ex_type(*result), out)
 
 
+@checked_signature("linalg_cholesky(Tensor A as input, *, bool upper, Tensor? out)")
 def cholesky(A, *, upper=False, out=None):
     """The lower (or upper) Cholesky factor; LinAlgError if a matrix is not positive-definite."""
     return _out(cholesky_ex(A, upper=upper, check_errors=True).L, out)
 
 
+@checked_signature("cholesky(Tensor input, bool upper, *, Tensor? out)")
 def cholesky_legacy(input, upper=False, *, out=None):
     """torch.cholesky: linalg.cholesky with a positional upper."""
     return cholesky(input, upper=upper, out=out)
 
 
+@checked_signature("cholesky_solve(Tensor B as input, Any L, bool upper, *, Tensor? out)")
 def cholesky_solve(B, L, upper=False, *, out=None):
     """X with A X = B, from A's Cholesky factor L (lower, or upper when ``upper``); batches broadcast.
 
@@ -152,6 +156,7 @@ def _cholesky_solve_function():
     return CholeskySolve
 
 
+@checked_signature("cholesky_inverse(Tensor L as input, bool upper, *, Tensor? out)")
 def cholesky_inverse(L, upper=False, *, out=None):
     """inv(A) from A's Cholesky factor."""
     n = L.shape[-1]
@@ -172,6 +177,8 @@ def _broadcast_batches(caller, A, B):
     return A.expand(*batch, *A.shape[-2:]), B.to(A.dtype).expand(*batch, *B.shape[-2:])
 
 
+@checked_signature("linalg_solve_triangular(Tensor A as input, Tensor B, *, bool upper, bool left, "
+                   "bool unitriangular, Tensor? out)")
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """X with A X = B (X A = B when not ``left``) for triangular A; only A's triangle is read."""
     A, B = _broadcast_batches("solve_triangular", A, B)
@@ -179,6 +186,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     return _out(result, out)
 
 
+@checked_signature("triangular_solve(Tensor b as input, Tensor A, bool upper, bool transpose, bool unitriangular)")
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """torch.triangular_solve: (solution of op(A) X = b, a copy of A), op transposing when asked."""
     _require_tensor(b, "triangular_solve", "input", 1)
@@ -191,12 +199,14 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
 # --- QR ---------------------------------------------------------------------------------------------------
 
 
+@checked_signature("linalg_qr(Tensor A, str mode, *, Tensor[]? out)")
 def qr(A, mode="reduced", *, out=None):
     """(Q, R) with A = Q R: Q with orthonormal columns, R upper triangular ('reduced'; 'complete'
     gives a square Q, 'r' only R and an empty Q)."""
     return _out(qr_type(*_f().linalg_qr(A, mode)), out)
 
 
+@checked_signature("qr(Tensor input, bool some)")
 def qr_legacy(input, some=True, *, out=None):
     """torch.qr: the reduced QR when ``some``, else the complete one."""
     return _out(old_qr_type(*_f().linalg_qr(input, "reduced" if some else "complete")), out)
@@ -205,6 +215,7 @@ def qr_legacy(input, some=True, *, out=None):
 # --- Symmetric eigendecomposition -------------------------------------------------------------------------
 
 
+@checked_signature("linalg_eigh(Tensor A as input, str UPLO)")
 def eigh(A, UPLO="L", *, out=None):
     """(eigenvalues ascending, eigenvectors as columns) of each symmetric matrix of A, read from its
     lower (UPLO='L') or upper triangle."""
@@ -212,12 +223,14 @@ def eigh(A, UPLO="L", *, out=None):
     return _out(eigh_type(*result), out)
 
 
+@checked_signature("linalg_eigvalsh(Tensor A as input, str UPLO, *, Tensor? out)")
 def eigvalsh(A, UPLO="L", *, out=None):
     """The eigenvalues of each symmetric matrix of A, ascending (eigenvectors computed only for a gradient)."""
     values, _ = _as_linalg_error(lambda: _f()._linalg_eigh(A, UPLO, _needs_grad(A)))
     return _out(values, out)
 
 
+@checked_signature("linalg_eig(Tensor A as input, *, Tensor[]? out)")
 def eig(A, *, out=None):
     """(eigenvalues, eigenvectors as columns) of each square matrix of A, both complex (LAPACK's geev):
     eigenvectors of unit norm, in LAPACK's order, as torch returns them."""
@@ -225,6 +238,7 @@ def eig(A, *, out=None):
     return _out(eig_type(*result), out)
 
 
+@checked_signature("linalg_eigvals(Tensor A as input, *, Tensor? out)")
 def eigvals(A, *, out=None):
     """The (complex) eigenvalues of each square matrix of A (eigenvectors computed only for a gradient)."""
     values, _ = _as_linalg_error(lambda: _f()._linalg_eig(A, _needs_grad(A)))
@@ -240,6 +254,7 @@ def _check_driver(driver):
                            "cuSOLVER backend.")
 
 
+@checked_signature("linalg_svd(Tensor A, bool full_matrices, *, str? driver)")
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """(U, S, Vh) with A = U diag(S) Vh, S descending (gesdd, torch's CPU driver)."""
     _check_driver(driver)
@@ -247,6 +262,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     return _out(svd_type(*result), out)
 
 
+@checked_signature("linalg_svdvals(Tensor A, *, str? driver, Tensor? out)")
 def svdvals(A, *, driver=None, out=None):
     """The singular values of each matrix of A, descending."""
     _check_driver(driver)
@@ -254,6 +270,7 @@ def svdvals(A, *, driver=None, out=None):
     return _out(result[1], out)
 
 
+@checked_signature("svd(Tensor input, bool some, bool compute_uv)")
 def svd_legacy(input, some=True, compute_uv=True, *, out=None):
     """torch.svd: (U, S, V) with V not transposed; without compute_uv, U and V are full-size zeros."""
     if not compute_uv:
@@ -340,6 +357,7 @@ class _Pinv(Function):
         return _pinv_backward(grad, result, A), None, None, None
 
 
+@checked_signature("linalg_pinv(Tensor A as input, *, Any atol, Any rtol, bool hermitian, Tensor? out)")
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The Moore-Penrose pseudo-inverse: V diag(1/S) U^T over the singular values above the tolerance
     (through eigh when ``hermitian``); its gradient is the pseudo-inverse's own (_pinv_backward)."""
@@ -349,11 +367,13 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return _out(_pinv_value(A, atol, rtol, hermitian), out)
 
 
+@checked_signature("pinverse(Tensor input, float rcond)")
 def pinverse(input, rcond=1e-15):
     """torch.pinverse: pinv with rtol=rcond."""
     return pinv(input, rtol=rcond)
 
 
+@checked_signature("linalg_matrix_rank(Any A, *, Any atol, Any rtol, bool hermitian, Tensor? out)")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """How many singular values (eigenvalue magnitudes when ``hermitian``) exceed the tolerance."""
     _check_float("matrix_rank", A)
@@ -367,9 +387,12 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
+@checked_signature("linalg_lstsq(Tensor A as input, Any B, float? rcond, *, str? driver, Tensor[]? out)")
 def lstsq(A, B, rcond=None, *, driver=None, out=None):
     """The least-squares solution of A X = B (minimum norm when A is rank-deficient), with torch's
     residuals, rank and singular_values for each driver (CPU default 'gelsy')."""
+    _require_tensor(A, "linalg_lstsq", "input", 1)
+    _require_tensor(B, "linalg_lstsq", "b", 2)
     _check_float("lstsq", A)
     driver = "gelsy" if driver is None else driver
     if driver not in _LSTSQ_DRIVERS:

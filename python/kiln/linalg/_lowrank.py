@@ -50,6 +50,8 @@ def svd_lowrank(A, q: int = 6, niter: int = 2, M=None):
     if q < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {q}: [{A.shape[-1]}, {q}]")
     matrix = A if M is None else A - M
+    if matrix.dim() < 2:  # torch's unpacking of the last two sizes
+        raise ValueError(f"not enough values to unpack (expected 2, got {matrix.dim()})")
     m, n = matrix.shape[-2], matrix.shape[-1]
     if m < n:  # work on the tall side: the adjoint's factors, swapped
         V, S, U = _svd_tall(_adjoint(matrix), q, niter)

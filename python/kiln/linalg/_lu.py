@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from kiln import _C, _shape
-from kiln._arguments import _require_tensor
+from kiln._arguments import _require_tensor, checked_signature
 from kiln.linalg._decompositions import _out
 from kiln.linalg._decompositions import solve_triangular
 from kiln.linalg._solve import solve
@@ -39,6 +39,8 @@ def _rows_unpermuted(X, perm):
     return _F.zeros_like(X).scatter(-2, index, X)
 
 
+@checked_signature("lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data, bool unpack_pivots, *, "
+                   "Tensor[]? out)")
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """(P, L, U) with A = P L U from linalg.lu_factor's packed LU and pivots (empty tensors for
     the parts not asked for)."""
@@ -57,6 +59,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     return _out(lu_unpack_type(P, L, U), out)
 
 
+@checked_signature("linalg_lu(Tensor A, *, bool pivot, Tensor[]? out)")
 def lu(A, *, pivot=True, out=None):
     """(P, L, U) with A = P L U: P a permutation, L unit lower triangular (m x k), U upper (k x n)."""
     if A.dim() < 2:
@@ -70,6 +73,7 @@ def _dtype_word(dtype):
         str(dtype).removeprefix("kiln."), str(dtype))
 
 
+@checked_signature("linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left, bool adjoint, Tensor? out)")
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """X with A X = B (X A = B when not ``left``; A^T in place of A when ``adjoint``) from A's LU."""
     for position, (argument, value) in enumerate((("LU", LU), ("pivots", pivots), ("B", B)), start=1):
@@ -101,6 +105,7 @@ def _broadcast(a, b):
     return _shape.broadcast_shapes(tuple(a), tuple(b))
 
 
+@checked_signature("linalg_solve_ex(Tensor A, Tensor B, *, bool left, bool check_errors, Tensor[]? out)")
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """(X, info): linalg.solve that reports a singular matrix in info (LAPACK's) instead of raising."""
     LU, pivots, info = _f().linalg_lu_factor_ex(A, pivot=True, check_errors=False)
@@ -112,8 +117,11 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     return _out(solve_ex_type(result.squeeze(-1 if left else -2) if vector else result, info), out)
 
 
+@checked_signature("linalg_inv_ex(Tensor A, *, bool check_errors)")
 def inv_ex(A, *, check_errors=False, out=None):
     """(inverse, info): linalg.inv that reports a singular matrix in info instead of raising."""
+    if A.dim() < 2:
+        raise RuntimeError("linalg.inv: The input tensor A must have at least 2 dimensions.")
     n = A.shape[-1]
     identity = _F.eye(n, dtype=A.dtype).expand(*A.shape[:-2], n, n)
     result, info = solve_ex(A, identity, check_errors=check_errors)
@@ -126,6 +134,7 @@ def lu_legacy(A, pivot=True, get_infos=False, out=None):
     return (LU, pivots, info) if get_infos else (LU, pivots)
 
 
+@checked_signature("lu_solve(Tensor b as input, Tensor LU_data, Tensor LU_pivots, *, Tensor? out)")
 def lu_solve_legacy(b, LU_data, LU_pivots, *, out=None):
     """torch.lu_solve: linalg.lu_solve with the right-hand side first."""
     for position, (argument, value) in enumerate((("input", b), ("LU_data", LU_data), ("LU_pivots", LU_pivots)), start=1):

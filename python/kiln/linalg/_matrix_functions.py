@@ -20,6 +20,7 @@ import operator
 from fractions import Fraction
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln._comparison import scalar_type_name
 from kiln._norms import matrix_norm
 from kiln.autograd import grad_mode
@@ -80,6 +81,7 @@ def _pade_uv(A, m):
     return A @ u, v
 
 
+@checked_signature("linalg_matrix_exp(Tensor A as input)")
 def matrix_exp(A):
     """torch.linalg.matrix_exp: the exponential of each square matrix of A (real floating dtypes;
     float16 and bfloat16 are computed in float32). Matrices holding inf or nan give nan matrices."""
@@ -131,6 +133,7 @@ def tensor_matrix_exp(self):
 # --- Householder products ---------------------------------------------------------------------------------
 
 
+@checked_signature("linalg_householder_product(Any A, Tensor tau, *, Tensor? out)")
 def householder_product(A, tau, *, out=None):
     """torch.linalg.householder_product: the first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i the
     i-th column of A below the diagonal with a 1 on it (the Householder form geqrf leaves)."""
@@ -171,6 +174,7 @@ def householder_product(A, tau, *, out=None):
     return q
 
 
+@checked_signature("orgqr(Tensor input, Any tau, *, Tensor? out)")
 def orgqr(input, tau, *, out=None):
     """torch.orgqr / Tensor.orgqr: linalg.householder_product under LAPACK's name."""
     return householder_product(input, tau, out=out)
@@ -179,6 +183,7 @@ def orgqr(input, tau, *, out=None):
 # --- vander, tensorinv, tensorsolve, diagonal -------------------------------------------------------------
 
 
+@checked_signature("linalg_vander(Tensor x, *, int? N)")
 def vander(x, *, N=None):
     """torch.linalg.vander: x^0, x^1, ..., x^(N-1) along a new last dimension (N defaults to x.shape[-1]);
     integer inputs give int64."""
@@ -202,6 +207,7 @@ def _prod(shape):
     return math.prod(int(s) for s in shape)
 
 
+@checked_signature("linalg_tensorinv(Tensor A as input, int ind, *, Tensor? out)")
 def tensorinv(A, ind=2, *, out=None):
     """torch.linalg.tensorinv: the inverse of A read as a prod(A.shape[:ind]) square matrix, shaped
     A.shape[ind:] + A.shape[:ind]."""
@@ -228,6 +234,7 @@ def tensorinv(A, ind=2, *, out=None):
     return result
 
 
+@checked_signature("linalg_tensorsolve(Tensor A as input, Any B, int[]? dims, *, Tensor? out)")
 def tensorsolve(A, B, dims=None, *, out=None):
     """torch.linalg.tensorsolve: X with tensordot(A, X, X.ndim) = B, X shaped A.shape[B.ndim:] (after moving
     the dims of A named by ``dims`` to its end)."""
@@ -253,6 +260,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
     return result
 
 
+@checked_signature("linalg_diagonal(Tensor A, *, int offset, int dim1, int dim2)")
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     """torch.linalg.diagonal: kiln.diagonal with the matrix dims last by default (keyword-only arguments)."""
     _require_tensor("linalg_diagonal", "A", A, 1)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from kiln import _C, _shape
-from kiln._arguments import _require_tensor
+from kiln._arguments import _require_tensor, checked_signature
 from kiln.linalg._matrix_functions import householder_product
 
 _f = _C._functions
@@ -32,6 +32,7 @@ def _to_out(result, out):
     return _f._copy_to_out(result, out)
 
 
+@checked_signature("geqrf(Tensor input)")
 def geqrf(input, *, out=None):
     """torch.geqrf: (a, tau), a holding R above the diagonal and the Householder vectors below it."""
     a, tau = _f.geqrf(input)
@@ -73,6 +74,7 @@ def _check_ormqr(input, tau, other, left):
                            f"{_word(input.dtype)} and tau has dtype {_word(tau.dtype)}")
 
 
+@checked_signature("ormqr(Tensor input, Tensor input2, Tensor input3, bool left, bool transpose, *, Tensor? out)")
 def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
     """torch.ormqr(input, tau, other, left, transpose): other multiplied by the m x m Q = H_1 ... H_k of
     geqrf's (input, tau), from the left or the right, Q or Q^T. Composed as householder_product on input's
@@ -99,6 +101,7 @@ def _result(name, values, out):
     return _TYPES[name](*values)
 
 
+@checked_signature("linalg_ldl_factor_ex(Tensor A as input, *, bool hermitian, bool check_errors, Tensor[]? out)")
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """torch.linalg.ldl_factor_ex: (LD, pivots, info), LAPACK sytrf's compact L D L^T with Bunch-Kaufman
     pivots (1-based; negative for a 2x2 block) and info > 0 where D is singular."""
@@ -106,6 +109,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     return _result("linalg_ldl_factor_ex", (LD, pivots, info), out)
 
 
+@checked_signature("linalg_ldl_factor(Tensor A as input, *, bool hermitian, Tensor[]? out)")
 def ldl_factor(A, *, hermitian=False, out=None):
     """torch.linalg.ldl_factor: ldl_factor_ex, raising where a matrix's D is singular."""
     LD, pivots, info = _f.linalg_ldl_factor_ex(A, hermitian=hermitian, check_errors=False)
@@ -118,6 +122,7 @@ def ldl_factor(A, *, hermitian=False, out=None):
     return _result("linalg_ldl_factor", (LD, pivots), out)
 
 
+@checked_signature("linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian, Tensor? out)")
 def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     """torch.linalg.ldl_solve: X with A X = B from ldl_factor's (LD, pivots), batch dimensions broadcast."""
     if B.dim() < 2:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from kiln import _C, _dtypes, _shape
+from kiln._arguments import checked_signature
 from kiln.autograd import Function
 
 _F = _C._functions
@@ -50,6 +51,7 @@ def _check_square(caller, A):
                            f"{A.shape[-1]} matrices")
 
 
+@checked_signature("linalg_solve(Tensor A, Tensor B, *, bool left, Tensor? out)")
 def solve(A, B, *, left=True, out=None):
     """X with A X = B (or X A = B when ``left`` is False); B a matrix, a batch, or a vector
     (B.dim() == 1, or one less than A's with matching batch dims). Singular A: LinAlgError."""
@@ -79,6 +81,7 @@ def _identity_like(A):
     return _F.eye(n, dtype=A.dtype).expand(*A.shape[:-2], n, n)
 
 
+@checked_signature("linalg_inv(Tensor A, *, Tensor? out)")
 def inv(A, *, out=None):
     """The inverse of each square matrix of A (a solve against the identity); singular A: LinAlgError."""
     _check_square("linalg.inv", A)
@@ -89,11 +92,13 @@ def inv(A, *, out=None):
     return result
 
 
+@checked_signature("linalg_lu_factor_ex(Tensor A, *, bool pivot, bool check_errors, Tensor[]? out)")
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     """LU factorisation with partial pivoting: (LU, pivots, info), pivots 1-based as LAPACK's."""
     return lu_factor_ex_type(*_f().linalg_lu_factor_ex(A, pivot=pivot, check_errors=check_errors))
 
 
+@checked_signature("linalg_lu_factor(Tensor A, *, bool pivot, Tensor[]? out)")
 def lu_factor(A, *, pivot=True, out=None):
     """(LU, pivots) of A; a singular A is not an error (info is dropped)."""
     LU, pivots, _ = _f().linalg_lu_factor_ex(A, pivot=pivot, check_errors=False)
@@ -153,6 +158,7 @@ _DET = None
 _SLOGDET = None
 
 
+@checked_signature("linalg_det(Tensor A, *, Tensor? out)")
 def det(A, *, out=None):
     """The determinant of each square matrix of A (through its LU factorisation)."""
     global _DET
@@ -165,6 +171,7 @@ def det(A, *, out=None):
     return result
 
 
+@checked_signature("linalg_slogdet(Tensor A, *, Tensor[]? out)")
 def slogdet(A, *, out=None):
     """(sign, log|det|) of each square matrix of A; sign 0 and logabsdet -inf for a singular one."""
     global _SLOGDET
@@ -174,6 +181,7 @@ def slogdet(A, *, out=None):
     return slogdet_type(*_SLOGDET.apply(A))
 
 
+@checked_signature("logdet(Tensor A as input)")
 def logdet(A):
     """log det(A): NaN for a negative determinant, -inf for a singular matrix (torch.logdet)."""
     sign, logabsdet = slogdet(A)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import kiln
 import kiln.nn.functional as F
+from kiln._arguments import checked_signature
 from kiln.masked._mask import (canonical_dim, check_strided, combine_input_and_mask, input_mask, promoted_dtype)
 
 
+@checked_signature("sum(Tensor input)")
 def sum(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The sum of the elements mask keeps (0 where it keeps none)."""
     dtype = promoted_dtype(input) if dtype is None else dtype
@@ -20,6 +22,7 @@ def sum(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     return kiln.sum(combine_input_and_mask("sum", input, mask), dims, bool(keepdim), dtype=dtype)
 
 
+@checked_signature("prod(Tensor input)")
 def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The product of the elements mask keeps (1 where it keeps none)."""
     dtype = promoted_dtype(input) if dtype is None else dtype
@@ -30,35 +33,41 @@ def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     return result
 
 
+@checked_signature("cumsum(Tensor input)")
 def cumsum(input, dim, *, dtype=None, mask=None):
     dtype = input.dtype if dtype is None else dtype
     d = canonical_dim(dim, input.ndim)[0]
     return kiln.cumsum(combine_input_and_mask("sum", input, mask), d, dtype=dtype).to(dtype=dtype)
 
 
+@checked_signature("cumprod(Tensor input)")
 def cumprod(input, dim, *, dtype=None, mask=None):
     dtype = input.dtype if dtype is None else dtype
     d = canonical_dim(dim, input.ndim)[0]
     return kiln.cumprod(combine_input_and_mask("prod", input, mask), d, dtype=dtype).to(dtype=dtype)
 
 
+@checked_signature("amax(Tensor input)")
 def amax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     dtype = input.dtype if dtype is None else dtype
     masked = combine_input_and_mask("amax", input, mask)
     return kiln.amax(masked, canonical_dim(dim, masked.ndim), bool(keepdim)).to(dtype=dtype)
 
 
+@checked_signature("amin(Tensor input)")
 def amin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     dtype = input.dtype if dtype is None else dtype
     masked = combine_input_and_mask("amin", input, mask)
     return kiln.amin(masked, canonical_dim(dim, masked.ndim), bool(keepdim)).to(dtype=dtype)
 
 
+@checked_signature("argmax(Tensor input)")
 def argmax(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     dtype = input.dtype if dtype is None else dtype
     return kiln.argmax(combine_input_and_mask("argmax", input, mask), dim, bool(keepdim)).to(dtype=dtype)
 
 
+@checked_signature("argmin(Tensor input)")
 def argmin(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     dtype = input.dtype if dtype is None else dtype
     return kiln.argmin(combine_input_and_mask("argmin", input, mask), dim, bool(keepdim)).to(dtype=dtype)
@@ -71,6 +80,7 @@ def _count(input, dim, keepdim, mask):
     return mask.sum(dim=dim, keepdim=bool(keepdim))
 
 
+@checked_signature("mean(Tensor input)")
 def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The mean of the elements mask keeps (NaN where it keeps none)."""
     source = "Optional"
@@ -85,6 +95,7 @@ def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     return total / _count(input, dim, keepdim, inmask)
 
 
+@checked_signature("median(Tensor input)")
 def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):
     """The median of the elements mask keeps along one dim (NaN where it keeps none)."""
     dtype = input.dtype if dtype is None else dtype
@@ -100,12 +111,14 @@ def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):
     raise ValueError("masked median expects no fully masked out rows if dtype is not floating point")
 
 
+@checked_signature("logsumexp(Tensor input)")
 def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     dtype = input.dtype if dtype is None else dtype
     dims = canonical_dim(dim, input.ndim)
     return kiln.logsumexp(combine_input_and_mask("logsumexp", input, mask), dims, keepdim=keepdim).to(dtype=dtype)
 
 
+@checked_signature("logaddexp(Tensor input)")
 def logaddexp(input, other, *, dtype=None, input_mask=None, other_mask=None):
     """logaddexp of input and other, each with its own mask (a masked-out element counts as -inf)."""
     dtype = input.dtype if dtype is None else dtype
@@ -113,6 +126,7 @@ def logaddexp(input, other, *, dtype=None, input_mask=None, other_mask=None):
                           combine_input_and_mask("logaddexp", other, other_mask)).to(dtype=dtype)
 
 
+@checked_signature("norm(Tensor input)")
 def norm(input, ord=2.0, dim=None, *, keepdim=False, dtype=None, mask=None):
     """The vector norm of order ``ord`` of the elements mask keeps."""
     dtype = input.dtype if dtype is None else dtype
@@ -148,18 +162,21 @@ def _std_var(input, dim, unbiased, *, correction, keepdim, dtype, mask, take_sqr
     return kiln.sqrt(output) if take_sqrt else output
 
 
+@checked_signature("var(Tensor input)")
 def var(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype=None, mask=None):
     """The variance of the elements mask keeps (NaN where it keeps none)."""
     return _std_var(input, dim, unbiased, correction=correction, keepdim=keepdim, dtype=dtype, mask=mask,
                     take_sqrt=False)
 
 
+@checked_signature("std(Tensor input)")
 def std(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype=None, mask=None):
     """The standard deviation of the elements mask keeps (NaN where it keeps none)."""
     return _std_var(input, dim, unbiased, correction=correction, keepdim=keepdim, dtype=dtype, mask=mask,
                     take_sqrt=True)
 
 
+@checked_signature("softmax(Tensor input)")
 def softmax(input, dim, *, dtype=None, mask=None):
     """softmax over the elements mask keeps (a masked-out element counts as -inf: 0 in the result)."""
     dtype = input.dtype if dtype is None else dtype
@@ -167,18 +184,21 @@ def softmax(input, dim, *, dtype=None, mask=None):
     return F.softmax(combine_input_and_mask("amax", input, mask), d, dtype=dtype)
 
 
+@checked_signature("log_softmax(Tensor input)")
 def log_softmax(input, dim, *, dtype=None, mask=None):
     dtype = input.dtype if dtype is None else dtype
     d = canonical_dim(dim, input.ndim)[0]
     return F.log_softmax(combine_input_and_mask("amax", input, mask), d, dtype=dtype)
 
 
+@checked_signature("softmin(Tensor input)")
 def softmin(input, dim, *, dtype=None, mask=None):
     dtype = input.dtype if dtype is None else dtype
     d = canonical_dim(dim, input.ndim)[0]
     return F.softmin(combine_input_and_mask("amin", input, mask), d, dtype=dtype)
 
 
+@checked_signature("normalize(Tensor input)")
 def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None):
     """input divided by the ``ord`` norm of the elements mask keeps along dim (masked-out elements give 0)."""
     dtype = input.dtype if dtype is None else dtype

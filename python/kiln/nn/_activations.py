@@ -14,7 +14,7 @@ from typing import Optional
 
 import numpy as np
 
-from kiln._arguments import _require_tensor
+from kiln._arguments import _require_tensor, checked_signature
 from kiln._comparison import scalar_type_name
 from kiln.nn._ops import functions as _functions
 
@@ -32,18 +32,22 @@ def _inplace(input, name: str, *args):
     return op(input, *args)
 
 
+@checked_signature("relu(Tensor input)")
 def relu(input, inplace: bool = False):
     return _inplace(input, "relu_") if inplace else _functions.relu(input)
 
 
+@checked_signature("relu_(Tensor input)")
 def relu_(input):
     return _inplace(input, "relu_")
 
 
+@checked_signature("relu6(Tensor input)")
 def relu6(input, inplace: bool = False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+@checked_signature("hardtanh(Tensor input)")
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
@@ -52,52 +56,64 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
     return _functions.hardtanh(input, min_val, max_val)
 
 
+@checked_signature("gelu(Tensor input)")
 def gelu(input, approximate: str = "none"):
     return _functions.gelu(input, approximate=approximate)
 
 
+@checked_signature("silu(Tensor input)")
 def silu(input, inplace: bool = False):
     return _inplace(input, "silu_") if inplace else _functions.silu(input)
 
 
+@checked_signature("mish(Tensor input)")
 def mish(input, inplace: bool = False):
     return _inplace(input, "mish_") if inplace else _functions.mish(input)
 
 
+@checked_signature("sigmoid(Tensor input)")
 def sigmoid(input):
     return _functions.sigmoid(input)
 
 
+@checked_signature("tanh(Tensor input)")
 def tanh(input):
     return _functions.tanh(input)
 
 
+@checked_signature("softplus(Tensor input, Scalar beta, Scalar threshold)")
 def softplus(input, beta=1, threshold=20):
     return _functions.softplus(input, beta, threshold)
 
 
+@checked_signature("leaky_relu(Tensor input)")
 def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
     if inplace:
         return _inplace(input, "leaky_relu_", negative_slope)
     return _functions.leaky_relu(input, negative_slope)
 
 
+@checked_signature("elu(Tensor input)")
 def elu(input, alpha: float = 1.0, inplace: bool = False):
     return _inplace(input, "elu_", alpha) if inplace else _functions.elu(input, alpha)
 
 
+@checked_signature("selu(Tensor input)")
 def selu(input, inplace: bool = False):
     return _inplace(input, "selu_") if inplace else _functions.selu(input)
 
 
+@checked_signature("celu(Tensor input)")
 def celu(input, alpha: float = 1.0, inplace: bool = False):
     return _inplace(input, "celu_", alpha) if inplace else _functions.celu(input, alpha)
 
 
+@checked_signature("hardsigmoid(Tensor input)")
 def hardsigmoid(input, inplace: bool = False):
     return _inplace(input, "hardsigmoid_") if inplace else _functions.hardsigmoid(input)
 
 
+@checked_signature("hardswish(Tensor input)")
 def hardswish(input, inplace: bool = False):
     return _inplace(input, "hardswish_") if inplace else _functions.hardswish(input)
 
@@ -108,20 +124,24 @@ def logsigmoid(input):
     return -softplus(-input)
 
 
+@checked_signature("softsign(Tensor input)")
 def softsign(input):
     return input / (_functions.abs(input) + 1)
 
 
+@checked_signature("tanhshrink(Tensor input)")
 def tanhshrink(input):
     return input - _functions.tanh(input)
 
 
+@checked_signature("threshold(Tensor input)")
 def threshold(input, threshold: float, value: float, inplace: bool = False):
     if inplace:
         return _inplace(input, "threshold_", threshold, value)
     return _functions.threshold(input, threshold, value)
 
 
+@checked_signature("glu(Tensor input)")
 def glu(input, dim: int = -1):
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
@@ -138,12 +158,14 @@ def _softmax_dim(ndim: int, stacklevel: int) -> int:
     return 0 if ndim in (0, 1, 3) else 1
 
 
+@checked_signature("softmax(Tensor input)")
 def softmax(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=None):
     if dim is None:
         dim = _softmax_dim(input.dim(), _stacklevel)
     return _functions.softmax(input, dim, dtype=dtype) if dtype is not None else _functions.softmax(input, dim)
 
 
+@checked_signature("log_softmax(Tensor input)")
 def log_softmax(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=None):
     if dim is None:
         dim = _softmax_dim(input.dim(), _stacklevel)
@@ -152,6 +174,7 @@ def log_softmax(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=No
     return _functions.log_softmax(input, dim)
 
 
+@checked_signature("softmin(Tensor input)")
 def softmin(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=None):
     if dim is None:
         dim = _softmax_dim(input.dim(), _stacklevel)
@@ -159,37 +182,44 @@ def softmin(input, dim: Optional[int] = None, _stacklevel: int = 3, dtype=None):
 
 
 # --- in-place forms torch.nn.functional spells with a trailing underscore -------------------------
+@checked_signature("elu_(Tensor input, Scalar alpha)")
 def elu_(input, alpha: float = 1.0):
     """F.elu_: elu in place (the C++ op elu_)."""
     return _functions.elu_(input, alpha)
 
 
+@checked_signature("celu_(Tensor input, Scalar alpha)")
 def celu_(input, alpha: float = 1.0):
     """F.celu_: celu in place."""
     return _functions.celu_(input, alpha)
 
 
+@checked_signature("selu_(Tensor input)")
 def selu_(input):
     """F.selu_: selu in place."""
     return _functions.selu_(input)
 
 
+@checked_signature("hardtanh_(Tensor input, Scalar min_val, Scalar max_val)")
 def hardtanh_(input, min_val: float = -1.0, max_val: float = 1.0):
     """F.hardtanh_: hardtanh in place (like torch's, without F.hardtanh's min_val <= max_val check)."""
     return _functions.hardtanh_(input, min_val, max_val)
 
 
+@checked_signature("leaky_relu_(Tensor input, Scalar negative_slope)")
 def leaky_relu_(input, negative_slope: float = 0.01):
     """F.leaky_relu_: leaky_relu in place."""
     return _functions.leaky_relu_(input, negative_slope)
 
 
+@checked_signature("threshold_(Tensor input, Scalar threshold, Scalar value)")
 def threshold_(input, threshold: float, value: float):
     """F.threshold_: x where x > threshold, else value, in place."""
     return _functions.threshold_(input, threshold, value)
 
 
 # --- randomized activations -------------------------------------------------------------------
+@checked_signature("rrelu(Tensor input)")
 def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False):
     """x for x > 0, else a * x with a ~ U(lower, upper) per element (training) or (lower + upper) / 2."""
     if lower > upper:
@@ -204,6 +234,7 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
     return input.mul_(slopes) if inplace else input * slopes
 
 
+@checked_signature("rrelu_(Tensor input, Scalar lower, Scalar upper, bool training)")
 def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False):
     return rrelu(input, lower, upper, training, True)
 
@@ -223,6 +254,7 @@ def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-1
 
 # --- prelu, hardshrink, softshrink (composed from where and pointwise ops) ---------------------------------
 
+@checked_signature("prelu(Tensor input, Tensor weight)")
 def prelu(input, weight):
     """max(0, x) + weight * min(0, x), weight one value or one per channel (dim 1)."""
     _require_tensor(input, "prelu", "input", 1)
@@ -242,10 +274,12 @@ def prelu(input, weight):
             weight = weight.reshape([channels] + [1] * (input.dim() - 2))
     return _functions.where(input > 0, input, input * weight)
 
+@checked_signature("hardshrink(Tensor input, Scalar lambd)")
 def hardshrink(input, lambd: float = 0.5):
     """x where |x| > lambd, else 0."""
     return _functions.where((input > lambd) | (input < -lambd), input, input * 0)
 
+@checked_signature("softshrink(Tensor input, Scalar lambd)")
 def softshrink(input, lambd: float = 0.5):
     """x - lambd above lambd, x + lambd below -lambd, 0 between."""
     if lambd < 0:

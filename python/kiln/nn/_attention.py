@@ -11,6 +11,7 @@ import math
 from typing import Optional
 
 from kiln import _C
+from kiln._arguments import _require_tensor, checked_signature
 from kiln.nn._activations import softmax
 from kiln.nn._dropout import dropout
 from kiln.nn._linear import linear
@@ -79,6 +80,8 @@ def _broadcast_batch(query, key, value, grouped: bool):
     return tuple(t.expand(*common, *t.shape[-tail:]) for t in (query, key, value))
 
 
+@checked_signature("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask, "
+                   "float dropout_p, bool is_causal)")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: Optional[float] = None, enable_gqa: bool = False):
     """torch.nn.functional.scaled_dot_product_attention. 3-d and 4-d CPU inputs
@@ -86,11 +89,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     Note [Flash attention on the CPU] in eager/kernels/cpu/nn/Attention.cpp), its
     dropout form when dropout_p > 0 (the same mask the composite would draw);
     everything else the composite below (matmul, softmax, dropout)."""
+    _require_tensor(value, "scaled_dot_product_attention", "value", 3)  # not declared: torch's function is Python
     fn = native("scaled_dot_product_attention")
     if fn is not None:
         return fn(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
     if not 0.0 <= dropout_p <= 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if min(query.dim(), key.dim(), value.dim()) < 2:  # (..., L, E): the composite reads shape[-2]
+        raise RuntimeError(f"scaled_dot_product_attention: query, key and value must have at least 2 dimensions, "
+                           f"got {query.dim()}, {key.dim()} and {value.dim()}")
     fused = native(_FUSED) if dropout_p == 0.0 else native(_FUSED_DROPOUT)
     rank = query.dim()
     mask = False
@@ -170,6 +177,7 @@ def _pad_last(mask):
     return _C._functions.cat([mask, extra], -1)
 
 
+@checked_signature("multi_head_attention_forward(Tensor query, Tensor key)")
 def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num_heads: int, in_proj_weight,
                                  in_proj_bias, bias_k, bias_v, add_zero_attn: bool, dropout_p: float,
                                  out_proj_weight, out_proj_bias, training: bool = True, key_padding_mask=None,
@@ -179,6 +187,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     if static_k is not None or static_v is not None:
         raise NotImplementedError("kiln.nn.functional.multi_head_attention_forward: static_k/static_v are not "
                                   "supported yet")
+    _require_tensor(value, "multi_head_attention_forward", "value", 3)  # not declared: torch's function is Python
     batched = query.dim() == 3
     if not batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)

@@ -11,6 +11,7 @@ one is a RuntimeError, not a promotion."""
 from __future__ import annotations
 
 from kiln import _complex
+from kiln._arguments import _require_tensor
 from kiln._comparison import scalar_type_name
 
 
@@ -27,6 +28,10 @@ def _check_same_dtype(input, weight, bias) -> None:
 
 def complex_conv(conv, input, weight, bias, *args):
     """conv(input, weight, bias, *args) for complex operands, from four calls of the real `conv`."""
+    _require_tensor(input, "complex_conv", "input", 1)
+    _require_tensor(weight, "complex_conv", "weight", 2)
+    if bias is not None:
+        _require_tensor(bias, "complex_conv", "bias", 3)
     _check_same_dtype(input, weight, bias)
     xr, xi, wr, wi = input.real, input.imag, weight.real, weight.imag
     real = conv(xr, wr, None if bias is None else bias.real, *args) - conv(xi, wi, None, *args)

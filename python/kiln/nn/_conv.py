@@ -7,17 +7,22 @@ Imports: kiln._padding, kiln.nn._ops and kiln.nn._complex_conv only.
 
 from __future__ import annotations
 
+from kiln._arguments import checked_signature
 from kiln.nn._complex_conv import complex_conv, involves_complex
 from kiln.nn._ops import functions as _functions
 from kiln import _padding
 
 
+@checked_signature("conv1d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, Any padding, int[1] dilation, "
+                   "int groups)")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if involves_complex(input, weight, bias):
         return complex_conv(conv1d, input, weight, bias, stride, padding, dilation, groups)
     return _functions.conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
+@checked_signature("conv2d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, Any padding, int[1] dilation, "
+                   "int groups)")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if involves_complex(input, weight, bias):
         return complex_conv(conv2d, input, weight, bias, stride, padding, dilation, groups)
@@ -29,17 +34,20 @@ def _pair(value):
     return (value, value) if isinstance(value, int) else tuple(value)
 
 
+@checked_signature("unfold(Tensor input)")
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding blocks of a [C, H, W] or [N, C, H, W] input as columns: [(N,) C * KH * KW, L]."""
     return _functions.im2col(input, _pair(kernel_size), _pair(dilation), _pair(padding), _pair(stride))
 
 
+@checked_signature("fold(Tensor input)")
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """The adjoint of unfold: columns [(N,) C * KH * KW, L] summed back into [(N,) C, H, W]."""
     return _functions.col2im(input, _pair(output_size), _pair(kernel_size), _pair(dilation), _pair(padding),
                  _pair(stride))
 
 
+@checked_signature("conv_tbc(Tensor input, Tensor weight, Tensor bias, int pad)")
 def conv_tbc(input, weight, bias, pad: int = 0):
     """F.conv_tbc: a 1-D convolution of a (time, batch, channels) input with a (kernel, in, out) weight,
     zero padded by ``pad`` steps on both ends (a negative pad crops); conv1d underneath."""

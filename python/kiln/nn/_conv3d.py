@@ -14,6 +14,7 @@ conv2d's, narrow's, pad's and permute's.
 from __future__ import annotations
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln.nn._complex_conv import complex_conv, involves_complex
 from kiln.nn._conv_checks import check_weight_groups
 from kiln._padding import pad
@@ -86,6 +87,8 @@ def _check_conv3d(input, weight, bias, stride, pads, dilation, groups) -> None:
                            "size")
 
 
+@checked_signature("conv3d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, Any padding, int[1] dilation, "
+                   "int groups)")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of a [N, C, D, H, W] (or unbatched [C, D, H, W]) input; see Note [conv3d as one conv2d]."""
     if involves_complex(input, weight, bias):

@@ -11,6 +11,7 @@ Imports: kiln._C, kiln.nn._complex_conv, _conv3d, _conv_checks and _padding only
 from __future__ import annotations
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln.nn._complex_conv import complex_conv, involves_complex
 from kiln.nn._conv3d import conv3d
 from kiln.nn._conv_checks import check_weight_groups
@@ -37,6 +38,8 @@ def _pad_to_forward_size(x, weight, size, stride, padding, dilation):
     return pad(x, [0, extra[1], 0, extra[0]])
 
 
+@checked_signature("conv_transpose2d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, int[1] padding, "
+                   "int[1] output_padding, int groups, int[1] dilation)")
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution: input (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out / groups, kH, kW)."""
     if involves_complex(input, weight, bias):
@@ -84,6 +87,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return out.squeeze(0) if unbatched else out
 
 
+@checked_signature("conv_transpose1d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, int[1] padding, "
+                   "int[1] output_padding, int groups, int[1] dilation)")
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """1-D transposed convolution: input (N, C_in, L) or (C_in, L), weight (C_in, C_out / groups, k)."""
     if input.dim() not in (2, 3):
@@ -115,6 +120,8 @@ def _triple(value) -> list:
     return values * 3 if len(values) == 1 else values
 
 
+@checked_signature("conv_transpose3d(Tensor input, Tensor weight, Tensor? bias, int[1] stride, int[1] padding, "
+                   "int[1] output_padding, int groups, int[1] dilation)")
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
     """F.conv_transpose3d: input (N, C_in, D, H, W) or unbatched, weight (C_in, C_out / groups, kD, kH, kW).
     Composed as torch defines it: the input dilated by the stride, zero padded by dilation * (k - 1) -

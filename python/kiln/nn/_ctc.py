@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln._creation import tensor
 from kiln.nn._losses import _check_reduction
 from kiln.nn._ops import functions as _functions
@@ -158,6 +159,7 @@ def _torch_gradient_term(log_probs, input_lengths: list):
     return zero.sum((0, 2))
 
 
+@checked_signature("ctc_loss(Tensor log_probs, Tensor targets)")
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction: str = "mean",
              zero_infinity: bool = False):
     """The connectionist temporal classification loss of [T, N, C] (or [T, C]) log-probabilities."""
@@ -165,10 +167,17 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
     if isinstance(input_lengths, _C.TensorBase) != isinstance(target_lengths, _C.TensorBase):
         raise TypeError("ctc_loss(): input_lengths and target_lengths must both be tensors or both be sequences of "
                         "ints")
+    if isinstance(blank, bool) or not isinstance(blank, int):  # torch's parser: int blank
+        raise TypeError(f"ctc_loss(): argument 'blank' must be int, not {type(blank).__name__}")
+    for name, value in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
+        if isinstance(value, bool) or not isinstance(value, (_C.TensorBase, list, tuple, int)):
+            raise TypeError(f"ctc_loss(): argument '{name}' must be tuple of ints, not {type(value).__name__}")
     if not log_probs.dtype.is_floating_point:
         raise NotImplementedError(f"\"ctc_loss_cpu\" not implemented for '{_scalar(log_probs.dtype)}'")
     inputs = _lengths(input_lengths, "input_lengths")
     lengths = _lengths(target_lengths, "target_lengths")
+    if log_probs.dim() not in (2, 3):  # [T, C] or [T, N, C]
+        raise RuntimeError(f"ctc_loss: log_probs must be 2-D or 3-D, but got a {log_probs.dim()}-D tensor")
     if blank < 0 or blank >= log_probs.shape[-1]:
         raise RuntimeError("blank must be in label range")
     unbatched = log_probs.dim() == 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln._comparison import scalar_type_name
 from kiln._creation import tensor
 from kiln._dtypes import result_type
@@ -19,11 +20,13 @@ from kiln.nn._ops import reduce_sum
 from kiln.nn._ops import functions as _functions
 
 
+@checked_signature("pairwise_distance(Tensor x1, Tensor x2, float p, float eps, bool keepdim)")
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-06, keepdim: bool = False):
     dim = -1 if max(x1.dim(), x2.dim()) > 0 else 0
     return _norm(x1 - x2 + eps, p, dim, keepdim)
 
 
+@checked_signature("cosine_similarity(Tensor x1, Tensor x2, int dim, float eps)")
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-08):
     """As torch's: the operands broadcast first (a size-1 dim of x2 along `dim` counts once per element of
     x1's), each is divided by its own norm clamped to eps (the clamp outside autograd), then summed."""
@@ -43,6 +46,7 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-08):
     return reduce_sum((x1 / n1) * (x2 / n2), dim, False)
 
 
+@checked_signature("pdist(Tensor input, float p)")
 def pdist(input, p: float = 2):
     """The p-norm distances between the rows of an [N, M] input, for i < j in row-major order: [N (N - 1) / 2]."""
     if input.dim() != 2:

@@ -11,6 +11,7 @@ import math
 import warnings
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln.nn._ops import functions as _functions
 
 
@@ -19,6 +20,7 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+@checked_signature("dropout(Tensor input)")
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     _check_p(p)
     if not training or p == 0.0:
@@ -81,22 +83,27 @@ def _channel_dropout(name: str, spatial: int, input, p: float, training: bool, i
     return _noise_dropout(input, p, training, inplace, True, False)
 
 
+@checked_signature("dropout1d(Tensor input)")
 def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     return _channel_dropout("dropout1d", 1, input, p, training, inplace)
 
 
+@checked_signature("dropout2d(Tensor input)")
 def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     return _channel_dropout("dropout2d", 2, input, p, training, inplace)
 
 
+@checked_signature("dropout3d(Tensor input)")
 def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
     return _channel_dropout("dropout3d", 3, input, p, training, inplace)
 
 
+@checked_signature("alpha_dropout(Tensor input)")
 def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
     return _noise_dropout(input, p, training, inplace, False, True)
 
 
+@checked_signature("feature_alpha_dropout(Tensor input)")
 def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
     return _noise_dropout(input, p, training, inplace, True, True)
 

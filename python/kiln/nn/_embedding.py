@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln._statistics import unique
 from kiln.autograd.grad_mode import no_grad
 from kiln.nn._ops import functions as _functions
@@ -27,6 +28,7 @@ def renorm_rows(weight, indices, max_norm: float, norm_type: float):
     return weight
 
 
+@checked_signature("embedding(Tensor input, Tensor weight)")
 def embedding(input, weight, padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False):
     if padding_idx is not None:
@@ -46,6 +48,7 @@ def embedding(input, weight, padding_idx: Optional[int] = None, max_norm: Option
     return _functions.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
 
 
+@checked_signature("one_hot(Tensor tensor as input, int num_classes)")
 def one_hot(tensor, num_classes: int = -1):
     return _functions.one_hot(tensor, num_classes)
 

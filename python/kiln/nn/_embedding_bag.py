@@ -6,6 +6,7 @@ kiln.nn.functional."""
 from __future__ import annotations
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln.nn._embedding import embedding
 
 
@@ -27,6 +28,7 @@ def _check_offsets(starts, n: int) -> None:
         raise RuntimeError(f"embedding_bag: offsets must not decrease, but got {starts.tolist()}")
 
 
+@checked_signature("embedding_bag(Tensor input, Tensor weight)")
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float = 2, scale_grad_by_freq: bool = False,
                   mode: str = "mean", sparse: bool = False, per_sample_weights=None,
                   include_last_offset: bool = False, padding_idx=None):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln._comparison import scalar_type_name
 from kiln._creation import tensor
 
@@ -158,6 +159,7 @@ def _fractional_pool(name: str, dims: int, prefix: str, input, kernel_size, outp
     return values, indices
 
 
+@checked_signature("fractional_max_pool2d_with_indices(Tensor input)")
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices: bool = False, _random_samples=None):
     """F.fractional_max_pool2d_with_indices: (values, indices) always; see Note [Fractional max pooling as
@@ -174,6 +176,7 @@ def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=Non
     return result if return_indices else result[0]
 
 
+@checked_signature("fractional_max_pool3d_with_indices(Tensor input)")
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices: bool = False, _random_samples=None):
     """F.fractional_max_pool3d_with_indices: (values, indices) always."""

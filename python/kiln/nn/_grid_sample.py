@@ -34,6 +34,7 @@ import warnings
 import numpy as np
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln._creation import tensor
 from kiln.nn._ops import functions as _functions
 
@@ -59,6 +60,7 @@ def _base_coordinates(n: int, align_corners: bool) -> np.ndarray:
     return steps if align_corners else steps * (n - 1) / n
 
 
+@checked_signature("affine_grid(Tensor theta)")
 def affine_grid(theta, size, align_corners=None):
     """The sampling grid [N, H, W, 2] (or [N, D, H, W, 3]) of a batch of affine matrices theta."""
     if align_corners is None:
@@ -254,6 +256,7 @@ def _bicubic(flat, x, y, width: int, height: int, padding_mode: str, align_corne
     return out
 
 
+@checked_signature("grid_sample(Tensor input, Tensor grid)")
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners=None):
     """input [N, C, H, W] sampled at grid [N, Ho, Wo, 2] ((x, y) in [-1, 1]), or input [N, C, D, H, W] at grid
     [N, Do, Ho, Wo, 3] ((x, y, z)); see Note [grid_sample as gathers]."""

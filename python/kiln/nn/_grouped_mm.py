@@ -16,6 +16,7 @@ fails for the 3-D form ("Invalid strides/sizes").
 from __future__ import annotations
 
 from kiln import _C
+from kiln._arguments import _require_tensor
 from kiln._comparison import scalar_type_name
 
 _FLOATS = ("float32", "bfloat16", "float16")
@@ -57,6 +58,8 @@ def _groups(offs):
 
 def grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None):
     """grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None): see the module docstring."""
+    _require_tensor(mat_a, "_grouped_mm", "input", 1)
+    _require_tensor(mat_b, "_grouped_mm", "mat2", 2)
     _check(mat_a, mat_b, offs, bias, out_dtype)
     f = _C._functions
     if offs is None:

@@ -62,6 +62,7 @@ from typing import Optional
 import numpy as np
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln._creation import tensor
 from kiln.nn._pool3d import adaptive_avg_pool3d
 from kiln.nn._pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
@@ -393,6 +394,7 @@ def _dims_error(input, mode: str):
                                f"the modes: {_MODES_TEXT} (got {mode})")
 
 
+@checked_signature("interpolate(Tensor input)")
 def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", align_corners: Optional[bool] = None,
                 recompute_scale_factor: Optional[bool] = None, antialias: bool = False):
     """torch.nn.functional.interpolate: same modes, arguments, checks and messages (see Note
@@ -437,12 +439,14 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
     return _resample(input, kind, sizes, scale_factors, bool(align_corners))
 
 
+@checked_signature("upsample(Tensor input)")
 def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners: Optional[bool] = None):
     """torch.nn.functional.upsample: deprecated spelling of interpolate (warns as torch does)."""
     warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
+@checked_signature("upsample_nearest(Tensor input)")
 def upsample_nearest(input, size=None, scale_factor=None):
     """F.upsample_nearest: interpolate(mode='nearest'), with torch's deprecation warning."""
     warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
@@ -450,6 +454,7 @@ def upsample_nearest(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
+@checked_signature("upsample_bilinear(Tensor input)")
 def upsample_bilinear(input, size=None, scale_factor=None):
     """F.upsample_bilinear: interpolate(mode='bilinear', align_corners=True), with the deprecation warning."""
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",

@@ -6,14 +6,17 @@ Imports: kiln._C, kiln._messages (a dtype word for an error message).
 from __future__ import annotations
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln._messages import _type_word
 
 
+@checked_signature("linear(Tensor input, Tensor weight, Tensor? bias)")
 def linear(input, weight, bias=None):
     """y = input @ weight.T + bias (the C++ op kiln.linear)."""
     return _C._functions.linear(input, weight, bias)
 
 
+@checked_signature("bilinear(Tensor input1, Tensor input2, Tensor weight, Tensor? bias)")
 def bilinear(input1, input2, weight, bias=None):
     """y[..., o] = input1 @ weight[o] @ input2 + bias[o], composed from matmul."""
     dtypes = [input1.dtype, input2.dtype, weight.dtype] + ([bias.dtype] if bias is not None else [])

@@ -17,6 +17,7 @@ import warnings
 from typing import Literal, Optional
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln.nn._linear import linear
 from kiln.nn._losses import cross_entropy
 
@@ -70,6 +71,7 @@ def _warn_ignored_options(options, out_features, reduction, label_smoothing, tar
             f"{tuple(linear_bias.shape) if linear_bias is not None else None}.", stacklevel=3)
 
 
+@checked_signature("linear_cross_entropy(Tensor input, Any linear_weight, Tensor target)")
 def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction: str = "mean",
                          ignore_index: Optional[int] = None, label_smoothing: float = 0.0, options=None):
     """cross_entropy(linear(input, linear_weight, linear_bias), target, ...): ``linear_weight`` is

@@ -17,6 +17,7 @@ import warnings
 from typing import Optional
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln.nn._activations import log_softmax, logsigmoid
 from kiln.nn._distances import pairwise_distance
 from kiln.nn._ops import _scalar_name, native, reduce_mean, reduce_sum
@@ -65,6 +66,7 @@ def _class_dim(input) -> int:
     return 1 if input.dim() >= 2 else 0
 
 
+@checked_signature("nll_loss(Tensor input, Tensor target)")
 def nll_loss(input, target, weight=None, size_average: Optional[bool] = None, ignore_index: int = -100,
              reduce: Optional[bool] = None, reduction: str = "mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -77,6 +79,7 @@ def _per_class(label_smoothing: float, classes: int) -> float:
     return label_smoothing / classes if classes else float("inf")
 
 
+@checked_signature("cross_entropy(Tensor input, Tensor target)")
 def cross_entropy(input, target, weight=None, size_average: Optional[bool] = None, ignore_index: int = -100,
                   reduce: Optional[bool] = None, reduction: str = "mean", label_smoothing: float = 0.0):
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -122,6 +125,7 @@ def cross_entropy(input, target, weight=None, size_average: Optional[bool] = Non
     return nll * (1 - label_smoothing) + smooth * _per_class(label_smoothing, classes)
 
 
+@checked_signature("mse_loss(Tensor input, Tensor target)")
 def mse_loss(input, target, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
              reduction: str = "mean", weight=None):
     _check_same_size("mse_loss", input, target)
@@ -133,6 +137,7 @@ def mse_loss(input, target, size_average: Optional[bool] = None, reduce: Optiona
     return _reduce(loss, reduction)
 
 
+@checked_signature("l1_loss(Tensor input, Tensor target)")
 def l1_loss(input, target, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
             reduction: str = "mean", weight=None):
     _check_same_size("l1_loss", input, target)
@@ -143,6 +148,7 @@ def l1_loss(input, target, size_average: Optional[bool] = None, reduce: Optional
     return _reduce(loss, reduction)
 
 
+@checked_signature("smooth_l1_loss(Tensor input, Tensor target)")
 def smooth_l1_loss(input, target, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
                    reduction: str = "mean", beta: float = 1.0):
     _check_same_size("smooth_l1_loss", input, target)
@@ -156,6 +162,7 @@ def smooth_l1_loss(input, target, size_average: Optional[bool] = None, reduce: O
     return _reduce(loss, reduction)
 
 
+@checked_signature("huber_loss(Tensor input, Tensor target)")
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -173,6 +180,7 @@ def _check_unit_interval(t, what: str) -> None:
         raise RuntimeError(f"all elements of {what} should be between 0 and 1")
 
 
+@checked_signature("binary_cross_entropy(Tensor input, Tensor target)")
 def binary_cross_entropy(input, target, weight=None, size_average: Optional[bool] = None,
                          reduce: Optional[bool] = None, reduction: str = "mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -192,6 +200,7 @@ def binary_cross_entropy(input, target, weight=None, size_average: Optional[bool
     return _reduce(loss, reduction)
 
 
+@checked_signature("binary_cross_entropy_with_logits(Tensor input, Tensor target)")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average: Optional[bool] = None,
                                      reduce: Optional[bool] = None, reduction: str = "mean", pos_weight=None):
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -214,6 +223,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average: O
     return _reduce(loss, reduction)
 
 
+@checked_signature("kl_div(Tensor input, Tensor target)")
 def kl_div(input, target, size_average: Optional[bool] = None, reduce: Optional[bool] = None,
            reduction: str = "mean", log_target: bool = False):
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -231,6 +241,7 @@ def kl_div(input, target, size_average: Optional[bool] = None, reduce: Optional[
 
 
 # --- margin and embedding losses ---------------------------------------------------------------
+@checked_signature("margin_ranking_loss(Tensor input1, Tensor input2, Tensor target)")
 def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
                         reduction: str = "mean"):
     """max(0, -target * (input1 - input2) + margin)."""
@@ -240,6 +251,7 @@ def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_averag
     return _reduce(_functions.clamp_min(-target * (input1 - input2) + margin, 0), reduction)
 
 
+@checked_signature("hinge_embedding_loss(Tensor input, Tensor target)")
 def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, reduce=None, reduction: str = "mean"):
     """x where target is 1, max(0, margin - x) where it is -1 (summed where both apply)."""
     kiln = _functions
@@ -249,11 +261,13 @@ def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, 
     return _reduce(margin_part + self_part, reduction)
 
 
+@checked_signature("soft_margin_loss(Tensor input, Tensor target)")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     """log(1 + exp(-target * input))."""
     return _reduce(_functions.log1p(_functions.exp(-input * target)), reduction)  # input first: torch's error names
 
 
+@checked_signature("cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target)")
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None, reduce=None,
                           reduction: str = "mean"):
     """1 - cos(x1, x2) for target 1, max(0, cos(x1, x2) - margin) for target -1."""
@@ -274,6 +288,7 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_aver
     return _reduce(loss, reduction)
 
 
+@checked_signature("triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative)")
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
                         swap: bool = False, size_average=None, reduce=None, reduction: str = "mean"):
     """max(d(a, p) - d(a, n) + margin, 0) with d the pairwise p-norm distance."""
@@ -296,6 +311,7 @@ def triplet_margin_loss_any_margin(anchor, positive, negative, margin: float, p:
     return _reduce(_functions.clamp_min(margin + d_pos - d_neg, 0), reduction)
 
 
+@checked_signature("poisson_nll_loss(Tensor input, Tensor target)")
 def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, size_average=None, eps: float = 1e-8,
                      reduce=None, reduction: str = "mean"):
     """exp(input) - target * input (log_input), or input - target * log(input + eps); plus Stirling's term if full."""
@@ -307,9 +323,16 @@ def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, 
     return _reduce(loss, reduction)
 
 
+@checked_signature("gaussian_nll_loss(Tensor input, Tensor target)")
 def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
     """0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps)) (+ 0.5 log(2 pi) if full)."""
     kiln = _functions
+    if isinstance(var, float):  # torch takes a float variance for every element
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * kiln.ones_like(input)
+    elif not isinstance(var, _C.TensorBase):
+        raise TypeError(f"gaussian_nll_loss(): argument 'var' must be Tensor or float, not {type(var).__name__}")
     if var.dim() == input.dim() - 1 and tuple(var.shape) == tuple(input.shape[:-1]):
         var = var.unsqueeze(-1)
     elif tuple(var.shape) != tuple(input.shape) and not (var.dim() == input.dim() and var.shape[-1] == 1):
@@ -330,8 +353,11 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
     raise ValueError(f"{reduction} is not valid")  # gaussian_nll_loss's own wording in torch
 
 
+@checked_signature("multilabel_soft_margin_loss(Tensor input, Tensor target)")
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     """-mean over classes of target log sigmoid(x) + (1 - target) log sigmoid(-x)."""
+    if input.dim() == 0:  # the classes are the last dim
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -359,6 +385,7 @@ def _check_multi_margin(input, target, weight=None) -> None:
         raise RuntimeError("target out of range")
 
 
+@checked_signature("multi_margin_loss(Tensor input, Tensor target)")
 def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None, size_average=None, reduce=None,
                       reduction: str = "mean"):
     """sum over i != y of max(0, margin - x[y] + x[i])^p / C, per sample (y the target class)."""
@@ -385,6 +412,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     return _reduce(loss, reduction)
 
 
+@checked_signature("triplet_margin_with_distance_loss(Tensor anchor, Tensor positive, Tensor negative)")
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
                                       swap: bool = False, reduction: str = "mean"):
     """F.triplet_margin_with_distance_loss: max(margin + d(a, p) - d(a, n), 0), d pairwise_distance by default."""
@@ -407,6 +435,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return loss.mean() if reduction == "mean" else loss
 
 
+@checked_signature("multilabel_margin_loss(Tensor input, Tensor target)")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     """sum over the target classes j (up to the first -1) and the other classes i of
     max(0, 1 - (x[j] - x[i])), divided by the class count."""

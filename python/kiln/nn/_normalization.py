@@ -12,6 +12,7 @@ import math
 from typing import Optional
 
 from kiln import _C
+from kiln._arguments import _require_tensor, checked_signature
 from kiln.nn._ops import functions as _functions
 from kiln._padding import pad
 
@@ -20,16 +21,19 @@ def _shape_tuple(shape) -> tuple:
     return (shape,) if isinstance(shape, int) else tuple(shape)
 
 
+@checked_signature("layer_norm(Tensor input)")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-05):
     normalized_shape = _shape_tuple(normalized_shape)
     return _functions.layer_norm(input, list(normalized_shape), weight, bias, eps)
 
 
+@checked_signature("rms_norm(Tensor input)")
 def rms_norm(input, normalized_shape, weight=None, eps: Optional[float] = None):
     normalized_shape = _shape_tuple(normalized_shape)
     return _functions.rms_norm(input, list(normalized_shape), weight, eps)
 
 
+@checked_signature("group_norm(Tensor input)")
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-05):
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
@@ -44,10 +48,11 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-0
     return _functions.group_norm(input, num_groups, weight, bias, eps)
 
 
+@checked_signature("batch_norm(Tensor input)")
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-05):
-    if training:
-        size = input.numel() // input.shape[1] if input.dim() >= 2 else 1
+    if training:  # torch's _verify_batch_size: values per channel, N * prod(spatial dims)
+        size = input.shape[0] * math.prod(input.shape[2:]) if input.dim() >= 2 else 1
         if size == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                              f"{_C.Size(input.shape)}")
@@ -61,17 +66,27 @@ def _norm(input, p: float, dim, keepdim: bool):
     return _functions.linalg_vector_norm(input, float(p), dims, keepdim)
 
 
+@checked_signature("normalize(Tensor input)")
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
+    if out is not None:
+        _require_tensor(out, "normalize", "out", None)
     denom = _norm(input, p, dim, True).clamp_min(eps).expand_as(input)
     if out is not None:
         return out.copy_(input / denom)
     return input / denom
 
 
+@checked_signature("instance_norm(Tensor input)")
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5):
     """Normalises each (sample, channel) slice over its spatial dims: batch_norm of the
     input seen as one sample of N*C channels (running stats averaged back over the batch)."""
+    for position, name, value in ((2, "running_mean", running_mean), (3, "running_var", running_var),
+                                  (4, "weight", weight), (5, "bias", bias)):
+        if value is not None:
+            _require_tensor(value, "instance_norm", name, position)
+    if use_input_stats and math.prod(input.shape[2:]) == 1:  # torch's _verify_spatial_size
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {_C.Size(input.shape)}")
     n, c = input.shape[0], input.shape[1]
     folded = input.reshape([1, n * c] + list(input.shape[2:]))
     mean = running_mean.repeat(n) if running_mean is not None else None
@@ -86,6 +101,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return out.reshape(input.shape)
 
 
+@checked_signature("local_response_norm(Tensor input)")
 def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
     """x / (k + alpha * mean of x^2 over the ``size`` neighbouring channels) ^ beta (zero padded)."""
     if input.dim() < 3:

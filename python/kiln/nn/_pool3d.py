@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from kiln import _C
+from kiln._arguments import _require_tensor, checked_signature
 from kiln._creation import tensor
 from kiln._padding import pad
 
@@ -66,6 +67,7 @@ def _output_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> 
 
 def _check_pool3d(name: str, input, k, s, p, d, ceil_mode: bool) -> list:
     """torch's checks, in its order; returns the output sizes."""
+    _require_tensor(input, name.split("_out_")[0], "input", 1)
     if input.dim() not in (4, 5):
         raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
     spatial = list(input.shape[-3:])
@@ -216,6 +218,8 @@ def _integer_avg_pool3d(input, out, k, s, p, count_include_pad, divisor_override
     return (sums / divisor).trunc().to(input.dtype)
 
 
+@checked_signature("avg_pool3d(Tensor input, int[1] kernel_size, int[1] stride, int[1] padding, bool ceil_mode, "
+                   "bool count_include_pad, int? divisor_override)")
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override=None):
     """Mean over [kD, kH, kW] windows (zero padding counted when count_include_pad; or / divisor_override)."""
@@ -253,6 +257,7 @@ def check_output_size_rank(input, output_size) -> None:
 
 def _adaptive_sizes(name: str, input, output_size, spatial: int, message: str) -> list:
     """The output sizes (None: the input's size), after torch's checks."""
+    _require_tensor(input, name, "input", 1)
     check_output_size_rank(input, output_size)
     if input.dim() not in (spatial + 1, spatial + 2):
         raise RuntimeError(f"{name}(): Expected {spatial + 1}D or {spatial + 2}D tensor, but "
@@ -289,6 +294,7 @@ def _adaptive_max(input, sizes: list, return_indices: bool):
     return result.reshape(*lead, *sizes)
 
 
+@checked_signature("adaptive_avg_pool3d(Tensor input)")
 def adaptive_avg_pool3d(input, output_size):
     """Mean over the windows [floor(o * L / O), ceil((o + 1) * L / O)) of each spatial dim."""
     sizes = _adaptive_sizes("adaptive_avg_pool3d", input, output_size, 3, "adaptive_avg_pool3d: output_size must be 3")
@@ -319,6 +325,7 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
 
 def adaptive_max_pool1d(input, output_size, return_indices: bool = False):
     """Max over the adaptive windows of the last dim of a [N, C, L] or [C, L] input (indices along L)."""
+    _require_tensor(input, "adaptive_max_pool1d", "input", 1)
     if not isinstance(output_size, int):
         if output_size is None:
             raise TypeError("adaptive_max_pool1d(): argument 'output_size' (position 2) must be tuple of ints, not "

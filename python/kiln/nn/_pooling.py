@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from kiln import _C
+from kiln._arguments import _require_tensor, checked_signature
 from kiln.nn import _pool3d
 from kiln.nn._ops import _call, _scalar_name, native
 from kiln.nn._ops import functions as _functions
@@ -36,20 +37,26 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _functions.max_pool2d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
 
 
+@checked_signature("avg_pool1d(Tensor input, int[1] kernel_size, int[1] stride, int[1] padding, bool ceil_mode, "
+                   "bool count_include_pad)")
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
     return _functions.avg_pool1d(input, kernel_size, _stride(stride), padding, ceil_mode, count_include_pad)
 
 
+@checked_signature("avg_pool2d(Tensor input, int[1] kernel_size, int[1] stride, int[1] padding, bool ceil_mode, "
+                   "bool count_include_pad, int? divisor_override)")
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override=None):
     return _functions.avg_pool2d(input, kernel_size, _stride(stride), padding, ceil_mode, count_include_pad,
                  divisor_override)
 
 
+@checked_signature("adaptive_avg_pool1d(Tensor input, int[1] output_size)")
 def adaptive_avg_pool1d(input, output_size):
     return _functions.adaptive_avg_pool1d(input, output_size)
 
 
+@checked_signature("adaptive_avg_pool2d(Tensor input)")
 def adaptive_avg_pool2d(input, output_size):
     _pool3d.check_output_size_rank(input, output_size)
     if isinstance(output_size, int):
@@ -70,34 +77,40 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
 
 
 # --- the *_with_indices forms: (values, indices) whatever return_indices says --------------------
+@checked_signature("max_pool1d_with_indices(Tensor input)")
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                             return_indices: bool = False):
     """F.max_pool1d_with_indices: (values, indices) whatever ``return_indices`` says."""
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+@checked_signature("max_pool2d_with_indices(Tensor input)")
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                             return_indices: bool = False):
     """F.max_pool2d_with_indices: (values, indices)."""
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+@checked_signature("max_pool3d_with_indices(Tensor input)")
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                             return_indices: bool = False):
     """F.max_pool3d_with_indices: (values, indices)."""
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+@checked_signature("adaptive_max_pool1d_with_indices(Tensor input)")
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices: bool = False):
     """F.adaptive_max_pool1d_with_indices: (values, indices)."""
     return adaptive_max_pool1d(input, output_size, True)
 
 
+@checked_signature("adaptive_max_pool2d_with_indices(Tensor input)")
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices: bool = False):
     """F.adaptive_max_pool2d_with_indices: (values, indices)."""
     return adaptive_max_pool2d(input, output_size, True)
 
 
+@checked_signature("adaptive_max_pool3d_with_indices(Tensor input)")
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices: bool = False):
     """F.adaptive_max_pool3d_with_indices: (values, indices)."""
     return adaptive_max_pool3d(input, output_size, True)
@@ -119,14 +132,17 @@ def _lp_pool(pool, dims: int, input, norm_type, kernel_size, stride, ceil_mode):
     return (_functions.sign(pooled) * _functions.relu(_functions.abs(pooled)) * area).pow(1.0 / norm_type)
 
 
+@checked_signature("lp_pool1d(Tensor input)")
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
     return _lp_pool(avg_pool1d, 1, input, norm_type, kernel_size, stride, ceil_mode)
 
 
+@checked_signature("lp_pool2d(Tensor input)")
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
     return _lp_pool(avg_pool2d, 2, input, norm_type, kernel_size, stride, ceil_mode)
 
 
+@checked_signature("lp_pool3d(Tensor input)")
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
     return _lp_pool(avg_pool3d, 3, input, norm_type, kernel_size, stride, ceil_mode)
 
@@ -152,17 +168,18 @@ def _unpool_size(input, kernel, stride, padding, output_size, dims: int) -> list
 
 
 def _max_unpool(input, indices, kernel_size, stride, padding, output_size, dims: int):
+    _require_tensor(indices, f"max_unpool{max(dims, 2)}d", "indices", 2)
+    if indices.dtype != _C.int64:  # torch's first check, before the sizes
+        raise RuntimeError(f"elements in indices should be type int64 but got: {_scalar_name(indices.dtype)}")
+    op_dims = max(dims, 2)  # max_unpool1d runs as max_unpool2d over one more dim, as torch's
+    in_dims = input.dim() + (1 if dims == 1 else 0)
+    if in_dims not in (op_dims + 1, op_dims + 2):  # before the sizes, which read the spatial dims
+        raise RuntimeError(f"Input to max_unpooling{op_dims}d should be a {op_dims + 1}d or {op_dims + 2}d Tensor, "
+                           f"but got a tensor with {in_dims} dimensions.")
     kernel = _ntuple(kernel_size, dims)
     stride = kernel if stride is None else _ntuple(stride, dims)
     padding = _ntuple(padding, dims)
     sizes = _unpool_size(input, kernel, stride, padding, output_size, dims)
-    if indices.dtype != _C.int64:
-        raise RuntimeError(f"elements in indices should be type int64 but got: {_scalar_name(indices.dtype)}")
-    op_dims = max(dims, 2)
-    in_dims = input.dim() + (1 if dims == 1 else 0)
-    if in_dims not in (op_dims + 1, op_dims + 2):
-        raise RuntimeError(f"Input to max_unpooling{op_dims}d should be a {op_dims + 1}d or {op_dims + 2}d Tensor, "
-                           f"but got a tensor with {in_dims} dimensions.")
     if tuple(indices.shape) != tuple(input.shape):
         shape = list(input.shape) + ([1] if dims == 1 else [])
         got = list(indices.shape) + ([1] if dims == 1 else [])
@@ -183,16 +200,19 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, dims:
     return out.reshape(*lead, *sizes)
 
 
+@checked_signature("max_unpool1d(Tensor input)")
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The partial inverse of max_pool1d: each value written at its index, zeros elsewhere."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
 
 
+@checked_signature("max_unpool2d(Tensor input)")
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The partial inverse of max_pool2d: each value written at its flat h * W + w index, zeros elsewhere."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
 
 
+@checked_signature("max_unpool3d(Tensor input)")
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The partial inverse of max_pool3d: each value written at its flat (d * H + h) * W + w index."""
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)

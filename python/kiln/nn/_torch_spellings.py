@@ -23,6 +23,7 @@ import warnings
 import numpy as np
 
 from kiln import _C, _statistics
+from kiln._arguments import _require_tensor, checked_signature
 from kiln._norms import matrix_norm
 from kiln._creation import tensor
 from kiln.autograd.grad_mode import is_grad_enabled, no_grad
@@ -63,57 +64,69 @@ def _no_cpu_kernel(op: str):
 
 
 # --- pooling, dropout, padding, rearrangement ---------------------------------------------------
+@checked_signature("adaptive_max_pool1d(Tensor input, int[1] output_size)")
 def adaptive_max_pool1d(input, output_size):
     """torch.adaptive_max_pool1d: (values, indices), unlike F.adaptive_max_pool1d's default."""
     return F.adaptive_max_pool1d(input, output_size, True)
 
 
+@checked_signature("max_pool3d(Tensor input, int[1] kernel_size, int[1] stride, int[1] padding, int[1] dilation, "
+                   "bool ceil_mode)")
 def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode: bool = False):
     """torch.max_pool3d: the values only (stride [] means the kernel size)."""
     return F.max_pool3d(input, kernel_size, stride if stride else None, padding, dilation, ceil_mode)
 
 
+@checked_signature("alpha_dropout(Tensor input, float p, bool train)")
 def alpha_dropout(input, p: float, train: bool):
     """torch.alpha_dropout(input, p, train)."""
     return F.alpha_dropout(input, p, train)
 
 
+@checked_signature("alpha_dropout_(Tensor input, float p, bool train)")
 def alpha_dropout_(input, p: float, train: bool):
     """torch.alpha_dropout_: in place."""
     return F.alpha_dropout(input, p, train, True)
 
 
+@checked_signature("feature_alpha_dropout(Tensor input, float p, bool train)")
 def feature_alpha_dropout(input, p: float, train: bool):
     """torch.feature_alpha_dropout(input, p, train): one draw per (sample, channel)."""
     return F.feature_alpha_dropout(input, p, train)
 
 
+@checked_signature("feature_alpha_dropout_(Tensor input, float p, bool train)")
 def feature_alpha_dropout_(input, p: float, train: bool):
     """torch.feature_alpha_dropout_: in place."""
     return F.feature_alpha_dropout(input, p, train, True)
 
 
+@checked_signature("feature_dropout(Tensor input, float p, bool train)")
 def feature_dropout(input, p: float, train: bool):
     """torch.feature_dropout(input, p, train): channel dropout of an (N, C, *) input."""
     return _dropout._noise_dropout(input, p, train, False, True, False)
 
 
+@checked_signature("feature_dropout_(Tensor input, float p, bool train)")
 def feature_dropout_(input, p: float, train: bool):
     """torch.feature_dropout_: in place."""
     return _dropout._noise_dropout(input, p, train, True, True, False)
 
 
+@checked_signature("constant_pad_nd(Tensor input, int[] pad, Scalar value)")
 def constant_pad_nd(input, pad, value=0):
     """torch.constant_pad_nd: F.pad in constant mode (negative pads crop)."""
     return F.pad(input, list(pad), "constant", value)
 
 
+@checked_signature("rrelu(Tensor input, Scalar lower, Scalar upper, bool training)")
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training: bool = False, generator=None):
     """torch.rrelu (``generator`` must be None: kiln draws from its default generator)."""
     _no_generator(generator)
     return F.rrelu(input, lower, upper, training)
 
 
+@checked_signature("rrelu_(Tensor input, Scalar lower, Scalar upper, bool training)")
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training: bool = False, generator=None):
     """torch.rrelu_: in place."""
     _no_generator(generator)
@@ -126,6 +139,8 @@ def _no_generator(generator):
 
 
 # --- convolution --------------------------------------------------------------------------------
+@checked_signature("convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+                   "int[] dilation, bool transposed, int[] output_padding, int groups)")
 def convolution(input, weight, bias, stride, padding, dilation, transposed: bool, output_padding, groups: int):
     """torch.convolution: conv1d/2d/3d or their transposes, by the weight's dimensions."""
     if weight.dim() < 3:
@@ -141,17 +156,22 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed: bool
 
 
 # --- losses (integer reduction codes) -----------------------------------------------------------
+@checked_signature("binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight, Tensor? pos_weight, "
+                   "int reduction)")
 def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
     """torch.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction: int)."""
     return F.binary_cross_entropy_with_logits(input, target, weight, reduction=_reduction(reduction),
                                                  pos_weight=pos_weight)
 
 
+@checked_signature("cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin, int reduction)")
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, reduction=1):
     """torch.cosine_embedding_loss(input1, input2, target, margin, reduction: int)."""
     return F.cosine_embedding_loss(input1, input2, target, margin, reduction=_reduction(reduction))
 
 
+@checked_signature("ctc_loss(Tensor log_probs, Tensor targets, Any input_lengths, Any target_lengths, int blank, "
+                   "int reduction, bool zero_infinity)")
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction=1,
              zero_infinity: bool = False):
     """torch.ctc_loss(..., blank, reduction: int, zero_infinity)."""
@@ -159,11 +179,13 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
                          zero_infinity)
 
 
+@checked_signature("hinge_embedding_loss(Tensor input, Tensor target, float margin, int reduction)")
 def hinge_embedding_loss(input, target, margin: float = 1.0, reduction=1):
     """torch.hinge_embedding_loss(input, target, margin, reduction: int)."""
     return F.hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
 
 
+@checked_signature("kl_div(Tensor input, Tensor target, int reduction, *, bool log_target)")
 def kl_div(input, target, reduction=1, *, log_target: bool = False):
     """torch.kl_div(input, target, reduction: int, *, log_target): 'mean' is the mean over all elements
     (ATen's, without F.kl_div's warning)."""
@@ -171,16 +193,20 @@ def kl_div(input, target, reduction=1, *, log_target: bool = False):
     return _reduce(loss, reduction)
 
 
+@checked_signature("margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin, int reduction)")
 def margin_ranking_loss(input1, input2, target, margin: float = 0.0, reduction=1):
     """torch.margin_ranking_loss(input1, input2, target, margin, reduction: int)."""
     return F.margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction))
 
 
+@checked_signature("poisson_nll_loss(Tensor input, Tensor target, bool log_input, bool full, float eps, int reduction)")
 def poisson_nll_loss(input, target, log_input: bool, full: bool, eps: float, reduction):
     """torch.poisson_nll_loss(input, target, log_input, full, eps, reduction: int): all required."""
     return F.poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=_reduction(reduction))
 
 
+@checked_signature("triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin, float p, "
+                   "float eps, bool swap, int reduction)")
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
                         swap: bool = False, reduction=1):
     """torch.triplet_margin_loss(..., margin, p, eps, swap, reduction: int)."""
@@ -189,6 +215,8 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
 
 
 # --- embedding ----------------------------------------------------------------------------------
+@checked_signature("embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, "
+                   "bool sparse, Tensor? per_sample_weights, bool include_last_offset)")
 def embedding_bag(weight, indices, offsets, scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False,
                   per_sample_weights=None, include_last_offset: bool = False, padding_idx=None):
     """torch.embedding_bag: (output, offset2bag, bag_size, max_indices), mode 0 sum, 1 mean, 2 max. The output
@@ -229,9 +257,11 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq: bool = False, mo
             tensor(best.tolist(), dtype=_C.int64).reshape(bags, weight.shape[1]))
 
 
+@checked_signature("embedding_renorm_(Tensor weight as input, Tensor indices, float max_norm, float norm_type)")
 def embedding_renorm_(weight, indices, max_norm: float, norm_type: float):
     """torch.embedding_renorm_: rows of ``weight`` named in ``indices`` whose norm exceeds max_norm are
     scaled (in place, without gradient) by max_norm / (norm + 1e-7)."""
+    _require_tensor(weight, "embedding_renorm_", "input", 1)
     with no_grad():
         rows = _statistics.unique(indices.reshape(-1).to(_C.int64))
         if rows.numel() == 0:
@@ -252,6 +282,8 @@ def _grid_modes(interpolation_mode: int, padding_mode: int):
     return _INTERPOLATION[interpolation_mode], _PADDING[padding_mode]
 
 
+@checked_signature("grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, "
+                   "bool align_corners)")
 def grid_sampler(input, grid, interpolation_mode: int, padding_mode: int, align_corners: bool):
     """torch.grid_sampler: F.grid_sample with ATen's codes (0 bilinear, 1 nearest, 2 bicubic; padding 0
     zeros, 1 border, 2 reflection)."""
@@ -266,33 +298,42 @@ def _grid_sampler_nd(dims: int, input, grid, interpolation_mode, padding_mode, a
     return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
 
 
+@checked_signature("grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, "
+                   "bool align_corners)")
 def grid_sampler_2d(input, grid, interpolation_mode: int, padding_mode: int, align_corners: bool):
     """torch.grid_sampler_2d: 4-D input and grid only."""
     return _grid_sampler_nd(2, input, grid, interpolation_mode, padding_mode, align_corners)
 
 
+@checked_signature("grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, "
+                   "bool align_corners)")
 def grid_sampler_3d(input, grid, interpolation_mode: int, padding_mode: int, align_corners: bool):
     """torch.grid_sampler_3d: 5-D input and grid only."""
     return _grid_sampler_nd(3, input, grid, interpolation_mode, padding_mode, align_corners)
 
 
+@checked_signature("affine_grid_generator(Tensor theta, int[] size, bool align_corners)")
 def affine_grid_generator(theta, size, align_corners: bool):
     """torch.affine_grid_generator: F.affine_grid with align_corners required."""
     return F.affine_grid(theta, list(size), bool(align_corners))
 
 
 # --- normalization and norms --------------------------------------------------------------------
+@checked_signature("instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
+                   "Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled)")
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats: bool, momentum: float,
                   eps: float, cudnn_enabled: bool):
     """torch.instance_norm: ATen's argument order (weight and bias first); cudnn_enabled is ignored."""
     return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
 
 
+@checked_signature("native_norm(Tensor input)")
 def native_norm(input, p=2, dim=None, keepdim: bool = False, dtype=None):
     """torch.native_norm: a sparse-only op; on a dense CPU tensor torch raises NotImplementedError, as here."""
     _no_cpu_kernel("native_norm" if dim is None else "native_norm.ScalarOpt_dim_dtype")
 
 
+@checked_signature("frobenius_norm(Tensor input, int[1] dim, bool keepdim)")
 def frobenius_norm(input, dim, keepdim: bool = False):
     """torch.frobenius_norm: the 2-norm over at most two dims (deprecated in torch: it warns; so does kiln)."""
     dims = [dim] if isinstance(dim, int) else list(dim)
@@ -303,6 +344,7 @@ def frobenius_norm(input, dim, keepdim: bool = False):
     return _f().linalg_vector_norm(input, 2.0, dims if dims else None, keepdim)
 
 
+@checked_signature("nuclear_norm(Tensor input)")
 def nuclear_norm(input, dim=None, keepdim: bool = False):
     """torch.nuclear_norm(input, keepdim=False) (a 2-D input) or (input, dim, keepdim): the sum of the
     singular values (deprecated in torch: it warns; so does kiln)."""
@@ -316,40 +358,55 @@ def nuclear_norm(input, dim=None, keepdim: bool = False):
 
 
 # --- sync batch norm helpers: torch has CUDA kernels only, except batch_norm_update_stats -----------
+@checked_signature("batch_norm_stats(Tensor input, float eps)")
 def batch_norm_stats(input, eps: float):
     """torch.batch_norm_stats: CUDA only in torch; NotImplementedError on CPU, as torch."""
     _no_cpu_kernel("batch_norm_stats")
 
 
+@checked_signature("batch_norm_elemt(Tensor input, Tensor? weight, Tensor? bias, Tensor mean, Tensor invstd, "
+                   "float eps)")
 def batch_norm_elemt(input, weight, bias, mean, invstd, eps: float):
     """torch.batch_norm_elemt: CUDA only; NotImplementedError on CPU."""
     _no_cpu_kernel("batch_norm_elemt")
 
 
+@checked_signature("batch_norm_gather_stats(Tensor input, Tensor mean, Tensor invstd, Tensor? running_mean, "
+                   "Tensor? running_var, float momentum, float eps, int count)")
 def batch_norm_gather_stats(input, mean, invstd, running_mean, running_var, momentum: float, eps: float, count):
     """torch.batch_norm_gather_stats: CUDA only; NotImplementedError on CPU."""
     _no_cpu_kernel("batch_norm_gather_stats")
 
 
+@checked_signature("batch_norm_gather_stats_with_counts(Tensor input, Tensor mean, Tensor invstd, "
+                   "Tensor? running_mean, Tensor? running_var, float momentum, float eps, Tensor counts)")
 def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, running_var, momentum: float,
                                         eps: float, counts):
     """torch.batch_norm_gather_stats_with_counts: CUDA only; NotImplementedError on CPU."""
     _no_cpu_kernel("batch_norm_gather_stats_with_counts")
 
 
+@checked_signature("batch_norm_backward_reduce(Tensor grad_out, Tensor input, Tensor mean, Tensor invstd, "
+                   "Tensor? weight, bool input_g, bool weight_g, bool bias_g)")
 def batch_norm_backward_reduce(grad_out, input, mean, invstd, weight, input_g: bool, weight_g: bool, bias_g: bool):
     """torch.batch_norm_backward_reduce: CUDA only; NotImplementedError on CPU."""
     _no_cpu_kernel("batch_norm_backward_reduce")
 
 
+@checked_signature("batch_norm_backward_elemt(Tensor grad_out, Tensor input, Tensor mean, Tensor invstd, "
+                   "Tensor? weight, Tensor sum_dy, Tensor sum_dy_xmu, Tensor count)")
 def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, count):
     """torch.batch_norm_backward_elemt: CUDA only; NotImplementedError on CPU."""
     _no_cpu_kernel("batch_norm_backward_elemt")
 
 
+@checked_signature("batch_norm_update_stats(Tensor input, Tensor? running_mean, Tensor? running_var, float momentum)")
 def batch_norm_update_stats(input, running_mean, running_var, momentum: float):
     """torch.batch_norm_update_stats: (mean, biased variance) per channel (dim 1) of ``input``; the running
     stats, when given, move toward (mean, unbiased variance) by ``momentum`` in place. No gradient."""
+    if input.dim() < 2:  # the channels are dim 1
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(input.dim(), 1)}, "
+                         f"{max(input.dim(), 1) - 1}], but got 1)")
     with no_grad():
         dims = [0] + list(range(2, input.dim()))
         count = input.numel() // max(input.shape[1], 1)
@@ -415,8 +472,34 @@ def _split_overload(args, hx_is_list: bool):
     return args[0], None, args[1], list(args[2:]), False
 
 
+def _is_tensor_list(value):
+    return isinstance(value, (list, tuple)) and all(isinstance(v, _C.TensorBase) for v in value)
+
+
+def _check_recurrent_arguments(name, args, hx_is_list: bool):
+    """torch's argument parser's refusal of a call matching neither overload (a TypeError, not the
+    IndexError or unpacking error the body would raise)."""
+    is_hx = _is_tensor_list if hx_is_list else (lambda v: isinstance(v, _C.TensorBase))
+    is_bool = lambda v: isinstance(v, bool)  # noqa: E731
+    is_int = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
+    is_float = lambda v: isinstance(v, (int, float)) or (isinstance(v, _C.TensorBase) and v.dim() == 0)  # noqa: E731
+    is_tensor = lambda v: isinstance(v, _C.TensorBase)  # noqa: E731
+    rest = (_is_tensor_list, is_bool, is_int, is_float, is_bool, is_bool)
+    overloads = ((is_tensor, is_hx) + rest + (is_bool,), (is_tensor, is_tensor, is_hx) + rest)
+    if not any(len(args) == len(checks) and all(check(a) for check, a in zip(checks, args)) for checks in overloads):
+        hx = "Tensor[] hx" if hx_is_list else "Tensor hx"
+        got = ", ".join(type(a).__name__ for a in args)
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                        f" * (Tensor input, {hx}, tuple of Tensors params, bool has_biases, int num_layers, "
+                        f"float dropout, bool train, bool bidirectional, bool batch_first)\n"
+                        f" * (Tensor data, Tensor batch_sizes, {hx}, tuple of Tensors params, bool has_biases, "
+                        f"int num_layers, float dropout, bool train, bool bidirectional)\n")
+
+
 def _recurrent(mode, args):
     hx_is_list = mode == "LSTM"
+    _check_recurrent_arguments({"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu"}[mode],
+                               args, hx_is_list)
     input, batch_sizes, hx, rest, packed = _split_overload(args, hx_is_list)
     if packed:
         params, has_biases, num_layers, dropout, train, bidirectional = rest
@@ -457,21 +540,25 @@ def _cell(mode, input, h, c, w_ih, w_hh, b_ih, b_hh):
     return _cell_step(mode, F.linear(input, w_ih, b_ih), h, c, w_hh.t(), b_hh)
 
 
+@checked_signature("lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh)")
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """torch.lstm_cell(input, [h, c], w_ih, w_hh, b_ih, b_hh): (h', c')."""
     return _cell("LSTM", input, hx[0], hx[1], w_ih, w_hh, b_ih, b_hh)
 
 
+@checked_signature("gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh)")
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """torch.gru_cell: h'."""
     return _cell("GRU", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]
 
 
+@checked_signature("rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh)")
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """torch.rnn_tanh_cell: tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
     return _cell("RNN_TANH", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]
 
 
+@checked_signature("rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh)")
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """torch.rnn_relu_cell: relu(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
     return _cell("RNN_RELU", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]

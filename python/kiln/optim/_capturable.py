@@ -22,7 +22,11 @@ the parameter's dtype where
 the kernels cast them; the element-wise update in the parameter's dtype), as
 in-place ops on the parameters and state, which capture records out of place
 with copy-backs. Results equal the eager kernels' up to the rounding of fused
-multiply-adds (a few ulp per step).
+multiply-adds (a few ulp per step; compiled by the default backend they are
+equal bit for bit: tests/python/compiler/test_multi_tensor_optimizer.py). The
+default backend runs a group's per-parameter updates, one identical fused
+kernel each, as ONE multi-tensor kernel step (passes/group_multi_tensor.h,
+Note [Multi-tensor kernel steps]).
 
 What the graph's shape depends on (amsgrad, maximize, nesterov, decoupled
 weight decay, whether weight_decay / momentum is zero, the groups and their
@@ -91,12 +95,16 @@ def _kind(optimizer) -> str | None:
     return None if update is None else ("adam" if update is adam_update else "sgd")
 
 
-def _values(kind: str, group: dict) -> dict:
+# The scalar inputs' names, in the order _values gives them.
+_NAMES = {"adam": ("lr", "beta1", "beta2", "eps", "weight_decay"), "sgd": _SGD_SCALARS}
+
+
+def _values(kind: str, group: dict) -> tuple:
+    """The group's hyperparameters in _NAMES[kind] order (a tuple: compared once per compiled call)."""
     if kind == "adam":
         beta1, beta2 = group["betas"]
-        return {"lr": group["lr"], "beta1": beta1, "beta2": beta2, "eps": group["eps"],
-                "weight_decay": group["weight_decay"]}
-    return {name: group[name] for name in _SGD_SCALARS}
+        return group["lr"], beta1, beta2, group["eps"], group["weight_decay"]
+    return group["lr"], group["momentum"], group["dampening"], group["weight_decay"]
 
 
 def _structure(kind: str, group: dict) -> tuple:
@@ -123,7 +131,7 @@ class ScalarInputs:
         for group in self._groups:
             values = _values(self.kind, group)
             tensors = {}
-            for name, value in values.items():
+            for name, value in zip(_NAMES[self.kind], values):
                 if isinstance(value, _C.TensorBase):
                     value = float(value.item())  # a tensor lr: its value now (read outside any capture)
                 tensors[name] = _C._functions.full((), float(value), dtype=_C.float64)
@@ -141,17 +149,22 @@ class ScalarInputs:
         """Copies changed hyperparameters into the tensors; False when the groups changed in a way the
         captured graph depends on (then nothing is trusted: recapture)."""
         groups = self.optimizer.param_groups
-        if len(groups) != len(self._groups) or any(a is not b for a, b in zip(groups, self._groups)):
+        known = self._groups
+        if len(groups) != len(known):
             return False
-        for group, tensors, last in zip(groups, self.per_group, self._last):
+        for i, group in enumerate(groups):  # (a loop, not any(...): this runs on every compiled call)
+            if group is not known[i]:
+                return False
             values = _values(self.kind, group)
+            last = self._last[i]
             if values != last:
-                if _structure(self.kind, group) != self.structure[groups.index(group)]:
+                if _structure(self.kind, group) != self.structure[i]:
                     return False
-                for name, value in values.items():
-                    if value != last[name]:
+                tensors = self.per_group[i]
+                for name, value, before in zip(_NAMES[self.kind], values, last):
+                    if value != before:
                         tensors[name].fill_(float(value))
-                last.update(values)
+                self._last[i] = values
         return True
 
     def unchanged_since_refresh(self) -> bool:

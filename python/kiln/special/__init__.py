@@ -9,35 +9,43 @@ from __future__ import annotations
 import math
 
 from kiln import _C
+from kiln._arguments import checked_signature as _checked_signature
 
 _f = _C._functions
 
 
+@_checked_signature("special_expit(Tensor input, *, Tensor? out)")
 def expit(input, *, out=None):
     """The logistic sigmoid."""
     return _f.sigmoid(input, out=out) if out is not None else _f.sigmoid(input)
 
 
+@_checked_signature("special_logit(Tensor input, float? eps, *, Tensor? out)")
 def logit(input, eps=None, *, out=None):
     return _f.logit(input, eps, out=out) if out is not None else _f.logit(input, eps)
 
 
+@_checked_signature("special_erf(Tensor input, *, Tensor? out)")
 def erf(input, *, out=None):
     return _f.erf(input, out=out) if out is not None else _f.erf(input)
 
 
+@_checked_signature("special_erfc(Tensor input, *, Tensor? out)")
 def erfc(input, *, out=None):
     return _f.erfc(input, out=out) if out is not None else _f.erfc(input)
 
 
+@_checked_signature("special_erfinv(Tensor input, *, Tensor? out)")
 def erfinv(input, *, out=None):
     return _f.erfinv(input, out=out) if out is not None else _f.erfinv(input)
 
 
+@_checked_signature("special_gammaln(Tensor input, *, Tensor? out)")
 def gammaln(input, *, out=None):
     return _f.lgamma(input, out=out) if out is not None else _f.lgamma(input)
 
 
+@_checked_signature("special_digamma(Tensor input, *, Tensor? out)")
 def digamma(input, *, out=None):
     return _f.digamma(input, out=out) if out is not None else _f.digamma(input)
 
@@ -45,10 +53,12 @@ def digamma(input, *, out=None):
 psi = digamma
 
 
+@_checked_signature("special_polygamma(int n, Tensor input, *, Tensor? out)")
 def polygamma(n, input, *, out=None):
     return _f.polygamma(n, input, out=out) if out is not None else _f.polygamma(n, input)
 
 
+@_checked_signature("special_xlogy(Any input, Any other, *, Tensor? out)")
 def xlogy(input, other, *, out=None):
     return _f.xlogy(input, other, out=out) if out is not None else _f.xlogy(input, other)
 
@@ -59,10 +69,12 @@ def xlog1py(input, other):
     return _f.where((input == 0) & ~_f.isnan(other), result * 0, result)
 
 
+@_checked_signature("special_sinc(Tensor input, *, Tensor? out)")
 def sinc(input, *, out=None):
     return _f.sinc(input, out=out) if out is not None else _f.sinc(input)
 
 
+@_checked_signature("special_ndtr(Tensor input)")
 def ndtr(input):
     """The standard normal CDF (integer and bool inputs read as the default float dtype, as torch does)."""
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
@@ -70,30 +82,37 @@ def ndtr(input):
     return 0.5 * _f.erfc(-input * (1 / math.sqrt(2)))
 
 
+@_checked_signature("special_expm1(Tensor input, *, Tensor? out)")
 def expm1(input, *, out=None):
     return _f.expm1(input, out=out) if out is not None else _f.expm1(input)
 
 
+@_checked_signature("special_exp2(Tensor input, *, Tensor? out)")
 def exp2(input, *, out=None):
     return _f.exp2(input, out=out) if out is not None else _f.exp2(input)
 
 
+@_checked_signature("special_log1p(Tensor input, *, Tensor? out)")
 def log1p(input, *, out=None):
     return _f.log1p(input, out=out) if out is not None else _f.log1p(input)
 
 
+@_checked_signature("special_round(Tensor input, *, int decimals, Tensor? out)")
 def round(input, *, decimals=0, out=None):  # noqa: A001  (torch's name)
     return _f.round(input, decimals=decimals, out=out) if out is not None else _f.round(input, decimals=decimals)
 
 
+@_checked_signature("special_logsumexp(Tensor input, int[1] dim, bool keepdim, *, Tensor? out)")
 def logsumexp(input, dim, keepdim=False, *, out=None):
     return _f.logsumexp(input, dim, keepdim, out=out) if out is not None else _f.logsumexp(input, dim, keepdim)
 
 
+@_checked_signature("special_softmax(Tensor input, int dim, *, ScalarType? dtype)")
 def softmax(input, dim, *, dtype=None):
     return _f.softmax(input, dim, dtype=dtype)
 
 
+@_checked_signature("special_log_softmax(Tensor input, int dim, *, ScalarType? dtype)")
 def log_softmax(input, dim, *, dtype=None):
     return _f.log_softmax(input, dim, dtype=dtype)
 

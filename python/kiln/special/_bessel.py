@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 from kiln import _C, _creation
+from kiln._arguments import checked_signature
 from kiln.autograd import grad_mode
 from kiln.special import _common as c
 from kiln.special._modified_bessel_i import _bessel_i
@@ -330,61 +331,73 @@ def _unary(name, input, out, compute):
     return c.finish(result, out)
 
 
+@checked_signature("special_bessel_j0(Tensor input, *, Tensor? out)")
 def bessel_j0(input, *, out=None):
     """torch.special.bessel_j0: the Bessel function of the first kind of order 0."""
     return _unary("bessel_j0", input, out, lambda x: bessel_jy64(x)[0])
 
 
+@checked_signature("special_bessel_j1(Tensor input, *, Tensor? out)")
 def bessel_j1(input, *, out=None):
     """torch.special.bessel_j1: the Bessel function of the first kind of order 1."""
     return _unary("bessel_j1", input, out, lambda x: bessel_jy64(x)[1])
 
 
+@checked_signature("special_bessel_y0(Tensor input, *, Tensor? out)")
 def bessel_y0(input, *, out=None):
     """torch.special.bessel_y0: the Bessel function of the second kind of order 0."""
     return _unary("bessel_y0", input, out, lambda x: bessel_jy64(x)[2])
 
 
+@checked_signature("special_bessel_y1(Tensor input, *, Tensor? out)")
 def bessel_y1(input, *, out=None):
     """torch.special.bessel_y1: the Bessel function of the second kind of order 1."""
     return _unary("bessel_y1", input, out, lambda x: bessel_jy64(x)[3])
 
 
+@checked_signature("special_modified_bessel_i0(Tensor input, *, Tensor? out)")
 def modified_bessel_i0(input, *, out=None):
     """torch.special.modified_bessel_i0: I0 (no gradient, as in torch)."""
     return _unary("modified_bessel_i0", input, out, lambda x: _bessel_i64(0, x))
 
 
+@checked_signature("special_modified_bessel_i1(Tensor input, *, Tensor? out)")
 def modified_bessel_i1(input, *, out=None):
     """torch.special.modified_bessel_i1: I1 (no gradient, as in torch)."""
     return _unary("modified_bessel_i1", input, out, lambda x: _bessel_i64(1, x))
 
 
+@checked_signature("special_modified_bessel_k0(Tensor input, *, Tensor? out)")
 def modified_bessel_k0(input, *, out=None):
     """torch.special.modified_bessel_k0: the modified Bessel function of the second kind of order 0."""
     return _unary("modified_bessel_k0", input, out, lambda x: bessel_k64(0, x, False))
 
 
+@checked_signature("special_modified_bessel_k1(Tensor input, *, Tensor? out)")
 def modified_bessel_k1(input, *, out=None):
     """torch.special.modified_bessel_k1: the modified Bessel function of the second kind of order 1."""
     return _unary("modified_bessel_k1", input, out, lambda x: bessel_k64(1, x, False))
 
 
+@checked_signature("special_scaled_modified_bessel_k0(Any input, *, Tensor? out)")
 def scaled_modified_bessel_k0(input, *, out=None):
     """torch.special.scaled_modified_bessel_k0: exp(x) K0(x)."""
     return _unary("scaled_modified_bessel_k0", input, out, lambda x: bessel_k64(0, x, True))
 
 
+@checked_signature("special_scaled_modified_bessel_k1(Any input, *, Tensor? out)")
 def scaled_modified_bessel_k1(input, *, out=None):
     """torch.special.scaled_modified_bessel_k1: exp(x) K1(x)."""
     return _unary("scaled_modified_bessel_k1", input, out, lambda x: bessel_k64(1, x, True))
 
 
+@checked_signature("special_spherical_bessel_j0(Any input, *, Tensor? out)")
 def spherical_bessel_j0(input, *, out=None):
     """torch.special.spherical_bessel_j0: sin(x)/x (1 at 0, 0 at +-inf)."""
     return _unary("spherical_bessel_j0", input, out, spherical_j0_64)
 
 
+@checked_signature("special_airy_ai(Any input, *, Tensor? out)")
 def airy_ai(input, *, out=None):
     """torch.special.airy_ai: the Airy function Ai (nan at +-inf, as torch gives)."""
     return _unary("airy_ai", input, out, airy_ai64)

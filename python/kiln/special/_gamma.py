@@ -37,6 +37,7 @@ import math
 from fractions import Fraction
 
 from kiln import _C, _dtypes
+from kiln._arguments import checked_signature
 from kiln.autograd import grad_mode
 from kiln.autograd.function import Function
 from kiln.special import _common as c
@@ -320,26 +321,31 @@ def _incomplete(kernel, op, input, other, out):
     return c.finish(_functions()[kernel].apply(a, x), out)
 
 
+@checked_signature("special_gammainc(Tensor input, Tensor other, *, Tensor? out)")
 def gammainc(input, other, *, out=None):
     """torch.special.gammainc: the regularised lower incomplete gamma function P(input, other)."""
     return _incomplete("igamma", "special_gammainc", input, other, out)
 
 
+@checked_signature("special_gammaincc(Tensor input, Tensor other, *, Tensor? out)")
 def gammaincc(input, other, *, out=None):
     """torch.special.gammaincc: the regularised upper incomplete gamma function Q(input, other)."""
     return _incomplete("igammac", "special_gammaincc", input, other, out)
 
 
+@checked_signature("igamma(Tensor input, Tensor other, *, Tensor? out)")
 def igamma(input, other, *, out=None):
     """torch.igamma: as special.gammainc."""
     return _incomplete("igamma", "igamma", input, other, out)
 
 
+@checked_signature("igammac(Tensor input, Tensor other, *, Tensor? out)")
 def igammac(input, other, *, out=None):
     """torch.igammac: as special.gammaincc."""
     return _incomplete("igammac", "igammac", input, other, out)
 
 
+@checked_signature("special_zeta(Any input, Any other, *, Tensor? out)")
 def zeta(input, other, *, out=None):
     """torch.special.zeta: the Hurwitz zeta function sum_k (other + k)^-input; either argument may be a
     Python number."""
@@ -369,6 +375,7 @@ def tensor_igammac_(self, other):
     return _inplace(self, igammac(self, other))
 
 
+@checked_signature("special_multigammaln(Tensor input, int p, *, Tensor? out)")
 def multigammaln(input, p, *, out=None, _op="special_multigammaln"):
     """log of the multivariate gamma function of dimension p: sum_j lgamma(x - j/2) + p (p-1)/4 log(pi)
     (torch.mvlgamma). Integer inputs give the default dtype."""

@@ -19,6 +19,7 @@ import functools
 import math
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln.autograd import grad_mode
 from kiln.autograd.function import Function
 from kiln.special import _common
@@ -139,21 +140,25 @@ def _apply(name, input, out, op=None):
     return result
 
 
+@checked_signature("special_i0(Tensor input, *, Tensor? out)")
 def i0(input, *, out=None, _op=None):
     """The modified Bessel function of the first kind of order 0."""
     return _apply("i0", input, out, _op)
 
 
+@checked_signature("special_i0e(Tensor input, *, Tensor? out)")
 def i0e(input, *, out=None):
     """exp(-|x|) i0(x)."""
     return _apply("i0e", input, out)
 
 
+@checked_signature("special_i1(Tensor input, *, Tensor? out)")
 def i1(input, *, out=None):
     """The modified Bessel function of the first kind of order 1."""
     return _apply("i1", input, out)
 
 
+@checked_signature("special_i1e(Tensor input, *, Tensor? out)")
 def i1e(input, *, out=None):
     """exp(-|x|) i1(x)."""
     return _apply("i1e", input, out)

@@ -25,6 +25,7 @@ import functools
 import math
 
 from kiln import _C
+from kiln._arguments import checked_signature
 from kiln.autograd.function import Function
 from kiln.special import _common as c
 
@@ -181,21 +182,25 @@ def _unary(name, input, out, half_ok=False):
     return c.finish(_functions()[name].apply(input.to(dtype)), out)
 
 
+@checked_signature("special_erfcx(Tensor input, *, Tensor? out)")
 def erfcx(input, *, out=None):
     """torch.special.erfcx: exp(x^2) erfc(x), accurate over the whole line (inf below x ~ -26.6)."""
     return _unary("erfcx", input, out)
 
 
+@checked_signature("special_log_ndtr(Tensor input, *, Tensor? out)")
 def log_ndtr(input, *, out=None):
     """torch.special.log_ndtr: log of the standard normal CDF, without underflow in either tail."""
     return _unary("log_ndtr", input, out)
 
 
+@checked_signature("special_ndtri(Tensor input, *, Tensor? out)")
 def ndtri(input, *, out=None):
     """torch.special.ndtri: the standard normal quantile (-inf at 0, inf at 1, nan outside [0, 1])."""
     return _unary("ndtri", input, out)
 
 
+@checked_signature("special_entr(Tensor input, *, Tensor? out)")
 def entr(input, *, out=None):
     """torch.special.entr: -x log x for x > 0, 0 at 0, -inf below 0."""
     return _unary("entr", input, out, half_ok=True)

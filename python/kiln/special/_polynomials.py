@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 
+from kiln._arguments import checked_signature
 from kiln import _C
 from kiln.special import _common as c
 
@@ -115,41 +116,49 @@ def _chebyshev_ends(kind, top, degree, nf):
     return _F.where(top, at_top, at_bottom)
 
 
+@checked_signature("special_chebyshev_polynomial_t(Any input, Any n, *, Tensor? out)")
 def chebyshev_polynomial_t(input, n, *, out=None):
     """torch.special.chebyshev_polynomial_t: T_n(x)."""
     return _chebyshev("chebyshev_polynomial_t", input, n, "t", False, out)
 
 
+@checked_signature("special_chebyshev_polynomial_u(Any input, Any n, *, Tensor? out)")
 def chebyshev_polynomial_u(input, n, *, out=None):
     """torch.special.chebyshev_polynomial_u: U_n(x)."""
     return _chebyshev("chebyshev_polynomial_u", input, n, "u", False, out)
 
 
+@checked_signature("special_chebyshev_polynomial_v(Any input, Any n, *, Tensor? out)")
 def chebyshev_polynomial_v(input, n, *, out=None):
     """torch.special.chebyshev_polynomial_v: V_n(x)."""
     return _chebyshev("chebyshev_polynomial_v", input, n, "v", False, out)
 
 
+@checked_signature("special_chebyshev_polynomial_w(Any input, Any n, *, Tensor? out)")
 def chebyshev_polynomial_w(input, n, *, out=None):
     """torch.special.chebyshev_polynomial_w: W_n(x)."""
     return _chebyshev("chebyshev_polynomial_w", input, n, "w", False, out)
 
 
+@checked_signature("special_shifted_chebyshev_polynomial_t(Any input, Any n, *, Tensor? out)")
 def shifted_chebyshev_polynomial_t(input, n, *, out=None):
     """torch.special.shifted_chebyshev_polynomial_t: T_n(2x - 1)."""
     return _chebyshev("shifted_chebyshev_polynomial_t", input, n, "t", True, out)
 
 
+@checked_signature("special_shifted_chebyshev_polynomial_u(Any input, Any n, *, Tensor? out)")
 def shifted_chebyshev_polynomial_u(input, n, *, out=None):
     """torch.special.shifted_chebyshev_polynomial_u: U_n(2x - 1)."""
     return _chebyshev("shifted_chebyshev_polynomial_u", input, n, "u", True, out)
 
 
+@checked_signature("special_shifted_chebyshev_polynomial_v(Any input, Any n, *, Tensor? out)")
 def shifted_chebyshev_polynomial_v(input, n, *, out=None):
     """torch.special.shifted_chebyshev_polynomial_v: V_n(2x - 1)."""
     return _chebyshev("shifted_chebyshev_polynomial_v", input, n, "v", True, out)
 
 
+@checked_signature("special_shifted_chebyshev_polynomial_w(Any input, Any n, *, Tensor? out)")
 def shifted_chebyshev_polynomial_w(input, n, *, out=None):
     """torch.special.shifted_chebyshev_polynomial_w: W_n(2x - 1)."""
     return _chebyshev("shifted_chebyshev_polynomial_w", input, n, "w", True, out)
@@ -174,16 +183,19 @@ def _hermite(op, x, n, physicists, out):
     return c.finish(result, out)
 
 
+@checked_signature("special_hermite_polynomial_h(Any input, Any n, *, Tensor? out)")
 def hermite_polynomial_h(input, n, *, out=None):
     """torch.special.hermite_polynomial_h: the physicists' Hermite polynomial H_n(x)."""
     return _hermite("hermite_polynomial_h", input, n, True, out)
 
 
+@checked_signature("special_hermite_polynomial_he(Any input, Any n, *, Tensor? out)")
 def hermite_polynomial_he(input, n, *, out=None):
     """torch.special.hermite_polynomial_he: the probabilists' Hermite polynomial He_n(x)."""
     return _hermite("hermite_polynomial_he", input, n, False, out)
 
 
+@checked_signature("special_laguerre_polynomial_l(Any input, Any n, *, Tensor? out)")
 def laguerre_polynomial_l(input, n, *, out=None):
     """torch.special.laguerre_polynomial_l: the Laguerre polynomial L_n(x) (1 at x = 0)."""
     x, degree, dtype = _operands("laguerre_polynomial_l", input, n)
@@ -198,6 +210,7 @@ def laguerre_polynomial_l(input, n, *, out=None):
     return c.finish(result, out)
 
 
+@checked_signature("special_legendre_polynomial_p(Any input, Any n, *, Tensor? out)")
 def legendre_polynomial_p(input, n, *, out=None):
     """torch.special.legendre_polynomial_p: the Legendre polynomial P_n(x)."""
     x, degree, dtype = _operands("legendre_polynomial_p", input, n)

@@ -238,9 +238,14 @@ def fused_graph_kernels():
                 graphs += 1
                 cuda = cuda_graph(g)
                 cpu = _C._runtime.compile(g, runs_without_autograd=True, target="cpu")
-                # The CUDA graph fuses as the CPU graph does: the same kernels, the same eager steps.
-                assert cuda.kernel_count == cpu.kernel_count and cuda.eager_ops == cpu.eager_ops, (name, dtype)
-                assert [_unnamed(k) for k in cuda.kernels] == [_unnamed(k) for k in cpu.kernels], (name, dtype)
+                # The CUDA graph fuses as the CPU graph does: the same kernels, the same eager steps; but
+                # layer_norm's weight and bias gradients, a CPU column kernel in eager's norm order
+                # (Note [Norm parameter gradients as column groups]) that codegen/cuda does not print yet,
+                # stay eager steps there.
+                cpu_kernels = [_unnamed(k) for k in cpu.kernels if "norm order" not in k]
+                assert [_unnamed(k) for k in cuda.kernels] == cpu_kernels, (name, dtype)
+                cpu_norm_ops = [op for ops, k in zip(cpu.kernel_ops, cpu.kernels) if "norm order" in k for op in ops]
+                assert sorted(cuda.eager_ops) == sorted(cpu.eager_ops + cpu_norm_ops), (name, dtype)
                 counts[(name, dtype)] = counts.get((name, dtype), 0) + cuda.kernel_count
                 for source, entry32, entry64 in cuda.cuda_sources:
                     kernels[entry32] = (source, [entry32, entry64])
@@ -289,4 +294,22 @@ def test_eager_pointwise_kernels_come_from_the_table_and_compile():
     what = {w for w, _, _ in kernels}
     assert {"add Half -> Half", "eq Long -> Bool", "gelu BFloat16 -> BFloat16", "exp Double -> Double",
             "gelu_backward Float -> Float", "sigmoid_backward Half -> Half", "tanh_backward BFloat16 -> BFloat16",
-            "silu_backward Double -> Double"} <= what
+            "silu_backward Double -> Double", "threshold_backward Half -> Half",
+            "threshold_backward Long -> Long"} <= what
+
+
+def test_contiguous_kernels_load_and_store_128_bit_vectors():
+    """Note [Vectorised pointwise kernels]: the PTX of a contiguous float32 (float64) kernel moves its
+    operands with 4-element (2-element) vector loads and stores; a strided kernel does not."""
+    for dtype, width in ((kiln.float32, "v4.f32"), (kiln.float64, "v2.f64")):
+        x, y = kiln.randn(64).to(dtype), kiln.randn(64).to(dtype)
+        compiled = kiln.compile(lambda a, b: a * b + a, backend="eager")
+        with kiln.no_grad():
+            compiled(x, y)
+        (entry,) = _entries(compiled)
+        (program,) = _graph_programs(entry.program)
+        cuda = _C._runtime.compile(program.graph, runs_without_autograd=True, target="cuda")
+        ((source, _, _),) = cuda.cuda_sources
+        ptx = _C._nvrtc_compile(source, "vec.cu", "sm_80", True).decode()
+        assert re.search(rf"ld\.global(\.nc)?\.{width}", ptx), ptx[:2000]
+        assert re.search(rf"st\.global\.{width}", ptx), ptx[:2000]

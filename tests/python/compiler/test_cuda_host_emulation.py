@@ -246,3 +246,34 @@ def test_forward_and_backward_kernels_run_as_the_cpu_kernels_do(dtype):
                                                    err_msg=f"{name} graph {index} kernel {k}")
                     checked += 1
     assert checked >= 8, checked
+
+
+@pytest.mark.parametrize("dtype", [kiln.float32, kiln.float64, kiln.float16, kiln.bfloat16, kiln.int8], ids=str)
+def test_vectorised_kernels_with_a_tail_and_misaligned_operands_run_as_eager_does(dtype):
+    """Note [Vectorised pointwise kernels]: a contiguous kernel's vector loop and its scalar tail (n not a
+    multiple of the vector), and the scalar loop alone when an operand is a view at an odd offset."""
+    functions = {"mul_add": lambda x, y: x * y + x, "compare": lambda x, y: (x * y) > x}
+    with tempfile.TemporaryDirectory() as folder:
+        for what, fn in functions.items():
+            n = 37
+            x, y = (kiln.randn(n) * 3).to(dtype), (kiln.randn(n) * 3).to(dtype)
+            compiled = _capture(fn, x, y)
+            ((source, _, entry),) = compiled.cuda_sources
+            assert "vectors of" in source and "kcg::Vec<" in source, source[:600]
+            lib = _host_library([(source, entry)], folder, f"vec_{what}")
+            with kiln.no_grad():
+                want = fn(x, y)
+            for offset_in, offset_out in ((0, 0), (1, 0), (0, 1)):
+                # operands at element offsets into larger buffers: an odd offset misaligns the vector
+                xb, yb = kiln.zeros(n + 1, dtype=dtype), kiln.zeros(n + 1, dtype=dtype)
+                xb[offset_in:offset_in + n] = x
+                yb[offset_in:offset_in + n] = y
+                out = kiln.full((n + 1,), 7, dtype=want.dtype)
+                xs, ys, got = xb[offset_in:offset_in + n], yb[offset_in:offset_in + n], out[offset_out:offset_out + n]
+                (inputs,) = compiled.kernel_graph_inputs
+                args = (xs, ys)
+                words = _words(*[args[i].data_ptr() for i in inputs], got.data_ptr(), n, n, *([0] * len(inputs)))
+                getattr(lib, f"call_{entry}")(words)
+                assert kiln.equal(got, want), (what, offset_in, offset_out)
+                # nothing written outside the result
+                assert out[0 if offset_out else n].item() == kiln.full((1,), 7, dtype=want.dtype).item()

@@ -150,13 +150,16 @@ def test_values_match_eager_and_captures_are_counted(name, backend, dynamic):
     assert _captures(compiled) == expected[[None, True, False].index(dynamic)]
 
 
-@pytest.mark.parametrize("name", ["mlp_batch", "gpt_block_seq_len", "heads_view", "reductions"])
-def test_gradients_match_eager_across_sizes(name):
-    # A call whose outputs need gradients keeps its graph for its exact sizes (the backward graph's
-    # sizes are literals): each size recaptures, and values and gradients stay right.
-    factory, shapes, _ = CASES[name]
+@pytest.mark.parametrize("backend", ["eager", "default"])
+@pytest.mark.parametrize("name", ["mlp_batch", "gpt_block_seq_len", "gpt_block_batch_and_seq", "heads_view",
+                                  "reductions"])
+def test_gradients_match_eager_across_sizes_from_one_symbolic_graph(name, backend):
+    # A call whose outputs need gradients records its backward with the sizes the Engine's formulas pass
+    # matched to symbols (Note [Symbolic sizes in the backward]): it captures as often as the same call
+    # without gradients (dynamic=None), values and gradients as eager's.
+    factory, shapes, captures = CASES[name]
     fn = _make(factory)
-    compiled = kiln.compile(fn, backend="eager")
+    compiled = kiln.compile(fn, backend=backend)
     params = list(fn.parameters()) if isinstance(fn, nn.Module) else []
     for shape in shapes:
         x_eager, x_compiled = _randn(*shape, requires_grad=True), None
@@ -173,8 +176,45 @@ def test_gradients_match_eager_across_sizes(name):
         _assert_close(loss_c, loss, 1e-4)
         for got, expected in zip([x_compiled.grad] + [p.grad for p in params], want):
             _assert_close(got, expected, 1e-4)
-    assert _captures(compiled) == len(shapes)
-    assert "may need gradients" in " ".join(getattr(compiled, "_compiled_call", compiled).specialized_reasons)
+    calls = getattr(compiled, "_compiled_call", compiled)
+    assert _captures(compiled) == captures[0], calls.specialized_reasons
+    assert len(calls.symbolic_entries) == captures[0] - 1 and not calls.specialized_reasons
+
+
+def test_a_backward_whose_sizes_match_no_symbol_is_kept_for_its_exact_sizes():
+    # Batch 3 is captured exactly; batch 4 (a size change: the batch becomes symbolic) also has 4 heads,
+    # so the backward's literal 4s all read as the batch: the graph fails the check at other sizes and
+    # is kept for batch 4 only; batch 5 makes the symbolic graph that batch 6 reuses; 4 hits its entry.
+    compiled = kiln.compile(heads_view, backend="eager")
+    for n in (3, 4, 5, 6, 4):
+        x = _randn(n, 8, 16, requires_grad=True)
+        x_c = x.detach().clone().requires_grad_(True)
+        heads_view(x).square().sum().backward()
+        compiled(x_c).square().sum().backward()
+        _assert_close(x_c.grad, x.grad, 1e-4)
+    assert _captures(compiled) == 3
+    assert len(compiled.symbolic_entries) == 1 and len(compiled.cache) == 2
+    assert any("at other sizes" in r for r in compiled.specialized_reasons)
+
+
+def test_a_backward_the_size_table_cannot_express_is_caught_and_given_up_after_two_tries():
+    # var's backward divides by N - 1, which no entry of the size table is: the check at other sizes
+    # sees wrong gradients, the graph keeps its exact sizes, and after two failed checks the function's
+    # calls needing gradients are no longer captured symbolically (each check costs two extra runs).
+    def f(x):
+        return x.var(0)
+
+    compiled = kiln.compile(f, backend="eager")
+    for n in (5, 6, 7, 8, 9):
+        x = _randn(n, 3, requires_grad=True)
+        x_c = x.detach().clone().requires_grad_(True)
+        f(x).sum().backward()
+        compiled(x_c).sum().backward()
+        _assert_close(x_c.grad, x.grad, 1e-5)
+    assert _captures(compiled) == 5 and not compiled.symbolic_entries
+    assert compiled.num_backward_checks_failed == 2
+    assert "gradients differ from eager's at other sizes" in compiled.specialized_reasons[0]
+    assert "2 symbolic backward graphs failed" in compiled.specialized_reasons[-1]
 
 
 def test_training_step_with_a_new_batch_size_stays_right():

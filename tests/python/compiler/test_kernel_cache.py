@@ -1,7 +1,8 @@
 """The kernel cache (codegen/llvm/KernelCache.h, Note [The kernel cache]): a second compile of a kernel is an
 in-memory hit; after the in-memory cache is emptied it loads from KILN_CACHE_DIR; a truncated, corrupt,
 foreign or other-version entry is discarded and recompiled, and the result still equals eager; two processes
-compiling the same kernels into one directory leave whole entries."""
+compiling the same kernels into one directory leave whole entries; pruning removes entries of other builds or
+formats, abandoned temporaries and the least recently used beyond a size cap (Note [Pruning the kernel cache])."""
 
 from __future__ import annotations
 
@@ -225,3 +226,95 @@ def test_two_processes_compiling_the_same_kernels_into_one_directory(cache):
     out = subprocess.run([sys.executable, "-c", WORKER, "0"], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0", "12", "0", "0"]
+
+
+# --- pruning (codegen/llvm/KernelCachePrune.h, Note [Pruning the kernel cache]) -----------------------------
+
+HOUR = 3600
+
+
+def _age(path: Path, seconds: float) -> None:
+    """Sets the file's modification time `seconds` into the past."""
+    import time
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def _other_build(data: bytes) -> bytes:
+    """The entry as another kiln build would have written it: its key text's environment differs."""
+    text_bytes = struct.unpack_from("<Q", data, 24)[0]
+    text = data[HEADER_BYTES:HEADER_BYTES + text_bytes]
+    other = text.replace(b"build ", b"build X", 1)
+    assert other != text
+    header = bytearray(data[:HEADER_BYTES])
+    struct.pack_into("<Q", header, 24, len(other))
+    return bytes(header) + other + data[HEADER_BYTES + text_bytes:]
+
+
+def test_prune_removes_other_builds_foreign_files_and_abandoned_temporaries(cache, x):
+    for c in (11.0, 12.0, 13.0):
+        assert_equals_eager(chain(c), x)
+    mine = entries(cache)
+    assert len(mine) == 3
+    folder = cache / "kernels"
+    (folder / "0123456789abcdef.kobj").write_bytes(_other_build(mine[0].read_bytes()))  # another kiln build
+    (folder / "fedcba9876543210.kobj").write_bytes(_other_version(mine[1].read_bytes()))  # another entry format
+    (folder / "notes.txt").write_text("not an entry")
+    (folder / "0000000000000001.kobj.tmp.4242.0").write_bytes(b"half written")
+    fresh_tmp = folder / "0000000000000002.kobj.tmp.4243.0"
+    fresh_tmp.write_bytes(b"being written now")
+    fresh_other = folder / "00000000000000aa.kobj"
+    fresh_other.write_bytes(_other_build(mine[2].read_bytes()))  # another build using the directory now
+    for p in folder.iterdir():
+        if p != fresh_tmp and p != fresh_other and p not in mine:
+            _age(p, 2 * HOUR)
+    r = rt.prune_kernel_cache()
+    assert (r["removed_foreign"], r["removed_temporary"], r["removed_over_cap"], r["kept"]) == (3, 1, 0, 3)
+    assert sorted(folder.iterdir()) == sorted([*mine, fresh_tmp, fresh_other])
+    assert r["kept_bytes"] == sum(p.stat().st_size for p in mine)
+    # What is left still loads.
+    rt.forget_compiled_kernels()
+    rt.reset_kernel_cache_stats()
+    assert_equals_eager(chain(12.0), x)
+    assert stats()["disk_hits"] == 1
+
+
+def test_prune_to_a_size_cap_removes_the_least_recently_used(cache, x):
+    fns = [chain(20.0 + i) for i in range(4)]
+    for fn in fns:
+        assert_equals_eager(fn, x)
+    paths = entries(cache)
+    for p in paths:
+        _age(p, 2 * HOUR)
+    # Loading an entry marks it used (its modification time is now).
+    rt.forget_compiled_kernels()
+    rt.reset_kernel_cache_stats()
+    for fn in fns:
+        assert_equals_eager(fn, x)
+    assert stats()["disk_hits"] == 4
+    import time
+    assert all(p.stat().st_mtime > time.time() - HOUR for p in paths)
+    for i, p in enumerate(paths):
+        _age(p, (10 - i) * 60)  # paths[0] used longest ago
+    cap = sum(p.stat().st_size for p in paths) - 1  # one entry over
+    r = rt.prune_kernel_cache(max_bytes=cap)
+    assert (r["removed_over_cap"], r["kept"]) == (1, 3)
+    assert entries(cache) == paths[1:]
+    assert r["kept_bytes"] <= cap
+    assert rt.prune_kernel_cache(max_bytes=0)["removed_over_cap"] == 0  # 0: no cap
+
+
+def test_a_process_adding_entries_prunes_its_directory_once(cache):
+    """A fresh process's first store prunes the directory (an old build's entry goes); KILN_CACHE_MAX_BYTES caps it."""
+    folder = cache / "kernels"
+    folder.mkdir()
+    stale = folder / "00000000000000bb.kobj"
+    stale.write_bytes(b"KILNKOBJ" + b"\0" * 100)
+    _age(stale, 2 * HOUR)
+    env = dict(os.environ, KILN_CACHE_DIR=str(cache), KILN_CACHE_MAX_BYTES="1")
+    out = subprocess.run([sys.executable, "-c", WORKER.replace("12", "3"), "0"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert not stale.exists()
+    # The prune ran once, after the first store: the 1-byte cap removed that entry; the next two stay.
+    assert len(entries(cache)) == 2

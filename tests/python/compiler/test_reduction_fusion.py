@@ -72,14 +72,17 @@ def test_forward_is_one_kernel_and_equals_eager(op, shape):
 
 # The backward kernels: each input gradient is one row kernel (softmax's and
 # log_softmax's backward, the norms' _norm_backward_input, decomposed); the
-# norms' weight and bias gradients reduce over the rows, which a row kernel
-# does not, and stay eager's column kernels.
+# norms' weight and bias gradients reduce over the rows: layer_norm's two (float32/float64) are one
+# column kernel in eager's norm order (Note [Norm parameter gradients as column groups]); rms_norm's
+# weight gradient alone has nothing to fuse with and stays eager's, as do bfloat16's and a norm over one
+# element (its mean and rstd have g's shape, so cannot be told from per-element values).
 BACKWARD = {
     "softmax": (1, []),
     "log_softmax": (1, []),
-    "layer_norm": (1, ["kiln::_norm_backward_weight", "kiln::_norm_backward_bias"]),
+    "layer_norm": (2, []),
     "rms_norm": (1, ["kiln::_norm_backward_weight"]),
 }
+BACKWARD_BFLOAT16 = dict(BACKWARD, layer_norm=(1, ["kiln::_norm_backward_weight", "kiln::_norm_backward_bias"]))
 
 
 def forward_backward(fn, x, g, params):
@@ -107,7 +110,7 @@ def test_forward_backward_equals_eager(op, shape, dtype):
         return  # no rows: capture keeps the composite (its reduced dims are guarded as unknown)
     forward, backward = compiled_graphs(compiled)
     assert forward.kernel_count == 1 and forward.eager_ops == []
-    kernels, eager = BACKWARD[op]
+    kernels, eager = (BACKWARD_BFLOAT16 if dtype == kiln.bfloat16 or shape[-1] == 1 else BACKWARD)[op]
     assert backward.kernel_count == kernels and backward.eager_ops == eager
 
 
@@ -176,15 +179,17 @@ def test_gelu_mlp_block_kernel_counts():
     # forward: layer_norm (one row kernel), gelu after fc1, the residual add after fc2
     assert forward.kernel_count == 3
     assert forward.eager_ops == ["kiln::transpose.int", "kiln::mm", "kiln::transpose.int", "kiln::mm"]
-    # backward: gelu_backward with fc1's bias gradient (its sum over the rows) as one column kernel, and
-    # the norm's input gradient with the residual's gradient add as its epilogue (one row kernel); fc2's
-    # bias gradient (a sum with nothing before it to fuse) and the norm's weight and bias gradients stay
-    # eager ops
-    assert backward.kernel_count == 2
+    # backward: gelu_backward with fc1's bias gradient (its sum over the rows) as one column kernel; the
+    # norm's weight and bias gradients as one column kernel in eager's norm order; the norm's input
+    # gradient with the residual's gradient add as its epilogue (one row kernel); fc2's bias gradient (a
+    # sum with nothing before it to fuse) stays an eager op
+    assert backward.kernel_count == 3
     assert backward.kernel_ops[0] == ["kiln::gelu_backward", "kiln::sum.dim_IntList"]
-    assert backward.kernel_ops[1][-1] == "kiln::add.Tensor"
-    assert "(columns)" in backward.kernels[0] and "(rows)" in backward.kernels[1]
-    assert "kiln::_norm_backward_weight" in backward.eager_ops and "kiln::gelu_backward" not in backward.eager_ops
+    assert backward.kernel_ops[1] == ["kiln::_norm_backward_weight", "kiln::_norm_backward_bias"]
+    assert backward.kernel_ops[2][-1] == "kiln::add.Tensor"
+    assert "(columns)" in backward.kernels[0] and "norm order" in backward.kernels[1]
+    assert "(rows)" in backward.kernels[2]
+    assert "kiln::_norm_backward_weight" not in backward.eager_ops and "kiln::gelu_backward" not in backward.eager_ops
     assert backward.eager_ops.count("kiln::sum.dim_IntList") == 1
 
 
@@ -305,3 +310,66 @@ def test_linear_bias_gradient_fuses_with_its_activation_backward():
     assert backward.kernel_count == 1 and backward.kernel_ops == [["kiln::gelu_backward", "kiln::sum.dim_IntList"]]
     assert "(columns)" in backward.kernels[0]
     assert "kiln::gelu_backward" not in backward.eager_ops and "kiln::sum.dim_IntList" not in backward.eager_ops
+
+
+# Norm parameter gradients (Note [Norm parameter gradients as column groups], passes/fuse_column_reductions.h):
+# _norm_backward_weight with the bias gradient of the same g and g's pointwise prologue is one column
+# kernel folding in eager's norm_backward_params order (chunks of rows, an fma a term), so equal to eager
+# bit for bit given the same mean and rstd.
+_norm_weight = kiln._C._functions._norm_backward_weight
+_norm_bias = kiln._C._functions._norm_backward_bias
+
+
+@pytest.mark.parametrize("dtype", [kiln.float32, kiln.float64])
+@pytest.mark.parametrize("shape", [(512, 128), (37, 5), (3000, 64), (4, 16, 700), (2, 3)])
+def test_norm_parameter_gradients_fuse_and_equal_eager(shape, dtype):
+    c = shape[-1]
+    x, g = _spread(*shape, dtype=dtype), _spread(*shape, dtype=dtype, seed=3)
+    stat = shape[:-1] + (1,)
+    mean, rstd = _spread(*stat, dtype=dtype, seed=4), _spread(*stat, dtype=dtype, seed=5).abs()
+
+    def fn(g, x, mean, rstd):
+        centered = _norm_weight(g * 2, x, [c], mean, rstd), _norm_bias(g * 2, [c])  # layer_norm's
+        uncentered = _norm_weight(g - 1, x, [c], None, rstd)  # rms_norm's: no mean
+        alone = _norm_weight(g, x, [c], mean, rstd)  # no prologue, no bias: eager's
+        return (*centered, uncentered, alone)
+
+    compiled = kiln.compile(fn)
+    with kiln.no_grad():
+        compiled(g, x, mean, rstd)
+        got = compiled(g, x, mean, rstd)
+        want = fn(g, x, mean, rstd)
+    for a, b in zip(got, want):
+        assert _same_bits(a, b)
+    (graph,) = compiled_graphs(compiled)
+    assert graph.kernel_count == 2 and graph.eager_ops == ["kiln::_norm_backward_weight"]
+    assert sorted(graph.kernel_ops) == sorted([
+        ["kiln::mul.Scalar", "kiln::_norm_backward_weight", "kiln::_norm_backward_bias"],
+        ["kiln::sub.Scalar", "kiln::_norm_backward_weight"]])
+    assert all("norm order" in k for k in graph.kernels)
+
+
+def test_norm_bias_gradient_read_before_the_weight_gradient_stays_apart():
+    """The group runs where its last member stands: a bias gradient read before the weight gradient
+    is computed does not join it."""
+    x, g = _spread(16, 8), _spread(16, 8, seed=1)
+    mean, rstd = _spread(16, 1, seed=2), _spread(16, 1, seed=3).abs()
+
+    def fn(g, x, mean, rstd):
+        h = g * 2
+        db = _norm_bias(h, [8])
+        early = db * 3  # read before the weight gradient
+        dw = _norm_weight(h, x, [8], mean, rstd)
+        return dw, early
+
+    compiled = kiln.compile(fn)
+    with kiln.no_grad():
+        compiled(g, x, mean, rstd)
+        got = compiled(g, x, mean, rstd)
+        want = fn(g, x, mean, rstd)
+    for a, b in zip(got, want):
+        assert _same_bits(a, b)
+    (graph,) = compiled_graphs(compiled)
+    assert all("kiln::_norm_backward_bias" not in ops or "kiln::_norm_backward_weight" not in ops
+               for ops in graph.kernel_ops)
+

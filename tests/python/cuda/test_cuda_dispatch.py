@@ -25,13 +25,14 @@ WITH_CUDA_KERNELS = [
     ("_fused_adam_", ""), ("_fused_sgd_", ""), ("cat", ""), ("stack", ""), ("tril", ""), ("triu_", ""),
     ("mm", ""), ("bmm", ""), ("addmm", ""), ("sum", ""), ("softmax", "int"),
     ("sigmoid_backward", ""), ("tanh_backward", ""), ("silu_backward", ""), ("gelu_backward", ""),
+    ("threshold_backward", ""), ("scatter_reduce", "two"),
 ]
 
 # A sample of ops with no CUDA kernel yet.
 WITHOUT_CUDA_KERNELS = [
     ("cumsum", ""), ("sort", "stable"), ("topk", ""), ("_convolution2d", ""), ("max_pool2d_with_indices", ""),
-    ("native_batch_norm", ""), ("scatter_reduce", "two"), ("index_fill_", "int_Scalar"), ("take", ""),
-    ("exponential_", ""), ("_conv2d_backward_weight", ""), ("threshold_backward", ""),
+    ("native_batch_norm", ""), ("scatter_reduce", "two_out"), ("index_fill_", "int_Scalar"), ("take", ""),
+    ("exponential_", ""), ("_conv2d_backward_weight", ""), ("index_put", "out"), ("hardtanh_backward", ""),
 ]
 
 

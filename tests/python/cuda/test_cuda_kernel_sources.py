@@ -55,6 +55,8 @@ NN_FAMILIES = {
     "embedding_backward": 4,
     "gather": 8,               # element sizes 1, 2, 4, 8 x int64/int32 indices
     "scatter": 20,             # assign: 4 sizes x 2 index dtypes; add: 6 dtypes x 2
+    "put": 101,                # offsets x 2 index dtypes; offset put x 10 dtypes; mean divide x 9;
+                               # scatter_reduce sum/prod/amax/amin x 10 dtypes x 2 index dtypes
     "masked_fill": 4,
     "random": 18,              # bernoulli x 10 dtypes, uniform and normal x 4 floating
     "optim": 4,                # adam and sgd x float32/float64

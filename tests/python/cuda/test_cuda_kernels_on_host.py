@@ -6,7 +6,10 @@ thread of a launch runs in turn. Those kernels never synchronise a block, so the
 run computes what the GPU computes. Checked against kiln's CPU kernels: bernoulli (dropout's
 mask) bit for bit on the same (seed, offset) (Note [CUDA random numbers]), uniform and normal
 to rounding, index_select/gather through the restrided Indexer (Note [Indexing through a
-restrided operand]) with a bad index flagged, scatter_add, masked_fill, Adam and SGD."""
+restrided operand]) with a bad index flagged, scatter_add, masked_fill, Adam and SGD; the
+reducing puts (PutKernelSources.h): scatter_reduce's compare-and-swap reductions on 1-, 2-, 4-
+and 8-byte words (Note [Atomic updates of any dtype]), index_put through byte offsets with
+several index tensors, and scatter_reduce(mean)'s division."""
 
 import ctypes
 import math
@@ -45,6 +48,9 @@ inline double atomicAdd(double* p, double v) { auto o = *p; *p += v; return o; }
 inline int atomicAdd(int* p, int v) { auto o = *p; *p += v; return o; }
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { auto o = *p; *p += v; return o; }
 inline unsigned atomicCAS(unsigned* p, unsigned c, unsigned v) { auto o = *p; if (o == c) *p = v; return o; }
+inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long c, unsigned long long v) {
+  auto o = *p; if (o == c) *p = v; return o;
+}
 """
 
 # Every thread of a grid of `grid` blocks of `block` threads, one after another.
@@ -99,9 +105,26 @@ RUN(sgd_f64, double* p, const double* g, double* buf, long long n, double lr, do
     int nesterov, int maximize, int first) {
   launch(kiln_sgd_f64, 2, 8, p, g, buf, n, lr, mu, damp, wd, nesterov, maximize, first);
 }
+#define SCATTER_REDUCE(NAME) \
+  RUN(NAME, kiln::Indexer<3>* ix, long long n, long long stride, long long size, long long* bad) { \
+    launch(kiln_##NAME, 2, 4, *ix, n, stride, size, bad); \
+  }
+SCATTER_REDUCE(scatter_reduce_amax_f32_i64)
+SCATTER_REDUCE(scatter_reduce_amin_bf16_i64)
+SCATTER_REDUCE(scatter_reduce_prod_f64_i32)
+SCATTER_REDUCE(scatter_reduce_sum_i8_i64)
+SCATTER_REDUCE(scatter_reduce_prod_i64_i64)
+SCATTER_REDUCE(scatter_reduce_sum_b8_i64)
+RUN(index_offsets_i64, kiln::Indexer<2>* ix, long long n, long long size, long long stride, int add, long long* bad) {
+  launch(kiln_index_offsets_i64, 2, 3, *ix, n, size, stride, add, bad);
+}
+RUN(offset_put_f32, kiln::Indexer<3>* ix, long long n, int add) { launch(kiln_offset_put_f32, 2, 3, *ix, n, add); }
+RUN(offset_put_i16, kiln::Indexer<3>* ix, long long n, int add) { launch(kiln_offset_put_i16, 2, 3, *ix, n, add); }
+RUN(mean_divide_i32, kiln::Indexer<2>* ix, long long n) { launch(kiln_mean_divide_i32, 1, 5, *ix, n); }
+RUN(mean_divide_f32, kiln::Indexer<2>* ix, long long n) { launch(kiln_mean_divide_f32, 1, 5, *ix, n); }
 """
 
-FAMILIES = ("random", "gather", "scatter", "masked_fill", "optim")
+FAMILIES = ("random", "gather", "scatter", "masked_fill", "optim", "put")
 
 
 @pytest.fixture(scope="module")
@@ -243,3 +266,105 @@ def test_adam_and_sgd_match_the_cpu_kernels(lib):
     lib.run_sgd_f64(ptr(q), ptr(h), ptr(buf), LL(40), D(0.1), D(0.9), D(0.1), D(0.01), I(1), I(1), I(0))
     np.testing.assert_allclose(q, ts[0].numpy(), rtol=1e-12)
     np.testing.assert_allclose(buf, ts[2].numpy(), rtol=1e-12)
+
+
+# --- the reducing puts (PutKernelSources.h) -------------------------------------------------------------------
+
+
+def run_scatter_reduce(lib, name, target, index, src, dim=1):
+    """As CudaPutKernels.cpp's put_along_dim: target with stride 0 along dim, over the index's shape."""
+    bad = np.zeros(2, np.int64)
+    t_strides = [s // target.itemsize for s in target.strides]
+    t_strides[dim] = 0
+    ix = make_indexer(list(index.shape), [(target, t_strides), (index, [s // index.itemsize for s in index.strides]),
+                                          (src, [s // src.itemsize for s in src.strides])])
+    getattr(lib, f"run_{name}")(ctypes.byref(ix), LL(index.size), LL(target.strides[dim]), LL(target.shape[dim]),
+                                ptr(bad))
+    return bad
+
+
+def bf16_bits(a: np.ndarray) -> np.ndarray:
+    return (a.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)  # exact for these small values
+
+
+@pytest.mark.parametrize("name,dtype,reduce", [
+    ("scatter_reduce_amax_f32_i64", np.float32, "amax"),
+    ("scatter_reduce_prod_f64_i32", np.float64, "prod"),
+    ("scatter_reduce_sum_i8_i64", np.int8, "sum"),        # 1-byte words: CAS on the 32-bit word around them
+    ("scatter_reduce_prod_i64_i64", np.int64, "prod"),    # 8-byte words
+    ("scatter_reduce_sum_b8_i64", np.bool_, "sum"),
+])
+def test_scatter_reduce_cas_loops_match_the_cpu(lib, name, dtype, reduce):
+    rng = np.random.default_rng(5)
+    self_ = rng.integers(-3, 4, (3, 7)).astype(dtype)
+    if dtype == np.float32:
+        self_[0, 2] = np.nan  # amax: NaN wins
+    index = rng.integers(0, 7, (3, 9)).astype(np.int32 if name.endswith("i32") else np.int64)
+    src = rng.integers(-3, 4, (3, 9)).astype(dtype)
+    want = kiln.from_numpy(self_.copy()).scatter_reduce(1, kiln.from_numpy(index.astype(np.int64)),
+                                                         kiln.from_numpy(src), reduce).numpy()
+    target = self_.copy()
+    bad = run_scatter_reduce(lib, name, target, index, src)
+    assert bad[0] == 0
+    np.testing.assert_array_equal(target, want)
+    index[1, 4] = 7
+    assert list(run_scatter_reduce(lib, name, self_.copy(), index, src)) == [1, 7]
+
+
+def test_scatter_reduce_on_bfloat16_halves_of_a_word(lib):
+    # odd widths put the 2-byte elements in both halves of their 32-bit words
+    rng = np.random.default_rng(6)
+    self_ = rng.integers(-8, 9, (4, 5)).astype(np.float32)
+    index = rng.integers(0, 5, (4, 3)).astype(np.int64)
+    src = rng.integers(-8, 9, (4, 3)).astype(np.float32)
+    want = kiln.from_numpy(self_).to(kiln.bfloat16).scatter_reduce(
+        1, kiln.from_numpy(index), kiln.from_numpy(src).to(kiln.bfloat16), "amin").float().numpy()
+    target = bf16_bits(self_)
+    assert not run_scatter_reduce(lib, "scatter_reduce_amin_bf16_i64", target, index, bf16_bits(src))[0]
+    np.testing.assert_array_equal((target.astype(np.uint32) << 16).view(np.float32), want)
+
+
+def test_index_put_through_offsets_with_two_index_tensors(lib):
+    # x[i, :, j] = v (accumulate or not) as CudaPutKernels.cpp runs it: offsets of each index (the second
+    # accumulating), then the put over the result shape [B, 4] with x restrided (stride 0 over B)
+    rng = np.random.default_rng(7)
+    for dtype, name in ((np.float32, "offset_put_f32"), (np.int16, "offset_put_i16")):
+        for accumulate in (False, True):
+            x = rng.integers(-5, 6, (3, 4, 5)).astype(dtype)
+            i = np.array([[2, -1, 0]], np.int64)        # broadcasts with j to B = [2, 3]
+            j = np.array([[4], [-5]], np.int64)
+            v = rng.integers(-5, 6, (2, 3, 4)).astype(dtype)
+            if not accumulate:
+                i, j = np.array([[2, 1, 0]], np.int64), np.array([[4], [-4]], np.int64)  # no duplicates
+            want = kiln.from_numpy(x.copy()).index_put((kiln.from_numpy(i), None, kiln.from_numpy(j)),
+                                                       kiln.from_numpy(v), accumulate).numpy()
+            # not adjacent: dims (0, 2) move to the front, x read as [3, 5, 4]
+            sizes, strides = [3, 5, 4], [20, 1, 5]
+            ib, jb = np.broadcast_to(i, (2, 3)), np.broadcast_to(j, (2, 3))
+            offsets = np.zeros((2, 3), np.int64)
+            bad = np.zeros(2, np.int64)
+            for k, (index, add) in enumerate(((ib, 0), (jb, 1))):
+                ix = make_indexer([2, 3], [(offsets, [3, 1]), (index, [s // 8 for s in index.strides])])
+                lib.run_index_offsets_i64(ctypes.byref(ix), LL(6), LL(sizes[k]), LL(strides[k] * x.itemsize), I(add),
+                                          ptr(bad))
+            assert bad[0] == 0
+            ix = make_indexer([2, 3, 4], [(x, [0, 0, strides[2]]), (offsets, [3, 1, 0]), (v, [12, 4, 1])])
+            getattr(lib, f"run_{name}")(ctypes.byref(ix), LL(24), I(int(accumulate)))
+            np.testing.assert_array_equal(x, want)
+    i = np.array([3, 0], np.int64)
+    ix = make_indexer([2], [(np.zeros(2, np.int64), [1]), (i, [1])])
+    lib.run_index_offsets_i64(ctypes.byref(ix), LL(2), LL(3), LL(4), I(0), ptr(bad))
+    assert list(bad) == [1, 3]
+
+
+def test_mean_divides_by_the_count_flooring_integers(lib):
+    t = np.array([7, -7, 5, -6, 9], np.int32)
+    counts = np.array([2, 2, 0, 4, 1], np.int32)
+    ix = make_indexer([5], [(t, [1]), (counts, [1])])
+    lib.run_mean_divide_i32(ctypes.byref(ix), LL(5))
+    assert list(t) == [3, -4, 5, -2, 9]
+    f = np.array([7, -7, 5, 1], np.float32)
+    fc = np.array([2, 4, 0, 3], np.float32)
+    ix = make_indexer([4], [(f, [1]), (fc, [1])])
+    lib.run_mean_divide_f32(ctypes.byref(ix), LL(4))
+    np.testing.assert_array_equal(f, np.array([3.5, -1.75, 5, 1], np.float32) / np.array([1, 1, 1, 3], np.float32))

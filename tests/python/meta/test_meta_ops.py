@@ -27,25 +27,23 @@ NO_META_YET: tuple[str, ...] = (
     "_linalg_eig", "_linalg_eigh", "_linalg_solve", "_linalg_svd", "_lstm_cell_fused", "_lstm_cell_fused_backward",
     "_lstm_sequence", "_lstm_sequence_backward", "_lu_pivots_to_permutation", "_mode",
     "_scaled_dot_product_flash_attention_dropout_for_cpu",
-    "_scaled_dot_product_flash_attention_dropout_for_cpu_backward", "_scaled_dot_product_flash_attention_for_cpu",
-    "_scaled_dot_product_flash_attention_for_cpu_backward", "addmv.out", "avg_pool2d_backward", "col2im",
-    "cross_entropy_loss", "diag_embed", "eye", "eye.m", "eye.m_out", "eye.out", "flip", "fliplr", "flipud", "geqrf",
-    "group_norm", "im2col", "index_fill.int_Tensor", "index_fill.int_Tensor_out", "index_fill_.int_Tensor",
-    "linalg_cholesky_ex", "linalg_ldl_factor_ex", "linalg_ldl_solve", "linalg_lu_factor_ex", "linalg_qr",
-    "linalg_solve_triangular", "logspace", "logspace.out", "masked_fill.Tensor", "masked_fill_.Tensor",
-    "multinomial", "multinomial.out", "mv", "mv.out", "native_group_norm", "nll_loss", "nll_loss_backward",
-    "nll_loss_forward", "normal.Tensor_Tensor", "normal.Tensor_Tensor_out", "normal.float_Tensor",
-    "normal.float_Tensor_out", "one_hot", "repeat", "repeat_interleave.self_int", "roll", "rot90", "scatter.reduce",
-    "scatter.reduce_out", "scatter.value_reduce", "scatter.value_reduce_out", "scatter_.reduce",
-    "scatter_.value_reduce", "scatter_reduce.two", "scatter_reduce.two_out", "tril", "tril.out", "tril_", "triu",
-    "triu.out", "triu_", "view_as_complex", "view_as_real",
+    "_scaled_dot_product_flash_attention_dropout_for_cpu_backward", "addmv.out", "avg_pool2d_backward", "col2im", "eye",
+    "eye.m", "eye.m_out", "eye.out", "geqrf", "group_norm", "im2col", "index_fill.int_Tensor",
+    "index_fill.int_Tensor_out", "index_fill_.int_Tensor", "linalg_cholesky_ex", "linalg_ldl_factor_ex",
+    "linalg_ldl_solve", "linalg_lu_factor_ex", "linalg_qr", "linalg_solve_triangular", "logspace", "logspace.out",
+    "masked_fill.Tensor", "masked_fill_.Tensor", "multinomial", "multinomial.out", "native_group_norm",
+    "normal.Tensor_Tensor", "normal.Tensor_Tensor_out", "normal.float_Tensor", "normal.float_Tensor_out", "one_hot",
+    "repeat_interleave.self_int", "scatter.reduce", "scatter.reduce_out", "scatter.value_reduce",
+    "scatter.value_reduce_out", "scatter_.reduce", "scatter_.value_reduce", "scatter_reduce.two",
+    "scatter_reduce.two_out", "view_as_complex", "view_as_real",
 )
 
 # Ops whose CPU kernel refuses every sample meta_cases builds, so the sweep cannot compare them.
 NO_SAMPLE: tuple[str, ...] = (
-    "_batch_norm_backward_input", "_batch_norm_backward_weight", "_conv2d_backward_input", "_conv2d_backward_weight",
-    "_embedding_dense_backward", "addmv", "addmv_", "addr_", "batch_norm", "max_pool2d_with_indices_backward",
-    "narrow.Tensor", "native_batch_norm", "randint_like.Tensor", "randint_like.Tensor_generator", "split.sizes",
+    "_batch_norm_backward_input", "_batch_norm_backward_weight", "_conv2d_backward_input",
+    "_conv2d_backward_weight", "_embedding_dense_backward", "_scaled_dot_product_flash_attention_for_cpu_backward",
+    "addmv", "addmv_", "addr_", "batch_norm", "max_pool2d_with_indices_backward", "mv", "mv.out", "narrow.Tensor",
+    "native_batch_norm", "nll_loss_backward", "randint_like.Tensor", "randint_like.Tensor_generator", "split.sizes",
     "tensor_split.tensor_indices_or_sections", "to.device", "unflatten.int",
 )
 

@@ -211,3 +211,51 @@ def test_a_meta_module_cannot_move_back_to_cpu_with_values():
     for T in (torch, kiln):
         with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor; no data!"):
             _mlp(T).to("meta").to("cpu")
+
+
+@pytest.mark.parametrize("run", [
+    lambda T: T.empty(3, 4, device="meta").repeat(2, 1, 3),
+    lambda T: T.empty(3, 4, device="meta").t().flip(0),
+    lambda T: T.roll(T.empty(3, 4, device="meta"), 2),
+    lambda T: T.roll(T.empty(3, 4, device="meta"), (1, -1), (0, 1)),
+    lambda T: T.rot90(T.empty(3, 4, device="meta")),
+    lambda T: T.empty(2, 3, 4, device="meta").tril(1),
+    lambda T: T.empty(3, 4, device="meta").triu_(-1),
+    lambda T: T.diag_embed(T.empty(2, 3, device="meta"), 1),
+    lambda T: T.mv(T.empty(3, 4, device="meta"), T.empty(4, device="meta")),
+    lambda T: T.nn.functional.nll_loss(T.empty(5, 3, device="meta"), T.zeros(5, dtype=T.int64, device="meta")),
+    lambda T: T.nn.functional.nll_loss(T.empty(5, 3, device="meta"), T.zeros(5, dtype=T.int64, device="meta"),
+                                       reduction="none"),
+], ids=["repeat", "flip", "roll_flat", "roll_dims", "rot90", "tril", "triu_", "diag_embed", "mv", "nll_loss",
+        "nll_loss_none"])
+def test_ops_given_meta_kernels_for_capture_match_torchs_meta(run):
+    assert_meta_like(run(kiln), run(torch))
+
+
+def test_cross_entropy_forward_and_backward_run_on_meta_like_torch():
+    def run(T):
+        x = T.empty(6, 4, device="meta", requires_grad=True)
+        loss = T.nn.functional.cross_entropy(x, T.zeros(6, dtype=T.int64, device="meta"))
+        loss.backward()
+        return loss, x.grad
+
+    (kl, kg), (tl, tg) = run(kiln), run(torch)
+    assert_meta_like(kl, tl)
+    assert_meta_like(kg, tg)
+
+
+def test_cpu_flash_attention_forward_and_backward_on_meta_like_its_cpu_kernels():
+    # The fused op F.scaled_dot_product_attention runs on CPU tensors; a captured graph's probe runs it
+    # on meta tensors at other sizes. (torch's meta output is contiguous where its CPU kernel's is not:
+    # the comparison is with kiln's CPU result, whose layout is aten's CPU one.)
+    shapes = ([2, 4, 5, 8], [2, 2, 7, 8], [2, 2, 7, 6])
+
+    def run(device):
+        qkv = [kiln.randn(s).to(device) for s in shapes]
+        out, lse = kiln._C._call_op("kiln::_scaled_dot_product_flash_attention_for_cpu", (*qkv, 0.0, True), {})
+        grads = kiln._C._call_op("kiln::_scaled_dot_product_flash_attention_for_cpu_backward",
+                                 (kiln.ones_like(out), *qkv, out, lse, 0.0, True), {})
+        return [out, lse, *grads]
+
+    for m, c in zip(run("meta"), run("cpu")):
+        assert m.is_meta and tuple(m.shape) == tuple(c.shape) and m.stride() == c.stride() and m.dtype == c.dtype

@@ -15,6 +15,7 @@
 #include "eager/kernels/cpu/creation/Factories.h"
 #include "eager/kernels/cpu/indexing/IndexUtils.h"
 #include "eager/kernels/cpu/ResultInto.h"
+#include "kiln/generated/Functions.h"
 #include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
@@ -60,7 +61,11 @@ std::vector<Tensor> expand_masks(const Tensor& self, OptionalTensorList indices)
       KILN_CHECK_INDEX(t.size(j) == self.size(src), "The shape of the mask ", t.sizes(), " at index ", j,
                        " does not match the shape of the indexed tensor ", self.sizes(), " at index ", src);
     }
-    const Tensor nonzero = nonzero_cpu(t);
+    // A CUDA mask's nonzero() through the CPU (no CUDA nonzero kernel yet); meta masks read no data.
+    const Tensor nonzero = t.device().type() != DeviceType::CUDA
+                               ? nonzero_cpu(t)
+                               : kiln::_to_copy(nonzero_cpu(kiln::_to_copy(t, std::nullopt, Device(DeviceType::CPU))),
+                                                std::nullopt, t.device());
     for (int64_t j = 0; j < t.dim(); ++j) result.push_back(select_impl(nonzero, 1, j));
   }
   return result;
@@ -163,7 +168,7 @@ Tensor AdvancedIndex::restrided_self() const {
   return restride(self, result_shape, strides);
 }
 
-Tensor AdvancedIndex::offsets() const {
+Tensor AdvancedIndex::offsets(const ComputeOffsets& compute) const {
   Tensor offsets;
   if (product(result_shape) == 0) {
     // Nothing is read or written, so (as in PyTorch, whose loop checks the indices) none is checked.
@@ -174,8 +179,8 @@ Tensor AdvancedIndex::offsets() const {
     if (!indices[d].defined()) continue;
     const auto dim = static_cast<int64_t>(d);
     const int64_t size = self.size(dim);
-    const auto bad = compute_offsets(offsets, indices[d], size, self.stride(dim) * self.itemsize(),
-                                     IndexWrap::Negative, /*accumulate=*/offsets.defined());
+    const auto bad = compute(offsets, indices[d], size, self.stride(dim) * self.itemsize(), IndexWrap::Negative,
+                             /*accumulate=*/offsets.defined());
     KILN_CHECK_INDEX(!bad, "index ", bad ? bad->value : 0, " is out of bounds for dimension ", ordinal, " with size ",
                      size);
     ++ordinal;
@@ -206,6 +211,34 @@ bool is_masked_fill(OptionalTensorList indices, const Tensor& value) {
 }
 
 }  // namespace
+
+IndexPutPlan plan_index_put(const Tensor& self, OptionalTensorList indices, const Tensor& values, bool accumulate) {
+  KILN_CHECK_INDEX(static_cast<int64_t>(indices.size()) <= self.dim(), "too many indices for tensor of dimension ",
+                   self.dim(), " (got ", indices.size(), ")");
+  if (has_internal_overlap(self)) {
+    KILN_WARN("Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before performing this "
+              "operation. This also applies to advanced indexing e.g. tensor[indices] = tensor");
+  }
+  Tensor value = values;
+  if (!accumulate && is_masked_fill(indices, values)) {
+    // (a CUDA value is read through a copy to the host)
+    const bool on_cuda = values.device().is_cuda();
+    value = scalar_tensor(item(on_cuda ? kiln::_to_copy(values, std::nullopt, Device(DeviceType::CPU)) : values),
+                          self.dtype());
+  }
+  check_no_overlap(self, value);
+  for (const auto& index : indices) {
+    if (index.has_value() && index->defined()) check_no_overlap(self, *index);
+  }
+  IndexPutPlan plan{make_advanced_index(self, indices), value};
+  KILN_CHECK(is_expandable_to(value.sizes(), plan.info.result_shape), "shape mismatch: value tensor of shape ",
+             value.sizes(), " cannot be broadcast to indexing result of shape ", plan.info.result_shape);
+  KILN_CHECK(value.dtype() == self.dtype(), "Index put requires the source and destination dtypes match, got ",
+             scalar_type_name(self.dtype()), " for the destination and ", scalar_type_name(value.dtype()),
+             " for the source.");
+  return plan;
+}
+
 }  // namespace indexing
 
 using namespace indexing;
@@ -254,26 +287,9 @@ Tensor index_out_cpu(const Tensor& self, OptionalTensorList indices, const Tenso
 namespace {
 
 Tensor index_put_in_place(const Tensor& self, OptionalTensorList indices, const Tensor& values, bool accumulate) {
-  KILN_CHECK_INDEX(static_cast<int64_t>(indices.size()) <= self.dim(), "too many indices for tensor of dimension ",
-                   self.dim(), " (got ", indices.size(), ")");
-  if (has_internal_overlap(self)) {
-    KILN_WARN("Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before performing this "
-              "operation. This also applies to advanced indexing e.g. tensor[indices] = tensor");
-  }
-  Tensor value = values;
-  if (!accumulate && is_masked_fill(indices, values)) value = scalar_tensor(item(values), self.dtype());
-  check_no_overlap(self, value);
-  for (const auto& index : indices) {
-    if (index.has_value() && index->defined()) check_no_overlap(self, *index);
-  }
-  const AdvancedIndex info = make_advanced_index(self, indices);
-  KILN_CHECK(is_expandable_to(value.sizes(), info.result_shape), "shape mismatch: value tensor of shape ",
-             value.sizes(), " cannot be broadcast to indexing result of shape ", info.result_shape);
-  KILN_CHECK(value.dtype() == self.dtype(), "Index put requires the source and destination dtypes match, got ",
-             scalar_type_name(self.dtype()), " for the destination and ", scalar_type_name(value.dtype()),
-             " for the source.");
-  const Tensor offsets = info.offsets();  // every index checked before anything is written
-  run_put(info.restrided_self(), value, offsets, accumulate ? PutReduce::Add : PutReduce::Assign);
+  const IndexPutPlan plan = plan_index_put(self, indices, values, accumulate);
+  const Tensor offsets = plan.info.offsets();  // every index checked before anything is written
+  run_put(plan.info.restrided_self(), plan.value, offsets, accumulate ? PutReduce::Add : PutReduce::Assign);
   self.impl()->bump_version();
   return self;
 }

@@ -3,8 +3,11 @@
 // gather (index) and the put (index_put_) both run.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <vector>
 
+#include "eager/kernels/cpu/indexing/IndexUtils.h"
 #include "eager/ops/Tensor.h"
 
 namespace kiln::native::indexing {
@@ -20,6 +23,10 @@ namespace kiln::native::indexing {
 // transpose the indexed dims to the front when they are not adjacent, then
 // restride (Note [Indexing by byte offsets]).
 
+/// compute_offsets' contract (IndexUtils.h), on some device: the CPU's loop or a CUDA kernel.
+using ComputeOffsets = std::function<std::optional<BadIndex>(Tensor& offsets, const Tensor& index, int64_t size,
+                                                             int64_t stride_bytes, IndexWrap wrap, bool accumulate)>;
+
 struct AdvancedIndex {
   Tensor self;                        // the indexed tensor, its indexed dims moved to the front when not adjacent
   std::vector<Tensor> indices;        // one per dim of `self` (undefined: not indexed), broadcast to `index_shape`
@@ -32,12 +39,23 @@ struct AdvancedIndex {
   [[nodiscard]] Tensor restrided_self() const;
   /// The int64 byte offsets of the selected elements, checked (IndexError naming the
   /// first bad index: "index 5 is out of bounds for dimension 0 with size 3"),
-  /// restrided to result_shape.
-  [[nodiscard]] Tensor offsets() const;
+  /// restrided to result_shape. `compute` computes them on self's device.
+  [[nodiscard]] Tensor offsets(const ComputeOffsets& compute = compute_offsets) const;
 };
 
 /// Checks the indices (types, mask shapes, broadcasting) and plans the indexing,
-/// reading no element of `self` and checking no index value yet.
+/// reading no element of `self` and checking no index value yet. A CUDA mask has its
+/// nonzero() computed on the CPU (a copy there and back).
 [[nodiscard]] AdvancedIndex make_advanced_index(const Tensor& self, OptionalTensorList indices);
+
+/// index_put_'s plan after its checks (overlap, value shape and dtype), shared by the CPU and
+/// CUDA kernels: what to put (`value`, a one-element value converted to self's dtype when
+/// PyTorch hands the put to masked_fill_) and where (`info`).
+struct IndexPutPlan {
+  AdvancedIndex info;
+  Tensor value;
+};
+[[nodiscard]] IndexPutPlan plan_index_put(const Tensor& self, OptionalTensorList indices, const Tensor& values,
+                                          bool accumulate);
 
 }  // namespace kiln::native::indexing

@@ -1,7 +1,7 @@
 // gather, scatter (src, value, reduce="add"/"multiply"), scatter_add,
 // scatter_reduce (sum, prod, mean, amax, amin; include_self), and the
 // composites built on them: take_along_dim and one_hot. Checks in PyTorch's
-// order and words (ScatterGatherChecks.h); loops through
+// order and words (ScatterGatherChecks.h, shared with CUDA); loops through
 // Note [Indexing by byte offsets].
 #include <algorithm>
 #include <limits>
@@ -15,6 +15,8 @@
 #include "eager/kernels/cpu/copy/Copy.h"
 #include "eager/kernels/cpu/creation/Factories.h"
 #include "eager/kernels/cpu/indexing/IndexUtils.h"
+#include "eager/kernels/cpu/indexing/ScatterGatherChecks.h"
+#include "eager/kernels/cpu/indexing/ScatterReduce.h"
 #include "kiln/generated/Functions.h"
 #include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
@@ -25,14 +27,6 @@ using namespace indexing;
 
 namespace {
 
-int64_t nonempty_dim(const Tensor& t) { return std::max<int64_t>(t.dim(), 1); }
-int64_t nonempty_size(const Tensor& t, int64_t d) { return t.dim() == 0 ? 1 : t.size(d); }
-
-void check_index_dtype(const char* op, const Tensor& index) {
-  KILN_CHECK(index.numel() == 0 || index.dtype() == DType::Int64 || index.dtype() == DType::Int32, op,
-             "(): Expected dtype int32/int64 for index");
-}
-
 void gather_shape_check(const Tensor& self, int64_t dim, const Tensor& index) {
   const int64_t dims = nonempty_dim(self);
   KILN_CHECK(dims == nonempty_dim(index), "Index tensor must have the same number of dimensions as input tensor");
@@ -42,29 +36,6 @@ void gather_shape_check(const Tensor& self, int64_t dim, const Tensor& index) {
                " expected index ", index.sizes(), " to be no larger than self ", self.sizes(), " apart from dimension ",
                dim);
   }
-}
-
-void scatter_shape_check(const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src) {
-  if (index.numel() == 0) return;
-  const int64_t dims = nonempty_dim(self);
-  KILN_CHECK(dims == nonempty_dim(index), "Index tensor must have the same number of dimensions as self tensor");
-  KILN_CHECK(src == nullptr || nonempty_dim(*src) == dims,
-             "Index tensor must have the same number of dimensions as src tensor");
-  bool wrong = false;
-  for (int64_t d = 0; d < dims && !wrong; ++d) {
-    if (d != dim && nonempty_size(index, d) > nonempty_size(self, d)) wrong = true;
-  }
-  if (!wrong && src != nullptr) {
-    for (int64_t d = 0; d < dims && !wrong; ++d) {
-      if (nonempty_size(index, d) > nonempty_size(*src, d)) wrong = true;
-    }
-  }
-  if (src != nullptr) {
-    KILN_CHECK(!wrong, "Expected index ", index.sizes(), " to be no larger than self ", self.sizes(),
-               " apart from dimension ", dim, " and to be no larger size than src ", src->sizes());
-  }
-  KILN_CHECK(!wrong, "Expected index ", index.sizes(), " to be no larger than self ", self.sizes(),
-             " apart from dimension ", dim);
 }
 
 /// `t` (at least 1-d) read with `sizes` and its own strides, stride 0 along `dim` when `zero_dim`.
@@ -118,22 +89,6 @@ Tensor gather_write(const Tensor& out, const Tensor& self, int64_t dim, const Te
 
 // --- scatter ---------------------------------------------------------------------------
 
-PutReduce reduce_from_name(std::string_view reduce) {
-  if (reduce == "add") return PutReduce::Add;
-  if (reduce == "multiply") return PutReduce::Multiply;
-  KILN_FAIL(Runtime, "reduce argument must be either add or multiply.");
-}
-
-/// The checks scatter's meta function makes, before anything is allocated or written.
-void check_scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src,
-                   std::optional<std::string_view> reduce) {
-  check_index_dtype("scatter", index);
-  if (src != nullptr) {
-    KILN_CHECK(self.dtype() == src->dtype(), "scatter(): Expected self.dtype to be equal to src.dtype");
-  }
-  scatter_shape_check(self, dim, index, src);
-  if (reduce) (void)reduce_from_name(*reduce);
-}
 
 /// Writes src (or `value`) into `target` at index along dim; `target` is self (in-place),
 /// a fresh copy of self, or the out= tensor holding self's values.
@@ -201,66 +156,19 @@ void warn_reduce_with_src() {
 
 // --- scatter_reduce ----------------------------------------------------------------------
 
-/// scatter_reduce's put for `reduce` (mean adds, then divides by the count).
-PutReduce scatter_reduction(std::string_view reduce) {
-  if (reduce == "sum" || reduce == "mean") return PutReduce::Add;
-  if (reduce == "prod") return PutReduce::Multiply;
-  if (reduce == "amax") return PutReduce::Max;
-  if (reduce == "amin") return PutReduce::Min;
-  KILN_FAIL(Runtime, "reduce argument must be either sum, prod, mean, amax or amin, got ", reduce);
-}
-
-/// The value a position starts from when include_self is false: the reduction's identity.
-Scalar reduction_identity(std::string_view reduce, DType dtype) {
-  if (reduce == "prod") return Scalar(int64_t{1});
-  if (reduce != "amax" && reduce != "amin") return Scalar(int64_t{0});
-  const bool max = reduce == "amax";
-  if (is_floating_point(dtype)) return Scalar(max ? -std::numeric_limits<double>::infinity()
-                                                  : std::numeric_limits<double>::infinity());
-  if (dtype == DType::Bool) return Scalar(!max);
-  int64_t low = 0, high = 0;
-  visit_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      low = static_cast<int64_t>(std::numeric_limits<T>::lowest());
-      high = static_cast<int64_t>(std::numeric_limits<T>::max());
-    }
-  });
-  return Scalar(max ? low : high);
-}
-
-/// Reduces src into `target` (which holds self's values) at index along dim.
-void scatter_reduce_into(const Tensor& target, int64_t dim, const Tensor& index, const Tensor& src,
-                         std::string_view reduce, bool include_self) {
-  const PutReduce put = scatter_reduction(reduce);
-  const bool mean = reduce == "mean";
-  KILN_CHECK_NOT_IMPLEMENTED(!(mean && target.dtype() == DType::Bool),
-                             "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
-  // complex numbers are not ordered: refused before any write, naming torch's kernel
-  KILN_CHECK_NOT_IMPLEMENTED(!(is_complex(target.dtype()) && (reduce == "amax" || reduce == "amin")),
-                             "\"scatter_gather_tensor_cpu_reduce_", reduce, "\" not implemented for '",
-                             scalar_type_name(target.dtype()), "'");
-  if (!include_self) scatter_into(target, dim, index, nullptr, reduction_identity(reduce, target.dtype()),
-                                  PutReduce::Assign);
-  scatter_into(target, dim, index, &src, std::nullopt, put);
-  if (!mean) return;
-  // mean: the sum over the count of values reduced into each position (self counting once
-  // when included; positions nothing lands on keep self's value).
-  // (counted in the real dtype for a complex target: counts are real, and clamp_min needs an order)
-  const DType count_dtype = is_complex(target.dtype()) ? to_real_value_type(target.dtype()) : target.dtype();
-  const Tensor counts = kiln::full(target.sizes(), Scalar(int64_t{include_self ? 1 : 0}), count_dtype);
-  const Tensor ones = kiln::ones(src.sizes(), count_dtype, src.device());
-  scatter_into(counts, dim, index, &ones, std::nullopt, PutReduce::Add);
-  const Tensor divisor = kiln::clamp_min(counts, Scalar(int64_t{1}));
-  const bool exact = is_floating_point(target.dtype()) || is_complex(target.dtype());
-  const Tensor quotient = exact ? kiln::div(target, divisor) : kiln::div(target, divisor, "floor");
-  kiln::copy_(target, quotient);
-}
-
-void check_scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                          std::string_view reduce) {
-  check_scatter(self, dim, index, &src, std::nullopt);
-  (void)scatter_reduction(reduce);
+/// scatter_reduce's steps (Note [scatter_reduce on any device]) with the CPU's puts.
+void scatter_reduce_on_cpu(const Tensor& target, int64_t dim, const Tensor& index, const Tensor& src,
+                           std::string_view reduce, bool include_self) {
+  static const ScatterReducePuts cpu_puts{
+      [](const Tensor& t, int64_t d, const Tensor& i, const Tensor* s, const std::optional<Scalar>& v, PutReduce r) {
+        scatter_into(t, d, i, s, v, r);
+      },
+      [](const Tensor& t, const Tensor& counts) {
+        const Tensor divisor = kiln::clamp_min(counts, Scalar(int64_t{1}));
+        const bool exact = is_floating_point(t.dtype()) || is_complex(t.dtype());
+        kiln::copy_(t, exact ? kiln::div(t, divisor) : kiln::div(t, divisor, "floor"));
+      }};
+  indexing::scatter_reduce_into(target, dim, index, src, reduce, include_self, cpu_puts, "cpu");
 }
 
 /// scatter's three forms over one set of arguments.
@@ -322,7 +230,7 @@ Tensor scatter_reduce_two_out(const Tensor& self, int64_t dim, const Tensor& ind
   check_no_overlap(out, src);
   prepare_out(out, self.sizes(), self.dtype());
   if (!out.is_same(self)) kiln::copy_(out, self);
-  scatter_reduce_into(out, dim, index, src, reduce, include_self);
+  scatter_reduce_on_cpu(out, dim, index, src, reduce, include_self);
   return out;
 }
 
@@ -334,7 +242,7 @@ Tensor scatter_reduce_two_into(ResultInto into, const Tensor& out, const Tensor&
   dim = wrap_dim(dim, self.dim());
   check_scatter_reduce(self, dim, index, src, reduce);
   const Tensor result = clone_contiguous(self);
-  scatter_reduce_into(result, dim, index, src, reduce, include_self);
+  scatter_reduce_on_cpu(result, dim, index, src, reduce, include_self);
   return result;
 }
 

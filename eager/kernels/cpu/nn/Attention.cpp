@@ -277,6 +277,39 @@ uint64_t philox_scalar(const Tensor& t, const char* what) {
 /// A philox_seed / philox_offset output: the uint64 as a 0-dim int64 tensor.
 Tensor int64_scalar(uint64_t v) { return indexing::scalar_tensor(Scalar(static_cast<int64_t>(v)), DType::Int64); }
 
+/// The meta function of the fused forward (Note [Meta kernels], tools/opgen): prepare()'s checks that need
+/// only metadata, and the outputs flash_forward makes (the output in [B, L, H, Dv] memory, logsumexp in the
+/// compute dtype).
+std::tuple<Tensor, Tensor> flash_forward_meta(const Tensor& query, const Tensor& key, const Tensor& value,
+                                              double dropout_p) {
+  check_qkv(kForward, query, key, value);
+  KILN_CHECK(dropout_p == 0.0, kForward, ": dropout_p must be 0 (got ", dropout_p, "); "
+             "use _scaled_dot_product_flash_attention_dropout_for_cpu for dropout");
+  const int64_t B = query.size(0), H = query.size(1), L = query.size(2), Dv = value.size(3);
+  const Device meta(DeviceType::Meta);
+  return {empty_strided({B, H, L, Dv}, {L * H * Dv, Dv, H * Dv, 1}, query.dtype(), meta),
+          empty({B, H, L}, compute_dtype(query.dtype()), meta)};
+}
+
+/// The meta function of the fused backward: the gradients flash_backward makes, after its size checks.
+std::tuple<Tensor, Tensor, Tensor> flash_backward_meta(const Tensor& grad_out, const Tensor& query,
+                                                       const Tensor& key, const Tensor& value, const Tensor& out,
+                                                       const Tensor& logsumexp, double dropout_p) {
+  check_qkv(kBackward, query, key, value);
+  KILN_CHECK(dropout_p == 0.0, kBackward, ": dropout_p must be 0 (got ", dropout_p, "); "
+             "use _scaled_dot_product_flash_attention_dropout_for_cpu for dropout");
+  const int64_t B = query.size(0), H = query.size(1), L = query.size(2), S = key.size(2);
+  const int64_t D = query.size(3), Dv = value.size(3), Hkv = key.size(1);
+  KILN_CHECK(same_sizes(grad_out.sizes(), {B, H, L, Dv}) && same_sizes(out.sizes(), {B, H, L, Dv}),
+             kBackward, ": expected grad_out and out of size [", B, ", ", H, ", ", L, ", ", Dv, "], got grad_out ",
+             grad_out.sizes(), " and out ", out.sizes());
+  KILN_CHECK(same_sizes(logsumexp.sizes(), {B, H, L}), kBackward, ": expected logsumexp of size [", B, ", ", H,
+             ", ", L, "], got ", logsumexp.sizes());
+  const Device meta(DeviceType::Meta);
+  const DType dtype = query.dtype();
+  return {empty({B, H, L, D}, dtype, meta), empty({B, Hkv, S, D}, dtype, meta), empty({B, Hkv, S, Dv}, dtype, meta)};
+}
+
 }  // namespace
 
 std::tuple<Tensor, Tensor> scaled_dot_product_flash_attention_cpu(const Tensor& query, const Tensor& key,
@@ -284,6 +317,7 @@ std::tuple<Tensor, Tensor> scaled_dot_product_flash_attention_cpu(const Tensor& 
                                                                   bool is_causal,
                                                                   const std::optional<Tensor>& attn_mask,
                                                                   std::optional<double> scale) {
+  if (query.impl()->is_meta()) return flash_forward_meta(query, key, value, dropout_p);
   Prepared p = prepare(kForward, query, key, value, dropout_p, is_causal, attn_mask, scale);
   return flash_forward(p, query);
 }
@@ -292,6 +326,7 @@ std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_flash_attention_backward_c
     const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& out,
     const Tensor& logsumexp, double dropout_p, bool is_causal, const std::optional<Tensor>& attn_mask,
     std::optional<double> scale) {
+  if (query.impl()->is_meta()) return flash_backward_meta(grad_out, query, key, value, out, logsumexp, dropout_p);
   Prepared p = prepare(kBackward, query, key, value, dropout_p, is_causal, attn_mask, scale);
   return flash_backward(kBackward, p, grad_out, query, key, out, logsumexp);
 }

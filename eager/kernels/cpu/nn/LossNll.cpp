@@ -51,6 +51,11 @@ std::tuple<Tensor, Tensor> nll_loss_forward_cpu(const Tensor& self, const Tensor
                                                 const std::optional<Tensor>& weight, int64_t reduction,
                                                 int64_t ignore_index) {
   const NllShape s = check_nll_arguments(self, target, weight, reduction);
+  if (self.impl()->is_meta()) {  // the checks above are the meta function (the targets' bounds need data)
+    Tensor output = reduction == kNone && s.batched ? empty({s.batch}, self.dtype(), self.device())
+                                                    : empty({}, self.dtype(), self.device());
+    return {output, empty({}, self.dtype(), self.device())};
+  }
   const std::vector<int64_t> targets = read_targets(target, s, ignore_index);
   const Tensor x = contiguous_values(self);
   const bool has_weight = weight && weight->defined();
@@ -87,11 +92,18 @@ Tensor nll_loss_backward_cpu(const Tensor& grad_output, const Tensor& self, cons
                              const std::optional<Tensor>& weight, int64_t reduction, int64_t ignore_index,
                              const Tensor& total_weight) {
   const NllShape s = check_nll_arguments(self, target, weight, reduction);
-  const std::vector<int64_t> targets = read_targets(target, s, ignore_index);
   const bool per_element = reduction == kNone && s.batched;
-  KILN_CHECK(per_element ? grad_output.numel() == s.batch : grad_output.numel() == 1,
-             "nll_loss_backward: expected grad_output of ", per_element ? s.batch : 1, " elements but got ",
-             grad_output.sizes());
+  const auto check_grad_output = [&] {
+    KILN_CHECK(per_element ? grad_output.numel() == s.batch : grad_output.numel() == 1,
+               "nll_loss_backward: expected grad_output of ", per_element ? s.batch : 1, " elements but got ",
+               grad_output.sizes());
+  };
+  if (self.impl()->is_meta()) {  // the checks are the meta function (the targets' bounds need data)
+    check_grad_output();
+    return empty(self.sizes(), self.dtype(), self.device());
+  }
+  const std::vector<int64_t> targets = read_targets(target, s, ignore_index);
+  check_grad_output();
   const bool has_weight = weight && weight->defined();
   const Tensor w = has_weight ? contiguous_values(*weight) : Tensor();
   const Tensor g = contiguous_values(grad_output.dtype() == self.dtype() ? grad_output : to_dtype_copy(grad_output, self.dtype()));

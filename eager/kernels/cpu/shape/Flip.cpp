@@ -54,6 +54,7 @@ int64_t roll_start(int64_t n, int64_t shift) {
 Tensor flip_cpu(const Tensor& self, IntArrayRef dims) {
   const auto flipped = dims_to_bitset(dims, self.dim());
   Tensor result = empty_like_format(self, MemoryFormat::Preserve);
+  if (result.numel() == 0 || result.impl()->is_meta()) return result;  // the checks above are the meta function
   DimVector src_strides(self.strides());
   const char* src = static_cast<const char*>(self.data_ptr());
   for (int64_t d = 0; d < self.dim(); ++d) {
@@ -71,7 +72,7 @@ Tensor roll_cpu(const Tensor& self, IntArrayRef shifts, IntArrayRef dims) {
     KILN_CHECK(!shifts.empty(), "`shifts` required");
     if (dims.empty() && shifts.size() == 1) {  // roll the flattened tensor
       Tensor out = empty(self.sizes(), self.dtype(), self.device());
-      if (self.numel() == 0) return out;
+      if (self.numel() == 0 || out.impl()->is_meta()) return out;
       const Tensor flat_src = kiln::view(contiguous_values(self), {self.numel()});
       const Tensor flat_out = kiln::view(out, {self.numel()});
       const int64_t start = roll_start(self.numel(), shifts[0]);
@@ -91,6 +92,7 @@ Tensor roll_cpu(const Tensor& self, IntArrayRef shifts, IntArrayRef dims) {
   DimVector starts(static_cast<size_t>(self.dim()), 0);
   for (int64_t d = 0; d < self.dim(); ++d) starts[d] = roll_start(self.sizes()[d], total_shift[d]);
   Tensor result = empty(self.sizes(), self.dtype(), self.device());
+  if (result.impl()->is_meta()) return result;  // the checks above are the meta function
   roll_into(result, self, starts);
   return result;
 }

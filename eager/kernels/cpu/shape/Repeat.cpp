@@ -103,7 +103,7 @@ Tensor repeat_cpu(const Tensor& self, IntArrayRef repeats) {
   }
   for (size_t i = 0; i < n; ++i) target[i] = padded[i] * repeats[i];
   Tensor result = empty(target, self.dtype(), self.device());
-  if (result.numel() == 0) return result;
+  if (result.numel() == 0 || result.impl()->is_meta()) return result;  // the checks above are the meta function
   // The result read as (r0, s0, r1, s1, ...): each (r, s) pair of dims takes
   // its elements from self's dim (stride 0 along r).
   const DimVector out_strides = contiguous_strides(target);

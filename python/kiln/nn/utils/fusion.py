@@ -23,8 +23,17 @@ def fuse_conv_bn_eval(conv, bn, transpose: bool = False):
     return fused_conv
 
 
+def _require_tensors(function, required, optional):
+    """A TypeError naming the first argument that is not a tensor (or None, for `optional` ones)."""
+    for name, value in [*required.items(), *((n, v) for n, v in optional.items() if v is not None)]:
+        if not isinstance(value, _C.TensorBase):
+            raise TypeError(f"{function}(): argument '{name}' must be Tensor, not {type(value).__name__}")
+
+
 def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose: bool = False):
     """(weight, bias) Parameters of the conv that equals conv(conv_w, conv_b) then batch norm."""
+    _require_tensors("fuse_conv_bn_weights", {"conv_w": conv_w, "bn_rm": bn_rm, "bn_rv": bn_rv},
+                     {"conv_b": conv_b, "bn_w": bn_w, "bn_b": bn_b})
     weight_dtype = conv_w.dtype
     bias_dtype = conv_b.dtype if conv_b is not None else weight_dtype
     if conv_b is None:
@@ -55,6 +64,8 @@ def fuse_linear_bn_eval(linear, bn):
 
 def fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b):
     """(weight, bias) Parameters of the linear that equals linear(linear_w, linear_b) then batch norm."""
+    _require_tensors("fuse_linear_bn_weights", {"linear_w": linear_w, "bn_rm": bn_rm, "bn_rv": bn_rv, "bn_w": bn_w,
+                                                "bn_b": bn_b}, {"linear_b": linear_b})
     weight_dtype = linear_w.dtype
     bias_dtype = linear_b.dtype if linear_b is not None else weight_dtype
     if linear_b is None:
