@@ -112,7 +112,9 @@ Builder arithmetic(ExprOp e, Operands from) {
       case Operands::TensorOther:  // mul and div read a 1-element divisor at float precision (x_opmath_scalar)
         x = op.x(0, c), y = e == ExprOp::Mul || e == ExprOp::Div ? op.x_opmath_scalar(1, c) : op.x(1, c);
         break;
-      case Operands::ScalarOther: x = op.x(0, c), y = op.scalar("other", c, op.out); break;
+      case Operands::ScalarOther:  // mul and div read the number at float precision, add/sub through the dtype
+        x = op.x(0, c), y = op.scalar("other", c, e == ExprOp::Mul || e == ExprOp::Div ? c : op.out);
+        break;
       case Operands::SwappedTensor: x = op.x(1, c), y = op.x(0, c); break;
       case Operands::SwappedScalar: x = op.scalar("other", c, op.out), y = op.x(0, c); break;
     }

@@ -24,8 +24,9 @@ namespace kiln::codegen {
 //   after each op (so a fused chain rounds where eager's ops store).
 // - A Scalar argument is converted to the compute dtype as eager's
 //   `Scalar::to<T>()` does; for float16/bfloat16 ops the operand scalar is
-//   rounded through that dtype first (it is a wrapped-number operand), alpha
-//   is not (eager reads it as a float).
+//   rounded through that dtype first (it is a wrapped-number operand), but
+//   mul's and the divisions' (eager reads them at float precision: Note [CPU
+//   scalars at opmath precision]) and alpha (eager reads it as a float).
 // - maximum/minimum/clamp propagate NaN (`a != a ? a : (a > b ? a : b)`), relu
 //   keeps NaN (`x < 0 ? 0 : x`), integer arithmetic wraps, division of
 //   integers is true division in the floating output dtype.

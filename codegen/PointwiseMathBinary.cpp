@@ -13,10 +13,10 @@ namespace kiln::codegen::pointwise_math {
 namespace {
 
 /// Input i, or the Scalar attribute `name` when the node has no input i (the .Scalar overloads), in `c`,
-/// rounded through the op's dtype as a wrapped number; `opmath_scalar`: a 1-element tensor input is read
-/// at float precision (the divisions: Op::x_opmath_scalar).
+/// rounded through the op's dtype as a wrapped number; `opmath_scalar` (the divisions): a 1-element tensor
+/// input or the Scalar is read at float precision (Op::x_opmath_scalar; Note [CPU scalars at opmath precision]).
 std::optional<int32_t> operand(const Op& op, size_t i, const char* name, DType c, bool opmath_scalar = false) {
-  if (op.attr(name) != nullptr) return op.scalar(name, c, op.out);
+  if (op.attr(name) != nullptr) return op.scalar(name, c, opmath_scalar ? c : op.out);
   if (i >= op.in.size()) return std::nullopt;
   return opmath_scalar ? op.x_opmath_scalar(i, c) : op.x(i, c);
 }
@@ -149,7 +149,7 @@ Builder where_scalar(bool scalar_self, bool scalar_other) {
 
 void add_binary_math(Table& t) {
   t["kiln::floor_divide"] = floating_binary(floor_divide, /*divides=*/true);
-  t["kiln::floor_divide.Scalar"] = floating_binary(floor_divide);
+  t["kiln::floor_divide.Scalar"] = floating_binary(floor_divide, /*divides=*/true);
   t["kiln::remainder.Tensor"] = floating_binary(remainder);
   t["kiln::remainder.Scalar"] = floating_binary(remainder);
   t["kiln::remainder.Scalar_Tensor"] = floating_binary(remainder);

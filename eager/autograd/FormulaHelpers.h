@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "eager/autograd/LinalgFormulas.h"  // the triangular solve's and the decompositions'
+#include "eager/autograd/NormFormulas.h"  // native_group_norm's, through its statistics too
 #include "eager/autograd/RnnFormulas.h"  // the fused recurrent cells' and the whole-sequence LSTM's
 #include "eager/autograd/ScatterReduceFormulas.h"  // scatter_reduce's
 #include "eager/autograd/Variable.h"

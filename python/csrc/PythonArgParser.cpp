@@ -22,12 +22,13 @@ namespace kiln::python {
 
 // Note [Parser hooks]
 // -------------------
-// Layout? parameters accept only None today: FunctionParameter::check returns
-// false for anything else, so a caller passing one gets "must be kiln.layout,
-// not X". When kiln.layout lands, its type check goes in the matching case of
-// check() and an accessor (layout(i)) joins PythonArgs; nothing else in the
-// parser changes. Generator (kiln.Generator) and MemoryFormat
-// (kiln.memory_format) went this way: generator_optional(i), memory_format(i).
+// Layout? parameters accept None and kiln.strided (python/kiln/_layout.py), kiln's
+// one layout, which every kernel already makes, so no accessor reads it;
+// anything else gets "must be kiln.layout, not X". A second layout would add
+// its check in the matching case of check() and an accessor (layout(i)) to
+// PythonArgs; nothing else in the parser changes. Generator (kiln.Generator)
+// and MemoryFormat (kiln.memory_format) went this way: generator_optional(i),
+// memory_format(i).
 
 namespace {
 
@@ -214,6 +215,18 @@ bool is_index_like(PyObject* obj) {
 bool is_device_object(PyObject* obj) {
   static PyTypeObject* device_type = reinterpret_cast<PyTypeObject*>(pybind11::type::of<Device>().ptr());
   return PyObject_TypeCheck(obj, device_type);
+}
+
+/// obj is kiln.strided (Note [Parser hooks]); looked up once, from kiln._layout.
+bool is_strided_layout(PyObject* obj) {
+  static PyObject* strided = [] {
+    PyObject* module = PyImport_ImportModule("kiln._layout");
+    PyObject* found = module != nullptr ? PyObject_GetAttrString(module, "strided") : nullptr;
+    Py_XDECREF(module);
+    if (found == nullptr) PyErr_Clear();
+    return found;  // kept for the process's life
+  }();
+  return strided != nullptr && obj == strided;
 }
 
 bool is_sequence(PyObject* obj) { return PyTuple_Check(obj) || PyList_Check(obj); }
@@ -521,7 +534,7 @@ bool FunctionParameter::check(PyObject* obj, int argnum, int64_t* failed_idx) co
     case ParamType::Generator:
       return is_generator_object(obj);
     case ParamType::Layout:
-      return false;  // See Note [Parser hooks].
+      return is_strided_layout(obj);  // See Note [Parser hooks].
   }
   return false;
 }

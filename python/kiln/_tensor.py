@@ -355,9 +355,10 @@ _ARITHMETIC_OPERATORS = {
     "__rmul__": _TensorBase.__rmul__,
     "__imul__": _TensorBase.__imul__,
     "__truediv__": _TensorBase.__truediv__,
-    "__rtruediv__": _reflected(lambda other, self: _C._functions.div(_scalar_operand(other, self), self),
-                               "__rtruediv__"),
-    "__rdiv__": _reflected(lambda other, self: _C._functions.div(_scalar_operand(other, self), self), "__rdiv__"),
+    # number / t is reciprocal(t) * number, as torch's Tensor.__rdiv__: two roundings, not one division
+    # (float32 2.0 / t differs from div(2.0, t) in the last bit), and the number read as mul reads it.
+    "__rtruediv__": _reflected(lambda other, self: self.reciprocal() * other, "__rtruediv__"),
+    "__rdiv__": _reflected(lambda other, self: self.reciprocal() * other, "__rdiv__"),
     "__itruediv__": _TensorBase.__itruediv__,
     "__floordiv__": _TensorBase.__floordiv__,
     "__rfloordiv__": _reflected(

@@ -42,7 +42,8 @@ IMPLEMENTED_HELPERS = {"sum_backward", "mean_backward", "amax_backward", "value_
                        "solve_triangular_backward_self", "solve_triangular_backward_B", "cholesky_backward",
                        "linalg_eigh_backward", "linalg_eig_backward", "linalg_qr_backward", "svd_backward",
                        "lu_factor_ex_backward", "scatter_reduce_backward_self", "scatter_reduce_backward_src",
-                       "lstm_cell_backward", "gru_cell_backward", "lstm_sequence_backward"}
+                       "lstm_cell_backward", "gru_cell_backward", "lstm_sequence_backward",
+                       "native_group_norm_backward"}
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow"}
 _COMPARISONS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
@@ -418,12 +419,12 @@ def _node(op: Op, name: str, shown_name: str, op_names: set[str]) -> str:
         # See Note [Several outputs]: a formula may read the gradient of an
         # output nothing downstream used; it arrives undefined and is read as zeros.
         # Only the gradients the formulas read are filled in (an op's workspace outputs are never read).
-        read = sorted({int(i) for f in op.derivatives.values() for i in re.findall(r"grads\[(\d+)\]", f)})
+        read = sorted({i for f in op.derivatives.values() for i in _zero_filled_grads(f)})
         grad = ("    for (size_t i : {" + ", ".join(f"size_t{{{i}}}" for i in read) + "}) {\n"
                 "      if (!grads[i].defined()) {\n"
                 "        const InputMetadata& m = input_metadata(i);\n"
                 "        grads[i] = kiln::zeros(m.shape, m.dtype, m.device);\n"
-                "      }\n    }\n")
+                "      }\n    }\n") if read else ""
     return (f"struct {name} final : Node {{\n" + "".join(f + "\n" for f in fields) +
             f"  variable_list apply(variable_list&& grads) override {{\n{grad}" +
             "".join(u + "\n" for u in unpack) +
@@ -431,6 +432,23 @@ def _node(op: Op, name: str, shown_name: str, op_names: set[str]) -> str:
             "    return out;\n  }\n"
             f"  std::string name() const override {{ return \"{shown_name}\"; }}\n"
             "  void release_variables() override {\n" + "".join(r + "\n" for r in release) + "  }\n};\n")
+
+
+# Helpers that take an output's gradient as it arrives, undefined when nothing used that output (so a
+# gradient nothing asked for costs nothing): the formula's grads[i] passed straight to them is not
+# filled with zeros (Note [Several outputs]).
+READS_UNDEFINED_GRADS = {"native_group_norm_backward"}
+
+
+def _zero_filled_grads(formula: str) -> set[int]:
+    """The i of each grads[i] the formula reads, but those only passed straight to a READS_UNDEFINED_GRADS helper."""
+    tree = ast.parse(formula.strip(), mode="eval")
+    passed_as_is = {id(arg) for node in ast.walk(tree)
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in READS_UNDEFINED_GRADS for arg in node.args}
+    return {node.slice.value for node in ast.walk(tree)
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "grads"
+            and isinstance(node.slice, ast.Constant) and id(node) not in passed_as_is}
 
 
 def _result_names(op: Op) -> list[str]:

@@ -81,6 +81,9 @@ HELPERS = {
     "lstm_cell_backward": "(grad_gates, grad_cx) of _lstm_cell_fused",
     "gru_cell_backward": "(grad_input_gates, grad_hidden_gates, grad_hx) of _gru_cell_fused",
     "lstm_sequence_backward": "(grad_projected, grad_hx, grad_cx, grad_w_hh_t) of _lstm_sequence",
+    # Normalisations (eager/ops/nn.yaml; eager/autograd/NormFormulas.h).
+    "native_group_norm_backward": "(grad_input, grad_weight, grad_bias) of native_group_norm from the gradients of "
+                                  "all three outputs (out, mean, rstd; the last two may be undefined)",
     "sum_backward": "grad broadcast back over the reduced dims",
     "mean_backward": "sum_backward over the number of reduced elements",
     "amax_backward": "grad shared evenly among the elements equal to the result",

@@ -341,6 +341,59 @@ def test_arange_of_int64_with_a_step_truncated_to_zero_is_a_value_error():
     assert_fails_alike(lambda: kiln.arange(0, 5, 0.5, dtype=kiln.int64), lambda: torch.arange(0, 5, 0.5, dtype=torch.int64))
 
 
+# --- linspace/logspace with tensor bounds, arange's out= ------------------------------------------
+
+@pytest.mark.parametrize("name", ["linspace", "logspace"])
+@pytest.mark.parametrize("bounds", ["tensor_tensor", "tensor_scalar", "scalar_tensor"])
+def test_range_with_zero_dim_tensor_bounds(name, bounds):
+    start, end = (torch.tensor(-2.5), torch.tensor(3)) if bounds != "scalar_tensor" else (-2.5, torch.tensor(3))
+    end = 3 if bounds == "tensor_scalar" else end
+    kstart = _pair(start)[0] if isinstance(start, torch.Tensor) else start
+    kend = _pair(end)[0] if isinstance(end, torch.Tensor) else end
+    for kwargs in (dict(), dict(dtype=torch.float64), dict(dtype=torch.int64)):
+        kkwargs = {key: getattr(kiln, str(value).removeprefix("torch.")) for key, value in kwargs.items()}
+        assert_matches(getattr(kiln, name)(kstart, kend, 7, **kkwargs), getattr(torch, name)(start, end, 7, **kwargs),
+                       exact=True)
+    assert_matches(kiln.logspace(kstart, kend, 5, base=2), torch.logspace(start, end, 5, base=2), exact=True)
+
+
+@pytest.mark.parametrize("name", ["linspace", "logspace"])
+def test_range_bounds_of_another_rank_and_float_steps_fail_as_torch(name):
+    k, t = getattr(kiln, name), getattr(torch, name)
+    one = torch.tensor([1, 1])
+    kone = _pair(one)[0]
+    assert_fails_alike(lambda: k(kone, _pair(one)[0], 1), lambda: t(one, one.clone(), 1))
+    assert_fails_alike(lambda: k(kone, 3, 2), lambda: t(one, 3, 2))
+    assert_fails_alike(lambda: k(0, kone, 2), lambda: t(0, one, 2))
+    # a float steps matches no overload: a TypeError (torch's list of overloads also has the out= forms)
+    assert_fails_alike(lambda: k(0, 3, 1.0), lambda: t(0, 3, 1.0), message=False)
+    tensor_start = torch.tensor(1.0, requires_grad=True)
+    assert not k(_pair(tensor_start, True)[0], 3, 4).requires_grad  # the bounds are read as numbers, as torch
+
+
+@pytest.mark.parametrize("args", [(5,), (0, 5, 1.5), (0.5, 5, 1), (0, 5.5, 2), (-3, 3, 0.75)])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "float32", "float64"])
+def test_arange_out_takes_out_dtype(args, dtype):
+    kout, tout = kiln.empty(0, dtype=getattr(kiln, dtype)), torch.empty(0, dtype=getattr(torch, dtype))
+    try:
+        torch.arange(*args, out=tout)
+    except ValueError:  # a step truncated to 0 in an integer out (-3, 3, 0.75)
+        assert_fails_alike(lambda: kiln.arange(*args, out=kout), lambda: torch.arange(*args, out=tout))
+        return
+    result = kiln.arange(*args, out=kout)
+    assert result is kout
+    assert_matches(kout, tout, exact=True)
+
+
+def test_arange_out_keeps_a_shape_of_as_many_elements_and_refuses_a_zero_int_step():
+    kout, tout = kiln.empty(2, 3), torch.empty(2, 3)
+    kiln.arange(6, out=kout)
+    torch.arange(6, out=tout)
+    assert_matches(kout, tout, exact=True)
+    assert_fails_alike(lambda: kiln.arange(0, 64, 0.5, out=kiln.empty(0, dtype=kiln.int64)),
+                       lambda: torch.arange(0, 64, 0.5, out=torch.empty(0, dtype=torch.int64)))
+
+
 # --- argument checks worded as torch's ----------------------------------------------------------
 
 CONV_ARGUMENT_ERRORS = [
@@ -440,3 +493,67 @@ def test_local_response_norm_averages_as_torch(shape, dtype):
         options = dict(alpha=0.1, beta=0.75, k=2.0)
         assert_matches(kiln.nn.functional.local_response_norm(_pair(x)[0], size, **options),
                        torch.nn.functional.local_response_norm(x, size, **options))
+
+
+# --- cat of an empty list, native_group_norm's statistics, numbers beside float16 ---------------
+
+@pytest.mark.parametrize("op", ["cat", "concat", "concatenate"])
+def test_cat_of_an_empty_list_fails_with_cats_value_error(op):
+    assert_fails_alike(lambda: getattr(kiln, op)([], dim=1), lambda: getattr(torch, op)([], dim=1))
+    kout, tout = kiln.empty(2), torch.empty(2)
+    assert_fails_alike(lambda: kiln.cat([], out=kout), lambda: torch.cat([], out=tout))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("outputs", [(0, 1, 2), (1, 2)])
+def test_native_group_norm_gradients_through_mean_and_rstd(weighted, outputs):
+    # Note [Gradients through group_norm's statistics] (eager/autograd/NormFormulas.h): the OpInfo case gives
+    # every output a gradient. (torch adds the statistics' part only when both mean and rstd have one.)
+    kx, tx = _pair(_floats(2, 6, 5), True)
+    kw, tw = _pair(_floats(6) + 1.5, True) if weighted else (None, None)
+    kb, tb = _pair(_floats(6) - 0.5, True) if weighted else (None, None)
+    k = kiln.native_group_norm(kx, kw, kb, 2, 6, 5, 3, 1e-5)
+    t = torch.native_group_norm(tx, tw, tb, 2, 6, 5, 3, 1e-5)
+    upstream = [_floats(*t[i].shape) * (i + 1) for i in outputs]
+    wanted = 0 in outputs and weighted
+    kgrads = kiln.autograd.grad([k[i] for i in outputs], [kx, kw, kb] if wanted else [kx],
+                                [_pair(u)[0] for u in upstream])
+    tgrads = torch.autograd.grad([t[i] for i in outputs], [tx, tw, tb] if wanted else [tx], upstream)
+    for kg, tg in zip(kgrads, tgrads):
+        assert_matches(kg, tg)
+
+
+NUMBER_OPERATIONS = {
+    "mul": lambda x, s: x * s,
+    "rmul": lambda x, s: s * x,
+    "div": lambda x, s: x / s,
+    "rdiv": lambda x, s: s / x,
+    "floordiv": lambda x, s: x // s,
+    "div_trunc": lambda x, s: x.div(s, rounding_mode="trunc"),
+    "add": lambda x, s: x + s,
+    "rsub": lambda x, s: s - x,
+    "remainder": lambda x, s: x % s,
+    "mul_": lambda x, s: x.clone().mul_(s),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("name", list(NUMBER_OPERATIONS))
+def test_a_python_number_beside_a_reduced_float_tensor_as_torch(dtype, name):
+    # float16 x * 1.1 multiplies by float(1.1), not float16(1.1) (Note [CPU scalars at opmath precision]);
+    # number / x is reciprocal(x) * number, as torch's Tensor.__rdiv__.
+    t = (torch.randn(2000, generator=torch.Generator().manual_seed(3)) * 4).to(getattr(torch, dtype))
+    k = kiln.from_numpy(t.float().numpy()).to(getattr(kiln, dtype))
+    fn = NUMBER_OPERATIONS[name]
+    for number in (1.1, 0.3, 3.7, 70000.0, 3, 100001):
+        assert_matches(fn(k, number), fn(t, number), exact=True)
+
+
+def test_factories_take_layout_strided_as_torch():
+    # Note [Parser hooks] (python/csrc/PythonArgParser.cpp): kiln.strided is kiln's one layout.
+    assert_matches(kiln.zeros(2, 3, layout=kiln.strided), torch.zeros(2, 3, layout=torch.strided), exact=True)
+    k = kiln.normal(0.5, 2.0, size=(4,), layout=kiln.strided)
+    assert tuple(k.shape) == (4,) and k.dtype is kiln.float32
+    assert kiln.empty_like(kiln.ones(3), layout=kiln.strided).shape == (3,)
+    with pytest.raises(TypeError, match="must be kiln.layout"):
+        kiln.zeros(2, layout="strided")

@@ -44,7 +44,14 @@ Tensor scalar_operand(const Scalar& value, const Tensor& like) {
   // needs no conversion pass), converting as TensorIterator would: integers
   // wrap (uint8 + 300 is 44, as in PyTorch), floats round.
   // A bool stays bool: sub's checks read it (float_tensor - True is an error).
-  const DType dtype = value.is_bool() ? DType::Bool : result_type(like, value);
+  // Beside a float16/bfloat16 CPU tensor a real number is made in float32: mul and the divisions read
+  // it at that precision, the other ops convert it as TensorIterator converts any input (float32, then
+  // the dtype, as PyTorch's double -> Half goes through float): Note [CPU scalars at opmath precision].
+  DType dtype = value.is_bool() ? DType::Bool : result_type(like, value);
+  const bool reduced_float = dtype == DType::Float16 || dtype == DType::BFloat16;
+  if (reduced_float && !value.is_complex() && !like.impl()->is_meta() && like.device().is_cpu()) {
+    dtype = DType::Float32;
+  }
   // Beside a meta tensor the number stays a CPU 0-dim tensor, as PyTorch's wrapped numbers
   // (Note [TensorIterator on meta tensors]).
   Tensor t = empty({}, dtype, like.impl()->is_meta() ? Device() : like.device());

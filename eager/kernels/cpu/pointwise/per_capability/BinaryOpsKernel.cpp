@@ -31,10 +31,11 @@ auto in_float(const F& f) {
 // to the op's dtype (BinaryOpsKernel.cpp's `iter.original_scalar_value<opmath_t>(2)`): float16
 // 2.5 / int32(-82871) is -3.0e-05 there, where rounding the divisor to float16 first gives
 // 2.5 / -inf = -0. The CPU scalar as first operand, and the other ops (add, sub, remainder, ...),
-// read the converted value. A Python number arrives as a wrapped number already made in the op's
-// dtype (scalar_operand, BinaryOps.cpp), so it keeps rounding through the dtype, as codegen's
-// PointwiseMath computes it (its Note [Pointwise math matches eager]); codegen follows this Note
-// for a 1-element tensor operand.
+// read the converted value. A Python number is such a CPU scalar too (PyTorch's wrapped number is a
+// double tensor): scalar_operand (BinaryOps.cpp) makes it in float32 beside a float16/bfloat16
+// tensor, so float16 x * 1.1 multiplies by float(1.1), not by float16(1.1) = 1.0996; codegen's
+// PointwiseMath reads mul's and the divisions' Scalar and 1-element tensor operands the same way
+// (its Note [Pointwise math matches eager]).
 
 /// A float16/bfloat16 loop of `f(x, b)` with b the CPU-scalar second operand read at float
 /// precision (Note [CPU scalars at opmath precision]); false when input 1 is not a CPU scalar.
