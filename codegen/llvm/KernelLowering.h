@@ -114,6 +114,8 @@ class Lowering {
   llvm::Value* load_lanes(llvm::Type* t, llvm::Value* p, llvm::Value* mask);
   /// x stored at p (masked lanes untouched).
   void store_lanes(llvm::Value* x, llvm::Value* p, llvm::Value* mask);
+  /// Vectors of one width (a power-of-two count of them) joined, in order, into one vector.
+  llvm::Value* concat_vectors(std::vector<llvm::Value*> parts);
   /// for (start = 0; start < rows; start = end) { end = min(start + block_rows, rows); body(start, end); }
   /// (blocks named `name`.header/.body/.exit in the IR).
   void emit_row_blocks(llvm::Value* rows, int64_t block_rows, const std::string& name,

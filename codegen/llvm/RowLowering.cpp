@@ -10,6 +10,20 @@
 
 namespace kiln::codegen {
 
+llvm::Value* Lowering::concat_vectors(std::vector<llvm::Value*> parts) {
+  while (parts.size() > 1) {
+    std::vector<llvm::Value*> joined;
+    for (size_t i = 0; i + 1 < parts.size(); i += 2) {
+      const auto n = static_cast<int>(llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements());
+      llvm::SmallVector<int, 64> idx;
+      for (int l = 0; l < 2 * n; ++l) idx.push_back(l);
+      joined.push_back(b_.CreateShuffleVector(parts[i], parts[i + 1], idx));
+    }
+    parts = std::move(joined);
+  }
+  return parts[0];
+}
+
 llvm::Value* Lowering::load_row_operand(size_t input, llvm::Value* row, llvm::Value* row_start, llvm::Value* j,
                                         llvm::Value* mask) {
   const DType d = k_.input_dtypes[input];
@@ -146,18 +160,7 @@ std::vector<llvm::Value*> Lowering::emit_eager_order_folds(const std::vector<int
   };
   // The first W lanes of k accumulators as four E-lane vectors.
   const auto quarters = [&](const std::vector<llvm::Value*>& acc) {
-    std::vector<llvm::Value*> parts = acc;  // k is a power of two: concatenate pairs
-    while (parts.size() > 1) {
-      std::vector<llvm::Value*> joined;
-      for (size_t i = 0; i + 1 < parts.size(); i += 2) {
-        const auto n = static_cast<int>(llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements());
-        llvm::SmallVector<int, 64> idx;
-        for (int l = 0; l < 2 * n; ++l) idx.push_back(l);
-        joined.push_back(b_.CreateShuffleVector(parts[i], parts[i + 1], idx));
-      }
-      parts = joined;
-    }
-    llvm::Value* all = parts[0];
+    llvm::Value* all = concat_vectors(acc);  // k is a power of two
     std::vector<llvm::Value*> q;
     for (int64_t i = 0; i < 4; ++i) {
       llvm::SmallVector<int, 16> idx;
@@ -333,21 +336,12 @@ std::vector<llvm::Value*> Lowering::emit_norm_order_folds(const std::vector<int3
   KILN_CHECK(E % w == 0 || w % E == 0, "codegen: eager's norm vector of ", E, " lanes against ", w);
   // Concatenates vectors of equal width (a power-of-two count) and keeps the first E lanes.
   const auto first_lanes = [&](std::vector<llvm::Value*> parts) {
-    while (parts.size() > 1) {
-      std::vector<llvm::Value*> joined;
-      for (size_t i = 0; i + 1 < parts.size(); i += 2) {
-        const auto n = static_cast<int>(llvm::cast<llvm::FixedVectorType>(parts[i]->getType())->getNumElements());
-        llvm::SmallVector<int, 64> idx;
-        for (int l = 0; l < 2 * n; ++l) idx.push_back(l);
-        joined.push_back(b_.CreateShuffleVector(parts[i], parts[i + 1], idx));
-      }
-      parts = joined;
-    }
-    const auto n = static_cast<int64_t>(llvm::cast<llvm::FixedVectorType>(parts[0]->getType())->getNumElements());
-    if (n == E) return parts[0];
+    llvm::Value* all = concat_vectors(std::move(parts));
+    const auto n = static_cast<int64_t>(llvm::cast<llvm::FixedVectorType>(all->getType())->getNumElements());
+    if (n == E) return all;
     llvm::SmallVector<int, 64> idx;
     for (int64_t l = 0; l < E; ++l) idx.push_back(static_cast<int>(l));
-    return b_.CreateShuffleVector(parts[0], parts[0], idx);
+    return b_.CreateShuffleVector(all, all, idx);
   };
   // Per reduction, its operand (and `b`) at columns j..j+E as E-lane vectors.
   const auto chunk = [&](llvm::Value* j) {

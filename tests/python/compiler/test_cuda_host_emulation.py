@@ -18,44 +18,14 @@ import pytest
 
 import kiln
 from kiln import _C
+from cuda_host_shim import ONE_THREAD_SHIM
 from kiln.compiler._backends import _entries, _graph_programs
 
 import test_pointwise_math as table_cases
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="optional package gcc is not installed (no g++)")
 
-SHIM = r"""
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#define KILN_KCG_HOST 1
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(n)
-#define __align__(n) alignas(n)
-#define __shared__ static
-struct kcg_dim3 { unsigned x; };
-static const kcg_dim3 blockIdx{0}, blockDim{1}, gridDim{1}, threadIdx{0};
-static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
-static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
-static inline double __longlong_as_double(long long v) { double d; memcpy(&d, &v, 8); return d; }
-static inline float __fadd_rn(float a, float b) { return a + b; }
-static inline float __fsub_rn(float a, float b) { return a - b; }
-static inline float __fmul_rn(float a, float b) { return a * b; }
-static inline float __fdiv_rn(float a, float b) { return a / b; }
-static inline float __fsqrt_rn(float a) { return std::sqrt(a); }
-static inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
-static inline double __dadd_rn(double a, double b) { return a + b; }
-static inline double __dsub_rn(double a, double b) { return a - b; }
-static inline double __dmul_rn(double a, double b) { return a * b; }
-static inline double __ddiv_rn(double a, double b) { return a / b; }
-static inline double __dsqrt_rn(double a) { return std::sqrt(a); }
-static inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
-template <typename T> static inline T __shfl_down_sync(unsigned, T v, int) { return v; }
-template <typename T> static inline T __shfl_sync(unsigned, T v, int) { return v; }
-static inline void __syncthreads() {}
-"""
+SHIM = ONE_THREAD_SHIM
 
 # libdevice calls, which the host's libm stands in for (Note [CUDA C from the kernel IR]).
 TRANSCENDENTAL = re.compile(r"\b(exp|expm1|exp2|log|log2|log10|log1p|sin|cos|tan|tanh|erf|erfc|asin|acos|atan|sinh|"
