@@ -18,12 +18,15 @@ bool_ = builtins.bool
 
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class defined in Python
+_KILN_VALUE_TYPES = frozenset({"device", "layout", "memory_format", "Size", "finfo", "iinfo"})
 
 
 def _type_name(value) -> str:
     """The type name torch's argument parser prints (CPython's tp_name): `int`, `list`, a Python
     class's own name, or an extension type's qualified name such as `kiln.dtype`."""
     kind = type(value)
+    if kind.__module__ == "kiln" and kind.__name__ in _KILN_VALUE_TYPES:
+        return f"kiln.{kind.__name__}"  # torch's parser names its own classes torch.device, torch.layout, ...
     if kind.__module__ == "builtins" or kind.__flags__ & _HEAP_TYPE:
         return kind.__name__
     return f"{kind.__module__}.{kind.__name__}"
@@ -164,16 +167,17 @@ _KINDS = {
     "bool": (lambda v: isinstance(v, bool_), "bool"),
     "str": (lambda v: isinstance(v, str), "str"),
     "Scalar": (_is_scalar, "Number"),
-    "ScalarType": (lambda v: isinstance(v, _C.dtype), "torch.dtype"),
+    "ScalarType": (lambda v: isinstance(v, _C.dtype) or v is float or v is int or v is bool or v is complex,
+                   "kiln.dtype"),  # a Python type names its default dtype, as in torch
     "int[]": (_is_int_list, "tuple of ints"),
     "int[1]": (_is_sized_int_list, "tuple of ints"),
     "int?[1]": (_is_optional_int_list, "tuple of ints"),
     "float[]": (_is_float_list, "tuple of floats"),
     "Tensor[]": (_is_tensor_list, "tuple of Tensors"),
-    "Device": (_is_device, "torch.device"),
-    "Layout": (lambda v: isinstance(v, _layout), "torch.layout"),
-    "MemoryFormat": (lambda v: isinstance(v, _C.memory_format), "torch.memory_format"),
-    "Generator": (lambda v: isinstance(v, _C.Generator), "torch.Generator"),
+    "Device": (_is_device, "kiln.device"),
+    "Layout": (lambda v: isinstance(v, _layout), "kiln.layout"),
+    "MemoryFormat": (lambda v: isinstance(v, _C.memory_format), "kiln.memory_format"),
+    "Generator": (lambda v: isinstance(v, _C.Generator), "kiln.Generator"),
 }
 
 
@@ -186,6 +190,7 @@ class _Parameter(NamedTuple):
     overloaded: bool  # refused with the "invalid combination" message
     optional: bool  # None is taken
     parse: Optional[Callable]  # checks the value once every kind matched (a device string)
+    forwarded: bool = False  # the op passes it on positionally: torch's message gives its position even for a keyword
 
 
 def _parameter(position, name, spelled, kind, optional):
@@ -231,7 +236,7 @@ def _given_arguments(parameters, args, kwargs, self_given):
                 continue
             yield parameter, args[position - 1], position
         elif parameter.name in kwargs:
-            yield parameter, kwargs[parameter.name], None
+            yield parameter, kwargs[parameter.name], position if parameter.forwarded else None
 
 
 def _check_arguments(function, parameters, args, kwargs, self_given):
@@ -249,7 +254,9 @@ def _check_arguments(function, parameters, args, kwargs, self_given):
             overflow = overflow or error
             continue
         if not accepted:
-            if parameter.overloaded:
+            # torch's parser names the one argument when only one overload takes this many arguments; one
+            # argument given is the case that holds for every overloaded op declared here
+            if parameter.overloaded and len(args) - self_given + len(kwargs) > 1:
                 raise TypeError(_invalid_combination(function, args, kwargs, self_given, parameter))
             where = "" if position is None else f" (position {position - self_given})"
             raise TypeError(f"{function}(): argument '{parameter.spelled}'{where} must be {parameter.words}, not "
@@ -280,17 +287,21 @@ def _refusal_of_the_call(op, function, error, args, kwargs):
     return error
 
 
-def checked_signature(signature, overloaded=False):
+def checked_signature(signature, overloaded=False, forwarded=False):
     """Decorator: checks each argument given to the op against ``signature`` (torch's schema words:
     'diagflat(Tensor input, int offset=0)', ``Kind?`` where None is taken, ``*`` before keyword-only
     ones) before the op runs, raising torch's argument parser's TypeError (Note [Declared signatures
     of Python-level ops]). The wrapper's ``as_method`` is the same op as a Tensor method (its first
     argument self, the others numbered from 1), which kiln._tensor_bindings attaches. ``overloaded``:
     torch has several overloads of the op, so a refusal is its "invalid combination of arguments"
-    TypeError. As torch's parser, an int past int64 is refused (ValueError) only once every kind matched."""
+    TypeError. As torch's parser, an int past int64 is refused (ValueError) only once every kind matched.
+    ``forwarded``: the op is an F-level function that passes its arguments on positionally to torch's op,
+    so a refusal names the position even of an argument given by keyword."""
     function, parameters = _parse_signature(signature)
     if overloaded:
         parameters = [p._replace(overloaded=True) for p in parameters]
+    if forwarded:
+        parameters = [p._replace(forwarded=p.position is not None) for p in parameters]
 
     def decorate(op):
         @functools.wraps(op)

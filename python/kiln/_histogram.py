@@ -170,8 +170,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     return _RESULT_TYPES["histogram"](hist, bin_edges)
 
 
-@checked_signature("histogramdd(Tensor input, int|int[]|Tensor[] bins, float[]? range, Tensor? weight, bool density)",
-                   overloaded=True)
+@checked_signature("histogramdd(Tensor input, Any bins, float[]? range, Tensor? weight, bool density)")
 def histogramdd(input, bins, range=None, weight=None, density=False):
     """torch.histogramdd: the N-dimensional histogram of the points in ``input``'s last dim (all
     other dims flattened); ``bins`` an int (for every dim), N ints or N 1-D edge tensors.

@@ -188,7 +188,7 @@ def _require_float(name: str, input) -> None:
 
 # --- the ops ------------------------------------------------------------------------------------
 @checked_signature("max_pool3d(Tensor input, int[3] kernel_size, int[3]? stride, int[3] padding, int[3] dilation, "
-                   "bool ceil_mode)")
+                   "bool ceil_mode)", forwarded=True)
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     """Max over [kD, kH, kW] windows of a [N, C, D, H, W] or [C, D, H, W] input (and the flat indices)."""
@@ -311,7 +311,7 @@ def adaptive_avg_pool3d(input, output_size):
     return _apply_separable(input, matrices)
 
 
-@checked_signature("adaptive_max_pool3d(Tensor input, int?[3] output_size)")
+@checked_signature("adaptive_max_pool3d(Tensor input, int?[3] output_size)", forwarded=True)
 def adaptive_max_pool3d(input, output_size, return_indices: bool = False):
     """Max over the adaptive windows (see adaptive_avg_pool3d), and the flat indices when return_indices."""
     sizes = _adaptive_sizes("adaptive_max_pool3d", input, output_size, 3,
@@ -326,7 +326,7 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
     return _adaptive_max(input, sizes, return_indices)
 
 
-@checked_signature("adaptive_max_pool1d(Tensor input, int[1] output_size)")
+@checked_signature("adaptive_max_pool1d(Tensor input, int[1] output_size)", forwarded=True)
 def adaptive_max_pool1d(input, output_size, return_indices: bool = False):
     """Max over the adaptive windows of the last dim of a [N, C, L] or [C, L] input (indices along L)."""
     _require_tensor(input, "adaptive_max_pool1d", "input", 1)

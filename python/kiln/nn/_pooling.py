@@ -65,7 +65,7 @@ def adaptive_avg_pool2d(input, output_size):
     return _functions.adaptive_avg_pool2d(input, size)
 
 
-@checked_signature("adaptive_max_pool2d(Tensor input, int?[2] output_size)")
+@checked_signature("adaptive_max_pool2d(Tensor input, int?[2] output_size)", forwarded=True)
 def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
     if native("adaptive_max_pool2d") is None:  # composed: see Note [Pooling through window tables]
         return _pool3d.adaptive_max_pool2d(input, output_size, return_indices)
@@ -79,7 +79,7 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
 
 # --- the *_with_indices forms: (values, indices) whatever return_indices says --------------------
 @checked_signature("max_pool1d_with_indices(Tensor input, int[1] kernel_size, int[1]? stride, int[1] padding, "
-                   "int[1] dilation, bool ceil_mode)")
+                   "int[1] dilation, bool ceil_mode)", forwarded=True)
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                             return_indices: bool = False):
     """F.max_pool1d_with_indices: (values, indices) whatever ``return_indices`` says."""
@@ -87,7 +87,7 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 
 @checked_signature("max_pool2d_with_indices(Tensor input, int[2] kernel_size, int[2]? stride, int[2] padding, "
-                   "int[2] dilation, bool ceil_mode)")
+                   "int[2] dilation, bool ceil_mode)", forwarded=True)
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                             return_indices: bool = False):
     """F.max_pool2d_with_indices: (values, indices)."""
@@ -95,26 +95,26 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 
 @checked_signature("max_pool3d_with_indices(Tensor input, int[3] kernel_size, int[3]? stride, int[3] padding, "
-                   "int[3] dilation, bool ceil_mode)")
+                   "int[3] dilation, bool ceil_mode)", forwarded=True)
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                             return_indices: bool = False):
     """F.max_pool3d_with_indices: (values, indices)."""
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
-@checked_signature("adaptive_max_pool1d(Tensor input, int[1] output_size)")
+@checked_signature("adaptive_max_pool1d(Tensor input, int[1] output_size)", forwarded=True)
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices: bool = False):
     """F.adaptive_max_pool1d_with_indices: (values, indices)."""
     return adaptive_max_pool1d(input, output_size, True)
 
 
-@checked_signature("adaptive_max_pool2d(Tensor input, int?[2] output_size)")
+@checked_signature("adaptive_max_pool2d(Tensor input, int?[2] output_size)", forwarded=True)
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices: bool = False):
     """F.adaptive_max_pool2d_with_indices: (values, indices)."""
     return adaptive_max_pool2d(input, output_size, True)
 
 
-@checked_signature("adaptive_max_pool3d(Tensor input, int?[3] output_size)")
+@checked_signature("adaptive_max_pool3d(Tensor input, int?[3] output_size)", forwarded=True)
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices: bool = False):
     """F.adaptive_max_pool3d_with_indices: (values, indices)."""
     return adaptive_max_pool3d(input, output_size, True)

@@ -263,9 +263,13 @@ def test_logspace_errors(call):
 
 
 def test_logspace_and_eye_signatures():
+    # The text signature is the first overload's: logspace.Tensor_Tensor (0-dim tensor bounds), which has no out=
+    # form; out= is still taken (the Scalar overload's).
     assert str(inspect.signature(kiln.logspace)) == (
-        "(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, pin_memory=False, out=None, "
+        "(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, pin_memory=False, "
         "requires_grad=False)")
+    out = kiln.empty(3)
+    assert kiln.logspace(0, 2, 3, out=out) is out and out.tolist() == [1.0, 10.0, 100.0]
     assert str(inspect.signature(kiln.eye)).startswith("(n, *, dtype=None")
     assert math.isclose(kiln.logspace(0, 1, 2, base=math.e).tolist()[1], math.e, rel_tol=1e-6)
     assert np.array_equal(kiln.eye(3).numpy(), np.eye(3, dtype=np.float32))

@@ -72,12 +72,12 @@ DECLARED_REFUSALS = {
     "overloads_device": (lambda lib: lib.kaiser_window(5, device=3.5), "kaiser_window\\(\\) received an invalid "
                          "combination of arguments - got \\(int, device=float\\)"),
     "generator": (lambda lib: lib.poisson(_t(lib), _t(lib)), "poisson\\(\\): argument 'generator' \\(position 2\\) "
-                  "must be torch.Generator, not Tensor"),
+                  "must be (torch|kiln).Generator, not Tensor"),
     "int_list_refuses_a_tensor": (lambda lib: lib.nn.functional.pad(lib.ones(2), lib.tensor([1, 1])),
                                   "pad\\(\\): argument 'pad' \\(position 2\\) must be tuple of ints, not Tensor"),
     "missing_argument_before_kinds": (lambda lib: lib.nn.functional.max_pool3d(lib.ones(1, 1, 2, 2, 2), dilation=2**63),
                                       "max_pool3d\\(\\) missing .*required .*argument: 'kernel_size'"),
-    "kinds_before_int_overflow": (lambda lib: lib.nn.functional.max_pool3d(lib.ones(1, 1, 2, 2, 2), [2, 2**63, 2],
+    "kinds_before_int_overflow": (lambda lib: lib.nn.functional.max_pool3d(lib.ones(1, 1, 2, 2, 2), 2, dilation=2**63,
                                                                            padding=lib.ones(0)),
                                   "argument 'padding'.* must be tuple of ints, not Tensor"),
 }
