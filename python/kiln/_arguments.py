@@ -226,54 +226,54 @@ def _parse_signature(signature):
     return function, parameters
 
 
-def _given_arguments(parameters, args, kwargs, self_given):
-    """(parameter, value, position or None) for each declared parameter the call gives a value."""
-    given = len(args)
-    for parameter in parameters:
-        position = parameter.position
-        if position is not None and position <= given:
-            if self_given and position == 1:
-                continue
-            yield parameter, args[position - 1], position
-        elif parameter.name in kwargs:
-            yield parameter, kwargs[parameter.name], position if parameter.forwarded else None
-
-
 def _check_arguments(function, parameters, args, kwargs, self_given):
     """Raises torch's parser's TypeError for the first argument `parameters` refuse, then parses
     what needs parsing (device strings). A method call (``self_given``) numbers its arguments after
-    self, as torch's Tensor methods do."""
-    given = list(_given_arguments(parameters, args, kwargs, self_given))
+    self, as torch's Tensor methods do. On every call of a declared op: one loop, tuples unpacked."""
+    given = len(args)
     overflow = None  # torch's parser unpacks ints after matching kinds: a later kind's refusal comes first
-    for parameter, value, position in given:
-        if value is None and parameter.optional:
+    to_parse = None
+    for position, name, spelled, accepts, words, overloaded, optional, parse, forwarded in parameters:
+        if position is not None and position <= given:
+            if self_given and position == 1:
+                continue
+            value = args[position - 1]
+        elif kwargs and name in kwargs:
+            value = kwargs[name]
+            if not forwarded:
+                position = None
+        else:
+            continue
+        if value is None and optional:
             continue
         try:
-            accepted = parameter.accepts(value)
+            accepted = accepts(value)
         except ValueError as error:  # an int past int64: raised once every kind matched
             overflow = overflow or error
             continue
         if not accepted:
             # torch's parser names the one argument when only one overload takes this many arguments; one
             # argument given is the case that holds for every overloaded op declared here
-            if parameter.overloaded and len(args) - self_given + len(kwargs) > 1:
-                raise TypeError(_invalid_combination(function, args, kwargs, self_given, parameter))
+            if overloaded and len(args) - self_given + len(kwargs) > 1:
+                raise TypeError(_invalid_combination(function, args, kwargs, self_given, spelled, words))
             where = "" if position is None else f" (position {position - self_given})"
-            raise TypeError(f"{function}(): argument '{parameter.spelled}'{where} must be {parameter.words}, not "
-                            f"{_type_name(value)}")
+            raise TypeError(f"{function}(): argument '{spelled}'{where} must be {words}, not {_type_name(value)}")
+        if parse is not None:
+            to_parse = to_parse or []
+            to_parse.append((parse, value))
     if overflow is not None:
         raise overflow
-    for parameter, value, _ in given:
-        if parameter.parse is not None and value is not None:
-            parameter.parse(value)
+    if to_parse:
+        for parse, value in to_parse:
+            parse(value)
 
 
-def _invalid_combination(function, args, kwargs, self_given, parameter):
+def _invalid_combination(function, args, kwargs, self_given, spelled, words):
     """torch's parser's refusal when no overload matches: the kinds given, and the one that fit none."""
     given = [_type_name(a) if not isinstance(a, _C.TensorBase) else "Tensor" for a in args[self_given:]]
     given += [f"{k}={_type_name(v) if not isinstance(v, _C.TensorBase) else 'Tensor'}" for k, v in kwargs.items()]
     return (f"{function}() received an invalid combination of arguments - got ({', '.join(given)}), but expected "
-            f"one of: argument '{parameter.spelled}' as {parameter.words}")
+            f"one of: argument '{spelled}' as {words}")
 
 
 def _refusal_of_the_call(op, function, error, args, kwargs):
@@ -304,22 +304,17 @@ def checked_signature(signature, overloaded=False, forwarded=False):
         parameters = [p._replace(forwarded=p.position is not None) for p in parameters]
 
     def decorate(op):
-        @functools.wraps(op)
-        def checked(*args, **kwargs):
-            try:
-                _check_arguments(function, parameters, args, kwargs, False)
-            except (TypeError, ValueError, RuntimeError) as error:
-                raise _refusal_of_the_call(op, function, error, args, kwargs) from None
-            return op(*args, **kwargs)
+        def wrapper(self_given):
+            @functools.wraps(op)
+            def call(*args, **kwargs):
+                try:
+                    _check_arguments(function, parameters, args, kwargs, self_given)
+                except (TypeError, ValueError, RuntimeError) as error:
+                    raise _refusal_of_the_call(op, function, error, args, kwargs) from None
+                return op(*args, **kwargs)
+            return call
 
-        @functools.wraps(op)
-        def as_method(*args, **kwargs):
-            try:
-                _check_arguments(function, parameters, args, kwargs, True)
-            except (TypeError, ValueError, RuntimeError) as error:
-                raise _refusal_of_the_call(op, function, error, args, kwargs) from None
-            return op(*args, **kwargs)
-
+        checked, as_method = wrapper(False), wrapper(True)
         checked.as_method = as_method
         return checked
     return decorate
