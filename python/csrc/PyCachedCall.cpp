@@ -4,14 +4,17 @@
 //
 //   class CompiledFunction(kiln._C._capture.CachedCall): ...
 //   compiled._set_fast_entries([kiln._C._capture.CacheEntry(spec), ...])
-//   compiled(*args)   # tp_call: guards checked and the graph run here; a miss calls compiled._miss(args, kwargs)
+//   compiled(*args, **kwargs)   # tp_call: guards checked and the graph run here; a miss calls
+//                               # compiled._miss(args, kwargs)
 //
 // CachedCall is the base type of CompiledFunction. Its tp_call takes a call
-// with positional arguments only, while no capture runs on this thread, to
-// the first CacheEntry whose guards hold (CallGuards.h: the arguments' guards,
-// then a module's), and runs that entry without returning to Python:
+// made while no capture runs on this thread to the first CacheEntry whose
+// guards hold (CallGuards.h: the positional and keyword arguments' guards,
+// tuples, lists and dicts of tensors walked as the Python key walks them, then
+// a module's), and runs that entry without returning to Python:
 // - "graph": the entry's graph (a runtime CompiledGraph, or the ir
-//   interpreter) on the call's tensors and the lifted ones, the default
+//   interpreter) on the call's tensors (in the guards' walk order) and the
+//   lifted ones, the default
 //   generator's seed/offset passed and advanced, inputs written in place
 //   copied back (python/kiln/compiler/_replay.py's GraphProgram, the same
 //   steps in the same order);
@@ -24,13 +27,14 @@
 //   goes to _run_guarded, which raises StateChanged and recaptures), the graph
 //   run with grad mode off, copy-backs, then `.grad` assigned or cleared;
 // - "eager": the function itself (a graph break's guard set);
-// - "python": the CompiledFunction's _run_guarded(guarded entry, args) (a
+// - "python": the CompiledFunction's _run_guarded(guarded entry, the call's
+//   tensors, args, kwargs) (a
 //   training step, a symbolic graph's specialising runner: what the C++ path
 //   does not replay itself; also a graph whose runner was replaced after the
 //   capture, checked per call).
-// Everything else (keyword arguments, a capture running, no entry's guards
-// holding) calls `_miss(args, kwargs)`: the Python guard key, recompiles, the
-// recompile limit and logging, unchanged.
+// Everything else (a capture running, no entry's guards holding) calls
+// `_miss(args, kwargs)`: the Python guard key, recompiles, the recompile
+// limit and logging, unchanged.
 #include <Python.h>
 
 #include <algorithm>
@@ -183,8 +187,6 @@ struct EntryData {
   const runtime::CompiledGraph* compiled = nullptr;
   PyObject* graph_obj = nullptr;     // the _ir.Graph (owned; run by the interpreter when compiled is null)
   const ir::Graph* graph = nullptr;
-  bool all_args = false;             // the graph's inputs are the call's arguments, nothing lifted
-  std::vector<Py_ssize_t> tensor_positions;
   std::vector<PyObject*> lifted;     // owned: the module's parameters and buffers, then held tensors
   size_t num_outputs = 0;
   bool single_output = false;
@@ -270,15 +272,6 @@ bool read_graph_spec(PyObject* spec, EntryData& d) {
   } catch (const py::cast_error&) {
     PyErr_SetString(PyExc_TypeError, "CacheEntry: spec.graph is not an _ir.Graph");
     return false;
-  }
-  PyObject* positions = spec_attr(spec, "tensor_positions");
-  if (positions == nullptr) return false;
-  d.all_args = positions == Py_None;
-  Py_DECREF(positions);
-  if (!d.all_args) {
-    std::vector<size_t> p;
-    if (!read_sizes(spec, "tensor_positions", p)) return false;
-    d.tensor_positions.assign(p.begin(), p.end());
   }
   PyObject* lifted = spec_attr(spec, "lifted");
   if (lifted == nullptr) return false;
@@ -650,20 +643,14 @@ int apply_grad_effects(const StepSpec& st, const std::vector<IValue>& outputs) {
   return 0;
 }
 
-/// The graph's outputs for the call's `args` (GraphProgram.run_with_values' steps); for a joint entry
+/// The graph's outputs for the call's `tensors` (GraphProgram.run_with_values' steps); for a joint entry
 /// with grad mode on, the backward node attached; for a training step, its state read first and its
 /// .grad effects after. A new reference to the function's result; nullptr with no Python error set when
 /// a training step's state no longer fits (nothing has run: the caller takes the Python path).
-PyObject* run_graph_entry(const EntryData& e, PyObject* args) {
+PyObject* run_graph_entry(const EntryData& e, const CallTensors& tensors) {
   std::vector<IValue> values;
-  const size_t num_tensors = (e.all_args ? static_cast<size_t>(PyTuple_GET_SIZE(args)) : e.tensor_positions.size()) +
-                             e.lifted.size();
-  values.reserve(num_tensors + 2);
-  if (e.all_args) {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i) values.emplace_back(unwrap_tensor(PyTuple_GET_ITEM(args, i)));
-  } else {
-    for (Py_ssize_t i : e.tensor_positions) values.emplace_back(unwrap_tensor(PyTuple_GET_ITEM(args, i)));
-  }
+  values.reserve(tensors.size() + e.lifted.size() + 2);
+  for (PyObject* t : tensors) values.emplace_back(unwrap_tensor(t));
   for (PyObject* t : e.lifted) values.emplace_back(unwrap_tensor(t));
   if (e.step) {  // the step's state goes after the call's tensors and the module's state
     std::vector<IValue> state;
@@ -800,15 +787,38 @@ int same_runner(const EntryData& e) {
   return same;
 }
 
+/// A new list of the call's tensors (for _run_guarded), or nullptr with a Python error set.
+PyObject* tensor_list(const CallTensors& tensors) {
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(tensors.size()));
+  if (list == nullptr) return nullptr;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    Py_INCREF(tensors[i]);
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), tensors[i]);
+  }
+  return list;
+}
+
+/// self._run_guarded(guarded, tensors, args, kwargs).
+PyObject* run_guarded(PyObject* self, const EntryData& e, const CallTensors& tensors, PyObject* args,
+                      PyObject* kwargs) {
+  PyObject* list = tensor_list(tensors);
+  if (list == nullptr) return nullptr;
+  PyObject* result = PyObject_CallMethodObjArgs(self, run_guarded_name(), e.guarded, list, args,
+                                                kwargs != nullptr ? kwargs : Py_None, nullptr);
+  Py_DECREF(list);
+  return result;
+}
+
 PyObject* cached_call_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   auto* c = reinterpret_cast<PyCachedCall*>(self);
-  if ((kwargs == nullptr || PyDict_GET_SIZE(kwargs) == 0) && !capturing() && c->entries != nullptr) {
+  if (!capturing() && c->entries != nullptr) {
     const Py_ssize_t n = PyList_GET_SIZE(c->entries);
+    CallTensors tensors;
     for (Py_ssize_t i = 0; i < n; ++i) {
       PyObject* entry_obj = PyList_GET_ITEM(c->entries, i);
       const EntryData* e = reinterpret_cast<PyCacheEntry*>(entry_obj)->data;
       if (e == nullptr) continue;
-      int ok = check_arg_guards(*e->arg_guards, args);
+      int ok = check_arg_guards(*e->arg_guards, args, kwargs, &tensors);
       if (ok == 1 && e->module_guards != nullptr) ok = check_module_guards(*e->module_guards);
       if (ok < 0) return nullptr;
       if (ok == 0) continue;
@@ -817,10 +827,10 @@ PyObject* cached_call_call(PyObject* self, PyObject* args, PyObject* kwargs) {
       PyObject* result = nullptr;
       switch (e->kind) {
         case EntryKind::Eager:
-          result = PyObject_Call(e->target, args, nullptr);
+          result = PyObject_Call(e->target, args, kwargs);
           break;
         case EntryKind::Python:
-          result = PyObject_CallMethodObjArgs(self, run_guarded_name(), e->guarded, args, nullptr);
+          result = run_guarded(self, *e, tensors, args, kwargs);
           break;
         case EntryKind::Graph:
         case EntryKind::Joint:
@@ -828,17 +838,17 @@ PyObject* cached_call_call(PyObject* self, PyObject* args, PyObject* kwargs) {
           const int same = same_runner(*e);
           if (same < 0) break;
           if (same == 0) {
-            result = PyObject_CallMethodObjArgs(self, run_guarded_name(), e->guarded, args, nullptr);
+            result = run_guarded(self, *e, tensors, args, kwargs);
             break;
           }
           try {
-            result = run_graph_entry(*e, args);
+            result = run_graph_entry(*e, tensors);
           } catch (...) {
             set_python_error_from_current_exception();
             result = nullptr;
           }
           if (result == nullptr && !PyErr_Occurred())  // a training step's state changed: Python raises it
-            result = PyObject_CallMethodObjArgs(self, run_guarded_name(), e->guarded, args, nullptr);
+            result = run_guarded(self, *e, tensors, args, kwargs);
           break;
         }
       }

@@ -1,16 +1,17 @@
 // kiln._C._capture.GuardSet: the guard check of a cached kiln.compile call,
 // in one C++ function (issue 23: the cached-call overhead).
 //
-//   g = kiln._C._capture.GuardSet(args)   # args: the call's positional tuple
-//   g.check(args) -> bool                  # every guard holds for this call
+//   g = kiln._C._capture.GuardSet(args, kwargs=None)   # the call's positional tuple and keyword dict
+//   g.check(args, kwargs=None) -> bool                  # every guard holds for this call
 //
 // Built once per cache entry from the example call. It holds an ArgGuards
-// (CallGuards.h: for each positional argument a tensor's metadata and
-// aliasing, or a Python scalar by exact type and value; plus grad mode), which
-// the C++ hit path (PyCachedCall.cpp) checks directly. Any other argument makes the constructor raise
-// TypeError: such calls take the Python guard key (kiln/compiler/_guards.py),
-// which also names a failing guard for explain() and recompile warnings.
-// check() is METH_O and allocates nothing.
+// (CallGuards.h: the arguments' tuples, lists, named tuples and dicts by exact
+// type, length and keys, each tensor's metadata and aliasing, each Python
+// scalar by exact type and value; plus grad mode), which the C++ hit path
+// (PyCachedCall.cpp) checks directly. Any other argument makes the constructor
+// raise TypeError: such calls take the Python guard key
+// (kiln/compiler/_guards.py), which also names a failing guard for explain()
+// and recompile warnings.
 #include <Python.h>
 
 #include <memory>
@@ -35,11 +36,12 @@ void guard_set_dealloc(PyObject* self) {
 
 PyObject* guard_set_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   PyObject* call_args = nullptr;
-  static const char* names[] = {"args", nullptr};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!:GuardSet", const_cast<char**>(names), &PyTuple_Type,
-                                   &call_args))
+  PyObject* call_kwargs = nullptr;
+  static const char* names[] = {"args", "kwargs", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!|O:GuardSet", const_cast<char**>(names), &PyTuple_Type,
+                                   &call_args, &call_kwargs))
     return nullptr;
-  std::unique_ptr<ArgGuards> data = make_arg_guards(call_args);
+  std::unique_ptr<ArgGuards> data = make_arg_guards(call_args, call_kwargs);
   if (data == nullptr) return nullptr;
   PyObject* self = type->tp_alloc(type, 0);
   if (self == nullptr) return nullptr;
@@ -47,24 +49,39 @@ PyObject* guard_set_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   return self;
 }
 
-PyObject* guard_set_check(PyObject* self, PyObject* call_args) {
-  const int ok = check_arg_guards(*reinterpret_cast<PyGuardSet*>(self)->data, call_args);
+PyObject* guard_set_check(PyObject* self, PyObject* args, PyObject* kwargs) {
+  PyObject* call_args = nullptr;
+  PyObject* call_kwargs = nullptr;
+  static const char* names[] = {"args", "kwargs", nullptr};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:check", const_cast<char**>(names), &call_args, &call_kwargs))
+    return nullptr;
+  if (call_kwargs != nullptr && call_kwargs != Py_None && !PyDict_Check(call_kwargs)) {
+    PyErr_SetString(PyExc_TypeError, "GuardSet.check: kwargs must be a dict or None");
+    return nullptr;
+  }
+  const int ok = check_arg_guards(*reinterpret_cast<PyGuardSet*>(self)->data, call_args, call_kwargs);
   if (ok < 0) return nullptr;
   if (ok) Py_RETURN_TRUE;
   Py_RETURN_FALSE;
 }
 
 PyObject* guard_set_num_args(PyObject* self, void*) {
-  return PyLong_FromSize_t(reinterpret_cast<PyGuardSet*>(self)->data->args.size());
+  return PyLong_FromSsize_t(reinterpret_cast<PyGuardSet*>(self)->data->num_args);
+}
+
+PyObject* guard_set_num_tensors(PyObject* self, void*) {
+  return PyLong_FromSize_t(reinterpret_cast<PyGuardSet*>(self)->data->num_tensors);
 }
 
 PyMethodDef guard_set_methods[] = {
-    {"check", guard_set_check, METH_O,
-     "check(args) -> bool: whether every guard holds for this positional-argument tuple."},
+    {"check", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(guard_set_check)),
+     METH_VARARGS | METH_KEYWORDS,
+     "check(args, kwargs=None) -> bool: whether every guard holds for this call."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyGetSetDef guard_set_getset[] = {
     {"num_args", guard_set_num_args, nullptr, "the number of positional arguments guarded", nullptr},
+    {"num_tensors", guard_set_num_tensors, nullptr, "the number of tensors in the guarded arguments", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyTypeObject PyGuardSet_Type = {PyVarObject_HEAD_INIT(nullptr, 0)};
@@ -80,7 +97,7 @@ void init_guard_set(PyObject* capture_module) {
   PyGuardSet_Type.tp_name = "kiln._C._capture.GuardSet";
   PyGuardSet_Type.tp_basicsize = sizeof(PyGuardSet);
   PyGuardSet_Type.tp_flags = Py_TPFLAGS_DEFAULT;
-  PyGuardSet_Type.tp_doc = "The guards of one cached kiln.compile entry: GuardSet(args); check(args) -> bool.";
+  PyGuardSet_Type.tp_doc = "The guards of one cached kiln.compile entry: GuardSet(args, kwargs=None); check(args, kwargs=None) -> bool.";
   PyGuardSet_Type.tp_new = guard_set_new;
   PyGuardSet_Type.tp_dealloc = guard_set_dealloc;
   PyGuardSet_Type.tp_methods = guard_set_methods;

@@ -53,14 +53,14 @@ class CapturedEntry:
 
 class GuardedEntry:
     """A cache entry reachable by the C++ hit path (Note [The cached-call fast path]):
-    ``guards`` is a ``_C._capture.GuardSet`` of the positional arguments; ``graph`` is None for an
-    EagerEntry; ``tensor_positions`` picks the graph's inputs out of the arguments (None: all of them,
-    and no lifted tensors); ``fast`` is the ``_C._capture.CacheEntry`` the hit path checks and runs."""
+    ``guards`` is a ``_C._capture.GuardSet`` of the positional and keyword arguments; ``graph`` is None
+    for an EagerEntry; the graph's inputs are the call's tensors in the guards' walk order (flatten's),
+    then ``lifted``; ``fast`` is the ``_C._capture.CacheEntry`` the hit path checks and runs."""
 
-    __slots__ = ("guards", "module_guards", "entry", "graph", "program", "tensor_positions", "lifted",
-                 "single_output", "out_spec", "fast")
+    __slots__ = ("guards", "module_guards", "entry", "graph", "program", "lifted", "single_output", "out_spec",
+                 "fast")
 
-    def __init__(self, guards, module_guards, entry, args: tuple, fn):
+    def __init__(self, guards, module_guards, entry, fn):
         self.guards = guards
         self.module_guards = module_guards  # a ModuleStateGuard, or None for a function
         self.entry = entry
@@ -72,14 +72,7 @@ class GuardedEntry:
                        if captured else [])
         self.single_output = captured and entry.single_output
         self.out_spec = entry.out_spec if captured else None
-        if captured and not self.lifted and all(type(a) is Tensor for a in args):
-            self.tensor_positions = None
-        else:
-            self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         self.fast = _C._capture.CacheEntry(self._fast_spec(fn))
-
-    def graph_inputs(self, args: tuple) -> list:
-        return [args[i] for i in self.tensor_positions] + self.lifted
 
     def _fast_spec(self, fn):
         """What the C++ hit path does on a hit (python/csrc/PyCachedCall.cpp): run the function ("eager"),
@@ -119,7 +112,6 @@ class GuardedEntry:
         spec.runner_owner, spec.runner = forward, forward.runner  # a runner replaced later: _run_guarded
         spec.compiled = forward.runner.compiled if isinstance(forward.runner, CompiledRunner) else None
         spec.graph = forward.graph
-        spec.tensor_positions = self.tensor_positions
         spec.lifted = self.lifted
         spec.num_outputs = forward.num_outputs
         spec.single_output = self.single_output
@@ -140,30 +132,39 @@ def _runs_in_cpp(program: GraphProgram) -> bool:
 
 # Note [The cached-call fast path]
 # CompiledFunction is a subclass of _C._capture.CachedCall, whose tp_call
-# (python/csrc/PyCachedCall.cpp) is the whole hit path in C++: a call with
-# positional arguments only (tensors and None/bool/int/float/str), made while no
-# capture runs on this thread, tries each GuardedEntry's CacheEntry in order. Its
-# GuardSet (python/csrc/CallGuards.h) checks the same guards the Python key holds
-# for such a call (sizes, strides, dtype, device, requires_grad, aliasing, scalar
-# values, grad mode) without building a key; for a module, its ModuleGuard then
-# checks every submodule's training flag and the identity of each entry of its
-# _modules, _parameters and _buffers (so the parameters and buffers are the
-# recorded ones, in the recorded order) and their metadata, without walking
-# named_parameters. On a hit, a graph replayed by the interpreter or by one
-# compiled graph runs from C++ (GraphProgram's steps: generator inputs and
-# advance, copy-backs; a JointProgram's forward with grad mode off and its
-# CompiledFunctionBackward node; a TrainingStepProgram's state read as
-# StepState.tensors() reads it and its .grad effects), with no Python frame in
-# between; other programs (specialising runners) call _run_guarded, and so
-# does a training step whose state no longer fits (it raises StateChanged). A miss
-# (or keyword arguments, or a capture running) calls _miss: the Python key,
-# which also names the failing guard for warnings, logs and explain, and
-# recompiles under the limit; every entry stays in ``cache`` under its key.
-# ``_fast_path_hits`` counts the calls the C++ path served, by entry kind.
-# The guards are built before the capture runs, from the same arguments the key
-# was computed from: the function may change its inputs' metadata in place.
-# ``guarded_entries`` is the Python list of the entries; every change to it is
-# followed by _sync_fast_entries, which hands the C++ path its CacheEntries.
+# (python/csrc/PyCachedCall.cpp) is the whole hit path in C++: a call made
+# while no capture runs on this thread tries each GuardedEntry's CacheEntry in
+# order. Its GuardSet (python/csrc/CallGuards.h) checks the same guards the
+# Python key holds for the call's positional and keyword arguments, walked as
+# flatten((args, kwargs)) walks them: tuples, lists, named tuples and dicts by
+# exact type, length and keys in order (keyword names too), each tensor's
+# sizes, strides, dtype, device, requires_grad and aliasing, each scalar
+# (None/bool/int/float/str) by exact type and value, and grad mode; without
+# building a key. It is stricter than the key where that is cheaper (a dict
+# subclass, a list subclass or a key of another type is not guarded: such calls
+# take the Python key), never looser. The walk hands back the call's tensors in
+# flatten's order: the graph's inputs. For a module, its ModuleGuard then checks
+# every submodule's class (unmodified: its version tag), that no instance holds
+# a walk of its own, its training flag and the keys and identity of each entry
+# of its _modules, _parameters and _buffers (so the parameters and buffers are
+# the recorded ones, in the recorded order) and their metadata, without walking
+# named_parameters; a module whose class or instance overrides Module's walks
+# gets no ModuleGuard (its calls take the Python key, which calls the walks).
+# On a hit, a graph replayed by the interpreter or by one compiled graph runs
+# from C++ (GraphProgram's steps: generator inputs and advance, copy-backs; a
+# JointProgram's forward with grad mode off and its CompiledFunctionBackward
+# node; a TrainingStepProgram's state read as StepState.tensors() reads it and
+# its .grad effects), with no Python frame in between; other programs
+# (specialising runners) call _run_guarded with the call's tensors, and so does
+# a training step whose state no longer fits (it raises StateChanged). A miss
+# (or a capture running) calls _miss: the Python key, which also names the
+# failing guard for warnings, logs and explain, and recompiles under the limit;
+# every entry stays in ``cache`` under its key. ``_fast_path_hits`` counts the
+# calls the C++ path served, by entry kind. The guards are built before the
+# capture runs, from the same arguments the key was computed from: the function
+# may change its inputs' metadata in place. ``guarded_entries`` is the Python
+# list of the entries; every change to it is followed by _sync_fast_entries,
+# which hands the C++ path its CacheEntries.
 
 
 class EagerEntry:
@@ -252,12 +253,13 @@ class CompiledFunction(_C._capture.CachedCall):
             return self.fn(*args, **kwargs)
         return self._call_through_key(args, kwargs)
 
-    def _run_guarded(self, guarded, args):
-        """A hit of the C++ path on an entry it does not replay itself (kind "python")."""
+    def _run_guarded(self, guarded, tensors, args, kwargs):
+        """A hit of the C++ path on an entry it does not replay itself (kind "python"): ``tensors`` are the
+        call's, in the guards' walk order."""
         try:
-            outputs = guarded.program(args if guarded.tensor_positions is None else guarded.graph_inputs(args))
+            outputs = guarded.program(tensors + guarded.lifted if guarded.lifted else tensors)
         except _training.StateChanged as e:
-            return self._state_changed(guarded.entry, str(e), args, {})
+            return self._state_changed(guarded.entry, str(e), args, kwargs or {})
         return outputs[0] if guarded.single_output else unflatten(guarded.out_spec, outputs)
 
     def _sync_fast_entries(self):
@@ -276,6 +278,8 @@ class CompiledFunction(_C._capture.CachedCall):
         except Unguardable as e:
             return self._run_eagerly(str(e), args, kwargs)
         entry = self.cache.get(key)
+        if entry is not None and self.module is not None:
+            self._refresh_module_guards(entry, args, kwargs, module_state)
         if entry is None and self.symbolic_entries:
             entry = self.symbolic_hits.get(key)
             if entry is None:
@@ -324,7 +328,7 @@ class CompiledFunction(_C._capture.CachedCall):
             guards = self._guard_set(args, kwargs, module_state)
             if guards is not None:
                 self.num_symbolic_fast_paths += 1
-                self.guarded_entries.append(GuardedEntry(guards[0], guards[1], entry, args, self.fn))
+                self.guarded_entries.append(GuardedEntry(guards[0], guards[1], entry, self.fn))
                 self._sync_fast_entries()
 
     def _symbolic_lookup(self, key):
@@ -389,24 +393,39 @@ class CompiledFunction(_C._capture.CachedCall):
 
     def _guard_set(self, args, kwargs, module_state):
         """(the C++ guards of the arguments, the module's ModuleStateGuard or None) for this call, or None
-        where the fast path does not apply (keyword arguments, arguments other than tensors and scalars,
-        a module class that overrides Module's walks). Built before the call runs."""
-        if kwargs:
-            return None
+        where the fast path does not apply (arguments holding other than tensors, scalars and tuples,
+        lists and dicts of them; a module whose class or instance overrides Module's walks: its calls take
+        the Python key, which calls those walks). Built before the call runs."""
         try:
-            guards = _C._capture.GuardSet(args)
+            guards = _C._capture.GuardSet(args, kwargs or None)
         except TypeError:
             return None
         if self.module is None:
             return guards, None
         if not ModuleStateGuard.available(self.module, Module):
             return None
-        return guards, ModuleStateGuard(self.module, [t for _, t in module_state])
+        try:
+            return guards, ModuleStateGuard(self.module, [t for _, t in module_state])
+        except TypeError:  # a walk or guarded attribute of an instance's own, a class without a version tag
+            return None
+
+    def _refresh_module_guards(self, entry, args, kwargs, module_state):
+        """A Python-key hit on an entry whose C++ module guard fails (a class modified and put back, a walk
+        of an instance's own removed: the key is the capture's again): its C++ guards built anew."""
+        for i, g in enumerate(self.guarded_entries):
+            if g.entry is entry and g.module_guards is not None and not g.module_guards.check():
+                guards = self._guard_set(args, kwargs, module_state)
+                if guards is None:
+                    del self.guarded_entries[i]
+                else:
+                    self.guarded_entries[i] = GuardedEntry(guards[0], guards[1], entry, self.fn)
+                self._sync_fast_entries()
+                return
 
     def _store(self, key, guards, args, entry):
         self.cache[key] = entry
         if guards is not None:
-            self.guarded_entries.append(GuardedEntry(guards[0], guards[1], entry, args, self.fn))
+            self.guarded_entries.append(GuardedEntry(guards[0], guards[1], entry, self.fn))
             self._sync_fast_entries()
 
     def _name(self):
@@ -429,17 +448,11 @@ class CompiledFunction(_C._capture.CachedCall):
             warnings.warn(f"kiln.compile: graph break in {self._name()}, running it eagerly for these inputs: "
                           f"{reason}", stacklevel=3)
 
-    def _symbolic_context(self, key, layout, session, declared, args, kwargs, num_tensors):
+    def _symbolic_context(self, key, layout, session, declared):
         """The SymbolicContext of a capture symbolic in ``layout``'s dimensions, or None where the capture
-        specialises every size: no dimension >= 2 is dynamic, a training step whose tensors are not all
-        positional arguments (its check reruns the function: Note [Symbolic training steps]), or a call
-        that may need gradients after MAX_BACKWARD_CHECKS_FAILED symbolic backward graphs (or training
+        specialises every size: no dimension >= 2 is dynamic, or a call that may need gradients after MAX_BACKWARD_CHECKS_FAILED symbolic backward graphs (or training
         steps) of this function failed their check (Note [Symbolic sizes in the backward])."""
         if not layout:
-            return None
-        if self.training_plan is not None and (kwargs or sum(isinstance(a, Tensor) for a in args) != num_tensors):
-            self.specialized_reasons.append("a training step with keyword or nested tensor arguments: captured for "
-                                            "its exact sizes")
             return None
         if self.num_backward_checks_failed >= MAX_BACKWARD_CHECKS_FAILED and (self.training_plan is not None or (
                 _C.is_grad_enabled() and any(t.requires_grad for t in declared))):
@@ -463,7 +476,7 @@ class CompiledFunction(_C._capture.CachedCall):
         step = _training.StepCapture(self.training_plan)
         step.declare(session, declared)
         grads_before = _training.GradSnapshot(step.state.all_leaves) if step.state is not None else None
-        context = self._symbolic_context(key, layout, session, declared, args, kwargs, len(tensors))
+        context = self._symbolic_context(key, layout, session, declared)
         if context is not None:  # random ops' offsets depend on the sizes: Note [Random ops under capture]
             session.symbolic_sizes = True
             if step.state is not None:  # its backward's literal sizes: Note [Symbolic training steps]
@@ -560,7 +573,7 @@ class CompiledFunction(_C._capture.CachedCall):
             if symbolic is not None and joint is not None:
                 symbolic = self._check_symbolic_backward(program, declared + lifted, symbolic, context)
             elif symbolic is not None and step.state is not None:
-                symbolic = self._check_symbolic_step(program, args, module_state, lifted, state_tensors, symbolic,
+                symbolic = self._check_symbolic_step(program, args, kwargs, module_state, lifted, state_tensors, symbolic,
                                                      context)
             if context is None:
                 use_backend(self.backend, program, self._name(), self.mode)
@@ -611,14 +624,14 @@ class CompiledFunction(_C._capture.CachedCall):
             _logging.log("recompiles", f"{self._name()}: graph kept for these exact sizes: {reason}")
         return None
 
-    def _check_symbolic_step(self, program, args, module_state, lifted, state_tensors, symbolic, context):
+    def _check_symbolic_step(self, program, args, kwargs, module_state, lifted, state_tensors, symbolic, context):
         """``symbolic`` when the training-step ``program`` leaves what the function leaves eagerly at other
         extents (Note [Symbolic training steps]); else None (kept for these exact sizes)."""
         skey, names, constants = symbolic
         points = list(_dynamic.perturbations(context.values, set(constants), context.guards))[:2]
         reason = "no other sizes satisfy the guards" if not points else \
-            _symbolic_training.step_agrees(self.fn, args, program, program.state, [t for _, t in module_state],
-                                           lifted, state_tensors, names, points)
+            _symbolic_training.step_agrees(self.fn, args, kwargs, program, program.state,
+                                           [t for _, t in module_state], lifted, state_tensors, names, points)
         if reason is None:
             return symbolic
         self.num_backward_checks_failed += 1

@@ -65,6 +65,29 @@ def unflatten(spec, tensors: list):
     raise TypeError(f"kiln.compile: cannot rebuild an output of kind {kind}")
 
 
+def with_tensors(value, tensors):
+    """``value`` rebuilt with its tensors, in flatten's order, taken from the iterator ``tensors``: the
+    same structure (tuples, lists, named tuples and dicts, their classes kept where they can be rebuilt
+    from their items) and the same other leaves."""
+    cls = type(value)
+    if cls is Tensor or isinstance(value, Tensor):
+        return next(tensors)
+    if cls is tuple or cls is list:
+        return cls([with_tensors(v, tensors) for v in value])
+    if isinstance(value, (tuple, list)):
+        items = [with_tensors(v, tensors) for v in value]
+        return cls(*items) if hasattr(cls, "_fields") else cls(items)
+    if isinstance(value, dict):
+        pairs = [(k, with_tensors(value[k], tensors)) for k in value]
+        if cls is dict:
+            return dict(pairs)
+        try:
+            return cls(pairs)
+        except TypeError:  # a subclass that is not built from its pairs (defaultdict)
+            return dict(pairs)
+    return value
+
+
 _FIELDS = ("sizes", "strides", "dtype", "device", "requires_grad")
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from kiln import _C
 from kiln._tensor import Tensor
-from kiln.compiler._guards import flatten
+from kiln.compiler._guards import flatten, with_tensors
 from kiln.random import get_rng_state, set_rng_state
 from kiln.compiler._symbolic_backward import _close, _tensor_like
 
@@ -93,30 +93,34 @@ def _after(state, module_tensors: list, result) -> list:
     return values
 
 
-def step_agrees(fn, args: tuple, program, state, module_tensors: list, lifted: list, snapshot_tensors: list,
-                names: dict, points: list) -> str | None:
+def step_agrees(fn, args: tuple, kwargs: dict, program, state, module_tensors: list, lifted: list,
+                snapshot_tensors: list, names: dict, points: list) -> str | None:
     """None when the captured training-step ``program`` (a TrainingStepProgram) leaves what ``fn`` leaves
     eagerly (outputs, parameters, buffers, gradients, optimizer state) with its symbols at each extents of
-    ``points`` (``names``: symbols per tensor argument, which are ``args``' tensors in order); else why
-    not. Every run starts from the state of the call and the state is restored after each."""
-    positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-    if any(i not in range(len(positions)) for i in names):
-        return "a symbolic tensor is not a positional argument"
+    ``points`` (``names``: symbols per tensor of the call, the tensors of ``(args, kwargs)`` in flatten's
+    order, keyword and nested ones included); else why not. Every run starts from the state of the call
+    and the state is restored after each."""
+    call_tensors: list = []
+    flatten((args, kwargs), call_tensors)
+    if any(i not in range(len(call_tensors)) for i in names):
+        return "a symbolic tensor is not one of the call's arguments"
     rng = np.random.default_rng(23)
     for other in points:
-        new_args = list(args)
-        for k, i in enumerate(positions):
-            t = args[i]
+        tensors, made_for = [], {}  # one new tensor per argument object: aliases stay aliases
+        for k, t in enumerate(call_tensors):
             tensor_names = names.get(k)
             if tensor_names is not None:
-                sizes = tuple(other[n] if n is not None else s for n, s in zip(tensor_names, t.shape))
-                made = _tensor_like(t.detach(), sizes, rng)
-                new_args[i] = made.requires_grad_(True) if t.requires_grad else made
-        tensors = [new_args[i] for i in positions]
+                if id(t) not in made_for:
+                    sizes = tuple(other[n] if n is not None else s for n, s in zip(tensor_names, t.shape))
+                    made = _tensor_like(t.detach(), sizes, rng)
+                    made_for[id(t)] = made.requires_grad_(True) if t.requires_grad else made
+                t = made_for[id(t)]
+            tensors.append(t)
+        new_args, new_kwargs = with_tensors((args, kwargs), iter(tensors))
         snapshot = StepSnapshot(snapshot_tensors, list(state.all_leaves), list(state.optimizers))
         try:
             try:
-                want = _after(state, module_tensors, fn(*new_args))
+                want = _after(state, module_tensors, fn(*new_args, **new_kwargs))
             finally:
                 snapshot.restore()
             try:

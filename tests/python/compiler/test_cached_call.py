@@ -286,19 +286,21 @@ def test_each_module_guard_misses_through_the_cpp_path(change):
         _close(out, net(x))
 
 
-def test_keyword_arguments_and_nested_captures_skip_the_cpp_path():
+def test_a_first_keyword_call_misses_and_nested_captures_skip_the_cpp_path():
     inner = kiln.compile(lambda x: x * 3)
     x = kiln.tensor(X)
     inner(x)
     _, served = _served(inner, lambda: inner(x))
     assert served == {"graph": 1}
     _, served = _served(inner, lambda: inner(x=x))
-    assert served == {}
+    assert served == {}  # another structure: the Python key captures it
+    _, served = _served(inner, lambda: inner(x=x))
+    assert served == {"graph": 1}
     outer = kiln.compile(lambda x: inner(x) + 1)
     out, served = _served(inner, lambda: outer(x))  # inner runs inside outer's capture: inlined, never replayed
     assert served == {}
     _close(out, x * 3 + 1)
-    assert outer.num_captures == 1
+    assert outer.num_captures == 1 and inner.num_captures == 2
 
 
 def test_reset_drops_the_cpp_entries():
@@ -341,3 +343,279 @@ def test_a_runner_replaced_after_the_capture_still_runs_the_graph():
     program.runner = run
     _, served = _served(compiled, lambda: compiled(x))
     assert served == {"graph": 1} and runs == [1]
+
+
+# --- keyword and container arguments ---------------------------------------------------------------
+
+
+def _structured(x, scale, *, pair, table, name="n"):
+    a, (b, c) = pair
+    return {"out": (x * scale + a) * table["w"] - b * c, "n": table["n"], "name": name}
+
+
+def _structured_args():
+    x, y = kiln.tensor(X), kiln.tensor(Y)
+    w = kiln.tensor(RNG.standard_normal((3, 4)).astype(np.float32))
+    return (x, 2.0), {"pair": (y, [x, w]), "table": {"w": w, "n": 3}, "name": "n"}
+
+
+@pytest.mark.parametrize("backend", ["default", "eager"])
+def test_keyword_and_nested_arguments_are_served_from_cpp(backend):
+    compiled = kiln.compile(_structured, backend=backend)
+    args, kwargs = _structured_args()
+    compiled(*args, **kwargs)
+    for _ in range(2):
+        out, served = _served(compiled, lambda: compiled(*args, **kwargs))
+        assert served == {"graph": 1}
+        want = _structured(*args, **kwargs)
+        assert out["n"] == 3 and out["name"] == "n"
+        _close(out["out"], want["out"])
+    # New tensors of the same metadata are the graph's inputs, in flatten's order.
+    x2, y2 = kiln.tensor(Y), kiln.tensor(X * 3)
+    w2 = kiln.tensor(RNG.standard_normal((3, 4)).astype(np.float32))
+    kwargs2 = {"pair": (y2, [x2, w2]), "table": {"w": w2, "n": 3}, "name": "n"}
+    out, served = _served(compiled, lambda: compiled(x2, 2.0, **kwargs2))
+    assert served == {"graph": 1}
+    _close(out["out"], _structured(x2, 2.0, **kwargs2)["out"])
+    assert compiled.num_captures == 1
+
+
+def _structure_changes():
+    """(name, a change of _structured_args' call that the guards must see)."""
+    x = kiln.tensor(X)
+
+    def nested_size(args, kw):
+        kw["pair"] = (kw["pair"][0], [kiln.tensor(X[:1]), kw["pair"][1][1]])
+
+    def list_for_tuple(args, kw):
+        kw["pair"] = list(kw["pair"])
+
+    def list_length(args, kw):
+        kw["pair"] = (kw["pair"][0], kw["pair"][1] + [x])
+
+    def dict_key(args, kw):
+        kw["table"] = {"w": kw["table"]["w"], "m": 3}
+
+    def dict_order(args, kw):
+        kw["table"] = {"n": 3, "w": kw["table"]["w"]}
+
+    def dict_value(args, kw):
+        kw["table"] = {"w": kw["table"]["w"], "n": 4}
+
+    def scalar_type(args, kw):
+        kw["table"] = {"w": kw["table"]["w"], "n": 3.0}
+
+    def keyword_order(args, kw):
+        kw["table"] = kw.pop("table")
+
+    def keyword_missing(args, kw):
+        del kw["name"]
+
+    def keyword_value(args, kw):
+        kw["name"] = "m"
+
+    def nested_aliasing(args, kw):
+        kw["pair"] = (kw["pair"][0], [kw["pair"][1][0], kw["pair"][0]])  # c is now the same object as a
+
+    def tensor_for_scalar(args, kw):
+        kw["table"] = {"w": kw["table"]["w"], "n": kiln.tensor(3.0)}
+
+    def positional_keyword(args, kw):
+        args.append(kw.pop("pair"))
+
+    return [nested_size, list_for_tuple, list_length, dict_key, dict_order, dict_value, scalar_type, keyword_order,
+            keyword_missing, keyword_value, nested_aliasing, tensor_for_scalar, positional_keyword]
+
+
+def _flexible(x, scale, pair=None, *, table, name="n"):
+    a, rest = pair
+    b, c = rest[0], rest[1]
+    n = table.get("n", table.get("m"))
+    return (x * scale + a) * table["w"] - b * c * (n if isinstance(n, (int, float)) else n.sum()), name
+
+
+@pytest.mark.parametrize("change", _structure_changes(), ids=lambda c: c.__name__)
+def test_each_container_and_keyword_guard_misses_through_the_cpp_path(change):
+    compiled = kiln.compile(_flexible, dynamic=False)
+    args, kwargs = _structured_args()
+    compiled(*args, **kwargs)
+    _, served = _served(compiled, lambda: compiled(*args, **kwargs))
+    assert served == {"graph": 1}
+    args2, kwargs2 = list(args), dict(kwargs)
+    change(args2, kwargs2)
+    out, served = _served(compiled, lambda: compiled(*args2, **kwargs2))
+    assert served == {}  # the changed structure misses: the Python key recaptures
+    assert compiled.num_captures == 2
+    want = _flexible(*args2, **kwargs2)
+    _close(out[0], want[0])
+    assert out[1] == want[1]
+    out, served = _served(compiled, lambda: compiled(*args2, **kwargs2))
+    assert served == {"graph": 1}  # the new structure has its own C++ entry
+    _close(out[0], want[0])
+    _, served = _served(compiled, lambda: compiled(*args, **kwargs))
+    assert served == {"graph": 1} and compiled.num_captures == 2
+
+
+def test_a_named_tuple_argument_is_guarded_by_its_class():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+    f = lambda p: p.a * 2 + p.b  # noqa: E731
+    compiled = kiln.compile(f)
+    x, y = kiln.tensor(X), kiln.tensor(Y)
+    compiled(Pair(x, y))
+    out, served = _served(compiled, lambda: compiled(Pair(y, x)))
+    assert served == {"graph": 1}
+    _close(out, y * 2 + x)
+    Other = collections.namedtuple("Other", "a b")
+    out, served = _served(compiled, lambda: compiled(Other(x, y)))
+    assert served == {} and compiled.num_captures == 2
+    _close(out, x * 2 + y)
+
+
+def test_unguardable_containers_take_the_python_key():
+    import collections
+
+    f = lambda d: d["a"] * 2  # noqa: E731
+    compiled = kiln.compile(f)
+    x = kiln.tensor(X)
+    ordered = collections.OrderedDict(a=x)  # a dict subclass: C++ does not walk it
+    compiled(ordered)
+    out, served = _served(compiled, lambda: compiled(ordered))
+    assert served == {} and compiled.num_captures == 1
+    _close(out, x * 2)
+    keyed = kiln.compile(lambda d: d[(0, 1)] + 1)  # a tuple key
+    keyed({(0, 1): x})
+    out, served = _served(keyed, lambda: keyed({(0, 1): x}))
+    assert served == {} and keyed.num_captures == 1
+    _close(out, x + 1)
+
+
+@pytest.mark.parametrize("backend", ["default", "eager"])
+def test_gradients_flow_through_keyword_and_nested_arguments(backend):
+    def f(x, *, weights, bias=None):
+        return ((x @ weights[0]).tanh() @ weights[1] + bias["b"]).square().mean()
+
+    compiled = kiln.compile(f, backend=backend)
+    x = kiln.tensor(X)
+    w0 = kiln.tensor(RNG.standard_normal((4, 5)).astype(np.float32), requires_grad=True)
+    w1 = kiln.tensor(RNG.standard_normal((5, 2)).astype(np.float32), requires_grad=True)
+    b = kiln.tensor(RNG.standard_normal(2).astype(np.float32), requires_grad=True)
+    compiled(x, weights=[w0, w1], bias={"b": b})
+    loss, served = _served(compiled, lambda: compiled(x, weights=[w0, w1], bias={"b": b}))
+    assert served == {"joint": 1}
+    loss.backward()
+    got = [t.grad.clone() for t in (w0, w1, b)]
+    for t in (w0, w1, b):
+        t.grad = None
+    want = f(x, weights=[w0, w1], bias={"b": b})
+    want.backward()
+    _close(loss, want)
+    for g, t in zip(got, (w0, w1, b)):
+        _close(g, t.grad)
+
+
+def test_a_module_called_with_keywords_is_served_from_cpp():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 3)
+
+        def forward(self, x, *, extra, scale=1.0):
+            return self.lin(x + extra[0]) * scale
+
+    kiln.manual_seed(0)
+    net = Net()
+    compiled = kiln.compile(net)
+    x, y = kiln.tensor(X), kiln.tensor(Y)
+    with kiln.no_grad():
+        compiled(x, extra=[y], scale=2.0)
+        out, served = _served(compiled, lambda: compiled(x, extra=[y], scale=2.0))
+        assert served == {"graph": 1}
+        _close(out, net(x, extra=[y], scale=2.0))
+        _, served = _served(compiled, lambda: compiled(x, extra=[y], scale=3.0))
+        assert served == {}
+
+
+# --- modules overriding Module's walks ---------------------------------------------------------------
+
+
+class _ExtraWeight(nn.Module):
+    """A module whose class overrides named_parameters: its extra weight (a plain attribute) is a parameter
+    the Python key's walk sees."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+        object.__setattr__(self, "extra", kiln.ones(3))
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from super().named_parameters(prefix, recurse, remove_duplicate)
+        yield "extra", self.extra
+
+    def forward(self, x):
+        return self.lin(x) * self.extra
+
+
+def test_a_module_overriding_the_walks_takes_the_python_key_and_sees_a_rebound_tensor():
+    kiln.manual_seed(0)
+    net = _ExtraWeight()
+    compiled = kiln.compile(net)
+    x = kiln.tensor(X)
+    with kiln.no_grad():
+        compiled(x)
+        out, served = _served(compiled, lambda: compiled(x))
+        assert served == {} and compiled._compiled_call.num_captures == 1  # no C++ guard: the Python key
+        _close(out, net(x))
+        object.__setattr__(net, "extra", kiln.full((3,), 2.0))  # only the overridden walk sees this
+        out, served = _served(compiled, lambda: compiled(x))
+        assert served == {} and compiled._compiled_call.num_captures == 2
+        _close(out, net(x))
+
+
+def test_a_walk_overridden_after_the_capture_is_never_a_stale_hit():
+    class Lin(nn.Linear):
+        pass
+
+    class Walking(nn.Module):  # its forward reads its buffers through the walk
+        def __init__(self):
+            super().__init__()
+            self.lin = Lin(4, 3)
+            self.register_buffer("shift", kiln.ones(3))
+
+        def forward(self, x):
+            return self.lin(x) + sum(b for _, b in self.named_buffers())
+
+    kiln.manual_seed(0)
+    net = Walking()
+    compiled = kiln.compile(net)
+    x = kiln.tensor(X)
+    twice = kiln.ones(3) * 2
+    with kiln.no_grad():
+        compiled(x)
+        _, served = _served(compiled, lambda: compiled(x))
+        assert served == {"graph": 1}
+        calls = compiled._compiled_call
+        # An instance's own walk: its buffers are now other tensors.
+        net.named_buffers = lambda *a, **k: iter([("shift", twice)])
+        out, served = _served(compiled, lambda: compiled(x))
+        assert served == {} and calls.num_captures == 2
+        _close(out, net.lin(x) + twice)
+        _close(out, net(x))
+        del net.named_buffers
+        out, served = _served(compiled, lambda: compiled(x))
+        assert served == {"graph": 1}  # the first entry holds again
+        _close(out, net(x))
+        # The class changed after the capture: its version tag moves, the C++ guard misses.
+        Walking.named_buffers = lambda self, *a, **k: iter([("shift", twice * 2)])
+        out, served = _served(compiled, lambda: compiled(x))
+        assert served == {} and calls.num_captures == 3
+        _close(out, net.lin(x) + twice * 2)
+        # A submodule's class changed: the same.
+        del Walking.named_buffers
+        compiled(x)
+        _, served = _served(compiled, lambda: compiled(x))
+        assert served == {"graph": 1}
+        Lin.scale = 1.0  # any class attribute set
+        _, served = _served(compiled, lambda: compiled(x))
+        assert served == {}

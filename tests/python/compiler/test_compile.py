@@ -387,8 +387,14 @@ def test_guard_set_checks_what_the_python_key_holds():
     assert not guards.check((2.0, y, 2.0, None, "mean"))  # a tensor's place
     same = _C._capture.GuardSet((x, x))
     assert same.check((y, y)) and not same.check((x, y))
+    nested = _C._capture.GuardSet(([x, {"k": y}],), {"s": 2.0})  # containers and keywords are walked
+    assert nested.check(([y, {"k": x}],), {"s": 2.0}) and nested.num_tensors == 2
+    assert not nested.check(([y, {"j": x}],), {"s": 2.0})  # a dict key
+    assert not nested.check(((y, {"k": x}),), {"s": 2.0})  # a tuple for a list
+    assert not nested.check(([y, {"k": x}],), {"t": 2.0})  # a keyword's name
+    assert not nested.check(([y, {"k": x}],))
     with pytest.raises(TypeError):
-        _C._capture.GuardSet(([x],))  # a list argument: the Python key guards it
+        _C._capture.GuardSet((object(),))  # an object: the Python key guards it
 
 
 def test_cached_calls_take_the_guard_set_and_replay_the_graph():
@@ -403,7 +409,7 @@ def test_cached_calls_take_the_guard_set_and_replay_the_graph():
     keyword = kiln.compile(lambda x, y: x - y, backend="eager")
     _assert_same(keyword(x, y=y), x - y)
     _assert_same(keyword(x, y=y), x - y)
-    assert keyword.num_captures == 1 and not keyword.guarded_entries  # keywords take the Python key
+    assert keyword.num_captures == 1 and len(keyword.guarded_entries) == 1  # keywords are guarded in C++ too
 
 
 def test_recompile_limit_warns_once_then_runs_eagerly():
