@@ -377,6 +377,23 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     }
   }
   slot_of_ = std::move(slot_of);
+  int64_t elements = 0;
+  runs_briefly_ = !cuda_;
+  for (const Step& s : steps_) {
+    if (s.kernel < 0) {
+      runs_briefly_ = false;
+      break;
+    }
+    const KernelStep& k = *kernels_[static_cast<size_t>(s.kernel)];
+    if (k.row) {
+      elements += k.row->rows * k.row->cols;
+    } else if (k.members.empty()) {
+      elements += numel_of(k.fused.shape);
+    } else {
+      for (const auto& member : k.members) elements += numel_of(member->fused.shape);
+    }
+  }
+  runs_briefly_ = runs_briefly_ && elements <= kGrainSize;
   if (!options.outputs_into_inputs.empty()) {
     std::unordered_map<size_t, size_t> last_read;  // slot -> the last step reading it
     for (size_t i = 0; i < plan_in.steps.size(); ++i) {
@@ -455,8 +472,8 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
   }
   const codegen::Kernel& kernel = k.fused.kernel;
   const std::vector<int64_t>& shape = k.fused.shape;  // iteration order
-  std::vector<const Tensor*> inputs;  // in their slots: a copy would hide that an input is held once
-  std::vector<void*> data;
+  KernelInputs inputs;  // in their slots: a copy would hide that an input is held once
+  KernelPointers data;
   int device = -1;
   if (!bind_pointwise(k, slots, arena, inputs, data, device)) {  // not what the kernel was built for
     run_members(k, slots);
@@ -475,7 +492,7 @@ void CompiledGraph::run_kernel(const KernelStep& k, std::vector<IValue>& slots, 
 /// the arena, a dead input's buffer or a new tensor) and gathers the kernel's data pointers; false (nothing
 /// placed) when the inputs are not what the kernel was built for.
 bool CompiledGraph::bind_pointwise(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena,
-                                   std::vector<const Tensor*>& inputs, std::vector<void*>& data, int& device) const {
+                                   KernelInputs& inputs, KernelPointers& data, int& device) const {
   const codegen::Kernel& kernel = k.fused.kernel;
   const std::vector<int64_t>& shape = k.fused.shape;  // iteration order
   const std::vector<int64_t>& sizes_out = k.fused.sizes;
@@ -536,12 +553,12 @@ bool CompiledGraph::bind_pointwise(const KernelStep& k, std::vector<IValue>& slo
 }
 
 void CompiledGraph::run_multi_tensor_step(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena) const {
-  std::vector<std::vector<void*>> data(k.members.size());
+  std::vector<KernelPointers> data(k.members.size());  // sized once: each member's pointers stay put
   std::vector<MultiTensorMember> launch;
   launch.reserve(k.members.size());
   for (size_t m = 0; m < k.members.size(); ++m) {
     const KernelStep& member = *k.members[m];
-    std::vector<const Tensor*> inputs;
+    KernelInputs inputs;
     int device = -1;
     if (!bind_pointwise(member, slots, arena, inputs, data[m], device)) {
       run_members(member, slots);  // this member's inputs are not what the kernel was built for
@@ -565,8 +582,9 @@ void CompiledGraph::run_members(const KernelStep& k, std::vector<IValue>& slots)
 std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
   KILN_CHECK(inputs.size() == input_slots_.size(), "compiled graph: takes ", input_slots_.size(), " inputs but got ",
              inputs.size());
-  std::vector<IValue> slots(num_slots_);
-  for (size_t i = 0; i < inputs.size(); ++i) slots[input_slots_[i]] = std::move(inputs[i]);
+  // The inputs are slots 0..n-1 (the constructor numbers them first): their vector becomes the slots.
+  std::vector<IValue> slots = std::move(inputs);
+  slots.resize(num_slots_);
   std::unique_lock<std::mutex> arena_lock(arena_mu_, std::defer_lock);
   const Tensor* arena = nullptr;
   if (plan_.arena_bytes > 0 && arena_lock.try_lock()) {  // else a concurrent run holds it: allocate

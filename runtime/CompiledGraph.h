@@ -17,6 +17,7 @@
 #include "codegen/RowKernel.h"
 #include "codegen/cuda/CudaKernelSource.h"
 #include "codegen/llvm/KernelJit.h"
+#include "eager/core/SmallVector.h"
 #include "eager/dispatch/IValue.h"
 #include "eager/ops/Tensor.h"
 #include "ir/Graph.h"
@@ -108,8 +109,16 @@ class CompiledGraph {
   explicit CompiledGraph(const ir::Graph& g, CompileOptions options = {});
   ~CompiledGraph();
 
-  /// Runs the graph on `inputs` (one per graph input); returns one value per graph output.
+  /// Runs the graph on `inputs` (one per graph input); returns one value per graph output. The
+  /// inputs' vector becomes the run's value slots: a caller that reserved num_slots() for it saves the
+  /// run an allocation.
   [[nodiscard]] std::vector<IValue> run(std::vector<IValue> inputs) const;
+  /// How many values a run holds (its inputs first).
+  [[nodiscard]] size_t num_slots() const { return num_slots_; }
+  /// True when a run is short work that never leaves the CPU kernels: every step a CPU kernel step, at
+  /// most kGrainSize elements in all (one thread). Python callers keep the GIL for such a run (releasing
+  /// and taking it back costs more than the run: Note [The cached-call fast path]).
+  [[nodiscard]] bool runs_briefly() const { return runs_briefly_; }
 
   /// Fused kernel steps; a multi-tensor step (passes Note [Multi-tensor kernel steps]) counts once.
   [[nodiscard]] int64_t kernel_count() const { return static_cast<int64_t>(kernels_.size()); }
@@ -143,12 +152,15 @@ class CompiledGraph {
     int32_t kernel = -1;             // or a kernel step
     std::vector<size_t> release;     // value slots dead after this step
   };
+  // A pointwise step's inputs and data pointers, held without allocating for the usual few.
+  using KernelInputs = SmallVector<const Tensor*, 8>;
+  using KernelPointers = SmallVector<void*, 16>;
   void run_kernel(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena) const;
   /// run_kernel inside a kiln.profiler range naming the kernel, its ops and bytes moved.
   void run_kernel_profiled(int32_t index, std::vector<IValue>& slots, const Tensor* arena) const;
   /// A pointwise step's input check, outputs and data pointers (false: its inputs are not what the kernel was built for).
   bool bind_pointwise(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena,
-                      std::vector<const Tensor*>& inputs, std::vector<void*>& data, int& device) const;
+                      KernelInputs& inputs, KernelPointers& data, int& device) const;
   /// A multi-tensor step: its members bound, then one launch over all of them (passes Note [Multi-tensor kernel steps]).
   void run_multi_tensor_step(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena) const;
   /// Runs a kernel step's member nodes eagerly (its inputs are not what the kernel was built for).
@@ -175,6 +187,7 @@ class CompiledGraph {
   mutable std::mutex arena_mu_;  // one run at a time uses the arena
   mutable Tensor arena_;         // plan_.arena_bytes, allocated by the first run that uses it
   int64_t outputs_written_into_inputs_ = 0;
+  bool runs_briefly_ = false;
   void plan_outputs_into_inputs(const std::vector<std::pair<size_t, size_t>>& pairs,
                                 const std::unordered_map<size_t, size_t>& last_read);
 };

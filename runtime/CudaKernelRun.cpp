@@ -37,7 +37,7 @@ void launch(const CudaKernel& k, const std::string& entry, int device, int64_t b
 
 }  // namespace
 
-int common_cuda_device(const std::vector<const Tensor*>& inputs) {
+int common_cuda_device(std::span<const Tensor* const> inputs) {
   int device = -1;
   for (const Tensor* t : inputs) {
     if (!t->device().is_cuda()) return -1;
@@ -49,7 +49,7 @@ int common_cuda_device(const std::vector<const Tensor*>& inputs) {
   return cuda::driver_available() ? cuda::current_device() : -1;  // no inputs: the current device, if any
 }
 
-void launch_cuda_pointwise(const CudaKernel& k, const codegen::Kernel& kernel, int device, const std::vector<void*>& data,
+void launch_cuda_pointwise(const CudaKernel& k, const codegen::Kernel& kernel, int device, std::span<void* const> data,
                            int64_t numel, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
   const size_t ni = kernel.input_dtypes.size();
   const int64_t r = std::max(1, kernel.rank);

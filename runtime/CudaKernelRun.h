@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,7 @@ struct CudaKernel {
 
 /// Launches a pointwise kernel: `data` holds the inputs' then the outputs' device pointers; `sizes` and
 /// `strides` (elements, iteration order) as CompiledGraph computes them (empty for a contiguous kernel).
-void launch_cuda_pointwise(const CudaKernel& k, const codegen::Kernel& kernel, int device, const std::vector<void*>& data,
+void launch_cuda_pointwise(const CudaKernel& k, const codegen::Kernel& kernel, int device, std::span<void* const> data,
                            int64_t numel, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
 
 /// A row kernel step on CUDA tensors: false when the inputs are not what the kernel was built for
@@ -50,6 +51,6 @@ void launch_cuda_pointwise(const CudaKernel& k, const codegen::Kernel& kernel, i
 
 /// The CUDA device every tensor of `inputs` is on, or -1 when one is not a CUDA tensor or they differ
 /// (no inputs: the current device, -1 without a driver).
-[[nodiscard]] int common_cuda_device(const std::vector<const Tensor*>& inputs);
+[[nodiscard]] int common_cuda_device(std::span<const Tensor* const> inputs);
 
 }  // namespace kiln::runtime

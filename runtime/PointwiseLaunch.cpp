@@ -3,11 +3,12 @@
 
 #include <algorithm>
 
+#include "eager/core/SmallVector.h"
 #include "eager/kernels/Parallel.h"
 
 namespace kiln::runtime {
 
-IterationStrides iteration_strides(const codegen::FusionKernel& fk, const std::vector<const Tensor*>& inputs) {
+IterationStrides iteration_strides(const codegen::FusionKernel& fk, std::span<const Tensor* const> inputs) {
   IterationStrides out;
   if (fk.kernel.contiguous) return out;
   const size_t r = static_cast<size_t>(fk.kernel.rank);
@@ -36,7 +37,7 @@ void launch_cpu_pointwise(codegen::KernelFn fn, const codegen::FusionKernel& fk,
   for (int64_t x : fk.shape) numel *= x;
   if (fk.kernel.contiguous) {
     const int64_t flat[1] = {numel};
-    const std::vector<int64_t> ones(fk.kernel.input_dtypes.size(), 1);
+    const SmallVector<int64_t, 16> ones(fk.kernel.input_dtypes.size(), 1);  // no allocation per launch
     const int64_t* st = ones.data();
     parallel_for(0, numel, grain, [&](int64_t b, int64_t e) { fn(d, flat, st, b, e); });
     return;

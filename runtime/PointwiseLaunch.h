@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "codegen/FusionKernel.h"
@@ -20,8 +21,7 @@ struct IterationStrides {
 };
 
 /// The iteration sizes and strides of `fk` over `inputs` (one per kernel input).
-[[nodiscard]] IterationStrides iteration_strides(const codegen::FusionKernel& fk,
-                                                 const std::vector<const Tensor*>& inputs);
+[[nodiscard]] IterationStrides iteration_strides(const codegen::FusionKernel& fk, std::span<const Tensor* const> inputs);
 
 /// Runs CPU kernel `fn` of `fk` over its whole iteration space (numel > 0) on `data` (inputs' then outputs'
 /// pointers), chunks of about `grain` elements (0: kGrainSize; a strided kernel of rank > 1: whole rows of

@@ -648,8 +648,8 @@ int apply_grad_effects(const StepSpec& st, const std::vector<IValue>& outputs) {
 /// .grad effects after. A new reference to the function's result; nullptr with no Python error set when
 /// a training step's state no longer fits (nothing has run: the caller takes the Python path).
 PyObject* run_graph_entry(const EntryData& e, const CallTensors& tensors) {
-  std::vector<IValue> values;
-  values.reserve(tensors.size() + e.lifted.size() + 2);
+  std::vector<IValue> values;  // a compiled graph's run takes this vector over as its value slots
+  values.reserve(std::max(tensors.size() + e.lifted.size() + 2, e.compiled != nullptr ? e.compiled->num_slots() : 0));
   for (PyObject* t : tensors) values.emplace_back(unwrap_tensor(t));
   for (PyObject* t : e.lifted) values.emplace_back(unwrap_tensor(t));
   if (e.step) {  // the step's state goes after the call's tensors and the module's state
@@ -680,7 +680,11 @@ PyObject* run_graph_entry(const EntryData& e, const CallTensors& tensors) {
   {
     std::optional<autograd::AutoGradMode> no_grad;
     if (joint || e.step) no_grad.emplace(false);
-    {
+    if (e.compiled != nullptr && e.compiled->runs_briefly()) {
+      // A few CPU kernels on a few elements: releasing the GIL and taking it back (~650 instructions)
+      // would cost more than the run; the eager ops the function would run keep it too.
+      outputs = e.compiled->run(std::move(values));
+    } else {
       PyThreadState* released = PyEval_SaveThread();
       try {
         outputs = e.compiled != nullptr ? e.compiled->run(std::move(values)) : ir::interpret(*e.graph, std::move(values));
