@@ -36,6 +36,7 @@
 // `_miss(args, kwargs)`: the Python guard key, recompiles, the recompile
 // limit and logging, unchanged.
 #include <Python.h>
+#include <structmember.h>
 
 #include <algorithm>
 #include <iterator>
@@ -181,6 +182,10 @@ struct EntryData {
   // graph and joint: the GraphProgram whose runner the entry was built for, and that runner (both owned).
   // A runner replaced after the capture (a test recording the graphs' runs) sends hits to _run_guarded.
   PyObject* runner_owner = nullptr;
+  // Where runner_owner's class keeps `runner` (a __slots__ member), read directly while that class is
+  // unmodified (its version tag): -1 reads the attribute.
+  Py_ssize_t runner_offset = -1;
+  unsigned int runner_owner_tag = 0;
   PyObject* runner = nullptr;
   // graph and joint: the (forward) graph's run, as GraphProgram does it
   PyObject* compiled_obj = nullptr;  // a _runtime.CompiledGraph (owned), or nullptr: the interpreter
@@ -251,6 +256,21 @@ bool read_sizes(PyObject* spec, const char* name, std::vector<size_t>& out) {
 bool read_graph_spec(PyObject* spec, EntryData& d) {
   d.runner_owner = spec_attr(spec, "runner_owner");
   if (d.runner_owner == nullptr) return false;
+  {
+    PyTypeObject* owner_type = Py_TYPE(d.runner_owner);
+    PyObject* name = PyUnicode_InternFromString("runner");
+    if (name == nullptr) return false;
+    PyObject* descr = _PyType_Lookup(owner_type, name);  // borrowed; gives the class a version tag
+    Py_DECREF(name);
+    if (descr != nullptr && Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
+        (owner_type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) != 0 && owner_type->tp_version_tag != 0) {
+      const PyMemberDef* member = reinterpret_cast<PyMemberDescrObject*>(descr)->d_member;
+      if (member->type == T_OBJECT_EX && (member->flags & READONLY) == 0) {
+        d.runner_offset = member->offset;
+        d.runner_owner_tag = owner_type->tp_version_tag;
+      }
+    }
+  }
   d.runner = spec_attr(spec, "runner");
   if (d.runner == nullptr) return false;
   d.compiled_obj = spec_attr(spec, "compiled");
@@ -784,6 +804,11 @@ PyObject* runner_name() {
 
 /// 1 when the entry's graph program still has the runner the entry was built for, 0 if not, -1 on error.
 int same_runner(const EntryData& e) {
+  PyTypeObject* owner_type = Py_TYPE(e.runner_owner);
+  if (e.runner_offset >= 0 && (owner_type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) != 0 &&
+      owner_type->tp_version_tag == e.runner_owner_tag) {  // the slot itself: no attribute lookup
+    return *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(e.runner_owner) + e.runner_offset) == e.runner ? 1 : 0;
+  }
   PyObject* runner = PyObject_GetAttr(e.runner_owner, runner_name());
   if (runner == nullptr) return -1;
   const int same = runner == e.runner ? 1 : 0;
