@@ -7,7 +7,8 @@ the rest (an argument's default where it has one). The first set of arguments th
 CPU kernel accepts is the op's sample; the op then runs again with the same
 arguments moved to the meta device, and the meta result must have the CPU result's
 sizes, strides and dtype (`compare`). An op none of whose candidates the CPU accepts
-has no sample (`run_op` says so); the test lists those too.
+has no sample (`run_op` says so); the test lists those too. Ops whose arguments the schema
+does not determine have a hand-written sample (meta_samples.py), tried first.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import kiln
+from meta_samples import SAMPLES
 from opgen_text import load_opgen
 
 YAML_DIR = Path(__file__).resolve().parents[3] / "eager" / "ops"
@@ -150,8 +152,12 @@ _DEFAULT = object()
 
 
 def candidates(op):
-    """Argument sets to try for `op`, as (layout name, Sample) pairs."""
+    """Argument sets to try for `op`, as (layout name, Sample) pairs: its hand-written sample
+    (meta_samples.py) first, where it has one."""
     schema = op.schema
+    if op.full_name in SAMPLES:
+        args, kwargs = SAMPLES[op.full_name]()
+        yield "explicit", Sample(args, kwargs)
     for layout in _LAYOUTS:
         args, kwargs = [], {}
         ok = True

@@ -163,6 +163,7 @@ Tensor eye_m_out_cpu(int64_t n, int64_t m, const Tensor& out) {
   if (!std::equal(std::begin(shape), std::end(shape), out.sizes().begin(), out.sizes().end())) {
     out.impl()->resize(shape);  // PyTorch's resize_: no warning
   }
+  if (out.impl()->is_meta()) return out;  // the checks above are the meta function
   kiln::fill_(out, Scalar(int64_t{0}));
   const int64_t diagonal_stride = out.stride(0) + out.stride(1);
   visit_dtype_and_complex(out.dtype(), [&](auto tag) {
@@ -249,6 +250,19 @@ Tensor logspace_out_cpu(const Scalar& start, const Scalar& end, int64_t steps, d
   KILN_CHECK(steps >= 0, "number of steps must be non-negative");
   KILN_CHECK_NOT_IMPLEMENTED(out.dtype() != DType::Bool || steps < 2, "\"logspace_cpu\" not implemented for 'Bool'");
   if (out.numel() != steps) out.impl()->resize({steps});
+  if (out.impl()->is_meta()) {  // the checks above and the values' conversions to the output type: the meta function
+    if (steps == 1) kiln::fill_(out, Scalar(std::pow(base, start.to_double())));
+    if (steps > 1) {
+      visit_dtype(out.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (!std::is_same_v<T, bool>) {
+          (void)checked_scalar_to<T>(start);
+          (void)checked_scalar_to<T>(end);
+        }
+      });
+    }
+    return out;
+  }
   const Tensor dense = out.is_contiguous() ? out : empty({steps}, out.dtype(), out.device());
   if (steps == 1) {
     kiln::fill_(dense, Scalar(std::pow(base, start.to_double())));

@@ -9,6 +9,7 @@
 #include "eager/core/Error.h"
 #include "eager/kernels/cpu/copy/Copy.h"
 #include "eager/kernels/cpu/creation/Factories.h"
+#include "eager/kernels/cpu/pointwise/BinaryOps.h"
 #include "kiln/generated/Functions.h"
 #include "kiln/generated/NativeFunctions.h"
 
@@ -27,8 +28,15 @@ void check_zero_dim_bounds(const char* op, const Tensor* start, const Tensor* en
   KILN_CHECK(false, op, " only supports 0-dimensional start and end tensors, but got ", got.str(), ".");
 }
 
-/// A CPU 0-dim tensor's value as a Scalar of its kind (bool, int64, double or complex double).
-Scalar bound_value(const Tensor& bound, const char* op) {
+/// Whether the result is a meta tensor (a bound on meta with the result elsewhere is refused: its value is
+/// not known).
+bool meta_result(std::optional<Device> device) { return device && device->is_meta(); }
+
+/// A CPU 0-dim tensor's value as a Scalar of its kind (bool, int64, double or complex double). For a meta
+/// result a meta bound stands for a zero of its kind: the result's size and dtype do not depend on the
+/// bounds' values (torch's meta kernels do not read them either), only on their kind.
+Scalar bound_value(const Tensor& bound, const char* op, std::optional<Device> device) {
+  if (bound.impl()->is_meta() && meta_result(device)) return zero_of_item_kind(bound.dtype());
   KILN_CHECK(!bound.impl()->is_meta() && bound.device().is_cpu(), op,
              ": tensor bounds are read on the CPU; got a bound on ", bound.device().str());
   return visit_dtype_and_complex(bound.dtype(), [&](auto tag) -> Scalar {
@@ -52,37 +60,39 @@ Scalar bound_value(const Tensor& bound, const char* op) {
 Tensor linspace_tensor_tensor(const Tensor& start, const Tensor& end, int64_t steps, std::optional<DType> dtype,
                               std::optional<Device> device) {
   check_zero_dim_bounds("linspace", &start, &end);
-  return kiln::linspace(bound_value(start, "linspace"), bound_value(end, "linspace"), steps, dtype, device);
+  return kiln::linspace(bound_value(start, "linspace", device), bound_value(end, "linspace", device), steps, dtype,
+                        device);
 }
 
 Tensor linspace_tensor_scalar(const Tensor& start, const Scalar& end, int64_t steps, std::optional<DType> dtype,
                               std::optional<Device> device) {
   check_zero_dim_bounds("linspace", &start, nullptr);
-  return kiln::linspace(bound_value(start, "linspace"), end, steps, dtype, device);
+  return kiln::linspace(bound_value(start, "linspace", device), end, steps, dtype, device);
 }
 
 Tensor linspace_scalar_tensor(const Scalar& start, const Tensor& end, int64_t steps, std::optional<DType> dtype,
                               std::optional<Device> device) {
   check_zero_dim_bounds("linspace", nullptr, &end);
-  return kiln::linspace(start, bound_value(end, "linspace"), steps, dtype, device);
+  return kiln::linspace(start, bound_value(end, "linspace", device), steps, dtype, device);
 }
 
 Tensor logspace_tensor_tensor(const Tensor& start, const Tensor& end, int64_t steps, double base,
                               std::optional<DType> dtype, std::optional<Device> device) {
   check_zero_dim_bounds("logspace", &start, &end);
-  return kiln::logspace(bound_value(start, "logspace"), bound_value(end, "logspace"), steps, base, dtype, device);
+  return kiln::logspace(bound_value(start, "logspace", device), bound_value(end, "logspace", device), steps, base,
+                        dtype, device);
 }
 
 Tensor logspace_tensor_scalar(const Tensor& start, const Scalar& end, int64_t steps, double base,
                               std::optional<DType> dtype, std::optional<Device> device) {
   check_zero_dim_bounds("logspace", &start, nullptr);
-  return kiln::logspace(bound_value(start, "logspace"), end, steps, base, dtype, device);
+  return kiln::logspace(bound_value(start, "logspace", device), end, steps, base, dtype, device);
 }
 
 Tensor logspace_scalar_tensor(const Scalar& start, const Tensor& end, int64_t steps, double base,
                               std::optional<DType> dtype, std::optional<Device> device) {
   check_zero_dim_bounds("logspace", nullptr, &end);
-  return kiln::logspace(start, bound_value(end, "logspace"), steps, base, dtype, device);
+  return kiln::logspace(start, bound_value(end, "logspace", device), steps, base, dtype, device);
 }
 
 // --- arange's out= forms ---------------------------------------------------------------------

@@ -354,7 +354,7 @@ Tensor fft_c2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, b
   const FftDims d = fft_dims("_fft_c2c", self.dim(), dim);
   const Tensor in = contiguous_input(self);
   Tensor out = empty(self.sizes(), self.dtype(), self.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0 || out.impl()->is_meta()) return out;  // meta: the checks above are the meta function
   const DimVector strides = contiguous_strides(self.sizes());
   run_batched(self.dtype() == DType::Complex64, 0, forward ? FFTW_FORWARD : FFTW_BACKWARD,
               iodims(d.signal, self.sizes(), strides, strides), iodims(d.batch, self.sizes(), strides, strides),
@@ -374,6 +374,7 @@ Tensor fft_r2c_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, b
   DimVector out_sizes(self.sizes());
   out_sizes[last] = self.size(last) / 2 + 1;
   Tensor out = empty(out_sizes, to_complex_type(self.dtype()), self.device());
+  if (out.impl()->is_meta()) return out;  // the checks above are the meta function
   if (self.numel() == 0) {
     if (out.numel() > 0) native::fill_impl(out, Scalar(0.0));
     return out;
@@ -398,7 +399,7 @@ Tensor fft_c2r_cpu(const Tensor& self, IntArrayRef dim, int64_t normalization, i
   DimVector out_sizes(self.sizes());
   out_sizes[last] = last_dim_size;
   Tensor out = empty(out_sizes, to_real_value_type(self.dtype()), self.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0 || out.impl()->is_meta()) return out;  // meta: the checks above are the meta function
   const Tensor in = to_dtype_copy(self, self.dtype());  // FFTW's c2r overwrites its input
   const DimVector in_strides = contiguous_strides(self.sizes()), out_strides = contiguous_strides(out_sizes);
   // FFTW's c2r dims are the real (output) sizes.

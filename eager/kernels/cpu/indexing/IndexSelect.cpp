@@ -9,6 +9,7 @@
 #include "eager/kernels/cpu/copy/Copy.h"
 #include "eager/kernels/cpu/creation/Factories.h"
 #include "eager/kernels/cpu/indexing/IndexUtils.h"
+#include "eager/kernels/cpu/pointwise/BinaryOps.h"
 #include "kiln/generated/IntoKernels.h"
 #include "kiln/generated/NativeFunctions.h"
 
@@ -267,7 +268,7 @@ Tensor index_add_into(ResultInto into, const Tensor& out, const Tensor& self, in
 Scalar index_fill_value(const Tensor& value) {
   KILN_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
              value.dim(), " dimension(s).");
-  return item(value);
+  return value.impl()->is_meta() ? zero_of_item_kind(value.dtype()) : item(value);
 }
 
 Tensor index_fill_into(ResultInto into, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,

@@ -305,6 +305,13 @@ Tensor one_hot(const Tensor& self, int64_t num_classes) {
     shape.push_back(num_classes);
     return empty(shape, DType::Int64, self.device());
   }
+  if (self.impl()->is_meta()) {  // the checks above, and num_classes, are the meta function
+    KILN_CHECK_NOT_IMPLEMENTED(num_classes != -1, "kiln::one_hot: attempted to run this operator with Meta tensors and "
+                               "num_classes=-1, but then its output's shape depends on the input's data "
+                               "(dynamic_output_shape); pass num_classes");
+    shape.push_back(num_classes);
+    return empty(shape, DType::Int64, self.device());
+  }
   const Tensor values = contiguous(self);
   const int64_t* data = values.data_ptr<int64_t>();
   const auto [lo, hi] = std::minmax_element(data, data + values.numel());

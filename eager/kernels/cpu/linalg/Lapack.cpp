@@ -83,6 +83,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex_cpu(const Tensor& A, bool
   pivot_shape.push_back(k);
   Tensor pivots = empty(pivot_shape, DType::Int32, A.device());
   Tensor info = zeros(batch_shape(A), DType::Int32, A.device());
+  if (A.impl()->is_meta()) return {kiln::transpose(lu, -2, -1), pivots, info};  // meta: the checks above
   sync_blas_threads();
   visit_dtype_and_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -112,6 +113,7 @@ Tensor _lu_pivots_to_permutation_cpu(const Tensor& pivots, int64_t m) {
   for (int64_t d = 0; d < pivots.dim() - 1; ++d) shape.push_back(pivots.size(d));
   shape.push_back(m);
   Tensor perm = empty(shape, DType::Int64, pivots.device());
+  if (perm.impl()->is_meta()) return perm;  // the pivots' range is checked where the values are read
   const int64_t batches = m == 0 ? 0 : perm.numel() / m;
   const int32_t* p = piv.data_ptr<int32_t>();
   int64_t* out = perm.data_ptr<int64_t>();
@@ -149,7 +151,7 @@ Tensor linalg_solve_cpu(const Tensor& A, const Tensor& B, std::string_view calle
   Tensor a = column_major(A);
   Tensor x = column_major(B);
   const int64_t batches = a.numel() / std::max<int64_t>(n * n, 1);
-  if (n == 0 || k == 0) return kiln::transpose(x, -2, -1);
+  if (n == 0 || k == 0 || x.impl()->is_meta()) return kiln::transpose(x, -2, -1);  // meta: the checks above
   Tensor pivots = empty({n}, DType::Int32, A.device());
   sync_blas_threads();
   visit_dtype_and_complex(A.dtype(), [&](auto tag) {
@@ -212,7 +214,7 @@ Tensor linalg_solve_triangular_cpu(const Tensor& A, const Tensor& B, bool upper,
   const Tensor a = A.contiguous();
   Tensor x = empty(B.sizes(), B.dtype(), B.device());
   x.copy_(B);
-  if (x.numel() == 0) return x;
+  if (x.numel() == 0 || x.impl()->is_meta()) return x;  // meta: the checks above are the meta function
   const int64_t batches = batch_count(A);
   const CBLAS_SIDE side = left ? CblasLeft : CblasRight;
   const CBLAS_UPLO uplo = upper ? CblasUpper : CblasLower;

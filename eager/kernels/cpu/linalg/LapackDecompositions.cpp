@@ -176,6 +176,8 @@ std::tuple<Tensor, Tensor> linalg_cholesky_ex_cpu(const Tensor& A, bool upper, b
   const int64_t batches = batch_count(A);
   Tensor factor = column_major(A);
   Tensor info = zeros(batch_shape(A), DType::Int32, A.device());
+  // meta: the checks above are the meta function (Note [Meta kernels], tools/opgen)
+  if (A.impl()->is_meta()) return {kiln::transpose(factor, -2, -1), info};
   sync_blas_threads();
   visit_dtype_and_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -215,6 +217,7 @@ std::tuple<Tensor, Tensor> linalg_qr_cpu(const Tensor& A, std::string_view mode)
   visit_dtype_and_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_lapack_or_complex<T>) {
+      if (A.impl()->is_meta()) return;  // the checks above are the meta function
       if (k == 0) {
         fill_identity(q.data_ptr<T>(), m, q_cols, batches);
         return;
@@ -268,7 +271,7 @@ std::tuple<Tensor, Tensor> linalg_eigh_cpu(const Tensor& A, std::string_view UPL
   visit_dtype_and_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_lapack_or_complex<T>) {
-      if (n == 0) return;
+      if (n == 0 || A.impl()->is_meta()) return;  // meta: the checks above are the meta function
       const char jobz = compute_v ? 'V' : 'N';
       int status = 0, iquery = 0;
       T query = 0;
@@ -319,6 +322,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_cpu(const Tensor& A, bool full_mat
   visit_dtype_and_complex(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_lapack_or_complex<T>) {
+      if (A.impl()->is_meta()) return;  // the checks above are the meta function
       if (k == 0) {  // an empty matrix: the full bases are identities
         if (compute_uv) {
           fill_identity(u.data_ptr<T>(), m, u_cols, batches);

@@ -78,7 +78,7 @@ std::tuple<Tensor, Tensor> geqrf_cpu(const Tensor& A) {
   const int64_t batches = batch_count(A);
   Tensor a = column_major(A);
   Tensor tau = empty(with_last(batch_shape(A), k), A.dtype(), A.device());
-  if (k == 0 || batches == 0) return {kiln::transpose(a, -2, -1), tau};
+  if (k == 0 || batches == 0 || A.impl()->is_meta()) return {kiln::transpose(a, -2, -1), tau};  // meta: the checks
   sync_blas_threads();
   visit_dtype(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -106,7 +106,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex_cpu(const Tensor& A, boo
   Tensor ld = column_major(A);  // sytrf reads and writes the lower triangle
   Tensor pivots = empty(with_last(batch_shape(A), n), DType::Int32, A.device());
   Tensor info = zeros(batch_shape(A), DType::Int32, A.device());
-  if (n == 0 || batches == 0) return {kiln::transpose(ld, -2, -1), pivots, info};
+  if (n == 0 || batches == 0 || A.impl()->is_meta()) return {kiln::transpose(ld, -2, -1), pivots, info};  // meta
   sync_blas_threads();
   visit_dtype(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -153,7 +153,8 @@ Tensor linalg_ldl_solve_cpu(const Tensor& LD, const Tensor& pivots, const Tensor
   const Tensor piv = pivots.contiguous();
   Tensor x = column_major(B);
   const int64_t batches = batch_count(LD);
-  if (n == 0 || k == 0 || batches == 0) return kiln::transpose(x, -2, -1);
+  // meta: the checks above are the meta function (the pivots' range is checked where their values are read)
+  if (n == 0 || k == 0 || batches == 0 || x.impl()->is_meta()) return kiln::transpose(x, -2, -1);
   visit_dtype(LD.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_lapack_type<T>) {

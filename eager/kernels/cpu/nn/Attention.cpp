@@ -171,10 +171,8 @@ struct Prepared {
   Tensor q, k, v, mask;  // the values the plan points at
 };
 
-Prepared prepare(const char* op, const Tensor& query, const Tensor& key, const Tensor& value, double dropout_p,
-                 bool is_causal, const std::optional<Tensor>& attn_mask, std::optional<double> scale,
-                 bool with_dropout = false) {
-  check_qkv(op, query, key, value);
+/// The dropout probability the op takes: any in [0, 1] for the dropout ops, else 0.
+void check_dropout_p(const char* op, double dropout_p, bool with_dropout) {
   if (with_dropout) {
     KILN_CHECK(dropout_p >= 0.0 && dropout_p <= 1.0, op, ": dropout probability has to be between 0 and 1, but got ",
                dropout_p);
@@ -182,6 +180,13 @@ Prepared prepare(const char* op, const Tensor& query, const Tensor& key, const T
     KILN_CHECK(dropout_p == 0.0, op, ": dropout_p must be 0 (got ", dropout_p, "); "
                "use _scaled_dot_product_flash_attention_dropout_for_cpu for dropout");
   }
+}
+
+Prepared prepare(const char* op, const Tensor& query, const Tensor& key, const Tensor& value, double dropout_p,
+                 bool is_causal, const std::optional<Tensor>& attn_mask, std::optional<double> scale,
+                 bool with_dropout = false) {
+  check_qkv(op, query, key, value);
+  check_dropout_p(op, dropout_p, with_dropout);
   Prepared p;
   const DType dtype = compute_dtype(query.dtype());
   p.q = operand_values(query, dtype);
@@ -267,10 +272,14 @@ std::tuple<Tensor, Tensor, Tensor> flash_backward(const char* op, Prepared& p, c
 }
 
 /// The uint64 a philox_seed / philox_offset tensor of the forward holds.
-uint64_t philox_scalar(const Tensor& t, const char* what) {
+void check_philox_tensor(const Tensor& t, const char* what) {
   KILN_CHECK(t.numel() == 1 && t.dtype() == DType::Int64, kDropoutBackward, ": expected ", what,
              " to be a one-element int64 tensor (the forward's), got shape ", t.sizes(), " and dtype ",
              scalar_type_name(t.dtype()));
+}
+
+uint64_t philox_scalar(const Tensor& t, const char* what) {
+  check_philox_tensor(t, what);
   return static_cast<uint64_t>(contiguous_values(t).data_ptr<int64_t>()[0]);
 }
 
@@ -280,11 +289,10 @@ Tensor int64_scalar(uint64_t v) { return indexing::scalar_tensor(Scalar(static_c
 /// The meta function of the fused forward (Note [Meta kernels], tools/opgen): prepare()'s checks that need
 /// only metadata, and the outputs flash_forward makes (the output in [B, L, H, Dv] memory, logsumexp in the
 /// compute dtype).
-std::tuple<Tensor, Tensor> flash_forward_meta(const Tensor& query, const Tensor& key, const Tensor& value,
-                                              double dropout_p) {
-  check_qkv(kForward, query, key, value);
-  KILN_CHECK(dropout_p == 0.0, kForward, ": dropout_p must be 0 (got ", dropout_p, "); "
-             "use _scaled_dot_product_flash_attention_dropout_for_cpu for dropout");
+std::tuple<Tensor, Tensor> flash_forward_meta(const char* op, const Tensor& query, const Tensor& key,
+                                              const Tensor& value, double dropout_p, bool with_dropout) {
+  check_qkv(op, query, key, value);
+  check_dropout_p(op, dropout_p, with_dropout);
   const int64_t B = query.size(0), H = query.size(1), L = query.size(2), Dv = value.size(3);
   const Device meta(DeviceType::Meta);
   return {empty_strided({B, H, L, Dv}, {L * H * Dv, Dv, H * Dv, 1}, query.dtype(), meta),
@@ -292,18 +300,24 @@ std::tuple<Tensor, Tensor> flash_forward_meta(const Tensor& query, const Tensor&
 }
 
 /// The meta function of the fused backward: the gradients flash_backward makes, after its size checks.
-std::tuple<Tensor, Tensor, Tensor> flash_backward_meta(const Tensor& grad_out, const Tensor& query,
+/// The dropout form (`philox_seed` given) also checks the forward's seed and offset tensors, as its CPU kernel does
+/// before reading them.
+std::tuple<Tensor, Tensor, Tensor> flash_backward_meta(const char* op, const Tensor& grad_out, const Tensor& query,
                                                        const Tensor& key, const Tensor& value, const Tensor& out,
-                                                       const Tensor& logsumexp, double dropout_p) {
-  check_qkv(kBackward, query, key, value);
-  KILN_CHECK(dropout_p == 0.0, kBackward, ": dropout_p must be 0 (got ", dropout_p, "); "
-             "use _scaled_dot_product_flash_attention_dropout_for_cpu for dropout");
+                                                       const Tensor& logsumexp, double dropout_p,
+                                                       const Tensor* philox_seed, const Tensor* philox_offset) {
+  check_qkv(op, query, key, value);
+  check_dropout_p(op, dropout_p, philox_seed != nullptr);
+  if (philox_seed != nullptr) {
+    check_philox_tensor(*philox_seed, "philox_seed");
+    check_philox_tensor(*philox_offset, "philox_offset");
+  }
   const int64_t B = query.size(0), H = query.size(1), L = query.size(2), S = key.size(2);
   const int64_t D = query.size(3), Dv = value.size(3), Hkv = key.size(1);
   KILN_CHECK(same_sizes(grad_out.sizes(), {B, H, L, Dv}) && same_sizes(out.sizes(), {B, H, L, Dv}),
-             kBackward, ": expected grad_out and out of size [", B, ", ", H, ", ", L, ", ", Dv, "], got grad_out ",
+             op, ": expected grad_out and out of size [", B, ", ", H, ", ", L, ", ", Dv, "], got grad_out ",
              grad_out.sizes(), " and out ", out.sizes());
-  KILN_CHECK(same_sizes(logsumexp.sizes(), {B, H, L}), kBackward, ": expected logsumexp of size [", B, ", ", H,
+  KILN_CHECK(same_sizes(logsumexp.sizes(), {B, H, L}), op, ": expected logsumexp of size [", B, ", ", H,
              ", ", L, "], got ", logsumexp.sizes());
   const Device meta(DeviceType::Meta);
   const DType dtype = query.dtype();
@@ -317,7 +331,7 @@ std::tuple<Tensor, Tensor> scaled_dot_product_flash_attention_cpu(const Tensor& 
                                                                   bool is_causal,
                                                                   const std::optional<Tensor>& attn_mask,
                                                                   std::optional<double> scale) {
-  if (query.impl()->is_meta()) return flash_forward_meta(query, key, value, dropout_p);
+  if (query.impl()->is_meta()) return flash_forward_meta(kForward, query, key, value, dropout_p, false);
   Prepared p = prepare(kForward, query, key, value, dropout_p, is_causal, attn_mask, scale);
   return flash_forward(p, query);
 }
@@ -326,7 +340,9 @@ std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_flash_attention_backward_c
     const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& out,
     const Tensor& logsumexp, double dropout_p, bool is_causal, const std::optional<Tensor>& attn_mask,
     std::optional<double> scale) {
-  if (query.impl()->is_meta()) return flash_backward_meta(grad_out, query, key, value, out, logsumexp, dropout_p);
+  if (query.impl()->is_meta()) {
+    return flash_backward_meta(kBackward, grad_out, query, key, value, out, logsumexp, dropout_p, nullptr, nullptr);
+  }
   Prepared p = prepare(kBackward, query, key, value, dropout_p, is_causal, attn_mask, scale);
   return flash_backward(kBackward, p, grad_out, query, key, out, logsumexp);
 }
@@ -334,6 +350,11 @@ std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_flash_attention_backward_c
 std::tuple<Tensor, Tensor, Tensor, Tensor> scaled_dot_product_flash_attention_dropout_cpu(
     const Tensor& query, const Tensor& key, const Tensor& value, double dropout_p, bool is_causal,
     const std::optional<Tensor>& attn_mask, std::optional<double> scale) {
+  if (query.impl()->is_meta()) {  // no draw: the generator's offset moves only where numbers are drawn
+    auto [out, lse] = flash_forward_meta(kDropoutForward, query, key, value, dropout_p, true);
+    const Device meta(DeviceType::Meta);
+    return {out, lse, empty({}, DType::Int64, meta), empty({}, DType::Int64, meta)};
+  }
   Prepared p = prepare(kDropoutForward, query, key, value, dropout_p, is_causal, attn_mask, scale, true);
   const AttentionPlan& plan = p.plan;
   PhiloxInputs philox{0, 0};
@@ -350,6 +371,10 @@ std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_flash_attention_dropout_ba
     const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& out,
     const Tensor& logsumexp, double dropout_p, bool is_causal, const Tensor& philox_seed,
     const Tensor& philox_offset, const std::optional<Tensor>& attn_mask, std::optional<double> scale) {
+  if (query.impl()->is_meta()) {
+    return flash_backward_meta(kDropoutBackward, grad_out, query, key, value, out, logsumexp, dropout_p, &philox_seed,
+                               &philox_offset);
+  }
   Prepared p = prepare(kDropoutBackward, query, key, value, dropout_p, is_causal, attn_mask, scale, true);
   p.plan.dropout = dropout_plan(dropout_p, philox_scalar(philox_seed, "philox_seed"),
                                 philox_scalar(philox_offset, "philox_offset"));

@@ -329,6 +329,10 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_cpu(const Tensor& input, co
                                                           int64_t HxW, int64_t group, double eps) {
   check_group_norm(input, weight, bias, N, C, HxW, group);
   const DType dt = input.dtype();
+  if (input.impl()->is_meta()) {  // the checks above are the meta function (Note [Meta kernels], tools/opgen)
+    const Device d = input.device();
+    return {empty(input.sizes(), dt, d), empty({N, group}, dt, d), empty({N, group}, dt, d)};
+  }
   const Tensor x = contiguous_values(input);
   Tensor y = empty(input.sizes(), dt);
   const auto rows = static_cast<size_t>(N * group);
@@ -371,7 +375,7 @@ GroupNormBackwardInputs group_norm_backward_inputs(const char* op, const Tensor&
   check_backward_inputs(op, grad_out, input);
   check_saved(op, "mean", mean, l.n * group);
   check_saved(op, "rstd", rstd, l.n * group);
-  if (input.numel() > 0) {
+  if (input.numel() > 0 && !input.impl()->is_meta()) {  // meta: the checks above are the meta function
     in.x = contiguous_values(input);
     in.g = same_dtype_contiguous(grad_out, input.dtype());
     in.mean = doubles(mean, l.n * group, 0);
@@ -402,8 +406,8 @@ Tensor group_norm_backward_input_cpu(const Tensor& grad_out, const Tensor& input
                                      const Tensor& mean, const Tensor& rstd, int64_t group) {
   const GroupNormBackwardInputs in =
       group_norm_backward_inputs("_group_norm_backward_input", grad_out, input, weight, mean, rstd, group);
-  Tensor dx = empty(input.sizes(), input.dtype());
-  if (input.numel() == 0) return dx;
+  Tensor dx = empty(input.sizes(), input.dtype(), input.device());
+  if (input.numel() == 0 || input.impl()->is_meta()) return dx;
   const std::vector<double> w = doubles(weight, in.l.c, 1);
   group_norm_backward_input_stub(in.g, in.x, in.l, group, in.mean.data(), in.rstd.data(), w.data(), dx, nullptr,
                                  nullptr);
@@ -421,7 +425,9 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward_cpu(const Tensor& grad_ou
   const GroupNormBackwardInputs in =
       group_norm_backward_inputs("_group_norm_backward", grad_out, input, weight, mean, rstd, group);
   const ChannelLayout& l = in.l;
-  Tensor dx = empty(input.sizes(), input.dtype());
+  Tensor dx = empty(input.sizes(), input.dtype(), input.device());
+  const DType pdt = param_grad_dtype(input.dtype());
+  if (input.impl()->is_meta()) return {dx, empty({l.c}, pdt, input.device()), empty({l.c}, pdt, input.device())};
   std::vector<double> sum_g, sum_gd, db(static_cast<size_t>(l.c), 0.0);
   if (input.numel() > 0) {
     const std::vector<double> w = doubles(weight, l.c, 1);
@@ -431,7 +437,6 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward_cpu(const Tensor& grad_ou
                                    sum_gd.data());
     for (size_t at = 0; at < sum_g.size(); ++at) db[at % static_cast<size_t>(l.c)] += sum_g[at];  // in sample order
   }
-  const DType pdt = param_grad_dtype(input.dtype());
   return {dx, from_doubles(group_norm_weight_grad(l, group, in.rstd, sum_gd), {l.c}, pdt),
           from_doubles(db, {l.c}, pdt)};
 }
@@ -440,6 +445,7 @@ Tensor group_norm_backward_weight_cpu(const Tensor& grad_out, const Tensor& inpu
                                       const Tensor& rstd, int64_t group) {
   const GroupNormBackwardInputs in =
       group_norm_backward_inputs("_group_norm_backward_weight", grad_out, input, std::nullopt, mean, rstd, group);
+  if (input.impl()->is_meta()) return empty({in.l.c}, param_grad_dtype(input.dtype()), input.device());
   std::vector<double> sum_g, sum_gd;
   if (input.numel() > 0) group_grad_sums(in.g, in.x, in.l, group, in.mean, sum_g, sum_gd);
   return from_doubles(group_norm_weight_grad(in.l, group, in.rstd, sum_gd), {in.l.c}, param_grad_dtype(input.dtype()));

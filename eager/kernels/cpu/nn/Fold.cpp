@@ -128,7 +128,7 @@ Tensor im2col_cpu(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilat
   const DType dtype = fold_compute_dtype(self.dtype(), "im2col_out_cpu");
   const int64_t rows = channels * a.kh * a.kw, L = g.out_plane();
   Tensor out = batched ? empty({batch, rows, L}, dtype, self.device()) : empty({rows, L}, dtype, self.device());
-  if (out.numel() > 0) {
+  if (out.numel() > 0 && !out.impl()->is_meta()) {  // meta: the checks above are the meta function
     const Tensor x = self.dtype() == dtype ? contiguous_values(self) : to_dtype_copy(self, dtype);
     const int64_t itemsize = dtype == DType::Float64 ? 8 : 4;
     auto* base = static_cast<char*>(out.data_ptr());
@@ -166,7 +166,7 @@ Tensor col2im_cpu(const Tensor& self, IntArrayRef output_size, IntArrayRef kerne
   const DType dtype = fold_compute_dtype(self.dtype(), "col2im_out_cpu");
   Tensor out = batched ? empty({batch, g.in_channels, g.height, g.width}, dtype, self.device())
                        : empty({g.in_channels, g.height, g.width}, dtype, self.device());
-  if (out.numel() > 0) {
+  if (out.numel() > 0 && !out.impl()->is_meta()) {  // meta: the checks above are the meta function
     const Tensor col = self.dtype() == dtype ? contiguous_values(self) : to_dtype_copy(self, dtype);
     const int64_t itemsize = dtype == DType::Float64 ? 8 : 4;
     const auto* base = static_cast<const char*>(col.data_ptr());

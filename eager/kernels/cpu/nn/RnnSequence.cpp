@@ -100,7 +100,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lstm_sequence_backward_cpu(
   Tensor grad_hx = grad_hy.contiguous().clone();  // carried back through the steps
   Tensor grad_cx = grad_cy.contiguous().clone();
   Tensor grad_w = zeros({H, 4 * H}, gates.dtype(), gates.device());
-  if (T == 0 || B == 0 || H == 0) {
+  if (T == 0 || B == 0 || H == 0 || gates.impl()->is_meta()) {  // meta: the check above is the meta function
     if (T == 0 || B == 0) grad_gates.zero_();
     return {grad_gates, grad_hx, grad_cx, grad_w};
   }

@@ -80,6 +80,7 @@ void fused_adam_cpu_(TensorList self, TensorList grads, TensorList exp_avgs, Ten
   KILN_CHECK(!amsgrad || max_exp_avg_sqs.size() == self.size(), "_fused_adam_: amsgrad needs max_exp_avg_sqs");
   check_optimizer_group("_fused_adam_", self, {{"grads", grads}, {"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs},
                                      {"max_exp_avg_sqs", amsgrad ? max_exp_avg_sqs : TensorList()}});
+  if (!self.empty() && self[0].impl()->is_meta()) return;  // the checks above are the meta function
   for (size_t i = 0; i < self.size(); ++i) {
     const Tensor* vmax = amsgrad ? &max_exp_avg_sqs[i] : nullptr;
     if (self[i].dtype() == DType::Float32) {
@@ -98,6 +99,7 @@ void fused_adam_cpu_(TensorList self, TensorList grads, TensorList exp_avgs, Ten
 void fused_sgd_cpu_(TensorList self, TensorList grads, TensorList momentum_buffers, double lr, double momentum,
                     double dampening, double weight_decay, bool nesterov, bool maximize, bool is_first_step) {
   check_optimizer_group("_fused_sgd_", self, {{"grads", grads}, {"momentum_buffers", momentum_buffers}});
+  if (!self.empty() && self[0].impl()->is_meta()) return;  // the checks above are the meta function
   for (size_t i = 0; i < self.size(); ++i) {
     const Tensor* buf = momentum_buffers.empty() ? nullptr : &momentum_buffers[i];
     if (self[i].dtype() == DType::Float32) {

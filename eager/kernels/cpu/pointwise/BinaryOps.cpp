@@ -186,6 +186,13 @@ Scalar tensor_item(const Tensor& t) {
   });
 }
 
+Scalar zero_of_item_kind(DType dtype) {
+  if (is_complex(dtype)) return Scalar(std::complex<double>(0.0, 0.0));
+  if (dtype == DType::Bool) return Scalar(false);
+  if (is_floating_point(dtype)) return Scalar(0.0);
+  return Scalar(int64_t{0});
+}
+
 // --- add, sub, rsub -------------------------------------------------------------------
 
 namespace {

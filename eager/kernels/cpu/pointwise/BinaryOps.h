@@ -49,4 +49,9 @@ Tensor finish(const TensorIterator& iter, ResultInto into);
 /// The value of a one-element tensor as a Scalar (bool, int64 or double).
 [[nodiscard]] Scalar tensor_item(const Tensor& t);
 
+/// A zero of the kind tensor_item returns for `dtype` (bool, int64, double or complex): what a meta
+/// tensor's value stands for where only its kind decides the result (masked_fill's and index_fill's
+/// tensor value on meta; Note [Meta kernels], tools/opgen/README.md).
+[[nodiscard]] Scalar zero_of_item_kind(DType dtype);
+
 }  // namespace kiln::native

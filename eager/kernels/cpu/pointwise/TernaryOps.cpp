@@ -279,7 +279,7 @@ Tensor masked_fill_into(ResultInto into, const Tensor&, const Tensor& self, cons
 Scalar masked_fill_value(const Tensor& value) {
   KILN_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
              value.dim(), " dimension(s).");
-  return tensor_item(value);
+  return value.impl()->is_meta() ? zero_of_item_kind(value.dtype()) : tensor_item(value);
 }
 
 // --- the kernels ops.yaml names that opgen does not write ------------------------------------------

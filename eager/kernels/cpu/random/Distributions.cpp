@@ -130,7 +130,8 @@ Tensor multinomial_out_cpu(const Tensor& self, int64_t n_sample, bool replacemen
   } else {
     resize_exact(out, {n_dist, n_sample});
   }
-  if (out.numel() == 0) return out;
+  // meta: the checks above are the meta function (the probabilities' values are checked where they are read)
+  if (out.numel() == 0 || out.impl()->is_meta()) return out;
   const std::vector<double> probs = as_doubles(self);
   int64_t* data = out.data_ptr<int64_t>();
   const int64_t stride0 = self.dim() == 1 ? 0 : out.stride(0);

@@ -68,7 +68,7 @@ Tensor interleave(const Tensor& input, int64_t dim, const RepeatCounts& counts) 
   DimVector sizes(input.sizes());
   sizes[dim] = counts.total;
   Tensor result = empty(sizes, input.dtype(), input.device());
-  if (result.numel() == 0) return result;
+  if (result.numel() == 0 || result.impl()->is_meta()) return result;  // meta: the callers' checks
   const Tensor src = contiguous_values(input);
   InterleavePlan plan;
   plan.dst = static_cast<char*>(result.data_ptr());

@@ -95,10 +95,10 @@ std::tuple<Tensor, Tensor> _mode_cpu(const Tensor& self, int64_t dim, bool keepd
       out_sizes.push_back(1);
     }
   }
-  Tensor values = empty(out_sizes, self.dtype());
-  Tensor indices = empty(out_sizes, DType::Int64);
+  Tensor values = empty(out_sizes, self.dtype(), self.device());
+  Tensor indices = empty(out_sizes, DType::Int64, self.device());
   const int64_t count = values.numel();
-  if (count == 0) return {values, indices};
+  if (count == 0 || self.impl()->is_meta()) return {values, indices};  // meta: the checks above are the meta function
   visit_dtype(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* in = rows.data_ptr<T>();
