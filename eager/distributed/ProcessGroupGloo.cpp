@@ -115,31 +115,58 @@ void ProcessGroupGloo::run_worker() {
     std::pair<std::shared_ptr<QueuedWork>, std::function<void()>> item;
     {
       std::unique_lock<std::mutex> lock(queue_mutex_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      queue_cv_.wait(lock, [&] { return (stopping_ || !queue_.empty()) && !busy_; });
       if (queue_.empty()) return;  // stopping, and every queued operation ran
       item = std::move(queue_.front());
       queue_.pop_front();
+      busy_ = true;
     }
     std::string error;
     try {
       item.second();
     } catch (const std::exception& e) {
-      error = item.first->what() + " failed on rank " + std::to_string(rank_) + ": " + e.what();
+      error = failure_message(item.first->what(), e);
+    }
+    {
+      std::lock_guard<std::mutex> lock(queue_mutex_);
+      busy_ = false;
     }
     item.first->finish(std::move(error));
   }
 }
 
-std::shared_ptr<Work> ProcessGroupGloo::enqueue(const std::string& what, std::vector<Tensor> tensors, Job job) {
-  auto work = std::make_shared<QueuedWork>(what, std::move(tensors));
+std::string ProcessGroupGloo::failure_message(const std::string& what, const std::exception& e) const {
+  return what + " failed on rank " + std::to_string(rank_) + ": " + e.what();
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::enqueue(const std::string& what, std::vector<Tensor> tensors, Job job,
+                                                CallMode mode) {
+  uint32_t tag = 0;
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     KILN_CHECK(!stopping_, what, ": the process group was destroyed");
-    const uint32_t tag = next_tag_++;
-    queue_.emplace_back(work, [job = std::move(job), tag] { job(tag); });
+    tag = next_tag_++;
+    if (mode == CallMode::Async || busy_ || !queue_.empty()) {
+      auto work = std::make_shared<QueuedWork>(what, std::move(tensors));
+      queue_.emplace_back(work, [job = std::move(job), tag] { job(tag); });
+      queue_cv_.notify_one();
+      return work;
+    }
+    busy_ = true;  // Note [Blocking calls on an idle group]: the worker waits until this one ran
   }
-  queue_cv_.notify_one();
-  return work;
+  std::string error;
+  try {
+    job(tag);
+  } catch (const std::exception& e) {
+    error = failure_message(what, e);
+  }
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    busy_ = false;
+    // Wake the worker only when it has something to do: work queued meanwhile, or the group is stopping.
+    if (!queue_.empty() || stopping_) queue_cv_.notify_one();
+  }
+  return std::make_shared<CompletedWork>(std::move(error));
 }
 
 void ProcessGroupGloo::check_rank(int r, const char* what, const char* role) const {
@@ -147,7 +174,7 @@ void ProcessGroupGloo::check_rank(int r, const char* what, const char* role) con
                    " processes");
 }
 
-std::shared_ptr<Work> ProcessGroupGloo::all_reduce(const Tensor& tensor, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupGloo::all_reduce(const Tensor& tensor, ReduceOp op, CallMode mode) {
   check_dense_cpu(tensor, "all_reduce", "tensor");
   auto fn = reduce_function(tensor.dtype(), op, "all_reduce");
   return enqueue("all_reduce", {tensor}, [this, tensor, op, fn = std::move(fn)](uint32_t tag) {
@@ -159,10 +186,10 @@ std::shared_ptr<Work> ProcessGroupGloo::all_reduce(const Tensor& tensor, ReduceO
     opts.setTimeout(timeout_);
     gloo::allreduce(opts);
     if (op == ReduceOp::Avg) divide_in_place(tensor.data_ptr(), tensor.dtype(), tensor.numel(), size_);
-  });
+  }, mode);
 }
 
-std::shared_ptr<Work> ProcessGroupGloo::reduce(const Tensor& tensor, ReduceOp op, int root) {
+std::shared_ptr<Work> ProcessGroupGloo::reduce(const Tensor& tensor, ReduceOp op, int root, CallMode mode) {
   check_dense_cpu(tensor, "reduce", "tensor");
   check_rank(root, "reduce", "root");
   auto fn = reduce_function(tensor.dtype(), op, "reduce");
@@ -176,10 +203,10 @@ std::shared_ptr<Work> ProcessGroupGloo::reduce(const Tensor& tensor, ReduceOp op
     opts.setTimeout(timeout_);
     gloo::reduce(opts);
     if (op == ReduceOp::Avg && rank_ == root) divide_in_place(tensor.data_ptr(), tensor.dtype(), tensor.numel(), size_);
-  });
+  }, mode);
 }
 
-std::shared_ptr<Work> ProcessGroupGloo::broadcast(const Tensor& tensor, int root) {
+std::shared_ptr<Work> ProcessGroupGloo::broadcast(const Tensor& tensor, int root, CallMode mode) {
   check_dense_cpu(tensor, "broadcast", "tensor");
   check_rank(root, "broadcast", "root");
   return enqueue("broadcast", {tensor}, [this, tensor, root](uint32_t tag) {
@@ -191,10 +218,10 @@ std::shared_ptr<Work> ProcessGroupGloo::broadcast(const Tensor& tensor, int root
     opts.setTag(tag);
     opts.setTimeout(timeout_);
     gloo::broadcast(opts);
-  });
+  }, mode);
 }
 
-std::shared_ptr<Work> ProcessGroupGloo::all_gather(const Tensor& output, const Tensor& input) {
+std::shared_ptr<Work> ProcessGroupGloo::all_gather(const Tensor& output, const Tensor& input, CallMode mode) {
   check_dense_cpu(output, "all_gather", "output");
   check_dense_cpu(input, "all_gather", "input");
   KILN_CHECK(output.dtype() == input.dtype(), "all_gather: output is ", dtype_name(output.dtype()), " but input is ",
@@ -209,10 +236,10 @@ std::shared_ptr<Work> ProcessGroupGloo::all_gather(const Tensor& output, const T
     opts.setTag(tag);
     opts.setTimeout(timeout_);
     gloo::allgather(opts);
-  });
+  }, mode);
 }
 
-std::shared_ptr<Work> ProcessGroupGloo::gather(const Tensor& output, const Tensor& input, int root) {
+std::shared_ptr<Work> ProcessGroupGloo::gather(const Tensor& output, const Tensor& input, int root, CallMode mode) {
   check_dense_cpu(input, "gather", "input");
   check_rank(root, "gather", "root");
   if (rank_ == root) {
@@ -229,10 +256,10 @@ std::shared_ptr<Work> ProcessGroupGloo::gather(const Tensor& output, const Tenso
     opts.setTag(tag);
     opts.setTimeout(timeout_);
     gloo::gather(opts);
-  });
+  }, mode);
 }
 
-std::shared_ptr<Work> ProcessGroupGloo::scatter(const Tensor& output, const Tensor& input, int root) {
+std::shared_ptr<Work> ProcessGroupGloo::scatter(const Tensor& output, const Tensor& input, int root, CallMode mode) {
   check_dense_cpu(output, "scatter", "output");
   check_rank(root, "scatter", "root");
   if (rank_ == root) {
@@ -253,10 +280,11 @@ std::shared_ptr<Work> ProcessGroupGloo::scatter(const Tensor& output, const Tens
     opts.setTag(tag);
     opts.setTimeout(timeout_);
     gloo::scatter(opts);
-  });
+  }, mode);
 }
 
-std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op,
+                                                       CallMode mode) {
   check_dense_cpu(output, "reduce_scatter", "output");
   check_dense_cpu(input, "reduce_scatter", "input");
   KILN_CHECK(output.dtype() == input.dtype() && input.numel() == output.numel() * size_,
@@ -276,12 +304,12 @@ std::shared_ptr<Work> ProcessGroupGloo::reduce_scatter(const Tensor& output, con
     std::memcpy(output.data_ptr(), bytes_of(input) + static_cast<size_t>(rank_) * nbytes_of(output),
                 nbytes_of(output));
     if (op == ReduceOp::Avg) divide_in_place(output.data_ptr(), output.dtype(), output.numel(), size_);
-  });
+  }, mode);
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::all_to_all(const Tensor& output, const Tensor& input,
                                                    std::vector<int64_t> output_counts,
-                                                   std::vector<int64_t> input_counts) {
+                                                   std::vector<int64_t> input_counts, CallMode mode) {
   check_dense_cpu(output, "all_to_all", "output");
   check_dense_cpu(input, "all_to_all", "input");
   KILN_CHECK(output.dtype() == input.dtype(), "all_to_all: output is ", dtype_name(output.dtype()),
@@ -319,16 +347,16 @@ std::shared_ptr<Work> ProcessGroupGloo::all_to_all(const Tensor& output, const T
     opts.setTag(tag);
     opts.setTimeout(timeout_);
     gloo::alltoallv(opts);
-  });
+  }, mode);
 }
 
-std::shared_ptr<Work> ProcessGroupGloo::barrier() {
+std::shared_ptr<Work> ProcessGroupGloo::barrier(CallMode mode) {
   return enqueue("barrier", {}, [this](uint32_t tag) {
     gloo::BarrierOptions opts(context_);
     opts.setTag(tag);
     opts.setTimeout(timeout_);
     gloo::barrier(opts);
-  });
+  }, mode);
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::send(const Tensor& tensor, int dst, uint32_t tag) {

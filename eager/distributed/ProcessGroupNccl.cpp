@@ -215,7 +215,7 @@ std::shared_ptr<Work> ProcessGroupNccl::launch(const std::string& what, std::vec
   return std::make_shared<NcclWork>(what, std::move(tensors), std::move(done), device_, comm_, timeout_);
 }
 
-std::shared_ptr<Work> ProcessGroupNccl::all_reduce(const Tensor& tensor, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupNccl::all_reduce(const Tensor& tensor, ReduceOp op, CallMode /*mode*/) {
   check_tensor(tensor, "all_reduce", "tensor");
   const ncclRedOp_t red = nccl_reduce_op(op, tensor.dtype(), "all_reduce");
   const auto [type, count] = wire_type(tensor, "all_reduce");
@@ -226,7 +226,7 @@ std::shared_ptr<Work> ProcessGroupNccl::all_reduce(const Tensor& tensor, ReduceO
   });
 }
 
-std::shared_ptr<Work> ProcessGroupNccl::reduce(const Tensor& tensor, ReduceOp op, int root) {
+std::shared_ptr<Work> ProcessGroupNccl::reduce(const Tensor& tensor, ReduceOp op, int root, CallMode /*mode*/) {
   check_tensor(tensor, "reduce", "tensor");
   check_root(root, "reduce", "dst");
   const ncclRedOp_t red = nccl_reduce_op(op, tensor.dtype(), "reduce");
@@ -238,7 +238,7 @@ std::shared_ptr<Work> ProcessGroupNccl::reduce(const Tensor& tensor, ReduceOp op
   });
 }
 
-std::shared_ptr<Work> ProcessGroupNccl::broadcast(const Tensor& tensor, int root) {
+std::shared_ptr<Work> ProcessGroupNccl::broadcast(const Tensor& tensor, int root, CallMode /*mode*/) {
   check_tensor(tensor, "broadcast", "tensor");
   check_root(root, "broadcast", "src");
   const auto [type, count] = wire_type(tensor, "broadcast");
@@ -249,7 +249,8 @@ std::shared_ptr<Work> ProcessGroupNccl::broadcast(const Tensor& tensor, int root
   });
 }
 
-std::shared_ptr<Work> ProcessGroupNccl::all_gather(const Tensor& output, const Tensor& input) {
+std::shared_ptr<Work> ProcessGroupNccl::all_gather(const Tensor& output, const Tensor& input,
+                                                   CallMode /*mode*/) {
   check_tensor(output, "all_gather", "output");
   check_tensor(input, "all_gather", "input");
   KILN_CHECK_VALUE(output.dtype() == input.dtype() && output.numel() == input.numel() * size_,
@@ -262,7 +263,8 @@ std::shared_ptr<Work> ProcessGroupNccl::all_gather(const Tensor& output, const T
   });
 }
 
-std::shared_ptr<Work> ProcessGroupNccl::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
+std::shared_ptr<Work> ProcessGroupNccl::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op,
+                                                       CallMode /*mode*/) {
   check_tensor(output, "reduce_scatter", "output");
   check_tensor(input, "reduce_scatter", "input");
   KILN_CHECK_VALUE(output.dtype() == input.dtype() && input.numel() == output.numel() * size_,
@@ -276,7 +278,8 @@ std::shared_ptr<Work> ProcessGroupNccl::reduce_scatter(const Tensor& output, con
   });
 }
 
-std::shared_ptr<Work> ProcessGroupNccl::gather(const Tensor& output, const Tensor& input, int root) {
+std::shared_ptr<Work> ProcessGroupNccl::gather(const Tensor& output, const Tensor& input, int root,
+                                               CallMode /*mode*/) {
   check_tensor(input, "gather", "input");
   check_root(root, "gather", "dst");
   if (rank_ == root) check_tensor(output, "gather", "output");
@@ -297,7 +300,8 @@ std::shared_ptr<Work> ProcessGroupNccl::gather(const Tensor& output, const Tenso
   });
 }
 
-std::shared_ptr<Work> ProcessGroupNccl::scatter(const Tensor& output, const Tensor& input, int root) {
+std::shared_ptr<Work> ProcessGroupNccl::scatter(const Tensor& output, const Tensor& input, int root,
+                                                CallMode /*mode*/) {
   check_tensor(output, "scatter", "output");
   check_root(root, "scatter", "src");
   if (rank_ == root) check_tensor(input, "scatter", "input");
@@ -320,7 +324,7 @@ std::shared_ptr<Work> ProcessGroupNccl::scatter(const Tensor& output, const Tens
 
 std::shared_ptr<Work> ProcessGroupNccl::all_to_all(const Tensor& output, const Tensor& input,
                                                    std::vector<int64_t> output_counts,
-                                                   std::vector<int64_t> input_counts) {
+                                                   std::vector<int64_t> input_counts, CallMode /*mode*/) {
   check_tensor(output, "all_to_all", "output");
   check_tensor(input, "all_to_all", "input");
   KILN_CHECK_VALUE(output_counts.size() == static_cast<size_t>(size_) &&
@@ -352,7 +356,7 @@ std::shared_ptr<Work> ProcessGroupNccl::all_to_all(const Tensor& output, const T
   });
 }
 
-std::shared_ptr<Work> ProcessGroupNccl::barrier() {
+std::shared_ptr<Work> ProcessGroupNccl::barrier(CallMode /*mode*/) {
   return launch("barrier", {}, [&](CudaStreamHandle s) {
     check_nccl(nccl().ncclAllReduce(barrier_scratch_, barrier_scratch_, 1, kNcclFloat32, kNcclSum, comm_->comm, s),
                "ncclAllReduce (barrier)");

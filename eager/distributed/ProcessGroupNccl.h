@@ -78,16 +78,18 @@ class ProcessGroupNccl {
 
   // The same operations, with the same contracts, as ProcessGroupGloo's (tensors dense,
   // contiguous, on this group's device); kiln.distributed calls either through one code path.
-  std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op);
-  std::shared_ptr<Work> reduce(const Tensor& tensor, ReduceOp op, int root);
-  std::shared_ptr<Work> broadcast(const Tensor& tensor, int root);
-  std::shared_ptr<Work> all_gather(const Tensor& output, const Tensor& input);
-  std::shared_ptr<Work> gather(const Tensor& output, const Tensor& input, int root);
-  std::shared_ptr<Work> scatter(const Tensor& output, const Tensor& input, int root);
-  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op);
+  // `mode` is taken for that shared signature: NCCL queues every call on the group's stream.
+  std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, CallMode mode = CallMode::Async);
+  std::shared_ptr<Work> reduce(const Tensor& tensor, ReduceOp op, int root, CallMode mode = CallMode::Async);
+  std::shared_ptr<Work> broadcast(const Tensor& tensor, int root, CallMode mode = CallMode::Async);
+  std::shared_ptr<Work> all_gather(const Tensor& output, const Tensor& input, CallMode mode = CallMode::Async);
+  std::shared_ptr<Work> gather(const Tensor& output, const Tensor& input, int root, CallMode mode = CallMode::Async);
+  std::shared_ptr<Work> scatter(const Tensor& output, const Tensor& input, int root, CallMode mode = CallMode::Async);
+  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op,
+                                       CallMode mode = CallMode::Async);
   std::shared_ptr<Work> all_to_all(const Tensor& output, const Tensor& input, std::vector<int64_t> output_counts,
-                                   std::vector<int64_t> input_counts);
-  std::shared_ptr<Work> barrier();
+                                   std::vector<int64_t> input_counts, CallMode mode = CallMode::Async);
+  std::shared_ptr<Work> barrier(CallMode mode = CallMode::Async);
   /// NCCL has no tags: `tag` is accepted for the shared signature and ignored (as torch's NCCL group does).
   std::shared_ptr<Work> send(const Tensor& tensor, int dst, uint32_t tag);
   /// `src` must name a rank: NCCL cannot receive from any source.

@@ -26,6 +26,8 @@ void QueuedWork::finish(std::string error) {
   done_cv_.notify_all();
 }
 
+void CompletedWork::wait() { KILN_CHECK(error_.empty(), error_); }
+
 bool PointToPointWork::is_completed() {
   std::lock_guard<std::mutex> lock(mutex_);
   return done_;

@@ -45,11 +45,20 @@ class QueuedWork final : public Work {
   std::string error_;
 };
 
-/// Work that is already complete (a collective on a group of one process).
+/// How the caller waits for an operation: Async, through the Work later (or never), or Blocking, at
+/// once (async_op=False). ProcessGroupGloo runs a blocking call on the caller's thread when nothing
+/// else is queued (Note [Blocking calls on an idle group]); ProcessGroupNccl queues either on its stream.
+enum class CallMode { Async, Blocking };
+
+/// Work that was complete when it was returned (run on the caller's thread); wait() raises its error.
 class CompletedWork final : public Work {
  public:
+  explicit CompletedWork(std::string error = {}) : error_(std::move(error)) {}
   bool is_completed() override { return true; }
-  void wait() override {}
+  void wait() override;
+
+ private:
+  std::string error_;
 };
 
 /// A send or recv posted on the caller's thread; wait() waits for the transport.

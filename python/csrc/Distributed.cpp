@@ -19,6 +19,7 @@ namespace kiln::python {
 namespace {
 
 using distributed::Bytes;
+using distributed::CallMode;
 using distributed::Milliseconds;
 using distributed::ProcessGroupGloo;
 using distributed::ProcessGroupNccl;
@@ -45,57 +46,61 @@ py::bytes from_bytes(const Bytes& value) {
 /// way on both, so kiln.distributed calls either through one code path.
 template <typename PG>
 void bind_collectives(py::class_<PG, std::shared_ptr<PG>>& cls) {
-  auto tensor_op = [](std::shared_ptr<Work> (PG::*fn)(const Tensor&, ReduceOp)) {
-    return [fn](PG& pg, const py::handle& t, ReduceOp op) {
+  // `blocking`: the caller waits at once (async_op=False; Note [Blocking calls on an idle group]).
+  const auto mode_of = [](bool blocking) { return blocking ? CallMode::Blocking : CallMode::Async; };
+  auto tensor_op = [mode_of](std::shared_ptr<Work> (PG::*fn)(const Tensor&, ReduceOp, CallMode)) {
+    return [fn, mode_of](PG& pg, const py::handle& t, ReduceOp op, bool blocking) {
       Tensor tensor = as_tensor(t);
       py::gil_scoped_release nogil;
-      return (pg.*fn)(tensor, op);
+      return (pg.*fn)(tensor, op, mode_of(blocking));
     };
   };
   cls.def("rank", &PG::rank)
       .def("size", &PG::size)
       .def_property_readonly("timeout", &PG::timeout)
-      .def("all_reduce", tensor_op(&PG::all_reduce), py::arg("tensor"), py::arg("op"))
-      .def("reduce", [](PG& pg, const py::handle& t, ReduceOp op, int root) {
+      .def("all_reduce", tensor_op(&PG::all_reduce), py::arg("tensor"), py::arg("op"), py::arg("blocking") = false)
+      .def("reduce", [mode_of](PG& pg, const py::handle& t, ReduceOp op, int root, bool blocking) {
         Tensor tensor = as_tensor(t);
         py::gil_scoped_release nogil;
-        return pg.reduce(tensor, op, root);
-      }, py::arg("tensor"), py::arg("op"), py::arg("root"))
-      .def("broadcast", [](PG& pg, const py::handle& t, int root) {
+        return pg.reduce(tensor, op, root, mode_of(blocking));
+      }, py::arg("tensor"), py::arg("op"), py::arg("root"), py::arg("blocking") = false)
+      .def("broadcast", [mode_of](PG& pg, const py::handle& t, int root, bool blocking) {
         Tensor tensor = as_tensor(t);
         py::gil_scoped_release nogil;
-        return pg.broadcast(tensor, root);
-      }, py::arg("tensor"), py::arg("root"))
-      .def("all_gather", [](PG& pg, const py::handle& out, const py::handle& in) {
+        return pg.broadcast(tensor, root, mode_of(blocking));
+      }, py::arg("tensor"), py::arg("root"), py::arg("blocking") = false)
+      .def("all_gather", [mode_of](PG& pg, const py::handle& out, const py::handle& in, bool blocking) {
         Tensor o = as_tensor(out), i = as_tensor(in);
         py::gil_scoped_release nogil;
-        return pg.all_gather(o, i);
-      }, py::arg("output"), py::arg("input"))
-      .def("gather", [](PG& pg, const py::handle& out, const py::handle& in, int root) {
+        return pg.all_gather(o, i, mode_of(blocking));
+      }, py::arg("output"), py::arg("input"), py::arg("blocking") = false)
+      .def("gather", [mode_of](PG& pg, const py::handle& out, const py::handle& in, int root, bool blocking) {
         Tensor o = out.is_none() ? Tensor() : as_tensor(out), i = as_tensor(in);
         py::gil_scoped_release nogil;
-        return pg.gather(o, i, root);
-      }, py::arg("output"), py::arg("input"), py::arg("root"))
-      .def("scatter", [](PG& pg, const py::handle& out, const py::handle& in, int root) {
+        return pg.gather(o, i, root, mode_of(blocking));
+      }, py::arg("output"), py::arg("input"), py::arg("root"), py::arg("blocking") = false)
+      .def("scatter", [mode_of](PG& pg, const py::handle& out, const py::handle& in, int root, bool blocking) {
         Tensor o = as_tensor(out), i = in.is_none() ? Tensor() : as_tensor(in);
         py::gil_scoped_release nogil;
-        return pg.scatter(o, i, root);
-      }, py::arg("output"), py::arg("input"), py::arg("root"))
-      .def("reduce_scatter", [](PG& pg, const py::handle& out, const py::handle& in, ReduceOp op) {
+        return pg.scatter(o, i, root, mode_of(blocking));
+      }, py::arg("output"), py::arg("input"), py::arg("root"), py::arg("blocking") = false)
+      .def("reduce_scatter", [mode_of](PG& pg, const py::handle& out, const py::handle& in, ReduceOp op,
+                                       bool blocking) {
         Tensor o = as_tensor(out), i = as_tensor(in);
         py::gil_scoped_release nogil;
-        return pg.reduce_scatter(o, i, op);
-      }, py::arg("output"), py::arg("input"), py::arg("op"))
-      .def("all_to_all", [](PG& pg, const py::handle& out, const py::handle& in, std::vector<int64_t> out_counts,
-                              std::vector<int64_t> in_counts) {
+        return pg.reduce_scatter(o, i, op, mode_of(blocking));
+      }, py::arg("output"), py::arg("input"), py::arg("op"), py::arg("blocking") = false)
+      .def("all_to_all", [mode_of](PG& pg, const py::handle& out, const py::handle& in,
+                                   std::vector<int64_t> out_counts, std::vector<int64_t> in_counts, bool blocking) {
         Tensor o = as_tensor(out), i = as_tensor(in);
         py::gil_scoped_release nogil;
-        return pg.all_to_all(o, i, std::move(out_counts), std::move(in_counts));
-      }, py::arg("output"), py::arg("input"), py::arg("output_counts"), py::arg("input_counts"))
-      .def("barrier", [](PG& pg) {
+        return pg.all_to_all(o, i, std::move(out_counts), std::move(in_counts), mode_of(blocking));
+      }, py::arg("output"), py::arg("input"), py::arg("output_counts"), py::arg("input_counts"),
+         py::arg("blocking") = false)
+      .def("barrier", [mode_of](PG& pg, bool blocking) {
         py::gil_scoped_release nogil;
-        return pg.barrier();
-      })
+        return pg.barrier(mode_of(blocking));
+      }, py::arg("blocking") = false)
       .def("send", [](PG& pg, const py::handle& t, int dst, uint32_t tag) {
         Tensor tensor = as_tensor(t);
         py::gil_scoped_release nogil;

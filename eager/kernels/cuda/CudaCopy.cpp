@@ -7,6 +7,7 @@
 #include "eager/core/Error.h"
 #include "eager/cuda/CudaAllocator.h"
 #include "eager/cuda/CudaDevice.h"
+#include "eager/kernels/Views.h"
 #include "eager/kernels/cpu/copy/Copy.h"
 #include "eager/kernels/cpu/copy/ShapeCopy.h"
 #include "eager/kernels/cpu/creation/Factories.h"
@@ -105,11 +106,15 @@ void device_to_device(const Tensor& dst, const Tensor& src) {
 }  // namespace
 
 void cuda_copy(const Tensor& dst, const Tensor& src, bool non_blocking) {
-  KILN_CHECK(dst.dtype() != DType::Complex64 && dst.dtype() != DType::Complex128 &&
-                 src.dtype() != DType::Complex64 && src.dtype() != DType::Complex128,
-             "copy_: complex tensors are not supported on CUDA yet");
   const bool same_shape = std::equal(src.sizes().begin(), src.sizes().end(), dst.sizes().begin(), dst.sizes().end());
   const Tensor source = same_shape ? src : src.expand(dst.sizes());
+  if (is_complex(dst.dtype()) && dst.dtype() == source.dtype()) {
+    // Complex values of one dtype move as their real views (pairs of reals): no complex kernel needed.
+    cuda_copy(view_as_real_impl(dst), view_as_real_impl(source), non_blocking);
+    return;
+  }
+  KILN_CHECK(!is_complex(dst.dtype()) && !is_complex(src.dtype()),
+             "copy_: converting complex tensors to or from another dtype is not supported on CUDA yet");
   if (dst.numel() == 0) return;
   if (dst.device().is_cuda() && source.device().is_cuda()) {
     device_to_device(dst, source);

@@ -58,10 +58,11 @@ def _readable(tensor):
 
 
 def _run(work, async_op: bool, finish=None, result=None):
-    handle = Work(work, finish, result)
     if async_op:
-        return handle
-    handle.wait()
+        return Work(work, finish, result)
+    work.wait()  # a blocking call on an idle Gloo group already ran (Note [Blocking calls on an idle group])
+    if finish is not None:
+        finish()
     return None
 
 
@@ -99,7 +100,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     if pg is None:
         return None
     buffer, finish = _writable(tensor)
-    return _run(pg._backend.all_reduce(buffer, op), async_op, finish, [tensor])
+    return _run(pg._backend.all_reduce(buffer, op, blocking=not async_op), async_op, finish, [tensor])
 
 
 def reduce(tensor, dst: int = 0, op=ReduceOp.SUM, group=None, async_op: bool = False, group_dst=None):
@@ -111,9 +112,10 @@ def reduce(tensor, dst: int = 0, op=ReduceOp.SUM, group=None, async_op: bool = F
         return None
     root = group_dst if group_dst is not None else pg._group_rank(dst, "reduce: dst")
     if pg.rank() != root:  # Gloo uses the other ranks' buffers as scratch: theirs stay as they were
-        return _run(pg._backend.reduce(tensor.detach().clone(memory_format=_contiguous), op, root), async_op)
+        scratch = tensor.detach().clone(memory_format=_contiguous)
+        return _run(pg._backend.reduce(scratch, op, root, blocking=not async_op), async_op)
     buffer, finish = _writable(tensor)
-    return _run(pg._backend.reduce(buffer, op, root), async_op, finish, [tensor])
+    return _run(pg._backend.reduce(buffer, op, root, blocking=not async_op), async_op, finish, [tensor])
 
 
 def broadcast(tensor, src: int = 0, group=None, async_op: bool = False, group_src=None):
@@ -124,7 +126,7 @@ def broadcast(tensor, src: int = 0, group=None, async_op: bool = False, group_sr
         return None
     root = group_src if group_src is not None else pg._group_rank(src, "broadcast: src")
     buffer, finish = _writable(tensor)
-    return _run(pg._backend.broadcast(buffer, root), async_op, finish, [tensor])
+    return _run(pg._backend.broadcast(buffer, root, blocking=not async_op), async_op, finish, [tensor])
 
 
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
@@ -138,7 +140,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
                          f"{len(tensor_list)}")
     _same_shapes(tensor_list, tensor, "all_gather", "tensor_list")
     flat = tensor.new_empty((pg.size() * tensor.numel(),))
-    work = pg._backend.all_gather(flat, _flat(_readable(tensor)))
+    work = pg._backend.all_gather(flat, _flat(_readable(tensor)), blocking=not async_op)
     return _run(work, async_op, _copy_chunks_to(tensor_list, flat), tensor_list)
 
 
@@ -156,7 +158,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
         raise ValueError(f"all_gather_into_tensor: output tensor size must be equal to world_size ({pg.size()}) "
                          f"times input tensor size ({input_tensor.numel()}), got {output_tensor.numel()}")
     buffer, finish = _writable(output_tensor)
-    work = pg._backend.all_gather(_flat(buffer), _flat(_readable(input_tensor)))
+    work = pg._backend.all_gather(_flat(buffer), _flat(_readable(input_tensor)), blocking=not async_op)
     return _run(work, async_op, finish, [output_tensor])
 
 
@@ -176,7 +178,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     for r, t in enumerate(input_list):
         scratch[r * n:(r + 1) * n].copy_(_flat(t.detach()))
     buffer, finish = _writable(output)
-    return _run(pg._backend.reduce_scatter(_flat(buffer), scratch, op), async_op, finish, [output])
+    work = pg._backend.reduce_scatter(_flat(buffer), scratch, op, blocking=not async_op)
+    return _run(work, async_op, finish, [output])
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
@@ -193,7 +196,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
                          f"{input.dtype} with {input.numel()} elements")
     scratch = _flat(input.detach()).clone()
     buffer, finish = _writable(output)
-    return _run(pg._backend.reduce_scatter(_flat(buffer), scratch, op), async_op, finish, [output])
+    work = pg._backend.reduce_scatter(_flat(buffer), scratch, op, blocking=not async_op)
+    return _run(work, async_op, finish, [output])
 
 
 def gather(tensor, gather_list=None, dst: int = 0, group=None, async_op: bool = False, group_dst=None):
@@ -209,10 +213,11 @@ def gather(tensor, gather_list=None, dst: int = 0, group=None, async_op: bool = 
             raise ValueError(f"gather: the destination rank needs gather_list with world_size ({pg.size()}) tensors")
         _same_shapes(gather_list, tensor, "gather", "gather_list")
         flat = tensor.new_empty((pg.size() * tensor.numel(),))
-        return _run(pg._backend.gather(flat, source, root), async_op, _copy_chunks_to(gather_list, flat), gather_list)
+        work = pg._backend.gather(flat, source, root, blocking=not async_op)
+        return _run(work, async_op, _copy_chunks_to(gather_list, flat), gather_list)
     if gather_list:
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
-    return _run(pg._backend.gather(None, source, root), async_op)
+    return _run(pg._backend.gather(None, source, root, blocking=not async_op), async_op)
 
 
 def scatter(tensor, scatter_list=None, src: int = 0, group=None, async_op: bool = False, group_src=None):
@@ -231,10 +236,10 @@ def scatter(tensor, scatter_list=None, src: int = 0, group=None, async_op: bool 
         flat = tensor.new_empty((pg.size() * n,))
         for r, t in enumerate(scatter_list):
             flat[r * n:(r + 1) * n].copy_(_flat(t.detach()))
-        return _run(pg._backend.scatter(_flat(buffer), flat, root), async_op, finish, [tensor])
+        return _run(pg._backend.scatter(_flat(buffer), flat, root, blocking=not async_op), async_op, finish, [tensor])
     if scatter_list:
         raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
-    return _run(pg._backend.scatter(_flat(buffer), None, root), async_op, finish, [tensor])
+    return _run(pg._backend.scatter(_flat(buffer), None, root, blocking=not async_op), async_op, finish, [tensor])
 
 
 def _row_elements(tensor) -> int:
@@ -281,7 +286,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     out_counts = _split_counts(output, output_split_sizes, world, "all_to_all_single", "output")
     in_counts = _split_counts(input, input_split_sizes, world, "all_to_all_single", "input")
     buffer, finish = _writable(output)
-    work = pg._backend.all_to_all(_flat(buffer), _flat(_readable(input)), out_counts, in_counts)
+    work = pg._backend.all_to_all(_flat(buffer), _flat(_readable(input)), out_counts, in_counts, blocking=not async_op)
     return _run(work, async_op, finish, [output])
 
 
@@ -308,7 +313,7 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
         flat_in[start:start + n].copy_(_flat(t.detach()))
         start += n
     flat_out = input_tensor_list[0].new_empty((sum(out_counts),))
-    work = pg._backend.all_to_all(flat_out, flat_in, out_counts, in_counts)
+    work = pg._backend.all_to_all(flat_out, flat_in, out_counts, in_counts, blocking=not async_op)
     return _run(work, async_op, _copy_chunks_to(output_tensor_list, flat_out), output_tensor_list)
 
 
@@ -317,7 +322,7 @@ def barrier(group=None, async_op: bool = False, device_ids=None):
     pg = _group_or_none(group, "barrier")
     if pg is None:
         return None
-    return _run(pg._backend.barrier(), async_op)
+    return _run(pg._backend.barrier(blocking=not async_op), async_op)
 
 
 def _point_to_point(tensor, peer, group, tag: int, what: str, sending: bool, group_peer=None):

@@ -157,6 +157,45 @@ def collective_table(rank: int, world: int) -> dict:
             c.failures["all_reduce"].append(f"complex64 AVG: got {got}, expected {expected}")
     c.run("all_reduce", "bool and complex", bool_and_complex_case)
 
+    def complex_values(r: int, n: int) -> np.ndarray:
+        k = np.arange(n)
+        return (k % 3 + r) + 1j * (k % 4 - 2 * r)
+
+    def complex_tensor(values: np.ndarray, dtype: str, noncontiguous: bool):
+        t = kiln.tensor(values.tolist(), dtype=getattr(kiln, dtype)) if values.size else kiln.zeros(
+            0, dtype=getattr(kiln, dtype))
+        if noncontiguous:
+            t = t.reshape(2, -1).t().contiguous().t()
+            assert not t.is_contiguous()
+        return t
+
+    def complex_equal(category: str, what: str, got, expected) -> None:
+        got = np.asarray(got.reshape(-1).tolist() if hasattr(got, "reshape") else got, dtype=np.complex128)
+        if got.shape != expected.shape or not np.allclose(got, expected, rtol=1e-6, atol=1e-6):
+            c.failures[category].append(f"{what}: got {got.tolist()[:6]}, expected {expected.tolist()[:6]}")
+
+    for dtype in ("complex64", "complex128"):
+        for n, noncontiguous in ((0, False), (5, False), (8, True)):
+            tag = f"{dtype} n={n}{' non-contiguous' if noncontiguous else ''}"
+            everyone_z = np.stack([complex_values(r, n) for r in range(world)])
+
+            def complex_case(dtype=dtype, n=n, noncontiguous=noncontiguous, tag=tag, everyone_z=everyone_z):
+                for op, expected in (("SUM", everyone_z.sum(0)), ("AVG", everyone_z.mean(0))):
+                    t = complex_tensor(complex_values(rank, n), dtype, noncontiguous)
+                    dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+                    complex_equal("all_reduce", f"{tag} {op}", t, expected)
+                t = complex_tensor(complex_values(rank, n), dtype, noncontiguous)
+                dist.all_reduce(t, async_op=True).wait()
+                complex_equal("async", f"{tag} SUM", t, everyone_z.sum(0))
+                t = complex_tensor(complex_values(rank, n), dtype, noncontiguous)
+                dist.broadcast(t, src=world - 1)
+                complex_equal("broadcast", tag, t, complex_values(world - 1, n))
+                outs = [complex_tensor(np.zeros(n, dtype=complex), dtype, noncontiguous) for _ in range(world)]
+                dist.all_gather(outs, complex_tensor(complex_values(rank, n), dtype, noncontiguous))
+                complex_equal("all_gather", tag, np.concatenate([np.asarray(o.reshape(-1).tolist()) for o in outs])
+                              if n else np.zeros(0, dtype=complex), everyone_z.reshape(-1))
+            c.run("all_reduce", f"complex {tag}", complex_case)
+
     def all_to_all_case():
         n = 2
         inp = _kiln(np.concatenate([_values(rank, n, "float32", salt=r) for r in range(world)]), "float32")
@@ -183,6 +222,25 @@ def collective_table(rank: int, world: int) -> dict:
         barrier = dist.barrier(async_op=True)
         barrier.wait()
     c.run("async", "handles", async_case)
+
+    def blocking_behind_async_case():
+        # Note [Blocking calls on an idle group]: a blocking call made while async work is queued or
+        # running waits its turn; one on an idle group runs on this thread. Both keep the call order.
+        big = _kiln(_values(rank, 200_000, "float32"), "float32")
+        pending = dist.all_reduce(big, async_op=True)
+        small = _kiln(_values(rank, 7, "float64"), "float64")
+        dist.all_reduce(small)  # queued behind `big` (or runs here if it already finished)
+        c.equal("async", "blocking all_reduce behind an async one", _numpy(small),
+                _reduce(everyone(7, "float64"), "SUM"))
+        root = kiln.ones(3) * rank
+        dist.broadcast(root, src=world - 1)
+        pending.wait()
+        c.equal("async", "the async all_reduce before them", _numpy(big), _reduce(everyone(200_000, "float32"), "SUM"))
+        c.equal("async", "blocking broadcast after them", _numpy(root), np.full(3, world - 1.0))
+        idle = _kiln(_values(rank, 5, "int64"), "int64")
+        dist.all_reduce(idle, op=dist.ReduceOp.MAX)  # an idle group: on this thread
+        c.equal("async", "blocking all_reduce on an idle group", _numpy(idle), _reduce(everyone(5, "int64"), "MAX"))
+    c.run("async", "blocking calls behind async ones", blocking_behind_async_case)
 
     def send_recv_case():
         right, left = (rank + 1) % world, (rank - 1) % world

@@ -36,8 +36,10 @@ _FIRST_BUCKET_BYTES = 1 * _MIB
 # bucket order, whatever order its hooks fire in: bucket k starts once it is
 # full and buckets 0..k-1 have started. Collectives then match across ranks
 # even when backward visits parameters in different orders. The all-reduces
-# run on the process group's worker thread (Note [One worker thread per process
-# group]) while the autograd engine keeps going: that is the overlap. With
+# run on the process group's worker thread (Gloo: Note [One worker thread per
+# process group]) or its stream (NCCL, for a module on one GPU: Note [NCCL
+# streams and work]; the bucket copies queued on the caller's stream come
+# first) while the autograd engine keeps going: that is the overlap. With
 # find_unused_parameters, a parameter that got no gradient this backward
 # counts as zero, the buckets still missing one are launched by the final
 # callback, and a small all-reduce of "used" flags decides which unused
@@ -61,7 +63,8 @@ class _Bucket:
         for p in params:
             self.offsets.append(total)
             total += p.numel()
-        self.buffer = params[0].detach().new_zeros((total,))
+        # Every slice is written (a gradient, or zeros for an unused parameter) before the bucket's all-reduce.
+        self.buffer = params[0].detach().new_empty((total,))
 
     def slice_of(self, i: int):
         start = self.offsets[i]
@@ -84,6 +87,29 @@ def _buckets_of(params: list, cap_bytes: int, first_cap_bytes: int) -> list[_Buc
     return [_Bucket(members) for members, _ in buckets]
 
 
+def _single_device(module, device_ids, output_device):
+    """The one device of ``module``'s parameters (CPU, or one GPU: the NCCL group's); device_ids and
+    output_device may name that GPU (an index or a device), as torch's single-device modules take them.
+    None when the parameters are on several devices and neither argument is given."""
+    devices = {p.device for p in module.parameters()}
+    device = next(iter(devices)) if len(devices) == 1 else None
+    if device_ids is None and output_device is None:
+        return device
+
+    def names_device(d) -> bool:
+        index = d.index if hasattr(d, "index") else d
+        return device is not None and device.type == "cuda" and index == device.index
+
+    ids_ok = device_ids is None or (len(device_ids) == 1 and names_device(device_ids[0]))
+    output_ok = output_device is None or names_device(output_device)
+    if device is None or not ids_ok or not output_ok:
+        raise ValueError(
+            "DistributedDataParallel device_ids and output_device arguments only work with single-device/"
+            f"multiple-device GPU modules or CPU modules, but got device_ids {device_ids}, output_device "
+            f"{output_device}, and module parameters {devices}.")
+    return device
+
+
 def _broadcast_coalesced(tensors: list, group) -> None:
     """Every rank's tensors become rank 0's of the group: one broadcast per dtype of a flat copy."""
     by_dtype: dict = {}
@@ -103,7 +129,8 @@ def _broadcast_coalesced(tensors: list, group) -> None:
 
 
 class DistributedDataParallel(Module):
-    """torch.nn.parallel.DistributedDataParallel on kiln.distributed (CPU tensors, Gloo)."""
+    """torch.nn.parallel.DistributedDataParallel on kiln.distributed: CPU modules over Gloo, a module on
+    one GPU over NCCL (device_ids=[its index] or None)."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim: int = 0, broadcast_buffers: bool = True,
                  init_sync: bool = True, process_group=None, bucket_cap_mb=None, find_unused_parameters: bool = False,
@@ -124,18 +151,14 @@ class DistributedDataParallel(Module):
         if not params:
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter "
                                "that requires a gradient.")
-        if device_ids is not None or output_device is not None:
-            devices = {p.device for p in module.parameters()}
-            raise ValueError(
-                "DistributedDataParallel device_ids and output_device arguments only work with single-device/"
-                f"multiple-device GPU modules or CPU modules, but got device_ids {device_ids}, output_device "
-                f"{output_device}, and module parameters {devices}.")
+        device = _single_device(module, device_ids, output_device)
         if mixed_precision is not None or device_mesh is not None:
             raise NotImplementedError("DistributedDataParallel: mixed_precision and device_mesh are not supported "
                                       "by kiln")
         self.module = module
-        self.device_ids = None
-        self.output_device = None
+        on_gpu = device is not None and device.type == "cuda"
+        self.device_ids = [device.index] if on_gpu else None
+        self.output_device = device.index if on_gpu else None
         self.dim = dim
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
@@ -226,11 +249,12 @@ class DistributedDataParallel(Module):
             flags = [float(ok) for flags in self._ready for ok in flags]
             used = self._buckets[0].buffer.new_tensor(flags)
             all_reduce(used, op=ReduceOp.MAX, group=self.process_group)
+            used = used.tolist()  # one copy to the host (the flags may be on a GPU)
         self._wait_for_buckets()
         k = 0
         for bucket in self._buckets:
             for i, p in enumerate(bucket.params):
-                globally_used = used is None or used[k].item() > 0
+                globally_used = used is None or used[k] > 0
                 k += 1
                 if not globally_used:
                     continue
