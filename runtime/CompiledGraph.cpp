@@ -21,6 +21,7 @@
 #include "passes/group_multi_tensor.h"
 #include "passes/type_facts.h"
 #include "passes/pipeline.h"
+#include "runtime/CudaGraphReplay.h"
 #include "runtime/CudaKernelRun.h"
 #include "runtime/KernelAutotune.h"
 #include "runtime/MultiTensorRun.h"
@@ -339,7 +340,7 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
   plan_in.num_slots = num_slots_;
   plan_in.graph_inputs = input_slots_;
   plan_in.graph_outputs = output_slots_;
-  plan_in.arena = options.reduce_overhead && !cuda_;  // the arena is a CPU tensor
+  plan_in.arena = options.reduce_overhead;  // on the CPU, or on the inputs' CUDA device (arena_for)
   plan_in.storage_class.resize(num_slots_);
   passes::AliasClasses aliases(g);
   std::unordered_map<size_t, size_t> class_id;  // AliasClasses' class -> 0, 1, ...
@@ -394,6 +395,23 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     }
   }
   runs_briefly_ = runs_briefly_ && elements <= kGrainSize;
+  // Note [CUDA graphs of a compiled graph]: every step a pointwise kernel step (a row kernel allocates its outputs)
+  // or a view (it touches no data: its result is where its input is).
+  if (cuda_ && options.reduce_overhead && plan_.arena_bytes > 0) {
+    bool replayable = true;
+    for (const Step& st : steps_) {
+      bool view = false;
+      if (st.node != nullptr) {
+        view = st.node->inputs().size() > 0 && st.node->outputs().size() > 0 && !passes::has_side_effects(*st.node);
+        for (const ir::Value* v : st.node->outputs()) {
+          view = view && v->type().is_tensor() && aliases.class_of(v) == aliases.class_of(st.node->inputs()[0]);
+        }
+      }
+      const KernelStep* k = st.kernel >= 0 ? kernels_[static_cast<size_t>(st.kernel)].get() : nullptr;
+      replayable = replayable && (view || (k != nullptr && k->cuda != nullptr && !k->row && k->members.empty()));
+    }
+    if (replayable) cuda_graph_replays_ = std::make_unique<CudaGraphReplays>();
+  }
   if (!options.outputs_into_inputs.empty()) {
     std::unordered_map<size_t, size_t> last_read;  // slot -> the last step reading it
     for (size_t i = 0; i < plan_in.steps.size(); ++i) {
@@ -533,7 +551,7 @@ bool CompiledGraph::bind_pointwise(const KernelStep& k, std::vector<IValue>& slo
     }
     const DType d = kernel.output_dtypes[o];
     Tensor out;
-    if (arena != nullptr && k.arena_offset[o] >= 0) {
+    if (arena != nullptr && k.arena_offset[o] >= 0 && (!k.cuda || arena->device().index() == device)) {
       out = Tensor(make_intrusive<TensorImpl>(arena->storage(), d, IntArrayRef(sizes_out), IntArrayRef(strides_out),
                                               k.arena_offset[o] / static_cast<int64_t>(itemsize(d))));
     } else if (const Tensor* dead = k.in_place[o] >= 0
@@ -587,17 +605,14 @@ std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
   slots.resize(num_slots_);
   std::unique_lock<std::mutex> arena_lock(arena_mu_, std::defer_lock);
   const Tensor* arena = nullptr;
-  if (plan_.arena_bytes > 0 && arena_lock.try_lock()) {  // else a concurrent run holds it: allocate
-    if (!arena_.defined()) {
-      const std::vector<int64_t> bytes = {plan_.arena_bytes};
-      arena_ = kiln::empty(IntArrayRef(bytes), DType::UInt8);
-    }
-    arena = &arena_;
-  }
+  if (plan_.arena_bytes > 0 && arena_lock.try_lock()) arena = arena_for(slots);  // else a concurrent run allocates
   const auto get = [&](const ir::Value* v) -> const IValue& { return slots[slot_of_.at(v)]; };
   profiler::RecordScope graph_range("kiln::CompiledGraph", "compiled_graph");
   if (graph_range.recording()) [[unlikely]] graph_range.add_arg("fused kernels", kernel_count());
-  for (const Step& s : steps_) {
+  size_t first = 0;  // steps run through CUDA-graph replay
+  if (cuda_graph_replays_ && arena != nullptr && !profiler::is_active()) first = run_cuda_graph_prefix(slots, arena);
+  for (size_t i = first; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
     if (s.node != nullptr) {
       std::vector<IValue> out = ir::run_node(*s.node, get);
       for (size_t i = 0; i < out.size(); ++i) slots[slot_of_.at(s.node->outputs()[i])] = std::move(out[i]);
@@ -621,6 +636,65 @@ std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
   }
   return out;
 }
+
+const Tensor* CompiledGraph::arena_for(const std::vector<IValue>& slots) const {
+  if (!cuda_) {
+    if (!arena_.defined()) arena_ = kiln::empty(IntArrayRef(std::vector<int64_t>{plan_.arena_bytes}), DType::UInt8);
+    return &arena_;
+  }
+  // A CUDA graph: the arena lives on its inputs' device (one caching-allocator block); CPU inputs (the kernel
+  // steps then run their ops eagerly) or inputs on another device than the arena's run without it.
+  std::vector<const Tensor*> inputs;
+  for (size_t s : input_slots_) {
+    if (slots[s].is_tensor()) inputs.push_back(&slots[s].to_tensor());
+  }
+  if (inputs.empty() || !inputs.front()->device().is_cuda()) return nullptr;
+  const int device = common_cuda_device(inputs);
+  if (device < 0) return nullptr;
+  const Device where(DeviceType::CUDA, static_cast<int8_t>(device));
+  if (!arena_.defined()) {
+    arena_ = kiln::empty(IntArrayRef(std::vector<int64_t>{plan_.arena_bytes}), DType::UInt8, where);
+  }
+  return arena_.device() == where ? &arena_ : nullptr;
+}
+
+size_t CompiledGraph::run_cuda_graph_prefix(std::vector<IValue>& slots, const Tensor* arena) const {
+  std::vector<CudaLaunch> launches;
+  launches.reserve(steps_.size());
+  size_t bound = 0;
+  for (; bound < steps_.size(); ++bound) {
+    if (const ir::Node* view = steps_[bound].node) {  // a view: no data touched, nothing to launch
+      std::vector<IValue> out =
+          ir::run_node(*view, [&](const ir::Value* v) -> const IValue& { return slots[slot_of_.at(v)]; });
+      for (size_t i = 0; i < out.size(); ++i) slots[slot_of_.at(view->outputs()[i])] = std::move(out[i]);
+      continue;
+    }
+    const KernelStep& k = *kernels_[static_cast<size_t>(steps_[bound].kernel)];
+    std::vector<const Tensor*> inputs;
+    CudaLaunch l;
+    if (!bind_pointwise(k, slots, arena, inputs, l.data, l.device)) break;
+    l.cuda = k.cuda.get();
+    l.kernel = &k.fused.kernel;
+    l.numel = numel_of(k.fused.shape);
+    if (l.numel == 0) continue;
+    IterationStrides at = iteration_strides(k.fused, inputs);
+    l.sizes = std::move(at.sizes);
+    l.strides = std::move(at.strides);
+    launches.push_back(std::move(l));
+  }
+  if (bound == steps_.size()) {
+    cuda_graph_replays_->run(launches);
+  } else {
+    CudaGraphReplays::launch_plainly(launches);  // the rest runs step by step
+  }
+  for (size_t i = 0; i < bound; ++i) {
+    for (size_t r : steps_[i].release) slots[r] = IValue();
+  }
+  return bound;
+}
+
+int64_t CompiledGraph::cuda_graph_captures() const { return cuda_graph_replays_ ? cuda_graph_replays_->captures() : 0; }
+int64_t CompiledGraph::cuda_graph_replays() const { return cuda_graph_replays_ ? cuda_graph_replays_->replays() : 0; }
 
 void CompiledGraph::run_kernel_profiled(int32_t index, std::vector<IValue>& slots, const Tensor* arena) const {
   const KernelStep& k = *kernels_[static_cast<size_t>(index)];

@@ -25,6 +25,8 @@
 
 namespace kiln::runtime {
 
+class CudaGraphReplays;
+
 // Note [When the compiled graph runs]
 // -----------------------------------
 // A kernel step computes its outputs without recording autograd history. The
@@ -142,6 +144,11 @@ class CompiledGraph {
   /// Op nodes left to eager, by name (one entry per node).
   [[nodiscard]] std::vector<std::string> eager_ops() const;
   [[nodiscard]] const MemoryPlan& memory_plan() const { return plan_; }
+  /// mode="reduce-overhead" on CUDA: whether runs go through CUDA-graph replay (every step a pointwise
+  /// kernel step), and the graphs captured and replays launched so far (Note [CUDA graphs of a compiled graph]).
+  [[nodiscard]] bool replays_cuda_graphs() const { return cuda_graph_replays_ != nullptr; }
+  [[nodiscard]] int64_t cuda_graph_captures() const;
+  [[nodiscard]] int64_t cuda_graph_replays() const;
   /// How many of CompileOptions::outputs_into_inputs a kernel may store in place.
   [[nodiscard]] int64_t outputs_written_into_inputs() const { return outputs_written_into_inputs_; }
 
@@ -163,6 +170,12 @@ class CompiledGraph {
                       KernelInputs& inputs, KernelPointers& data, int& device) const;
   /// A multi-tensor step: its members bound, then one launch over all of them (passes Note [Multi-tensor kernel steps]).
   void run_multi_tensor_step(const KernelStep& k, std::vector<IValue>& slots, const Tensor* arena) const;
+  /// Binds the leading steps (all of them when each one's inputs are what its kernel was built for) and
+  /// launches them through cuda_graph_replays_; returns how many steps ran (Note [CUDA graphs of a compiled graph]).
+  size_t run_cuda_graph_prefix(std::vector<IValue>& slots, const Tensor* arena) const;
+  /// The arena for a run on `inputs` (allocated on the first use, on the graph's device for a CUDA graph), or
+  /// nullptr when this run cannot use it.
+  const Tensor* arena_for(const std::vector<IValue>& inputs) const;
   /// Runs a kernel step's member nodes eagerly (its inputs are not what the kernel was built for).
   void run_members(const KernelStep& k, std::vector<IValue>& slots) const;
 
@@ -186,6 +199,7 @@ class CompiledGraph {
   MemoryPlan plan_;
   mutable std::mutex arena_mu_;  // one run at a time uses the arena
   mutable Tensor arena_;         // plan_.arena_bytes, allocated by the first run that uses it
+  std::unique_ptr<CudaGraphReplays> cuda_graph_replays_;  // mode="reduce-overhead" on CUDA, every step a pointwise kernel
   int64_t outputs_written_into_inputs_ = 0;
   bool runs_briefly_ = false;
   void plan_outputs_into_inputs(const std::vector<std::pair<size_t, size_t>>& pairs,

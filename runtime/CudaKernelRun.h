@@ -26,7 +26,8 @@ namespace kiln::runtime {
 // the dispatcher's CUDA kernels, on the same stream, so no synchronisation is
 // needed between steps. Outputs are allocated on the device (the memory plan's
 // in-place reuse and stores into inputs apply as on the CPU; the
-// reduce-overhead arena is CPU-only for now). A kernel step whose inputs are
+// reduce-overhead arena is one device block: Note [CUDA graphs of a compiled
+// graph], CudaGraphReplay.h). A kernel step whose inputs are
 // not what it was built for (dtype, layout, a tensor on another device, a CPU
 // 0-dim tensor) runs its member ops eagerly, as on the CPU. Errors name the
 // kernel and its ops: NVRTC's log for a compile error, the driver's message

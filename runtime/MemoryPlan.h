@@ -38,6 +38,10 @@ namespace kiln::runtime {
 //    those intermediates: only graph outputs and the outputs of eager steps
 //    (matmul, ...: the ops allocate them) come from the allocator. One run at a
 //    time uses the arena; a concurrent run of the same graph allocates instead.
+//    A CUDA graph's arena is one caching-allocator block on its inputs' device
+//    (a run on another device, or on CPU inputs, goes without it), which is what
+//    lets its launches be captured and replayed as a CUDA graph (Note [CUDA
+//    graphs of a compiled graph], CudaGraphReplay.h).
 
 /// One step as the plan sees it.
 struct PlanStep {

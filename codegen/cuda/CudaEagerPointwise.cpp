@@ -1,7 +1,9 @@
 // The eager CUDA pointwise kernels generated from the compiler's table (CudaEagerPointwise.h).
 #include "codegen/cuda/CudaEagerPointwise.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -67,28 +69,54 @@ std::optional<Kernel> kernel_of(const PointwiseKernelRequest& request) {
   return k;
 }
 
-/// `k` printed with eager/kernels/cuda's Indexer ABI: (kiln::Indexer<N> ix, long long n), output first.
+/// `k` printed with eager/kernels/cuda's Indexer ABI: (kiln::Indexer<N> ix, long long n), output first; V elements
+/// per access where the operands allow, else one at a time (eager/kernels/cuda's Note [Vector loads in the eager
+/// templates]: the prelude's vector_ok / load_vec / store_vec).
 KernelInstance eager_source(const Kernel& k) {
   const size_t ni = k.input_dtypes.size();
   const std::string operands = std::to_string(ni + 1);
+  const DType out = k.output_dtypes[0];
+  const Expr& result = k.exprs[static_cast<size_t>(k.outputs[0])];
+  size_t widest = static_cast<size_t>(itemsize(out));
+  std::string bytes = std::to_string(itemsize(out));
+  for (DType d : k.input_dtypes) {
+    widest = std::max(widest, static_cast<size_t>(itemsize(d)));
+    bytes += ", " + std::to_string(itemsize(d));
+  }
+  const auto body = [&](std::ostringstream& s, const std::string& indent, const std::function<std::string(int32_t)>& load) {
+    ExprPrinter printer{k, [](int32_t i) { return "v" + std::to_string(i); }, load};
+    for (size_t i = 0; i < k.exprs.size(); ++i) s << indent << printer.statement(static_cast<int32_t>(i)) << "\n";
+  };
+  const std::string stored = store_value(out, cast_value("v" + std::to_string(k.outputs[0]), result.dtype, out));
   std::ostringstream s;
   s << cuda_prelude();
   s << "// " << k.name << ": generated from codegen/PointwiseMath's table\n";
   s << "extern \"C\" __global__ void " << k.name << "(kiln::Indexer<" << operands << "> ix, long long n) {\n";
-  s << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * "
-       "blockDim.x) {\n";
+  s << "  constexpr int V = kiln::VecWidth<" << widest << ">::value;\n";
+  s << "  const int bytes[" << operands << "] = {" << bytes << "};\n";
+  s << "  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  s << "  const long long step = (long long)gridDim.x * blockDim.x;\n";
+  s << "  long long done = 0;\n";
+  s << "  if (kiln::vector_ok(ix, bytes, V)) {\n    done = n / V * V;\n";
+  s << "    for (long long j = first; j < n / V; j += step) {\n";
+  s << "      char* p[" << operands << "];\n      ix.pointers(j * V, p);\n";
+  for (size_t in = 0; in < ni; ++in) {
+    const std::string t = memory_type(k.input_dtypes[in]);
+    s << "      " << t << " in" << in << "[V];\n";
+    s << "      kiln::load_vec<" << t << ", V>(p[" << in + 1 << "], ix.strides[" << in + 1 << "][0], in" << in << ");\n";
+  }
+  s << "      " << memory_type(out) << " out[V];\n";
+  s << "      for (int e = 0; e < V; ++e) {\n";
+  body(s, "        ", [](int32_t in) { return "in" + std::to_string(in) + "[e]"; });
+  s << "        out[e] = " << stored << ";\n      }\n";
+  s << "      kiln::store_vec<" << memory_type(out) << ", V>(p[0], out);\n    }\n  }\n";
+  s << "  for (long long i = done + first; i < n; i += step) {\n";
   s << "    char* p[" << operands << "];\n    ix.pointers(i, p);\n";
-  ExprPrinter printer{k, [](int32_t i) { return "v" + std::to_string(i); },
-                      [&](int32_t in) {
-                        return std::string("*reinterpret_cast<const ") +
-                               memory_type(k.input_dtypes[static_cast<size_t>(in)]) + "*>(p[" + std::to_string(in + 1) +
-                               "])";
-                      }};
-  for (size_t i = 0; i < k.exprs.size(); ++i) s << "    " << printer.statement(static_cast<int32_t>(i)) << "\n";
-  const DType out = k.output_dtypes[0];
-  const Expr& result = k.exprs[static_cast<size_t>(k.outputs[0])];
-  s << "    *reinterpret_cast<" << memory_type(out) << "*>(p[0]) = "
-    << store_value(out, cast_value("v" + std::to_string(k.outputs[0]), result.dtype, out)) << ";\n";
+  body(s, "    ", [&](int32_t in) {
+    return std::string("*reinterpret_cast<const ") + memory_type(k.input_dtypes[static_cast<size_t>(in)]) + "*>(p[" +
+           std::to_string(in + 1) + "])";
+  });
+  s << "    *reinterpret_cast<" << memory_type(out) << "*>(p[0]) = " << stored << ";\n";
   s << "  }\n}\n";
   return KernelInstance{k.name, s.str()};
 }

@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "eager/core/Error.h"
 #include "eager/cuda/DynamicLibrary.h"
@@ -86,6 +87,16 @@ void load(DriverState& s) {
     lib->resolve(a.cuModuleUnload, "cuModuleUnload");
     lib->resolve(a.cuModuleGetFunction, "cuModuleGetFunction");
     lib->resolve(a.cuLaunchKernel, "cuLaunchKernel");
+    // Optional: without them CUDA-graph replay falls back to plain launches (CudaGraph.h).
+    const auto optional = [&](auto& slot, const char* name) {
+      slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(lib->try_symbol(name));
+    };
+    optional(a.cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+    optional(a.cuStreamEndCapture, "cuStreamEndCapture");
+    optional(a.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    optional(a.cuGraphLaunch, "cuGraphLaunch");
+    optional(a.cuGraphExecDestroy, "cuGraphExecDestroy");
+    optional(a.cuGraphDestroy, "cuGraphDestroy");
   } catch (const Error& e) {
     s.error = e.what();
     return;

@@ -19,11 +19,15 @@ struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
+struct CUgraph_st;
+struct CUgraphExec_st;
 using CUcontext = CUctx_st*;
 using CUmodule = CUmod_st*;
 using CUfunction = CUfunc_st*;
 using CUstream = CUstream_st*;
 using CUevent = CUevent_st*;
+using CUgraph = CUgraph_st*;
+using CUgraphExec = CUgraphExec_st*;
 
 inline constexpr CUresult kCudaSuccess = 0;
 inline constexpr CUresult kCudaErrorOutOfMemory = 2;
@@ -46,6 +50,7 @@ inline constexpr unsigned kStreamNonBlocking = 0x1;
 inline constexpr unsigned kEventDefault = 0x0;
 inline constexpr unsigned kEventDisableTiming = 0x2;
 inline constexpr unsigned kMemHostAllocPortable = 0x1;
+inline constexpr int kStreamCaptureModeThreadLocal = 1;  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
 
 /// The driver entry points kiln uses, resolved once.
 struct DriverApi {
@@ -89,6 +94,13 @@ struct DriverApi {
   CUresult (*cuModuleGetFunction)(CUfunction* fn, CUmodule module, const char* name);
   CUresult (*cuLaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shared_bytes, CUstream stream, void** params, void** extra);
+  // Stream capture and CUDA graphs (eager/cuda/CudaGraph.h): optional, nullptr when the driver lacks them.
+  CUresult (*cuStreamBeginCapture)(CUstream stream, int mode);
+  CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph* graph);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec* exec, CUgraph graph, unsigned long long flags);
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
+  CUresult (*cuGraphDestroy)(CUgraph graph);
 };
 
 /// The driver, loaded and initialised (cuInit) on first call. Throws the

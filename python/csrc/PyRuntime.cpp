@@ -76,7 +76,15 @@ void init_runtime(PyObject* module) {
       .def_property_readonly("arena_bytes",
                              [](const PyCompiledGraph& g) { return g.compiled->memory_plan().arena_bytes; })
       .def_property_readonly("outputs_written_into_inputs",
-                             [](const PyCompiledGraph& g) { return g.compiled->outputs_written_into_inputs(); });
+                             [](const PyCompiledGraph& g) { return g.compiled->outputs_written_into_inputs(); })
+      .def_property_readonly(
+          "cuda_graph_stats",
+          [](const PyCompiledGraph& g) {
+            return py::make_tuple(g.compiled->replays_cuda_graphs(), g.compiled->cuda_graph_captures(),
+                                  g.compiled->cuda_graph_replays());
+          },
+          "(runs go through CUDA-graph replay, graphs captured, replays launched): mode='reduce-overhead' on CUDA "
+          "(runtime Note [CUDA graphs of a compiled graph]).");
   rt.def(
       "compile",
       [](const ir::Graph& g, bool fuse, bool keep_llvm_ir, bool runs_without_autograd, bool plan_memory,

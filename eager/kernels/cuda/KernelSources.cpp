@@ -100,6 +100,10 @@ struct Indexer {
   long long sizes[kMaxDims];
   long long strides[N][kMaxDims];
   __device__ void pointers(long long linear, char** out) const {
+    if (ndim == 1) {  // no division for a coalesced (contiguous or 1-d strided) iteration
+      for (int k = 0; k < N; ++k) out[k] = data[k] + linear * strides[k][0];
+      return;
+    }
     for (int k = 0; k < N; ++k) out[k] = data[k];
     for (int d = 0; d < ndim; ++d) {
       const long long size = sizes[d];
@@ -109,6 +113,93 @@ struct Indexer {
     }
   }
 };
+// Note [Vector loads in the eager templates]
+// A pointwise template moves V elements per access (V = 16 bytes over its widest operand's element,
+// at most 8) when vector_ok(): every operand's innermost dim is contiguous (an input's may be
+// broadcast: stride 0, one scalar read), each contiguous operand's base and outer strides are
+// multiples of V elements, and (more than one dim) the innermost size is a multiple of V, so no
+// vector crosses a row. A 1-d iteration takes n / V vectors and a scalar tail; anything else runs
+// the scalar loop. A row template splits each row into a scalar head up to the first aligned
+// column, a vector body and a scalar tail (row_span), when every operand it indexes by column has
+// the same misalignment; else the row is scalar. The checks read only launch-uniform values, so a
+// block never diverges on them, and results do not depend on the path taken except for the
+// order in which a thread accumulates its share of a row (Note [Block sums are deterministic]).
+template <typename T, int V> struct __align__(sizeof(T) * V) Pack { T v[V]; };
+template <int BYTES> struct VecWidth { static constexpr int value = BYTES >= 16 ? 1 : (16 / BYTES > 8 ? 8 : 16 / BYTES); };
+template <int W> struct Width { static constexpr int value = W; };
+template <int N>
+__device__ inline bool vector_ok(const Indexer<N>& ix, const int (&bytes)[N], int v) {
+  if (ix.ndim < 1 || (ix.ndim > 1 && ix.sizes[0] % v != 0)) return false;
+  for (int k = 0; k < N; ++k) {
+    const long long s = ix.strides[k][0];
+    if (s == 0 && k > 0) continue;
+    if (s != bytes[k]) return false;
+    const long long a = (long long)bytes[k] * v;
+    if ((long long)(reinterpret_cast<unsigned long long>(ix.data[k]) % (unsigned long long)a) != 0) return false;
+    for (int d = 1; d < ix.ndim; ++d) {
+      if (ix.strides[k][d] % a != 0) return false;
+    }
+  }
+  return true;
+}
+// W elements at p: one aligned access (W > 1), or W copies of one element when the operand is broadcast.
+template <typename T, int W> __device__ inline void load_vec(const char* p, long long stride, T (&out)[W]) {
+  if (W == 1 || stride == 0) {
+    const T x = *reinterpret_cast<const T*>(p);
+    for (int j = 0; j < W; ++j) out[j] = x;
+    return;
+  }
+  const Pack<T, W> pk = *reinterpret_cast<const Pack<T, W>*>(p);
+  for (int j = 0; j < W; ++j) out[j] = pk.v[j];
+}
+template <typename T, int W> __device__ inline void store_vec(char* p, const T (&in)[W]) {
+  if (W == 1) {
+    *reinterpret_cast<T*>(p) = in[0];
+    return;
+  }
+  Pack<T, W> pk;
+  for (int j = 0; j < W; ++j) pk.v[j] = in[j];
+#ifdef __CUDA_ARCH__
+  // One vector store, spelled out: NVVM splits the aggregate store into scalar ones inside a row
+  // template's grid-stride loop over rows (loads stay vectors).
+  const unsigned* w = reinterpret_cast<const unsigned*>(&pk);
+  if (sizeof(pk) == 16) {
+    asm volatile("st.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]) : "memory");
+    return;
+  }
+  if (sizeof(pk) == 8) {
+    asm volatile("st.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(w[0]), "r"(w[1]) : "memory");
+    return;
+  }
+#endif
+  *reinterpret_cast<Pack<T, W>*>(p) = pk;
+}
+template <typename T, int W> __device__ inline void load_row(const T* p, T (&out)[W]) {
+  load_vec<T, W>(reinterpret_cast<const char*>(p), (long long)sizeof(T), out);
+}
+template <typename T, int W> __device__ inline void store_row(T* p, const T (&in)[W]) {
+  store_vec<T, W>(reinterpret_cast<char*>(p), in);
+}
+// A row's columns: [0, head) and [body_end, cols) one at a time, [head, body_end) in vectors of V.
+struct RowSpan { long long head, body_end; };
+template <typename T, int V>
+__device__ inline RowSpan row_span(long long cols, const void* p0, const void* p1 = nullptr, const void* p2 = nullptr,
+                                   const void* p3 = nullptr) {
+  const void* ps[4] = {p0, p1, p2, p3};
+  const unsigned long long m = (reinterpret_cast<unsigned long long>(p0) / sizeof(T)) % V;
+  for (int k = 1; k < 4; ++k) {
+    if (ps[k] != nullptr && (reinterpret_cast<unsigned long long>(ps[k]) / sizeof(T)) % V != m) return RowSpan{cols, cols};
+  }
+  long long head = (long long)((V - m) % V);
+  if (head > cols) head = cols;
+  return RowSpan{head, head + (cols - head) / V * V};
+}
+// Calls f(c, Width<W>()) for the columns this thread owns: W = 1 for the head and tail, V for the body.
+template <int V, typename F> __device__ inline void row_columns(RowSpan s, long long cols, F&& f) {
+  for (long long c = threadIdx.x; c < s.head; c += blockDim.x) f(c, Width<1>());
+  for (long long c = s.head + (long long)threadIdx.x * V; c < s.body_end; c += (long long)blockDim.x * V) f(c, Width<V>());
+  for (long long c = s.body_end + threadIdx.x; c < cols; c += blockDim.x) f(c, Width<1>());
+}
 // The type a value computes in: float for the half types, itself otherwise.
 template <typename T> struct Acc { using type = T; };
 template <> struct Acc<half> { using type = float; };
@@ -185,13 +276,34 @@ template <> __device__ inline bool highest<bool>() { return true; }
 }  // namespace kiln
 )CUDA";
 
-// A grid-stride loop over `n` elements of strided operands.
+// A grid-stride loop over `n` elements of strided operands: V elements per access where the
+// operands allow, one at a time otherwise (Note [Vector loads in the eager templates]).
 const char* kUnary = R"CUDA(
 extern "C" __global__ void $NAME(kiln::Indexer<2> ix, long long n) {
   using IN = $IN;
   using OUT = $OUT;
   using A = kiln::acc_t<IN>;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+  constexpr int V = kiln::VecWidth<(sizeof(IN) > sizeof(OUT) ? sizeof(IN) : sizeof(OUT))>::value;
+  const int bytes[2] = {(int)sizeof(OUT), (int)sizeof(IN)};
+  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long step = (long long)gridDim.x * blockDim.x;
+  long long done = 0;
+  if (kiln::vector_ok(ix, bytes, V)) {
+    done = n / V * V;
+    for (long long j = first; j < n / V; j += step) {
+      char* p[2];
+      ix.pointers(j * V, p);
+      IN x[V];
+      OUT y[V];
+      kiln::load_vec<IN, V>(p[1], ix.strides[1][0], x);
+      for (int e = 0; e < V; ++e) {
+        const A a = kiln::convert<A>(x[e]);
+        y[e] = kiln::convert<OUT>($EXPR);
+      }
+      kiln::store_vec<OUT, V>(p[0], y);
+    }
+  }
+  for (long long i = done + first; i < n; i += step) {
     char* p[2];
     ix.pointers(i, p);
     const A a = kiln::convert<A>(*reinterpret_cast<const IN*>(p[1]));
@@ -209,7 +321,30 @@ extern "C" __global__ void $NAME(kiln::Indexer<3> ix, long long n, double scalar
   const A $SCALAR1 = static_cast<A>(scalar1);
   (void)$SCALAR0;
   (void)$SCALAR1;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+  constexpr int V = kiln::VecWidth<(sizeof(IN) > sizeof(OUT) ? sizeof(IN) : sizeof(OUT))>::value;
+  const int bytes[3] = {(int)sizeof(OUT), (int)sizeof(IN), (int)sizeof(IN)};
+  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long step = (long long)gridDim.x * blockDim.x;
+  long long done = 0;
+  if (kiln::vector_ok(ix, bytes, V)) {
+    done = n / V * V;
+    for (long long j = first; j < n / V; j += step) {
+      char* p[3];
+      ix.pointers(j * V, p);
+      IN x[V];
+      IN z[V];
+      OUT y[V];
+      kiln::load_vec<IN, V>(p[1], ix.strides[1][0], x);
+      kiln::load_vec<IN, V>(p[2], ix.strides[2][0], z);
+      for (int e = 0; e < V; ++e) {
+        const A a = kiln::convert<A>(x[e]);
+        const A b = kiln::convert<A>(z[e]);
+        y[e] = kiln::convert<OUT>($EXPR);
+      }
+      kiln::store_vec<OUT, V>(p[0], y);
+    }
+  }
+  for (long long i = done + first; i < n; i += step) {
     char* p[3];
     ix.pointers(i, p);
     const A a = kiln::convert<A>(*reinterpret_cast<const IN*>(p[1]));
@@ -222,7 +357,28 @@ extern "C" __global__ void $NAME(kiln::Indexer<3> ix, long long n, double scalar
 const char* kWhere = R"CUDA(
 extern "C" __global__ void $NAME(kiln::Indexer<4> ix, long long n) {
   using T = $IN;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+  constexpr int V = kiln::VecWidth<sizeof(T)>::value;
+  const int bytes[4] = {(int)sizeof(T), (int)sizeof(bool), (int)sizeof(T), (int)sizeof(T)};
+  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long step = (long long)gridDim.x * blockDim.x;
+  long long done = 0;
+  if (kiln::vector_ok(ix, bytes, V)) {
+    done = n / V * V;
+    for (long long j = first; j < n / V; j += step) {
+      char* p[4];
+      ix.pointers(j * V, p);
+      bool c[V];
+      T x[V];
+      T z[V];
+      T y[V];
+      kiln::load_vec<bool, V>(p[1], ix.strides[1][0], c);
+      kiln::load_vec<T, V>(p[2], ix.strides[2][0], x);
+      kiln::load_vec<T, V>(p[3], ix.strides[3][0], z);
+      for (int e = 0; e < V; ++e) y[e] = c[e] ? x[e] : z[e];
+      kiln::store_vec<T, V>(p[0], y);
+    }
+  }
+  for (long long i = done + first; i < n; i += step) {
     char* p[4];
     ix.pointers(i, p);
     const bool c = *reinterpret_cast<const bool*>(p[1]);
@@ -233,20 +389,55 @@ extern "C" __global__ void $NAME(kiln::Indexer<4> ix, long long n) {
 
 const char* kCast = R"CUDA(
 extern "C" __global__ void $NAME(kiln::Indexer<2> ix, long long n) {
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+  using IN = $IN;
+  using OUT = $OUT;
+  constexpr int V = kiln::VecWidth<(sizeof(IN) > sizeof(OUT) ? sizeof(IN) : sizeof(OUT))>::value;
+  const int bytes[2] = {(int)sizeof(OUT), (int)sizeof(IN)};
+  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long step = (long long)gridDim.x * blockDim.x;
+  long long done = 0;
+  if (kiln::vector_ok(ix, bytes, V)) {
+    done = n / V * V;
+    for (long long j = first; j < n / V; j += step) {
+      char* p[2];
+      ix.pointers(j * V, p);
+      IN x[V];
+      OUT y[V];
+      kiln::load_vec<IN, V>(p[1], ix.strides[1][0], x);
+      for (int e = 0; e < V; ++e) y[e] = kiln::convert<OUT>(x[e]);
+      kiln::store_vec<OUT, V>(p[0], y);
+    }
+  }
+  for (long long i = done + first; i < n; i += step) {
     char* p[2];
     ix.pointers(i, p);
-    *reinterpret_cast<$OUT*>(p[0]) = kiln::convert<$OUT>(*reinterpret_cast<const $IN*>(p[1]));
+    *reinterpret_cast<OUT*>(p[0]) = kiln::convert<OUT>(*reinterpret_cast<const IN*>(p[1]));
   }
 }
 )CUDA";
 
 const char* kFill = R"CUDA(
 extern "C" __global__ void $NAME(kiln::Indexer<1> ix, long long n, $IN value) {
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+  using T = $IN;
+  constexpr int V = kiln::VecWidth<sizeof(T)>::value;
+  const int bytes[1] = {(int)sizeof(T)};
+  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long step = (long long)gridDim.x * blockDim.x;
+  long long done = 0;
+  if (kiln::vector_ok(ix, bytes, V)) {
+    done = n / V * V;
+    T y[V];
+    for (int e = 0; e < V; ++e) y[e] = value;
+    for (long long j = first; j < n / V; j += step) {
+      char* p[1];
+      ix.pointers(j * V, p);
+      kiln::store_vec<T, V>(p[0], y);
+    }
+  }
+  for (long long i = done + first; i < n; i += step) {
     char* p[1];
     ix.pointers(i, p);
-    *reinterpret_cast<$IN*>(p[0]) = value;
+    *reinterpret_cast<T*>(p[0]) = value;
   }
 }
 )CUDA";
@@ -257,15 +448,22 @@ extern "C" __global__ void $NAME(const $IN* in, $OUT* out, long long rows, long 
   using IN = $IN;
   using OUT = $OUT;
   using A = kiln::acc_t<OUT>;
+  constexpr int V = kiln::VecWidth<sizeof(IN)>::value;
   __shared__ A buf[256];
   const int t = threadIdx.x;
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     A acc = $INIT;
-    for (long long c = t; c < cols; c += blockDim.x) {
-      const A b = kiln::convert<A>(in[r * cols + c]);
-      const A a = acc;
-      acc = $COMBINE;
-    }
+    const IN* row = in + r * cols;
+    kiln::row_columns<V>(kiln::row_span<IN, V>(cols, row), cols, [&](long long c, auto width) {
+      constexpr int W = decltype(width)::value;
+      IN x[W];
+      kiln::load_row<IN, W>(row + c, x);
+      for (int e = 0; e < W; ++e) {
+        const A b = kiln::convert<A>(x[e]);
+        const A a = acc;
+        acc = $COMBINE;
+      }
+    });
     buf[t] = acc;
     __syncthreads();
     for (int s = blockDim.x / 2; s > 0; s >>= 1) {
@@ -289,13 +487,20 @@ const char* kSoftmax = R"CUDA(
 extern "C" __global__ void $NAME(const $IN* in, $IN* out, long long rows, long long cols) {
   using T = $IN;
   using A = kiln::acc_t<T>;
+  constexpr int V = kiln::VecWidth<sizeof(T)>::value;
   __shared__ A buf[256];
   const int t = threadIdx.x;
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* row = in + r * cols;
     T* dst = out + r * cols;
+    const kiln::RowSpan span = kiln::row_span<T, V>(cols, row, dst);
     A m = kiln::lowest<A>();
-    for (long long c = t; c < cols; c += blockDim.x) m = kiln::max_nan(m, kiln::convert<A>(row[c]));
+    kiln::row_columns<V>(span, cols, [&](long long c, auto width) {
+      constexpr int W = decltype(width)::value;
+      T x[W];
+      kiln::load_row<T, W>(row + c, x);
+      for (int e = 0; e < W; ++e) m = kiln::max_nan(m, kiln::convert<A>(x[e]));
+    });
     buf[t] = m;
     __syncthreads();
     for (int s = blockDim.x / 2; s > 0; s >>= 1) {
@@ -305,7 +510,12 @@ extern "C" __global__ void $NAME(const $IN* in, $IN* out, long long rows, long l
     m = buf[0];
     __syncthreads();
     A sum = A(0);
-    for (long long c = t; c < cols; c += blockDim.x) sum += exp(kiln::convert<A>(row[c]) - m);
+    kiln::row_columns<V>(span, cols, [&](long long c, auto width) {
+      constexpr int W = decltype(width)::value;
+      T x[W];
+      kiln::load_row<T, W>(row + c, x);
+      for (int e = 0; e < W; ++e) sum += exp(kiln::convert<A>(x[e]) - m);
+    });
     buf[t] = sum;
     __syncthreads();
     for (int s = blockDim.x / 2; s > 0; s >>= 1) {
@@ -314,10 +524,17 @@ extern "C" __global__ void $NAME(const $IN* in, $IN* out, long long rows, long l
     }
     sum = buf[0];
     __syncthreads();
-    for (long long c = t; c < cols; c += blockDim.x) {
-      const A x = kiln::convert<A>(row[c]) - m;
-      dst[c] = kiln::convert<T>($RESULT);
-    }
+    kiln::row_columns<V>(span, cols, [&](long long c, auto width) {
+      constexpr int W = decltype(width)::value;
+      T x[W];
+      T y[W];
+      kiln::load_row<T, W>(row + c, x);
+      for (int e = 0; e < W; ++e) {
+        const A x_minus_max = kiln::convert<A>(x[e]) - m;
+        y[e] = kiln::convert<T>($RESULT);
+      }
+      kiln::store_row<T, W>(dst + c, y);
+    });
   }
 }
 )CUDA";
@@ -421,7 +638,7 @@ KernelInstance reduce_kernel(const std::string& op, DType in, DType out) {
 
 KernelInstance softmax_kernel(bool log, DType dtype) {
   const std::string name = std::string(log ? "kiln_log_softmax_" : "kiln_softmax_") + tag(dtype);
-  return {name, fill(kSoftmax, {{"NAME", name}, {"IN", cuda_type(dtype)}, {"RESULT", log ? "x - log(sum)" : "exp(x) / sum"}})};
+  return {name, fill(kSoftmax, {{"NAME", name}, {"IN", cuda_type(dtype)}, {"RESULT", log ? "x_minus_max - log(sum)" : "exp(x_minus_max) / sum"}})};
 }
 
 std::vector<std::pair<std::string, std::vector<KernelInstance>>> all_kernel_instances() {

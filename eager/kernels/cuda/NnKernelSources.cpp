@@ -47,33 +47,56 @@ extern "C" __global__ void $NAME(const $T* x, const $T* w, const $T* b, $T* y, $
                                  long long rows, long long cols, double eps, int rms) {
   using T = $T;
   using A = kiln::acc_t<T>;
+  constexpr int V = kiln::VecWidth<sizeof(T)>::value;  // Note [Vector loads in the eager templates]
   __shared__ A shared[32];
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * cols;
     T* yr = y + r * cols;
+    const kiln::RowSpan span = kiln::row_span<T, V>(cols, xr, yr, w, b);
     A mean = A(0);
     if (!rms) {
       A s = A(0);
-      for (long long c = threadIdx.x; c < cols; c += blockDim.x) s += kiln::convert<A>(xr[c]);
+      kiln::row_columns<V>(span, cols, [&](long long c, auto width) {
+        constexpr int W = decltype(width)::value;
+        T xv[W];
+        kiln::load_row<T, W>(xr + c, xv);
+        for (int e = 0; e < W; ++e) s += kiln::convert<A>(xv[e]);
+      });
       mean = kiln::block_sum(s, shared) / A(cols);
     }
     A q = A(0);
-    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
-      const A d = kiln::convert<A>(xr[c]) - mean;
-      q += d * d;
-    }
+    kiln::row_columns<V>(span, cols, [&](long long c, auto width) {
+      constexpr int W = decltype(width)::value;
+      T xv[W];
+      kiln::load_row<T, W>(xr + c, xv);
+      for (int e = 0; e < W; ++e) {
+        const A d = kiln::convert<A>(xv[e]) - mean;
+        q += d * d;
+      }
+    });
     const A var = cols > 0 ? kiln::block_sum(q, shared) / A(cols) : A(0);
     const A rstd = A(1) / sqrt(var + A(eps));
     if (threadIdx.x == 0) {
       if (mean_out) mean_out[r] = kiln::convert<T>(mean);
       rstd_out[r] = kiln::convert<T>(rstd);
     }
-    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
-      A v = (kiln::convert<A>(xr[c]) - mean) * rstd;
-      if (w) v = v * kiln::convert<A>(w[c]);
-      if (b) v = v + kiln::convert<A>(b[c]);
-      yr[c] = kiln::convert<T>(v);
-    }
+    kiln::row_columns<V>(span, cols, [&](long long c, auto width) {
+      constexpr int W = decltype(width)::value;
+      T xv[W];
+      T wv[W];
+      T bv[W];
+      T yv[W];
+      kiln::load_row<T, W>(xr + c, xv);
+      if (w) kiln::load_row<T, W>(w + c, wv);
+      if (b) kiln::load_row<T, W>(b + c, bv);
+      for (int e = 0; e < W; ++e) {
+        A v = (kiln::convert<A>(xv[e]) - mean) * rstd;
+        if (w) v = v * kiln::convert<A>(wv[e]);
+        if (b) v = v + kiln::convert<A>(bv[e]);
+        yv[e] = kiln::convert<T>(v);
+      }
+      kiln::store_row<T, W>(yr + c, yv);
+    });
   }
 }
 )CUDA";
@@ -84,27 +107,49 @@ extern "C" __global__ void $NAME(const $T* g, const $T* x, const $T* mean, const
                                  long long rows, long long cols) {
   using T = $T;
   using A = kiln::acc_t<T>;
+  constexpr int V = kiln::VecWidth<sizeof(T)>::value;  // Note [Vector loads in the eager templates]
   __shared__ A shared[32];
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* gr = g + r * cols;
     const T* xr = x + r * cols;
     T* dr = dx + r * cols;
+    const kiln::RowSpan span = kiln::row_span<T, V>(cols, gr, xr, dr, w);
     const A mu = mean ? kiln::convert<A>(mean[r]) : A(0);
     const A inv = kiln::convert<A>(rstd[r]);
     A s1 = A(0);
     A s2 = A(0);
-    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
-      const A gw = w ? kiln::convert<A>(gr[c]) * kiln::convert<A>(w[c]) : kiln::convert<A>(gr[c]);
-      s1 += gw;
-      s2 += gw * ((kiln::convert<A>(xr[c]) - mu) * inv);
-    }
+    kiln::row_columns<V>(span, cols, [&](long long c, auto width) {
+      constexpr int W = decltype(width)::value;
+      T gv[W];
+      T xv[W];
+      T wv[W];
+      kiln::load_row<T, W>(gr + c, gv);
+      kiln::load_row<T, W>(xr + c, xv);
+      if (w) kiln::load_row<T, W>(w + c, wv);
+      for (int e = 0; e < W; ++e) {
+        const A gw = w ? kiln::convert<A>(gv[e]) * kiln::convert<A>(wv[e]) : kiln::convert<A>(gv[e]);
+        s1 += gw;
+        s2 += gw * ((kiln::convert<A>(xv[e]) - mu) * inv);
+      }
+    });
     const A a = mean ? kiln::block_sum(s1, shared) / A(cols) : A(0);
     const A cc = kiln::block_sum(s2, shared) / A(cols);
-    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
-      const A gw = w ? kiln::convert<A>(gr[c]) * kiln::convert<A>(w[c]) : kiln::convert<A>(gr[c]);
-      const A xhat = (kiln::convert<A>(xr[c]) - mu) * inv;
-      dr[c] = kiln::convert<T>(inv * (gw - a - xhat * cc));
-    }
+    kiln::row_columns<V>(span, cols, [&](long long c, auto width) {
+      constexpr int W = decltype(width)::value;
+      T gv[W];
+      T xv[W];
+      T wv[W];
+      T dv[W];
+      kiln::load_row<T, W>(gr + c, gv);
+      kiln::load_row<T, W>(xr + c, xv);
+      if (w) kiln::load_row<T, W>(w + c, wv);
+      for (int e = 0; e < W; ++e) {
+        const A gw = w ? kiln::convert<A>(gv[e]) * kiln::convert<A>(wv[e]) : kiln::convert<A>(gv[e]);
+        const A xhat = (kiln::convert<A>(xv[e]) - mu) * inv;
+        dv[e] = kiln::convert<T>(inv * (gw - a - xhat * cc));
+      }
+      kiln::store_row<T, W>(dr + c, dv);
+    });
   }
 }
 )CUDA";
@@ -153,21 +198,41 @@ const char* kSoftmaxBackward = R"CUDA(
 extern "C" __global__ void $NAME(const $T* g, const $T* y, $T* dx, long long rows, long long cols) {
   using T = $T;
   using A = kiln::acc_t<T>;
+  constexpr int V = kiln::VecWidth<sizeof(T)>::value;  // Note [Vector loads in the eager templates]
   __shared__ A shared[32];
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* gr = g + r * cols;
     const T* yr = y + r * cols;
     T* dr = dx + r * cols;
+    const kiln::RowSpan span = kiln::row_span<T, V>(cols, gr, yr, dr);
     A s = A(0);
-    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
-      s += $PARTIAL;
-    }
+    kiln::row_columns<V>(span, cols, [&](long long c, auto width) {
+      constexpr int W = decltype(width)::value;
+      T gw[W];
+      T yw[W];
+      kiln::load_row<T, W>(gr + c, gw);
+      kiln::load_row<T, W>(yr + c, yw);
+      for (int e = 0; e < W; ++e) {
+        const A gv = kiln::convert<A>(gw[e]);
+        const A yv = kiln::convert<A>(yw[e]);
+        s += $PARTIAL;
+      }
+    });
     s = kiln::block_sum(s, shared);
-    for (long long c = threadIdx.x; c < cols; c += blockDim.x) {
-      const A gv = kiln::convert<A>(gr[c]);
-      const A yv = kiln::convert<A>(yr[c]);
-      dr[c] = kiln::convert<T>($RESULT);
-    }
+    kiln::row_columns<V>(span, cols, [&](long long c, auto width) {
+      constexpr int W = decltype(width)::value;
+      T gw[W];
+      T yw[W];
+      T dw[W];
+      kiln::load_row<T, W>(gr + c, gw);
+      kiln::load_row<T, W>(yr + c, yw);
+      for (int e = 0; e < W; ++e) {
+        const A gv = kiln::convert<A>(gw[e]);
+        const A yv = kiln::convert<A>(yw[e]);
+        dw[e] = kiln::convert<T>($RESULT);
+      }
+      kiln::store_row<T, W>(dr + c, dw);
+    });
   }
 }
 )CUDA";
@@ -303,7 +368,7 @@ KernelInstance norm_backward_params_kernel(DType dtype) {
 KernelInstance softmax_backward_kernel(bool log, DType dtype) {
   check_floating(dtype, "softmax backward");
   const std::string name = norm_name(log ? "log_softmax_backward" : "softmax_backward", dtype);
-  const std::string partial = log ? "kiln::convert<A>(gr[c])" : "kiln::convert<A>(gr[c]) * kiln::convert<A>(yr[c])";
+  const std::string partial = log ? "gv" : "gv * yv";
   const std::string result = log ? "gv - exp(yv) * s" : "yv * (gv - s)";
   return {name, std::string(kBlockHelpers) + fill_template(kSoftmaxBackward, {{"NAME", name},
                                                                               {"T", template_cuda_type(dtype)},

@@ -13,46 +13,11 @@ import numpy as np
 import pytest
 
 import kiln
+from cuda_host_shim import BLOCK_THREADS_SHIM
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="optional package g++ is not installed")
 
-SHIM = r"""
-#include <barrier>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <functional>
-#include <thread>
-#include <vector>
-using std::cos; using std::exp; using std::fmod; using std::log; using std::sin; using std::sqrt;
-#define __global__
-#define __device__
-#define __shared__ static
-#define __align__(n) alignas(n)
-#define asm(...) ((void)0)
-struct dim3 { unsigned x = 1, y = 1, z = 1; };
-static thread_local dim3 threadIdx;
-static dim3 blockIdx, blockDim, gridDim;
-static std::barrier<>* block_barrier = nullptr;
-static unsigned char shuffle_slots[1024][16];
-template <typename T, typename F> inline T bits_as(F f) { T t; std::memcpy(&t, &f, sizeof(T)); return t; }
-inline float __uint_as_float(unsigned u) { return bits_as<float>(u); }
-inline unsigned __float_as_uint(float f) { return bits_as<unsigned>(f); }
-inline float __int_as_float(int u) { return bits_as<float>(u); }
-inline double __longlong_as_double(long long u) { return bits_as<double>(u); }
-inline void __syncthreads() { block_barrier->arrive_and_wait(); }
-template <typename T> T __shfl_xor_sync(unsigned, T v, int lane_mask) {
-  std::memcpy(shuffle_slots[threadIdx.x], &v, sizeof(T));
-  block_barrier->arrive_and_wait();
-  T other;
-  std::memcpy(&other, shuffle_slots[threadIdx.x ^ static_cast<unsigned>(lane_mask)], sizeof(T));
-  block_barrier->arrive_and_wait();
-  return other;
-}
-inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
-  return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
-}
-"""
+SHIM = BLOCK_THREADS_SHIM
 
 NONZERO_DTYPES = ("f32", "b8", "i64", "u8")
 
