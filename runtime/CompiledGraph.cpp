@@ -670,9 +670,11 @@ size_t CompiledGraph::run_cuda_graph_prefix(std::vector<IValue>& slots, const Te
       continue;
     }
     const KernelStep& k = *kernels_[static_cast<size_t>(steps_[bound].kernel)];
-    std::vector<const Tensor*> inputs;
+    KernelInputs inputs;
+    KernelPointers data;
     CudaLaunch l;
-    if (!bind_pointwise(k, slots, arena, inputs, l.data, l.device)) break;
+    if (!bind_pointwise(k, slots, arena, inputs, data, l.device)) break;
+    l.data.assign(data.begin(), data.end());  // kept by the replay cache beyond this run
     l.cuda = k.cuda.get();
     l.kernel = &k.fused.kernel;
     l.numel = numel_of(k.fused.shape);
