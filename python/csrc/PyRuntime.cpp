@@ -134,6 +134,8 @@ void init_runtime(PyObject* module) {
       "The (vector lanes, unroll, grain) schedules max-autotune may give a pointwise kernel of that many elements.");
   rt.def("autotuned_kernel_count", &runtime::autotuned_kernel_count,
          "Kernels timed by max-autotune in this process (its choice cache's misses).");
+  rt.def("autotune_choices_from_disk", &runtime::autotune_choices_from_disk,
+         "max-autotune choices this process took from the disk cache instead of timing.");
   rt.def("pointwise_math_ops", &codegen::pointwise_math_ops,
          "The ops the kernel math table covers (codegen/PointwiseMath.h).");
   rt.def("compiled_kernel_count", &codegen::compiled_kernel_count, "Kernels in the process's JIT cache.");
