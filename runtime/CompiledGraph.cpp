@@ -117,8 +117,8 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     pipeline.decompose = options.decompose;
     // A pointwise composite with kernel math of its own (silu, gelu) fuses whole, with eager's math; so
     // does a CPU norm a row kernel computes in eager's order (Note [Norms as row groups]).
-    pipeline.keep_whole = [cpu = !cuda_](const ir::Node& n) {
-      return codegen::has_kernel_math(n) || (cpu && codegen::lowers_norm_whole(n));
+    pipeline.keep_whole = [norms_whole = !cuda_ && options.norms_whole](const ir::Node& n) {
+      return codegen::has_kernel_math(n) || (norms_whole && codegen::lowers_norm_whole(n));
     };
     passes::run_pipeline(*graph_, pipeline);
   }
