@@ -3,15 +3,17 @@ epilogue) at GPT-small shapes against kiln eager, torch eager and
 torch.compile (issue 24):
 
     python bench/compile_reductions.py [--threads N[,N...]] [--repeat N] [--vocab-rows N] [--no-torch-compile]
-                                       [--no-vocab]
+                                       [--no-vocab] [--cases softmax,layer_norm,rms_norm] [--clock wall|cpu]
 
-Cases: softmax and layer_norm over [8192, 768] and softmax over a vocabulary
+Cases: softmax, layer_norm and rms_norm over [8192, 768] and softmax over a vocabulary
 row [rows, 50304], each forward and forward+backward (y.backward(g)), for
 each thread count of --threads (default 1,2: one table per count, one run). Every
 function is timed interleaved with the others of its case, the fastest of
 `repeat` samples (the shared 2-core dev machine's load makes medians swing
-by 2x), one run. Columns are milliseconds, then each side's time
-over kiln eager's (below 1 is faster than kiln eager).
+by 2x), one run; `--clock cpu` times by this process's CPU time
+(time.process_time: the steadier figure on a loaded machine, with 1 thread).
+Columns are milliseconds, then each side's time over kiln eager's (below 1 is
+faster than kiln eager).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ def kiln_case(name, shape):
     b = kiln.zeros(n).requires_grad_()
     if name == "softmax":
         return lambda x: KF.softmax(x, -1)
+    if name == "rms_norm":
+        return lambda x: KF.rms_norm(x, (n,), w)
     return lambda x: KF.layer_norm(x, (n,), w, b)
 
 
@@ -46,6 +50,8 @@ def torch_case(name, shape):
     b = torch.zeros(n, requires_grad=True)
     if name == "softmax":
         return lambda x: TF.softmax(x, -1)
+    if name == "rms_norm":
+        return lambda x: TF.rms_norm(x, (n,), w)
     return lambda x: TF.layer_norm(x, (n,), w, b)
 
 
@@ -82,7 +88,7 @@ def sides(name, shape, backward, use_torch_compile):
     return out
 
 
-def time_case(fns, repeat, backward):
+def time_case(fns, repeat, backward, clock=time.perf_counter):
     samples = {k: [] for k in fns}
     grad_mode = kiln.enable_grad if backward else kiln.no_grad
     torch_mode = (torch.enable_grad if backward else torch.no_grad) if torch is not None else None
@@ -96,9 +102,9 @@ def time_case(fns, repeat, backward):
                 fn()
             for _ in range(repeat):
                 for k, fn in fns.items():
-                    t0 = time.perf_counter()
+                    t0 = clock()
                     fn()
-                    samples[k].append(time.perf_counter() - t0)
+                    samples[k].append(clock() - t0)
         finally:
             if ctx:
                 ctx.__exit__(None, None, None)
@@ -112,8 +118,11 @@ def main() -> int:
     parser.add_argument("--vocab-rows", type=int, default=512, help="rows of the [rows, 50304] softmax")
     parser.add_argument("--no-vocab", action="store_true", help="leave out the [rows, 50304] softmax")
     parser.add_argument("--no-torch-compile", action="store_true")
+    parser.add_argument("--cases", default="softmax,layer_norm,rms_norm", help="row cases over [8192, 768]")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall")
     args = parser.parse_args()
-    cases = [("softmax", (8192, 768)), ("layer_norm", (8192, 768))]
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    cases = [(name, (8192, 768)) for name in args.cases.split(",")]
     if not args.no_vocab:
         cases.append(("softmax", (args.vocab_rows, 50304)))
     columns = ["kiln eager", "kiln compiled", "torch eager", "torch.compile"]
@@ -121,13 +130,13 @@ def main() -> int:
         kiln.set_num_threads(threads)
         if torch is not None:
             torch.set_num_threads(threads)
-        print(f"\nfloat32, {threads} threads, fastest of {args.repeat}; ms (time / kiln eager)")
+        print(f"\nfloat32, {threads} threads, fastest of {args.repeat} ({args.clock} time); ms (time / kiln eager)")
         print("| case | " + " | ".join(columns) + " |")
         print("|---|" + "---|" * len(columns))
         for name, shape in cases:
             for backward in (False, True):
                 fns = sides(name, shape, backward, not args.no_torch_compile)
-                t = time_case(fns, args.repeat, backward)
+                t = time_case(fns, args.repeat, backward, clock)
                 base = t["kiln eager"]
                 cells = [f"{t[c] * 1e3:.2f} ({t[c] / base:.2f})" if c in t else "-" for c in columns]
                 label = f"{name} {list(shape)} {'fwd+bwd' if backward else 'fwd'}"

@@ -202,6 +202,7 @@ std::string Kernel::str() const {
         if (x >= 0) os << " e" << x;
       }
       if (is_reduction(e.op)) os << " lanes=" << e.ivalue;
+      if (e.op == ExprOp::Fma && e.ivalue != 0) os << " (whole vectors)";
     }
     os << "\n";
   }
@@ -306,16 +307,32 @@ int32_t KernelBuilder::select(int32_t cond, int32_t a, int32_t b) {
 
 namespace kiln::codegen {
 
-int32_t KernelBuilder::fma(int32_t a, int32_t b, int32_t c) {
-  KILN_CHECK(dtype(a) == dtype(b) && dtype(b) == dtype(c) && is_floating_point(dtype(a)), "kernel IR: fma of ",
-             dtype(a), ", ", dtype(b), " and ", dtype(c));
+namespace {
+
+Expr fma_expr(DType d, int32_t a, int32_t b, int32_t c, bool whole_vectors) {
   Expr e;
   e.op = ExprOp::Fma;
-  e.dtype = dtype(a);
+  e.dtype = d;
   e.a = a;
   e.b = b;
   e.c = c;
-  return add(e);
+  e.ivalue = whole_vectors ? 1 : 0;
+  return e;
+}
+
+}  // namespace
+
+int32_t KernelBuilder::fma(int32_t a, int32_t b, int32_t c) {
+  KILN_CHECK(dtype(a) == dtype(b) && dtype(b) == dtype(c) && is_floating_point(dtype(a)), "kernel IR: fma of ",
+             dtype(a), ", ", dtype(b), " and ", dtype(c));
+  return add(fma_expr(dtype(a), a, b, c, false));
+}
+
+int32_t KernelBuilder::fma_in_whole_vectors(int32_t a, int32_t b, int32_t c) {
+  KILN_CHECK(dtype(a) == dtype(b) && dtype(b) == dtype(c) && is_floating_point(dtype(a)), "kernel IR: fma of ",
+             dtype(a), ", ", dtype(b), " and ", dtype(c));
+  KILN_CHECK(k_.rows, "kernel IR: fma_in_whole_vectors outside a row kernel");
+  return add(fma_expr(dtype(a), a, b, c, true));
 }
 
 }  // namespace kiln::codegen

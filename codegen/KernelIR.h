@@ -146,7 +146,8 @@ struct Expr {
   int32_t a = -1, b = -1, c = -1;  // operand expr indices
   int32_t input = -1;              // Load
   double fvalue = 0;               // Constant, floating dtype
-  int64_t ivalue = 0;              // Constant, integral/bool dtype; Reduce*: eager's vector width (elements)
+  int64_t ivalue = 0;              // Constant, integral/bool dtype; Reduce*: eager's vector width (elements);
+                                   // Fma: 1 when rounded twice in a norm row's last partial vector (fma_in_whole_vectors)
 
   bool operator==(const Expr& o) const;
 };
@@ -199,6 +200,10 @@ class KernelBuilder {
   int32_t select(int32_t cond, int32_t a, int32_t b);
   /// a * b + c (floating; one dtype).
   int32_t fma(int32_t a, int32_t b, int32_t c);
+  /// a * b + c rounded once in a norm row kernel's whole vectors of eager's width and twice (a * b, then
+  /// + c) in the row's last partial vector, as eager's norm loops contract it (Note [Row folds in eager's
+  /// norm order], codegen/llvm/RowLowering.cpp); elsewhere as fma.
+  int32_t fma_in_whole_vectors(int32_t a, int32_t b, int32_t c);
   /// `op` (ReduceSum, ...) of `a` over the row (floating; row kernels only), in the order of eager's
   /// reduction kernel with vectors of `lanes` elements (Note [Row reduction kernels]).
   int32_t reduce(ExprOp op, int32_t a, int64_t lanes);

@@ -2,6 +2,8 @@
 #include "codegen/RowKernel.h"
 
 #include <algorithm>
+#include <limits>
+#include <string>
 #include <unordered_map>
 
 #include "codegen/PointwiseMath.h"
@@ -46,11 +48,15 @@ int64_t eager_vector_lanes(DType d) {
   return bytes / static_cast<int64_t>(itemsize(d));
 }
 
-/// Eager's norm_forward_typed (native_layer_norm: y, mean, rstd) or norm_backward_input_typed
-/// (_norm_backward_input: dx) for one row as exprs, with eager's FMA contractions (read from its AVX2
-/// and AVX-512 builds): sum(x) / n; sum of fma(d, d) / n with d = x - mean; rstd = 1 / sqrt(var + eps);
-/// y = fma(d rstd, w, b). Backward: gw = g w, xhat = (x - mean) rstd, a = sum(gw) / n, c = sum of
-/// fma(gw, xhat) / n, dx = rstd fma(-xhat, c, fma(g, w, -a)) (g - a without w). Empty when n is neither (Note [Norms as row groups]).
+/// Eager's norm_forward_typed (native_layer_norm / layer_norm: y, mean, rstd; _fused_rms_norm / rms_norm:
+/// y, rstd) or norm_backward_input_typed (_norm_backward_input: dx) for one row as exprs, with eager's FMA
+/// contractions (read from its AVX2 and AVX-512 builds): mean = sum(x) / n (0 for rms_norm, whose
+/// d = x - 0 is x); var = sum of fma(d, d) / n with d = x - mean; rstd = 1 / sqrt(var + eps);
+/// y = fma(d rstd, w, b), d rstd w, fma(d, rstd, b) or d rstd (weight and bias, weight, bias, neither).
+/// Backward: gw = g w, xhat = (x - mean) rstd, a = sum(gw) / n (0 without a mean), c = sum of
+/// fma(gw, xhat) / n, dx = rstd fma(-xhat, c, fma(g, w, -a)) (g - a without w). In a row's last partial
+/// vector eager rounds the products it adds b and -a to before adding (fma_in_whole_vectors). Empty when
+/// n is none of these (Note [Norms as row groups]).
 std::vector<int32_t> lower_norm_rows(KernelBuilder& b, const ir::Node& n,
                                      const std::unordered_map<const ir::Value*, int32_t>& expr_of, int64_t cols) {
   const auto value = [&](std::string_view name) -> std::optional<int32_t> {
@@ -63,34 +69,55 @@ std::vector<int32_t> lower_norm_rows(KernelBuilder& b, const ir::Node& n,
   const DType d = b.dtype(*x);
   const int64_t lanes = eager_vector_lanes(d);
   const int32_t count = b.constant(d, static_cast<double>(cols));
-  if (n.kind_name() == "kiln::native_layer_norm") {
+  const std::string kind = n.kind_name();
+  const bool layer_norm = kind == "kiln::native_layer_norm" || kind == "kiln::layer_norm";
+  if (layer_norm || kind == "kiln::_fused_rms_norm" || kind == "kiln::rms_norm") {
     const ir::Attribute* eps = passes::literal_argument(n, "eps");
-    if (eps == nullptr) return {};
-    const int32_t mean = b.binary(ExprOp::Div, b.reduce(ExprOp::ReduceSum, *x, lanes), count);
-    const int32_t centered = b.binary(ExprOp::Sub, *x, mean);
+    if (eps == nullptr || !(eps->kind() == ir::Attribute::Kind::Float || (!layer_norm && eps->is_none()))) return {};
+    // rms_norm's eps None: the epsilon of the compute type (eager's fused_rms_norm_cpu)
+    const double e = eps->is_none() ? (d == DType::Float64 ? std::numeric_limits<double>::epsilon()
+                                                           : double(std::numeric_limits<float>::epsilon()))
+                                    : eps->to_float();
+    const std::optional<int32_t> mean =
+        layer_norm ? std::optional(b.binary(ExprOp::Div, b.reduce(ExprOp::ReduceSum, *x, lanes), count)) : std::nullopt;
+    const int32_t centered = mean ? b.binary(ExprOp::Sub, *x, *mean) : *x;
     const int32_t var = b.binary(ExprOp::Div, b.reduce_product(centered, centered, lanes), count);
     const int32_t rstd = b.binary(ExprOp::Div, b.constant(d, 1.0),
-                                  b.unary(ExprOp::Sqrt, b.binary(ExprOp::Add, var, b.constant(d, eps->to_float()))));
-    int32_t y = b.binary(ExprOp::Mul, centered, rstd);
-    const std::optional<int32_t> w = value("weight"), bias = value("bias");
-    if (w.has_value() != bias.has_value()) return {};
-    if (w) y = b.fma(y, *w, *bias);
-    return {y, mean, rstd};
+                                  b.unary(ExprOp::Sqrt, b.binary(ExprOp::Add, var, b.constant(d, e))));
+    const std::optional<int32_t> w = value("weight"), bias = layer_norm ? value("bias") : std::nullopt;
+    int32_t y = 0;
+    if (w && bias) y = b.fma_in_whole_vectors(b.binary(ExprOp::Mul, centered, rstd), *w, *bias);
+    else if (w) y = b.binary(ExprOp::Mul, b.binary(ExprOp::Mul, centered, rstd), *w);
+    else if (bias) y = b.fma_in_whole_vectors(centered, rstd, *bias);
+    else y = b.binary(ExprOp::Mul, centered, rstd);
+    std::vector<int32_t> results = {y};
+    if (mean && n.outputs().size() == 3) results.push_back(*mean);
+    if (n.outputs().size() > 1) results.push_back(rstd);
+    return results;
   }
   const std::optional<int32_t> g = value("grad_out"), mean = value("mean"), rstd = value("rstd");
-  if (!g || !mean || !rstd) return {};
+  if (!g || !rstd) return {};
   const std::optional<int32_t> w = value("weight");
   const int32_t gw = w ? b.binary(ExprOp::Mul, *g, *w) : *g;
-  const int32_t xhat = b.binary(ExprOp::Mul, b.binary(ExprOp::Sub, *x, *mean), *rstd);
-  const int32_t a = b.binary(ExprOp::Div, b.reduce(ExprOp::ReduceSum, gw, lanes), count);
+  const int32_t xhat = b.binary(ExprOp::Mul, mean ? b.binary(ExprOp::Sub, *x, *mean) : *x, *rstd);
+  // eager's a is 0 without a mean (its sum of gw is not used)
+  const int32_t a = mean ? b.binary(ExprOp::Div, b.reduce(ExprOp::ReduceSum, gw, lanes), count) : b.constant(d, 0.0);
   const int32_t c = b.binary(ExprOp::Div, b.reduce_product(gw, xhat, lanes), count);
   // eager's store loop computes g w - a as one fms (its sums loop rounds g w, which it also multiplies)
-  const int32_t centered = w ? b.fma(*g, *w, b.unary(ExprOp::Neg, a)) : b.binary(ExprOp::Sub, gw, a);
+  const int32_t centered = w ? b.fma_in_whole_vectors(*g, *w, b.unary(ExprOp::Neg, a)) : b.binary(ExprOp::Sub, gw, a);
   const int32_t inner = b.fma(b.unary(ExprOp::Neg, xhat), c, centered);
   return {b.binary(ExprOp::Mul, *rstd, inner)};
 }
 
+/// eager's norm loops are FMA-contracted vector code: a row kernel matches them where the host has FMA.
+bool host_has_fma() { return cpu_capability() == CpuCapability::AVX512 || cpu_capability() == CpuCapability::AVX2; }
+
 }  // namespace
+
+bool lowers_norm_whole(const ir::Node& n) {
+  return n.kind() == ir::NodeKind::Op && passes::is_norm_row_kind(n.kind_name()) && host_has_fma() &&
+         passes::fusible_reduction(n).has_value();
+}
 
 std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& group) {
   RowKernel rk;
@@ -139,7 +166,7 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
       expr_of[n->output()] = b.reduce_product(g, xhat, eager_vector_lanes(b.dtype(g)));
       continue;
     }
-    if (group.norm_rows && (n->kind_name() == "kiln::native_layer_norm" || n->kind_name() == "kiln::_norm_backward_input")) {
+    if (group.norm_rows && passes::is_norm_row_kind(n->kind_name())) {
       const std::vector<int32_t> results = lower_norm_rows(b, *n, expr_of, rk.cols);
       if (results.empty()) return std::nullopt;
       for (size_t i = 0; i < results.size(); ++i) expr_of[n->output(i)] = results[i];
@@ -173,10 +200,13 @@ std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& gro
     k.norm_chunk_rows = std::max<int64_t>({int64_t{1}, by_grain, (rk.rows + kMaxRowChunks - 1) / kMaxRowChunks});
   }
   if (group.norm_rows) {
-    // eager's norm loops: FMA-contracted vector code over whole vectors (Note [Norms as row groups]).
-    if (cpu_capability() != CpuCapability::AVX512 && cpu_capability() != CpuCapability::AVX2) return std::nullopt;
+    // eager's norm loops: FMA-contracted vector code (Note [Norms as row groups]), one vector width a kernel.
+    if (!host_has_fma()) return std::nullopt;
+    int64_t lanes = 0;
     for (const Expr& e : k.exprs) {
-      if (is_reduction(e.op) && rk.cols % e.ivalue != 0) return std::nullopt;
+      if (!is_reduction(e.op)) continue;
+      if (lanes != 0 && e.ivalue != lanes) return std::nullopt;
+      lanes = e.ivalue;
     }
     k.norm_rows = true;
   }

@@ -20,6 +20,11 @@ struct RowKernel {
   std::vector<std::vector<int64_t>> output_sizes, output_strides;  // outputs are allocated so
 };
 
+/// Whether norm node n (layer_norm, rms_norm, their input gradient) joins a row kernel whole on this host,
+/// in eager's order and bit for bit (Note [Norms as row groups], passes/fuse_reductions.h): the fusion
+/// takes it and the host has FMA (AVX2 / AVX-512), as eager's norm loops.
+[[nodiscard]] bool lowers_norm_whole(const ir::Node& n);
+
 /// The row kernel of `group`, or nullopt when some member has no math here.
 [[nodiscard]] std::optional<RowKernel> lower_reduction_group(const passes::ReductionGroup& group);
 

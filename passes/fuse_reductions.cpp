@@ -44,12 +44,20 @@ bool norm_parameter(const ir::Value* v, const std::vector<int64_t>& sizes, size_
          row_shape_of(v, sizes, folds) == RowShape::PerColumn;
 }
 
-/// The normalized dims of native_layer_norm / _norm_backward_input node n when it fits a norm row group
-/// (Note [Norms as row groups]), else nullopt.
+/// The number of outputs of norm forward node kind `kind` (native_layer_norm: y, mean, rstd; _fused_rms_norm:
+/// y, rstd; layer_norm, rms_norm: y), or 0 when it is not one.
+size_t norm_forward_outputs(const std::string& kind) {
+  if (kind == "kiln::native_layer_norm") return 3;
+  if (kind == "kiln::_fused_rms_norm") return 2;
+  if (kind == "kiln::layer_norm" || kind == "kiln::rms_norm") return 1;
+  return 0;
+}
+
+/// The normalized dims of norm node n when it fits a norm row group (Note [Norms as row groups]), else nullopt.
 std::optional<size_t> fusible_norm_rows(const ir::Node& n) {
   const std::string kind = n.kind_name();
-  const bool forward = kind == "kiln::native_layer_norm";
-  if (!forward && kind != "kiln::_norm_backward_input") return std::nullopt;
+  const size_t forward_outputs = norm_forward_outputs(kind);
+  if (forward_outputs == 0 && kind != "kiln::_norm_backward_input") return std::nullopt;
   const ir::Value* x = value_argument(n, "input");
   const ir::Attribute* shape = literal_argument(n, "normalized_shape");
   if (x == nullptr || shape == nullptr || shape->kind() != ir::Attribute::Kind::IntList) return std::nullopt;
@@ -67,38 +75,36 @@ std::optional<size_t> fusible_norm_rows(const ir::Node& n) {
     const ir::Attribute* a = literal_argument(n, name);
     return value_argument(n, name) == nullptr && a != nullptr && a->is_none();
   };
-  const auto parameter = [&](std::string_view name) {
+  // a parameter given (PerColumn over the normalized dims) or None
+  const auto parameter_or_none = [&](std::string_view name) {
     const ir::Value* v = value_argument(n, name);
-    return v != nullptr && norm_parameter(v, *sizes, folds, *dtype);
+    return v != nullptr ? norm_parameter(v, *sizes, folds, *dtype) : is_none(name);
   };
   const auto per_row = [&](const ir::Value* v) {
     return v != nullptr && v->type().is_tensor() && dtype_of(v) == dtype && row_shape_of(v, *sizes, folds) == RowShape::PerRow;
   };
-  if (forward) {
+  if (forward_outputs != 0) {
+    const bool layer_norm = kind == "kiln::native_layer_norm" || kind == "kiln::layer_norm";
     const ir::Attribute* eps = literal_argument(n, "eps");
-    if (eps == nullptr || eps->kind() != ir::Attribute::Kind::Float || n.outputs().size() != 3) return std::nullopt;
-    // eager's loops contract (x - mean) rstd w + b into one fma with both parameters; neither: no product to contract
-    const bool both = parameter("weight") && parameter("bias");
-    if (!both && !(is_none("weight") && is_none("bias"))) return std::nullopt;
+    if (eps == nullptr || !(eps->kind() == ir::Attribute::Kind::Float || (!layer_norm && eps->is_none()))) return std::nullopt;
+    if (n.outputs().size() != forward_outputs || !parameter_or_none("weight")) return std::nullopt;
+    if (layer_norm && !parameter_or_none("bias")) return std::nullopt;
     if (row_shape_of(n.output(0), *sizes, folds, true) != RowShape::Element || dtype_of(n.output(0)) != dtype) return std::nullopt;
-    for (size_t i = 1; i < 3; ++i) {
+    for (size_t i = 1; i < forward_outputs; ++i) {
       if (row_shape_of(n.output(i), *sizes, folds, true) != RowShape::PerRow || dtype_of(n.output(i)) != dtype) return std::nullopt;
     }
     return folds;
   }
   const ir::Value* g = value_argument(n, "grad_out");
   if (g == nullptr || strided_cpu_sizes(g) != sizes || !is_contiguous(g) || dtype_of(g) != dtype) return std::nullopt;
-  if (!per_row(value_argument(n, "mean")) || !per_row(value_argument(n, "rstd"))) return std::nullopt;
-  if (!parameter("weight") && !is_none("weight")) return std::nullopt;
+  const ir::Value* mean = value_argument(n, "mean");
+  if ((mean != nullptr ? !per_row(mean) : !is_none("mean")) || !per_row(value_argument(n, "rstd"))) return std::nullopt;
+  if (!parameter_or_none("weight")) return std::nullopt;
   if (n.outputs().size() != 1 || row_shape_of(n.output(), *sizes, folds, true) != RowShape::Element ||
       dtype_of(n.output()) != dtype) {
     return std::nullopt;
   }
   return folds;
-}
-
-bool is_norm_row_kind(const std::string& kind) {
-  return kind == "kiln::native_layer_norm" || kind == "kiln::_norm_backward_input";
 }
 
 /// Whether pointwise node n fits the space (sizes, reduced_dims); reduced_dims 0 (no row yet):
@@ -142,6 +148,10 @@ bool pullable(const ir::Node& p, const ir::Node& n, const ReductionGroup& group,
 }
 
 }  // namespace
+
+bool is_norm_row_kind(const std::string& kind) {
+  return norm_forward_outputs(kind) != 0 || kind == "kiln::_norm_backward_input";
+}
 
 std::optional<RowShape> row_shape_of(const ir::Value* v, const std::vector<int64_t>& sizes, size_t reduced_dims,
                                      bool as_output) {

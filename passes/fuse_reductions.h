@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/Graph.h"
@@ -45,20 +46,23 @@ namespace kiln::passes {
 
 // Note [Norms as row groups]
 // --------------------------
-// A whole training step's graph keeps layer_norm whole (decomposed, it differs
-// from eager's kernels by a few ulp, which AdamW magnifies: python/kiln/
-// compiler/_backends.py). Its nodes join row groups whole instead: a
-// native_layer_norm (weight and bias both given, or neither; outputs y,
-// mean, rstd) or an _norm_backward_input (with a mean: layer_norm's) of a
-// contiguous float32/float64 input is a reduction member over its
-// normalized dims, with the pointwise prologue and epilogue around it (a
-// residual add before the norm, the gradient add after its backward). The
-// row kernel computes what eager's norm kernels do, in their order
-// (codegen/RowKernel.cpp; Note [Row folds in eager's norm order] in
-// codegen/llvm/RowLowering.cpp): bit for bit where the host has FMA
-// (AVX2/AVX-512) and a row is a whole number of eager's vectors; elsewhere
-// the lowering declines and the node stays an eager step. A group has one
-// fold order: a norm node and a plain reduction do not share a group.
+// A norm's decomposition differs from eager's norm kernels by a few ulp, which
+// AdamW magnifies in a training step (python/kiln/compiler/_backends.py keeps a
+// whole step's composites whole). Norm nodes join row groups whole instead: a
+// native_layer_norm or layer_norm (weight and bias each given or None; outputs
+// y, mean, rstd, or y), an _fused_rms_norm or rms_norm (weight given or None,
+// eps a float or None; outputs y, rstd, or y) or an _norm_backward_input (mean
+// given: layer_norm's; None: rms_norm's) of a contiguous float32/float64
+// input is a reduction member over its normalized dims, with the pointwise
+// prologue and epilogue around it (a residual add before the norm, the
+// gradient add after its backward). The row kernel computes what eager's norm
+// kernels do, in their order (codegen/RowKernel.cpp; Note [Row folds in eager's
+// norm order] in codegen/llvm/RowLowering.cpp), the last partial vector of a
+// row included: bit for bit where the host has FMA (AVX2/AVX-512); elsewhere the
+// lowering declines and the node stays an eager step. On the CPU, graphs that
+// decompose composites keep such norms whole too (codegen::lowers_norm_whole,
+// runtime/CompiledGraph.cpp). A group has one fold order: a norm node and a
+// plain reduction do not share a group.
 
 enum class RowShape { Element, PerRow, PerColumn, Scalar };
 
@@ -70,8 +74,8 @@ struct ReductionGroup {
   // A column group of norm parameter gradients (_norm_backward_weight / _bias), which fold in the
   // order of eager's norm_backward_params (Note [Norm parameter gradients as column groups]).
   bool norm_params = false;
-  // A row group around native_layer_norm / _norm_backward_input nodes, whose folds add in the order of eager's
-  // norm kernels (Note [Norms as row groups]); such a group holds no other reduction.
+  // A row group around norm nodes (layer_norm, rms_norm, their input gradient), whose folds add in the order of
+  // eager's norm kernels (Note [Norms as row groups]); such a group holds no other reduction.
   bool norm_rows = false;
 };
 
@@ -79,6 +83,9 @@ struct ReductionGroup {
 /// `as_output`: PerRow before Scalar (a one-row space's per-row result is one element).
 [[nodiscard]] std::optional<RowShape> row_shape_of(const ir::Value* v, const std::vector<int64_t>& sizes,
                                                    size_t reduced_dims, bool as_output = false);
+
+/// Whether `kind` is a norm node a norm row group takes whole (Note [Norms as row groups]).
+[[nodiscard]] bool is_norm_row_kind(const std::string& kind);
 
 /// The number of trailing dims reduction node n folds, when n is a reduction fuse_reductions takes.
 [[nodiscard]] std::optional<size_t> fusible_reduction(const ir::Node& n);

@@ -105,22 +105,25 @@ const Tensor* reusable(const IValue& slot, DType dtype, const std::vector<int64_
 CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : graph_(ir::clone(source)) {
   std::vector<bool> source_output_is_input;
   for (const ir::Value* v : source.outputs()) source_output_is_input.push_back(v->node()->kind() == ir::NodeKind::Param);
+  cuda_ = options.target == KernelTarget::Cuda;
+  if (options.target == KernelTarget::Auto) {
+    for (const ir::Value* v : source.inputs()) {
+      if (v->type().is_tensor() && v->type().tensor_type().device.is_cuda()) cuda_ = true;
+    }
+  }
   if (options.fuse) {
     // The graph passes first (passes/pipeline.h): composites decomposed,
     // constants folded, the algebraic rules, CSE and DCE.
     passes::PipelineOptions pipeline;
     pipeline.decompose = options.decompose;
-    // A pointwise composite with kernel math of its own (silu, gelu) fuses whole, with eager's math.
-    pipeline.keep_whole = [](const ir::Node& n) { return codegen::has_kernel_math(n); };
+    // A pointwise composite with kernel math of its own (silu, gelu) fuses whole, with eager's math; so
+    // does a CPU norm a row kernel computes in eager's order (Note [Norms as row groups]).
+    pipeline.keep_whole = [norms_whole = !cuda_ && options.norms_whole](const ir::Node& n) {
+      return codegen::has_kernel_math(n) || (norms_whole && codegen::lowers_norm_whole(n));
+    };
     passes::run_pipeline(*graph_, pipeline);
   }
   const ir::Graph& g = *graph_;
-  cuda_ = options.target == KernelTarget::Cuda;
-  if (options.target == KernelTarget::Auto) {
-    for (const ir::Value* v : g.inputs()) {
-      if (v->type().is_tensor() && v->type().tensor_type().device.is_cuda()) cuda_ = true;
-    }
-  }
   std::unordered_map<const ir::Value*, size_t> slot_of;
   const auto slot = [&](const ir::Value* v) {
     auto [it, fresh] = slot_of.emplace(v, slot_of.size());

@@ -53,7 +53,11 @@ class CudaGraphReplays;
 // not take (an empty reduced dim, a strided input) stays one eager step.
 // Numerics: the row kernels add in eager's order; the decomposed formulas
 // differ from eager's composite kernels by a few ulp (softmax's exp(x - max)
-// order of operations, layer_norm's rsqrt as 1 / sqrt).
+// order of operations, layer_norm's rsqrt as 1 / sqrt). So on the CPU,
+// layer_norm, rms_norm and their input gradient stay whole where a row kernel
+// computes them in eager's order, bit for bit (codegen::lowers_norm_whole:
+// hosts with FMA; Note [Norms as row groups], passes/fuse_reductions.h);
+// CompileOptions::norms_whole false decomposes them there too.
 // Note [Outputs written into their inputs]
 // ----------------------------------------
 // kiln.compile copies some graph outputs back into graph inputs after a run
@@ -96,6 +100,9 @@ struct CompileOptions {
   // Decomposes composites (softmax, layer_norm, rms_norm, gelu, ...: passes/decompose_composites.h)
   // so their pieces fuse into row kernels (Note [Composites compile decomposed]).
   bool decompose = true;
+  // With `decompose`, on the CPU: norms a row kernel computes in eager's order stay whole (Note [Composites
+  // compile decomposed]); false decomposes them as the CUDA target does (tests compare the two targets).
+  bool norms_whole = true;
   // mode="max-autotune": each kernel's schedule chosen by timing candidates on the graph's sizes
   // (Note [Choosing a kernel's schedule], KernelAutotune.h); otherwise the default schedule.
   bool max_autotune = false;

@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "codegen/llvm/KernelJit.h"
@@ -28,6 +30,7 @@ struct Choices {
   std::mutex mu;
   std::map<std::string, codegen::KernelSchedule> chosen;
   int64_t timed = 0;
+  int64_t from_disk = 0;
 };
 
 Choices& choices() {
@@ -108,7 +111,28 @@ size_t fastest(const std::vector<double>& seconds) {
   return best != 0 && seconds[best] < 0.97 * seconds[0] ? best : 0;
 }
 
-/// The chosen schedule under `key`, or `choose()`'s, remembered.
+/// A schedule as a disk choice's text: "lanes unroll grain".
+std::string choice_text(const codegen::KernelSchedule& s) {
+  return std::to_string(s.vector_lanes) + " " + std::to_string(s.unroll) + " " + std::to_string(s.grain);
+}
+
+/// The schedule of a disk choice's text, or nullopt when it is not one max-autotune could have chosen.
+std::optional<codegen::KernelSchedule> parse_choice(const std::string& text) {
+  codegen::KernelSchedule s;
+  long long grain = 0;
+  char rest = 0;
+  if (std::sscanf(text.c_str(), "%d %d %lld%c", &s.vector_lanes, &s.unroll, &grain, &rest) != 3) return std::nullopt;
+  s.grain = grain;
+  const int host = codegen::host_vector_lanes();
+  if ((s.vector_lanes != 0 && s.vector_lanes != 2 * host) || (s.unroll != 1 && s.unroll != 2 && s.unroll != 4) ||
+      s.grain < 0) {
+    return std::nullopt;
+  }
+  return s;
+}
+
+/// The chosen schedule under `key`: remembered in this process, else stored on disk by an earlier one
+/// (Note [Autotune choices on disk], codegen/llvm/KernelCache.h), else `choose()`'s, remembered and stored.
 codegen::KernelSchedule remembered(const std::string& key, const std::function<codegen::KernelSchedule()>& choose) {
   Choices& c = choices();
   {
@@ -116,7 +140,15 @@ codegen::KernelSchedule remembered(const std::string& key, const std::function<c
     auto it = c.chosen.find(key);
     if (it != c.chosen.end()) return it->second;
   }
+  if (const std::optional<std::string> stored = codegen::load_autotune_choice(key)) {
+    if (const std::optional<codegen::KernelSchedule> s = parse_choice(*stored)) {
+      std::lock_guard<std::mutex> lock(c.mu);
+      ++c.from_disk;
+      return c.chosen.emplace(key, *s).first->second;
+    }
+  }
   const codegen::KernelSchedule s = choose();  // unlocked: timing takes a while, and compiles lock the JIT
+  codegen::store_autotune_choice(key, choice_text(s));
   std::lock_guard<std::mutex> lock(c.mu);
   ++c.timed;
   return c.chosen.emplace(key, s).first->second;
@@ -242,6 +274,12 @@ int64_t autotuned_kernel_count() {
   Choices& c = choices();
   std::lock_guard<std::mutex> lock(c.mu);
   return c.timed;
+}
+
+int64_t autotune_choices_from_disk() {
+  Choices& c = choices();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.from_disk;
 }
 
 }  // namespace kiln::runtime

@@ -32,7 +32,9 @@ namespace kiln::runtime {
 // at random). Every variant compiles through the kernel cache (in memory and
 // on disk, keyed with its schedule), and the choice is kept in memory by
 // (kernel key, the inputs' and outputs' layouts, the thread count), so the
-// same kernel at the same sizes is timed once per process. Results never
+// same kernel at the same sizes is timed once per process, and on disk
+// beside the kernels (Note [Autotune choices on disk], codegen/llvm/
+// KernelCache.h), so a later process on this machine takes it untimed. Results never
 // depend on the choice: every schedule computes each element exactly as the
 // default does.
 
@@ -53,5 +55,8 @@ namespace kiln::runtime {
 
 /// How many kernels this process has timed (the choice cache's misses), for tests.
 [[nodiscard]] int64_t autotuned_kernel_count();
+/// How many choices this process took from the disk cache instead of timing (Note [Autotune choices on
+/// disk], codegen/llvm/KernelCache.h), for tests.
+[[nodiscard]] int64_t autotune_choices_from_disk();
 
 }  // namespace kiln::runtime

@@ -279,43 +279,33 @@ std::optional<std::string> KernelDiskCache::load(uint64_t kernel_hash) const {
   const std::string dir = kernel_cache_dir();
   if (dir.empty()) return std::nullopt;
   const std::string path = entry_path(dir, kernel_hash);
-  std::string bytes;
-  if (!read_file(path, bytes)) return std::nullopt;
-  std::string why;
-  std::optional<std::string> object = decode_kernel_cache_entry(bytes, key(kernel_hash), key_text(kernel_hash), &why);
-  if (!object) {
-    reject(path, why + " (" + path + ")");
-    return std::nullopt;
-  }
+  std::optional<std::string> object = load_entry(path, key(kernel_hash), key_text(kernel_hash));
+  if (!object) return std::nullopt;
   counters().disk_hits.fetch_add(1, std::memory_order_relaxed);
   touch_kernel_cache_entry(path);  // used now: pruning keeps the most recently used
   return object;
 }
 
+std::optional<std::string> KernelDiskCache::load_entry(const std::string& path, uint64_t key,
+                                                       const std::string& key_text) const {
+  std::string bytes;
+  if (!read_file(path, bytes)) return std::nullopt;
+  std::string why;
+  std::optional<std::string> payload = decode_kernel_cache_entry(bytes, key, key_text, &why);
+  if (!payload) {
+    reject(path, why + " (" + path + ")");
+    return std::nullopt;
+  }
+  return payload;
+}
+
 void KernelDiskCache::store(uint64_t kernel_hash, std::string_view object) const {
   const std::string dir = kernel_cache_dir();
   if (dir.empty()) return;
-  Counters& c = counters();
-  if (!make_directories(dir + "/kernels")) {
-    c.disk_write_errors.fetch_add(1, std::memory_order_relaxed);
+  if (!store_entry(dir, "/kernels", entry_path(dir, kernel_hash), key(kernel_hash), key_text(kernel_hash), object)) {
     return;
   }
-  static std::atomic<uint64_t> serial{0};
-  const std::string path = entry_path(dir, kernel_hash);
-  const std::string temp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial.fetch_add(1));
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    c.disk_write_errors.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  const bool written = write_all(fd, encode_kernel_cache_entry(key(kernel_hash), key_text(kernel_hash), object));
-  const bool closed = ::close(fd) == 0;
-  if (!written || !closed || ::rename(temp.c_str(), path.c_str()) != 0) {
-    ::unlink(temp.c_str());
-    c.disk_write_errors.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  c.disk_writes.fetch_add(1, std::memory_order_relaxed);
+  counters().disk_writes.fetch_add(1, std::memory_order_relaxed);
   // A process adding entries prunes each directory it writes to once (Note [Pruning the kernel cache]).
   static std::mutex pruned_mu;
   static auto* pruned = new std::vector<std::string>();  // never destroyed: stores run during teardown
@@ -325,6 +315,60 @@ void KernelDiskCache::store(uint64_t kernel_hash, std::string_view object) const
     pruned->push_back(dir);
   }
   (void)prune(kernel_cache_max_bytes());
+}
+
+bool KernelDiskCache::store_entry(const std::string& dir, const std::string& folder, const std::string& path,
+                                  uint64_t key, const std::string& key_text, std::string_view payload) const {
+  Counters& c = counters();
+  if (!make_directories(dir + folder)) {
+    c.disk_write_errors.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  static std::atomic<uint64_t> serial{0};
+  const std::string temp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial.fetch_add(1));
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    c.disk_write_errors.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  const bool written = write_all(fd, encode_kernel_cache_entry(key, key_text, payload));
+  const bool closed = ::close(fd) == 0;
+  if (!written || !closed || ::rename(temp.c_str(), path.c_str()) != 0) {
+    ::unlink(temp.c_str());
+    c.disk_write_errors.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::string choice_key_text(const std::string& environment, std::string_view choice_key) {
+  return environment + "choice " + std::string(choice_key) + "\n";
+}
+
+std::string choice_path(const std::string& dir, uint64_t key) {
+  char name[48];
+  std::snprintf(name, sizeof name, "/autotune/%016llx.choice", static_cast<unsigned long long>(key));
+  return dir + name;
+}
+
+}  // namespace
+
+std::optional<std::string> KernelDiskCache::load_choice(std::string_view choice_key) const {
+  const std::string dir = kernel_cache_dir();
+  if (dir.empty()) return std::nullopt;
+  const std::string text = choice_key_text(environment_, choice_key);
+  const uint64_t k = llvm::xxh3_64bits(llvm::StringRef(text));
+  return load_entry(choice_path(dir, k), k, text);
+}
+
+void KernelDiskCache::store_choice(std::string_view choice_key, std::string_view choice) const {
+  const std::string dir = kernel_cache_dir();
+  if (dir.empty()) return;
+  const std::string text = choice_key_text(environment_, choice_key);
+  const uint64_t k = llvm::xxh3_64bits(llvm::StringRef(text));
+  (void)store_entry(dir, "/autotune", choice_path(dir, k), k, text, choice);
 }
 
 KernelCachePruneResult KernelDiskCache::prune(int64_t max_bytes) const {

@@ -51,6 +51,17 @@ namespace kiln::codegen {
 // counts write errors. A load marks its entry used; a process's first store
 // into a directory prunes it (Note [Pruning the kernel cache]).
 
+// Note [Autotune choices on disk]
+// -------------------------------
+// mode="max-autotune"'s choice for a kernel at its sizes (Note [Choosing a
+// kernel's schedule], runtime/KernelAutotune.h) is an entry of the same
+// format under `<dir>/autotune/<key>.choice`: the key text is the
+// environment, then "choice " and the choice's key (the kernel's hash, its
+// layouts, the thread count), the payload the chosen schedule as text. A
+// process that finds it takes the schedule without timing; a bad entry is
+// discarded and the kernel timed again. Choice entries are a few hundred
+// bytes and are not pruned.
+
 inline constexpr char kKernelCacheMagic[8] = {'K', 'I', 'L', 'N', 'K', 'O', 'B', 'J'};
 inline constexpr uint32_t kKernelCacheFormat = 1;       // bump when the entry layout or the key changes
 inline constexpr uint32_t kKernelCacheHeaderBytes = 48;  // bytes before the key text
@@ -100,12 +111,22 @@ class KernelDiskCache {
   void store(uint64_t kernel_hash, std::string_view object) const;
   /// The entry's path in `dir`, for logs and tests.
   [[nodiscard]] std::string entry_path(const std::string& dir, uint64_t kernel_hash) const;
+  /// max-autotune's choice stored under `choice_key` (Note [Autotune choices on disk]), or nullopt: none, the
+  /// disk cache off, or a bad entry (discarded, counted as rejected).
+  [[nodiscard]] std::optional<std::string> load_choice(std::string_view choice_key) const;
+  /// Writes a choice entry as store writes a kernel's; failures are counted, never raised.
+  void store_choice(std::string_view choice_key, std::string_view choice) const;
   /// Prunes the current cache directory now (Note [Pruning the kernel cache], KernelCachePrune.h).
   KernelCachePruneResult prune(int64_t max_bytes) const;
 
  private:
   [[nodiscard]] uint64_t key(uint64_t kernel_hash) const;
   [[nodiscard]] std::string key_text(uint64_t kernel_hash) const;
+  [[nodiscard]] std::optional<std::string> load_entry(const std::string& path, uint64_t key,
+                                                      const std::string& key_text) const;
+  /// Writes an entry (temporary file, then rename): false, counted as a write error, when it cannot.
+  bool store_entry(const std::string& dir, const std::string& folder, const std::string& path, uint64_t key,
+                   const std::string& key_text, std::string_view payload) const;
   std::string environment_;
 };
 

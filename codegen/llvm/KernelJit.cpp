@@ -189,6 +189,18 @@ KernelCachePruneResult prune_kernel_disk_cache(int64_t max_bytes) {
   return j.disk->prune(max_bytes);
 }
 
+std::optional<std::string> load_autotune_choice(const std::string& choice_key) {
+  Jit& j = the_jit();
+  std::lock_guard<std::mutex> lock(j.mu);
+  return j.disk->load_choice(choice_key);
+}
+
+void store_autotune_choice(const std::string& choice_key, const std::string& choice) {
+  Jit& j = the_jit();
+  std::lock_guard<std::mutex> lock(j.mu);
+  j.disk->store_choice(choice_key, choice);
+}
+
 int64_t compiled_kernel_count() {
   Jit& j = the_jit();
   std::lock_guard<std::mutex> lock(j.mu);

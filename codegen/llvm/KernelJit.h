@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,12 @@ void forget_compiled_kernels();
 
 /// Prunes the disk cache's current directory for this process's environment (Note [Pruning the kernel cache]).
 KernelCachePruneResult prune_kernel_disk_cache(int64_t max_bytes);
+
+/// max-autotune's choice stored under `choice_key` in the disk cache for this process's environment
+/// (Note [Autotune choices on disk], KernelCache.h), or nullopt.
+[[nodiscard]] std::optional<std::string> load_autotune_choice(const std::string& choice_key);
+/// Stores a choice there (nothing when the disk cache is off; failures counted, never raised).
+void store_autotune_choice(const std::string& choice_key, const std::string& choice);
 
 /// Kernels compiled in this process so far (the cache's size), for tests.
 [[nodiscard]] int64_t compiled_kernel_count();

@@ -288,7 +288,7 @@ std::vector<llvm::Value*> Lowering::evaluate(const std::function<llvm::Value*(in
       case ExprOp::Ge: v[i] = compare(e.op, ad, a, bb); break;
       case ExprOp::Select: v[i] = b_.CreateSelect(a, bb, c); break;
       case ExprOp::Fma:
-        v[i] = w_ >= 8 ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, bb, c})
+        v[i] = w_ >= 8 && !(split_whole_vector_fmas_ && e.ivalue != 0) ? b_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, bb, c})
                        : b_.CreateFAdd(b_.CreateFMul(a, bb), c);
         break;
       case ExprOp::ReduceSum:

@@ -133,6 +133,9 @@ class Lowering {
   llvm::Value* strides_ = nullptr;
   std::vector<llvm::Value*> in_ptr_, out_ptr_, scalar_;
   const struct RowSchedule* row_ = nullptr;  // while a row kernel is emitted
+  // While a norm row kernel's partial last vector is stored: fma_in_whole_vectors exprs round the
+  // product, then add (Note [Row folds in eager's norm order], RowLowering.cpp).
+  bool split_whole_vector_fmas_ = false;
 };
 
 }  // namespace kiln::codegen

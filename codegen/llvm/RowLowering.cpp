@@ -10,6 +10,22 @@
 
 namespace kiln::codegen {
 
+namespace {
+
+/// The vector width (elements) of eager's norm kernels a norm row kernel folds in: its reductions' one width.
+int64_t norm_row_lanes(const Kernel& k) {
+  int64_t lanes = 0;
+  for (const Expr& e : k.exprs) {
+    if (!is_reduction(e.op)) continue;
+    KILN_CHECK(lanes == 0 || e.ivalue == lanes, "codegen: a norm row kernel of two vector widths");
+    lanes = e.ivalue;
+  }
+  KILN_CHECK(lanes > 0, "codegen: a norm row kernel without a fold");
+  return lanes;
+}
+
+}  // namespace
+
 llvm::Value* Lowering::concat_vectors(std::vector<llvm::Value*> parts) {
   while (parts.size() > 1) {
     std::vector<llvm::Value*> joined;
@@ -309,17 +325,24 @@ std::vector<llvm::Value*> Lowering::emit_eager_order_folds(const std::vector<int
 
 // Note [Row folds in eager's norm order]
 // --------------------------------------
-// A norm row kernel (Kernel::norm_rows: layer_norm and its input gradient
-// as row groups, Note [Norms as row groups] in passes/fuse_reductions.h)
+// A norm row kernel (Kernel::norm_rows: layer_norm, rms_norm and their input
+// gradient as row groups, Note [Norms as row groups] in passes/fuse_reductions.h)
 // folds a row as eager's norm_forward_typed / norm_backward_input_typed
 // (eager/kernels/cpu/nn/per_capability/NormKernel.cpp) do with NnVec's
 // sum_chunks: four E-lane accumulators from +0 over every 4E step (step i
 // adds x[i + qE .. i + qE + E) into accumulator q), then the E steps left
-// into accumulator 0, then (a0 + a1) + (a2 + a3) and its lanes added in order
-// to +0, all in T; a mean divides that by cols in T. A ReduceSum with `b` set
-// (a sum of a * b) adds each vector by one fma, as the FMA-contracted eager
-// loops (`a0 + d * d`, `acc + gw * xhat`) do. Eager's partial last chunk is
-// not modelled: the fusion takes rows of a whole number of E lanes only.
+// into accumulator 0, then the last partial vector (cols % E elements, its
+// other lanes adding +0: eager pads with zeros, or with the mean where it
+// subtracts the mean) into accumulator 1, then (a0 + a1) + (a2 + a3) and its
+// lanes added in order to +0, all in T; a mean divides that by cols in T. A
+// ReduceSum with `b` set (a sum of a * b) adds each vector by one fma, as the
+// FMA-contracted eager loops (`a0 + d * d`, `acc + gw * xhat`) do, the partial
+// vector's too. Eager's store loop handles its partial vector apart, through
+// memcpy'd loads, and there rounds the products it adds the bias and -a to
+// (`v * w + b`, `g * w - a`) before adding: the kernel stores the columns up to
+// cols - cols % E with the exprs as they are, then the rest with each
+// fma_in_whole_vectors expr as a product and a sum (Lowering::split_whole_vector_fmas_).
+// An accumulator from +0 is never -0, so a padding lane's +0 changes nothing.
 std::vector<llvm::Value*> Lowering::emit_norm_order_folds(const std::vector<int32_t>& reduces, int64_t lanes,
                                                           std::vector<llvm::Value*>& known, llvm::Value* row,
                                                           llvm::Value* row_start, llvm::Value* cols) {
@@ -343,18 +366,27 @@ std::vector<llvm::Value*> Lowering::emit_norm_order_folds(const std::vector<int3
     for (int64_t l = 0; l < E; ++l) idx.push_back(static_cast<int>(l));
     return b_.CreateShuffleVector(all, all, idx);
   };
-  // Per reduction, its operand (and `b`) at columns j..j+E as E-lane vectors.
-  const auto chunk = [&](llvm::Value* j) {
+  // Per reduction, its operand (and `b`) at columns j..j+E as E-lane vectors; with `end`, the lanes
+  // at columns from `end` on are +0 (the partial last vector).
+  const auto chunk = [&](llvm::Value* j, llvm::Value* end = nullptr) {
     std::vector<std::vector<llvm::Value*>> a(nr), bv(nr);
     const int64_t m = E >= w ? E / w : 1;
-    llvm::Value* mask = E < w ? b_.CreateICmpSLT(lane_ids(), splat64(b_.getInt64(E))) : nullptr;
     for (int64_t t = 0; t < m; ++t) {
-      const std::vector<llvm::Value*> v =
-          evaluate_row_pass(pass, targets, known, row, row_start, cols, b_.CreateAdd(j, b_.getInt64(t * w)), mask);
+      llvm::Value* at = b_.CreateAdd(j, b_.getInt64(t * w));
+      llvm::Value* mask = E < w ? b_.CreateICmpSLT(lane_ids(), splat64(b_.getInt64(E))) : nullptr;
+      if (end != nullptr) {
+        llvm::Value* inside = b_.CreateICmpSLT(b_.CreateAdd(splat64(at), lane_ids()), splat64(end));
+        mask = mask ? b_.CreateAnd(mask, inside) : inside;
+      }
+      const std::vector<llvm::Value*> v = evaluate_row_pass(pass, targets, known, row, row_start, cols, at, mask);
+      const auto padded = [&](int32_t e) {
+        llvm::Value* x = v[static_cast<size_t>(e)];
+        return end ? b_.CreateSelect(mask, x, llvm::Constant::getNullValue(x->getType())) : x;
+      };
       for (size_t r = 0; r < nr; ++r) {
         const Expr& e = k_.exprs[static_cast<size_t>(reduces[r])];
-        a[r].push_back(v[static_cast<size_t>(e.a)]);
-        if (e.b >= 0) bv[r].push_back(v[static_cast<size_t>(e.b)]);
+        a[r].push_back(padded(e.a));
+        if (e.b >= 0) bv[r].push_back(padded(e.b));
       }
     }
     std::vector<std::pair<llvm::Value*, llvm::Value*>> out;
@@ -379,10 +411,28 @@ std::vector<llvm::Value*> Lowering::emit_norm_order_folds(const std::vector<int3
   });
   std::vector<llvm::Value*> first;
   for (size_t r = 0; r < nr; ++r) first.push_back(accs[4 * r]);
-  accumulating_loop(j, cols, E, first, [&](llvm::Value* j0, std::vector<llvm::Value*>& a) {
+  llvm::Value* partial_start = accumulating_loop(j, cols, E, first, [&](llvm::Value* j0, std::vector<llvm::Value*>& a) {
     const auto x = chunk(j0);
     for (size_t r = 0; r < nr; ++r) a[r] = add_chunk(a[r], x[r]);
   });
+  // The partial last vector, if any, into accumulator 1; its lanes past cols add +0.
+  llvm::BasicBlock* before_partial = b_.GetInsertBlock();
+  auto* partial = llvm::BasicBlock::Create(ctx_, "red.partial", f_);
+  auto* after_partial = llvm::BasicBlock::Create(ctx_, "red.partial.exit", f_);
+  b_.CreateCondBr(b_.CreateICmpSLT(partial_start, cols), partial, after_partial);
+  b_.SetInsertPoint(partial);
+  const auto x = chunk(partial_start, cols);
+  std::vector<llvm::Value*> with_partial;
+  for (size_t r = 0; r < nr; ++r) with_partial.push_back(add_chunk(accs[4 * r + 1], x[r]));
+  llvm::BasicBlock* partial_end = b_.GetInsertBlock();
+  b_.CreateBr(after_partial);
+  b_.SetInsertPoint(after_partial);
+  for (size_t r = 0; r < nr; ++r) {
+    llvm::PHINode* p = b_.CreatePHI(accs[4 * r + 1]->getType(), 2);
+    p->addIncoming(accs[4 * r + 1], before_partial);
+    p->addIncoming(with_partial[r], partial_end);
+    accs[4 * r + 1] = p;
+  }
   std::vector<llvm::Value*> results;
   for (size_t r = 0; r < nr; ++r) {
     const Expr& e = k_.exprs[static_cast<size_t>(reduces[r])];
@@ -529,9 +579,10 @@ void Lowering::emit_row_kernel(llvm::Value* begin, llvm::Value* end) {
     b_.CreateAlignedStore(b_.CreateExtractElement(r, static_cast<uint64_t>(0)),
                           b_.CreateInBoundsGEP(mem_scalar(d), out_ptr_[o], row), align(d));
   }
-  // The last pass: element outputs.
-  if (!element_outputs.empty()) {
-    emit_range(b_.getInt64(0), cols, [&](llvm::Value* j, llvm::Value* mask) {
+  // The last pass: element outputs (a norm row kernel's partial last vector apart: Note [Row folds in
+  // eager's norm order]).
+  const auto store_range = [&](llvm::Value* lo, llvm::Value* hi) {
+    emit_range(lo, hi, [&](llvm::Value* j, llvm::Value* mask) {
       const std::vector<llvm::Value*> v =
           evaluate_row_pass(passes + 1, element_outputs, known, row, row_start, cols, j, mask);
       llvm::Value* at = b_.CreateAdd(row_start, j);
@@ -545,6 +596,14 @@ void Lowering::emit_row_kernel(llvm::Value* begin, llvm::Value* end) {
         else b_.CreateAlignedStore(r, p, align(d));
       }
     });
+  };
+  if (!element_outputs.empty() && !k_.norm_rows) store_range(b_.getInt64(0), cols);
+  if (!element_outputs.empty() && k_.norm_rows) {
+    llvm::Value* whole = b_.CreateSub(cols, b_.CreateSRem(cols, b_.getInt64(norm_row_lanes(k_))));
+    store_range(b_.getInt64(0), whole);
+    split_whole_vector_fmas_ = true;
+    store_range(whole, cols);
+    split_whole_vector_fmas_ = false;
   }
   row->addIncoming(b_.CreateAdd(row, b_.getInt64(1)), b_.GetInsertBlock());
   b_.CreateBr(header);

@@ -89,7 +89,8 @@ void init_runtime(PyObject* module) {
       "compile",
       [](const ir::Graph& g, bool fuse, bool keep_llvm_ir, bool runs_without_autograd, bool plan_memory,
          bool reduce_overhead, std::vector<std::pair<size_t, size_t>> outputs_into_inputs, bool decompose,
-         const std::string& target, bool max_autotune, std::optional<std::tuple<int, int, int64_t>> schedule) {
+         const std::string& target, bool max_autotune, std::optional<std::tuple<int, int, int64_t>> schedule,
+         bool norms_whole) {
         PyCompiledGraph out;
         for (size_t i = 0; i < g.inputs().size(); ++i) out.arguments.push_back(argument_for(g.inputs()[i]->type(), i));
         runtime::CompileOptions options;
@@ -100,6 +101,7 @@ void init_runtime(PyObject* module) {
         options.reduce_overhead = reduce_overhead;
         options.outputs_into_inputs = std::move(outputs_into_inputs);
         options.decompose = decompose;
+        options.norms_whole = norms_whole;
         options.max_autotune = max_autotune;
         if (schedule) {
           const auto [lanes, unroll, grain] = *schedule;
@@ -118,6 +120,7 @@ void init_runtime(PyObject* module) {
       py::arg("runs_without_autograd") = false, py::arg("plan_memory") = true, py::arg("reduce_overhead") = false,
       py::arg("outputs_into_inputs") = std::vector<std::pair<size_t, size_t>>{}, py::arg("decompose") = true,
       py::arg("target") = "auto", py::arg("max_autotune") = false, py::arg("schedule") = py::none(),
+      py::arg("norms_whole") = true,
       "Compiles a verified graph: fusion groups become LLVM kernels, other nodes eager steps; plan_memory: kernel "
       "outputs reuse dead inputs in place; reduce_overhead: kernel outputs inside the graph in one pre-planned "
       "arena (runtime/MemoryPlan.h); outputs_into_inputs: (output, input) index pairs the caller copies back after "
@@ -126,7 +129,8 @@ void init_runtime(PyObject* module) {
       "(Note [Composites compile decomposed]); target: 'cuda' prints CUDA C kernels (launched through NVRTC), 'cpu' "
       "LLVM kernels, 'auto' CUDA when an input was captured on a CUDA device (Note [Compiled graphs on CUDA]); "
       "max_autotune: each kernel's schedule chosen by timing (Note [Choosing a kernel's schedule]); schedule: "
-      "(vector lanes or 0, unroll, grain or 0) for every kernel instead (tests).");
+      "(vector lanes or 0, unroll, grain or 0) for every kernel instead (tests); norms_whole: false decomposes the "
+      "CPU norms a row kernel would compute in eager's order, as the CUDA target does (tests).");
   rt.def(
       "autotune_candidates",
       [](int64_t elements) {
@@ -142,6 +146,8 @@ void init_runtime(PyObject* module) {
       "The (vector lanes, unroll, grain) schedules max-autotune may give a pointwise kernel of that many elements.");
   rt.def("autotuned_kernel_count", &runtime::autotuned_kernel_count,
          "Kernels timed by max-autotune in this process (its choice cache's misses).");
+  rt.def("autotune_choices_from_disk", &runtime::autotune_choices_from_disk,
+         "max-autotune choices this process took from the disk cache instead of timing.");
   rt.def("pointwise_math_ops", &codegen::pointwise_math_ops,
          "The ops the kernel math table covers (codegen/PointwiseMath.h).");
   rt.def("compiled_kernel_count", &codegen::compiled_kernel_count, "Kernels in the process's JIT cache.");

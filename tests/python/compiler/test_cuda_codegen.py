@@ -237,7 +237,8 @@ def fused_graph_kernels():
             for g in captured:
                 graphs += 1
                 cuda = cuda_graph(g)
-                cpu = _C._runtime.compile(g, runs_without_autograd=True, target="cpu")
+                # (norms decomposed on the CPU too, as on CUDA: Note [Composites compile decomposed])
+                cpu = _C._runtime.compile(g, runs_without_autograd=True, target="cpu", norms_whole=False)
                 # The CUDA graph fuses as the CPU graph does: the same kernels, the same eager steps; but
                 # layer_norm's weight and bias gradients, a CPU column kernel in eager's norm order
                 # (Note [Norm parameter gradients as column groups]) that codegen/cuda does not print yet,

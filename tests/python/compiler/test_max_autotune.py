@@ -2,7 +2,12 @@
 kernel may be given (codegen/KernelSchedule.h: vector width, unroll, parallel grain) computes exactly what
 the default schedule does, on pointwise (contiguous, broadcast, strided, float16/float64/int) and row
 kernels with vector tails; the schedule is part of the kernel cache's key; kiln.compile's max-autotune
-mode gives the default mode's results bit for bit and times each kernel once per process."""
+mode gives the default mode's results bit for bit and times each kernel once per process; a later process
+takes the choices from the disk cache untimed (Note [Autotune choices on disk], codegen/llvm/KernelCache.h)."""
+
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -175,3 +180,46 @@ def test_max_autotune_mode_gives_the_default_modes_results(fn, shapes):
 def test_unknown_mode_is_refused():
     with pytest.raises(RuntimeError, match="Unrecognized mode=max_autotune"):
         kiln.compile(_chain, mode="max_autotune")
+
+
+# A fresh process compiling a chain and a row kernel in max-autotune mode: prints the kernels it timed and
+# the choices it took from the disk cache, then its results' bytes.
+_CHOICE_WORKER = """
+import hashlib
+import numpy as np
+import kiln
+from kiln import _C
+kiln.set_num_threads(1)
+x = kiln.from_numpy(np.linspace(-2, 2, 300000, dtype=np.float32))
+r = kiln.from_numpy(np.linspace(-2, 2, 512 * 96, dtype=np.float32).reshape(512, 96))
+chain = kiln.compile(lambda x: ((x * 2 + 1).sin().exp().tanh() - 0.5).relu(), mode="max-autotune")
+rows = kiln.compile(lambda x: kiln.nn.functional.softmax(x, -1), mode="max-autotune")
+with kiln.no_grad():
+    out = chain(x).numpy().tobytes() + rows(r).numpy().tobytes()
+print(_C._runtime.autotuned_kernel_count(), _C._runtime.autotune_choices_from_disk(), hashlib.sha1(out).hexdigest())
+"""
+
+
+def test_a_second_process_takes_the_choices_from_the_disk_cache(tmp_path):
+    env = dict(os.environ, KILN_CACHE_DIR=str(tmp_path))
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", _CHOICE_WORKER], env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0, out.stderr
+        timed, from_disk, digest = out.stdout.split()
+        return int(timed), int(from_disk), digest
+
+    first = run()
+    assert first[0] == 2 and first[1] == 0  # both kernels timed, nothing on disk yet
+    assert len(list((tmp_path / "autotune").glob("*.choice"))) == 2
+    second = run()
+    assert second[0] == 0 and second[1] == 2  # both choices read back, nothing timed
+    assert second[2] == first[2]
+    # a corrupt choice is discarded and its kernel timed again
+    for entry in (tmp_path / "autotune").glob("*.choice"):
+        data = bytearray(entry.read_bytes())
+        data[-1] ^= 0xFF
+        entry.write_bytes(bytes(data))
+    third = run()
+    assert third[0] == 2 and third[1] == 0 and third[2] == first[2]
