@@ -13,6 +13,14 @@ one run, thread counts set equal on both sides:
 
 Each sample alternates kiln and torch; a figure is the best of `repeat`
 samples (the machine is shared: the best sample is the one least disturbed).
+Note [Settling between the libraries' samples]: each sample starts with a
+20 ms pause and one untimed call. After a parallel call torch's OpenMP workers
+keep spinning (they do not sleep at once), and a spinning worker holds the
+second core: a kiln call timed right after a torch call ran its two-thread
+reductions on about one core (16M sum: 1.5-1.7x torch's time under real-time
+scheduling, ~1.0x when each library ran alone). The pause lets the other
+library's workers go to sleep; the untimed call wakes this library's own, so
+each side is timed as it runs on its own, and both sides get the same treatment.
 """
 
 from __future__ import annotations
@@ -29,7 +37,12 @@ N = 16 * 1024 * 1024
 REDUCTIONS = ("sum", "amax", "mean", "amin", "prod", "norm")
 
 
+SETTLE_S = 0.02  # Note [Settling between the libraries' samples]
+
+
 def _sample(fn, loops: int) -> float:
+    time.sleep(SETTLE_S)
+    fn()
     start = time.perf_counter()
     for _ in range(loops):
         fn()

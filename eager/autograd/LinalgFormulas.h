@@ -222,8 +222,23 @@ namespace linalg_detail {
   const int64_t k = S.size(-1);
   const Tensor U = full_matrices ? kiln::narrow(U_full, -1, 0, k) : U_full;
   const Tensor Vh = full_matrices ? kiln::narrow(Vh_full, -2, 0, k) : Vh_full;
-  const Tensor gU = full_matrices ? kiln::narrow(gU_full, -1, 0, k) : gU_full;
-  const Tensor gV = mH(full_matrices ? kiln::narrow(gVh_full, -2, 0, k) : gVh_full);
+  if (!gU_full.defined() && !gVh_full.defined()) {
+    // Only the singular values have a gradient (svdvals, the matrix 2-norm): U diag(gS) Vh, with no
+    // division by the gaps between singular values, so repeated or zero ones (a zero matrix, the
+    // identity) give the gradient, not NaN from 0 / 0, as torch's svd_backward.
+    if (!gS.defined()) {
+      DimVector shape(U_full.sizes());  // A's: (..., m, n)
+      shape.back() = Vh_full.size(-1);
+      return kiln::zeros(shape, U_full.dtype(), U_full.device());
+    }
+    return kiln::matmul(kiln::mul(U, kiln::unsqueeze(gS, -2)), Vh);
+  }
+  // One of gU, gVh undefined (that factor unused): zeros of its shape.
+  const Tensor gU_given = gU_full.defined() ? gU_full : kiln::zeros_like(U_full);
+  const Tensor gVh_given = gVh_full.defined() ? gVh_full : kiln::zeros_like(Vh_full);
+  const Tensor gS_given = gS.defined() ? gS : kiln::zeros_like(S);
+  const Tensor gU = full_matrices ? kiln::narrow(gU_given, -1, 0, k) : gU_given;
+  const Tensor gV = mH(full_matrices ? kiln::narrow(gVh_given, -2, 0, k) : gVh_given);
   const Tensor V = mH(Vh);
   const int64_t m = U.size(-2), n = V.size(-2);
   const Tensor UtgU = kiln::matmul(mH(U), gU);
@@ -237,7 +252,7 @@ namespace linalg_detail {
   auto off_diagonal = [&](const Tensor& X) { return kiln::where(mask, 0, kiln::div(kiln::sub(X, mH(X)), gaps)); };
   Tensor inner = kiln::mul(off_diagonal(UtgU), S_row);
   inner = kiln::add(inner, kiln::mul(S_col, off_diagonal(VtgV)));
-  inner = kiln::add(inner, kiln::diag_embed(gS, 0, -2, -1));
+  inner = kiln::add(inner, kiln::diag_embed(gS_given, 0, -2, -1));
   if (is_complex(U.dtype())) {
     // + i Im(diag(U^H gU)) / S on the diagonal: the phase of each singular pair.
     const Tensor d = kiln::diagonal(UtgU, 0, -2, -1).contiguous();

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 #include <iterator>
+#include <mutex>
 #include <string>
 
 #include "eager/core/Device.h"
@@ -48,7 +49,7 @@
 //   usable.
 // - Blocks carry the stream they were allocated on and are reused only on that
 //   stream. See Note [Stream-ordered reuse].
-// - One mutex guards everything, raw calls included; in steady state there are
+// - One lock (ShortLock, Note [The allocator's lock]) guards everything, raw calls included; in steady state there are
 //   none, so the lock is held for a set lookup and a hash-map update.
 // - With caching disabled, allocate is one raw_alloc of exactly nbytes and
 //   deallocate one raw_free, so ASan and valgrind see each buffer's true
@@ -230,7 +231,7 @@ CachingAllocator::CachingAllocator(RawAllocator& raw, CachingAllocatorOptions op
     : raw_(raw), options_(options) {}
 
 CachingAllocator::~CachingAllocator() {
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<ShortLock> guard(mutex_);
   release_cached_segments();
   // What is left belongs to segments with live allocations: keep their memory
   // (callers still point into it) but drop the bookkeeping.
@@ -242,14 +243,14 @@ CachingAllocator::~CachingAllocator() {
 
 void* CachingAllocator::allocate(size_t nbytes, StreamId stream) {
   if (nbytes == 0) return nullptr;
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<ShortLock> guard(mutex_);
   return allocate_block(nbytes, stream)->ptr;
 }
 
 void* CachingAllocator::allocate_with_handle(size_t nbytes, void** handle, StreamId stream) {
   *handle = nullptr;
   if (nbytes == 0) return nullptr;
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<ShortLock> guard(mutex_);
   Block* block = allocate_block(nbytes, stream);
   *handle = block;
   return block->ptr;
@@ -305,7 +306,7 @@ CachingAllocator::Block* CachingAllocator::allocate_block(size_t nbytes, StreamI
 
 void CachingAllocator::deallocate(void* ptr) {
   if (ptr == nullptr) return;
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<ShortLock> guard(mutex_);
   auto it = live_blocks_.find(ptr);
   KILN_CHECK(it != live_blocks_.end() && !it->second->cached, "caching allocator (", raw_.name(),
              "): cannot free pointer ", ptr, ", which it did not allocate or has already freed");
@@ -314,7 +315,7 @@ void CachingAllocator::deallocate(void* ptr) {
 
 void CachingAllocator::deallocate_handle(void* handle) {
   if (handle == nullptr) return;
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<ShortLock> guard(mutex_);
   auto* block = static_cast<Block*>(handle);
   KILN_INTERNAL_ASSERT(block->allocated && !block->cached, "caching allocator (", raw_.name(),
                        "): a block handle freed twice");
@@ -348,17 +349,17 @@ void CachingAllocator::release_live_block(Block* block) {
 }
 
 void CachingAllocator::empty_cache() {
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<ShortLock> guard(mutex_);
   release_cached_segments();
 }
 
 MemoryStats CachingAllocator::stats() const {
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<ShortLock> guard(mutex_);
   return stats_;
 }
 
 void CachingAllocator::reset_peak_stats() {
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<ShortLock> guard(mutex_);
   for (Stat* stat : {&stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
                      &stats_.allocation, &stats_.segment}) {
     reset_peak(*stat);
@@ -367,7 +368,7 @@ void CachingAllocator::reset_peak_stats() {
 
 size_t CachingAllocator::allocation_size(void* ptr) const {
   if (ptr == nullptr) return 0;
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<ShortLock> guard(mutex_);
   auto it = live_blocks_.find(ptr);
   KILN_CHECK(it != live_blocks_.end() && !it->second->cached, "caching allocator (", raw_.name(), "): pointer ", ptr,
              " is not a live allocation");
@@ -376,12 +377,12 @@ size_t CachingAllocator::allocation_size(void* ptr) const {
 
 void CachingAllocator::fail_nth_allocation(int64_t n) {
   KILN_CHECK_VALUE(n >= 0, "fail_nth_allocation: n must be >= 0 (0 disarms), got ", n);
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<ShortLock> guard(mutex_);
   fail_countdown_ = n;
 }
 
 int64_t CachingAllocator::allocations_until_failure() const {
-  std::lock_guard<std::mutex> guard(mutex_);
+  std::lock_guard<ShortLock> guard(mutex_);
   return fail_countdown_;
 }
 

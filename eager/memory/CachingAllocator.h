@@ -3,7 +3,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "eager/memory/RawAllocator.h"
+#include "eager/memory/ShortLock.h"
 
 namespace kiln::memory {
 
@@ -143,7 +143,7 @@ class CachingAllocator {
 
   RawAllocator& raw_;
   const CachingAllocatorOptions options_;
-  mutable std::mutex mutex_;
+  mutable ShortLock mutex_;  // Note [The allocator's lock]
   BlockPool small_blocks_;  // free blocks of small (2 MiB) segments
   BlockPool large_blocks_;  // free blocks of large segments
   LiveBlocks live_blocks_;  // handed out, by pointer

@@ -437,7 +437,7 @@ def _node(op: Op, name: str, shown_name: str, op_names: set[str]) -> str:
 # Helpers that take an output's gradient as it arrives, undefined when nothing used that output (so a
 # gradient nothing asked for costs nothing): the formula's grads[i] passed straight to them is not
 # filled with zeros (Note [Several outputs]).
-READS_UNDEFINED_GRADS = {"native_group_norm_backward"}
+READS_UNDEFINED_GRADS = {"native_group_norm_backward", "svd_backward"}
 
 
 def _zero_filled_grads(formula: str) -> set[int]:

@@ -61,7 +61,6 @@ FULL_RUN_DIFFERENCES = {
     **_each(("nn.functional.batch_norm",), ("forward float32", "forward float64", "gradient float64"),
             "batch_norm of an empty input in training: kiln refuses it, torch returns an empty result (issue 31)"),
     **_each(("linalg.svd", "svd"), ("forward float32", "forward float64"), _EIGENVECTOR_SIGN),
-    ("linalg.norm.subgradients_at_zero", "gradient float64"): "the subgradient of a norm at zero: kiln gives NaN",
     **_each(("nn.functional.embedding_bag",), ("forward float32", "forward float64"), _SPARSE_GRADIENT),
     ("cov", "gradient float64"): "cov with float aweights: the gradient of aweights is 1.5e-5 off (a cancellation)",
     ("fft.hfft2", "forward int64"): "hfft2 of int64 (computed in float32): 2.1e-5 off (issue 31's hfft2 accuracy)",

@@ -557,3 +557,37 @@ def test_factories_take_layout_strided_as_torch():
     assert kiln.empty_like(kiln.ones(3), layout=kiln.strided).shape == (3,)
     with pytest.raises(TypeError, match="must be kiln.layout"):
         kiln.zeros(2, layout="strided")
+
+
+# --- svd's gradient with only the singular values used ------------------------------------------
+
+
+@pytest.mark.parametrize("matrix,use", [
+    *[(matrix, use) for matrix in ("zeros", "identity", "random")
+      for use in ("svdvals", "matrix_2_norm", "svd_S_only", "complex_svdvals")],
+    ("rank_one", "matrix_2_norm"),  # its zero singular values' vectors are any basis: only the largest is defined
+])
+def test_singular_value_gradients_with_repeated_or_zero_values(matrix, use):
+    # linalg.norm.subgradients_at_zero: U diag(gS) Vh needs no gaps between singular values (torch's
+    # svd_backward shortcut); kiln's full formula gave NaN from 0 / 0 on repeated or zero values.
+    shape = (2, 3, 4)
+    a = {"zeros": torch.zeros(shape, dtype=torch.float64),
+         "identity": torch.eye(3, 4, dtype=torch.float64).expand(shape).clone(),
+         "rank_one": torch.ones(shape, dtype=torch.float64),
+         "random": _floats(*shape)}[matrix]
+    if use == "complex_svdvals":
+        a = torch.complex(a, a * 0.5)
+    kx, tx = _pair(a, True)
+
+    def run(lib, x):
+        if use in ("svdvals", "complex_svdvals"):
+            return lib.linalg.svdvals(x)
+        if use == "matrix_2_norm":
+            return lib.linalg.matrix_norm(x, ord=2)
+        return lib.linalg.svd(x, full_matrices=True)[1]
+
+    k, t = run(kiln, kx), run(torch, tx)
+    upstream = _floats(*t.shape)
+    (kg,) = kiln.autograd.grad(k, kx, _pair(upstream)[0])
+    (tg,) = torch.autograd.grad(t, tx, upstream)
+    assert_matches(kg, tg)
