@@ -118,9 +118,14 @@ PyObject* module_guard_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
 int module_guard_traverse(PyObject* self, visitproc visit, void* arg) {
   const ModuleGuards* g = reinterpret_cast<PyModuleGuard*>(self)->data;
   if (g == nullptr) return 0;
+  // Every owned reference: the instance dicts above all, which hold the compiled call that holds this guard (a module
+  // compiled in place is otherwise a cycle the collector cannot see, and never freed).
   for (PyObject* o : g->modules) Py_VISIT(o);
+  for (PyTypeObject* t : g->types) Py_VISIT(reinterpret_cast<PyObject*>(t));
+  for (PyObject* o : g->dicts) Py_VISIT(o);
   for (PyObject* o : g->training) Py_VISIT(o);
-  for (const auto* lists : {&g->children, &g->parameters, &g->buffers})
+  for (const auto* lists : {&g->children, &g->parameters, &g->buffers, &g->child_names, &g->parameter_names,
+                            &g->buffer_names})
     for (const std::vector<PyObject*>& v : *lists)
       for (PyObject* o : v) Py_VISIT(o);
   Py_VISIT(g->state);
