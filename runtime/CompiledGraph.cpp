@@ -270,13 +270,44 @@ CompiledGraph::CompiledGraph(const ir::Graph& source, CompileOptions options) : 
     }
   }
 
+  // Attention backward steps writing into their cat (Note [Attention gradients into their cat]): the nodes
+  // after the backward are not steps of their own.
+  std::unordered_set<const ir::Node*> into_cat;
+  if (options.fuse && !cuda_) {
+    for (const ir::Node* n : g.nodes()) {
+      if (fused.count(n)) continue;
+      auto m = match_attention_grads_into_cat(g, *n);
+      if (!m) continue;
+      bool free = true;  // none of its nodes taken by a kernel
+      for (const ir::Node* member : m->nodes) free = free && !fused.count(member);
+      if (!free) continue;
+      for (size_t i = 1; i < m->nodes.size(); ++i) into_cat.insert(m->nodes[i]);
+      attention_into_cat_.push_back(std::move(*m));
+    }
+  }
+
   // Steps, and what the memory plan needs of each.
   std::vector<PlanStep> plan_steps;
+  size_t next_into_cat = 0;
   for (const ir::Node* n : g.nodes()) {
     if (fused.count(n) && !anchor.count(n)) continue;
+    if (into_cat.count(n)) continue;
     Step s;
     PlanStep ps;
-    if (anchor.count(n)) {
+    if (next_into_cat < attention_into_cat_.size() && attention_into_cat_[next_into_cat].backward == n) {
+      const AttentionGradsIntoCat& m = attention_into_cat_[next_into_cat];
+      s.node = n;
+      s.attention_into_cat = static_cast<int32_t>(next_into_cat++);
+      // Reads: every value its nodes read from outside them; writes: the cat's value.
+      std::unordered_set<const ir::Value*> inside;
+      for (const ir::Node* member : m.nodes) inside.insert(member->outputs().begin(), member->outputs().end());
+      for (const ir::Node* member : m.nodes) {
+        for (const ir::Value* v : member->inputs()) {
+          if (!inside.count(v)) ps.reads.push_back(slot(v));
+        }
+      }
+      ps.writes.push_back(slot(m.cat->output()));
+    } else if (anchor.count(n)) {
       s.kernel = anchor.at(n);
       KernelStep& k = *kernels_[static_cast<size_t>(s.kernel)];
       for (const ir::Value* v : k.inputs) k.input_slots.push_back(slot(v));
@@ -600,6 +631,25 @@ void CompiledGraph::run_members(const KernelStep& k, std::vector<IValue>& slots)
   for (size_t o = 0; o < k.outputs.size(); ++o) slots[k.output_slots[o]] = local.at(k.outputs[o]);
 }
 
+void CompiledGraph::run_attention_into_cat(const AttentionGradsIntoCat& m, std::vector<IValue>& slots) const {
+  const auto get = [&](const ir::Value* v) -> const IValue& { return slots[slot_of_.at(v)]; };
+  if (std::optional<Tensor> stacked = run_attention_grads_into_cat(m, get)) {
+    slots[slot_of_.at(m.cat->output())] = std::move(*stacked);
+    return;
+  }
+  // The inputs do not fit: the captured nodes, eagerly.
+  std::unordered_map<const ir::Value*, IValue> local;
+  const auto read = [&](const ir::Value* v) -> const IValue& {
+    const auto it = local.find(v);
+    return it != local.end() ? it->second : slots[slot_of_.at(v)];
+  };
+  for (const ir::Node* n : m.nodes) {
+    std::vector<IValue> out = ir::run_node(*n, read);
+    for (size_t i = 0; i < out.size(); ++i) local[n->outputs()[i]] = std::move(out[i]);
+  }
+  slots[slot_of_.at(m.cat->output())] = local.at(m.cat->output());
+}
+
 std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
   KILN_CHECK(inputs.size() == input_slots_.size(), "compiled graph: takes ", input_slots_.size(), " inputs but got ",
              inputs.size());
@@ -616,7 +666,9 @@ std::vector<IValue> CompiledGraph::run(std::vector<IValue> inputs) const {
   if (cuda_graph_replays_ && arena != nullptr && !profiler::is_active()) first = run_cuda_graph_prefix(slots, arena);
   for (size_t i = first; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
-    if (s.node != nullptr) {
+    if (s.attention_into_cat >= 0) [[unlikely]] {
+      run_attention_into_cat(attention_into_cat_[static_cast<size_t>(s.attention_into_cat)], slots);
+    } else if (s.node != nullptr) {
       std::vector<IValue> out = ir::run_node(*s.node, get);
       for (size_t i = 0; i < out.size(); ++i) slots[slot_of_.at(s.node->outputs()[i])] = std::move(out[i]);
     } else if (!profiler::is_active()) [[likely]] {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "codegen/FusionKernel.h"
+#include "runtime/AttentionGradsIntoCat.h"
 #include "codegen/RowKernel.h"
 #include "codegen/cuda/CudaKernelSource.h"
 #include "codegen/llvm/KernelJit.h"
@@ -164,6 +165,7 @@ class CompiledGraph {
   struct Step {
     const ir::Node* node = nullptr;  // an eager step
     int32_t kernel = -1;             // or a kernel step
+    int32_t attention_into_cat = -1;  // or, with node, attention_into_cat_[i] (Note [Attention gradients into their cat])
     std::vector<size_t> release;     // value slots dead after this step
   };
   // A pointwise step's inputs and data pointers, held without allocating for the usual few.
@@ -189,6 +191,9 @@ class CompiledGraph {
   std::unique_ptr<ir::Graph> graph_;
   std::vector<Step> steps_;
   std::vector<std::unique_ptr<KernelStep>> kernels_;
+  std::vector<AttentionGradsIntoCat> attention_into_cat_;
+  /// An attention backward step writing its gradients into their cat; its nodes run eagerly where it cannot.
+  void run_attention_into_cat(const AttentionGradsIntoCat& m, std::vector<IValue>& slots) const;
   std::vector<size_t> input_slots_, output_slots_;
   // Note [An output the passes turned into an input]
   // ------------------------------------------------

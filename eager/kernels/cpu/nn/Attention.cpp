@@ -12,6 +12,7 @@
 #include "eager/kernels/cpu/copy/ShapeCopy.h"
 #include "eager/kernels/cpu/creation/Factories.h"
 #include "eager/kernels/cpu/indexing/IndexUtils.h"
+#include "eager/kernels/cpu/nn/AttentionInto.h"
 #include "eager/kernels/cpu/nn/AttentionStubs.h"
 #include "eager/kernels/cpu/random/RandomStubs.h"
 #include "kiln/generated/NativeFunctions.h"
@@ -345,6 +346,42 @@ std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_flash_attention_backward_c
   }
   Prepared p = prepare(kBackward, query, key, value, dropout_p, is_causal, attn_mask, scale);
   return flash_backward(kBackward, p, grad_out, query, key, out, logsumexp);
+}
+
+bool flash_attention_backward_into(const Tensor& grad_out, const Tensor& query, const Tensor& key,
+                                   const Tensor& value, const Tensor& out, const Tensor& logsumexp, bool is_causal,
+                                   const std::optional<Tensor>& attn_mask, std::optional<double> scale,
+                                   const Tensor& grad_query, const Tensor& grad_key, const Tensor& grad_value) {
+  const DType dtype = query.dtype();
+  if (query.impl()->is_meta() || compute_dtype(dtype) != dtype || query.dim() != 4 || key.dim() != 4 ||
+      value.dim() != 4 || key.size(1) != query.size(1))
+    return false;
+  const Tensor* grads[3] = {&grad_query, &grad_key, &grad_value};
+  const Tensor* like[3] = {&query, &key, &value};
+  for (int i = 0; i < 3; ++i) {
+    const Tensor& g = *grads[i];
+    if (g.dtype() != dtype || !same_sizes(g.sizes(), like[i]->sizes()) || g.size(3) < 1 || g.stride(3) != 1 ||
+        (g.size(2) > 1 && g.stride(2) < g.size(3)))
+      return false;
+  }
+  Prepared p = prepare(kBackward, query, key, value, 0.0, is_causal, attn_mask, scale);
+  AttentionPlan& plan = p.plan;
+  const int64_t B = plan.batch, H = plan.heads, L = plan.q_len, Dv = plan.value_dim;
+  KILN_CHECK(same_sizes(grad_out.sizes(), {B, H, L, Dv}) && same_sizes(out.sizes(), {B, H, L, Dv}),
+             kBackward, ": expected grad_out and out of size [", B, ", ", H, ", ", L, ", ", Dv, "], got grad_out ",
+             grad_out.sizes(), " and out ", out.sizes());
+  KILN_CHECK(same_sizes(logsumexp.sizes(), {B, H, L}) && logsumexp.dtype() == plan.dtype, kBackward,
+             ": expected logsumexp of size [", B, ", ", H, ", ", L, "] and dtype ", scalar_type_name(plan.dtype),
+             ", got ", logsumexp.sizes(), " and ", scalar_type_name(logsumexp.dtype()));
+  const Tensor go = operand_values(grad_out, plan.dtype);
+  const Tensor o = operand_values(out, plan.dtype);
+  const Tensor lse = contiguous_values(logsumexp);
+  plan.out = operand(o);
+  plan.logsumexp = AttentionOperand{lse.data_ptr(), H * L, L, 1};
+  if (!any_empty(plan) && plan.kv_len > 0) {
+    attention_backward_stub(plan, operand(go), operand(grad_query), operand(grad_key), operand(grad_value));
+  }
+  return true;
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> scaled_dot_product_flash_attention_dropout_cpu(
