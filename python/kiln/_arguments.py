@@ -104,14 +104,51 @@ def _is_one_integer_tensor(value):
 
 
 def _is_int_list(value):
-    """torch's parser's int[]: a list or tuple of ints (an element may be a one-element integer
-    tensor); a tensor itself is refused ("must be tuple of ints, not Tensor")."""
-    return isinstance(value, (list, tuple)) and all(_is_int_element(v) for v in value)
+    """torch's parser's int[] kind: a list or tuple whose first element is int-like (``_is_int_like``);
+    torch checks the kind of that element alone and unpacks the others once every kind matched
+    (``_unpack_int_list``). A tensor itself is refused ("must be tuple of ints, not Tensor")."""
+    return isinstance(value, (list, tuple)) and (not value or _is_int_like(value[0]))
+
+
+def _is_int_like(value):
+    """torch's parser's is_int_or_symint: a one-element integer (or bool) tensor, or anything with
+    ``__index__`` but a bool. An int past int64 is int-like: its overflow is an unpacking error."""
+    if isinstance(value, _C.TensorBase):
+        return value.numel() == 1 and not value.is_floating_point() and not value.is_complex()
+    if isinstance(value, bool_):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _unpack_int_list(value, function, spelled):
+    """Raises torch's parser's TypeError for the first int[] element it cannot unpack (1-based "pos"):
+    a float, None, str, a tensor of more than one element or of a floating dtype, an int past int64.
+    A bool after the first element is taken (as 0 or 1), as torch's unpacking does."""
+    for i, element in enumerate(value):
+        if isinstance(element, _C.TensorBase):
+            if element.numel() == 1 and not element.is_floating_point() and not element.is_complex():
+                continue
+            error = f"type must be tuple of ints,but got {_type_name(element)}"
+        else:
+            try:
+                index = operator.index(element)
+            except TypeError:
+                error = f"type must be tuple of ints,but got {_type_name(element)}"
+            else:
+                if -(1 << 63) <= index < 1 << 63:
+                    continue
+                error = "Overflow when unpacking long long"
+        raise TypeError(f"{function}(): argument '{spelled}' failed to unpack the object at pos {i + 1} with "
+                        f"error \"{error}\"")
 
 
 def _is_int_element(value):
-    """An int[] element: an int (one past int64 is a refusal here, torch's "failed to unpack the object
-    at pos N"; only a lone int's overflow is a ValueError) or a one-element integer tensor."""
+    """An element of an output size whose entries may be None: an int (one past int64 refused) or a
+    one-element integer tensor."""
     try:
         return _is_int(value) or _is_one_integer_tensor(value)
     except ValueError:
@@ -119,8 +156,9 @@ def _is_int_element(value):
 
 
 def _is_sized_int_list(value):
-    """torch's parser's int[N]: an int, broadcast, a one-element integer tensor, or an int[] list."""
-    return _is_int(value) or _is_one_integer_tensor(value) or _is_int_list(value)
+    """torch's parser's int[N]: an int, broadcast (an int past int64 raises ValueError, as ``_is_int``), a
+    one-element integer or bool tensor, or an int[] list."""
+    return _is_int(value) or _is_int_like(value) or _is_int_list(value)
 
 
 def _is_optional_int_list(value):
@@ -190,6 +228,7 @@ class _Parameter(NamedTuple):
     overloaded: bool  # refused with the "invalid combination" message
     optional: bool  # None is taken
     parse: Optional[Callable]  # checks the value once every kind matched (a device string)
+    unpack: Optional[Callable]  # (value, function, spelled): an int[]'s elements, unpacked once every kind matched
     forwarded: bool = False  # the op passes it on positionally: torch's message gives its position even for a keyword
 
 
@@ -198,10 +237,11 @@ def _parameter(position, name, spelled, kind, optional):
     either kind) accepts either, and its refusal is the overload-list message."""
     kinds = [_KINDS[k] for k in kind.split("|")]
     parse = _parse_device_string if "Device" in kind.split("|") else None
+    unpack = _unpack_int_list if any(k in ("int[]", "int[1]") for k in kind.split("|")) else None
     if len(kinds) == 1:
-        return _Parameter(position, name, spelled, *kinds[0], False, optional, parse)
+        return _Parameter(position, name, spelled, *kinds[0], False, optional, parse, unpack)
     return _Parameter(position, name, spelled, lambda v: any(accepts(v) for accepts, _ in kinds),
-                      " or ".join(w for _, w in kinds), True, optional, parse)
+                      " or ".join(w for _, w in kinds), True, optional, parse, unpack)
 
 
 def _parse_signature(signature):
@@ -233,7 +273,7 @@ def _check_arguments(function, parameters, args, kwargs, self_given):
     given = len(args)
     overflow = None  # torch's parser unpacks ints after matching kinds: a later kind's refusal comes first
     to_parse = None
-    for position, name, spelled, accepts, words, overloaded, optional, parse, forwarded in parameters:
+    for position, name, spelled, accepts, words, overloaded, optional, parse, unpack, forwarded in parameters:
         if position is not None and position <= given:
             if self_given and position == 1:
                 continue
@@ -257,7 +297,15 @@ def _check_arguments(function, parameters, args, kwargs, self_given):
             if overloaded and len(args) - self_given + len(kwargs) > 1:
                 raise TypeError(_invalid_combination(function, args, kwargs, self_given, spelled, words))
             where = "" if position is None else f" (position {position - self_given})"
+            if words == "tuple of ints" and value and isinstance(value, (list, tuple)):  # its first element refused
+                raise TypeError(f"{function}(): argument '{spelled}'{where} must be {words}, but found element of "
+                                f"type {_type_name(value[0])} at pos 0")
             raise TypeError(f"{function}(): argument '{spelled}'{where} must be {words}, not {_type_name(value)}")
+        if unpack is not None and overflow is None and isinstance(value, (list, tuple)):
+            try:
+                unpack(value, function, spelled)
+            except TypeError as error:
+                overflow = error
         if parse is not None:
             to_parse = to_parse or []
             to_parse.append((parse, value))
@@ -274,6 +322,70 @@ def _invalid_combination(function, args, kwargs, self_given, spelled, words):
     given += [f"{k}={_type_name(v) if not isinstance(v, _C.TensorBase) else 'Tensor'}" for k, v in kwargs.items()]
     return (f"{function}() received an invalid combination of arguments - got ({', '.join(given)}), but expected "
             f"one of: argument '{spelled}' as {words}")
+
+
+def check_positional_call(function, args, overloads):
+    """The argument parser's step of a call a Python-level op makes positionally to one of torch's
+    overloaded ops (torch.stft calls its op with nine arguments). ``overloads``: (text, kinds) for each,
+    in torch's order: the text its refusal lists, and the schema kinds of the parameters those arguments
+    bind to (``Kind?`` where None is taken). Returns the index of the first overload whose kinds take the
+    arguments; if none does, raises the parser's "invalid combination" TypeError listing them all, and
+    an int past int64 raises its ValueError once an overload's kinds matched."""
+    for index, (_, kinds) in enumerate(overloads):
+        overflow = None
+        for value, kind in zip(args, kinds):
+            if value is None and kind.endswith("?"):
+                continue
+            try:
+                if not _KINDS[kind.rstrip("?")][0](value):
+                    break
+            except ValueError as error:
+                overflow = overflow or error
+        else:
+            if len(args) <= len(kinds):
+                if overflow is not None:
+                    raise overflow
+                return index
+    raise TypeError(_invalid_combination_listing(function, args, [text for text, _ in overloads]))
+
+
+def _argument_type_name(value):
+    return "Tensor" if isinstance(value, _C.TensorBase) else _type_name(value)
+
+
+def _marked_type_name(value):
+    """An argument as torch's refusal describes it under an overload: a list or tuple with its elements'
+    types ('list of [int, float]', 'tuple of (int,)')."""
+    if isinstance(value, list):
+        return f"list of [{', '.join(_argument_type_name(v) for v in value)}]"
+    if isinstance(value, tuple):
+        return f"tuple of ({', '.join(_argument_type_name(v) for v in value)}{',' if len(value) == 1 else ''})"
+    return _argument_type_name(value)
+
+
+def _matches_listed_type(value, declared):
+    """torch's invalid_arguments.cpp match of a value against one argument of an overload's text: by type
+    name only ('float' takes an int too); a declaration with a default ('int hop_length = None') names no
+    type it can match, so such an argument is always marked."""
+    kind = declared.rsplit(" ", 1)[0]
+    name = _argument_type_name(value)
+    return name in {"float": ("float", "int"), "int": ("int",)}.get(kind, (kind,))
+
+
+def _invalid_combination_listing(function, args, overloads):
+    """torch's parser's refusal of positional ``args`` that no overload takes, as its format_invalid_args
+    writes it: the types given, each overload's text, and under an overload of as many arguments as given
+    the types again with the ones it refuses marked !so!."""
+    message = (f"{function}() received an invalid combination of arguments - got "
+               f"({', '.join(_argument_type_name(a) for a in args)}), but expected one of:\n")
+    for overload in overloads:
+        message += f" * {overload}\n"
+        declared = overload[1:-1].split(", ")
+        if len(declared) == len(args):
+            marked = (_marked_type_name(a) if _matches_listed_type(a, d) else f"!{_marked_type_name(a)}!"
+                      for a, d in zip(args, declared))
+            message += f"      didn't match because some of the arguments have invalid types: ({', '.join(marked)})\n"
+    return message
 
 
 def _refusal_of_the_call(op, function, error, args, kwargs):
