@@ -324,16 +324,27 @@ def _invalid_combination(function, args, kwargs, self_given, spelled, words):
             f"one of: argument '{spelled}' as {words}")
 
 
-def check_positional_call(function, args, overloads):
-    """The argument parser's step of a call a Python-level op makes positionally to one of torch's
-    overloaded ops (torch.stft calls its op with nine arguments). ``overloads``: (text, kinds) for each,
-    in torch's order: the text its refusal lists, and the schema kinds of the parameters those arguments
-    bind to (``Kind?`` where None is taken). Returns the index of the first overload whose kinds take the
-    arguments; if none does, raises the parser's "invalid combination" TypeError listing them all, and
-    an int past int64 raises its ValueError once an overload's kinds matched."""
-    for index, (_, kinds) in enumerate(overloads):
+def check_positional_call(function, args, overloads, keywords=None):
+    """The argument parser's step of a call a Python-level op makes to one of torch's overloaded ops
+    (torch.stft calls its op with nine positional arguments; torch.ctc_loss is called as given).
+    ``overloads``: (text, kinds) for each, in torch's order: the text its refusal lists, and the schema
+    kinds of its parameters (``Kind?`` where None is taken). Returns the index of the first overload whose
+    kinds take the arguments; if none does, raises the parser's "invalid combination" TypeError listing
+    them all. Once an overload's kinds matched, an int past int64 raises its ValueError and an int[]
+    element that does not unpack its TypeError."""
+    keywords = keywords or {}
+    for index, (text, kinds) in enumerate(overloads):
+        names = [_listed_name(text, i) for i in range(len(kinds))]
+        if len(args) > len(kinds) or any(k not in names[len(args):] for k in keywords):
+            continue
         overflow = None
-        for value, kind in zip(args, kinds):
+        for position, (name, kind) in enumerate(zip(names, kinds)):
+            if position < len(args):
+                value = args[position]
+            elif name in keywords:
+                value = keywords[name]
+            else:
+                continue
             if value is None and kind.endswith("?"):
                 continue
             try:
@@ -341,12 +352,21 @@ def check_positional_call(function, args, overloads):
                     break
             except ValueError as error:
                 overflow = overflow or error
+            if kind in ("int[]", "int[1]") and overflow is None and isinstance(value, (list, tuple)):
+                try:
+                    _unpack_int_list(value, function, name)
+                except TypeError as error:
+                    overflow = error
         else:
-            if len(args) <= len(kinds):
-                if overflow is not None:
-                    raise overflow
-                return index
-    raise TypeError(_invalid_combination_listing(function, args, [text for text, _ in overloads]))
+            if overflow is not None:
+                raise overflow
+            return index
+    raise TypeError(_invalid_combination_listing(function, args, keywords, [text for text, _ in overloads]))
+
+
+def _listed_name(overload, position):
+    """The name of an overload text's parameter at 0-based `position` ('tuple of ints input_lengths')."""
+    return overload[1:-1].split(", ")[position].split(" = ")[0].split()[-1]
 
 
 def _argument_type_name(value):
@@ -372,19 +392,30 @@ def _matches_listed_type(value, declared):
     return name in {"float": ("float", "int"), "int": ("int",)}.get(kind, (kind,))
 
 
-def _invalid_combination_listing(function, args, overloads):
-    """torch's parser's refusal of positional ``args`` that no overload takes, as its format_invalid_args
-    writes it: the types given, each overload's text, and under an overload of as many arguments as given
-    the types again with the ones it refuses marked !so!."""
-    message = (f"{function}() received an invalid combination of arguments - got "
-               f"({', '.join(_argument_type_name(a) for a in args)}), but expected one of:\n")
+def _invalid_combination_listing(function, args, keywords, overloads):
+    """torch's parser's refusal of a call no overload takes, as its format_invalid_args writes it: the
+    types given, each overload's text, and under an overload of as many parameters as arguments given
+    either the keywords it does not know (its text names a parameter with a default by the default's
+    last word, so a keyword for one is never known) or the types again, the ones it refuses marked !so!."""
+    given = [_argument_type_name(a) for a in args] + [f"{k}={_argument_type_name(v)}" for k, v in keywords.items()]
+    message = (f"{function}() received an invalid combination of arguments - got ({', '.join(given)}), but "
+               f"expected one of:\n")
     for overload in overloads:
         message += f" * {overload}\n"
         declared = overload[1:-1].split(", ")
-        if len(declared) == len(args):
-            marked = (_marked_type_name(a) if _matches_listed_type(a, d) else f"!{_marked_type_name(a)}!"
-                      for a, d in zip(args, declared))
-            message += f"      didn't match because some of the arguments have invalid types: ({', '.join(marked)})\n"
+        if len(declared) != len(args) + len(keywords):
+            continue
+        listed_names = [d.split()[-1] for d in declared[len(declared) - len(keywords):]]
+        unknown = [k for k in keywords if k not in listed_names]
+        if unknown:
+            message += f"      didn't match because some of the keywords were incorrect: {', '.join(unknown)}\n"
+            continue
+        values = list(args) + [keywords[d.split()[-1]] for d in declared[len(args):]]
+        marked = []
+        for i, (value, text) in enumerate(zip(values, declared)):
+            shown = ("" if i < len(args) else f"{text.split()[-1]}=") + _marked_type_name(value)
+            marked.append(shown if _matches_listed_type(value, text) else f"!{shown}!")
+        message += f"      didn't match because some of the arguments have invalid types: ({', '.join(marked)})\n"
     return message
 
 
