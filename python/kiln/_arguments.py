@@ -297,7 +297,7 @@ def _check_arguments(function, parameters, args, kwargs, self_given):
             if overloaded and len(args) - self_given + len(kwargs) > 1:
                 raise TypeError(_invalid_combination(function, args, kwargs, self_given, spelled, words))
             where = "" if position is None else f" (position {position - self_given})"
-            if words == "tuple of ints" and value and isinstance(value, (list, tuple)):  # its first element refused
+            if words == "tuple of ints" and isinstance(value, (list, tuple)) and value:  # its first element refused
                 raise TypeError(f"{function}(): argument '{spelled}'{where} must be {words}, but found element of "
                                 f"type {_type_name(value[0])} at pos 0")
             raise TypeError(f"{function}(): argument '{spelled}'{where} must be {words}, not {_type_name(value)}")
