@@ -28,6 +28,12 @@ def renorm_rows(weight, indices, max_norm: float, norm_type: float):
     return weight
 
 
+@checked_signature("embedding_renorm_(Tensor self, Tensor indices, float max_norm, float norm_type)", forwarded=True)
+def _renorm_as_called(weight, indices, max_norm, norm_type):
+    """renorm_rows as F.embedding calls torch.embedding_renorm_: positionally, through its argument parser."""
+    return renorm_rows(weight, indices, max_norm, norm_type)
+
+
 @checked_signature("embedding(Tensor input, Tensor weight)")
 def embedding(input, weight, padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False):
@@ -42,7 +48,7 @@ def embedding(input, weight, padding_idx: Optional[int] = None, max_norm: Option
     else:
         padding_idx = -1
     if max_norm is not None:
-        renorm_rows(weight, input, max_norm, norm_type)
+        _renorm_as_called(weight, input, max_norm, norm_type)
     if sparse:
         raise NotImplementedError("kiln.nn.functional.embedding: sparse gradients are not supported")
     return _functions.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)

@@ -87,7 +87,9 @@ def _scalar_name(dtype) -> str:
 def _is_integer(value) -> bool:
     if isinstance(value, (Integral, np.integer)):
         return True
-    return isinstance(value, _C.TensorBase) and not value.dtype.is_floating_point
+    # a tensor as torch's parser takes one for an int: one element of an integer dtype
+    return (isinstance(value, _C.TensorBase) and value.numel() == 1 and not value.dtype.is_floating_point
+            and not value.dtype.is_complex)
 
 
 def _as_int(value) -> int:
