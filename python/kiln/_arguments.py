@@ -146,6 +146,16 @@ def _unpack_int_list(value, function, spelled):
                         f"error \"{error}\"")
 
 
+def _unpack_optional_int_list(value, function, spelled):
+    """``_unpack_int_list`` for an output size whose entries may be None (kept from the input)."""
+    for i, element in enumerate(value):
+        if element is not None:
+            try:
+                _unpack_int_list((element,), function, spelled)
+            except TypeError as error:
+                raise TypeError(str(error).replace("at pos 1 ", f"at pos {i + 1} ", 1)) from None
+
+
 def _is_int_element(value):
     """An element of an output size whose entries may be None: an int (one past int64 refused) or a
     one-element integer tensor."""
@@ -237,7 +247,9 @@ def _parameter(position, name, spelled, kind, optional):
     either kind) accepts either, and its refusal is the overload-list message."""
     kinds = [_KINDS[k] for k in kind.split("|")]
     parse = _parse_device_string if "Device" in kind.split("|") else None
-    unpack = _unpack_int_list if any(k in ("int[]", "int[1]") for k in kind.split("|")) else None
+    kinds_named = kind.split("|")
+    unpack = (_unpack_int_list if any(k in ("int[]", "int[1]") for k in kinds_named) else
+              _unpack_optional_int_list if "int?[1]" in kinds_named else None)
     if len(kinds) == 1:
         return _Parameter(position, name, spelled, *kinds[0], False, optional, parse, unpack)
     return _Parameter(position, name, spelled, lambda v: any(accepts(v) for accepts, _ in kinds),
@@ -297,7 +309,7 @@ def _check_arguments(function, parameters, args, kwargs, self_given):
             if overloaded and len(args) - self_given + len(kwargs) > 1:
                 raise TypeError(_invalid_combination(function, args, kwargs, self_given, spelled, words))
             where = "" if position is None else f" (position {position - self_given})"
-            if words == "tuple of ints" and isinstance(value, (list, tuple)) and value:  # its first element refused
+            if words == "tuple of ints" and isinstance(value, (list, tuple)) and value and value[0] is not None:  # its first element refused
                 raise TypeError(f"{function}(): argument '{spelled}'{where} must be {words}, but found element of "
                                 f"type {_type_name(value[0])} at pos 0")
             raise TypeError(f"{function}(): argument '{spelled}'{where} must be {words}, not {_type_name(value)}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import warnings
 
 from kiln import _C
-from kiln._arguments import checked_signature
+from kiln._arguments import _require_tensor, checked_signature
 
 _F = _C._functions
 
@@ -20,6 +20,8 @@ def _dim_list(d):
 def tensordot(a, b, dims=2, out=None):
     """torch.tensordot: contract the last `dims` dims of a with the first of b,
     or the dims given as a pair of lists (or a tensor holding them)."""
+    _require_tensor(a, "tensordot", "input", 1)  # the refusal of torch's op, which torch.tensordot calls with a, b
+    _require_tensor(b, "tensordot", "other", 2)
     if isinstance(dims, _C.TensorBase):
         dims = dims.item() if dims.numel() == 1 else dims.tolist()
     if isinstance(dims, (list, tuple)):
