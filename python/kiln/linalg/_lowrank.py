@@ -27,14 +27,18 @@ def _adjoint(x):
     return x.transpose(-2, -1)
 
 
-def _range_basis(A, q, niter):
-    """An orthonormal [*, m, q'] basis approximately spanning A's dominant column space: a Gaussian
-    sketch A G (one [n, q] G for every matrix of the batch, drawn by randn(n, q) as torch draws it, so
-    a q randn refuses is refused with randn's words), refined by ``niter`` power (subspace)
-    iterations, re-orthonormalized at each step."""
-    sketch = _F.randn(A.shape[-1], q, dtype=A.dtype if A.dtype.is_floating_point else _C.float32)
+def _sketch(A, n, q):
+    """The Gaussian [n, q] sketch of the range finder: one for every matrix of the batch, drawn by randn(n, q)
+    as torch draws it (so a q randn refuses is refused with randn's words), then A's dtype checked."""
+    sketch = _F.randn(n, q, dtype=A.dtype if A.dtype.is_floating_point else _C.float32)
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype_word(A.dtype)} != float")
+    return sketch
+
+
+def _range_basis(A, sketch, niter):
+    """An orthonormal [*, m, q'] basis approximately spanning A's dominant column space: the sketched A G,
+    refined by ``niter`` power (subspace) iterations, re-orthonormalized at each step."""
     basis = qr(A.matmul(sketch))[0]
     for _ in range(niter):
         basis = qr(_adjoint(A).matmul(basis))[0]
@@ -51,18 +55,22 @@ def svd_lowrank(A, q=6, niter=2, M=None):
     niter to range()."""
     q = 6 if q is None else q
     niter = 2 if niter is None else niter
+    if A.dim() < 2:  # torch's unpacking of the last two sizes
+        raise ValueError(f"not enough values to unpack (expected 2, got {A.dim()})")
+    m, n = A.shape[-2], A.shape[-1]
+    # torch draws the sketch before it subtracts M, so a q randn refuses is refused first
+    sketch = _sketch(A, min(m, n), q)
     matrix = A if M is None else A - M
-    if matrix.dim() < 2:  # torch's unpacking of the last two sizes
-        raise ValueError(f"not enough values to unpack (expected 2, got {matrix.dim()})")
-    m, n = matrix.shape[-2], matrix.shape[-1]
+    if matrix.dtype != sketch.dtype and matrix.dtype.is_floating_point:
+        sketch = sketch.to(matrix.dtype)
     if m < n:  # work on the tall side: the adjoint's factors, swapped
-        V, S, U = _svd_tall(_adjoint(matrix), q, niter)
+        V, S, U = _svd_tall(_adjoint(matrix), sketch, niter)
         return U, S, V
-    return _svd_tall(matrix, q, niter)
+    return _svd_tall(matrix, sketch, niter)
 
 
-def _svd_tall(A, q: int, niter: int):
-    basis = _range_basis(A, q, niter)                       # [*, m, q]
+def _svd_tall(A, sketch, niter: int):
+    basis = _range_basis(A, sketch, niter)                       # [*, m, q]
     small = _adjoint(basis).matmul(A)                       # [*, q, n]
     u, s, vh = svd(small, full_matrices=False)
     return basis.matmul(u), s, _adjoint(vh)
