@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 from kiln import _C
-from kiln._arguments import checked_signature
+from kiln._arguments import _require_bool, checked_signature
 from kiln._statistics import unique
 from kiln.autograd.grad_mode import no_grad
 from kiln.nn._ops import functions as _functions
@@ -49,6 +49,8 @@ def embedding(input, weight, padding_idx: Optional[int] = None, max_norm: Option
         padding_idx = -1
     if max_norm is not None:
         _renorm_as_called(weight, input, max_norm, norm_type)
+    for position, name, value in ((4, "scale_grad_by_freq", scale_grad_by_freq), (5, "sparse", sparse)):
+        _require_bool(value, "embedding", name, position)  # torch.embedding's positions, as F.embedding calls it
     if sparse:
         raise NotImplementedError("kiln.nn.functional.embedding: sparse gradients are not supported")
     return _functions.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
