@@ -176,6 +176,12 @@ _HISTOGRAMDD_OVERLOADS = tuple(
     for bins in ("int", "tuple of ints", "tuple of Tensors"))
 
 
+def _bins_refused(input, bins, range, weight):
+    """torch's parser's refusal of bins no overload takes (the call as histogramdd passes it on)."""
+    keywords = {k: v for k, v in (("range", range), ("weight", weight)) if v is not None}
+    return TypeError(_invalid_combination_listing("histogramdd", (input, bins), keywords, _HISTOGRAMDD_OVERLOADS))
+
+
 @checked_signature("histogramdd(Tensor input, Any bins, float[]? range, Tensor? weight, bool density)")
 def histogramdd(input, bins, range=None, weight=None, density=False):
     """torch.histogramdd: the N-dimensional histogram of the points in ``input``'s last dim (all
@@ -184,22 +190,23 @@ def histogramdd(input, bins, range=None, weight=None, density=False):
     _require_tensor(input, "histogramdd", "input", 1)
     if weight is not None:
         _require_tensor(weight, "histogramdd", "weight", position=None)
-    if input.dim() == 0:
-        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
-    if input.dim() < 2:
-        raise RuntimeError("kiln.histogramdd: input tensor should have at least 2 dimensions")
     if isinstance(bins, _C.TensorBase):  # torch's parser takes a tensor for an int only when 0-dim and integral
         if bins.dim() != 0 or bins.is_floating_point() or bins.is_complex() or bins.dtype == _C.bool:
-            keywords = {k: v for k, v in (("range", range), ("weight", weight)) if v is not None}
-            raise TypeError(_invalid_combination_listing("histogramdd", (input, bins), keywords, _HISTOGRAMDD_OVERLOADS))
+            raise _bins_refused(input, bins, range, weight)
         bins = int(bins)
-    n = input.shape[-1]
-    points = input.reshape(math.prod(input.shape[:-1]), n)
+    if isinstance(bins, bool) or not isinstance(bins, (int, list, tuple)):  # the kinds of torch's three overloads
+        raise _bins_refused(input, bins, range, weight)
     from_tensors = not isinstance(bins, int) and any(isinstance(b, _C.TensorBase) for b in bins)
     for i, b in enumerate([] if isinstance(bins, int) else bins):
         if from_tensors != isinstance(b, _C.TensorBase) or not from_tensors and not isinstance(b, int):
             expected = "Tensor" if from_tensors else "int"
             raise TypeError(f"expected {expected} as element {i} in argument 1, but got {type(b).__name__}")
+    if input.dim() == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    if input.dim() < 2:
+        raise RuntimeError("kiln.histogramdd: input tensor should have at least 2 dimensions")
+    n = input.shape[-1]
+    points = input.reshape(math.prod(input.shape[:-1]), n)
     with no_grad():
         if from_tensors:
             edges = list(bins)
