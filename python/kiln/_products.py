@@ -8,13 +8,25 @@ from __future__ import annotations
 import warnings
 
 from kiln import _C
-from kiln._arguments import _require_tensor, checked_signature
+from kiln._arguments import _is_int_list, _require_tensor, _type_name, _unpack_int_list, checked_signature
 
 _F = _C._functions
 
 
 def _dim_list(d):
     return [int(d)] if isinstance(d, int) else [int(x) for x in d]
+
+
+def _check_dim_lists(dims):
+    """The two dim lists as torch's tensordot op's parser takes them (int[] dims_self, dims_other): each
+    one's first element's kind, then every element unpacked."""
+    for position, name, value in ((3, "dims_self", dims[0]), (4, "dims_other", dims[1])):
+        if isinstance(value, (list, tuple)) and not _is_int_list(value):
+            raise TypeError(f"tensordot(): argument '{name}' (position {position}) must be tuple of ints, but found "
+                            f"element of type {_type_name(value[0])} at pos 0")
+    for name, value in (("dims_self", dims[0]), ("dims_other", dims[1])):
+        if isinstance(value, (list, tuple)):
+            _unpack_int_list(value, "tensordot", name)
 
 
 def tensordot(a, b, dims=2, out=None):
@@ -27,6 +39,7 @@ def tensordot(a, b, dims=2, out=None):
     if isinstance(dims, (list, tuple)):
         if len(dims) != 2:
             raise RuntimeError("tensordot expects dims to be a pair of dimension lists")
+        _check_dim_lists(dims)
         dims_a, dims_b = _dim_list(dims[0]), _dim_list(dims[1])
     elif isinstance(dims, int):
         if dims < 0:
