@@ -101,6 +101,8 @@ def _as_int(value) -> int:
 
 def _as_float(value) -> float:
     try:
+        if isinstance(value, _C.TensorBase):  # torch's parser takes no tensor in its float[] scale_factors
+            raise TypeError
         return float(value)
     except (TypeError, ValueError):
         raise TypeError(f"kiln.nn.functional.interpolate(): argument 'scale_factors' must be a tuple of floats, but "
