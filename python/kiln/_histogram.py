@@ -198,7 +198,8 @@ def histogramdd(input, bins, range=None, weight=None, density=False):
         raise _bins_refused(input, bins, range, weight)
     from_tensors = not isinstance(bins, int) and any(isinstance(b, _C.TensorBase) for b in bins)
     for i, b in enumerate([] if isinstance(bins, int) else bins):
-        if from_tensors != isinstance(b, _C.TensorBase) or not from_tensors and not isinstance(b, int):
+        is_count = isinstance(b, int) and not isinstance(b, bool)
+        if from_tensors != isinstance(b, _C.TensorBase) or not from_tensors and not is_count:
             expected = "Tensor" if from_tensors else "int"
             raise TypeError(f"expected {expected} as element {i} in argument 1, but got {type(b).__name__}")
     if input.dim() == 0:
