@@ -22,7 +22,9 @@
 #   eager/core files are all they link against), each compiled straight from its sources into
 #   build/focused (about a minute of CPU in all), and run: the caching allocator's
 #   tests under ASan + UBSan (its poisoning death test included) and under TSan,
-#   and the schema parser's fuzz target under ASan + UBSan. CI runs it. (Not the
+#   and the schema parser's fuzz target under ASan + UBSan; with clang-19, the schema parser's and the
+#   kernel-cache entry reader's targets under libFuzzer's coverage-guided engine (-fsanitize=fuzzer, with
+#   ASan + UBSan) for KILN_FUZZ_SECONDS (5) each. CI runs it. (Not the
 #   thread pool: over Debian's uninstrumented oneTBB, TSan reports races on every run.)
 # tsan: ThreadSanitizer for all of kiln (the "tsan" preset, build/tsan: a second
 #   full build): the autograd engine's, the caching allocator's and the thread
@@ -77,7 +79,30 @@ if [ "$mode" = focused ]; then
   "$BUILD_DIR/kiln_fuzz_function_schema" -max_total_time="${KILN_FUZZ_SECONDS:-5}" -seed="${KILN_FUZZ_SEED:-$(date +%Y%m%d)}" \
     -dict=fuzz/dictionaries/function_schema.dict -artifact_prefix=fuzz/artifacts/function_schema- \
     fuzz/corpus/function_schema
-  echo "sanitize: focused clean (caching allocator: ASan+UBSan, TSan; schema parser fuzzing: ASan+UBSan)"
+  # libFuzzer's coverage-guided engine (clang's -fsanitize=fuzzer; scripts/setup.sh installs clang-19) on the
+  # targets that build from a few sources: the schema parser and the kernel-cache entry reader. New inputs go to
+  # a scratch corpus under build/focused; a crash leaves its input in fuzz/artifacts/.
+  if command -v clang++-19 >/dev/null; then
+    LIBFUZZER=(clang++-19 "${COMMON[@]}" -fsanitize=fuzzer,address,undefined)
+    LLVM_INCLUDE=$(llvm-config-19 --includedir) LLVM_LIB=$(llvm-config-19 --libdir)
+    "${LIBFUZZER[@]}" eager/dispatch/FunctionSchema.cpp eager/core/Error.cpp fuzz/targets/fuzz_function_schema.cpp \
+      -o "$BUILD_DIR/kiln_libfuzzer_function_schema"
+    "${LIBFUZZER[@]}" -isystem "$LLVM_INCLUDE" codegen/llvm/KernelCache.cpp codegen/llvm/KernelCachePrune.cpp \
+      eager/core/Error.cpp fuzz/targets/fuzz_kernel_cache_entry.cpp -o "$BUILD_DIR/kiln_libfuzzer_kernel_cache_entry" \
+      -L"$LLVM_LIB" -lLLVM-19 -Wl,-rpath,"$LLVM_LIB"
+    for name in function_schema kernel_cache_entry; do
+      mkdir -p "$BUILD_DIR/$name-corpus"
+      "$BUILD_DIR/kiln_libfuzzer_$name" -max_total_time="${KILN_FUZZ_SECONDS:-5}" \
+        -seed="${KILN_FUZZ_SEED:-$(date +%Y%m%d)}" -dict="fuzz/dictionaries/$name.dict" \
+        -artifact_prefix="fuzz/artifacts/$name-" "$BUILD_DIR/$name-corpus" "fuzz/corpus/$name" 2>"fuzz/artifacts/$name.libfuzzer.log" \
+        || { tail -40 "fuzz/artifacts/$name.libfuzzer.log"; exit 1; }
+      echo "sanitize: libFuzzer $name: $(tail -1 "fuzz/artifacts/$name.libfuzzer.log")"
+    done
+  else
+    echo "sanitize: no clang++-19 (scripts/setup.sh installs it): libFuzzer's coverage-guided runs skipped"
+  fi
+  echo "sanitize: focused clean (caching allocator: ASan+UBSan, TSan; schema parser fuzzing: ASan+UBSan;" \
+       "libFuzzer on the schema parser and the kernel-cache entry reader)"
   exit 0
 fi
 # CPython does not link libstdc++: preloaded after libasan, so ASan's __cxa_throw interceptor

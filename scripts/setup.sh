@@ -21,6 +21,7 @@ APT_PACKAGES=(
   libfftw3-dev                # kiln.fft (Note [FFTs on FFTW])
   libgloo-dev                 # kiln.distributed's CPU collectives (eager/distributed/README.md)
   ccache                      # fast rebuilds, including CI's fresh clones
+  clang-19 libclang-rt-19-dev # libFuzzer (-fsanitize=fuzzer) for scripts/sanitize.sh focused (fuzz/README.md)
 )
 PIP_PACKAGES=(
   "numpy>=1.24" pytest hypothesis pyyaml tqdm safetensors

@@ -2,6 +2,8 @@
 #include "eager/dispatch/FunctionSchema.h"
 
 #include <cctype>
+#include <charconv>
+#include <system_error>
 #include <sstream>
 
 #include "eager/core/Error.h"
@@ -129,7 +131,12 @@ void parse_list_suffix(Cursor& c, SchemaType& t) {
       for (char ch : n) {
         if (!std::isdigit(static_cast<unsigned char>(ch))) c.fail("list size must be a number");
       }
-      t.fixed_size = std::stoll(n);
+      // from_chars, not stoll: a size past int64 is the parser's error, not std::out_of_range (found by
+      // libFuzzer on fuzz/targets/fuzz_function_schema.cpp)
+      int64_t size = 0;
+      const auto [end, status] = std::from_chars(n.data(), n.data() + n.size(), size);
+      if (status != std::errc() || end != n.data() + n.size()) c.fail("list size is out of range");
+      t.fixed_size = size;
     }
     c.expect("]");
   }

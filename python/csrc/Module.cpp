@@ -20,6 +20,7 @@ void init_autograd(PyObject* module);  // Autograd.cpp (tensor methods)
 void init_autograd_module(PyObject* module);  // Autograd.cpp
 void init_python_function(PyObject* module);  // PyFunction.cpp
 void init_raw_bytes(PyObject* module);  // RawBytes.cpp
+void init_polynomial_recurrence(PyObject* module);  // PolynomialRecurrence.cpp
 void init_generator(PyObject* module);  // PyGenerator.cpp
 void init_memory_formats(PyObject* module);  // PyMemoryFormat.cpp
 void init_testing_arg_parser(PyObject* module);  // TestingArgParser.cpp
@@ -61,6 +62,7 @@ PYBIND11_MODULE(_C, m) {
     init_autograd_module(m.ptr());
     init_python_function(m.ptr());
     init_raw_bytes(m.ptr());
+    init_polynomial_recurrence(m.ptr());
     init_generator(m.ptr());
     init_memory_formats(m.ptr());
     init_testing_arg_parser(m.ptr());

@@ -104,14 +104,61 @@ def _is_one_integer_tensor(value):
 
 
 def _is_int_list(value):
-    """torch's parser's int[]: a list or tuple of ints (an element may be a one-element integer
-    tensor); a tensor itself is refused ("must be tuple of ints, not Tensor")."""
-    return isinstance(value, (list, tuple)) and all(_is_int_element(v) for v in value)
+    """torch's parser's int[] kind: a list or tuple whose first element is int-like (``_is_int_like``);
+    torch checks the kind of that element alone and unpacks the others once every kind matched
+    (``_unpack_int_list``). A tensor itself is refused ("must be tuple of ints, not Tensor")."""
+    return isinstance(value, (list, tuple)) and (not value or _is_int_like(value[0]))
+
+
+def _is_int_like(value):
+    """torch's parser's is_int_or_symint: a one-element integer (or bool) tensor, or anything with
+    ``__index__`` but a bool. An int past int64 is int-like: its overflow is an unpacking error."""
+    if isinstance(value, _C.TensorBase):
+        return value.numel() == 1 and not value.is_floating_point() and not value.is_complex()
+    if isinstance(value, bool_):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _unpack_int_list(value, function, spelled):
+    """Raises torch's parser's TypeError for the first int[] element it cannot unpack (1-based "pos"):
+    a float, None, str, a tensor of more than one element or of a floating dtype, an int past int64.
+    A bool after the first element is taken (as 0 or 1), as torch's unpacking does."""
+    for i, element in enumerate(value):
+        if isinstance(element, _C.TensorBase):
+            if element.numel() == 1 and not element.is_floating_point() and not element.is_complex():
+                continue
+            error = f"type must be tuple of ints,but got {_type_name(element)}"
+        else:
+            try:
+                index = operator.index(element)
+            except TypeError:
+                error = f"type must be tuple of ints,but got {_type_name(element)}"
+            else:
+                if -(1 << 63) <= index < 1 << 63:
+                    continue
+                error = "Overflow when unpacking long long"
+        raise TypeError(f"{function}(): argument '{spelled}' failed to unpack the object at pos {i + 1} with "
+                        f"error \"{error}\"")
+
+
+def _unpack_optional_int_list(value, function, spelled):
+    """``_unpack_int_list`` for an output size whose entries may be None (kept from the input)."""
+    for i, element in enumerate(value):
+        if element is not None:
+            try:
+                _unpack_int_list((element,), function, spelled)
+            except TypeError as error:
+                raise TypeError(str(error).replace("at pos 1 ", f"at pos {i + 1} ", 1)) from None
 
 
 def _is_int_element(value):
-    """An int[] element: an int (one past int64 is a refusal here, torch's "failed to unpack the object
-    at pos N"; only a lone int's overflow is a ValueError) or a one-element integer tensor."""
+    """An element of an output size whose entries may be None: an int (one past int64 refused) or a
+    one-element integer tensor."""
     try:
         return _is_int(value) or _is_one_integer_tensor(value)
     except ValueError:
@@ -119,8 +166,9 @@ def _is_int_element(value):
 
 
 def _is_sized_int_list(value):
-    """torch's parser's int[N]: an int, broadcast, a one-element integer tensor, or an int[] list."""
-    return _is_int(value) or _is_one_integer_tensor(value) or _is_int_list(value)
+    """torch's parser's int[N]: an int, broadcast (an int past int64 raises ValueError, as ``_is_int``), a
+    one-element integer or bool tensor, or an int[] list."""
+    return _is_int(value) or _is_int_like(value) or _is_int_list(value)
 
 
 def _is_optional_int_list(value):
@@ -190,6 +238,7 @@ class _Parameter(NamedTuple):
     overloaded: bool  # refused with the "invalid combination" message
     optional: bool  # None is taken
     parse: Optional[Callable]  # checks the value once every kind matched (a device string)
+    unpack: Optional[Callable]  # (value, function, spelled): an int[]'s elements, unpacked once every kind matched
     forwarded: bool = False  # the op passes it on positionally: torch's message gives its position even for a keyword
 
 
@@ -198,10 +247,13 @@ def _parameter(position, name, spelled, kind, optional):
     either kind) accepts either, and its refusal is the overload-list message."""
     kinds = [_KINDS[k] for k in kind.split("|")]
     parse = _parse_device_string if "Device" in kind.split("|") else None
+    kinds_named = kind.split("|")
+    unpack = (_unpack_int_list if any(k in ("int[]", "int[1]") for k in kinds_named) else
+              _unpack_optional_int_list if "int?[1]" in kinds_named else None)
     if len(kinds) == 1:
-        return _Parameter(position, name, spelled, *kinds[0], False, optional, parse)
+        return _Parameter(position, name, spelled, *kinds[0], False, optional, parse, unpack)
     return _Parameter(position, name, spelled, lambda v: any(accepts(v) for accepts, _ in kinds),
-                      " or ".join(w for _, w in kinds), True, optional, parse)
+                      " or ".join(w for _, w in kinds), True, optional, parse, unpack)
 
 
 def _parse_signature(signature):
@@ -233,7 +285,7 @@ def _check_arguments(function, parameters, args, kwargs, self_given):
     given = len(args)
     overflow = None  # torch's parser unpacks ints after matching kinds: a later kind's refusal comes first
     to_parse = None
-    for position, name, spelled, accepts, words, overloaded, optional, parse, forwarded in parameters:
+    for position, name, spelled, accepts, words, overloaded, optional, parse, unpack, forwarded in parameters:
         if position is not None and position <= given:
             if self_given and position == 1:
                 continue
@@ -257,7 +309,15 @@ def _check_arguments(function, parameters, args, kwargs, self_given):
             if overloaded and len(args) - self_given + len(kwargs) > 1:
                 raise TypeError(_invalid_combination(function, args, kwargs, self_given, spelled, words))
             where = "" if position is None else f" (position {position - self_given})"
+            if words == "tuple of ints" and isinstance(value, (list, tuple)) and value and value[0] is not None:  # its first element refused
+                raise TypeError(f"{function}(): argument '{spelled}'{where} must be {words}, but found element of "
+                                f"type {_type_name(value[0])} at pos 0")
             raise TypeError(f"{function}(): argument '{spelled}'{where} must be {words}, not {_type_name(value)}")
+        if unpack is not None and overflow is None and isinstance(value, (list, tuple)):
+            try:
+                unpack(value, function, spelled)
+            except TypeError as error:
+                overflow = error
         if parse is not None:
             to_parse = to_parse or []
             to_parse.append((parse, value))
@@ -274,6 +334,101 @@ def _invalid_combination(function, args, kwargs, self_given, spelled, words):
     given += [f"{k}={_type_name(v) if not isinstance(v, _C.TensorBase) else 'Tensor'}" for k, v in kwargs.items()]
     return (f"{function}() received an invalid combination of arguments - got ({', '.join(given)}), but expected "
             f"one of: argument '{spelled}' as {words}")
+
+
+def check_positional_call(function, args, overloads, keywords=None):
+    """The argument parser's step of a call a Python-level op makes to one of torch's overloaded ops
+    (torch.stft calls its op with nine positional arguments; torch.ctc_loss is called as given).
+    ``overloads``: (text, kinds) for each, in torch's order: the text its refusal lists, and the schema
+    kinds of its parameters (``Kind?`` where None is taken). Returns the index of the first overload whose
+    kinds take the arguments; if none does, raises the parser's "invalid combination" TypeError listing
+    them all. Once an overload's kinds matched, an int past int64 raises its ValueError and an int[]
+    element that does not unpack its TypeError."""
+    keywords = keywords or {}
+    for index, (text, kinds) in enumerate(overloads):
+        names = [_listed_name(text, i) for i in range(len(kinds))]
+        if len(args) > len(kinds) or any(k not in names[len(args):] for k in keywords):
+            continue
+        overflow = None
+        for position, (name, kind) in enumerate(zip(names, kinds)):
+            if position < len(args):
+                value = args[position]
+            elif name in keywords:
+                value = keywords[name]
+            else:
+                continue
+            if value is None and kind.endswith("?"):
+                continue
+            try:
+                if not _KINDS[kind.rstrip("?")][0](value):
+                    break
+            except ValueError as error:
+                overflow = overflow or error
+            if kind in ("int[]", "int[1]") and overflow is None and isinstance(value, (list, tuple)):
+                try:
+                    _unpack_int_list(value, function, name)
+                except TypeError as error:
+                    overflow = error
+        else:
+            if overflow is not None:
+                raise overflow
+            return index
+    raise TypeError(_invalid_combination_listing(function, args, keywords, [text for text, _ in overloads]))
+
+
+def _listed_name(overload, position):
+    """The name of an overload text's parameter at 0-based `position` ('tuple of ints input_lengths')."""
+    return overload[1:-1].split(", ")[position].split(" = ")[0].split()[-1]
+
+
+def _argument_type_name(value):
+    return "Tensor" if isinstance(value, _C.TensorBase) else _type_name(value)
+
+
+def _marked_type_name(value):
+    """An argument as torch's refusal describes it under an overload: a list or tuple with its elements'
+    types ('list of [int, float]', 'tuple of (int,)')."""
+    if isinstance(value, list):
+        return f"list of [{', '.join(_argument_type_name(v) for v in value)}]"
+    if isinstance(value, tuple):
+        return f"tuple of ({', '.join(_argument_type_name(v) for v in value)}{',' if len(value) == 1 else ''})"
+    return _argument_type_name(value)
+
+
+def _matches_listed_type(value, declared):
+    """torch's invalid_arguments.cpp match of a value against one argument of an overload's text: by type
+    name only ('float' takes an int too); a declaration with a default ('int hop_length = None') names no
+    type it can match, so such an argument is always marked."""
+    kind = declared.rsplit(" ", 1)[0]
+    name = _argument_type_name(value)
+    return name in {"float": ("float", "int"), "int": ("int",)}.get(kind, (kind,))
+
+
+def _invalid_combination_listing(function, args, keywords, overloads):
+    """torch's parser's refusal of a call no overload takes, as its format_invalid_args writes it: the
+    types given, each overload's text, and under an overload of as many parameters as arguments given
+    either the keywords it does not know (its text names a parameter with a default by the default's
+    last word, so a keyword for one is never known) or the types again, the ones it refuses marked !so!."""
+    given = [_argument_type_name(a) for a in args] + [f"{k}={_argument_type_name(v)}" for k, v in keywords.items()]
+    message = (f"{function}() received an invalid combination of arguments - got ({', '.join(given)}), but "
+               f"expected one of:\n")
+    for overload in overloads:
+        message += f" * {overload}\n"
+        declared = overload[1:-1].split(", ")
+        if len(declared) != len(args) + len(keywords):
+            continue
+        listed_names = [d.split()[-1] for d in declared[len(declared) - len(keywords):]]
+        unknown = [k for k in keywords if k not in listed_names]
+        if unknown:
+            message += f"      didn't match because some of the keywords were incorrect: {', '.join(unknown)}\n"
+            continue
+        values = list(args) + [keywords[d.split()[-1]] for d in declared[len(args):]]
+        marked = []
+        for i, (value, text) in enumerate(zip(values, declared)):
+            shown = ("" if i < len(args) else f"{text.split()[-1]}=") + _marked_type_name(value)
+            marked.append(shown if _matches_listed_type(value, text) else f"!{shown}!")
+        message += f"      didn't match because some of the arguments have invalid types: ({', '.join(marked)})\n"
+    return message
 
 
 def _refusal_of_the_call(op, function, error, args, kwargs):

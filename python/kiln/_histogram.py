@@ -8,7 +8,7 @@ import math
 from collections import namedtuple
 
 from kiln import _C
-from kiln._arguments import _require_tensor, checked_signature
+from kiln._arguments import _invalid_combination_listing, _require_tensor, checked_signature
 from kiln._messages import _format_double, _scalar_name, _type_word
 from kiln._no_derivative import _no_derivative
 from kiln.autograd.grad_mode import no_grad
@@ -170,6 +170,18 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     return _RESULT_TYPES["histogram"](hist, bin_edges)
 
 
+# torch.histogramdd's overloads as its parser lists them
+_HISTOGRAMDD_OVERLOADS = tuple(
+    f"(Tensor input, {bins} bins, tuple of floats range = None, Tensor weight = None, bool density = False)"
+    for bins in ("int", "tuple of ints", "tuple of Tensors"))
+
+
+def _bins_refused(input, bins, range, weight):
+    """torch's parser's refusal of bins no overload takes (the call as histogramdd passes it on)."""
+    keywords = {k: v for k, v in (("range", range), ("weight", weight)) if v is not None}
+    return TypeError(_invalid_combination_listing("histogramdd", (input, bins), keywords, _HISTOGRAMDD_OVERLOADS))
+
+
 @checked_signature("histogramdd(Tensor input, Any bins, float[]? range, Tensor? weight, bool density)")
 def histogramdd(input, bins, range=None, weight=None, density=False):
     """torch.histogramdd: the N-dimensional histogram of the points in ``input``'s last dim (all
@@ -178,17 +190,24 @@ def histogramdd(input, bins, range=None, weight=None, density=False):
     _require_tensor(input, "histogramdd", "input", 1)
     if weight is not None:
         _require_tensor(weight, "histogramdd", "weight", position=None)
+    if isinstance(bins, _C.TensorBase):  # torch's parser takes a tensor for an int only when 0-dim and integral
+        if bins.dim() != 0 or bins.is_floating_point() or bins.is_complex() or bins.dtype == _C.bool:
+            raise _bins_refused(input, bins, range, weight)
+        bins = int(bins)
+    if isinstance(bins, bool) or not isinstance(bins, (int, list, tuple)):  # the kinds of torch's three overloads
+        raise _bins_refused(input, bins, range, weight)
+    from_tensors = not isinstance(bins, int) and any(isinstance(b, _C.TensorBase) for b in bins)
+    for i, b in enumerate([] if isinstance(bins, int) else bins):
+        is_count = isinstance(b, int) and not isinstance(b, bool)
+        if from_tensors != isinstance(b, _C.TensorBase) or not from_tensors and not is_count:
+            expected = "Tensor" if from_tensors else "int"
+            raise TypeError(f"expected {expected} as element {i} in argument 1, but got {type(b).__name__}")
     if input.dim() == 0:
         raise IndexError("Dimension specified as -1 but tensor has no dimensions")
     if input.dim() < 2:
         raise RuntimeError("kiln.histogramdd: input tensor should have at least 2 dimensions")
     n = input.shape[-1]
     points = input.reshape(math.prod(input.shape[:-1]), n)
-    from_tensors = not isinstance(bins, int) and any(isinstance(b, _C.TensorBase) for b in bins)
-    for i, b in enumerate([] if isinstance(bins, int) else bins):
-        if from_tensors != isinstance(b, _C.TensorBase) or not from_tensors and not isinstance(b, int):
-            expected = "Tensor" if from_tensors else "int"
-            raise TypeError(f"expected {expected} as element {i} in argument 1, but got {type(b).__name__}")
     with no_grad():
         if from_tensors:
             edges = list(bins)

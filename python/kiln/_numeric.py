@@ -62,7 +62,7 @@ def _spacing(x, y, dim):
     return spacing
 
 
-@checked_signature("trapezoid(Tensor y, Any x, *, Scalar? dx, int dim)", overloaded=True)
+@checked_signature("trapezoid(Tensor y, Tensor? x, *, Scalar dx, int dim)", overloaded=True)
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoid rule along ``dim``: spacing ``dx`` (default 1) or sample points ``x``, with torch's
     checks (the shared core is trapz's, below)."""
@@ -76,7 +76,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     return _trapezoid_dx(y, 1.0 if dx is None else dx, dim)
 
 
-@checked_signature("cumulative_trapezoid(Tensor y, Any x, *, Scalar? dx, int dim)", overloaded=True)
+@checked_signature("cumulative_trapezoid(Tensor y, Tensor? x, *, Scalar dx, int dim)", overloaded=True)
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoid rule along ``dim`` (one element shorter than y along it)."""
     if x is not None and dx is not None:
@@ -420,7 +420,7 @@ def _gradient_coordinates(f, d, coordinates, edge_order):
     return _F.cat([first, center, last], d)
 
 
-@checked_signature("gradient(Tensor input, *, Any spacing, Any dim, int edge_order)")
+@checked_signature("gradient(Tensor input, *, Any spacing, int|int[]? dim, int edge_order)")
 def gradient(input, *, spacing=1, dim=None, edge_order=1):
     """torch.gradient: the derivative estimate along each of ``dim`` (default every dim) by
     second-order central differences inside and first- or second-order (``edge_order``)

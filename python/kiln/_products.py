@@ -8,7 +8,7 @@ from __future__ import annotations
 import warnings
 
 from kiln import _C
-from kiln._arguments import checked_signature
+from kiln._arguments import _is_int_list, _require_tensor, _type_name, _unpack_int_list, checked_signature
 
 _F = _C._functions
 
@@ -17,14 +17,29 @@ def _dim_list(d):
     return [int(d)] if isinstance(d, int) else [int(x) for x in d]
 
 
+def _check_dim_lists(dims):
+    """The two dim lists as torch's tensordot op's parser takes them (int[] dims_self, dims_other): each
+    one's first element's kind, then every element unpacked."""
+    for position, name, value in ((3, "dims_self", dims[0]), (4, "dims_other", dims[1])):
+        if isinstance(value, (list, tuple)) and not _is_int_list(value):
+            raise TypeError(f"tensordot(): argument '{name}' (position {position}) must be tuple of ints, but found "
+                            f"element of type {_type_name(value[0])} at pos 0")
+    for name, value in (("dims_self", dims[0]), ("dims_other", dims[1])):
+        if isinstance(value, (list, tuple)):
+            _unpack_int_list(value, "tensordot", name)
+
+
 def tensordot(a, b, dims=2, out=None):
     """torch.tensordot: contract the last `dims` dims of a with the first of b,
     or the dims given as a pair of lists (or a tensor holding them)."""
+    _require_tensor(a, "tensordot", "input", 1)  # the refusal of torch's op, which torch.tensordot calls with a, b
+    _require_tensor(b, "tensordot", "other", 2)
     if isinstance(dims, _C.TensorBase):
         dims = dims.item() if dims.numel() == 1 else dims.tolist()
     if isinstance(dims, (list, tuple)):
         if len(dims) != 2:
             raise RuntimeError("tensordot expects dims to be a pair of dimension lists")
+        _check_dim_lists(dims)
         dims_a, dims_b = _dim_list(dims[0]), _dim_list(dims[1])
     elif isinstance(dims, int):
         if dims < 0:

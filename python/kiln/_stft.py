@@ -8,7 +8,7 @@ from __future__ import annotations
 import warnings
 
 from kiln import _C, fft
-from kiln._arguments import checked_signature
+from kiln._arguments import check_positional_call, checked_signature
 from kiln._padding import pad as _pad
 
 _F = _C._functions
@@ -37,15 +37,44 @@ def _window_of(window, n_fft, win_length, like):
     return window
 
 
-@checked_signature("stft(Tensor input)")
+# torch.stft's overloads as its argument parser lists them when none takes a call, with the kinds of the
+# nine arguments torch.stft (Python) passes on positionally once it has padded a centred signal itself:
+# they bind to the second overload's parameters, or (a str where onesided goes) to the first's.
+_STFT_OVERLOADS = (
+    ('(Tensor input, int n_fft, int hop_length = None, int win_length = None, Tensor window = None, bool center = '
+     'True, str pad_mode = "reflect", bool normalized = False, bool onesided = None, bool return_complex = None, '
+     'bool align_to_window = None)', ("Tensor", "int", "int?", "int?", "Tensor?", "bool", "str", "bool", "bool?")),
+    ('(Tensor input, int n_fft, int hop_length = None, int win_length = None, Tensor window = None, bool normalized '
+     '= False, bool onesided = None, bool return_complex = None, bool align_to_window = None)',
+     ("Tensor", "int", "int?", "int?", "Tensor?", "bool", "bool?", "bool?", "bool?")),
+)
+
+
+def _pad_centred(input, n_fft, pad_mode):
+    """The signal padded by n_fft // 2 on both ends, as torch.stft pads it (through a 3-D view)."""
+    signal_dim = input.dim()
+    pad = int(n_fft // 2)
+    input = _pad(input.view([1] * (3 - signal_dim) + list(input.shape)), [pad, pad], pad_mode)
+    return input.view(input.shape[-signal_dim:])
+
+
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
-         normalized=False, onesided=None, return_complex=None):
+         normalized=False, onesided=None, return_complex=None, align_to_window=None):
     """torch.stft: the short-time Fourier transform of a 1-D or batched 2-D signal,
-    [batch?, n_fft // 2 + 1 (onesided) or n_fft, frames]."""
-    if not isinstance(input, _C.TensorBase):
-        raise TypeError(f"stft(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    if window is not None and not isinstance(window, _C.TensorBase):
-        raise TypeError(f"stft(): argument 'window' (position 5) must be Tensor, not {type(window).__name__}")
+    [batch?, n_fft // 2 + 1 (onesided) or n_fft, frames]. Its steps and their refusals are torch.stft's:
+    the centre padding (F.pad's, and Python's own TypeError for an n_fft that does not halve), then the
+    op's argument parser on the nine arguments it is given (Note [Declared signatures of Python-level ops])."""
+    if center and align_to_window is not None:
+        raise RuntimeError("stft align_to_window should only be set when center = false")
+    if center and isinstance(input, _C.TensorBase):
+        input = _pad_centred(input, n_fft, pad_mode)
+    overload = check_positional_call("stft", (input, n_fft, hop_length, win_length, window, normalized, onesided,
+                                              return_complex, align_to_window), _STFT_OVERLOADS)
+    if overload == 0:  # the arguments bound to the centring overload's parameters, as in torch
+        center, pad_mode, normalized, onesided, return_complex, align_to_window = (
+            normalized, onesided, return_complex, align_to_window, None, None)
+        if center:
+            input = _pad_centred(input, n_fft, pad_mode)
     if return_complex is None:
         if not (input.dtype.is_complex or (window is not None and window.dtype.is_complex)):
             raise RuntimeError("stft requires the return_complex parameter be given for real inputs, and will further "
@@ -59,9 +88,6 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         raise RuntimeError(f"stft: expected hop_length > 0, but got hop_length={hop_length}")
     batched = input.dim() == 2
     x = input if batched else input.unsqueeze(0)
-    if center:
-        pad = n_fft // 2
-        x = _pad(x.unsqueeze(1), [pad, pad], mode=pad_mode).squeeze(1)
     length = x.shape[-1]
     if not 0 < n_fft <= length:
         # torch's text says "<" though it allows n_fft == length
@@ -72,6 +98,10 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
                       "recommended to reduce spectral leakage.To suppress this warning and use a rectangular window, "
                       "explicitly set `window=kiln.ones(n_fft, device=<device>)`.")
     full_window = _window_of(window, n_fft, win_length, input)
+    if align_to_window:  # frames start where the (shorter) window starts: the signal shifted by its centring pad
+        win = n_fft if win_length is None else int(win_length)
+        left = (n_fft - win) // 2
+        x = _pad(x, [left, n_fft - win - left])
     frames = x.unfold(-1, n_fft, hop_length) * full_window  # [batch, frames, n_fft]
     complex_input = input.dtype.is_complex or full_window.dtype.is_complex
     if onesided is None:

@@ -131,7 +131,7 @@ def unsqueeze_copy(input, dim, *, out=None):
     return _write_out(_materialise(input.unsqueeze(dim)), out)
 
 
-@checked_signature("view_copy(Tensor input, Any size, *, Tensor? out)")
+@checked_signature("view_copy(Tensor input, ScalarType|int[] size, *, Tensor? out)")
 def view_copy(input, size, *, out=None):
     """torch.view_copy: ``input.view(size)`` (a shape or a dtype) as a new tensor. Unlike
     Tensor.view, any input works: the copy need not alias ``input``'s memory."""

@@ -232,3 +232,11 @@ TEST(Library, DefineDropAndRedefine) {
   again.def("f(Tensor x, int y) -> Tensor");
   EXPECT_EQ(Dispatcher::singleton().find_schema_or_throw("tmpns::f").schema().arguments().size(), 2u);
 }
+
+TEST(FunctionSchemaParse, ListSizePastInt64IsAParseError) {
+  // std::stoll threw std::out_of_range here, escaping the parser's kiln::Error (found by libFuzzer:
+  // fuzz/corpus/function_schema/regression_list_size_past_int64)
+  EXPECT_THROW((void)FunctionSchema::parse("f(int[99999999999999999999] a) -> Tensor"), Error);
+  EXPECT_EQ(FunctionSchema::parse("f(int[9223372036854775807] a) -> Tensor").str(),
+            "f(int[9223372036854775807] a) -> Tensor");
+}

@@ -27,11 +27,18 @@ def _adjoint(x):
     return x.transpose(-2, -1)
 
 
-def _range_basis(A, q: int, niter: int):
-    """An orthonormal [*, m, q'] basis approximately spanning A's dominant column space: a Gaussian
-    sketch A G, refined by ``niter`` power (subspace) iterations, re-orthonormalized at each step."""
-    n = A.shape[-1]
-    sketch = _F.randn(*A.shape[:-2], n, q, dtype=A.dtype)
+def _sketch(A, n, q):
+    """The Gaussian [n, q] sketch of the range finder: one for every matrix of the batch, drawn by randn(n, q)
+    as torch draws it (so a q randn refuses is refused with randn's words), then A's dtype checked."""
+    sketch = _F.randn(n, q, dtype=A.dtype if A.dtype.is_floating_point else _C.float32)
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype_word(A.dtype)} != float")
+    return sketch
+
+
+def _range_basis(A, sketch, niter):
+    """An orthonormal [*, m, q'] basis approximately spanning A's dominant column space: the sketched A G,
+    refined by ``niter`` power (subspace) iterations, re-orthonormalized at each step."""
     basis = qr(A.matmul(sketch))[0]
     for _ in range(niter):
         basis = qr(_adjoint(A).matmul(basis))[0]
@@ -39,30 +46,31 @@ def _range_basis(A, q: int, niter: int):
     return basis
 
 
-@checked_signature("svd_lowrank(Tensor A, int? q, int? niter, Tensor? M)")
-def svd_lowrank(A, q: int = 6, niter: int = 2, M=None):
+@checked_signature("svd_lowrank(Tensor A, Any q, Any niter, Tensor? M)")
+def svd_lowrank(A, q=6, niter=2, M=None):
     """torch.svd_lowrank: (U, S, V) with A - M ~ U diag(S) V^T for a [*, m, n] A (M broadcast to A; None
     means 0), from a rank-q randomized range finder with ``niter`` subspace iterations. V, not V^T, as torch.
     Random: kiln's generator draws the sketch, so the factors differ from torch's, within the method's
-    accuracy. Dense tensors only."""
-    if not A.dtype.is_floating_point:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype_word(A.dtype)} != float")
-    if q is None:
-        q = 6
-    if q < 0:
-        raise RuntimeError(f"Trying to create tensor with negative dimension {q}: [{A.shape[-1]}, {q}]")
+    accuracy. Dense tensors only. q and niter are torch's Python values: q goes to randn (its refusals),
+    niter to range()."""
+    q = 6 if q is None else q
+    niter = 2 if niter is None else niter
+    if A.dim() < 2:  # torch's unpacking of the last two sizes
+        raise ValueError(f"not enough values to unpack (expected 2, got {A.dim()})")
+    m, n = A.shape[-2], A.shape[-1]
+    # torch draws the sketch before it subtracts M, so a q randn refuses is refused first
+    sketch = _sketch(A, min(m, n), q)
     matrix = A if M is None else A - M
-    if matrix.dim() < 2:  # torch's unpacking of the last two sizes
-        raise ValueError(f"not enough values to unpack (expected 2, got {matrix.dim()})")
-    m, n = matrix.shape[-2], matrix.shape[-1]
+    if matrix.dtype != sketch.dtype and matrix.dtype.is_floating_point:
+        sketch = sketch.to(matrix.dtype)
     if m < n:  # work on the tall side: the adjoint's factors, swapped
-        V, S, U = _svd_tall(_adjoint(matrix), q, niter)
+        V, S, U = _svd_tall(_adjoint(matrix), sketch, niter)
         return U, S, V
-    return _svd_tall(matrix, q, niter)
+    return _svd_tall(matrix, sketch, niter)
 
 
-def _svd_tall(A, q: int, niter: int):
-    basis = _range_basis(A, q, niter)                       # [*, m, q]
+def _svd_tall(A, sketch, niter: int):
+    basis = _range_basis(A, sketch, niter)                       # [*, m, q]
     small = _adjoint(basis).matmul(A)                       # [*, q, n]
     u, s, vh = svd(small, full_matrices=False)
     return basis.matmul(u), s, _adjoint(vh)

@@ -44,6 +44,9 @@ def _rows_unpermuted(X, perm):
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """(P, L, U) with A = P L U from linalg.lu_factor's packed LU and pivots (empty tensors for
     the parts not asked for)."""
+    if LU_data.dim() < 2:
+        raise RuntimeError(f"torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{list(LU_data.shape)} instead")
     m, n = LU_data.shape[-2], LU_data.shape[-1]
     k = min(m, n)
     empty = _F.empty(0, dtype=LU_data.dtype)

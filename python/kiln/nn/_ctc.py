@@ -26,9 +26,9 @@ import math
 import numpy as np
 
 from kiln import _C
-from kiln._arguments import checked_signature
+from kiln._arguments import check_positional_call
 from kiln._creation import tensor
-from kiln.nn._losses import _check_reduction
+from kiln.nn._losses import _REDUCTION_ENUM, _check_reduction
 from kiln.nn._ops import functions as _functions
 
 _WHERE = "(while checking arguments for ctc_loss_allocate_outputs)"
@@ -159,19 +159,25 @@ def _torch_gradient_term(log_probs, input_lengths: list):
     return zero.sum((0, 2))
 
 
-@checked_signature("ctc_loss(Tensor log_probs, Tensor targets)")
+# torch.ctc_loss's overloads, as its parser lists them: F.ctc_loss passes its seven arguments on positionally
+# (the reduction as its integer code), and lengths bind either as two int lists or as two tensors.
+_CTC_OVERLOADS = (
+    ("(Tensor log_probs, Tensor targets, tuple of ints input_lengths, tuple of ints target_lengths, int blank = 0, "
+     "int reduction = at::Reduction::Mean, bool zero_infinity = False)",
+     ("Tensor", "Tensor", "int[]", "int[]", "int", "int", "bool")),
+    ("(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank = 0, "
+     "int reduction = at::Reduction::Mean, bool zero_infinity = False)",
+     ("Tensor", "Tensor", "Tensor", "Tensor", "int", "int", "bool")),
+)
+
+
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction: str = "mean",
              zero_infinity: bool = False):
-    """The connectionist temporal classification loss of [T, N, C] (or [T, C]) log-probabilities."""
+    """The connectionist temporal classification loss of [T, N, C] (or [T, C]) log-probabilities. Its
+    refusals are torch's: the reduction's name first, then torch.ctc_loss's parser on the seven arguments."""
     _check_reduction(reduction)
-    if isinstance(input_lengths, _C.TensorBase) != isinstance(target_lengths, _C.TensorBase):
-        raise TypeError("ctc_loss(): input_lengths and target_lengths must both be tensors or both be sequences of "
-                        "ints")
-    if isinstance(blank, bool) or not isinstance(blank, int):  # torch's parser: int blank
-        raise TypeError(f"ctc_loss(): argument 'blank' must be int, not {type(blank).__name__}")
-    for name, value in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
-        if isinstance(value, bool) or not isinstance(value, (_C.TensorBase, list, tuple, int)):
-            raise TypeError(f"ctc_loss(): argument '{name}' must be tuple of ints, not {type(value).__name__}")
+    check_positional_call("ctc_loss", (log_probs, targets, input_lengths, target_lengths, blank,
+                                       _REDUCTION_ENUM[reduction], zero_infinity), _CTC_OVERLOADS)
     if not log_probs.dtype.is_floating_point:
         raise NotImplementedError(f"\"ctc_loss_cpu\" not implemented for '{_scalar(log_probs.dtype)}'")
     inputs = _lengths(input_lengths, "input_lengths")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 from kiln import _C
-from kiln._arguments import checked_signature
+from kiln._arguments import _require_bool, checked_signature
 from kiln._statistics import unique
 from kiln.autograd.grad_mode import no_grad
 from kiln.nn._ops import functions as _functions
@@ -28,6 +28,12 @@ def renorm_rows(weight, indices, max_norm: float, norm_type: float):
     return weight
 
 
+@checked_signature("embedding_renorm_(Tensor self, Tensor indices, float max_norm, float norm_type)", forwarded=True)
+def _renorm_as_called(weight, indices, max_norm, norm_type):
+    """renorm_rows as F.embedding calls torch.embedding_renorm_: positionally, through its argument parser."""
+    return renorm_rows(weight, indices, max_norm, norm_type)
+
+
 @checked_signature("embedding(Tensor input, Tensor weight)")
 def embedding(input, weight, padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False):
@@ -42,7 +48,9 @@ def embedding(input, weight, padding_idx: Optional[int] = None, max_norm: Option
     else:
         padding_idx = -1
     if max_norm is not None:
-        renorm_rows(weight, input, max_norm, norm_type)
+        _renorm_as_called(weight, input, max_norm, norm_type)
+    for position, name, value in ((4, "scale_grad_by_freq", scale_grad_by_freq), (5, "sparse", sparse)):
+        _require_bool(value, "embedding", name, position)  # torch.embedding's positions, as F.embedding calls it
     if sparse:
         raise NotImplementedError("kiln.nn.functional.embedding: sparse gradients are not supported")
     return _functions.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)

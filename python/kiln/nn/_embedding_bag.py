@@ -41,6 +41,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
                                   f"GitHub.")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
     if input.dim() == 2:
         if offsets is not None:
             raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "

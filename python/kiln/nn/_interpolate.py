@@ -87,7 +87,9 @@ def _scalar_name(dtype) -> str:
 def _is_integer(value) -> bool:
     if isinstance(value, (Integral, np.integer)):
         return True
-    return isinstance(value, _C.TensorBase) and not value.dtype.is_floating_point
+    # a tensor as torch's parser takes one for an int: one element of an integer dtype
+    return (isinstance(value, _C.TensorBase) and value.numel() == 1 and not value.dtype.is_floating_point
+            and not value.dtype.is_complex)
 
 
 def _as_int(value) -> int:
@@ -99,6 +101,8 @@ def _as_int(value) -> int:
 
 def _as_float(value) -> float:
     try:
+        if isinstance(value, _C.TensorBase):  # torch's parser takes no tensor in its float[] scale_factors
+            raise TypeError
         return float(value)
     except (TypeError, ValueError):
         raise TypeError(f"kiln.nn.functional.interpolate(): argument 'scale_factors' must be a tuple of floats, but "

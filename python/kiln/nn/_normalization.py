@@ -12,7 +12,7 @@ import math
 from typing import Optional
 
 from kiln import _C
-from kiln._arguments import _require_tensor, checked_signature
+from kiln._arguments import _is_scalar, _require_tensor, _type_name, checked_signature
 from kiln.nn._ops import functions as _functions
 from kiln._padding import pad
 
@@ -27,7 +27,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     return _functions.layer_norm(input, list(normalized_shape), weight, bias, eps)
 
 
-@checked_signature("rms_norm(Tensor input)")
+@checked_signature("rms_norm(Tensor input, int[] normalized_shape, Tensor? weight, float? eps)", forwarded=True)
 def rms_norm(input, normalized_shape, weight=None, eps: Optional[float] = None):
     normalized_shape = _shape_tuple(normalized_shape)
     return _functions.rms_norm(input, list(normalized_shape), weight, eps)
@@ -71,6 +71,8 @@ def _norm(input, p: float, dim, keepdim: bool):
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
     if out is not None:
         _require_tensor(out, "normalize", "out", None)
+    if not _is_scalar(p):  # torch's Tensor.norm passes p on as linalg.vector_norm's ord
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {_type_name(p)}")
     denom = _norm(input, p, dim, True).clamp_min(eps).expand_as(input)
     if out is not None:
         return out.copy_(input / denom)

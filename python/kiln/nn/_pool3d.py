@@ -296,7 +296,7 @@ def _adaptive_max(input, sizes: list, return_indices: bool):
     return result.reshape(*lead, *sizes)
 
 
-@checked_signature("adaptive_avg_pool3d(Tensor input)")
+@checked_signature("adaptive_avg_pool3d(Tensor input, int?[3] output_size)", forwarded=True)
 def adaptive_avg_pool3d(input, output_size):
     """Mean over the windows [floor(o * L / O), ceil((o + 1) * L / O)) of each spatial dim."""
     sizes = _adaptive_sizes("adaptive_avg_pool3d", input, output_size, 3, "adaptive_avg_pool3d: output_size must be 3")

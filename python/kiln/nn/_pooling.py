@@ -56,7 +56,7 @@ def adaptive_avg_pool1d(input, output_size):
     return _functions.adaptive_avg_pool1d(input, output_size)
 
 
-@checked_signature("adaptive_avg_pool2d(Tensor input)")
+@checked_signature("adaptive_avg_pool2d(Tensor input, int?[2] output_size)", forwarded=True)
 def adaptive_avg_pool2d(input, output_size):
     _pool3d.check_output_size_rank(input, output_size)
     if isinstance(output_size, int):

@@ -18,21 +18,26 @@ has projections (h0 narrower than c0).
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
 
 from kiln import _C, _statistics
-from kiln._arguments import _require_tensor, checked_signature
+from kiln._arguments import _require_tensor, check_positional_call, checked_signature
 from kiln._norms import matrix_norm
 from kiln._creation import tensor
 from kiln.autograd.grad_mode import is_grad_enabled, no_grad
-from kiln.nn import _dropout, _losses
+from kiln.nn import _ctc, _dropout, _losses
 from kiln.nn import functional as F
 from kiln.nn.modules.rnn import RNNBase, _cell_step
 from kiln.nn.utils.rnn import PackedSequence
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+# torch's schemas say `int reduction=Mean`, but its argument parser reads that default's text
+# ("at::Reduction::Mean") as an integer, which is 0: torch.kl_div(a, b) and the other torch.* losses
+# called without a reduction return the unreduced loss. So do kiln's spellings.
+_DEFAULT_REDUCTION = 0
 _INTERPOLATION = {0: "bilinear", 1: "nearest", 2: "bicubic"}
 _PADDING = {0: "zeros", 1: "border", 2: "reflection"}
 
@@ -158,21 +163,29 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed: bool
 # --- losses (integer reduction codes) -----------------------------------------------------------
 @checked_signature("binary_cross_entropy_with_logits(Tensor input, Tensor target, Tensor? weight, Tensor? pos_weight, "
                    "int reduction)")
-def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=_DEFAULT_REDUCTION):
     """torch.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction: int)."""
     return F.binary_cross_entropy_with_logits(input, target, weight, reduction=_reduction(reduction),
                                                  pos_weight=pos_weight)
 
 
 @checked_signature("cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin, int reduction)")
-def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, reduction=1):
+def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, reduction=_DEFAULT_REDUCTION):
     """torch.cosine_embedding_loss(input1, input2, target, margin, reduction: int)."""
     return F.cosine_embedding_loss(input1, input2, target, margin, reduction=_reduction(reduction))
 
 
-@checked_signature("ctc_loss(Tensor log_probs, Tensor targets, Any input_lengths, Any target_lengths, int blank, "
-                   "int reduction, bool zero_infinity)")
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction=1,
+def _checked_as_given(op):
+    """torch.ctc_loss's parser step on the arguments exactly as given (its refusal lists them so)."""
+    @functools.wraps(op)
+    def call(*args, **kwargs):
+        check_positional_call("ctc_loss", args, _ctc._CTC_OVERLOADS, kwargs)
+        return op(*args, **kwargs)
+    return call
+
+
+@_checked_as_given
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, reduction=_DEFAULT_REDUCTION,
              zero_infinity: bool = False):
     """torch.ctc_loss(..., blank, reduction: int, zero_infinity)."""
     return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _reduction(reduction),
@@ -180,13 +193,13 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank: int = 0, 
 
 
 @checked_signature("hinge_embedding_loss(Tensor input, Tensor target, float margin, int reduction)")
-def hinge_embedding_loss(input, target, margin: float = 1.0, reduction=1):
+def hinge_embedding_loss(input, target, margin: float = 1.0, reduction=_DEFAULT_REDUCTION):
     """torch.hinge_embedding_loss(input, target, margin, reduction: int)."""
     return F.hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
 
 
 @checked_signature("kl_div(Tensor input, Tensor target, int reduction, *, bool log_target)")
-def kl_div(input, target, reduction=1, *, log_target: bool = False):
+def kl_div(input, target, reduction=_DEFAULT_REDUCTION, *, log_target: bool = False):
     """torch.kl_div(input, target, reduction: int, *, log_target): 'mean' is the mean over all elements
     (ATen's, without F.kl_div's warning)."""
     loss = F.kl_div(input, target, reduction="none", log_target=log_target)
@@ -194,7 +207,7 @@ def kl_div(input, target, reduction=1, *, log_target: bool = False):
 
 
 @checked_signature("margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin, int reduction)")
-def margin_ranking_loss(input1, input2, target, margin: float = 0.0, reduction=1):
+def margin_ranking_loss(input1, input2, target, margin: float = 0.0, reduction=_DEFAULT_REDUCTION):
     """torch.margin_ranking_loss(input1, input2, target, margin, reduction: int)."""
     return F.margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction))
 
@@ -208,7 +221,7 @@ def poisson_nll_loss(input, target, log_input: bool, full: bool, eps: float, red
 @checked_signature("triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin, float p, "
                    "float eps, bool swap, int reduction)")
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
-                        swap: bool = False, reduction=1):
+                        swap: bool = False, reduction=_DEFAULT_REDUCTION):
     """torch.triplet_margin_loss(..., margin, p, eps, swap, reduction: int)."""
     return _losses.triplet_margin_loss_any_margin(anchor, positive, negative, margin, p, eps, swap,
                                                   _reduction(reduction))

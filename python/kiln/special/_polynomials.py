@@ -14,10 +14,11 @@ with torch's own case analysis, so float32 results round like torch's:
 * for large degrees inside (-1, 1) the Chebyshev kinds use their trigonometric
   forms (cos(n acos x), ...), as torch does for n > 6 (8 for U, V, W; 4 for the
   shifted W);
-* otherwise the three-term recurrence runs n - 1 steps per element (the loop
-  runs as many vectorised steps as the largest degree asks for, stopping early
-  once every unfinished element is NaN); Hermite degrees above 128 (float32) or
-  512 (float64) give NaN, as in torch.
+* otherwise the three-term recurrence runs n - 1 steps per element, stopping
+  early once the element's value is NaN, as torch's kernels do (on CPU in C++,
+  kiln._C._polynomial_recurrence, so a huge degree costs what it costs torch:
+  Note [Polynomial recurrences run per element]); Hermite degrees above 128
+  (float32) or 512 (float64) give NaN, as in torch.
 
 Where torch returns an uninitialised value (x = NaN with n >= 2 for some kinds)
 kiln returns NaN. torch records no gradient for these functions and neither
@@ -43,12 +44,30 @@ def _operands(op, x, n):
     return x, degree, dtype
 
 
-def _recurrence(step, p, q, steps):
-    """Applies (p, q) <- (q, step(j, p, q)) for j = 1, 2, ... while j <= steps (elementwise); returns q."""
+# The step of each recurrence form, (j, a, p, q) -> the next q: the formulas kiln._C._polynomial_recurrence
+# runs per element on CPU (Note [Polynomial recurrences run per element]), here as whole-tensor steps for
+# other devices. Keyed by the C++ form number.
+_STEPS = {
+    0: lambda j, a, p, q: a * q - p,                                       # Chebyshev kinds: a = 2y
+    1: lambda j, a, p, q: a * q - (2 * j) * p,                             # Hermite H: a = 2x
+    2: lambda j, a, p, q: a * q - j * p,                                   # Hermite He: a = x
+    3: lambda j, a, p, q: (((j + j) + a) * q - j * p) / (j + 1),           # Laguerre: a = 1 - x
+    4: lambda j, a, p, q: ((2 * j + 1) * a * q - j * p) / (j + 1),         # Legendre: a = x
+}
+_CHEBYSHEV, _HERMITE_H, _HERMITE_HE, _LAGUERRE, _LEGENDRE = range(5)
+
+
+def _recurrence(form, a, first, steps):
+    """q after (p, q) <- (q, step(j, a, p, q)) for j = 1, 2, ..., steps (elementwise) from (1, first)."""
+    a, first, steps = _F.broadcast_tensors([a, first, steps])
+    if a.device.type == "cpu":
+        return _C._polynomial_recurrence(form, a.contiguous(), first.contiguous(), steps.contiguous())
+    step = _STEPS[form]
+    p, q = _F.ones_like(first), first
     total = int(c.max_item(steps, 0))
     for j in range(1, total + 1):
         update = steps >= j
-        new = step(j, p, q)
+        new = step(j, a, p, q)
         p, q = _F.where(update, q, p), _F.where(update, new, q)
         if j % 32 == 0 and not c.any_item((steps > j) & ~_F.isnan(q)):
             break
@@ -79,7 +98,7 @@ def _chebyshev(op, x, n, kind, shifted, out):
     ends = top | bottom
     steps = _F.where((degree >= 2) & ~trig & ~ends, degree - 1, _F.zeros_like(degree))
     two_y = y + y
-    result = _recurrence(lambda j, p, q: two_y * q - p, one, first, steps)
+    result = _recurrence(_CHEBYSHEV, two_y, first, steps)
     result = _F.where(degree == 1, first, result)
     result = _F.where(degree == 0, one, result)
     result = _F.where(trig, _chebyshev_trig(kind, shifted, _F.where(trig, y, _F.zeros_like(y)), x, degree, nf), result)
@@ -173,9 +192,9 @@ def _hermite(op, x, n, physicists, out):
     steps = _F.where((degree >= 2) & ~too_high, degree - 1, _F.zeros_like(degree))
     if physicists:
         two_x = x + x
-        result = _recurrence(lambda j, p, q: two_x * q - (2 * j) * p, one, first, steps)
+        result = _recurrence(_HERMITE_H, two_x, first, steps)
     else:
-        result = _recurrence(lambda j, p, q: x * q - j * p, one, first, steps)
+        result = _recurrence(_HERMITE_HE, x, first, steps)
     result = _F.where(too_high, _F.full_like(result, math.nan), result)
     result = _F.where(degree == 1, first, result)
     result = _F.where(degree == 0, one, result)
@@ -203,7 +222,7 @@ def laguerre_polynomial_l(input, n, *, out=None):
     first = 1.0 - x
     zero = x == 0
     steps = _F.where((degree >= 2) & ~zero, degree - 1, _F.zeros_like(degree))
-    result = _recurrence(lambda j, p, q: (((j + j) + first) * q - j * p) / (j + 1), one, first, steps)
+    result = _recurrence(_LAGUERRE, first, first, steps)
     result = _F.where(degree == 1, first, result)
     result = _F.where((degree == 0) | zero, one, result)
     result = _F.where(degree < 0, _F.zeros_like(result), result)
@@ -217,7 +236,7 @@ def legendre_polynomial_p(input, n, *, out=None):
     one = _F.ones_like(x)
     ends = _F.abs(x) == 1
     steps = _F.where((degree >= 2) & ~ends, degree - 1, _F.zeros_like(degree))
-    result = _recurrence(lambda j, p, q: ((2 * j + 1) * x * q - j * p) / (j + 1), one, x, steps)
+    result = _recurrence(_LEGENDRE, x, x, steps)
     result = _F.where(degree == 1, x, result)
     result = _F.where(degree == 0, one, result)
     result = _F.where(ends, _F.where((x > 0) | _even(degree), one, -one), result)

@@ -294,6 +294,32 @@ def test_polynomials_match_torch_float32_and_promotion(name):
     _close(getattr(kiln.special, name)(kd, kiln.tensor(4)), getattr(torch.special, name)(td, torch.tensor(4)), rtol=1e-12)
 
 
+RECURRENCE_ONLY = ["hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"]
+
+
+@pytest.mark.parametrize("name", RECURRENCE_ONLY)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_polynomial_recurrences_are_torchs_bit_for_bit(name, dtype):
+    # kiln._C._polynomial_recurrence rounds each step as torch's kernels (an fma): Note [Polynomial recurrences
+    # run per element]
+    xs = np.random.default_rng(6).uniform(-3, 3, 300)
+    for n in (2, 5, 60, 3000):
+        kx, tx = _pair(xs, dtype)
+        got = getattr(kiln.special, name)(kx, n).numpy()
+        expected = getattr(torch.special, name)(tx, n).numpy()
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("name", ["laguerre_polynomial_l", "legendre_polynomial_p"])
+def test_polynomial_of_a_huge_degree_runs_per_element(name):
+    # at x = -0.01 the Laguerre value stays finite for ~10^7 steps, so the recurrence runs them all; as
+    # whole-tensor steps that took minutes (found by fuzz/python/fuzz_python_functions.py: the call hung)
+    n = 10**6
+    kx, tx = _pair([-0.01, -1.5, 0.5], "float64")
+    np.testing.assert_array_equal(getattr(kiln.special, name)(kx, n).numpy(),
+                                  getattr(torch.special, name)(tx, n).numpy())
+
+
 def test_polynomials_at_nan_and_shapes():
     # torch leaves some kinds uninitialised at x = nan for n >= 2; degrees 0 and 1 are defined everywhere
     for name in POLYNOMIALS:

@@ -104,10 +104,11 @@ def test_non_tensor_argument_raises_torchs_type_error(name):
 
 
 def test_stft_window_must_be_a_tensor():
-    with pytest.raises(TypeError, match="stft"):
-        torch.stft(torch.ones(64), 16, window=1.5, return_complex=True)
-    with pytest.raises(TypeError, match="argument 'window' \\(position 5\\) must be Tensor, not float"):
-        kiln.stft(kiln.ones(64), 16, window=1.5, return_complex=True)
+    # torch.stft passes nine arguments on to an op with two overloads: its parser lists both
+    message = "stft\\(\\) received an invalid combination of arguments - got \\(Tensor, int, NoneType, NoneType, float,"
+    for lib in (torch, kiln):
+        with pytest.raises(TypeError, match=message):
+            lib.stft(lib.ones(64), 16, window=1.5, return_complex=True)
 
 
 def test_record_stream_needs_a_stream():

@@ -77,6 +77,30 @@ DECLARED_REFUSALS = {
                                   "pad\\(\\): argument 'pad' \\(position 2\\) must be tuple of ints, not Tensor"),
     "missing_argument_before_kinds": (lambda lib: lib.nn.functional.max_pool3d(lib.ones(1, 1, 2, 2, 2), dilation=2**63),
                                       "max_pool3d\\(\\) missing .*required .*argument: 'kernel_size'"),
+    "int_list_first_element_kind": (lambda lib: lib.nn.functional.pad(lib.ones(2), [1.5, 1]),
+                                    "pad\\(\\): argument 'pad' \\(position 2\\) must be tuple of ints, but found "
+                                    "element of type float at pos 0"),
+    "int_list_later_element_unpacked": (lambda lib: lib.nn.functional.pad(lib.ones(2), [1, None]),
+                                        "pad\\(\\): argument 'pad' failed to unpack the object at pos 2 with error "
+                                        "\"type must be tuple of ints,but got NoneType\""),
+    "int_list_element_past_int64": (lambda lib: lib.nn.functional.avg_pool1d(lib.ones(1, 1, 4), [1, 2**64]),
+                                    "avg_pool1d\\(\\): argument 'kernel_size' failed to unpack the object at pos 2 "
+                                    "with error \"Overflow when unpacking long long"),
+    "stft_centre_padding_mode": (lambda lib: lib.stft(lib.ones(64), 16, pad_mode=3, return_complex=True),
+                                 "pad\\(\\): argument 'mode' \\(position 3\\) must be str, not int"),
+    "ctc_loss_lengths_of_two_kinds": (lambda lib: lib.nn.functional.ctc_loss(lib.ones(6, 2, 4), lib.ones(2, 2),
+                                                                             [6, 6], lib.tensor([2, 2])),
+                                      "ctc_loss\\(\\) received an invalid combination of arguments - got \\(Tensor, "
+                                      "Tensor, list, Tensor, int, int, bool\\)"),
+    "ctc_loss_length_past_int64": (lambda lib: lib.nn.functional.ctc_loss(lib.ones(6, 2, 4), lib.ones(2, 2),
+                                                                          [6, 2**64], [2, 2]),
+                                   "ctc_loss\\(\\): argument 'input_lengths' failed to unpack the object at pos 2"),
+    "svd_lowrank_q_past_int64": (lambda lib: lib.svd_lowrank(lib.ones(5, 4), q=2**64),
+                                 "randn\\(\\): argument 'size' failed to unpack the object at pos 2 with error "
+                                 "\"Overflow when unpacking long long"),
+    "svd_lowrank_q_float": (lambda lib: lib.svd_lowrank(lib.ones(5, 4), q=1.5),
+                            "randn\\(\\): argument 'size' failed to unpack the object at pos 2 with error \"type must "
+                            "be tuple of ints,but got float\""),
     "kinds_before_int_overflow": (lambda lib: lib.nn.functional.max_pool3d(lib.ones(1, 1, 2, 2, 2), 2, dilation=2**63,
                                                                            padding=lib.ones(0)),
                                   "argument 'padding'.* must be tuple of ints, not Tensor"),
@@ -131,3 +155,54 @@ def test_a_declared_signature_keeps_the_function_inspectable():
     import inspect
     assert list(inspect.signature(kiln.diagflat).parameters) == ["input", "offset"]
     assert kiln.diagflat.__name__ == "diagflat" and kiln.diagflat.__doc__ == kiln.diagflat.__wrapped__.__doc__
+
+
+# Refusals whose whole text is torch's: the parser's listing of every overload, with the types it refused marked.
+WHOLE_MESSAGE_REFUSALS = {
+    "stft_float_n_fft": lambda lib: lib.stft(lib.ones(64), 16.0, return_complex=True),
+    "stft_float_hop_length": lambda lib: lib.stft(lib.ones(64), 16, 2.5, center=False, return_complex=True),
+    "stft_list_window": lambda lib: lib.stft(lib.ones(64), 16, window=[1, 2], return_complex=True),
+    "ctc_loss_float_length": lambda lib: lib.nn.functional.ctc_loss(lib.ones(6, 2, 4), lib.ones(2, 2), [6.0, 6], [2, 2]),
+    "ctc_loss_float_blank": lambda lib: lib.nn.functional.ctc_loss(lib.ones(6, 2, 4), lib.ones(2, 2), [6, 6], [2, 2],
+                                                                   blank=1.5),
+    "torch_ctc_loss_as_given": lambda lib: lib.ctc_loss(lib.ones(6, 2, 4), lib.ones(2, 2), [6, 6], lib.tensor([2, 2])),
+    "torch_ctc_loss_keyword": lambda lib: lib.ctc_loss(lib.ones(6, 2, 4), lib.ones(2, 2), [6, 6], [2, 2], 0, 1,
+                                                       zero_infinity=3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WHOLE_MESSAGE_REFUSALS))
+def test_overloaded_refusal_is_torchs_whole_message(name):
+    call = WHOLE_MESSAGE_REFUSALS[name]
+    with pytest.raises(TypeError) as expected:
+        call(torch)
+    with pytest.raises(TypeError) as got:
+        call(kiln)
+    assert str(got.value) == str(expected.value)
+
+
+def test_int_list_takes_a_bool_after_its_first_element():
+    for lib in (torch, kiln):  # torch checks the first element's kind only, and unpacks True as 1
+        assert tuple(lib.nn.functional.pad(lib.ones(1, 1, 4), [1, True]).shape) == (1, 1, 6)
+
+
+def test_torch_spelled_losses_default_to_no_reduction():
+    # torch's parser reads the schemas' default "at::Reduction::Mean" as the integer 0
+    a, b = kiln.ones(3, 4), kiln.ones(3, 4)
+    assert kiln.kl_div(a, b).shape == torch.kl_div(torch.ones(3, 4), torch.ones(3, 4)).shape == (3, 4)
+    log_probs = kiln.ones(6, 2, 4).log_softmax(2)
+    targets = kiln.tensor([[1, 2], [1, 1]])
+    assert kiln.ctc_loss(log_probs, targets, [6, 6], [2, 2]).shape == (2,)
+
+
+def test_stft_align_to_window_matches_torch():
+    import numpy as np
+    signal = np.random.default_rng(0).standard_normal(64)
+    window = np.hanning(8)
+    results = [lib.stft(lib.tensor(signal), 16, 4, 8, lib.tensor(window), center=False, return_complex=True,
+                        align_to_window=True) for lib in (torch, kiln)]
+    assert tuple(results[1].shape) == tuple(results[0].shape) == (9, 15)
+    np.testing.assert_allclose(results[1].numpy(), results[0].numpy(), atol=1e-12)
+    for lib in (torch, kiln):
+        with pytest.raises(RuntimeError, match="align_to_window should only be set when center = false"):
+            lib.stft(lib.ones(64), 16, align_to_window=False, return_complex=True)
