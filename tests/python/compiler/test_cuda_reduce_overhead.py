@@ -5,7 +5,7 @@ host emulation elsewhere; values need a GPU: test_cuda_compiled.py). Checked: th
 caching-allocator block allocated once, a replay allocates only the returned tensor, the second run with the
 same buffers captures the launches (the legacy default stream is captured through a side stream) and later
 runs replay them with one cuGraphLaunch; a driver without the graph entry points, or one that refuses the
-capture, gets plain launches every run."""
+capture, gets plain launches every run. The stand-in is helpers/fake_cuda_driver.py's."""
 
 from __future__ import annotations
 
@@ -65,93 +65,6 @@ def test_cpu_inputs_to_a_cuda_graph_run_eagerly_without_the_arena():
     assert compiled.cuda_graph_stats == (True, 0, 0)
 
 
-FAKE_CUDA = r"""
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-typedef unsigned long long ptr_t;
-static void note(const char* what) {
-  FILE* f = fopen(getenv("FAKE_CUDA_LOG"), "a");
-  fprintf(f, "%s\n", what);
-  fclose(f);
-}
-static void* device_alloc(size_t n) { return aligned_alloc(256, (n + 255) / 256 * 256 + 256); }
-int cuInit(unsigned f) { return 0; }
-int cuDriverGetVersion(int* v) { *v = 13000; return 0; }
-int cuGetErrorName(int e, const char** s) { *s = "CUDA_ERROR_FAKE"; return 0; }
-int cuGetErrorString(int e, const char** s) { *s = "fake driver"; return 0; }
-int cuDeviceGetCount(int* n) { *n = 1; return 0; }
-int cuDeviceGet(int* d, int i) { *d = i; return 0; }
-int cuDeviceGetName(char* s, int n, int d) { strncpy(s, "Emulated GPU", n); return 0; }
-int cuDeviceGetAttribute(int* v, int a, int d) {
-  switch (a) {
-    case 75: *v = 9; break;    /* compute capability 9.0: NVRTC compiles for sm_90 */
-    case 76: *v = 0; break;
-    case 1: *v = 1024; break;
-    case 10: *v = 32; break;
-    case 16: *v = 132; break;
-    case 39: *v = 2048; break;
-    default: *v = 49152; break;
-  }
-  return 0;
-}
-int cuDeviceTotalMem_v2(size_t* b, int d) { *b = (size_t)1 << 30; return 0; }
-int cuDevicePrimaryCtxRetain(void** c, int d) { *c = (void*)0x1; return 0; }
-int cuCtxSetCurrent(void* c) { return 0; }
-int cuCtxGetCurrent(void** c) { *c = (void*)0x1; return 0; }
-int cuCtxSynchronize(void) { return 0; }
-int cuMemAlloc_v2(ptr_t* p, size_t n) { note("mem_alloc"); *p = (ptr_t)device_alloc(n); return 0; }
-int cuMemFree_v2(ptr_t p) { free((void*)p); return 0; }
-int cuMemGetInfo_v2(size_t* f, size_t* t) { *f = *t = (size_t)1 << 30; return 0; }
-int cuMemHostAlloc(void** p, size_t n, unsigned f) { *p = device_alloc(n); return 0; }
-int cuMemFreeHost(void* p) { free(p); return 0; }
-int cuMemcpyHtoDAsync_v2(ptr_t d, const void* s, size_t n, void* st) { memcpy((void*)d, s, n); return 0; }
-int cuMemcpyDtoHAsync_v2(void* d, ptr_t s, size_t n, void* st) { memcpy(d, (void*)s, n); return 0; }
-int cuMemcpyDtoDAsync_v2(ptr_t d, ptr_t s, size_t n, void* st) { memmove((void*)d, (void*)s, n); return 0; }
-int cuMemcpyPeerAsync(ptr_t d, void* dc, ptr_t s, void* sc, size_t n, void* st) { memmove((void*)d, (void*)s, n); return 0; }
-int cuMemsetD8Async(ptr_t d, unsigned char v, size_t n, void* st) { memset((void*)d, v, n); return 0; }
-int cuStreamCreateWithPriority(void** s, unsigned f, int p) { note("stream_create"); *s = malloc(1); return 0; }
-int cuStreamDestroy_v2(void* s) { return 0; }
-int cuStreamSynchronize(void* s) { return 0; }
-int cuStreamQuery(void* s) { return 0; }
-int cuStreamWaitEvent(void* s, void* e, unsigned f) { return 0; }
-int cuEventCreate(void** e, unsigned f) { *e = malloc(1); return 0; }
-int cuEventDestroy_v2(void* e) { return 0; }
-int cuEventRecord(void* e, void* s) { return 0; }
-int cuEventSynchronize(void* e) { return 0; }
-int cuEventQuery(void* e) { return 0; }
-int cuEventElapsedTime(float* ms, void* a, void* b) { *ms = 0; return 0; }
-int cuModuleLoadData(void** m, const void* i) { *m = malloc(1); return 0; }
-int cuModuleUnload(void* m) { return 0; }
-int cuModuleGetFunction(void** f, void* m, const char* n) { *f = malloc(1); return 0; }
-static void* capturing;
-int cuLaunchKernel(void* f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned g, unsigned h,
-                   void* s, void** p, void** x) {
-  note(s == NULL ? "launch default_stream" : s == capturing ? "launch captured" : "launch side_stream");
-  return 0;
-}
-#ifdef WITH_GRAPHS
-int cuStreamBeginCapture_v2(void* s, int mode) {
-  if (s == NULL || mode != 1) return 1;
-  capturing = s;
-  note("begin_capture");
-  return 0;
-}
-int cuStreamEndCapture(void* s, void** graph) {
-  capturing = NULL;
-  note("end_capture");
-  if (getenv("FAKE_CUDA_REFUSE_CAPTURE")) { *graph = NULL; return 901; }  /* CUDA_ERROR_STREAM_CAPTURE_INVALIDATED */
-  *graph = malloc(1);
-  return 0;
-}
-int cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long flags) {
-  note("instantiate"); *exec = malloc(1); return 0;
-}
-int cuGraphLaunch(void* exec, void* s) { note(s == NULL ? "graph_launch default_stream" : "graph_launch"); return 0; }
-int cuGraphExecDestroy(void* exec) { return 0; }
-int cuGraphDestroy(void* graph) { return 0; }
-#endif
-"""
 
 SCRIPT = r"""
 import json, os, sys
@@ -186,10 +99,10 @@ def _nvrtc_loads() -> bool:
 
 
 def _run_on_fake_driver(tmp_path, with_graphs: bool, refuse_capture: bool = False) -> dict:
-    (tmp_path / "libcuda.c").write_text(FAKE_CUDA)
-    subprocess.run(["cc", "-shared", "-fPIC", *(["-DWITH_GRAPHS"] if with_graphs else []), "-o",
-                    str(tmp_path / "libcuda.so.1"), str(tmp_path / "libcuda.c")], check=True, timeout=60)
-    env = dict(os.environ, KILN_CUDA_DRIVER_LIBRARY=str(tmp_path / "libcuda.so.1"),
+    from fake_cuda_driver import build_fake_cuda  # here: SCRIPT imports this file without the helpers' folder on its path
+
+    driver = build_fake_cuda(tmp_path, "KERNELS_LOAD", *(["WITH_GRAPHS"] if with_graphs else []))
+    env = dict(os.environ, KILN_CUDA_DRIVER_LIBRARY=str(driver),
                FAKE_CUDA_LOG=str(tmp_path / "calls.log"), KILN_CUDA_CACHE_DIR=str(tmp_path / "cache"))
     if refuse_capture:
         env["FAKE_CUDA_REFUSE_CAPTURE"] = "1"

@@ -22,24 +22,6 @@ SHIM = BLOCK_THREADS_SHIM
 NONZERO_DTYPES = ("f32", "b8", "i64", "u8")
 
 DRIVER = r"""
-template <typename... Args>
-void launch(void (*kernel)(Args...), unsigned grid, unsigned block, Args... args) {
-  gridDim.x = grid;
-  blockDim.x = block;
-  for (unsigned b = 0; b < grid; ++b) {
-    blockIdx.x = b;
-    std::barrier<> barrier(block);
-    block_barrier = &barrier;
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < block; ++t) {
-      threads.emplace_back([=] {
-        threadIdx.x = t;
-        kernel(args...);
-      });
-    }
-    for (auto& th : threads) th.join();
-  }
-}
 #define RUN(NAME, ...) extern "C" void run_##NAME(unsigned grid, __VA_ARGS__)
 #define BLOCK 64u
 RUN(norm_forward_f32, const float* x, const float* w, const float* b, float* y, float* m, float* r, long long rows,

@@ -35,24 +35,6 @@ ROW_FAMILIES = ("norm", "softmax_backward")  # whole families: their kernels sha
 GENERATED = "mul Float -> Float"
 
 DRIVER = r"""
-template <typename... Args>
-void launch(void (*kernel)(Args...), unsigned grid, unsigned block, Args... args) {
-  gridDim.x = grid;
-  blockDim.x = block;
-  for (unsigned b = 0; b < grid; ++b) {
-    blockIdx.x = b;
-    std::barrier<> barrier(block);
-    block_barrier = &barrier;
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < block; ++t) {
-      threads.emplace_back([=] {
-        threadIdx.x = t;
-        kernel(args...);
-      });
-    }
-    for (auto& th : threads) th.join();
-  }
-}
 extern "C" int probe_vector_ok3(const kiln::Indexer<3>* ix, int b0, int b1, int b2, int v) {
   const int bytes[3] = {b0, b1, b2};
   return kiln::vector_ok(*ix, bytes, v);

@@ -4,7 +4,7 @@ as plain operators and the warp shuffles as identities. Used by the tests that r
 kernels as host C++ (tests/python/compiler/test_cuda_host_emulation.py,
 tests/python/cuda/test_cuda_pointwise_scalars_on_host.py); BLOCK_THREADS_SHIM runs every thread of a
 block as a std::thread (__syncthreads a std::barrier, __shfl_xor_sync an exchange through per-thread
-slots between two barriers), for the block-cooperative kernels (tests/python/cuda/
+slots between two barriers; `launch(kernel, grid, block, args...)` runs a grid), for the block-cooperative kernels (tests/python/cuda/
 test_cuda_row_kernels_on_host.py, test_cuda_vector_loads_on_host.py; build with -std=c++20 -pthread).
 The eager grid-stride kernels' host test keeps a shim of its own, which models atomics."""
 
@@ -84,5 +84,23 @@ template <typename T> T __shfl_xor_sync(unsigned, T v, int lane_mask) {
 }
 inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
   return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);
+}// launch(kernel, grid, block, args...): the grid's blocks one after another, each block's threads at once.
+template <typename... Args>
+void launch(void (*kernel)(Args...), unsigned grid, unsigned block, Args... args) {
+  gridDim.x = grid;
+  blockDim.x = block;
+  for (unsigned b = 0; b < grid; ++b) {
+    blockIdx.x = b;
+    std::barrier<> barrier(block);
+    block_barrier = &barrier;
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < block; ++t) {
+      threads.emplace_back([=] {
+        threadIdx.x = t;
+        kernel(args...);
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
 }
 """

@@ -1,7 +1,6 @@
 """Stand-ins for a GPU and NCCL, so backend="nccl" runs on a machine without either: a libcuda.so.1
-whose "device memory" is host memory (copies are memcpy, streams and events complete at once, or
-never when FAKE_CUDA_HANG is set; kernels cannot be launched), and libnccl.so.2s for one or more
-ranks. ``build(tmp_path, nccl_source)`` compiles them and returns the environment that makes kiln
+whose "device memory" is host memory (helpers/fake_cuda_driver.py's; kernels cannot be launched), and
+libnccl.so.2s for one or more ranks. ``build(tmp_path, nccl_source)`` compiles them and returns the environment that makes kiln
 load them. Used by tests/python/distributed/test_nccl_emulated.py (one rank, every call logged)
 and test_nccl_emulated_ranks.py (2 processes whose collectives meet through files).
 
@@ -21,53 +20,9 @@ from __future__ import annotations
 
 import subprocess
 
-__all__ = ["FAKE_CUDA", "RANKS_NCCL", "build"]
+from fake_cuda_driver import build_fake_cuda
 
-FAKE_CUDA = r"""
-#include <stdlib.h>
-#include <string.h>
-typedef unsigned long long ptr_t;
-static void* device_alloc(size_t n) { return aligned_alloc(256, (n + 255) / 256 * 256 + 256); }
-int cuInit(unsigned f) { return 0; }
-int cuDriverGetVersion(int* v) { *v = 13000; return 0; }
-int cuGetErrorName(int e, const char** s) { *s = "CUDA_ERROR_FAKE"; return 0; }
-int cuGetErrorString(int e, const char** s) { *s = "fake driver"; return 0; }
-int cuDeviceGetCount(int* n) { *n = 1; return 0; }
-int cuDeviceGet(int* d, int i) { *d = i; return 0; }
-int cuDeviceGetName(char* s, int n, int d) { strncpy(s, "Emulated GPU", n); return 0; }
-int cuDeviceGetAttribute(int* v, int a, int d) { *v = 8; return 0; }
-int cuDeviceTotalMem_v2(size_t* b, int d) { *b = (size_t)1 << 30; return 0; }
-int cuDevicePrimaryCtxRetain(void** c, int d) { *c = (void*)0x1; return 0; }
-int cuCtxSetCurrent(void* c) { return 0; }
-int cuCtxGetCurrent(void** c) { *c = (void*)0x1; return 0; }
-int cuCtxSynchronize(void) { return 0; }
-int cuMemAlloc_v2(ptr_t* p, size_t n) { *p = (ptr_t)device_alloc(n); return 0; }
-int cuMemFree_v2(ptr_t p) { free((void*)p); return 0; }
-int cuMemGetInfo_v2(size_t* f, size_t* t) { *f = *t = (size_t)1 << 30; return 0; }
-int cuMemHostAlloc(void** p, size_t n, unsigned f) { *p = device_alloc(n); return 0; }
-int cuMemFreeHost(void* p) { free(p); return 0; }
-int cuMemcpyHtoDAsync_v2(ptr_t d, const void* s, size_t n, void* st) { memcpy((void*)d, s, n); return 0; }
-int cuMemcpyDtoHAsync_v2(void* d, ptr_t s, size_t n, void* st) { memcpy(d, (void*)s, n); return 0; }
-int cuMemcpyDtoDAsync_v2(ptr_t d, ptr_t s, size_t n, void* st) { memmove((void*)d, (void*)s, n); return 0; }
-int cuMemcpyPeerAsync(ptr_t d, void* dc, ptr_t s, void* sc, size_t n, void* st) { memmove((void*)d, (void*)s, n); return 0; }
-int cuMemsetD8Async(ptr_t d, unsigned char v, size_t n, void* st) { memset((void*)d, v, n); return 0; }
-int cuStreamCreateWithPriority(void** s, unsigned f, int p) { *s = malloc(1); return 0; }
-int cuStreamDestroy_v2(void* s) { return 0; }
-int cuStreamSynchronize(void* s) { return 0; }
-int cuStreamQuery(void* s) { return 0; }
-int cuStreamWaitEvent(void* s, void* e, unsigned f) { return 0; }
-int cuEventCreate(void** e, unsigned f) { *e = malloc(1); return 0; }
-int cuEventDestroy_v2(void* e) { return 0; }
-int cuEventRecord(void* e, void* s) { return 0; }
-int cuEventSynchronize(void* e) { return 0; }
-int cuEventQuery(void* e) { return getenv("FAKE_CUDA_HANG") ? 600 : 0; }
-int cuEventElapsedTime(float* ms, void* a, void* b) { *ms = 0; return 0; }
-int cuModuleLoadData(void** m, const void* i) { return 999; }
-int cuModuleUnload(void* m) { return 0; }
-int cuModuleGetFunction(void** f, void* m, const char* n) { return 999; }
-int cuLaunchKernel(void* f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned g, unsigned h,
-                   void* s, void** p, void** x) { return 999; }
-"""
+__all__ = ["RANKS_NCCL", "build"]
 
 RANKS_NCCL = r"""
 #include <stdio.h>
@@ -189,9 +144,8 @@ int ncclGroupEnd(void) { return 0; }
 def build(tmp_path, nccl_source: str) -> dict:
     """Compiles the stand-in libcuda.so.1 and ``nccl_source`` as libnccl.so.2 in ``tmp_path``; the
     environment variables that make kiln load them."""
-    for name, source in (("libcuda.so.1", FAKE_CUDA), ("libnccl.so.2", nccl_source)):
-        (tmp_path / f"{name}.c").write_text(source)
-        subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / name), str(tmp_path / f"{name}.c")],
-                       check=True, timeout=60)
-    return {"KILN_CUDA_DRIVER_LIBRARY": str(tmp_path / "libcuda.so.1"),
-            "KILN_NCCL_LIBRARY": str(tmp_path / "libnccl.so.2")}
+    driver = build_fake_cuda(tmp_path)
+    (tmp_path / "libnccl.so.2.c").write_text(nccl_source)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "libnccl.so.2"), str(tmp_path / "libnccl.so.2.c")],
+                   check=True, timeout=60)
+    return {"KILN_CUDA_DRIVER_LIBRARY": str(driver), "KILN_NCCL_LIBRARY": str(tmp_path / "libnccl.so.2")}
