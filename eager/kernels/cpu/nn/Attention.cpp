@@ -246,28 +246,42 @@ std::tuple<Tensor, Tensor> flash_forward(Prepared& p, const Tensor& query) {
   return {round_to(out, query.dtype()), lse};
 }
 
-std::tuple<Tensor, Tensor, Tensor> flash_backward(const char* op, Prepared& p, const Tensor& grad_out,
-                                                  const Tensor& query, const Tensor& key, const Tensor& out,
-                                                  const Tensor& logsumexp) {
-  AttentionPlan& plan = p.plan;
-  const int64_t B = plan.batch, H = plan.heads, L = plan.q_len, S = plan.kv_len;
-  const int64_t D = plan.head_dim, Dv = plan.value_dim;
+/// A backward's forward results, checked against the plan (sizes, logsumexp's dtype) and bound into it (out,
+/// logsumexp) in the plan's dtype; the upstream gradient returned likewise. The values live as long as the result.
+struct BackwardOperands {
+  Tensor grad_out, out, logsumexp;
+};
+
+BackwardOperands bind_backward_operands(const char* op, AttentionPlan& plan, const Tensor& grad_out, const Tensor& out,
+                                        const Tensor& logsumexp) {
+  const int64_t B = plan.batch, H = plan.heads, L = plan.q_len, Dv = plan.value_dim;
   KILN_CHECK(same_sizes(grad_out.sizes(), {B, H, L, Dv}) && same_sizes(out.sizes(), {B, H, L, Dv}),
              op, ": expected grad_out and out of size [", B, ", ", H, ", ", L, ", ", Dv, "], got grad_out ",
              grad_out.sizes(), " and out ", out.sizes());
   KILN_CHECK(same_sizes(logsumexp.sizes(), {B, H, L}) && logsumexp.dtype() == plan.dtype, op,
              ": expected logsumexp of size [", B, ", ", H, ", ", L, "] and dtype ", scalar_type_name(plan.dtype),
              ", got ", logsumexp.sizes(), " and ", scalar_type_name(logsumexp.dtype()));
-  const Tensor go = operand_values(grad_out, plan.dtype);
-  const Tensor o = operand_values(out, plan.dtype);
-  const Tensor lse = contiguous_values(logsumexp);
+  BackwardOperands bound{operand_values(grad_out, plan.dtype), operand_values(out, plan.dtype),
+                         contiguous_values(logsumexp)};
+  plan.out = operand(bound.out);
+  plan.logsumexp = AttentionOperand{bound.logsumexp.data_ptr(), H * L, L, 1};
+  return bound;
+}
+
+std::tuple<Tensor, Tensor, Tensor> flash_backward(const char* op, Prepared& p, const Tensor& grad_out,
+                                                  const Tensor& query, const Tensor& key, const Tensor& out,
+                                                  const Tensor& logsumexp) {
+  AttentionPlan& plan = p.plan;
+  const int64_t B = plan.batch, H = plan.heads, L = plan.q_len, S = plan.kv_len;
+  const int64_t D = plan.head_dim, Dv = plan.value_dim;
+  const BackwardOperands bound = bind_backward_operands(op, plan, grad_out, out, logsumexp);
   Tensor gq = zeros({B, H, L, D}, plan.dtype);
   const int64_t Hkv = key.size(1);
   Tensor gk = zeros({B, Hkv, S, D}, plan.dtype);
   Tensor gv = zeros({B, Hkv, S, Dv}, plan.dtype);
-  plan.out = operand(o);
-  plan.logsumexp = AttentionOperand{lse.data_ptr(), H * L, L, 1};
-  if (!any_empty(plan) && S > 0) attention_backward_stub(plan, operand(go), operand(gq), operand(gk), operand(gv));
+  if (!any_empty(plan) && S > 0) {
+    attention_backward_stub(plan, operand(bound.grad_out), operand(gq), operand(gk), operand(gv));
+  }
   const DType dtype = query.dtype();
   return {round_to(gq, dtype), round_to(gk, dtype), round_to(gv, dtype)};
 }
@@ -366,20 +380,9 @@ bool flash_attention_backward_into(const Tensor& grad_out, const Tensor& query, 
   }
   Prepared p = prepare(kBackward, query, key, value, 0.0, is_causal, attn_mask, scale);
   AttentionPlan& plan = p.plan;
-  const int64_t B = plan.batch, H = plan.heads, L = plan.q_len, Dv = plan.value_dim;
-  KILN_CHECK(same_sizes(grad_out.sizes(), {B, H, L, Dv}) && same_sizes(out.sizes(), {B, H, L, Dv}),
-             kBackward, ": expected grad_out and out of size [", B, ", ", H, ", ", L, ", ", Dv, "], got grad_out ",
-             grad_out.sizes(), " and out ", out.sizes());
-  KILN_CHECK(same_sizes(logsumexp.sizes(), {B, H, L}) && logsumexp.dtype() == plan.dtype, kBackward,
-             ": expected logsumexp of size [", B, ", ", H, ", ", L, "] and dtype ", scalar_type_name(plan.dtype),
-             ", got ", logsumexp.sizes(), " and ", scalar_type_name(logsumexp.dtype()));
-  const Tensor go = operand_values(grad_out, plan.dtype);
-  const Tensor o = operand_values(out, plan.dtype);
-  const Tensor lse = contiguous_values(logsumexp);
-  plan.out = operand(o);
-  plan.logsumexp = AttentionOperand{lse.data_ptr(), H * L, L, 1};
+  const BackwardOperands bound = bind_backward_operands(kBackward, plan, grad_out, out, logsumexp);
   if (!any_empty(plan) && plan.kv_len > 0) {
-    attention_backward_stub(plan, operand(go), operand(grad_query), operand(grad_key), operand(grad_value));
+    attention_backward_stub(plan, operand(bound.grad_out), operand(grad_query), operand(grad_key), operand(grad_value));
   }
   return true;
 }
