@@ -130,3 +130,25 @@ def test_index_copy_and_put_match_torch():
     src_k = kiln.tensor([1.0, 2.0], requires_grad=True)
     (x.index_copy(0, kiln.tensor([3, 0]), src_k) * kiln.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
     assert src_k.grad.tolist() == [4.0, 1.0] and x.grad.tolist() == [0.0, 2.0, 3.0, 0.0]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_long_contiguous_copy_split_across_threads_equals_torch(threads):
+    # copy_ splits a contiguous copy of 256 KiB or more across the thread pool (eager/kernels/cpu/copy/Copy.cpp);
+    # a short copy keeps one memmove, and a dtype conversion takes the converting loop.
+    n = (1 << 17) + 3
+    values = np.random.default_rng(0).standard_normal(n)
+    before = kiln.get_num_threads()
+    kiln.set_num_threads(threads)
+    try:
+        src, dst = kiln.tensor(values), kiln.zeros(n, dtype=kiln.float64)
+        dst.copy_(src)
+        assert np.array_equal(dst.numpy(), values)
+        short = kiln.tensor(values[:1000])
+        dst[:1000].copy_(short)
+        assert np.array_equal(dst.numpy(), values)
+        as_float = kiln.zeros(n, dtype=kiln.float32)
+        as_float.copy_(src)
+        assert np.array_equal(as_float.numpy(), torch.tensor(values).float().numpy())
+    finally:
+        kiln.set_num_threads(before)

@@ -44,6 +44,9 @@ void strided_convert(const Tensor& dst, const Tensor& src) {
   }
 }
 
+/// Bytes from which a contiguous copy is split across the thread pool (two of copy_strided's grains).
+constexpr int64_t kSplitContiguousCopyBytes = int64_t{1} << 18;
+
 }  // namespace
 
 void copy_(const Tensor& dst, const Tensor& src) {
@@ -63,13 +66,16 @@ void copy_(const Tensor& dst, const Tensor& src) {
     return;
   }
   if (dst.numel() == 0) return;
-  if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
+  if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() &&
+      (dst.nbytes() < kSplitContiguousCopyBytes || byte_spans_meet(dst, src))) {
+    // One memmove: a short copy (not worth waking the pool), or spans that overlap.
     std::memmove(dst.data_ptr(), src.data_ptr(), static_cast<size_t>(dst.nbytes()));
   } else if (dst.dtype() == src.dtype() && !byte_spans_meet(dst, src)) {
     // The layout copy: rows merged where both sides allow, memcpy / vector rows,
-    // tiles for transposes, on the thread pool. The element loop below walked a
-    // multi-dim counter per element (o[:, :2045].copy_(x[:, 3:]) of 2048 rows:
-    // 8-10 ms against torch's 3-4).
+    // tiles for transposes, on the thread pool; a long contiguous copy is one row
+    // split across the pool (one memmove of 16M floats: 7.9 ms against torch's 3.8
+    // on 2 threads). The element loop below walked a multi-dim counter per element
+    // (o[:, :2045].copy_(x[:, 3:]) of 2048 rows: 8-10 ms against torch's 3-4).
     native::copy_strided(static_cast<char*>(dst.data_ptr()), dst.strides(), static_cast<const char*>(src.data_ptr()),
                          src.strides(), dst.sizes(), dst.itemsize());
   } else {
