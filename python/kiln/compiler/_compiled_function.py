@@ -616,13 +616,7 @@ class CompiledFunction(_C._capture.CachedCall):
         points = list(_dynamic.perturbations(context.values, set(constants), context.guards))[:2]
         reason = "no other sizes satisfy the guards" if not points else \
             _symbolic_backward.gradients_agree(program, inputs, names, points)
-        if reason is None:
-            return symbolic
-        self.num_backward_checks_failed += 1
-        self.specialized_reasons.append(reason)
-        if _logging.is_enabled("recompiles"):
-            _logging.log("recompiles", f"{self._name()}: graph kept for these exact sizes: {reason}")
-        return None
+        return symbolic if reason is None else self._kept_for_exact_sizes("graph", reason)
 
     def _check_symbolic_step(self, program, args, kwargs, module_state, lifted, state_tensors, symbolic, context):
         """``symbolic`` when the training-step ``program`` leaves what the function leaves eagerly at other
@@ -632,13 +626,14 @@ class CompiledFunction(_C._capture.CachedCall):
         reason = "no other sizes satisfy the guards" if not points else \
             _symbolic_training.step_agrees(self.fn, args, kwargs, program, program.state,
                                            [t for _, t in module_state], lifted, state_tensors, names, points)
-        if reason is None:
-            return symbolic
+        return symbolic if reason is None else self._kept_for_exact_sizes("training step", reason)
+
+    def _kept_for_exact_sizes(self, what: str, reason: str) -> None:
+        """Counts and logs a symbolic check that failed: the capture is kept for its exact sizes."""
         self.num_backward_checks_failed += 1
         self.specialized_reasons.append(reason)
         if _logging.is_enabled("recompiles"):
-            _logging.log("recompiles", f"{self._name()}: training step kept for these exact sizes: {reason}")
-        return None
+            _logging.log("recompiles", f"{self._name()}: {what} kept for these exact sizes: {reason}")
 
     def _check_symbolic(self, key, session, context, declared, copy_back, first_copy_back):
         """(symbolic key, symbol names per tensor) when the graph just recorded serves every binding of its

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kiln import _C
-from kiln._tensor import Tensor
+from kiln.autograd.grad_mode import no_grad
 from kiln.compiler._guards import flatten, with_tensors
 from kiln.random import get_rng_state, set_rng_state
 from kiln.compiler._symbolic_backward import _close, _tensor_like
@@ -42,7 +41,7 @@ class StepSnapshot:
             if id(t) not in seen:
                 seen.add(id(t))
                 self.tensors.append(t)
-        with _no_grad():
+        with no_grad():
             self.values = [t.detach().clone() for t in self.tensors]
         self.leaves = leaves
         self.grads = [p.grad for p in leaves]
@@ -53,7 +52,7 @@ class StepSnapshot:
         self.rng = get_rng_state()
 
     def restore(self):
-        with _no_grad():
+        with no_grad():
             for t, v in zip(self.tensors, self.values):
                 t.copy_(v)
         for p, g in zip(self.leaves, self.grads):
@@ -68,15 +67,6 @@ class StepSnapshot:
             for k, v in counters.items():
                 setattr(opt, k, v)
         set_rng_state(self.rng)
-
-
-class _no_grad:
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)
 
 
 def _after(state, module_tensors: list, result) -> list:
